@@ -1,0 +1,87 @@
+//! Every blob path Tessera writes, in one place, so no path is formatted twice.
+
+use uuid::Uuid;
+
+/// A blob's place in storage. [`BlobKey::path`] gives the `container/name` key of the storage port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum BlobKey {
+    /// The uploaded target of a job.
+    ImageInput { job: Uuid },
+    /// What one slice needs to render (its rows of the plan).
+    SliceInput { job: Uuid, seq: u32 },
+    /// One rendered slice.
+    SliceOutput { job: Uuid, seq: u32 },
+    /// The finished mosaic.
+    ImageOutput { job: Uuid },
+    /// A job's record: state, progress, parameters.
+    JobRecord { job: Uuid },
+    /// A tile library's index at one version.
+    LibraryIndex { library: String, version: u32 },
+    /// A message body too large for its queue, stored aside.
+    MessageBody { queue: String, id: Uuid },
+}
+
+impl BlobKey {
+    pub fn path(&self) -> String {
+        match self {
+            BlobKey::ImageInput { job } => format!("imageinput/{job}"),
+            BlobKey::SliceInput { job, seq } => format!("sliceinput/{job}/{seq:05}"),
+            BlobKey::SliceOutput { job, seq } => format!("sliceoutput/{job}/{seq:05}"),
+            BlobKey::ImageOutput { job } => format!("imageoutput/{job}"),
+            BlobKey::JobRecord { job } => format!("jobs/{job}.json"),
+            BlobKey::LibraryIndex { library, version } => {
+                format!("libraries/{library}/v{version}/index")
+            }
+            BlobKey::MessageBody { queue, id } => format!("messagebodies/{queue}/{id}"),
+        }
+    }
+
+    /// The prefix under which all of a job's slice outputs live.
+    pub fn slice_outputs_prefix(job: Uuid) -> String {
+        format!("sliceoutput/{job}/")
+    }
+}
+
+impl std::fmt::Display for BlobKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.path())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::split_blob_key;
+
+    #[test]
+    fn every_key_is_a_valid_storage_key() {
+        let job = Uuid::new_v4();
+        let keys = [
+            BlobKey::ImageInput { job },
+            BlobKey::SliceInput { job, seq: 3 },
+            BlobKey::SliceOutput { job, seq: 3 },
+            BlobKey::ImageOutput { job },
+            BlobKey::JobRecord { job },
+            BlobKey::LibraryIndex {
+                library: "emoji".into(),
+                version: 2,
+            },
+            BlobKey::MessageBody {
+                queue: "slicerequest".into(),
+                id: job,
+            },
+        ];
+        for key in keys {
+            split_blob_key(&key.path()).unwrap();
+        }
+    }
+
+    #[test]
+    fn slice_keys_sort_in_sequence_order() {
+        let job = Uuid::new_v4();
+        let nine = BlobKey::SliceOutput { job, seq: 9 }.path();
+        let ten = BlobKey::SliceOutput { job, seq: 10 }.path();
+        assert!(nine < ten);
+        assert!(nine.starts_with(&BlobKey::slice_outputs_prefix(job)));
+    }
+}

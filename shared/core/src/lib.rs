@@ -1,0 +1,6 @@
+//! The layer every Tessera role stands on: the typed messages of the four queues, the storage
+//! ports with their embedded and Azure backends, typed blob keys, and the queue runtime.
+
+pub mod keys;
+pub mod messages;
+pub mod storage;

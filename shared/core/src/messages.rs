@@ -1,0 +1,341 @@
+//! The four message types that travel between Tessera's roles, each bound to exactly one queue.
+//!
+//! On the wire every message is UTF-8 JSON in a versioned envelope:
+//! `{"v":1,"kind":"ImageRequest","client_id":"…","request_id":"…","body":{…}}`. Messages carry ids
+//! and blob keys, never image bytes. Decoding checks the version, the kind and the body; any failure
+//! is a [`DecodeError`], which the queue runtime treats as poison (never retried).
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use uuid::Uuid;
+
+/// The envelope version this build writes and the only one it reads.
+pub const ENVELOPE_VERSION: u32 = 1;
+
+/// The four work queues of the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum QueueName {
+    ImageRequest,
+    SliceRequest,
+    SliceResponse,
+    ImageResponse,
+}
+
+impl QueueName {
+    pub const ALL: [QueueName; 4] = [
+        QueueName::ImageRequest,
+        QueueName::SliceRequest,
+        QueueName::SliceResponse,
+        QueueName::ImageResponse,
+    ];
+
+    /// The queue's name in storage.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueName::ImageRequest => "imagerequest",
+            QueueName::SliceRequest => "slicerequest",
+            QueueName::SliceResponse => "sliceresponse",
+            QueueName::ImageResponse => "imageresponse",
+        }
+    }
+
+    /// The dead-letter queue that holds this queue's poison messages.
+    pub fn poison(self) -> String {
+        poison_queue_name(self.as_str())
+    }
+}
+
+impl std::fmt::Display for QueueName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `<queue>-poison`: where a queue's undeliverable messages go.
+pub fn poison_queue_name(queue: &str) -> String {
+    format!("{queue}-poison")
+}
+
+/// A message type, bound at compile time to the one queue it travels on.
+pub trait Message: Serialize + DeserializeOwned + Send + Sync + 'static {
+    const QUEUE: QueueName;
+    /// The `kind` written in the envelope.
+    const KIND: &'static str;
+
+    /// Checks the body's values beyond their types; an invalid body is poison.
+    fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Why a queue message could not be decoded. Always poison: retrying cannot fix it.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("message is not valid JSON: {0}")]
+    Malformed(String),
+    #[error("unsupported envelope version {found} (this build reads version {ENVELOPE_VERSION})")]
+    UnsupportedVersion { found: u64 },
+    #[error("message kind is {found:?}, expected {expected:?}")]
+    WrongKind {
+        expected: &'static str,
+        found: String,
+    },
+    #[error("invalid {kind} body: {reason}")]
+    InvalidBody { kind: &'static str, reason: String },
+}
+
+/// A message with its envelope fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope<M> {
+    /// Who asked for the work (the browser or API client behind the job).
+    pub client_id: Uuid,
+    /// Unique per message sent; a redelivered message keeps its request id.
+    pub request_id: Uuid,
+    pub body: M,
+}
+
+#[derive(Serialize)]
+struct WireOut<'a, M> {
+    v: u32,
+    kind: &'static str,
+    client_id: Uuid,
+    request_id: Uuid,
+    body: &'a M,
+}
+
+#[derive(Deserialize)]
+struct WireIn {
+    v: serde_json::Value,
+    kind: String,
+    client_id: Uuid,
+    request_id: Uuid,
+    body: serde_json::Value,
+}
+
+impl<M: Message> Envelope<M> {
+    /// A new envelope with a fresh request id.
+    pub fn new(client_id: Uuid, body: M) -> Self {
+        Envelope {
+            client_id,
+            request_id: Uuid::new_v4(),
+            body,
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        serde_json::to_string(&WireOut {
+            v: ENVELOPE_VERSION,
+            kind: M::KIND,
+            client_id: self.client_id,
+            request_id: self.request_id,
+            body: &self.body,
+        })
+        .expect("message types serialize infallibly")
+    }
+
+    pub fn decode(text: &str) -> Result<Self, DecodeError> {
+        let wire: WireIn =
+            serde_json::from_str(text).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+        match wire.v.as_u64() {
+            Some(v) if v == u64::from(ENVELOPE_VERSION) => {}
+            Some(found) => return Err(DecodeError::UnsupportedVersion { found }),
+            None => {
+                return Err(DecodeError::Malformed(format!(
+                    "version {} is not a number",
+                    wire.v
+                )));
+            }
+        }
+        if wire.kind != M::KIND {
+            return Err(DecodeError::WrongKind {
+                expected: M::KIND,
+                found: wire.kind,
+            });
+        }
+        let body: M = serde_json::from_value(wire.body).map_err(|e| DecodeError::InvalidBody {
+            kind: M::KIND,
+            reason: e.to_string(),
+        })?;
+        body.validate().map_err(|reason| DecodeError::InvalidBody {
+            kind: M::KIND,
+            reason,
+        })?;
+        Ok(Envelope {
+            client_id: wire.client_id,
+            request_id: wire.request_id,
+            body,
+        })
+    }
+}
+
+/// A tile library at one version: processors cache a library's index by this pair.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryRef {
+    pub id: String,
+    pub version: u32,
+}
+
+/// How the target is cut into cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "mode", deny_unknown_fields)]
+pub enum Grid {
+    /// So many cells across; rows follow the target's aspect ratio.
+    Cells { across: u32 },
+    /// One tile per source pixel: the output is the source size times the tile size.
+    PerPixel,
+}
+
+/// Matching and rendering options a job carries from the upload to every slice.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RenderOptions {
+    /// No identical tile within this Chebyshev distance (0: unlimited repeats).
+    pub repeat_radius: u32,
+    /// How far each tile is moved toward its cell's colour, 0 to 100 %.
+    pub blend_percent: u8,
+    /// An optional cap on the number of uses of any one tile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u32>,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            repeat_radius: 1,
+            blend_percent: 0,
+            max_uses: None,
+        }
+    }
+}
+
+/// `imagerequest`: a new job, from the front end to the job controller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageRequest {
+    pub job_id: Uuid,
+    /// Blob key of the uploaded target image.
+    pub input_blob: String,
+    pub library: LibraryRef,
+    /// Edge of one tile in output pixels.
+    pub tile_size: u32,
+    pub grid: Grid,
+    /// Into how many slices (bands of cell rows) the job is cut.
+    pub slices: u32,
+    pub options: RenderOptions,
+}
+
+/// `slicerequest`: one band of rows to render, from the controller to any image processor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SliceRequest {
+    pub job_id: Uuid,
+    /// 0-based sequence number of this slice.
+    pub seq: u32,
+    pub count: u32,
+    /// Blob key of the plan for this slice's rows of cells.
+    pub plan_blob: String,
+    pub library: LibraryRef,
+    pub tile_size: u32,
+    pub options: RenderOptions,
+}
+
+/// `sliceresponse`: a rendered slice, from a processor back to the controller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SliceResponse {
+    pub job_id: Uuid,
+    pub seq: u32,
+    /// Blob key of the rendered slice.
+    pub output_blob: String,
+    /// Which processor rendered it.
+    pub processor: String,
+    /// Time spent rendering, in milliseconds.
+    pub render_ms: u64,
+}
+
+/// `imageresponse`: a finished (or failed) job, from the controller to the front end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageResponse {
+    pub job_id: Uuid,
+    pub outcome: JobOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status", deny_unknown_fields)]
+pub enum JobOutcome {
+    Done {
+        output_blob: String,
+        width: u32,
+        height: u32,
+    },
+    Failed {
+        reason: String,
+    },
+}
+
+/// Tile edges a job may ask for, in output pixels.
+pub const TILE_SIZE_RANGE: std::ops::RangeInclusive<u32> = 4..=256;
+/// Slices a job may be cut into.
+pub const SLICES_RANGE: std::ops::RangeInclusive<u32> = 1..=1024;
+
+fn check_common(tile_size: u32, options: &RenderOptions) -> Result<(), String> {
+    if !TILE_SIZE_RANGE.contains(&tile_size) {
+        return Err(format!(
+            "tile_size {tile_size} is outside {}..={}",
+            TILE_SIZE_RANGE.start(),
+            TILE_SIZE_RANGE.end()
+        ));
+    }
+    if options.blend_percent > 100 {
+        return Err(format!(
+            "blend_percent {} is over 100",
+            options.blend_percent
+        ));
+    }
+    Ok(())
+}
+
+impl Message for ImageRequest {
+    const QUEUE: QueueName = QueueName::ImageRequest;
+    const KIND: &'static str = "ImageRequest";
+
+    fn validate(&self) -> Result<(), String> {
+        check_common(self.tile_size, &self.options)?;
+        if !SLICES_RANGE.contains(&self.slices) {
+            return Err(format!(
+                "slices {} is outside {}..={}",
+                self.slices,
+                SLICES_RANGE.start(),
+                SLICES_RANGE.end()
+            ));
+        }
+        if let Grid::Cells { across: 0 } = self.grid {
+            return Err("grid must be at least one cell across".into());
+        }
+        Ok(())
+    }
+}
+impl Message for SliceRequest {
+    const QUEUE: QueueName = QueueName::SliceRequest;
+    const KIND: &'static str = "SliceRequest";
+
+    fn validate(&self) -> Result<(), String> {
+        check_common(self.tile_size, &self.options)?;
+        if self.seq >= self.count {
+            return Err(format!(
+                "slice {} of {} does not exist",
+                self.seq, self.count
+            ));
+        }
+        Ok(())
+    }
+}
+impl Message for SliceResponse {
+    const QUEUE: QueueName = QueueName::SliceResponse;
+    const KIND: &'static str = "SliceResponse";
+}
+impl Message for ImageResponse {
+    const QUEUE: QueueName = QueueName::ImageResponse;
+    const KIND: &'static str = "ImageResponse";
+}

@@ -1,0 +1,288 @@
+//! The storage ports: one small trait for queues, one for blobs, with semantic errors.
+//!
+//! Backends implement these at the bytes level ([`embedded`] on local disk, [`azure`] on Azure
+//! Storage); everything above (typed queues, the listener runtime, the pipeline) works through them
+//! and never knows which backend it has. Both backends follow Azure Storage's semantics: visibility
+//! timeouts, dequeue counts, pop receipts that go stale, time to live, 64 KiB messages, batches of at
+//! most 32.
+//!
+//! Blob keys are `container/name…`: the first path segment is the container (Azure's rules: 3 to 63
+//! lowercase letters, digits and hyphens), the rest is the blob's name.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::ops::Range;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use time::OffsetDateTime;
+
+/// Largest message body a queue accepts, in bytes (Azure's limit).
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+/// Most messages one receive or peek may return (Azure's limit).
+pub const MAX_BATCH: usize = 32;
+/// Longest visibility timeout or delay (Azure's limit).
+pub const MAX_VISIBILITY: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Time to live of a message sent without one (Azure's default).
+pub const DEFAULT_TIME_TO_LIVE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// What went wrong, by meaning rather than by backend.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StorageError {
+    /// The queue, message or blob does not exist (or the message has expired).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A create-only write met an existing blob.
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
+    /// A conditional write's precondition (an ETag) no longer holds.
+    #[error("precondition failed: {0}")]
+    Precondition(String),
+    /// The pop receipt is stale: the message was received again or updated since.
+    #[error("pop receipt does not match for message {0}")]
+    ReceiptMismatch(String),
+    /// A message or request over a size limit.
+    #[error("too large: {size} bytes, the limit is {limit}")]
+    TooLarge { size: usize, limit: usize },
+    /// An argument outside what the service accepts (a batch of 33, a bad name, ...).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// Worth retrying: a timeout, a refused connection, a 5xx, "server busy".
+    #[error("transient storage error: {0}")]
+    Transient(String),
+    /// Anything else: not worth retrying.
+    #[error("storage error: {0}")]
+    Other(String),
+}
+
+impl StorageError {
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StorageError::Transient(_))
+    }
+}
+
+/// Options for sending a message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendOptions {
+    /// Hidden for this long after sending.
+    pub visibility_delay: Duration,
+    /// Deleted after this long; `None` means [`DEFAULT_TIME_TO_LIVE`].
+    pub time_to_live: Option<Duration>,
+}
+
+/// A message just sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentMessage {
+    pub id: String,
+    pub pop_receipt: String,
+    pub insertion_time: OffsetDateTime,
+    pub expiration_time: OffsetDateTime,
+    pub next_visible: OffsetDateTime,
+}
+
+/// A message received, hidden from other receivers until `next_visible`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceivedMessage {
+    pub id: String,
+    /// Proof of this receipt, needed to delete or update the message; stale after any later
+    /// receive or update.
+    pub pop_receipt: String,
+    /// How many times the message has been received, this time included.
+    pub dequeue_count: u32,
+    pub insertion_time: OffsetDateTime,
+    pub expiration_time: OffsetDateTime,
+    pub next_visible: OffsetDateTime,
+    pub body: String,
+}
+
+/// A message seen without receiving it (no receipt, dequeue count unchanged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeekedMessage {
+    pub id: String,
+    pub dequeue_count: u32,
+    pub insertion_time: OffsetDateTime,
+    pub expiration_time: OffsetDateTime,
+    pub body: String,
+}
+
+/// The result of updating a message's visibility or content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdatedMessage {
+    /// The new receipt; the old one is stale from now on.
+    pub pop_receipt: String,
+    pub next_visible: OffsetDateTime,
+}
+
+/// The queue port.
+#[async_trait]
+pub trait QueueStore: Send + Sync + Debug {
+    /// Creates the queue; succeeds if it already exists.
+    async fn create_queue(&self, queue: &str) -> Result<()>;
+    /// Deletes the queue and its messages.
+    async fn delete_queue(&self, queue: &str) -> Result<()>;
+    /// Names of the queues that exist, sorted.
+    async fn list_queues(&self) -> Result<Vec<String>>;
+    /// Appends a message; the body is at most [`MAX_MESSAGE_BYTES`].
+    async fn send(&self, queue: &str, body: &str, options: SendOptions) -> Result<SentMessage>;
+    /// Receives up to `max` (1 to [`MAX_BATCH`]) visible messages and hides them for
+    /// `visibility_timeout`, adding one to each dequeue count. Empty when none is visible.
+    async fn receive(
+        &self,
+        queue: &str,
+        max: usize,
+        visibility_timeout: Duration,
+    ) -> Result<Vec<ReceivedMessage>>;
+    /// Hides a received message for `visibility_timeout` from now, replacing its body when one
+    /// is given. The receipt must be current.
+    async fn update(
+        &self,
+        queue: &str,
+        id: &str,
+        pop_receipt: &str,
+        visibility_timeout: Duration,
+        body: Option<&str>,
+    ) -> Result<UpdatedMessage>;
+    /// Deletes a received message. The receipt must be current.
+    async fn delete(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()>;
+    /// Up to `max` (1 to [`MAX_BATCH`]) visible messages, without receiving them.
+    async fn peek(&self, queue: &str, max: usize) -> Result<Vec<PeekedMessage>>;
+    /// Messages in the queue, visible or not (approximate, as Azure reports it).
+    async fn approximate_depth(&self, queue: &str) -> Result<u64>;
+    async fn get_metadata(&self, queue: &str) -> Result<HashMap<String, String>>;
+    /// Replaces the queue's metadata.
+    async fn set_metadata(&self, queue: &str, metadata: &HashMap<String, String>) -> Result<()>;
+    /// Deletes every message in the queue.
+    async fn clear(&self, queue: &str) -> Result<()>;
+}
+
+/// How a put treats an existing blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PutMode {
+    Overwrite,
+    /// Fails with [`StorageError::AlreadyExists`] if the blob exists; exclusive under
+    /// concurrent writers.
+    CreateNew,
+    /// Fails with [`StorageError::Precondition`] unless the blob's ETag is this one.
+    IfMatch(String),
+}
+
+/// What a blob store knows of one blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobMeta {
+    pub key: String,
+    pub size: u64,
+    pub etag: String,
+    pub last_modified: OffsetDateTime,
+}
+
+/// One page of a listing; `next` continues it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListPage {
+    pub items: Vec<BlobMeta>,
+    pub next: Option<String>,
+}
+
+/// The blob port.
+#[async_trait]
+pub trait BlobStore: Send + Sync + Debug {
+    async fn put(&self, key: &str, data: Bytes, mode: PutMode) -> Result<BlobMeta>;
+    async fn get(&self, key: &str) -> Result<Bytes>;
+    /// Bytes `range` of the blob; a range past the end is cut at the end.
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
+    async fn head(&self, key: &str) -> Result<BlobMeta>;
+    /// Blobs whose key starts with `prefix` (which names at least the container), in key order,
+    /// at most `page_size` per page.
+    async fn list(&self, prefix: &str, page_size: usize, page: Option<String>) -> Result<ListPage>;
+    /// Deletes the blob; [`StorageError::NotFound`] if it does not exist.
+    async fn delete(&self, key: &str) -> Result<()>;
+    /// Starts a block upload for a large blob: nothing is visible until `finish`.
+    async fn upload(&self, key: &str) -> Result<Box<dyn BlobUpload>>;
+}
+
+/// A large blob written in pieces (Azure: staged blocks, then a commit).
+#[async_trait]
+pub trait BlobUpload: Send {
+    async fn write(&mut self, chunk: Bytes) -> Result<()>;
+    /// Makes the blob visible, whole, replacing any earlier one.
+    async fn finish(self: Box<Self>) -> Result<BlobMeta>;
+    /// Drops what was written; the key is untouched.
+    async fn abort(self: Box<Self>) -> Result<()>;
+}
+
+/// Conveniences over the blob port.
+#[async_trait]
+pub trait BlobStoreExt: BlobStore {
+    async fn exists(&self, key: &str) -> Result<bool> {
+        match self.head(key).await {
+            Ok(_) => Ok(true),
+            Err(StorageError::NotFound(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every blob under `prefix`, following pages.
+    async fn list_all(&self, prefix: &str) -> Result<Vec<BlobMeta>> {
+        let mut items = Vec::new();
+        let mut page = None;
+        loop {
+            let got = self.list(prefix, 1000, page).await?;
+            items.extend(got.items);
+            match got.next {
+                Some(next) => page = Some(next),
+                None => return Ok(items),
+            }
+        }
+    }
+}
+
+impl<T: BlobStore + ?Sized> BlobStoreExt for T {}
+
+/// Checks a queue name against Azure's rules: 3 to 63 lowercase letters, digits and single
+/// hyphens, starting and ending with a letter or digit.
+pub fn validate_queue_name(name: &str) -> Result<()> {
+    validate_dns_name(name, "queue")
+}
+
+/// Splits a blob key into its container and blob name, checking both.
+pub fn split_blob_key(key: &str) -> Result<(&str, &str)> {
+    let (container, name) = key.split_once('/').ok_or_else(|| {
+        StorageError::Invalid(format!("blob key {key:?} has no container/ prefix"))
+    })?;
+    validate_dns_name(container, "container")?;
+    if name.is_empty() || name.len() > 1024 {
+        return Err(StorageError::Invalid(format!(
+            "blob name in {key:?} must be 1 to 1024 characters"
+        )));
+    }
+    if name
+        .split('/')
+        .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+        || name.contains('\\')
+        || name.chars().any(char::is_control)
+    {
+        return Err(StorageError::Invalid(format!(
+            "blob name in {key:?} has an empty, '.' or '..' segment, a backslash or a control character"
+        )));
+    }
+    Ok((container, name))
+}
+
+fn validate_dns_name(name: &str, what: &str) -> Result<()> {
+    let ok = (3..=63).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--");
+    if ok {
+        Ok(())
+    } else {
+        Err(StorageError::Invalid(format!(
+            "{what} name {name:?} must be 3 to 63 lowercase letters, digits and single hyphens"
+        )))
+    }
+}

@@ -1,0 +1,5 @@
+//! `tessera`: one binary, every role, chosen by a subcommand.
+
+fn main() {
+    println!("tessera");
+}

@@ -1,0 +1,3 @@
+//! Tessera's integration tests, in one binary so they link once.
+
+mod messages;

@@ -1,0 +1,123 @@
+//! Golden JSON for every message type: the wire format is a contract between processes and
+//! versions, so a change to it must show up here.
+
+use std::path::Path;
+
+use tessera_shared::messages::{
+    DecodeError, Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, Message, QueueName,
+    SliceRequest, SliceResponse,
+};
+
+fn golden(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/messages")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Decodes a golden file, checks it re-encodes to the same JSON value, and returns it.
+fn round_trip<M: Message + PartialEq + std::fmt::Debug>(name: &str) -> Envelope<M> {
+    let text = golden(name);
+    let envelope = Envelope::<M>::decode(&text).expect("golden message decodes");
+    let again: serde_json::Value = serde_json::from_str(&envelope.encode()).unwrap();
+    let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(again, original, "{name} re-encodes to the same JSON");
+    envelope
+}
+
+#[test]
+fn image_request_golden() {
+    let m = round_trip::<ImageRequest>("image_request.json");
+    assert_eq!(ImageRequest::QUEUE, QueueName::ImageRequest);
+    assert_eq!(m.body.grid, Grid::Cells { across: 128 });
+    assert_eq!(m.body.tile_size, 16);
+    assert_eq!(m.body.slices, 8);
+    assert_eq!(m.body.library.id, "emoji-noto");
+}
+
+#[test]
+fn slice_request_golden() {
+    let m = round_trip::<SliceRequest>("slice_request.json");
+    assert_eq!(SliceRequest::QUEUE.as_str(), "slicerequest");
+    assert_eq!((m.body.seq, m.body.count), (2, 8));
+    assert_eq!(m.body.options.max_uses, Some(40));
+    assert_eq!(m.body.options.blend_percent, 25);
+}
+
+#[test]
+fn slice_response_golden() {
+    let m = round_trip::<SliceResponse>("slice_response.json");
+    assert_eq!(SliceResponse::QUEUE.as_str(), "sliceresponse");
+    assert_eq!(m.body.render_ms, 412);
+}
+
+#[test]
+fn image_response_goldens() {
+    let done = round_trip::<ImageResponse>("image_response_done.json");
+    assert_eq!(ImageResponse::QUEUE.as_str(), "imageresponse");
+    assert!(matches!(
+        done.body.outcome,
+        JobOutcome::Done { width: 2048, .. }
+    ));
+    let failed = round_trip::<ImageResponse>("image_response_failed.json");
+    match failed.body.outcome {
+        JobOutcome::Failed { reason } => assert!(reason.contains("slice 3 of 8")),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_version_is_a_typed_error() {
+    let text = golden("image_request.json").replace("\"v\": 1", "\"v\": 2");
+    assert_eq!(
+        Envelope::<ImageRequest>::decode(&text).unwrap_err(),
+        DecodeError::UnsupportedVersion { found: 2 }
+    );
+}
+
+#[test]
+fn malformed_and_mismatched_messages_are_typed_errors() {
+    assert!(matches!(
+        Envelope::<ImageRequest>::decode("{not json"),
+        Err(DecodeError::Malformed(_))
+    ));
+    assert!(matches!(
+        Envelope::<ImageRequest>::decode(&golden("slice_request.json")),
+        Err(DecodeError::WrongKind {
+            expected: "ImageRequest",
+            ..
+        })
+    ));
+    let missing_field =
+        golden("slice_response.json").replace("\"render_ms\": 412", "\"render\": 412");
+    assert!(matches!(
+        Envelope::<SliceResponse>::decode(&missing_field),
+        Err(DecodeError::InvalidBody {
+            kind: "SliceResponse",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn out_of_range_values_are_invalid_bodies() {
+    let text = golden("image_request.json").replace("\"tile_size\": 16", "\"tile_size\": 3");
+    let err = Envelope::<ImageRequest>::decode(&text).unwrap_err();
+    assert!(err.to_string().contains("tile_size 3"), "{err}");
+    let text = golden("slice_request.json").replace("\"seq\": 2", "\"seq\": 8");
+    assert!(Envelope::<SliceRequest>::decode(&text).is_err());
+}
+
+#[test]
+fn poison_queue_names() {
+    let names: Vec<String> = QueueName::ALL.iter().map(|q| q.poison()).collect();
+    assert_eq!(
+        names,
+        [
+            "imagerequest-poison",
+            "slicerequest-poison",
+            "sliceresponse-poison",
+            "imageresponse-poison"
+        ]
+    );
+}
