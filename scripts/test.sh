@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every Tessera test on a fresh machine, with its own set-up:
+#   - Azurite (pinned, from the npm registry) started on 127.0.0.1 and stopped at the end,
+#   - a Python virtual environment with Microsoft's azure-storage-queue SDK (interop tests),
+#   - formatting and lint checks, then the whole cargo test suite against both storage backends.
+# Usage: scripts/test.sh [extra cargo test args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs" >&2; exit 2; }
+
+step "Azurite and the Python SDK"
+scripts/azurite.sh install
+scripts/azurite.sh python
+scripts/azurite.sh start
+trap 'scripts/azurite.sh stop' EXIT
+export TESSERA_AZURE_CONNECTION_STRING="UseDevelopmentStorage=true"
+export TESSERA_TEST_PYTHON="$PWD/.tools/venv/bin/python"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "cargo test"
+cargo test --workspace "$@"

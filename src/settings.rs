@@ -1,0 +1,237 @@
+//! Layered, typed configuration: defaults, then an optional TOML file, then `TESSERA_*`
+//! environment variables. One [`Settings`] tree is built at start-up and passed down explicitly.
+//!
+//! Every key has an environment variable: `TESSERA_<SECTION>__<KEY>` (double underscore between
+//! levels, e.g. `TESSERA_STORAGE__DATA_DIR`). The documented short names `TESSERA_STORAGE`,
+//! `TESSERA_DATA` and `TESSERA_AZURE_CONNECTION_STRING` are accepted too. `tessera.sample.toml`
+//! names every key with its default.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    pub storage: StorageSettings,
+}
+
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageSettings {
+    /// `embedded` (the default: local disk, no server) or `azure`.
+    pub backend: Backend,
+    /// Where the embedded backend keeps its queues and blobs.
+    pub data_dir: PathBuf,
+    /// An Azure Storage connection string (`UseDevelopmentStorage=true` for a local Azurite).
+    /// A secret: never logged.
+    pub azure_connection_string: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Embedded,
+    Azure,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        StorageSettings {
+            backend: Backend::Embedded,
+            data_dir: PathBuf::from("./tessera-data"),
+            azure_connection_string: String::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StorageSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret = if self.azure_connection_string.is_empty() {
+            ""
+        } else {
+            "<redacted>"
+        };
+        f.debug_struct("StorageSettings")
+            .field("backend", &self.backend)
+            .field("data_dir", &self.data_dir)
+            .field("azure_connection_string", &secret)
+            .finish()
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            storage: StorageSettings::default(),
+        }
+    }
+}
+
+/// Short environment names the design documents, and the key each one sets.
+const ENV_ALIASES: &[(&str, &str)] = &[
+    ("TESSERA_STORAGE", "storage.backend"),
+    ("TESSERA_DATA", "storage.data_dir"),
+    (
+        "TESSERA_AZURE_CONNECTION_STRING",
+        "storage.azure_connection_string",
+    ),
+];
+
+impl Settings {
+    /// Defaults, then `file` if given, then the environment `env` (usually `std::env::vars()`).
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> anyhow::Result<Settings> {
+        let mut tree = toml::Table::try_from(Settings::default())?;
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read config file {}", path.display()))?;
+            let overlay: toml::Table = toml::from_str(&text)
+                .with_context(|| format!("config file {} is not valid TOML", path.display()))?;
+            merge(&mut tree, overlay);
+        }
+        for (name, value) in env {
+            let Some(rest) = name.strip_prefix("TESSERA_") else {
+                continue;
+            };
+            let key = match ENV_ALIASES.iter().find(|(alias, _)| *alias == name) {
+                Some((_, key)) => key.to_string(),
+                None if rest.contains("__") => rest.to_lowercase().replace("__", "."),
+                // Other TESSERA_* variables (test switches, for example) are not settings.
+                None => continue,
+            };
+            set_path(&mut tree, &key, &value)
+                .with_context(|| format!("environment variable {name}"))?;
+        }
+        let settings: Settings = toml::Value::Table(tree)
+            .try_into()
+            .context("invalid configuration")?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.storage.backend == Backend::Azure
+            && self.storage.azure_connection_string.trim().is_empty()
+        {
+            bail!(
+                "storage backend is azure but no connection string is configured: set \
+                 TESSERA_AZURE_CONNECTION_STRING (UseDevelopmentStorage=true for a local Azurite)"
+            );
+        }
+        Ok(())
+    }
+}
+
+fn merge(base: &mut toml::Table, overlay: toml::Table) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// Sets `a.b.c` in the tree from an environment string, typed after the default's value.
+fn set_path(tree: &mut toml::Table, key: &str, raw: &str) -> anyhow::Result<()> {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().unwrap_or_default();
+    let mut table = tree;
+    for part in parts {
+        table = match table.get_mut(part) {
+            Some(toml::Value::Table(t)) => t,
+            _ => bail!("unknown setting {key}"),
+        };
+    }
+    let value = match table.get(last) {
+        Some(toml::Value::Integer(_)) => toml::Value::Integer(
+            raw.trim()
+                .parse()
+                .with_context(|| format!("{key} must be an integer, got {raw:?}"))?,
+        ),
+        Some(toml::Value::Float(_)) => toml::Value::Float(
+            raw.trim()
+                .parse()
+                .with_context(|| format!("{key} must be a number, got {raw:?}"))?,
+        ),
+        Some(toml::Value::Boolean(_)) => toml::Value::Boolean(
+            raw.trim()
+                .parse()
+                .with_context(|| format!("{key} must be true or false, got {raw:?}"))?,
+        ),
+        Some(_) => toml::Value::String(raw.to_string()),
+        None => bail!("unknown setting {key}"),
+    };
+    table.insert(last.to_string(), value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_are_embedded() {
+        let s = Settings::load(None, env(&[])).unwrap();
+        assert_eq!(s.storage.backend, Backend::Embedded);
+        assert_eq!(s.storage.data_dir, PathBuf::from("./tessera-data"));
+    }
+
+    #[test]
+    fn file_then_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tessera.toml");
+        std::fs::write(&file, "[storage]\ndata_dir = \"/srv/a\"\n").unwrap();
+        let s = Settings::load(Some(&file), env(&[])).unwrap();
+        assert_eq!(s.storage.data_dir, PathBuf::from("/srv/a"));
+        let s =
+            Settings::load(Some(&file), env(&[("TESSERA_STORAGE__DATA_DIR", "/srv/b")])).unwrap();
+        assert_eq!(s.storage.data_dir, PathBuf::from("/srv/b"));
+        let s = Settings::load(Some(&file), env(&[("TESSERA_DATA", "/srv/c")])).unwrap();
+        assert_eq!(s.storage.data_dir, PathBuf::from("/srv/c"));
+    }
+
+    #[test]
+    fn azure_without_connection_string_fails_fast() {
+        let err = Settings::load(None, env(&[("TESSERA_STORAGE", "azure")])).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("TESSERA_AZURE_CONNECTION_STRING"),
+            "{err:#}"
+        );
+        let s = Settings::load(
+            None,
+            env(&[
+                ("TESSERA_STORAGE", "azure"),
+                ("TESSERA_AZURE_CONNECTION_STRING", "AccountKey=c2VjcmV0"),
+            ]),
+        )
+        .unwrap();
+        assert!(
+            !format!("{s:?}").contains("c2VjcmV0"),
+            "secrets are redacted"
+        );
+    }
+
+    #[test]
+    fn bad_values_and_unknown_keys_are_errors() {
+        assert!(Settings::load(None, env(&[("TESSERA_STORAGE", "floppy")])).is_err());
+        assert!(Settings::load(None, env(&[("TESSERA_STORAGE__NOPE", "1")])).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, "[storage]\nbackend = \"embedded\"\nspeed = 3\n").unwrap();
+        assert!(Settings::load(Some(&file), env(&[])).is_err());
+        assert!(Settings::load(Some(&dir.path().join("missing.toml")), env(&[])).is_err());
+    }
+}
