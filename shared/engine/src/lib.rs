@@ -1,2 +1,76 @@
 //! The mosaic engine: tile libraries, perceptual matching without repeats, streaming render.
-//! Pure and synchronous: no async runtime and no storage live here.
+//! Pure and synchronous: no async runtime and no storage live here (rayon for data parallelism).
+//!
+//! The flow: [`Library`] imports tiles (or loads a saved index), [`Plan::make`] matches every cell
+//! of a target once for the whole image, [`Plan::rows`] cuts rows that the pipeline can ship to a
+//! processor, [`render_band`] turns such rows into pixels (byte-identical to the same rows of a
+//! whole render), and a [`BandSink`] such as [`PngSink`] or [`JpegSink`] encodes bands as they come.
+
+pub mod color;
+mod hash;
+mod kdtree;
+pub mod library;
+pub mod metrics;
+pub mod output;
+pub mod plan;
+pub mod render;
+mod resample;
+
+pub use library::{ImportOptions, ImportReport, Library, decode_target};
+pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file};
+pub use output::{
+    BandSink, JpegSink, OutputFormat, PngSink, TeeSink, ThreadedSink, VecSink, file_sink,
+};
+pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
+pub use render::{TileCache, render_band, render_band_into, render_to_sink};
+
+use std::path::{Path, PathBuf};
+
+/// Everything the engine can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read the archive: {0}")]
+    Archive(String),
+    #[error("cannot decode the image: {0}")]
+    Decode(String),
+    #[error("not a usable tile index: {0}")]
+    BadIndex(String),
+    #[error(
+        "tile index format version {found} is not supported (this build reads version {supported}): re-create the index"
+    )]
+    IndexVersion { found: u32, supported: u32 },
+    #[error("not a usable plan: {0}")]
+    BadPlan(String),
+    #[error("the plan does not fit: {0}")]
+    PlanMismatch(String),
+    #[error("tile size {0} px is out of range: use 4 to 256 px")]
+    TileSize(u32),
+    #[error(
+        "the output would be {width} x {height} px, over the limit of {limit} pixels: use fewer cells, a smaller tile size or raise the limit"
+    )]
+    OutputTooLarge { width: u64, height: u64, limit: u64 },
+    #[error("the library is too small ({tiles} tiles, at least {needed} needed): {hint}")]
+    LibraryTooSmall {
+        tiles: usize,
+        needed: usize,
+        hint: String,
+    },
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+    #[error("cannot encode the output: {0}")]
+    Encode(String),
+}
+
+impl Error {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! A mosaic from the engine alone, with timings per stage and the quality metric, for
+//! benchmarks: `cargo run --release -p tessera-engine --example mosaic -- TARGET LIBRARY OUT
+//! [cells|per-pixel] [tile-size] [radius] [blend]`.
+
+use std::time::Instant;
+
+use tessera_engine::*;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 3 {
+        return Err(
+            "usage: mosaic TARGET LIBRARY OUT [cells|per-pixel] [tile-size] [radius] [blend]"
+                .into(),
+        );
+    }
+    let grid = match args.get(3).map(String::as_str) {
+        Some("per-pixel") => Grid::PerPixel,
+        Some(n) => Grid::Cells(n.parse()?),
+        None => Grid::Cells(128),
+    };
+    let opts = PlanOptions {
+        grid,
+        tile_size: args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(16),
+        repeat_radius: args.get(5).map(|s| s.parse()).transpose()?.unwrap_or(1),
+        blend: args.get(6).map(|s| s.parse()).transpose()?.unwrap_or(0),
+        structure_weight: std::env::var("STRUCTURE_WEIGHT")
+            .ok()
+            .map(|s| s.parse())
+            .transpose()?
+            .unwrap_or(0.5),
+        candidates: std::env::var("CANDIDATES")
+            .ok()
+            .map(|s| s.parse())
+            .transpose()?
+            .unwrap_or(24),
+        ..PlanOptions::default()
+    };
+    let t0 = Instant::now();
+    let (library, report) = Library::open(args[1].as_ref(), &ImportOptions::default())?;
+    let t_lib = t0.elapsed();
+    if let Some(r) = report {
+        eprintln!(
+            "imported {} tiles, skipped {}, duplicates {}",
+            r.imported,
+            r.skipped.len(),
+            r.duplicates.len()
+        );
+    }
+    let target = decode_target(&std::fs::read(&args[0])?, [255, 255, 255])?;
+    let t1 = Instant::now();
+    let plan = Plan::make(&target, &library, &opts)?;
+    let t_plan = t1.elapsed();
+    let t2 = Instant::now();
+    let out = std::path::Path::new(&args[2]);
+    let mut sink = file_sink(
+        out,
+        plan.width(),
+        plan.total_height(),
+        OutputFormat::from_path(out, 90)?,
+    )?;
+    let mut cells = MosaicCells::new(
+        plan.width(),
+        plan.total_height(),
+        plan.cols(),
+        plan.total_rows(),
+    )?;
+    let measure = std::env::var("MEASURE").is_ok_and(|v| v == "1");
+    let cache = TileCache::new(&library, plan.tile_size());
+    if measure {
+        let mut tee = TeeSink {
+            first: &mut sink,
+            second: &mut cells,
+        };
+        render_to_sink(&plan, &cache, &mut tee, 16, &|_, _| {})?;
+        tee.finish()?;
+    } else {
+        render_to_sink(&plan, &cache, &mut sink, 16, &|_, _| {})?;
+        sink.finish()?;
+    }
+    let t_render = t2.elapsed();
+    eprintln!(
+        "library {:.3}s plan {:.3}s render {:.3}s total {:.3}s ({}x{} cells, {}x{} px)",
+        t_lib.as_secs_f64(),
+        t_plan.as_secs_f64(),
+        t_render.as_secs_f64(),
+        t0.elapsed().as_secs_f64(),
+        plan.cols(),
+        plan.total_rows(),
+        plan.width(),
+        plan.total_height()
+    );
+    if measure {
+        println!("{}", cells.quality(&target)?);
+    }
+    Ok(())
+}

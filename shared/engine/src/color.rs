@@ -1,0 +1,140 @@
+//! Colour science shared by matching and the quality metric: sRGB to CIELAB (D65, as scikit-image
+//! computes it) and the CIEDE2000 colour difference.
+
+/// A CIELAB colour: `[L*, a*, b*]`.
+pub type Lab = [f32; 3];
+
+fn srgb_to_linear(c: f64) -> f64 {
+    if c > 0.04045 {
+        ((c + 0.055) / 1.055).powf(2.4)
+    } else {
+        c / 12.92
+    }
+}
+
+fn lab_f(t: f64) -> f64 {
+    if t > 0.008856 {
+        t.cbrt()
+    } else {
+        7.787 * t + 16.0 / 116.0
+    }
+}
+
+/// Converts an sRGB colour with channels in `0.0..=255.0` to CIELAB (D65 white, 2-degree observer).
+pub fn srgb_to_lab(rgb: [f64; 3]) -> [f64; 3] {
+    let r = srgb_to_linear(rgb[0] / 255.0);
+    let g = srgb_to_linear(rgb[1] / 255.0);
+    let b = srgb_to_linear(rgb[2] / 255.0);
+    let x = (0.412453 * r + 0.357580 * g + 0.180423 * b) / 0.95047;
+    let y = 0.212671 * r + 0.715160 * g + 0.072169 * b;
+    let z = (0.019334 * r + 0.119193 * g + 0.950227 * b) / 1.08883;
+    let (fx, fy, fz) = (lab_f(x), lab_f(y), lab_f(z));
+    [116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)]
+}
+
+/// [`srgb_to_lab`] rounded to `f32`, the precision descriptors are stored in.
+pub fn srgb_to_lab32(rgb: [f64; 3]) -> Lab {
+    let l = srgb_to_lab(rgb);
+    [l[0] as f32, l[1] as f32, l[2] as f32]
+}
+
+/// Squared Euclidean distance between two Lab colours (CIE76 squared).
+#[inline]
+pub fn dist2(a: &Lab, b: &Lab) -> f32 {
+    let d0 = a[0] - b[0];
+    let d1 = a[1] - b[1];
+    let d2 = a[2] - b[2];
+    d0 * d0 + d1 * d1 + d2 * d2
+}
+
+/// The CIEDE2000 colour difference (kL = kC = kH = 1), after Sharma, Wu and Dalal (2005).
+pub fn ciede2000(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
+    use std::f64::consts::PI;
+    let [l1, a1, b1] = lab1;
+    let [l2, a2, b2] = lab2;
+    let c1 = a1.hypot(b1);
+    let c2 = a2.hypot(b2);
+    let cbar = (c1 + c2) / 2.0;
+    let cbar7 = cbar.powi(7);
+    let g = 0.5 * (1.0 - (cbar7 / (cbar7 + 25f64.powi(7))).sqrt());
+    let a1p = a1 * (1.0 + g);
+    let a2p = a2 * (1.0 + g);
+    let c1p = a1p.hypot(b1);
+    let c2p = a2p.hypot(b2);
+    let hue = |b: f64, a: f64| {
+        if b == 0.0 && a == 0.0 {
+            0.0
+        } else {
+            let h = b.atan2(a);
+            if h < 0.0 { h + 2.0 * PI } else { h }
+        }
+    };
+    let h1p = hue(b1, a1p);
+    let h2p = hue(b2, a2p);
+    let dlp = l2 - l1;
+    let dcp = c2p - c1p;
+    let dhp = if c1p * c2p == 0.0 {
+        0.0
+    } else {
+        let d = h2p - h1p;
+        if d > PI {
+            d - 2.0 * PI
+        } else if d < -PI {
+            d + 2.0 * PI
+        } else {
+            d
+        }
+    };
+    let dhp_big = 2.0 * (c1p * c2p).sqrt() * (dhp / 2.0).sin();
+    let lbarp = (l1 + l2) / 2.0;
+    let cbarp = (c1p + c2p) / 2.0;
+    let hbarp = if c1p * c2p == 0.0 {
+        h1p + h2p
+    } else if (h1p - h2p).abs() <= PI {
+        (h1p + h2p) / 2.0
+    } else if h1p + h2p < 2.0 * PI {
+        (h1p + h2p + 2.0 * PI) / 2.0
+    } else {
+        (h1p + h2p - 2.0 * PI) / 2.0
+    };
+    let t = 1.0 - 0.17 * (hbarp - PI / 6.0).cos()
+        + 0.24 * (2.0 * hbarp).cos()
+        + 0.32 * (3.0 * hbarp + PI / 30.0).cos()
+        - 0.20 * (4.0 * hbarp - 63.0 * PI / 180.0).cos();
+    let dtheta = (30.0 * PI / 180.0) * (-(((hbarp * 180.0 / PI) - 275.0) / 25.0).powi(2)).exp();
+    let cbarp7 = cbarp.powi(7);
+    let rc = 2.0 * (cbarp7 / (cbarp7 + 25f64.powi(7))).sqrt();
+    let lb50 = (lbarp - 50.0).powi(2);
+    let sl = 1.0 + 0.015 * lb50 / (20.0 + lb50).sqrt();
+    let sc = 1.0 + 0.045 * cbarp;
+    let sh = 1.0 + 0.015 * cbarp * t;
+    let rt = -(2.0 * dtheta).sin() * rc;
+    let (tl, tc, th) = (dlp / sl, dcp / sc, dhp_big / sh);
+    (tl * tl + tc * tc + th * th + rt * tc * th).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lab_of_white_and_black() {
+        let w = srgb_to_lab([255.0; 3]);
+        assert!((w[0] - 100.0).abs() < 0.01 && w[1].abs() < 0.01 && w[2].abs() < 0.01);
+        assert_eq!(srgb_to_lab([0.0; 3])[0], 0.0);
+    }
+
+    #[test]
+    fn ciede2000_matches_sharma_reference_pairs() {
+        // Pairs 1, 7 and 17 of the published test data.
+        let cases = [
+            ([50.0, 2.6772, -79.7751], [50.0, 0.0, -82.7485], 2.0425),
+            ([50.0, 0.0, 0.0], [50.0, -1.0, 2.0], 2.3669),
+            ([50.0, 2.5, 0.0], [73.0, 25.0, -18.0], 27.1492),
+        ];
+        for (a, b, want) in cases {
+            let got = ciede2000(a, b);
+            assert!((got - want).abs() < 1e-4, "{a:?} {b:?}: {got} != {want}");
+        }
+    }
+}

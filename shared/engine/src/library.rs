@@ -1,0 +1,589 @@
+//! Tile libraries: import from a folder or a .zip, describe each tile, keep pre-scaled renditions,
+//! and save or load the whole index as one versioned byte blob that processors cache by version.
+
+use std::io::Read;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::Error;
+use crate::color::{Lab, srgb_to_lab32};
+use crate::hash::Fnv;
+use crate::resample::resize_square;
+
+const MAGIC: &[u8; 8] = b"TSRLIB\0\n";
+/// Version of the index blob layout; bumped whenever the layout or descriptors change.
+pub const INDEX_FORMAT_VERSION: u32 = 1;
+
+const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "webp", "gif", "jfif"];
+
+/// How tiles are prepared on import.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Colour transparent pixels are composited onto.
+    pub background: [u8; 3],
+    /// Side of the descriptor's sub-grid (k x k Lab means per tile).
+    pub grid: u8,
+    /// Side in pixels of the stored square rendition each tile size is resized from.
+    pub rendition_size: u32,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        Self {
+            background: [255, 255, 255],
+            grid: 3,
+            rendition_size: 64,
+        }
+    }
+}
+
+/// What happened on import: nothing in it is fatal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Tiles in the library.
+    pub imported: usize,
+    /// Files that could not be read or decoded: name and reason.
+    pub skipped: Vec<(String, String)>,
+    /// Pixel-identical duplicates merged: the dropped name and the name kept.
+    pub duplicates: Vec<(String, String)>,
+    /// Files ignored because their extension is not an image one.
+    pub ignored: usize,
+}
+
+/// The tile index: names, descriptors and renditions, in a fixed order (sorted by name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Library {
+    grid: u8,
+    rendition_size: u32,
+    background: [u8; 3],
+    names: Vec<String>,
+    means: Vec<Lab>,
+    /// `grid * grid` Lab means per tile, row-major.
+    subs: Vec<Lab>,
+    /// Packed RGB8 renditions, `rendition_size` square, one after another.
+    pixels: Vec<u8>,
+    version: u64,
+}
+
+/// One tile prepared from one file.
+struct Prepared {
+    name: String,
+    identity: (u64, u64),
+    rendition: Vec<u8>,
+}
+
+impl Library {
+    /// Imports a folder (recursively) or a `.zip` of images.
+    pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Library, ImportReport), Error> {
+        Self::import_with_progress(path, opts, &|_, _| {})
+    }
+
+    /// [`Library::import`] calling `progress(done, total)` as files are decoded.
+    pub fn import_with_progress(
+        path: &Path,
+        opts: &ImportOptions,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<(Library, ImportReport), Error> {
+        check_options(opts)?;
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        if meta.is_dir() {
+            let mut files = Vec::new();
+            walk(path, path, &mut files)?;
+            files.sort();
+            let (images, ignored) = split_images(files, |f| f.as_str());
+            let total = images.len();
+            let done = std::sync::atomic::AtomicUsize::new(0);
+            let results: Vec<_> = images
+                .par_iter()
+                .map(|name| {
+                    let r = std::fs::read(path.join(name))
+                        .map_err(|e| e.to_string())
+                        .and_then(|bytes| prepare(name, &bytes, opts));
+                    let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    progress(d, total);
+                    (name.clone(), r)
+                })
+                .collect();
+            Ok(assemble(results, ignored, opts))
+        } else {
+            let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+            let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+                .map_err(|e| Error::Archive(format!("{}: {e}", path.display())))?;
+            let mut names = Vec::new();
+            for i in 0..zip.len() {
+                let entry = zip.by_index(i).map_err(|e| Error::Archive(e.to_string()))?;
+                if entry.is_file() && !hidden(entry.name()) {
+                    names.push((entry.name().to_string(), i));
+                }
+            }
+            names.sort();
+            let (images, ignored) = split_images(names, |(n, _)| n.as_str());
+            let total = images.len();
+            let mut results = Vec::with_capacity(total);
+            // Decode in chunks so that memory holds a bounded number of compressed files.
+            for chunk in images.chunks(256) {
+                let mut raw = Vec::with_capacity(chunk.len());
+                for (name, i) in chunk {
+                    let mut bytes = Vec::new();
+                    let r = zip
+                        .by_index(*i)
+                        .map_err(|e| e.to_string())
+                        .and_then(|mut e| e.read_to_end(&mut bytes).map_err(|e| e.to_string()))
+                        .map(|_| bytes);
+                    raw.push((name.clone(), r));
+                }
+                results.par_extend(raw.into_par_iter().map(|(name, r)| {
+                    let p = r.and_then(|bytes| prepare(&name, &bytes, opts));
+                    (name, p)
+                }));
+                progress(results.len(), total);
+            }
+            Ok(assemble(results, ignored, opts))
+        }
+    }
+
+    /// Builds a library from in-memory files `(name, bytes)`; names give the order.
+    pub fn from_files(
+        mut files: Vec<(String, Vec<u8>)>,
+        opts: &ImportOptions,
+    ) -> Result<(Library, ImportReport), Error> {
+        check_options(opts)?;
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let results = files
+            .into_par_iter()
+            .map(|(name, bytes)| {
+                let r = prepare(&name, &bytes, opts);
+                (name, r)
+            })
+            .collect();
+        Ok(assemble(results, 0, opts))
+    }
+
+    /// Number of tiles.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Content version: a 64-bit digest of the serialized index. Equal libraries, equal versions.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// [`Library::version`] as 16 hex digits, the form used in keys and messages.
+    pub fn version_hex(&self) -> String {
+        format!("{:016x}", self.version)
+    }
+
+    pub fn grid(&self) -> usize {
+        self.grid as usize
+    }
+
+    pub fn rendition_size(&self) -> u32 {
+        self.rendition_size
+    }
+
+    pub fn background(&self) -> [u8; 3] {
+        self.background
+    }
+
+    pub fn name(&self, tile: u32) -> &str {
+        &self.names[tile as usize]
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Mean colour of every tile, in tile order.
+    pub fn means(&self) -> &[Lab] {
+        &self.means
+    }
+
+    /// The `grid x grid` sub-grid means of one tile.
+    pub fn sub_grid(&self, tile: u32) -> &[Lab] {
+        let k2 = self.grid() * self.grid();
+        &self.subs[tile as usize * k2..(tile as usize + 1) * k2]
+    }
+
+    /// The stored square RGB8 rendition of one tile.
+    pub fn rendition(&self, tile: u32) -> &[u8] {
+        let n = (self.rendition_size * self.rendition_size * 3) as usize;
+        &self.pixels[tile as usize * n..(tile as usize + 1) * n]
+    }
+
+    /// Serializes the whole index into one blob: magic, format version, options, tiles, and a
+    /// trailing digest that [`Library::from_bytes`] verifies.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = self.body_bytes();
+        let digest = Fnv::digest(&out);
+        out.extend_from_slice(&digest.to_le_bytes());
+        out
+    }
+
+    fn body_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.pixels.len() + self.names.len() * 160 + 64);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&INDEX_FORMAT_VERSION.to_le_bytes());
+        out.push(self.grid);
+        out.extend_from_slice(&self.rendition_size.to_le_bytes());
+        out.extend_from_slice(&self.background);
+        out.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
+        for name in &self.names {
+            out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+        }
+        for v in self.means.iter().chain(&self.subs).flatten() {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.pixels);
+        out
+    }
+
+    /// True if `bytes` starts like a saved index (any format version).
+    pub fn is_index(bytes: &[u8]) -> bool {
+        bytes.starts_with(MAGIC)
+    }
+
+    /// Loads an index saved by [`Library::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Library, Error> {
+        if !Self::is_index(bytes) {
+            return Err(Error::BadIndex("not a tile index (bad magic)".into()));
+        }
+        let mut r = Reader {
+            b: bytes,
+            at: MAGIC.len(),
+        };
+        let version = r.u32()?;
+        if version != INDEX_FORMAT_VERSION {
+            return Err(Error::IndexVersion {
+                found: version,
+                supported: INDEX_FORMAT_VERSION,
+            });
+        }
+        if bytes.len() < 8 + MAGIC.len() + 4 {
+            return Err(Error::BadIndex("truncated".into()));
+        }
+        let (body, tail) = bytes.split_at(bytes.len() - 8);
+        let digest = u64::from_le_bytes(tail.try_into().expect("8 bytes"));
+        if Fnv::digest(body) != digest {
+            return Err(Error::BadIndex(
+                "digest mismatch: the index is corrupt or truncated".into(),
+            ));
+        }
+        r.b = body;
+        let grid = r.take(1)?[0];
+        let rendition_size = r.u32()?;
+        let bg = r.take(3)?;
+        let background = [bg[0], bg[1], bg[2]];
+        let opts = ImportOptions {
+            background,
+            grid,
+            rendition_size,
+        };
+        check_options(&opts).map_err(|e| Error::BadIndex(e.to_string()))?;
+        let n = r.u32()? as usize;
+        let mut names = Vec::with_capacity(n.min(1 << 20));
+        for _ in 0..n {
+            let len = r.u32()? as usize;
+            let s = std::str::from_utf8(r.take(len)?)
+                .map_err(|_| Error::BadIndex("tile name is not UTF-8".into()))?;
+            names.push(s.to_string());
+        }
+        let k2 = grid as usize * grid as usize;
+        let mut lab = |count: usize| -> Result<Vec<Lab>, Error> {
+            let raw = r.take(
+                count
+                    .checked_mul(12)
+                    .ok_or_else(|| Error::BadIndex("size".into()))?,
+            )?;
+            Ok(raw
+                .chunks_exact(12)
+                .map(|c| {
+                    let f =
+                        |i: usize| f32::from_le_bytes(c[i * 4..i * 4 + 4].try_into().expect("4"));
+                    [f(0), f(1), f(2)]
+                })
+                .collect())
+        };
+        let means = lab(n)?;
+        let subs = lab(n * k2)?;
+        let px = (rendition_size as usize).pow(2) * 3 * n;
+        let pixels = r.take(px)?.to_vec();
+        if r.at != body.len() {
+            return Err(Error::BadIndex("trailing bytes".into()));
+        }
+        Ok(Library {
+            grid,
+            rendition_size,
+            background,
+            names,
+            means,
+            subs,
+            pixels,
+            version: digest,
+        })
+    }
+
+    /// Saves [`Library::to_bytes`] to a file.
+    pub fn save(&self, path: &Path) -> Result<(), Error> {
+        std::fs::write(path, self.to_bytes()).map_err(|e| Error::io(path, e))
+    }
+
+    /// Opens a library from a saved index, a folder or a `.zip`, whichever `path` is.
+    pub fn open(
+        path: &Path,
+        opts: &ImportOptions,
+    ) -> Result<(Library, Option<ImportReport>), Error> {
+        if path.is_file() {
+            let mut head = [0u8; 8];
+            let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+            let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
+            if Self::is_index(&head[..n]) {
+                let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+                return Ok((Self::from_bytes(&bytes)?, None));
+            }
+        }
+        let (lib, report) = Self::import(path, opts)?;
+        Ok((lib, Some(report)))
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.b.len());
+        let end = end.ok_or_else(|| Error::BadIndex("truncated".into()))?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+
+    fn u32(&mut self) -> Result<u32, Error> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+}
+
+fn check_options(opts: &ImportOptions) -> Result<(), Error> {
+    if !(1..=8).contains(&opts.grid) {
+        return Err(Error::InvalidOption(format!(
+            "descriptor grid {} (1 to 8)",
+            opts.grid
+        )));
+    }
+    if !(4..=512).contains(&opts.rendition_size) {
+        return Err(Error::InvalidOption(format!(
+            "rendition size {} px (4 to 512)",
+            opts.rendition_size
+        )));
+    }
+    Ok(())
+}
+
+fn hidden(name: &str) -> bool {
+    name.split('/')
+        .any(|part| part.starts_with('.') || part == "__MACOSX")
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), Error> {
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let p = entry.path();
+        let rel = p
+            .strip_prefix(root)
+            .unwrap_or(&p)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if hidden(&rel) {
+            continue;
+        }
+        let ft = entry.file_type().map_err(|e| Error::io(&p, e))?;
+        if ft.is_dir() {
+            walk(root, &p, out)?;
+        } else {
+            out.push(rel);
+        }
+    }
+    Ok(())
+}
+
+fn split_images<T>(files: Vec<T>, name: impl Fn(&T) -> &str) -> (Vec<T>, usize) {
+    let total = files.len();
+    let images: Vec<T> = files
+        .into_iter()
+        .filter(|f| {
+            let n = name(f);
+            let ext = n.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+            ext.is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.as_str()))
+        })
+        .collect();
+    let ignored = total - images.len();
+    (images, ignored)
+}
+
+/// Decodes (EXIF orientation applied), crops the centre square, composites onto the background
+/// and resizes to the rendition size.
+fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result<Prepared, String> {
+    let square = decode_square(bytes, opts.background)?;
+    let (side, px) = square;
+    let identity = (
+        Fnv::digest_seeded(&px, side as u64),
+        Fnv::digest_seeded(&px, !(side as u64)),
+    );
+    let rendition = resize_square(&px, side, opts.rendition_size as usize);
+    Ok(Prepared {
+        name: String::new(),
+        identity,
+        rendition,
+    })
+}
+
+/// Decodes an image file into its centre square, composited onto `background`, as packed RGB8.
+pub(crate) fn decode_square(bytes: &[u8], background: [u8; 3]) -> Result<(usize, Vec<u8>), String> {
+    let rgba = decode_rgba(bytes)?;
+    let (w, h) = (rgba.width() as usize, rgba.height() as usize);
+    let side = w.min(h);
+    if side == 0 {
+        return Err("empty image".into());
+    }
+    let (x0, y0) = ((w - side) / 2, (h - side) / 2);
+    let raw = rgba.as_raw();
+    let mut out = Vec::with_capacity(side * side * 3);
+    for y in y0..y0 + side {
+        for p in raw[(y * w + x0) * 4..(y * w + x0 + side) * 4].chunks_exact(4) {
+            let a = p[3] as u32;
+            for c in 0..3 {
+                let v = (p[c] as u32 * a + background[c] as u32 * (255 - a) + 127) / 255;
+                out.push(v as u8);
+            }
+        }
+    }
+    Ok((side, out))
+}
+
+/// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied.
+pub(crate) fn decode_rgba(bytes: &[u8]) -> Result<image::RgbaImage, String> {
+    use image::ImageDecoder;
+    let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?;
+    let mut decoder = reader.into_decoder().map_err(|e| e.to_string())?;
+    let orientation = decoder
+        .orientation()
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut img = image::DynamicImage::from_decoder(decoder).map_err(|e| e.to_string())?;
+    img.apply_orientation(orientation);
+    Ok(img.into_rgba8())
+}
+
+/// Decodes a target image to RGB8 (EXIF orientation applied; transparency onto `background`).
+pub fn decode_target(bytes: &[u8], background: [u8; 3]) -> Result<image::RgbImage, Error> {
+    let rgba = decode_rgba(bytes).map_err(Error::Decode)?;
+    let (w, h) = rgba.dimensions();
+    let mut out = Vec::with_capacity((w * h * 3) as usize);
+    for p in rgba.as_raw().chunks_exact(4) {
+        let a = p[3] as u32;
+        for c in 0..3 {
+            out.push(((p[c] as u32 * a + background[c] as u32 * (255 - a) + 127) / 255) as u8);
+        }
+    }
+    Ok(image::RgbImage::from_raw(w, h, out).expect("sized buffer"))
+}
+
+fn assemble(
+    results: Vec<(String, Result<Prepared, String>)>,
+    ignored: usize,
+    opts: &ImportOptions,
+) -> (Library, ImportReport) {
+    let mut report = ImportReport {
+        ignored,
+        ..Default::default()
+    };
+    let mut seen = std::collections::BTreeMap::new();
+    let mut kept = Vec::new();
+    for (name, r) in results {
+        match r {
+            Err(reason) => report.skipped.push((name, reason)),
+            Ok(mut p) => {
+                if let Some(first) = seen.get(&p.identity) {
+                    report.duplicates.push((name, String::clone(first)));
+                } else {
+                    seen.insert(p.identity, name.clone());
+                    p.name = name;
+                    kept.push(p);
+                }
+            }
+        }
+    }
+    report.imported = kept.len();
+    let k = opts.grid as usize;
+    let s = opts.rendition_size as usize;
+    let described: Vec<(Lab, Vec<Lab>)> = kept
+        .par_iter()
+        .map(|p| describe(&p.rendition, s, k))
+        .collect();
+    let mut lib = Library {
+        grid: opts.grid,
+        rendition_size: opts.rendition_size,
+        background: opts.background,
+        names: Vec::with_capacity(kept.len()),
+        means: Vec::with_capacity(kept.len()),
+        subs: Vec::with_capacity(kept.len() * k * k),
+        pixels: Vec::with_capacity(kept.len() * s * s * 3),
+        version: 0,
+    };
+    for (p, (mean, subs)) in kept.into_iter().zip(described) {
+        lib.names.push(p.name);
+        lib.means.push(mean);
+        lib.subs.extend(subs);
+        lib.pixels.extend_from_slice(&p.rendition);
+    }
+    lib.version = Fnv::digest(&lib.body_bytes());
+    (lib, report)
+}
+
+/// Mean colour and `k x k` sub-grid means of a square RGB8 image, averaged in sRGB (as the eye
+/// sees it from a distance and as the quality metric measures) and converted to Lab.
+pub(crate) fn describe(px: &[u8], side: usize, k: usize) -> (Lab, Vec<Lab>) {
+    let mut sums = vec![[0u64; 4]; k * k];
+    for y in 0..side {
+        let gy = y * k / side;
+        for x in 0..side {
+            let gx = x * k / side;
+            let p = &px[(y * side + x) * 3..];
+            let s = &mut sums[gy * k + gx];
+            s[0] += p[0] as u64;
+            s[1] += p[1] as u64;
+            s[2] += p[2] as u64;
+            s[3] += 1;
+        }
+    }
+    let mut total = [0u64; 3];
+    let subs = sums
+        .iter()
+        .map(|s| {
+            for c in 0..3 {
+                total[c] += s[c];
+            }
+            let n = s[3].max(1) as f64;
+            srgb_to_lab32([s[0] as f64 / n, s[1] as f64 / n, s[2] as f64 / n])
+        })
+        .collect();
+    let n = (side * side) as f64;
+    let mean = srgb_to_lab32([
+        total[0] as f64 / n,
+        total[1] as f64 / n,
+        total[2] as f64 / n,
+    ]);
+    (mean, subs)
+}

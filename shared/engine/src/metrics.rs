@@ -1,0 +1,234 @@
+//! The quality metric, as `shared/tools/mosaic_metrics.py` defines it: CIEDE2000 between target
+//! and mosaic, both area-averaged to the cell grid (mean and 95th percentile), and the share of
+//! cells whose tile (identified by its pixels) appears again within radius 1 and 5.
+//! [`MosaicCells`] is a band sink, so a mosaic is measured as it streams out.
+
+use std::collections::HashMap;
+
+use crate::Error;
+use crate::color::{ciede2000, srgb_to_lab};
+use crate::hash::Fnv;
+use crate::output::BandSink;
+use crate::resample::AreaResampler;
+
+/// Objective quality of a mosaic on its cell grid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quality {
+    pub cells: usize,
+    pub de00_mean: f64,
+    pub de00_p95: f64,
+    /// Distinct tiles used.
+    pub distinct: usize,
+    /// Uses of the most used tile.
+    pub max_uses: usize,
+    /// Share of cells whose tile appears again within Chebyshev radius 1.
+    pub dup_r1: f64,
+    /// The same within radius 5.
+    pub dup_r5: f64,
+}
+
+impl std::fmt::Display for Quality {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "de00_mean={:.4} de00_p95={:.4} cells={} distinct={} max_uses={} dup_r1={:.4} dup_r5={:.4}",
+            self.de00_mean,
+            self.de00_p95,
+            self.cells,
+            self.distinct,
+            self.max_uses,
+            self.dup_r1,
+            self.dup_r5
+        )
+    }
+}
+
+/// Per-cell colour sums and pixel digests of a mosaic, fed row by row.
+pub struct MosaicCells {
+    width: usize,
+    cols: usize,
+    rows: usize,
+    cw: usize,
+    ch: usize,
+    sums: Vec<[u64; 3]>,
+    hashes: Vec<Fnv>,
+    next_row: usize,
+}
+
+impl MosaicCells {
+    /// A `width x height` mosaic of `cols x rows` cells (the size must divide evenly).
+    pub fn new(width: u32, height: u32, cols: u32, rows: u32) -> Result<Self, Error> {
+        let (w, h, c, r) = (
+            width as usize,
+            height as usize,
+            cols as usize,
+            rows as usize,
+        );
+        if c == 0 || r == 0 || w % c != 0 || h % r != 0 {
+            return Err(Error::InvalidOption(format!(
+                "a {width}x{height} mosaic does not split into {cols}x{rows} equal cells"
+            )));
+        }
+        Ok(Self {
+            width: w,
+            cols: c,
+            rows: r,
+            cw: w / c,
+            ch: h / r,
+            sums: vec![[0; 3]; c * r],
+            hashes: vec![Fnv::new(); c * r],
+            next_row: 0,
+        })
+    }
+
+    /// Compares with the target (any size: it is area-averaged to the grid).
+    pub fn quality(&self, target: &image::RgbImage) -> Result<Quality, Error> {
+        if self.next_row != self.rows * self.ch {
+            return Err(Error::InvalidOption("the mosaic is incomplete".into()));
+        }
+        let (c, r) = (self.cols, self.rows);
+        let t = AreaResampler::new(target.width() as usize, target.height() as usize, c, r)
+            .rows(target.as_raw(), 0..r);
+        let n = (self.cw * self.ch) as f64;
+        let mut de: Vec<f64> = (0..c * r)
+            .map(|i| {
+                let tl = srgb_to_lab([t[i * 3] as f64, t[i * 3 + 1] as f64, t[i * 3 + 2] as f64]);
+                let s = self.sums[i];
+                let ml = srgb_to_lab([s[0] as f64 / n, s[1] as f64 / n, s[2] as f64 / n]);
+                ciede2000(tl, ml)
+            })
+            .collect();
+        let de00_mean = de.iter().sum::<f64>() / de.len() as f64;
+        de.sort_by(f64::total_cmp);
+        let pos = 0.95 * (de.len() - 1) as f64;
+        let (lo, frac) = (pos.floor() as usize, pos - pos.floor());
+        let de00_p95 = de[lo] + (de[(lo + 1).min(de.len() - 1)] - de[lo]) * frac;
+
+        let mut table: HashMap<u64, usize> = HashMap::new();
+        let ids: Vec<usize> = self
+            .hashes
+            .iter()
+            .map(|h| {
+                let next = table.len();
+                *table.entry(h.finish()).or_insert(next)
+            })
+            .collect();
+        let mut counts = vec![0usize; table.len()];
+        ids.iter().for_each(|&i| counts[i] += 1);
+        let dup = |rad: usize| {
+            let mut hits = 0usize;
+            for y in 0..r {
+                for x in 0..c {
+                    let id = ids[y * c + x];
+                    let found = (y.saturating_sub(rad)..=(y + rad).min(r - 1)).any(|yy| {
+                        (x.saturating_sub(rad)..=(x + rad).min(c - 1))
+                            .any(|xx| (yy, xx) != (y, x) && ids[yy * c + xx] == id)
+                    });
+                    hits += found as usize;
+                }
+            }
+            hits as f64 / (c * r) as f64
+        };
+        Ok(Quality {
+            cells: c * r,
+            de00_mean,
+            de00_p95,
+            distinct: table.len(),
+            max_uses: counts.iter().copied().max().unwrap_or(0),
+            dup_r1: dup(1),
+            dup_r5: dup(5),
+        })
+    }
+}
+
+impl BandSink for MosaicCells {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        let row_bytes = self.width * 3;
+        if rows.len() % row_bytes != 0
+            || self.next_row + rows.len() / row_bytes > self.rows * self.ch
+        {
+            return Err(Error::InvalidOption("rows do not fit the mosaic".into()));
+        }
+        for row in rows.chunks_exact(row_bytes) {
+            let cy = self.next_row / self.ch;
+            for cx in 0..self.cols {
+                let cell = &row[cx * self.cw * 3..(cx + 1) * self.cw * 3];
+                let i = cy * self.cols + cx;
+                self.hashes[i].update(cell);
+                let s = &mut self.sums[i];
+                for p in cell.chunks_exact(3) {
+                    s[0] += p[0] as u64;
+                    s[1] += p[1] as u64;
+                    s[2] += p[2] as u64;
+                }
+            }
+            self.next_row += 1;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Measures a mosaic held in memory.
+pub fn evaluate(
+    target: &image::RgbImage,
+    mosaic: &image::RgbImage,
+    cols: u32,
+    rows: u32,
+) -> Result<Quality, Error> {
+    let mut cells = MosaicCells::new(mosaic.width(), mosaic.height(), cols, rows)?;
+    cells.write_rows(mosaic.as_raw())?;
+    cells.quality(target)
+}
+
+/// Measures a mosaic image file; PNG is decoded row by row, so a gigapixel file needs little memory.
+pub fn evaluate_file(
+    target: &image::RgbImage,
+    mosaic: &std::path::Path,
+    cols: u32,
+    rows: u32,
+) -> Result<Quality, Error> {
+    let file = std::fs::File::open(mosaic).map_err(|e| Error::io(mosaic, e))?;
+    let is_png = mosaic
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    if is_png {
+        let mut dec = png::Decoder::new(std::io::BufReader::new(file));
+        dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+        let mut reader = dec.read_info().map_err(|e| Error::Decode(e.to_string()))?;
+        let (w, h) = (reader.info().width, reader.info().height);
+        let (ct, _) = reader.output_color_type();
+        let mut cells = MosaicCells::new(w, h, cols, rows)?;
+        let mut rgb = Vec::with_capacity(w as usize * 3);
+        while let Some(row) = reader
+            .next_row()
+            .map_err(|e| Error::Decode(e.to_string()))?
+        {
+            let data = row.data();
+            rgb.clear();
+            match ct {
+                png::ColorType::Rgb => rgb.extend_from_slice(data),
+                png::ColorType::Rgba => data
+                    .chunks_exact(4)
+                    .for_each(|p| rgb.extend_from_slice(&p[..3])),
+                png::ColorType::Grayscale => {
+                    data.iter().for_each(|&v| rgb.extend_from_slice(&[v, v, v]))
+                }
+                png::ColorType::GrayscaleAlpha => data
+                    .chunks_exact(2)
+                    .for_each(|p| rgb.extend_from_slice(&[p[0], p[0], p[0]])),
+                png::ColorType::Indexed => {
+                    return Err(Error::Decode("indexed PNG not expanded".into()));
+                }
+            }
+            cells.write_rows(&rgb)?;
+        }
+        return cells.quality(target);
+    }
+    let bytes = std::fs::read(mosaic).map_err(|e| Error::io(mosaic, e))?;
+    let img = crate::library::decode_target(&bytes, [255, 255, 255])?;
+    evaluate(target, &img, cols, rows)
+}

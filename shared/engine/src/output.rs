@@ -1,0 +1,386 @@
+//! Streaming output: band sinks that take RGB8 pixel rows top to bottom and encode them as they
+//! come (PNG, JPEG), so peak memory does not grow with the output height. The pipeline's stitcher
+//! feeds bands of slices into the same sinks.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use crate::Error;
+
+/// Receives an image as consecutive runs of whole RGB8 rows, top to bottom.
+pub trait BandSink {
+    /// Takes the next rows (a multiple of the row length in bytes).
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error>;
+
+    /// Takes the next rows by value; sinks that hand bands to another thread avoid a copy.
+    fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
+        self.write_rows(&rows)
+    }
+
+    /// Completes the image; an error if fewer rows came than the image has.
+    fn finish(&mut self) -> Result<(), Error>;
+}
+
+/// Output encodings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    Png,
+    /// JPEG with a quality of 1 to 100.
+    Jpeg {
+        quality: u8,
+    },
+}
+
+impl OutputFormat {
+    /// The format a file name asks for (`.png`, `.jpg`, `.jpeg`).
+    pub fn from_path(path: &Path, jpeg_quality: u8) -> Result<OutputFormat, Error> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("png") => Ok(OutputFormat::Png),
+            Some("jpg" | "jpeg") => Ok(OutputFormat::Jpeg {
+                quality: jpeg_quality,
+            }),
+            _ => Err(Error::InvalidOption(format!(
+                "cannot tell the output format of {}: use .png, .jpg or .jpeg",
+                path.display()
+            ))),
+        }
+    }
+}
+
+/// Counts rows so every sink rejects too many or too few.
+#[derive(Debug, Clone, Copy)]
+struct RowCount {
+    row_bytes: usize,
+    left: u64,
+}
+
+impl RowCount {
+    fn take(&mut self, bytes: usize) -> Result<(), Error> {
+        if bytes % self.row_bytes != 0 {
+            return Err(Error::Encode("a band must hold whole rows".into()));
+        }
+        let rows = (bytes / self.row_bytes) as u64;
+        if rows > self.left {
+            return Err(Error::Encode("more rows than the image has".into()));
+        }
+        self.left -= rows;
+        Ok(())
+    }
+
+    fn done(&self) -> Result<(), Error> {
+        if self.left != 0 {
+            return Err(Error::Encode(format!(
+                "{} rows missing at the end of the image",
+                self.left
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Streaming PNG (RGB8) through `png`'s stream writer, with fast deflate.
+pub struct PngSink<W: Write + 'static> {
+    writer: Option<png::StreamWriter<'static, W>>,
+    count: RowCount,
+}
+
+impl<W: Write + 'static> PngSink<W> {
+    pub fn new(w: W, width: u32, height: u32) -> Result<Self, Error> {
+        let mut enc = png::Encoder::new(w, width, height);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_compression(png::Compression::Fast);
+        enc.set_filter(png::Filter::Up);
+        let writer = enc.write_header().map_err(enc_err)?;
+        let row_bytes = width as usize * 3;
+        let writer = writer
+            .into_stream_writer_with_size(row_bytes.clamp(1 << 16, 1 << 22))
+            .map_err(enc_err)?;
+        Ok(Self {
+            writer: Some(writer),
+            count: RowCount {
+                row_bytes,
+                left: height as u64,
+            },
+        })
+    }
+}
+
+fn enc_err(e: impl std::fmt::Display) -> Error {
+    Error::Encode(e.to_string())
+}
+
+impl<W: Write + 'static> BandSink for PngSink<W> {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        self.count.take(rows.len())?;
+        let w = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| Error::Encode("already finished".into()))?;
+        w.write_all(rows).map_err(enc_err)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        self.count.done()?;
+        let w = self
+            .writer
+            .take()
+            .ok_or_else(|| Error::Encode("already finished".into()))?;
+        w.finish().map_err(enc_err)
+    }
+}
+
+/// Streaming baseline JPEG: `jpeg-encoder` pulls rows on its own thread from the bands pushed
+/// here, 16 rows at a time, so only a band or two is ever held.
+pub struct JpegSink {
+    tx: Option<SyncSender<Vec<u8>>>,
+    handle: Option<JoinHandle<Result<(), String>>>,
+    count: RowCount,
+}
+
+struct ChannelImage {
+    width: u16,
+    height: u16,
+    rx: Receiver<Vec<u8>>,
+    state: std::cell::RefCell<(Vec<u8>, usize)>,
+}
+
+impl jpeg_encoder::ImageBuffer for ChannelImage {
+    fn get_jpeg_color_type(&self) -> jpeg_encoder::JpegColorType {
+        jpeg_encoder::JpegColorType::Ycbcr
+    }
+
+    fn width(&self) -> u16 {
+        self.width
+    }
+
+    fn height(&self) -> u16 {
+        self.height
+    }
+
+    fn fill_buffers(&self, y: u16, buffers: &mut [Vec<u8>; 4]) {
+        let row_bytes = self.width as usize * 3;
+        let mut st = self.state.borrow_mut();
+        // `st.1` is the image row of the band's first row; rows come in order (the last one
+        // may be asked for again as padding).
+        while (y as usize) >= st.1 + st.0.len() / row_bytes {
+            let next_first = st.1 + st.0.len() / row_bytes;
+            match self.rx.recv() {
+                Ok(band) => *st = (band, next_first),
+                Err(_) => {
+                    // The producer gave up: pad with black; the sink reports its error.
+                    *st = (vec![0; row_bytes], y as usize);
+                }
+            }
+        }
+        let off = (y as usize - st.1) * row_bytes;
+        for p in st.0[off..off + row_bytes].chunks_exact(3) {
+            let (yy, cb, cr) = jpeg_encoder::rgb_to_ycbcr(p[0], p[1], p[2]);
+            buffers[0].push(yy);
+            buffers[1].push(cb);
+            buffers[2].push(cr);
+        }
+    }
+}
+
+impl JpegSink {
+    pub fn new<W: Write + Send + 'static>(
+        w: W,
+        width: u32,
+        height: u32,
+        quality: u8,
+    ) -> Result<Self, Error> {
+        if width > 65_535 || height > 65_535 {
+            return Err(Error::OutputTooLarge {
+                width: width as u64,
+                height: height as u64,
+                limit: 65_535 * 65_535,
+            });
+        }
+        if !(1..=100).contains(&quality) {
+            return Err(Error::InvalidOption(format!(
+                "JPEG quality {quality} (1 to 100)"
+            )));
+        }
+        let (tx, rx) = sync_channel::<Vec<u8>>(1);
+        let image = ChannelImage {
+            width: width as u16,
+            height: height as u16,
+            rx,
+            state: std::cell::RefCell::new((Vec::new(), 0)),
+        };
+        let handle = std::thread::Builder::new()
+            .name("jpeg-encoder".into())
+            .spawn(move || {
+                let mut enc = jpeg_encoder::Encoder::new(w, quality);
+                enc.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_2);
+                enc.encode_image(image).map_err(|e| e.to_string())
+            })
+            .map_err(enc_err)?;
+        Ok(Self {
+            tx: Some(tx),
+            handle: Some(handle),
+            count: RowCount {
+                row_bytes: width as usize * 3,
+                left: height as u64,
+            },
+        })
+    }
+
+    fn join(&mut self) -> Result<(), Error> {
+        self.tx.take();
+        match self.handle.take() {
+            Some(h) => h
+                .join()
+                .map_err(|_| Error::Encode("the JPEG encoder panicked".into()))?
+                .map_err(Error::Encode),
+            None => Err(Error::Encode("already finished".into())),
+        }
+    }
+}
+
+impl BandSink for JpegSink {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        self.write_owned(rows.to_vec())
+    }
+
+    fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
+        self.count.take(rows.len())?;
+        let tx = self
+            .tx
+            .as_ref()
+            .ok_or_else(|| Error::Encode("already finished".into()))?;
+        if tx.send(rows).is_err() {
+            return self
+                .join()
+                .and(Err(Error::Encode("the JPEG encoder stopped early".into())));
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        self.count.done()?;
+        self.join()
+    }
+}
+
+/// Runs another sink on its own thread, so encoding overlaps the rendering of the next band.
+pub struct ThreadedSink {
+    tx: Option<SyncSender<Vec<u8>>>,
+    handle: Option<JoinHandle<Result<(), Error>>>,
+}
+
+impl ThreadedSink {
+    pub fn new(mut inner: Box<dyn BandSink + Send>) -> Result<Self, Error> {
+        let (tx, rx) = sync_channel::<Vec<u8>>(1);
+        let handle = std::thread::Builder::new()
+            .name("band-sink".into())
+            .spawn(move || {
+                for band in rx {
+                    inner.write_owned(band)?;
+                }
+                inner.finish()
+            })
+            .map_err(enc_err)?;
+        Ok(Self {
+            tx: Some(tx),
+            handle: Some(handle),
+        })
+    }
+
+    fn join(&mut self) -> Result<(), Error> {
+        self.tx.take();
+        match self.handle.take() {
+            Some(h) => h
+                .join()
+                .map_err(|_| Error::Encode("the encoder thread panicked".into()))?,
+            None => Err(Error::Encode("already finished".into())),
+        }
+    }
+}
+
+impl BandSink for ThreadedSink {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        self.write_owned(rows.to_vec())
+    }
+
+    fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
+        let tx = self
+            .tx
+            .as_ref()
+            .ok_or_else(|| Error::Encode("already finished".into()))?;
+        if tx.send(rows).is_err() {
+            // The encoder failed: its error is the one worth reporting.
+            return self
+                .join()
+                .and(Err(Error::Encode("the encoder stopped early".into())));
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        self.join()
+    }
+}
+
+/// Collects every row in memory (tests, small images).
+#[derive(Debug, Default, Clone)]
+pub struct VecSink {
+    pub pixels: Vec<u8>,
+}
+
+impl BandSink for VecSink {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        self.pixels.extend_from_slice(rows);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Sends every band to two sinks (e.g. an encoder and the quality metric).
+pub struct TeeSink<'a> {
+    pub first: &'a mut dyn BandSink,
+    pub second: &'a mut dyn BandSink,
+}
+
+impl BandSink for TeeSink<'_> {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        self.second.write_rows(rows)?;
+        self.first.write_rows(rows)
+    }
+
+    fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
+        self.second.write_rows(&rows)?;
+        self.first.write_owned(rows)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        self.second.finish()?;
+        self.first.finish()
+    }
+}
+
+/// Creates `path` and an encoder for it, running on its own thread.
+pub fn file_sink(
+    path: &Path,
+    width: u32,
+    height: u32,
+    format: OutputFormat,
+) -> Result<ThreadedSink, Error> {
+    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let inner: Box<dyn BandSink + Send> = match format {
+        OutputFormat::Png => Box::new(PngSink::new(w, width, height)?),
+        OutputFormat::Jpeg { quality } => Box::new(JpegSink::new(w, width, height, quality)?),
+    };
+    ThreadedSink::new(inner)
+}

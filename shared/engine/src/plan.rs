@@ -1,0 +1,523 @@
+//! Sizing and matching: the plan (cell -> tile) for a whole target, made once so that the
+//! repetition constraint holds everywhere, then cut into rows that render on their own.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::Error;
+use crate::color::{Lab, ciede2000, dist2, srgb_to_lab32};
+use crate::hash::Fnv;
+use crate::kdtree::KdTree;
+use crate::library::Library;
+use crate::resample::AreaResampler;
+
+const MAGIC: &[u8; 8] = b"TSRPLAN\n";
+/// Version of the plan blob layout.
+pub const PLAN_FORMAT_VERSION: u32 = 1;
+
+/// Smallest and largest tile size in output pixels.
+pub const TILE_SIZES: std::ops::RangeInclusive<u32> = 4..=256;
+/// Default output limit: one gigapixel.
+pub const DEFAULT_MAX_OUTPUT_PIXELS: u64 = 1 << 30;
+
+/// How the target is cut into cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grid {
+    /// This many cells across; rows follow the target's aspect ratio.
+    Cells(u32),
+    /// One cell per target pixel (output = target size x tile size).
+    PerPixel,
+}
+
+/// Options of a mosaic: everything that, with the target and library, fixes the plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanOptions {
+    pub tile_size: u32,
+    pub grid: Grid,
+    /// No identical tile within this Chebyshev distance in cells; 0 allows any repetition.
+    pub repeat_radius: u32,
+    /// Optional cap on the uses of any one tile.
+    pub max_uses: Option<u32>,
+    /// Colour blend toward each cell's colour, 0 to 100 %.
+    pub blend: u8,
+    /// Largest output allowed, in pixels.
+    pub max_output_pixels: u64,
+    /// Candidates taken from the colour index per cell before re-ranking on structure.
+    pub candidates: usize,
+    /// Weight of the sub-grid (structure) term against the mean colour term in re-ranking.
+    pub structure_weight: f32,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        Self {
+            tile_size: 16,
+            grid: Grid::Cells(128),
+            repeat_radius: 1,
+            max_uses: None,
+            blend: 0,
+            max_output_pixels: DEFAULT_MAX_OUTPUT_PIXELS,
+            candidates: 24,
+            structure_weight: 0.5,
+        }
+    }
+}
+
+/// The grid and output size a target gets under some options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizing {
+    pub cols: u32,
+    pub rows: u32,
+    pub tile_size: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Sizing {
+    /// Works out the grid and output size, checking the tile size and the output limit.
+    pub fn new(target_w: u32, target_h: u32, opts: &PlanOptions) -> Result<Sizing, Error> {
+        if !TILE_SIZES.contains(&opts.tile_size) {
+            return Err(Error::TileSize(opts.tile_size));
+        }
+        if opts.blend > 100 {
+            return Err(Error::InvalidOption(format!(
+                "blend {} % (0 to 100)",
+                opts.blend
+            )));
+        }
+        if target_w == 0 || target_h == 0 {
+            return Err(Error::Decode("the target image is empty".into()));
+        }
+        let (cols, rows) = match opts.grid {
+            Grid::PerPixel => (target_w, target_h),
+            Grid::Cells(0) => {
+                return Err(Error::InvalidOption(
+                    "cells across must be at least 1".into(),
+                ));
+            }
+            Grid::Cells(c) => {
+                let rows = (c as f64 * target_h as f64 / target_w as f64)
+                    .round()
+                    .max(1.0);
+                (c, rows.min(u32::MAX as f64) as u32)
+            }
+        };
+        let width = cols as u64 * opts.tile_size as u64;
+        let height = rows as u64 * opts.tile_size as u64;
+        if width * height > opts.max_output_pixels
+            || width > u32::MAX as u64
+            || height > u32::MAX as u64
+        {
+            return Err(Error::OutputTooLarge {
+                width,
+                height,
+                limit: opts.max_output_pixels,
+            });
+        }
+        Ok(Sizing {
+            cols,
+            rows,
+            tile_size: opts.tile_size,
+            width: width as u32,
+            height: height as u32,
+        })
+    }
+}
+
+/// Cell -> tile for some consecutive rows of a grid (the whole grid, or rows cut from it), with
+/// each cell's target colour, so a band renders from its rows and the library alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    cols: u32,
+    total_rows: u32,
+    first_row: u32,
+    tile_size: u32,
+    blend: u8,
+    library_version: u64,
+    tiles: Vec<u32>,
+    colours: Vec<[u8; 3]>,
+}
+
+/// Descriptors of one cell of the target.
+struct CellDesc {
+    mean: Lab,
+    subs: Vec<Lab>,
+}
+
+impl Plan {
+    /// Matches every cell of `target` to a tile of `library`.
+    pub fn make(
+        target: &image::RgbImage,
+        library: &Library,
+        opts: &PlanOptions,
+    ) -> Result<Plan, Error> {
+        Self::make_with_progress(target, library, opts, &|_, _| {})
+    }
+
+    /// [`Plan::make`] calling `progress(rows_done, rows_total)`.
+    pub fn make_with_progress(
+        target: &image::RgbImage,
+        library: &Library,
+        opts: &PlanOptions,
+        progress: &dyn Fn(u32, u32),
+    ) -> Result<Plan, Error> {
+        let size = Sizing::new(target.width(), target.height(), opts)?;
+        let (cols, rows) = (size.cols as usize, size.rows as usize);
+        let n = library.len();
+        if n == 0 {
+            return Err(Error::LibraryTooSmall {
+                tiles: 0,
+                needed: 1,
+                hint: "the library holds no readable image".into(),
+            });
+        }
+        let r = opts.repeat_radius as usize;
+        if r > 0 {
+            let needed =
+                (r.min(rows - 1) * (2 * r + 1).min(cols) + r.min(cols - 1) + 1).min(cols * rows);
+            if n < needed {
+                return Err(Error::LibraryTooSmall {
+                    tiles: n,
+                    needed,
+                    hint: format!(
+                        "repeat radius {r} needs at least {needed} distinct tiles: lower --repeat-radius \
+                         or add tiles"
+                    ),
+                });
+            }
+        }
+        if let Some(cap) = opts.max_uses {
+            if (n as u64) * (cap as u64) < (cols * rows) as u64 {
+                return Err(Error::LibraryTooSmall {
+                    tiles: n,
+                    needed: (cols * rows).div_ceil(cap.max(1) as usize),
+                    hint: format!(
+                        "{} cells with at most {cap} uses per tile: raise the use cap, use fewer cells \
+                         or add tiles",
+                        cols * rows
+                    ),
+                });
+            }
+        }
+
+        let k = library.grid();
+        let tree = KdTree::new(library.means());
+        let resampler = AreaResampler::new(
+            target.width() as usize,
+            target.height() as usize,
+            cols * k,
+            rows * k,
+        );
+        let src = target.as_raw();
+        let ncand = opts.candidates.clamp(1, n);
+        let mut tiles = vec![u32::MAX; cols * rows];
+        let mut colours = vec![[0u8; 3]; cols * rows];
+        let mut uses = vec![0u32; if opts.max_uses.is_some() { n } else { 0 }];
+        const CHUNK: usize = 16;
+        for y0 in (0..rows).step_by(CHUNK) {
+            let y1 = (y0 + CHUNK).min(rows);
+            let sub_px = resampler.rows(src, y0 * k..y1 * k);
+            let row_stride = cols * k * 3;
+            // Describe each cell and rank its candidates in parallel...
+            let described: Vec<(CellDesc, [u8; 3], Vec<u32>)> = (0..(y1 - y0) * cols)
+                .into_par_iter()
+                .map_init(Vec::new, |scratch, i| {
+                    let (cy, cx) = (i / cols, i % cols);
+                    let mut subs = Vec::with_capacity(k * k);
+                    let mut sum = [0f64; 3];
+                    for sy in 0..k {
+                        for sx in 0..k {
+                            let p = &sub_px[(cy * k + sy) * row_stride + (cx * k + sx) * 3..];
+                            let rgb = [p[0] as f64, p[1] as f64, p[2] as f64];
+                            for c in 0..3 {
+                                sum[c] += rgb[c];
+                            }
+                            subs.push(srgb_to_lab32(rgb));
+                        }
+                    }
+                    let kk = (k * k) as f64;
+                    let rgb = [sum[0] / kk, sum[1] / kk, sum[2] / kk];
+                    let colour = rgb.map(|v| v.round().clamp(0.0, 255.0) as u8);
+                    let desc = CellDesc {
+                        mean: srgb_to_lab32(rgb),
+                        subs,
+                    };
+                    let ranked = rank(&desc, library, &tree, ncand, opts.structure_weight, scratch);
+                    (desc, colour, ranked)
+                })
+                .collect();
+            // ...then assign in scan order, so each cell sees the tiles already placed around it.
+            for (i, (desc, colour, ranked)) in described.into_iter().enumerate() {
+                let (y, x) = (y0 + i / cols, i % cols);
+                let ok = |t: u32, tiles: &[u32], uses: &[u32]| {
+                    opts.max_uses.is_none_or(|cap| uses[t as usize] < cap)
+                        && !near(tiles, cols, x, y, r, t)
+                };
+                let mut pick = ranked.iter().copied().find(|&t| ok(t, &tiles, &uses));
+                let mut width = ncand;
+                let mut scratch = Vec::new();
+                while pick.is_none() && width < n {
+                    width = (width * 4).min(n);
+                    let wider = rank(
+                        &desc,
+                        library,
+                        &tree,
+                        width,
+                        opts.structure_weight,
+                        &mut scratch,
+                    );
+                    pick = wider.into_iter().find(|&t| ok(t, &tiles, &uses));
+                }
+                let Some(t) = pick else {
+                    return Err(Error::LibraryTooSmall {
+                        tiles: n,
+                        needed: n + 1,
+                        hint: "no tile satisfies the repeat radius and use cap here: lower \
+                               --repeat-radius, raise the use cap or add tiles"
+                            .into(),
+                    });
+                };
+                tiles[y * cols + x] = t;
+                colours[y * cols + x] = colour;
+                if let Some(u) = uses.get_mut(t as usize) {
+                    *u += 1;
+                }
+            }
+            progress(y1 as u32, rows as u32);
+        }
+        Ok(Plan {
+            cols: size.cols,
+            total_rows: size.rows,
+            first_row: 0,
+            tile_size: size.tile_size,
+            blend: opts.blend,
+            library_version: library.version(),
+            tiles,
+            colours,
+        })
+    }
+
+    pub fn cols(&self) -> u32 {
+        self.cols
+    }
+
+    /// Rows in the whole grid this plan belongs to.
+    pub fn total_rows(&self) -> u32 {
+        self.total_rows
+    }
+
+    /// The grid rows this plan holds.
+    pub fn row_range(&self) -> Range<u32> {
+        self.first_row..self.first_row + (self.tiles.len() / self.cols as usize) as u32
+    }
+
+    pub fn tile_size(&self) -> u32 {
+        self.tile_size
+    }
+
+    pub fn blend(&self) -> u8 {
+        self.blend
+    }
+
+    pub fn library_version(&self) -> u64 {
+        self.library_version
+    }
+
+    /// Tile of every held cell, row-major.
+    pub fn tiles(&self) -> &[u32] {
+        &self.tiles
+    }
+
+    /// Target colour (sRGB mean) of every held cell, row-major.
+    pub fn colours(&self) -> &[[u8; 3]] {
+        &self.colours
+    }
+
+    /// Output width in pixels.
+    pub fn width(&self) -> u32 {
+        self.cols * self.tile_size
+    }
+
+    /// Height in pixels of the whole output.
+    pub fn total_height(&self) -> u32 {
+        self.total_rows * self.tile_size
+    }
+
+    /// The grid rows `range` (absolute row numbers, within [`Plan::row_range`]) as a plan of
+    /// their own.
+    pub fn rows(&self, range: Range<u32>) -> Result<Plan, Error> {
+        let held = self.row_range();
+        if range.start > range.end || range.start < held.start || range.end > held.end {
+            return Err(Error::InvalidOption(format!(
+                "rows {range:?} are outside the plan's rows {held:?}"
+            )));
+        }
+        let c = self.cols as usize;
+        let a = (range.start - held.start) as usize * c;
+        let b = (range.end - held.start) as usize * c;
+        Ok(Plan {
+            first_row: range.start,
+            tiles: self.tiles[a..b].to_vec(),
+            colours: self.colours[a..b].to_vec(),
+            ..*self
+        })
+    }
+
+    /// Serializes the plan: magic, format version, header, tiles, colours and a digest.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(48 + self.tiles.len() * 7 + 8);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&PLAN_FORMAT_VERSION.to_le_bytes());
+        for v in [
+            self.cols,
+            self.total_rows,
+            self.first_row,
+            self.row_range().len() as u32,
+            self.tile_size,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.push(self.blend);
+        out.extend_from_slice(&self.library_version.to_le_bytes());
+        for t in &self.tiles {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        for c in &self.colours {
+            out.extend_from_slice(c);
+        }
+        let d = Fnv::digest(&out);
+        out.extend_from_slice(&d.to_le_bytes());
+        out
+    }
+
+    /// Loads a plan saved by [`Plan::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Plan, Error> {
+        let bad = |m: &str| Error::BadPlan(m.to_string());
+        if !bytes.starts_with(MAGIC) {
+            return Err(bad("not a plan (bad magic)"));
+        }
+        if bytes.len() < MAGIC.len() + 4 + 20 + 1 + 8 + 8 {
+            return Err(bad("truncated"));
+        }
+        let (body, tail) = bytes.split_at(bytes.len() - 8);
+        let u32_at = |at: usize| u32::from_le_bytes(body[at..at + 4].try_into().expect("4 bytes"));
+        let version = u32_at(8);
+        if version != PLAN_FORMAT_VERSION {
+            return Err(bad(&format!(
+                "format version {version}, this build reads {PLAN_FORMAT_VERSION}"
+            )));
+        }
+        if Fnv::digest(body) != u64::from_le_bytes(tail.try_into().expect("8 bytes")) {
+            return Err(bad("digest mismatch: the plan is corrupt or truncated"));
+        }
+        let (cols, total_rows, first_row, count, tile_size) =
+            (u32_at(12), u32_at(16), u32_at(20), u32_at(24), u32_at(28));
+        let blend = body[32];
+        let library_version = u64::from_le_bytes(body[33..41].try_into().expect("8 bytes"));
+        let cells = cols as usize * count as usize;
+        if body.len() != 41 + cells * 7
+            || first_row as u64 + count as u64 > total_rows as u64
+            || !TILE_SIZES.contains(&tile_size)
+            || blend > 100
+        {
+            return Err(bad("inconsistent header"));
+        }
+        let tiles = body[41..41 + cells * 4]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect();
+        let colours = body[41 + cells * 4..]
+            .chunks_exact(3)
+            .map(|c| [c[0], c[1], c[2]])
+            .collect();
+        Ok(Plan {
+            cols,
+            total_rows,
+            first_row,
+            tile_size,
+            blend,
+            library_version,
+            tiles,
+            colours,
+        })
+    }
+
+    /// Writes the plan as CSV: `row,col,tile,name` (name quoted where needed).
+    pub fn write_csv(&self, library: &Library, mut w: impl std::io::Write) -> std::io::Result<()> {
+        writeln!(w, "row,col,tile,name")?;
+        let c = self.cols as usize;
+        for (i, &t) in self.tiles.iter().enumerate() {
+            let name = library
+                .names()
+                .get(t as usize)
+                .map(String::as_str)
+                .unwrap_or("");
+            let name = if name.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", name.replace('"', "\"\""))
+            } else {
+                name.to_string()
+            };
+            writeln!(
+                w,
+                "{},{},{t},{name}",
+                self.first_row as usize + i / c,
+                i % c
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Candidates for one cell: the `width` nearest tiles by mean colour, re-ranked on mean colour
+/// plus the sub-grid structure, best first.
+fn rank(
+    desc: &CellDesc,
+    library: &Library,
+    tree: &KdTree,
+    width: usize,
+    structure_weight: f32,
+    scratch: &mut Vec<(f32, u32)>,
+) -> Vec<u32> {
+    tree.nearest(&desc.mean, width, scratch);
+    let k2 = desc.subs.len() as f32;
+    let mut scored: Vec<(f32, u32)> = scratch
+        .iter()
+        .map(|&(d_mean, t)| {
+            let _ = d_mean;
+            let m = library.means()[t as usize];
+            let de = ciede2000(
+                [
+                    desc.mean[0] as f64,
+                    desc.mean[1] as f64,
+                    desc.mean[2] as f64,
+                ],
+                [m[0] as f64, m[1] as f64, m[2] as f64],
+            ) as f32;
+            let s: f32 = library
+                .sub_grid(t)
+                .iter()
+                .zip(&desc.subs)
+                .map(|(a, b)| dist2(a, b))
+                .sum();
+            (de * de + structure_weight * s / k2, t)
+        })
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().map(|(_, t)| t).collect()
+}
+
+/// True if tile `t` already sits within Chebyshev distance `r` of `(x, y)` among the cells
+/// before it in scan order.
+fn near(tiles: &[u32], cols: usize, x: usize, y: usize, r: usize, t: u32) -> bool {
+    if r == 0 {
+        return false;
+    }
+    let (x0, x1) = (x.saturating_sub(r), (x + r).min(cols - 1));
+    for yy in y.saturating_sub(r)..y {
+        if tiles[yy * cols + x0..=yy * cols + x1].contains(&t) {
+            return true;
+        }
+    }
+    tiles[y * cols + x0..y * cols + x].contains(&t)
+}

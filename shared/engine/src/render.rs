@@ -1,0 +1,173 @@
+//! Rendering: rows of a plan into RGB8 pixel rows. A band depends only on its own plan rows and
+//! the library, so bands rendered apart are byte-identical to the same rows of a whole render.
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+use crate::Error;
+use crate::library::Library;
+use crate::output::BandSink;
+use crate::plan::Plan;
+use crate::resample::resize_square;
+
+/// Tile renditions at one tile size, made on first use (Lanczos3 from the stored rendition) and
+/// kept for the next bands. Holds only the tiles a plan actually uses.
+pub struct TileCache<'a> {
+    library: &'a Library,
+    size: u32,
+    tiles: Vec<OnceLock<Rendition>>,
+}
+
+struct Rendition {
+    pixels: Box<[u8]>,
+    mean: [u8; 3],
+}
+
+impl<'a> TileCache<'a> {
+    pub fn new(library: &'a Library, size: u32) -> Self {
+        Self {
+            library,
+            size,
+            tiles: (0..library.len()).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    pub fn library(&self) -> &'a Library {
+        self.library
+    }
+
+    pub fn tile_size(&self) -> u32 {
+        self.size
+    }
+
+    fn get(&self, t: u32) -> &Rendition {
+        self.tiles[t as usize].get_or_init(|| {
+            let base = self.library.rendition(t);
+            let pixels = resize_square(
+                base,
+                self.library.rendition_size() as usize,
+                self.size as usize,
+            );
+            let mut sum = [0u64; 3];
+            for p in pixels.chunks_exact(3) {
+                for c in 0..3 {
+                    sum[c] += p[c] as u64;
+                }
+            }
+            let n = (self.size * self.size) as u64;
+            let mean = sum.map(|s| ((s + n / 2) / n) as u8);
+            Rendition {
+                pixels: pixels.into_boxed_slice(),
+                mean,
+            }
+        })
+    }
+}
+
+fn check(plan: &Plan, cache: &TileCache) -> Result<(), Error> {
+    if plan.library_version() != cache.library.version() {
+        return Err(Error::PlanMismatch(format!(
+            "the plan was made with library {:016x}, not {}",
+            plan.library_version(),
+            cache.library.version_hex()
+        )));
+    }
+    if plan.tile_size() != cache.size {
+        return Err(Error::PlanMismatch(format!(
+            "the plan has {} px tiles, the tile cache {} px",
+            plan.tile_size(),
+            cache.size
+        )));
+    }
+    if let Some(&t) = plan
+        .tiles()
+        .iter()
+        .find(|&&t| t as usize >= cache.library.len())
+    {
+        return Err(Error::PlanMismatch(format!(
+            "tile {t} is not in the library"
+        )));
+    }
+    Ok(())
+}
+
+/// Renders every row the plan holds: `rows x tile_size` pixel rows of `width` RGB8 pixels.
+pub fn render_band(plan: &Plan, cache: &TileCache) -> Result<Vec<u8>, Error> {
+    let len = plan.width() as usize * 3 * plan.row_range().len() * plan.tile_size() as usize;
+    let mut out = vec![0u8; len];
+    render_band_into(plan, cache, &mut out)?;
+    Ok(out)
+}
+
+/// [`render_band`] into a buffer of exactly the band's size.
+pub fn render_band_into(plan: &Plan, cache: &TileCache, out: &mut [u8]) -> Result<(), Error> {
+    check(plan, cache)?;
+    let ts = plan.tile_size() as usize;
+    let cols = plan.cols() as usize;
+    let row_bytes = plan.width() as usize * 3;
+    let cell_row_bytes = row_bytes * ts;
+    if out.len() != cell_row_bytes * plan.row_range().len() {
+        return Err(Error::InvalidOption(
+            "band buffer has the wrong size".into(),
+        ));
+    }
+    let blend = plan.blend() as i32;
+    out.par_chunks_mut(cell_row_bytes)
+        .enumerate()
+        .for_each(|(cy, band)| {
+            for cx in 0..cols {
+                let i = cy * cols + cx;
+                let tile = cache.get(plan.tiles()[i]);
+                let shift = if blend == 0 {
+                    None
+                } else {
+                    let c = plan.colours()[i];
+                    Some([0, 1, 2].map(|k| {
+                        let d = (c[k] as i32 - tile.mean[k] as i32) * blend;
+                        (d + 50 * d.signum()) / 100
+                    }))
+                };
+                for y in 0..ts {
+                    let src = &tile.pixels[y * ts * 3..(y + 1) * ts * 3];
+                    let dst =
+                        &mut band[y * row_bytes + cx * ts * 3..y * row_bytes + (cx + 1) * ts * 3];
+                    match shift {
+                        None => dst.copy_from_slice(src),
+                        Some(s) => {
+                            for (d, p) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
+                                for k in 0..3 {
+                                    d[k] = (p[k] as i32 + s[k]).clamp(0, 255) as u8;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    Ok(())
+}
+
+/// Renders the plan band by band (`band_cells` rows of cells at a time) into `sink`, calling
+/// `progress(rows_done, rows_total)`; memory holds one band, whatever the output height.
+pub fn render_to_sink(
+    plan: &Plan,
+    cache: &TileCache,
+    sink: &mut dyn BandSink,
+    band_cells: u32,
+    progress: &dyn Fn(u32, u32),
+) -> Result<(), Error> {
+    check(plan, cache)?;
+    let range = plan.row_range();
+    let step = band_cells.max(1);
+    let mut y = range.start;
+    while y < range.end {
+        let end = (y + step).min(range.end);
+        let band = plan.rows(y..end)?;
+        let pixels = render_band(&band, cache)?;
+        sink.write_owned(pixels)?;
+        progress(end - range.start, range.len() as u32);
+        y = end;
+    }
+    Ok(())
+}
