@@ -1,6 +1,9 @@
 //! The layer every Tessera role stands on: the typed messages of the four queues, the storage
 //! ports with their embedded and Azure backends, typed blob keys, and the queue runtime.
 
+pub mod accounting;
 pub mod keys;
 pub mod messages;
+pub mod queue;
+pub mod runtime;
 pub mod storage;

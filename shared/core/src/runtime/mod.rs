@@ -1,0 +1,131 @@
+//! The queue listener runtime every role consumes its queues through.
+//!
+//! A [`Listener`] runs a typed handler, `async fn(Envelope<M>, Context) -> Result<(), Failure>`,
+//! over one queue, with the practices of queue-centric cloud applications built in:
+//! - messages are received in batches and each runs in its own task: a panic is a failed attempt,
+//!   never a dead worker;
+//! - while a handler runs, its message's visibility is renewed on an interval, and the message is
+//!   deleted, with the latest receipt, only after success;
+//! - [`Failure::Retry`] makes the message visible again after a delay; [`Failure::Poison`], a body
+//!   that does not decode, or a dequeue count over the threshold moves it to `<queue>-poison`
+//!   ([`poison`]) and calls the listener's poison hook;
+//! - an idle listener is one poller with randomised exponential back-off ([`backoff`]), woken at
+//!   once by a [`nudge`] from whoever sends; with depth, more receive loops and handlers start, up
+//!   to the configured concurrency, and stop again when the queue drains;
+//! - transient storage errors are retried with capped back-off and logged once per streak;
+//! - shutdown stops receiving, lets running handlers finish within a deadline and makes every
+//!   other message it holds visible again at once.
+//!
+//! Every storage call can be counted with [`crate::accounting`]; the listener charges each
+//! message's calls to its job.
+
+pub mod backoff;
+mod listener;
+pub mod nudge;
+pub mod poison;
+pub mod settings;
+pub mod shutdown;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::messages::Envelope;
+use crate::storage::StorageError;
+
+pub use listener::{Listener, ListenerHandle, ListenerStats};
+pub use nudge::{NudgeSettings, Nudges};
+pub use poison::{PoisonHook, PoisonRecord};
+pub use settings::ListenerSettings;
+pub use shutdown::Shutdown;
+
+/// Why a handler did not finish its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// Worth another attempt: the message becomes visible again after `after`, or after a delay
+    /// that doubles with each attempt when `None`.
+    Retry { after: Option<Duration> },
+    /// No attempt can succeed: the message goes to the poison queue with this reason.
+    Poison(String),
+}
+
+impl Failure {
+    pub fn retry() -> Self {
+        Failure::Retry { after: None }
+    }
+
+    pub fn retry_after(after: Duration) -> Self {
+        Failure::Retry { after: Some(after) }
+    }
+
+    pub fn poison(reason: impl fmt::Display) -> Self {
+        Failure::Poison(reason.to_string())
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Retry { after: None } => f.write_str("retry"),
+            Failure::Retry { after: Some(d) } => write!(f, "retry after {d:?}"),
+            Failure::Poison(reason) => write!(f, "poison: {reason}"),
+        }
+    }
+}
+
+/// Storage errors are worth retrying: the poison threshold stops a message that never succeeds.
+impl From<StorageError> for Failure {
+    fn from(_: StorageError) -> Self {
+        Failure::retry()
+    }
+}
+
+/// What a handler knows about the message in hand.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub queue: Arc<str>,
+    pub message_id: String,
+    /// How many times the message has been received, this time included.
+    pub dequeue_count: u32,
+    /// When the message was first sent.
+    pub insertion_time: OffsetDateTime,
+    /// The job the message belongs to, when its body names one; storage calls made in the
+    /// handler's task are charged to it.
+    pub job: Option<Uuid>,
+    shutdown: Shutdown,
+}
+
+impl Context {
+    /// Whether the listener is shutting down (a long handler may stop early and ask to retry).
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutdown.is_fired()
+    }
+
+    /// Resolves when the listener starts shutting down.
+    pub async fn shutting_down(&self) {
+        self.shutdown.fired().await;
+    }
+}
+
+/// The future a handler returns.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), Failure>> + Send>>;
+
+/// A message handler: any `Fn(Envelope<M>, Context) -> impl Future<Output = Result<(), Failure>>`.
+pub trait Handler<M>: Send + Sync + 'static {
+    fn handle(&self, message: Envelope<M>, context: Context) -> HandlerFuture;
+}
+
+impl<M, F, Fut> Handler<M> for F
+where
+    F: Fn(Envelope<M>, Context) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), Failure>> + Send + 'static,
+{
+    fn handle(&self, message: Envelope<M>, context: Context) -> HandlerFuture {
+        Box::pin(self(message, context))
+    }
+}

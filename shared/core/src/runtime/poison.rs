@@ -1,0 +1,166 @@
+//! Poison messages: what cannot be processed moves, with the reason, to `<queue>-poison`.
+//!
+//! A message is poison when its body does not decode, when its handler says so, or when it has
+//! been received more often than the poison threshold. The runtime sends a [`PoisonRecord`] to the
+//! poison queue, then deletes the original (a crash in between leaves a duplicate record, never a
+//! lost message), then calls the listener's poison hook so the owning job can be marked failed.
+//! `tessera queues requeue` sends a record's original body back to its queue after a fix.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::keys::BlobKey;
+use crate::messages::poison_queue_name;
+use crate::storage::{
+    BlobStore, MAX_MESSAGE_BYTES, PutMode, QueueStore, ReceivedMessage, SendOptions, StorageError,
+};
+
+/// What the poison queue holds for each poisoned message (JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoisonRecord {
+    /// Why the message was poisoned, for a person to read.
+    pub reason: String,
+    /// The queue it came from.
+    pub queue: String,
+    pub message_id: String,
+    pub dequeue_count: u32,
+    /// When the message was first sent.
+    #[serde(with = "time::serde::rfc3339")]
+    pub insertion_time: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub poisoned_at: OffsetDateTime,
+    /// The original body, unless it was too large to fit in the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// Where the original body was stored when it did not fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_blob: Option<String>,
+    /// The job the message belonged to, when it could be read from the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<Uuid>,
+}
+
+impl PoisonRecord {
+    /// The original body, fetched from its blob when it was stored aside.
+    pub async fn original_body(&self, blobs: &dyn BlobStore) -> Result<String, StorageError> {
+        match (&self.body, &self.body_blob) {
+            (Some(body), _) => Ok(body.clone()),
+            (None, Some(key)) => {
+                let bytes = blobs.get(key).await?;
+                String::from_utf8(bytes.to_vec())
+                    .map_err(|e| StorageError::Other(format!("body blob {key} is not UTF-8: {e}")))
+            }
+            (None, None) => Err(StorageError::Other(
+                "poison record carries no body".to_string(),
+            )),
+        }
+    }
+}
+
+/// Called after a message has been moved to the poison queue.
+pub type PoisonHook =
+    Arc<dyn Fn(PoisonRecord) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// Wraps an async closure as a [`PoisonHook`].
+pub fn hook<F, Fut>(f: F) -> PoisonHook
+where
+    F: Fn(PoisonRecord) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    Arc::new(move |record| Box::pin(f(record)))
+}
+
+/// Reads `body.job_id` from an envelope, if there is one; every pipeline message has it.
+pub fn probe_job_id(body: &str) -> Option<Uuid> {
+    #[derive(Deserialize)]
+    struct Probe {
+        body: ProbeBody,
+    }
+    #[derive(Deserialize)]
+    struct ProbeBody {
+        job_id: Uuid,
+    }
+    serde_json::from_str::<Probe>(body)
+        .ok()
+        .map(|p| p.body.job_id)
+}
+
+/// Builds the record for `message`, storing the body aside when the record would not fit.
+pub(crate) async fn make_record(
+    blobs: &dyn BlobStore,
+    queue: &str,
+    message: &ReceivedMessage,
+    reason: &str,
+) -> Result<PoisonRecord, StorageError> {
+    let mut record = PoisonRecord {
+        reason: truncate(reason, 4096),
+        queue: queue.to_string(),
+        message_id: message.id.clone(),
+        dequeue_count: message.dequeue_count,
+        insertion_time: message.insertion_time,
+        poisoned_at: OffsetDateTime::now_utc(),
+        body: Some(message.body.clone()),
+        body_blob: None,
+        job_id: probe_job_id(&message.body),
+    };
+    if serde_json::to_string(&record).map_or(0, |s| s.len()) > MAX_MESSAGE_BYTES {
+        let key = BlobKey::MessageBody {
+            queue: poison_queue_name(queue),
+            id: Uuid::new_v4(),
+        }
+        .path();
+        blobs
+            .put(
+                &key,
+                bytes::Bytes::from(message.body.clone()),
+                PutMode::Overwrite,
+            )
+            .await?;
+        record.body = None;
+        record.body_blob = Some(key);
+    }
+    Ok(record)
+}
+
+/// Sends `record` to its queue's poison queue.
+pub(crate) async fn send_record(
+    queues: &dyn QueueStore,
+    record: &PoisonRecord,
+) -> Result<(), StorageError> {
+    let text = serde_json::to_string(record).expect("poison records serialize");
+    queues
+        .send(
+            &poison_queue_name(&record.queue),
+            &text,
+            SendOptions::default(),
+        )
+        .await
+        .map(|_| ())
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+impl fmt::Display for PoisonRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (message {} from {}, received {} times)",
+            self.reason, self.message_id, self.queue, self.dequeue_count
+        )
+    }
+}
