@@ -225,6 +225,14 @@ mod tests {
     }
 
     #[test]
+    fn sample_config_names_every_key_with_its_default() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tessera.sample.toml");
+        let sample: toml::Table = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let defaults = toml::Table::try_from(Settings::default()).unwrap();
+        assert_eq!(sample, defaults, "tessera.sample.toml and Settings::default() differ");
+    }
+
+    #[test]
     fn bad_values_and_unknown_keys_are_errors() {
         assert!(Settings::load(None, env(&[("TESSERA_STORAGE", "floppy")])).is_err());
         assert!(Settings::load(None, env(&[("TESSERA_STORAGE__NOPE", "1")])).is_err());
