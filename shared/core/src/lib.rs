@@ -2,7 +2,9 @@
 //! ports with their embedded and Azure backends, typed blob keys, and the queue runtime.
 
 pub mod accounting;
+pub mod jobs;
 pub mod keys;
+pub mod libraries;
 pub mod messages;
 pub mod queue;
 pub mod runtime;

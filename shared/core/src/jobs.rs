@@ -1,0 +1,328 @@
+//! The job record: one JSON blob per job (`jobs/{id}.json`) that every role reads and updates, so
+//! any number of web instances, controllers and processors agree on a job's state.
+//!
+//! Updates are read-modify-write under the blob's ETag ([`PutMode::IfMatch`]), retried on a lost
+//! race, and idempotent: the state only moves forward ([`JobState::rank`]), a slice is counted
+//! once however often its response arrives, and a finished job stays finished.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::keys::BlobKey;
+use crate::messages::{Grid, LibraryRef, RenderOptions};
+use crate::storage::{BlobStore, PutMode, StorageError};
+
+/// Where a job is in its life. Only ever moves forward, in this order; `Failed` and `Done` end it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Slicing,
+    Rendering,
+    Stitching,
+    Done,
+    Failed,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Slicing => "slicing",
+            JobState::Rendering => "rendering",
+            JobState::Stitching => "stitching",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+        }
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(self, JobState::Done | JobState::Failed)
+    }
+
+    /// Position in the life cycle; a job never moves to a lower rank.
+    pub fn rank(self) -> u8 {
+        self as u8
+    }
+}
+
+/// What the job was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobParams {
+    pub library: LibraryRef,
+    pub tile_size: u32,
+    pub grid: Grid,
+    pub slices: u32,
+    pub options: RenderOptions,
+    /// The uploaded file's name, as the client gave it (display only).
+    #[serde(default)]
+    pub input_name: String,
+}
+
+/// One rendered slice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SliceRecord {
+    pub processor: String,
+    pub render_ms: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub finished_at: OffsetDateTime,
+}
+
+/// Sizes known once the controller has planned the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputSize {
+    pub width: u32,
+    pub height: u32,
+    pub cols: u32,
+    pub rows: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: Uuid,
+    pub client_id: Uuid,
+    pub state: JobState,
+    pub params: JobParams,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub finished_at: Option<OffsetDateTime>,
+    #[serde(default)]
+    pub output: Option<OutputSize>,
+    /// Slices the job was cut into (known once sliced).
+    #[serde(default)]
+    pub slices_total: u32,
+    /// Rendered slices by sequence number.
+    #[serde(default)]
+    pub slices: BTreeMap<u32, SliceRecord>,
+    /// Blob key of the finished mosaic.
+    #[serde(default)]
+    pub result_blob: Option<String>,
+    /// Why the job failed.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Storage transactions spent on the job, by role.
+    #[serde(default)]
+    pub transactions: BTreeMap<String, u64>,
+}
+
+impl JobRecord {
+    pub fn new(id: Uuid, client_id: Uuid, params: JobParams) -> Self {
+        let now = OffsetDateTime::now_utc();
+        JobRecord {
+            id,
+            client_id,
+            state: JobState::Queued,
+            params,
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
+            output: None,
+            slices_total: 0,
+            slices: BTreeMap::new(),
+            result_blob: None,
+            error: None,
+            transactions: BTreeMap::new(),
+        }
+    }
+
+    /// Moves the state forward to `state`; a move backwards, or out of a final state, is ignored.
+    /// Returns whether the state changed.
+    pub fn advance(&mut self, state: JobState) -> bool {
+        if self.state.is_final() || state.rank() <= self.state.rank() {
+            return false;
+        }
+        self.state = state;
+        if state.is_final() {
+            self.finished_at = Some(OffsetDateTime::now_utc());
+        }
+        true
+    }
+
+    /// Records a rendered slice once; a repeat keeps the first record. Returns whether it was new.
+    pub fn slice_done(&mut self, seq: u32, slice: SliceRecord) -> bool {
+        if self.slices.contains_key(&seq) {
+            return false;
+        }
+        self.slices.insert(seq, slice);
+        true
+    }
+
+    /// Marks the job failed with a reason, unless it already ended.
+    pub fn fail(&mut self, reason: impl Into<String>) -> bool {
+        if self.state.is_final() {
+            return false;
+        }
+        self.error = Some(reason.into());
+        self.advance(JobState::Failed)
+    }
+
+    pub fn slices_done(&self) -> u32 {
+        self.slices.len() as u32
+    }
+}
+
+/// Why a job record could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("job {0} not found")]
+    NotFound(Uuid),
+    #[error("job record {0} is corrupt: {1}")]
+    Corrupt(Uuid, String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Reads and updates job records in a blob store.
+#[derive(Debug, Clone)]
+pub struct JobStore {
+    blobs: Arc<dyn BlobStore>,
+}
+
+/// Lost races tolerated in one update before giving up (each means another writer progressed).
+const MAX_UPDATE_ATTEMPTS: usize = 32;
+
+impl JobStore {
+    pub fn new(blobs: Arc<dyn BlobStore>) -> Self {
+        JobStore { blobs }
+    }
+
+    /// Stores a new record; fails with `AlreadyExists` if the job is known.
+    pub async fn create(&self, record: &JobRecord) -> Result<(), JobError> {
+        let key = BlobKey::JobRecord { job: record.id }.path();
+        self.blobs
+            .put(&key, encode(record), PutMode::CreateNew)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn get(&self, job: Uuid) -> Result<JobRecord, JobError> {
+        Ok(self.get_with_etag(job).await?.0)
+    }
+
+    async fn get_with_etag(&self, job: Uuid) -> Result<(JobRecord, String), JobError> {
+        let key = BlobKey::JobRecord { job }.path();
+        let meta = match self.blobs.head(&key).await {
+            Ok(meta) => meta,
+            Err(StorageError::NotFound(_)) => return Err(JobError::NotFound(job)),
+            Err(e) => return Err(e.into()),
+        };
+        let bytes = match self.blobs.get(&key).await {
+            Ok(bytes) => bytes,
+            Err(StorageError::NotFound(_)) => return Err(JobError::NotFound(job)),
+            Err(e) => return Err(e.into()),
+        };
+        let record: JobRecord =
+            serde_json::from_slice(&bytes).map_err(|e| JobError::Corrupt(job, e.to_string()))?;
+        // The ETag read before the body may be older than the body: the conditional write then
+        // fails and the update reads again, which is safe.
+        Ok((record, meta.etag))
+    }
+
+    /// Applies `change` to the record and writes it back if `change` returns true, retrying on
+    /// a concurrent writer. Returns the record as stored afterwards.
+    pub async fn update(
+        &self,
+        job: Uuid,
+        mut change: impl FnMut(&mut JobRecord) -> bool,
+    ) -> Result<JobRecord, JobError> {
+        let key = BlobKey::JobRecord { job }.path();
+        for _ in 0..MAX_UPDATE_ATTEMPTS {
+            let (mut record, etag) = self.get_with_etag(job).await?;
+            if !change(&mut record) {
+                return Ok(record);
+            }
+            record.updated_at = OffsetDateTime::now_utc();
+            match self
+                .blobs
+                .put(&key, encode(&record), PutMode::IfMatch(etag))
+                .await
+            {
+                Ok(_) => return Ok(record),
+                Err(StorageError::Precondition(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(StorageError::Transient(format!("job {job}: too many concurrent updates")).into())
+    }
+}
+
+fn encode(record: &JobRecord) -> Bytes {
+    Bytes::from(serde_json::to_vec(record).expect("job records serialize"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> JobRecord {
+        JobRecord::new(
+            Uuid::new_v4(),
+            Uuid::new_v4(),
+            JobParams {
+                library: LibraryRef {
+                    id: "emoji".into(),
+                    version: 1,
+                },
+                tile_size: 16,
+                grid: Grid::Cells { across: 32 },
+                slices: 4,
+                options: RenderOptions::default(),
+                input_name: "cat.jpg".into(),
+            },
+        )
+    }
+
+    fn slice() -> SliceRecord {
+        SliceRecord {
+            processor: "p1".into(),
+            render_ms: 5,
+            finished_at: OffsetDateTime::now_utc(),
+        }
+    }
+
+    #[test]
+    fn state_only_moves_forward() {
+        let mut r = record();
+        assert!(r.advance(JobState::Rendering));
+        assert!(!r.advance(JobState::Slicing));
+        assert_eq!(r.state, JobState::Rendering);
+        assert!(r.advance(JobState::Done));
+        assert!(!r.fail("late failure"));
+        assert_eq!(r.state, JobState::Done);
+        assert!(r.error.is_none());
+    }
+
+    #[test]
+    fn a_slice_counts_once() {
+        let mut r = record();
+        assert!(r.slice_done(2, slice()));
+        assert!(!r.slice_done(
+            2,
+            SliceRecord {
+                processor: "p2".into(),
+                ..slice()
+            }
+        ));
+        assert_eq!(r.slices_done(), 1);
+        assert_eq!(r.slices[&2].processor, "p1");
+    }
+
+    #[test]
+    fn record_round_trips_as_json() {
+        let mut r = record();
+        r.slice_done(0, slice());
+        let text = serde_json::to_string(&r).unwrap();
+        let back: JobRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.slices.len(), 1);
+        assert_eq!(back.params, r.params);
+        assert!(text.contains("\"state\":\"queued\""));
+    }
+}

@@ -1,0 +1,235 @@
+//! Tile libraries in storage: a catalogue record per library (`libraries/{id}/library.json`) and
+//! one index blob per version (`libraries/{id}/v{version}/index`, the engine's serialized index with
+//! its renditions), which processors download once per version and cache.
+//!
+//! A re-import of the same id writes a new version; a version's index is never overwritten, so a
+//! job that names a version renders the same tiles however long it waits in a queue.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::keys::BlobKey;
+use crate::messages::LibraryRef;
+use crate::storage::{BlobStore, BlobStoreExt, PutMode, StorageError};
+
+/// A file the import skipped, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedFile {
+    pub name: String,
+    pub reason: String,
+}
+
+/// What the catalogue knows of a library's current version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibraryRecord {
+    /// Stable id: lowercase letters, digits and hyphens.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Version of the newest index; starts at 1.
+    pub version: u32,
+    /// Tiles in the index.
+    pub tiles: u32,
+    /// Pixel-identical duplicates merged on import.
+    #[serde(default)]
+    pub duplicates: u32,
+    #[serde(default)]
+    pub skipped: Vec<SkippedFile>,
+    /// Size of the index blob in bytes.
+    pub index_bytes: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl LibraryRecord {
+    pub fn reference(&self) -> LibraryRef {
+        LibraryRef {
+            id: self.id.clone(),
+            version: self.version,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LibraryError {
+    #[error("library {0:?} not found")]
+    NotFound(String),
+    #[error("library id {0:?} must be 1 to 48 lowercase letters, digits and hyphens")]
+    BadId(String),
+    #[error("library record {0} is corrupt: {1}")]
+    Corrupt(String, String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// The library catalogue over a blob store.
+#[derive(Debug, Clone)]
+pub struct LibraryCatalog {
+    blobs: Arc<dyn BlobStore>,
+}
+
+const PREFIX: &str = "libraries/";
+
+fn record_key(id: &str) -> String {
+    format!("{PREFIX}{id}/library.json")
+}
+
+/// Checks a library id: it becomes part of blob keys and URLs.
+pub fn validate_library_id(id: &str) -> Result<(), LibraryError> {
+    let ok = !id.is_empty()
+        && id.len() <= 48
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !id.starts_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(LibraryError::BadId(id.to_string()))
+    }
+}
+
+/// A library id made from a display name: `"Noto Emoji!"` becomes `noto-emoji`.
+pub fn library_id_from_name(name: &str) -> String {
+    let mut id = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            id.push(c);
+        } else if !id.ends_with('-') && !id.is_empty() {
+            id.push('-');
+        }
+        if id.len() >= 48 {
+            break;
+        }
+    }
+    let id = id.trim_end_matches('-').to_string();
+    if id.is_empty() {
+        "library".to_string()
+    } else {
+        id
+    }
+}
+
+impl LibraryCatalog {
+    pub fn new(blobs: Arc<dyn BlobStore>) -> Self {
+        LibraryCatalog { blobs }
+    }
+
+    /// Stores `index` as the next version of library `id` and returns its record.
+    pub async fn publish(
+        &self,
+        id: &str,
+        name: &str,
+        tiles: u32,
+        duplicates: u32,
+        skipped: Vec<SkippedFile>,
+        index: Bytes,
+    ) -> Result<LibraryRecord, LibraryError> {
+        validate_library_id(id)?;
+        let mut version = match self.get(id).await {
+            Ok(existing) => existing.version + 1,
+            Err(LibraryError::NotFound(_)) => 1,
+            Err(e) => return Err(e),
+        };
+        let index_bytes = index.len() as u64;
+        // Versions are claimed with create-only writes, so two concurrent imports never share one.
+        loop {
+            let key = BlobKey::LibraryIndex {
+                library: id.to_string(),
+                version,
+            }
+            .path();
+            match self
+                .blobs
+                .put(&key, index.clone(), PutMode::CreateNew)
+                .await
+            {
+                Ok(_) => break,
+                Err(StorageError::AlreadyExists(_)) => version += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let record = LibraryRecord {
+            id: id.to_string(),
+            name: name.to_string(),
+            version,
+            tiles,
+            duplicates,
+            skipped,
+            index_bytes,
+            created_at: OffsetDateTime::now_utc(),
+        };
+        let body = Bytes::from(serde_json::to_vec(&record).expect("records serialize"));
+        self.blobs
+            .put(&record_key(id), body, PutMode::Overwrite)
+            .await?;
+        Ok(record)
+    }
+
+    pub async fn get(&self, id: &str) -> Result<LibraryRecord, LibraryError> {
+        validate_library_id(id)?;
+        match self.blobs.get(&record_key(id)).await {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| LibraryError::Corrupt(id.to_string(), e.to_string())),
+            Err(StorageError::NotFound(_)) => Err(LibraryError::NotFound(id.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Every library, by id.
+    pub async fn list(&self) -> Result<Vec<LibraryRecord>, LibraryError> {
+        let mut records = Vec::new();
+        for meta in self.blobs.list_all(PREFIX).await? {
+            if let Some(id) = meta
+                .key
+                .strip_prefix(PREFIX)
+                .and_then(|k| k.strip_suffix("/library.json"))
+            {
+                records.push(self.get(id).await?);
+            }
+        }
+        records.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(records)
+    }
+
+    /// The index blob of one version.
+    pub async fn index(&self, library: &LibraryRef) -> Result<Bytes, LibraryError> {
+        validate_library_id(&library.id)?;
+        let key = BlobKey::LibraryIndex {
+            library: library.id.clone(),
+            version: library.version,
+        }
+        .path();
+        match self.blobs.get(&key).await {
+            Ok(bytes) => Ok(bytes),
+            Err(StorageError::NotFound(_)) => Err(LibraryError::NotFound(format!(
+                "{} version {}",
+                library.id, library.version
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_from_names() {
+        assert_eq!(library_id_from_name("Noto Emoji!"), "noto-emoji");
+        assert_eq!(library_id_from_name("  ../etc/passwd "), "etc-passwd");
+        assert_eq!(library_id_from_name("***"), "library");
+        validate_library_id(&library_id_from_name("Ünïcode tiles 2")).unwrap();
+    }
+
+    #[test]
+    fn bad_ids_are_refused() {
+        for id in ["", "UPPER", "a/b", "-x", "a b", &"x".repeat(49)] {
+            assert!(validate_library_id(id).is_err(), "{id:?}");
+        }
+    }
+}
