@@ -6,6 +6,7 @@ pub mod jobs;
 pub mod keys;
 pub mod libraries;
 pub mod messages;
+pub mod platform;
 pub mod queue;
 pub mod runtime;
 pub mod storage;

@@ -1,0 +1,58 @@
+//! What every role is handed at start-up: the two storage ports (counted), the nudges between
+//! senders and listeners, and the transaction accounting. Built once by the binary from the
+//! configuration and passed down explicitly.
+
+use std::sync::Arc;
+
+use crate::accounting::Accounting;
+use crate::jobs::JobStore;
+use crate::libraries::LibraryCatalog;
+use crate::messages::Message;
+use crate::queue::Queue;
+use crate::runtime::Nudges;
+use crate::storage::{BlobStore, QueueStore, StorageError};
+
+#[derive(Debug, Clone)]
+pub struct Platform {
+    /// The queue port, every call counted in `accounting`.
+    pub queues: Arc<dyn QueueStore>,
+    /// The blob port, every call counted in `accounting`.
+    pub blobs: Arc<dyn BlobStore>,
+    pub nudges: Nudges,
+    pub accounting: Accounting,
+}
+
+impl Platform {
+    /// Wraps raw backends: their calls are counted from here on.
+    pub fn new(queues: Arc<dyn QueueStore>, blobs: Arc<dyn BlobStore>, nudges: Nudges) -> Self {
+        let accounting = Accounting::new();
+        Platform {
+            queues: Arc::new(accounting.wrap(queues)),
+            blobs: Arc::new(accounting.wrap(blobs)),
+            nudges,
+            accounting,
+        }
+    }
+
+    /// The typed queue of message type `M`.
+    pub fn queue<M: Message>(&self) -> Queue<M> {
+        Queue::new(self.queues.clone(), self.blobs.clone(), self.nudges.clone())
+    }
+
+    pub fn jobs(&self) -> JobStore {
+        JobStore::new(self.blobs.clone())
+    }
+
+    pub fn libraries(&self) -> LibraryCatalog {
+        LibraryCatalog::new(self.blobs.clone())
+    }
+
+    /// Creates the four work queues and their poison queues.
+    pub async fn ensure_queues(&self) -> Result<(), StorageError> {
+        for name in crate::messages::QueueName::ALL {
+            self.queues.create_queue(name.as_str()).await?;
+            self.queues.create_queue(&name.poison()).await?;
+        }
+        Ok(())
+    }
+}
