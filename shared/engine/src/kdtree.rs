@@ -1,59 +1,82 @@
 //! A static 3-D k-d tree over tile mean colours (Lab), for k-nearest-neighbour candidate search.
-//! Built once per library; ties are broken by tile index so results never depend on build order.
+//! Built once per library (leaves of a few points, split at the median of the widest axis); ties
+//! are broken by tile index so results never depend on build order.
 
 use crate::color::{Lab, dist2};
 
 pub struct KdTree {
-    /// Points laid out as an implicit balanced tree: the median of each range is its root.
-    points: Vec<(Lab, u32)>,
+    /// Points reordered so that every leaf is a contiguous run.
+    points: Vec<Lab>,
+    ids: Vec<u32>,
+    nodes: Vec<Node>,
 }
+
+enum Node {
+    Leaf {
+        start: u32,
+        end: u32,
+    },
+    Split {
+        axis: u8,
+        value: f32,
+        left: u32,
+        right: u32,
+    },
+}
+
+const LEAF: usize = 8;
 
 impl KdTree {
     pub fn new(means: &[Lab]) -> Self {
-        let mut points: Vec<(Lab, u32)> = means
+        let mut items: Vec<(Lab, u32)> = means
             .iter()
             .enumerate()
             .map(|(i, m)| (*m, i as u32))
             .collect();
-        build(&mut points, 0);
-        KdTree { points }
+        let mut nodes = Vec::new();
+        if !items.is_empty() {
+            build(&mut items, 0, &mut nodes);
+        }
+        KdTree {
+            points: items.iter().map(|p| p.0).collect(),
+            ids: items.iter().map(|p| p.1).collect(),
+            nodes,
+        }
     }
 
     /// The `k` nearest tiles to `q` by Euclidean Lab distance, nearest first, as `(d2, tile)`.
     pub fn nearest(&self, q: &Lab, k: usize, out: &mut Vec<(f32, u32)>) {
         out.clear();
-        if k == 0 {
+        if k == 0 || self.nodes.is_empty() {
             return;
         }
-        self.search(0, self.points.len(), 0, q, k, out);
+        self.search(0, q, k, out);
     }
 
-    fn search(
-        &self,
-        lo: usize,
-        hi: usize,
-        depth: usize,
-        q: &Lab,
-        k: usize,
-        best: &mut Vec<(f32, u32)>,
-    ) {
-        if lo >= hi {
-            return;
-        }
-        let mid = lo + (hi - lo) / 2;
-        let (p, idx) = &self.points[mid];
-        let d = dist2(q, p);
-        insert(best, k, (d, *idx));
-        let axis = depth % 3;
-        let diff = q[axis] - p[axis];
-        let (near, far) = if diff < 0.0 {
-            ((lo, mid), (mid + 1, hi))
-        } else {
-            ((mid + 1, hi), (lo, mid))
-        };
-        self.search(near.0, near.1, depth + 1, q, k, best);
-        if best.len() < k || diff * diff <= best[best.len() - 1].0 {
-            self.search(far.0, far.1, depth + 1, q, k, best);
+    fn search(&self, node: u32, q: &Lab, k: usize, best: &mut Vec<(f32, u32)>) {
+        match self.nodes[node as usize] {
+            Node::Leaf { start, end } => {
+                for i in start as usize..end as usize {
+                    insert(best, k, (dist2(q, &self.points[i]), self.ids[i]));
+                }
+            }
+            Node::Split {
+                axis,
+                value,
+                left,
+                right,
+            } => {
+                let diff = q[axis as usize] - value;
+                let (near, far) = if diff < 0.0 {
+                    (left, right)
+                } else {
+                    (right, left)
+                };
+                self.search(near, q, k, best);
+                if best.len() < k || diff * diff <= best[best.len() - 1].0 {
+                    self.search(far, q, k, best);
+                }
+            }
         }
     }
 }
@@ -62,6 +85,7 @@ fn cmp_key(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
     a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
 }
 
+#[inline]
 fn insert(best: &mut Vec<(f32, u32)>, k: usize, item: (f32, u32)) {
     if best.len() == k && cmp_key(&item, &best[k - 1]).is_ge() {
         return;
@@ -73,18 +97,42 @@ fn insert(best: &mut Vec<(f32, u32)>, k: usize, item: (f32, u32)) {
     best.insert(pos, item);
 }
 
-fn build(points: &mut [(Lab, u32)], depth: usize) {
-    if points.len() <= 1 {
-        return;
+/// Builds the subtree over `items` (which start at `offset` in the final order); returns its node.
+fn build(items: &mut [(Lab, u32)], offset: usize, nodes: &mut Vec<Node>) -> u32 {
+    let id = nodes.len() as u32;
+    if items.len() <= LEAF {
+        nodes.push(Node::Leaf {
+            start: offset as u32,
+            end: (offset + items.len()) as u32,
+        });
+        return id;
     }
-    let axis = depth % 3;
-    let mid = points.len() / 2;
-    points.select_nth_unstable_by(mid, |a, b| {
+    // Split on the axis of widest spread, at the median.
+    let axis = (0..3)
+        .map(|a| {
+            let (lo, hi) = items.iter().fold((f32::MAX, f32::MIN), |(lo, hi), p| {
+                (lo.min(p.0[a]), hi.max(p.0[a]))
+            });
+            (hi - lo, a)
+        })
+        .max_by(|x, y| x.0.total_cmp(&y.0).then(y.1.cmp(&x.1)))
+        .map_or(0, |x| x.1);
+    let mid = items.len() / 2;
+    items.select_nth_unstable_by(mid, |a, b| {
         a.0[axis].total_cmp(&b.0[axis]).then(a.1.cmp(&b.1))
     });
-    let (left, right) = points.split_at_mut(mid);
-    build(left, depth + 1);
-    build(&mut right[1..], depth + 1);
+    let value = items[mid].0[axis];
+    nodes.push(Node::Leaf { start: 0, end: 0 });
+    let (l, r) = items.split_at_mut(mid);
+    let left = build(l, offset, nodes);
+    let right = build(r, offset + mid, nodes);
+    nodes[id as usize] = Node::Split {
+        axis: axis as u8,
+        value,
+        left,
+        right,
+    };
+    id
 }
 
 #[cfg(test)]

@@ -144,7 +144,7 @@ impl MosaicCells {
 impl BandSink for MosaicCells {
     fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
         let row_bytes = self.width * 3;
-        if rows.len() % row_bytes != 0
+        if !rows.len().is_multiple_of(row_bytes)
             || self.next_row + rows.len() / row_bytes > self.rows * self.ch
         {
             return Err(Error::InvalidOption("rows do not fit the mosaic".into()));

@@ -62,7 +62,7 @@ struct RowCount {
 
 impl RowCount {
     fn take(&mut self, bytes: usize) -> Result<(), Error> {
-        if bytes % self.row_bytes != 0 {
+        if !bytes.is_multiple_of(self.row_bytes) {
             return Err(Error::Encode("a band must hold whole rows".into()));
         }
         let rows = (bytes / self.row_bytes) as u64;

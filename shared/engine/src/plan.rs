@@ -6,7 +6,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::Error;
-use crate::color::{Lab, ciede2000, dist2, srgb_to_lab32};
+use crate::color::{Lab, ciede2000, srgb_to_lab32};
 use crate::hash::Fnv;
 use crate::kdtree::KdTree;
 use crate::library::Library;
@@ -58,8 +58,8 @@ impl Default for PlanOptions {
             max_uses: None,
             blend: 0,
             max_output_pixels: DEFAULT_MAX_OUTPUT_PIXELS,
-            candidates: 24,
-            structure_weight: 0.5,
+            candidates: 16,
+            structure_weight: 0.02,
         }
     }
 }
@@ -187,18 +187,18 @@ impl Plan {
                 });
             }
         }
-        if let Some(cap) = opts.max_uses {
-            if (n as u64) * (cap as u64) < (cols * rows) as u64 {
-                return Err(Error::LibraryTooSmall {
-                    tiles: n,
-                    needed: (cols * rows).div_ceil(cap.max(1) as usize),
-                    hint: format!(
-                        "{} cells with at most {cap} uses per tile: raise the use cap, use fewer cells \
+        if let Some(cap) = opts.max_uses
+            && (n as u64) * (cap as u64) < (cols * rows) as u64
+        {
+            return Err(Error::LibraryTooSmall {
+                tiles: n,
+                needed: (cols * rows).div_ceil(cap.max(1) as usize),
+                hint: format!(
+                    "{} cells with at most {cap} uses per tile: raise the use cap, use fewer cells \
                          or add tiles",
-                        cols * rows
-                    ),
-                });
-            }
+                    cols * rows
+                ),
+            });
         }
 
         let k = library.grid();
@@ -483,22 +483,23 @@ fn rank(
     let k2 = desc.subs.len() as f32;
     let mut scored: Vec<(f32, u32)> = scratch
         .iter()
-        .map(|&(d_mean, t)| {
-            let _ = d_mean;
+        .map(|&(_, t)| {
             let m = library.means()[t as usize];
+            let q = desc.mean;
             let de = ciede2000(
-                [
-                    desc.mean[0] as f64,
-                    desc.mean[1] as f64,
-                    desc.mean[2] as f64,
-                ],
+                [q[0] as f64, q[1] as f64, q[2] as f64],
                 [m[0] as f64, m[1] as f64, m[2] as f64],
             ) as f32;
+            // Structure: each sub-grid's pattern around its own mean, so the mean colour
+            // difference is not counted twice.
             let s: f32 = library
                 .sub_grid(t)
                 .iter()
                 .zip(&desc.subs)
-                .map(|(a, b)| dist2(a, b))
+                .map(|(a, b)| {
+                    let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
+                    d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+                })
                 .sum();
             (de * de + structure_weight * s / k2, t)
         })

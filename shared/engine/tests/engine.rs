@@ -1,0 +1,428 @@
+//! Behaviour of the engine on small real fixtures (`tests/fixtures/engine`).
+
+use std::path::PathBuf;
+
+use proptest::prelude::*;
+use tessera_engine::*;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/engine")
+}
+
+fn library() -> Library {
+    let (lib, report) =
+        Library::import(&fixtures().join("tiles"), &ImportOptions::default()).unwrap();
+    assert_eq!(report.imported, 41);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    lib
+}
+
+fn library_cached() -> &'static Library {
+    static LIB: std::sync::OnceLock<Library> = std::sync::OnceLock::new();
+    LIB.get_or_init(library)
+}
+
+fn target() -> image::RgbImage {
+    decode_target(
+        &std::fs::read(fixtures().join("astronaut-48.png")).unwrap(),
+        [255; 3],
+    )
+    .unwrap()
+}
+
+fn opts(cells: u32, tile_size: u32, radius: u32) -> PlanOptions {
+    PlanOptions {
+        grid: Grid::Cells(cells),
+        tile_size,
+        repeat_radius: radius,
+        ..PlanOptions::default()
+    }
+}
+
+fn tile_files() -> Vec<(String, Vec<u8>)> {
+    let dir = fixtures().join("tiles");
+    let mut v: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn rgba_png(w: u32, h: u32, px: [u8; 4]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w, h);
+    enc.set_color(png::ColorType::Rgba);
+    let mut wr = enc.write_header().unwrap();
+    wr.write_image_data(&px.repeat((w * h) as usize)).unwrap();
+    wr.finish().unwrap();
+    out
+}
+
+#[test]
+fn corrupt_files_are_skipped_and_duplicates_merged() {
+    let mut files = tile_files();
+    let first = files[0].clone();
+    files.push(("copy-of-first.png".into(), first.1.clone()));
+    files.push(("broken.png".into(), first.1[..first.1.len() / 3].to_vec()));
+    files.push(("not-an-image.jpg".into(), b"hello".to_vec()));
+    let (lib, report) = Library::from_files(files, &ImportOptions::default()).unwrap();
+    assert_eq!(lib.len(), 41);
+    assert_eq!(report.imported, 41);
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(skipped, ["broken.png", "not-an-image.jpg"]);
+    assert_eq!(
+        report.duplicates,
+        vec![("copy-of-first.png".to_string(), first.0)]
+    );
+}
+
+#[test]
+fn transparent_tiles_are_composited_onto_the_background() {
+    let files = vec![
+        ("clear.png".to_string(), rgba_png(8, 8, [10, 200, 30, 0])),
+        ("half.png".to_string(), rgba_png(12, 8, [0, 0, 0, 128])),
+    ];
+    let (white, _) = Library::from_files(files.clone(), &ImportOptions::default()).unwrap();
+    assert!(
+        white.rendition(0).iter().all(|&v| v == 255),
+        "fully transparent becomes the background"
+    );
+    // Half-transparent black over white is mid grey.
+    assert!(
+        white.rendition(1).iter().all(|&v| v == 127),
+        "{:?}",
+        &white.rendition(1)[..3]
+    );
+    let red = ImportOptions {
+        background: [255, 0, 0],
+        ..ImportOptions::default()
+    };
+    let (lib, _) = Library::from_files(files, &red).unwrap();
+    assert!(lib.rendition(0).chunks(3).all(|p| p == [255, 0, 0]));
+}
+
+#[test]
+fn folder_zip_and_saved_index_give_the_same_library() {
+    let lib = library();
+    let dir = std::env::temp_dir().join(format!("tessera-engine-zip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let zip_path = dir.join("tiles.zip");
+    {
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&zip_path).unwrap());
+        for (name, bytes) in tile_files().into_iter().rev() {
+            zip.start_file(
+                format!("set/{name}"),
+                zip::write::SimpleFileOptions::default(),
+            )
+            .unwrap();
+            std::io::Write::write_all(&mut zip, &bytes).unwrap();
+        }
+        zip.start_file("set/README.txt", zip::write::SimpleFileOptions::default())
+            .unwrap();
+        zip.finish().unwrap();
+    }
+    let (from_zip, report) = Library::import(&zip_path, &ImportOptions::default()).unwrap();
+    assert_eq!(report.ignored, 1);
+    assert_eq!(from_zip.len(), lib.len());
+    assert_eq!(from_zip.rendition(7), lib.rendition(7));
+    assert_eq!(from_zip.means(), lib.means());
+
+    let blob = lib.to_bytes();
+    let loaded = Library::from_bytes(&blob).unwrap();
+    assert_eq!(loaded, lib);
+    assert_eq!(loaded.version(), lib.version());
+    let idx = dir.join("tiles.idx");
+    lib.save(&idx).unwrap();
+    let (opened, report) = Library::open(&idx, &ImportOptions::default()).unwrap();
+    assert!(report.is_none());
+    assert_eq!(opened.version(), lib.version());
+
+    let mut corrupt = blob.clone();
+    corrupt[blob.len() / 2] ^= 1;
+    assert!(matches!(
+        Library::from_bytes(&corrupt),
+        Err(Error::BadIndex(_))
+    ));
+    let mut future = blob;
+    future[8] = 99;
+    assert!(matches!(
+        Library::from_bytes(&future),
+        Err(Error::IndexVersion { found: 99, .. })
+    ));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn plans_are_deterministic_and_round_trip() {
+    let lib = library_cached();
+    let t = target();
+    let a = Plan::make(&t, lib, &opts(24, 8, 1)).unwrap();
+    let b = Plan::make(
+        &t,
+        &Library::from_bytes(&lib.to_bytes()).unwrap(),
+        &opts(24, 8, 1),
+    )
+    .unwrap();
+    assert_eq!(a.to_bytes(), b.to_bytes());
+    assert_eq!(Plan::from_bytes(&a.to_bytes()).unwrap(), a);
+    let mut bad = a.to_bytes();
+    bad[50] ^= 0xff;
+    assert!(Plan::from_bytes(&bad).is_err());
+    let mut csv = Vec::new();
+    a.write_csv(lib, &mut csv).unwrap();
+    let csv = String::from_utf8(csv).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 24 * 24);
+    assert!(csv.lines().nth(1).unwrap().starts_with("0,0,"));
+}
+
+fn assert_no_repeat_within(plan: &Plan, r: usize) {
+    let (c, rows) = (plan.cols() as usize, plan.total_rows() as usize);
+    let t = plan.tiles();
+    for y in 0..rows {
+        for x in 0..c {
+            for yy in y.saturating_sub(r)..=(y + r).min(rows - 1) {
+                for xx in x.saturating_sub(r)..=(x + r).min(c - 1) {
+                    if (yy, xx) != (y, x) {
+                        assert_ne!(t[y * c + x], t[yy * c + xx], "({x},{y}) and ({xx},{yy})");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_repetition_constraint_holds() {
+    let lib = library_cached();
+    let t = target();
+    for r in [1, 2, 3] {
+        let plan = Plan::make(&t, lib, &opts(20, 4, r)).unwrap();
+        assert_no_repeat_within(&plan, r as usize);
+    }
+    // Radius 0 lets the best tile repeat: flat areas then reuse one tile next to itself.
+    let free = Plan::make(&t, lib, &opts(20, 4, 0)).unwrap();
+    assert!(free.tiles().windows(2).any(|w| w[0] == w[1]));
+    // A use cap holds too.
+    let capped = PlanOptions {
+        max_uses: Some(12),
+        ..opts(20, 4, 1)
+    };
+    let plan = Plan::make(&t, lib, &capped).unwrap();
+    let mut uses = vec![0; lib.len()];
+    plan.tiles().iter().for_each(|&t| uses[t as usize] += 1);
+    assert!(uses.iter().all(|&u| u <= 12));
+    assert_no_repeat_within(&plan, 1);
+}
+
+#[test]
+fn a_library_too_small_for_the_radius_is_a_clear_error() {
+    let lib = library_cached();
+    let err = Plan::make(&target(), lib, &opts(20, 4, 5)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::LibraryTooSmall {
+                tiles: 41,
+                needed: 61,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--repeat-radius"), "{err}");
+    let capped = PlanOptions {
+        max_uses: Some(2),
+        ..opts(20, 4, 1)
+    };
+    let err = Plan::make(&target(), lib, &capped).unwrap_err();
+    assert!(err.to_string().contains("use cap"), "{err}");
+}
+
+#[test]
+fn limits_give_clear_errors() {
+    let lib = library_cached();
+    let t = target();
+    for ts in [3, 257] {
+        let err = Plan::make(&t, lib, &opts(8, ts, 1)).unwrap_err();
+        assert!(matches!(err, Error::TileSize(_)), "{err}");
+        assert!(err.to_string().contains("4 to 256"));
+    }
+    let limited = PlanOptions {
+        max_output_pixels: 1_000_000,
+        ..opts(100, 16, 1)
+    };
+    let err = Plan::make(&t, lib, &limited).unwrap_err();
+    assert!(matches!(
+        err,
+        Error::OutputTooLarge {
+            width: 1600,
+            height: 1600,
+            limit: 1_000_000
+        }
+    ));
+    assert!(err.to_string().contains("1600 x 1600"));
+    let err = Plan::make(
+        &t,
+        lib,
+        &PlanOptions {
+            blend: 101,
+            ..opts(8, 8, 1)
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("blend"));
+    // Per-pixel: output = source size x tile size.
+    let per_pixel = PlanOptions {
+        grid: Grid::PerPixel,
+        tile_size: 4,
+        ..PlanOptions::default()
+    };
+    let s = Sizing::new(48, 30, &per_pixel).unwrap();
+    assert_eq!(
+        s,
+        Sizing {
+            cols: 48,
+            rows: 30,
+            tile_size: 4,
+            width: 192,
+            height: 120
+        }
+    );
+    let s = Sizing::new(300, 200, &opts(90, 10, 1)).unwrap();
+    assert_eq!((s.cols, s.rows), (90, 60));
+}
+
+#[test]
+fn streaming_png_and_jpeg_match_the_render() {
+    let lib = library_cached();
+    let plan = Plan::make(
+        &target(),
+        lib,
+        &PlanOptions {
+            blend: 30,
+            ..opts(12, 8, 1)
+        },
+    )
+    .unwrap();
+    let cache = TileCache::new(lib, 8);
+    let whole = render_band(&plan, &cache).unwrap();
+    #[derive(Clone, Default)]
+    struct W(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for W {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let png_out = W::default();
+    let mut sink = PngSink::new(png_out.clone(), plan.width(), plan.total_height()).unwrap();
+    render_to_sink(&plan, &cache, &mut sink, 5, &|_, _| {}).unwrap();
+    sink.finish().unwrap();
+    let decoded = image::load_from_memory(&png_out.0.lock().unwrap())
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(decoded.as_raw(), &whole);
+
+    let shared = W::default();
+    let mut sink = JpegSink::new(shared.clone(), plan.width(), plan.total_height(), 90).unwrap();
+    render_to_sink(&plan, &cache, &mut sink, 3, &|_, _| {}).unwrap();
+    sink.finish().unwrap();
+    let jpeg = image::load_from_memory(&shared.0.lock().unwrap())
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(jpeg.dimensions(), (plan.width(), plan.total_height()));
+    let diff: u64 = jpeg
+        .as_raw()
+        .iter()
+        .zip(&whole)
+        .map(|(a, b)| a.abs_diff(*b) as u64)
+        .sum();
+    assert!(
+        (diff as f64 / whole.len() as f64) < 12.0,
+        "JPEG far from the render"
+    );
+
+    // Too few rows is an error, not a silently short image.
+    let mut short = PngSink::new(Vec::new(), plan.width(), plan.total_height()).unwrap();
+    short
+        .write_rows(&whole[..plan.width() as usize * 3])
+        .unwrap();
+    assert!(short.finish().is_err());
+}
+
+#[test]
+fn blend_moves_tiles_toward_the_cell_colour_and_the_metric_sees_it() {
+    let lib = library_cached();
+    let t = target();
+    let q = |blend| {
+        let plan = Plan::make(
+            &t,
+            lib,
+            &PlanOptions {
+                blend,
+                ..opts(16, 8, 1)
+            },
+        )
+        .unwrap();
+        let cache = TileCache::new(lib, 8);
+        let mut cells = MosaicCells::new(plan.width(), plan.total_height(), 16, 16).unwrap();
+        render_to_sink(&plan, &cache, &mut cells, 4, &|_, _| {}).unwrap();
+        cells.quality(&t).unwrap()
+    };
+    let (q0, q100) = (q(0), q(100));
+    assert_eq!(q0.dup_r1, 0.0);
+    assert!(q100.de00_mean < q0.de00_mean / 2.0, "{q0} vs {q100}");
+    // A mosaic of flat cells in the target's own cell colours scores near zero.
+    let up = image::RgbImage::from_fn(64, 64, |x, y| {
+        let (cx, cy) = (x / 4 * 3, y / 4 * 3);
+        let mut sum = [0u32; 3];
+        for (dx, dy) in (0..9).map(|i| (i % 3, i / 3)) {
+            let p = t.get_pixel(cx + dx, cy + dy);
+            (0..3).for_each(|c| sum[c] += p[c] as u32);
+        }
+        image::Rgb(sum.map(|v| ((v + 4) / 9) as u8))
+    });
+    let self_q = evaluate(&t, &up, 16, 16).unwrap();
+    assert!(self_q.de00_mean < 0.5, "{self_q}");
+    assert!(self_q.dup_r1 > 0.0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn bands_render_byte_identical_to_the_whole(
+        cuts in proptest::collection::btree_set(1u32..18, 0..6),
+        blend in 0u8..=100,
+        serialize in any::<bool>(),
+    ) {
+        let lib = library_cached();
+        let plan = Plan::make(&target(), lib, &PlanOptions { blend, ..opts(13, 6, 1) }).unwrap();
+        prop_assert_eq!(plan.total_rows(), 13);
+        let cache = TileCache::new(lib, 6);
+        let whole = render_band(&plan, &cache).unwrap();
+        let mut bounds = vec![0];
+        bounds.extend(cuts.into_iter().filter(|&c| c < 13));
+        bounds.push(13);
+        let mut stitched = Vec::new();
+        for w in bounds.windows(2) {
+            let mut rows = plan.rows(w[0]..w[1]).unwrap();
+            if serialize {
+                rows = Plan::from_bytes(&rows.to_bytes()).unwrap();
+            }
+            // A fresh cache, as on another processor.
+            stitched.extend(render_band(&rows, &TileCache::new(lib, 6)).unwrap());
+        }
+        prop_assert!(stitched == whole);
+    }
+}
