@@ -101,9 +101,14 @@ fn forget_container(inner: &Inner, container: &str) {
         .remove(container);
 }
 
+/// ETags in one form, quoted as HTTP headers carry them: blob listings give them bare.
 fn etag_string(etag: Option<Etag>) -> Result<String> {
-    etag.map(|e| e.to_string())
+    etag.map(|e| quoted(&e.to_string()))
         .ok_or_else(|| StorageError::Other("the service's answer has no ETag".into()))
+}
+
+fn quoted(etag: &str) -> String {
+    format!("\"{}\"", etag.trim_matches('"'))
 }
 
 fn missing(field: &str) -> StorageError {
@@ -135,7 +140,7 @@ impl BlobStore for AzureStorage {
         let options = || BlockBlobClientUploadOptions {
             if_none_match: matches!(mode, PutMode::CreateNew).then(|| Etag::from("*")),
             if_match: match &mode {
-                PutMode::IfMatch(etag) => Some(Etag::from(etag.clone())),
+                PutMode::IfMatch(etag) => Some(Etag::from(quoted(etag))),
                 _ => None,
             },
             parallel: NonZero::new(2),
