@@ -103,7 +103,7 @@ fn forget_container(inner: &Inner, container: &str) {
 
 /// ETags in one form, quoted as HTTP headers carry them: blob listings give them bare.
 fn etag_string(etag: Option<Etag>) -> Result<String> {
-    etag.map(|e| quoted(&e.to_string()))
+    etag.map(|e| quoted(e.as_ref()))
         .ok_or_else(|| StorageError::Other("the service's answer has no ETag".into()))
 }
 
