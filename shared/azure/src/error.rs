@@ -57,13 +57,39 @@ pub(crate) fn has_code(e: &azure_core::Error, code: &str) -> bool {
     http_failure(e).and_then(|(_, c)| c) == Some(code)
 }
 
-/// The error's text, cut off at any URL (which would carry the SAS).
+/// The error's text with its causes, without the query of any URL (which would carry the SAS).
 fn describe(e: &azure_core::Error) -> String {
-    let text = e.to_string();
-    match text.find("http://").or_else(|| text.find("https://")) {
-        Some(i) => format!("{}<url>", &text[..i]),
-        None => text,
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
     }
+    redact_queries(&text)
+}
+
+/// Drops the query of every URL in `text` (where a SAS would be).
+fn redact_queries(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("http") {
+        out.push_str(&rest[..start]);
+        let url = &rest[start..];
+        let end = url
+            .find(|c: char| c.is_whitespace() || c == ')' || c == '"')
+            .unwrap_or(url.len());
+        match url[..end].find('?') {
+            Some(q) => {
+                out.push_str(&url[..q]);
+                out.push_str("?<redacted>");
+            }
+            None => out.push_str(&url[..end]),
+        }
+        rest = &url[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -77,6 +103,17 @@ mod tests {
             raw_response: None,
         }
         .into_error()
+    }
+
+    #[test]
+    fn queries_of_urls_in_messages_are_redacted() {
+        assert_eq!(
+            redact_queries(
+                "error sending request for url (http://h:1/a/q?sv=1&sig=abc%3D): refused"
+            ),
+            "error sending request for url (http://h:1/a/q?<redacted>): refused"
+        );
+        assert_eq!(redact_queries("no url here"), "no url here");
     }
 
     #[test]

@@ -191,7 +191,8 @@ impl QueueStore for AzureStorage {
     ) -> Result<Vec<ReceivedMessage>> {
         check_batch(max)?;
         let client = self.queue(queue)?;
-        let visibility = visibility_seconds(visibility_timeout, "visibility timeout")?;
+        // Azure hides a received message for at least a second.
+        let visibility = visibility_seconds(visibility_timeout, "visibility timeout")?.max(1);
         let got = client
             .receive_messages(Some(QueueClientReceiveMessagesOptions {
                 number_of_messages: Some(max as i32),

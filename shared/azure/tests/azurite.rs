@@ -181,6 +181,9 @@ async fn an_unreachable_endpoint_is_transient_and_fails_fast() {
     let started = Instant::now();
     let err = s.create_queue("anything").await.unwrap_err();
     assert!(err.is_transient(), "{err:?}");
+    // The request's URL carries the SAS: it never reaches an error message.
+    assert!(!err.to_string().contains("sig="), "{err}");
+    println!("{err}");
     let err = s.get("anything/x").await.unwrap_err();
     assert!(err.is_transient(), "{err:?}");
     println!("refused connections reported in {:?}", started.elapsed());
@@ -218,5 +221,44 @@ async fn queue_metadata_and_xml_special_bodies() {
     QueueStore::delete(&s, &q, &again[0].id, &again[0].pop_receipt)
         .await
         .unwrap();
+    s.delete_queue(&q).await.unwrap();
+}
+
+#[tokio::test]
+async fn stale_and_deleted_receipts_map_as_azure_documents() {
+    let s = storage();
+    let q = unique("az");
+    s.create_queue(&q).await.unwrap();
+    s.send(&q, "m", SendOptions::default()).await.unwrap();
+    // Zero is below Azure's one-second minimum for a receive: it is raised, not refused.
+    let first = s.receive(&q, 1, Duration::ZERO).await.unwrap();
+    assert_eq!(first.len(), 1);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let second = s.receive(&q, 1, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(second[0].id, first[0].id);
+    // Received again since: the first receipt is stale, the message still there.
+    let err = QueueStore::delete(&s, &q, &first[0].id, &first[0].pop_receipt)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StorageError::ReceiptMismatch(_)), "{err:?}");
+    let err = s
+        .update(
+            &q,
+            &first[0].id,
+            &first[0].pop_receipt,
+            Duration::ZERO,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StorageError::ReceiptMismatch(_)), "{err:?}");
+    // Gone: not found.
+    QueueStore::delete(&s, &q, &second[0].id, &second[0].pop_receipt)
+        .await
+        .unwrap();
+    let err = QueueStore::delete(&s, &q, &second[0].id, &second[0].pop_receipt)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StorageError::NotFound(_)), "{err:?}");
     s.delete_queue(&q).await.unwrap();
 }
