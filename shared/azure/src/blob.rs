@@ -158,7 +158,8 @@ impl BlobStore for AzureStorage {
         );
         let uploaded = match result {
             Ok(uploaded) => uploaded,
-            // Azurite answers a create-only write on an existing blob with 412, Azure with 409.
+            // A create-only write on an existing blob gets 409 BlobAlreadyExists; a 412 to
+            // `If-None-Match: *` means the same.
             Err(StorageError::Precondition(_)) if mode == PutMode::CreateNew => {
                 return Err(StorageError::AlreadyExists(key.to_owned()));
             }

@@ -167,6 +167,29 @@ impl AzureStorage {
         Self::with_token_credential(queue_endpoint, blob_endpoint, token, options)
     }
 
+    /// Connects to a storage account in Azure's public cloud by name, with an Entra ID credential.
+    pub fn with_entra_id_for_account(
+        account: &str,
+        credential: EntraCredential,
+        options: AzureOptions,
+    ) -> Result<Self, AzureError> {
+        let ok = (3..=24).contains(&account.len())
+            && account
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        if !ok {
+            return Err(AzureError::Config(
+                "a storage account name is 3 to 24 lowercase letters and digits".into(),
+            ));
+        }
+        Self::with_entra_id(
+            &format!("https://{account}.queue.core.windows.net"),
+            &format!("https://{account}.blob.core.windows.net"),
+            credential,
+            options,
+        )
+    }
+
     /// Connects with any token credential (Entra ID).
     pub fn with_token_credential(
         queue_endpoint: &str,
@@ -277,6 +300,35 @@ mod tests {
             join_url(&azurite, ["c", "a b", "ü.png"]).as_str(),
             "http://127.0.0.1:10000/devstoreaccount1/c/a%20b/%C3%BC.png"
         );
+    }
+
+    #[test]
+    fn entra_id_needs_https_and_builds_without_the_network() {
+        let err = AzureStorage::with_entra_id(
+            "http://127.0.0.1:10001/devstoreaccount1",
+            "http://127.0.0.1:10000/devstoreaccount1",
+            EntraCredential::ManagedIdentity { client_id: None },
+            AzureOptions::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("https"), "{err}");
+        assert!(
+            AzureStorage::with_entra_id_for_account(
+                "Not-A-Name",
+                EntraCredential::WorkloadIdentity,
+                AzureOptions::default()
+            )
+            .is_err()
+        );
+        let storage = AzureStorage::with_entra_id_for_account(
+            "acct",
+            EntraCredential::ManagedIdentity {
+                client_id: Some("00000000-0000-0000-0000-000000000000".into()),
+            },
+            AzureOptions::default(),
+        )
+        .unwrap();
+        assert!(format!("{storage:?}").contains("entra-id"));
     }
 
     #[test]
