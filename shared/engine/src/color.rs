@@ -52,15 +52,15 @@ pub fn ciede2000(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
     use std::f64::consts::PI;
     let [l1, a1, b1] = lab1;
     let [l2, a2, b2] = lab2;
-    let c1 = a1.hypot(b1);
-    let c2 = a2.hypot(b2);
+    let c1 = (a1 * a1 + b1 * b1).sqrt();
+    let c2 = (a2 * a2 + b2 * b2).sqrt();
     let cbar = (c1 + c2) / 2.0;
     let cbar7 = cbar.powi(7);
     let g = 0.5 * (1.0 - (cbar7 / (cbar7 + 25f64.powi(7))).sqrt());
     let a1p = a1 * (1.0 + g);
     let a2p = a2 * (1.0 + g);
-    let c1p = a1p.hypot(b1);
-    let c2p = a2p.hypot(b2);
+    let c1p = (a1p * a1p + b1 * b1).sqrt();
+    let c2p = (a2p * a2p + b2 * b2).sqrt();
     let hue = |b: f64, a: f64| {
         if b == 0.0 && a == 0.0 {
             0.0

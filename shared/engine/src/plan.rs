@@ -140,6 +140,7 @@ pub struct Plan {
 }
 
 /// Descriptors of one cell of the target.
+#[derive(Clone)]
 struct CellDesc {
     mean: Lab,
     subs: Vec<Lab>,
@@ -220,21 +221,36 @@ impl Plan {
             let sub_px = resampler.rows(src, y0 * k..y1 * k);
             let row_stride = cols * k * 3;
             // Describe each cell and rank its candidates in parallel...
-            let described: Vec<(CellDesc, [u8; 3], Vec<u32>)> = (0..(y1 - y0) * cols)
+            let described: Vec<Matched> = (0..(y1 - y0) * cols)
                 .into_par_iter()
-                .map_init(Vec::new, |scratch, i| {
+                .map_init(Memo::default, |memo, i| {
                     let (cy, cx) = (i / cols, i % cols);
+                    let mut raw = Vec::with_capacity(k * k * 3);
+                    for sy in 0..k {
+                        let at = (cy * k + sy) * row_stride + cx * k * 3;
+                        raw.extend_from_slice(&sub_px[at..at + k * 3]);
+                    }
+                    // Neighbouring cells are often identical (flat areas, per-pixel grids):
+                    // the ranking is a pure function of the cell, so reuse it.
+                    if let Some((prev_raw, prev)) = &memo.last
+                        && *prev_raw == raw
+                    {
+                        return prev.clone();
+                    }
                     let mut subs = Vec::with_capacity(k * k);
                     let mut sum = [0f64; 3];
-                    for sy in 0..k {
-                        for sx in 0..k {
-                            let p = &sub_px[(cy * k + sy) * row_stride + (cx * k + sx) * 3..];
-                            let rgb = [p[0] as f64, p[1] as f64, p[2] as f64];
-                            for c in 0..3 {
-                                sum[c] += rgb[c];
-                            }
-                            subs.push(srgb_to_lab32(rgb));
+                    let mut prev: Option<(&[f32], Lab)> = None;
+                    for p in raw.chunks_exact(3) {
+                        let rgb = [p[0] as f64, p[1] as f64, p[2] as f64];
+                        for c in 0..3 {
+                            sum[c] += rgb[c];
                         }
+                        let lab = match prev {
+                            Some((q, lab)) if q == p => lab,
+                            _ => srgb_to_lab32(rgb),
+                        };
+                        subs.push(lab);
+                        prev = Some((p, lab));
                     }
                     let kk = (k * k) as f64;
                     let rgb = [sum[0] / kk, sum[1] / kk, sum[2] / kk];
@@ -243,8 +259,17 @@ impl Plan {
                         mean: srgb_to_lab32(rgb),
                         subs,
                     };
-                    let ranked = rank(&desc, library, &tree, ncand, opts.structure_weight, scratch);
-                    (desc, colour, ranked)
+                    let ranked = rank(
+                        &desc,
+                        library,
+                        &tree,
+                        ncand,
+                        opts.structure_weight,
+                        &mut memo.scratch,
+                    );
+                    let out = (desc, colour, ranked);
+                    memo.last = Some((raw, out.clone()));
+                    out
                 })
                 .collect();
             // ...then assign in scan order, so each cell sees the tiles already placed around it.
@@ -467,6 +492,16 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// A described cell: descriptors, sRGB colour, and candidate tiles best first.
+type Matched = (CellDesc, [u8; 3], Vec<u32>);
+
+/// Per-worker scratch space of the matcher and its last cell (sub-grid sRGB and result).
+#[derive(Default)]
+struct Memo {
+    scratch: Vec<(f32, u32)>,
+    last: Option<(Vec<f32>, Matched)>,
 }
 
 /// Candidates for one cell: the `width` nearest tiles by mean colour, re-ranked on mean colour
