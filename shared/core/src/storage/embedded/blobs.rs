@@ -5,11 +5,11 @@
 //! with a 32-byte header (magic, a random ETag, the last-modified time) followed by the content,
 //! so a blob's ETag is read in the same open as its bytes.
 //!
-//! A write goes to `blobs/.tmp/<uuid>`, is fsynced, and then takes its place under the
-//! container's `flock` (`blobs/.locks/<container>.lock`): a rename for overwrites and ETag-checked
-//! writes, a hard link for create-only writes (which fails if the name exists, so exactly one of
-//! several concurrent creators wins, across processes too). The folder is fsynced after, so a
-//! returned write survives a crash. Readers never lock: a rename swaps whole files.
+//! A write goes to `blobs/.tmp/<uuid>` and then takes its place under the container's `flock`
+//! (`blobs/.locks/<container>.lock`): a rename for overwrites and ETag-checked writes, a hard link
+//! for create-only writes (which fails if the name exists, so exactly one of several concurrent
+//! creators wins, across processes too). With [`Durability::PowerLoss`] the file is fsynced before
+//! and its folder after. Readers never lock: a rename swaps whole files.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -23,6 +23,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use time::OffsetDateTime;
 
+use super::Durability;
 use crate::storage::{
     BlobMeta, BlobStore, BlobUpload, ListPage, PutMode, Result, StorageError, split_blob_key,
 };
@@ -42,6 +43,8 @@ pub struct EmbeddedBlobs {
 
 #[derive(Debug)]
 struct Inner {
+    /// Whether to fsync files and folders ([`Durability::PowerLoss`]).
+    fsync: bool,
     root: PathBuf,
     tmp: PathBuf,
     locks: PathBuf,
@@ -114,14 +117,11 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .map_err(|e| StorageError::Other(format!("blob task failed: {e}")))?
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
 impl EmbeddedBlobs {
     /// Opens (creating if needed) the blob folder, removing temporary files left by a crash.
-    pub fn open(root: &Path) -> Result<Self> {
+    pub fn open(root: &Path, durability: Durability) -> Result<Self> {
         let inner = Inner {
+            fsync: durability == Durability::PowerLoss,
             root: root.to_path_buf(),
             tmp: root.join(".tmp"),
             locks: root.join(".locks"),
@@ -167,6 +167,14 @@ impl Inner {
         Ok((container.to_string(), path))
     }
 
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        if self.fsync {
+            File::open(dir)?.sync_all()
+        } else {
+            Ok(())
+        }
+    }
+
     fn new_tmp(&self) -> PathBuf {
         self.tmp.join(uuid::Uuid::new_v4().simple().to_string())
     }
@@ -178,7 +186,7 @@ impl Inner {
             let mut file = File::create_new(&path)?;
             file.write_all(&header.encode())?;
             file.write_all(data)?;
-            file.sync_all()
+            if self.fsync { file.sync_all() } else { Ok(()) }
         })();
         match written {
             Ok(()) => Ok(path),
@@ -207,7 +215,7 @@ impl Inner {
         fs::create_dir_all(parent)?;
         for dir in missing {
             if let Some(up) = dir.parent() {
-                sync_dir(up)?;
+                self.sync_dir(up)?;
             }
         }
         Ok(())
@@ -264,7 +272,8 @@ impl Inner {
                 }
             }
             drop(lock);
-            sync_dir(target.parent().expect("a blob file has a folder")).map_err(|e| io_err(key, e))
+            self.sync_dir(target.parent().expect("a blob file has a folder"))
+                .map_err(|e| io_err(key, e))
         })();
         // After a rename the temporary name is gone; after a link or a failure it is not.
         let _ = fs::remove_file(tmp);
@@ -300,7 +309,9 @@ impl Inner {
 
     fn list(&self, prefix: &str, page_size: usize, after: Option<&str>) -> Result<ListPage> {
         if page_size == 0 {
-            return Err(StorageError::Invalid("a list page holds at least one blob".into()));
+            return Err(StorageError::Invalid(
+                "a list page holds at least one blob".into(),
+            ));
         }
         let (container, name_prefix) = prefix.split_once('/').unwrap_or((prefix, ""));
         split_blob_key(&format!("{container}/x"))?;
@@ -320,7 +331,9 @@ impl Inner {
         let mut keys = Vec::new();
         self.walk(&dir, &base, &mut keys)
             .map_err(|e| StorageError::Other(format!("listing {prefix}: {e}")))?;
-        keys.retain(|key| key.starts_with(prefix) && after.is_none_or(|after| key.as_str() > after));
+        keys.retain(|key| {
+            key.starts_with(prefix) && after.is_none_or(|after| key.as_str() > after)
+        });
         keys.sort_unstable();
 
         let mut items = Vec::with_capacity(page_size.min(keys.len()));
@@ -357,7 +370,9 @@ impl BlobStore for EmbeddedBlobs {
                 return Err(StorageError::AlreadyExists(key));
             }
             let header = Header::new();
-            let tmp = inner.write_tmp(&header, &data).map_err(|e| io_err(&key, e))?;
+            let tmp = inner
+                .write_tmp(&header, &data)
+                .map_err(|e| io_err(&key, e))?;
             inner.commit(&key, &container, &tmp, &target, &mode)?;
             Ok(header.meta(&key, data.len() as u64))
         })
@@ -429,7 +444,9 @@ impl BlobStore for EmbeddedBlobs {
             let lock = inner.lock(&container).map_err(|e| io_err(&key, e))?;
             fs::remove_file(&path).map_err(|e| io_err(&key, e))?;
             drop(lock);
-            sync_dir(path.parent().expect("a blob file has a folder")).map_err(|e| io_err(&key, e))
+            inner
+                .sync_dir(path.parent().expect("a blob file has a folder"))
+                .map_err(|e| io_err(&key, e))
         })
         .await
     }
@@ -497,13 +514,14 @@ impl BlobUpload for EmbeddedUpload {
     async fn finish(mut self: Box<Self>) -> Result<BlobMeta> {
         let file = self.take_file()?;
         self.done = true;
-        let (inner, key, container) = (self.inner.clone(), self.key.clone(), self.container.clone());
+        let (inner, key, container) =
+            (self.inner.clone(), self.key.clone(), self.container.clone());
         let (tmp, target, size) = (self.tmp.clone(), self.target.clone(), self.size);
         blocking(move || {
             let header = Header::new();
             let written = file
                 .write_all_at(&header.encode(), 0)
-                .and_then(|_| file.sync_all());
+                .and_then(|_| if inner.fsync { file.sync_all() } else { Ok(()) });
             drop(file);
             if let Err(e) = written {
                 let _ = fs::remove_file(&tmp);

@@ -1,16 +1,17 @@
 //! The embedded backend, the default: durable on local disk, no server.
 //!
 //! One data directory holds everything:
-//! - `queues.sqlite3`: every queue and message in SQLite (WAL mode, `synchronous=FULL`), written by
-//!   one thread per store that commits the operations waiting for it together (group commit), so
-//!   many handlers share one fsync;
-//! - `blobs/<container>/...`: one file per blob, written to `blobs/.tmp/` first, fsynced, then
-//!   renamed (or hard-linked, for create-only puts) into place, so a reader or a crash sees the old
-//!   blob or the new one, never a part.
+//! - `queues.sqlite3`: every queue and message in SQLite (write-ahead log), written by one thread
+//!   per store that commits the operations waiting for it together (group commit);
+//! - `blobs/<container>/...`: one file per blob, written to `blobs/.tmp/` first, then renamed (or
+//!   hard-linked, for create-only puts) into place, so a reader or a crash sees the old blob or the
+//!   new one, never a part.
 //!
 //! Several processes may open the same directory at once: SQLite's locks order their queue
-//! operations, and conditional blob writes take a per-container `flock`. An operation that has
-//! returned survives a SIGKILL of the process (and, with the fsyncs, a power cut).
+//! operations, and blob writes take a per-container `flock`. An operation that has returned
+//! survives a SIGKILL of the process at any moment; with [`Durability::PowerLoss`] it also
+//! survives a power cut, at the price of an fsync per commit and per blob (tens of times slower
+//! on an ordinary disk).
 
 mod blobs;
 mod queues;
@@ -22,6 +23,17 @@ pub use blobs::EmbeddedBlobs;
 pub use queues::EmbeddedQueues;
 
 use super::{BlobStore, QueueStore, Result, StorageError};
+
+/// What an acknowledged write survives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// The death of the process (SIGKILL included): data is handed to the operating system
+    /// before the call returns. The default.
+    #[default]
+    ProcessCrash,
+    /// A power cut or kernel crash as well: data is fsynced before the call returns.
+    PowerLoss,
+}
 
 /// Both stores of one data directory.
 #[derive(Debug, Clone)]
@@ -35,9 +47,17 @@ impl EmbeddedStorage {
     /// Opens (creating if needed) the data directory. Blocks briefly on file system calls: call it
     /// at start-up, or from `spawn_blocking`.
     pub fn open(data_dir: &Path) -> Result<Self> {
+        Self::open_with(data_dir, Durability::default())
+    }
+
+    /// [`EmbeddedStorage::open`] with a chosen durability.
+    pub fn open_with(data_dir: &Path, durability: Durability) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(|e| io_error(data_dir, e))?;
-        let queues = Arc::new(EmbeddedQueues::open(&data_dir.join("queues.sqlite3"))?);
-        let blobs = Arc::new(EmbeddedBlobs::open(&data_dir.join("blobs"))?);
+        let queues = Arc::new(EmbeddedQueues::open(
+            &data_dir.join("queues.sqlite3"),
+            durability,
+        )?);
+        let blobs = Arc::new(EmbeddedBlobs::open(&data_dir.join("blobs"), durability)?);
         Ok(EmbeddedStorage {
             dir: data_dir.to_path_buf(),
             queues,
