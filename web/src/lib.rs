@@ -1,2 +1,20 @@
-//! Tessera's front end: the browser upload form, the REST API and the job broker that turns an
-//! upload into an `ImageRequest` on the `imagerequest` queue and finishes jobs from `imageresponse`.
+//! Tessera's front end: the REST API under `/api/v1`, the job broker that turns an upload into an
+//! `ImageRequest` on the `imagerequest` queue, and the `imageresponse` listener that finishes jobs.
+//!
+//! [`Application::build`] binds the server and starts the listener; [`run_web`] runs both until
+//! shutdown. Handlers share an [`state::AppState`] (the platform, the settings, and an in-process
+//! signal of job changes that live event streams wake on).
+
+pub mod error;
+pub mod inspect;
+mod listener;
+pub mod routes;
+pub mod settings;
+mod startup;
+pub mod state;
+mod upload;
+pub mod view;
+
+pub use error::ApiError;
+pub use settings::WebSettings;
+pub use startup::{Application, CONTENT_SECURITY_POLICY, run_web};

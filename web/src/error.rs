@@ -1,0 +1,163 @@
+//! The API's one error type. Every failure maps to a status on purpose and a stable `code`;
+//! clients get `{"error":{"code":"…","message":"…"}}`. Internal failures are 500 with a safe
+//! message, their cause logged here and never sent.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use tessera_shared::jobs::JobError;
+use tessera_shared::libraries::LibraryError;
+use tessera_shared::storage::StorageError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    /// Stable, machine-readable: clients branch on it.
+    pub code: &'static str,
+    /// For a person; never carries internal details.
+    pub message: String,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Inner<'a>,
+}
+
+#[derive(Serialize)]
+struct Inner<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A request that cannot be understood: a missing, malformed or out-of-range parameter.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// Well-formed but unusable content (a corrupt image, an unknown library, ...).
+    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    pub fn too_large(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, code, message)
+    }
+
+    pub fn unsupported_media(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, code, message)
+    }
+
+    /// Something on our side failed: logs `cause` and answers with a safe message.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; the cause has been logged",
+        )
+    }
+
+    /// Storage failures: transient ones are 503 (worth retrying), the rest internal.
+    pub fn storage(cause: StorageError) -> Self {
+        if cause.is_transient() {
+            tracing::warn!(error = %cause, "storage unavailable");
+            Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                "storage is unavailable; try again shortly",
+            )
+        } else {
+            Self::internal(cause)
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status);
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.insert_header(("Retry-After", "1"));
+        }
+        response.json(Body {
+            error: Inner {
+                code: self.code,
+                message: &self.message,
+            },
+        })
+    }
+}
+
+impl From<StorageError> for ApiError {
+    fn from(e: StorageError) -> Self {
+        ApiError::storage(e)
+    }
+}
+
+impl From<JobError> for ApiError {
+    fn from(e: JobError) -> Self {
+        match e {
+            JobError::NotFound(id) => ApiError::not_found("job_not_found", format!("no job {id}")),
+            JobError::Corrupt(..) => ApiError::internal(e),
+            JobError::Storage(e) => ApiError::storage(e),
+        }
+    }
+}
+
+impl From<LibraryError> for ApiError {
+    fn from(e: LibraryError) -> Self {
+        match e {
+            LibraryError::NotFound(id) => {
+                ApiError::not_found("library_not_found", format!("no library {id:?}"))
+            }
+            LibraryError::BadId(_) => ApiError::bad_request("invalid_library_id", e.to_string()),
+            LibraryError::Corrupt(..) => ApiError::internal(e),
+            LibraryError::Storage(e) => ApiError::storage(e),
+        }
+    }
+}
+
+impl From<actix_multipart::MultipartError> for ApiError {
+    fn from(e: actix_multipart::MultipartError) -> Self {
+        ApiError::bad_request(
+            "bad_multipart",
+            format!("the multipart body is unreadable: {e}"),
+        )
+    }
+}
+
+/// A JSON 404 for paths no route matches.
+pub async fn no_route() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::not_found("no_route", "no such endpoint"))
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

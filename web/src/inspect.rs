@@ -1,0 +1,150 @@
+//! Checks an uploaded target image before anything is stored: a format we read, dimensions
+//! within the limit (read from the header, before any pixel is decoded, so a decompression bomb
+//! costs nothing), and a body that decodes to the end.
+
+use std::io::Cursor;
+
+use image::metadata::Orientation;
+use image::{ImageDecoder, ImageError, ImageFormat, ImageReader, Limits};
+
+use crate::error::ApiError;
+
+/// What the broker learns from a valid upload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetInfo {
+    pub format: ImageFormat,
+    /// Width and height as the mosaic sees them (EXIF orientation applied).
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Validates `bytes` as a target image of at most `max_pixels`. CPU-bound: call it off the async
+/// threads.
+pub fn inspect_target(bytes: &[u8], max_pixels: u64) -> Result<TargetInfo, ApiError> {
+    if bytes.is_empty() {
+        return Err(ApiError::bad_request(
+            "empty_upload",
+            "the image file is empty",
+        ));
+    }
+    let format = image::guess_format(bytes).map_err(|_| {
+        ApiError::unsupported_media(
+            "not_an_image",
+            "the file is not an image (PNG, JPEG, WebP or GIF expected)",
+        )
+    })?;
+    if !format.reading_enabled() {
+        return Err(ApiError::unsupported_media(
+            "unsupported_format",
+            format!(
+                "{} images are not supported: use PNG, JPEG, WebP or GIF",
+                format
+                    .extensions_str()
+                    .first()
+                    .unwrap_or(&"these")
+                    .to_uppercase()
+            ),
+        ));
+    }
+    let reader = || {
+        let mut r = ImageReader::new(Cursor::new(bytes));
+        r.set_format(format);
+        r
+    };
+    let (w, h) = reader().into_dimensions().map_err(corrupt)?;
+    if w == 0 || h == 0 {
+        return Err(ApiError::unprocessable(
+            "corrupt_image",
+            "the image has no pixels",
+        ));
+    }
+    let pixels = u64::from(w) * u64::from(h);
+    if pixels > max_pixels {
+        return Err(ApiError::unprocessable(
+            "image_too_large",
+            format!("the image is {w} x {h} pixels, over the limit of {max_pixels} pixels"),
+        ));
+    }
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(w);
+    limits.max_image_height = Some(h);
+    // Room for the largest pixel type (16-bit RGBA) of an image this size, and no more.
+    limits.max_alloc = Some(pixels.saturating_mul(8).max(1 << 20));
+    let mut r = reader();
+    r.limits(limits);
+    let mut decoder = r.into_decoder().map_err(corrupt)?;
+    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
+    let mut buf = vec![0u8; usize::try_from(decoder.total_bytes()).map_err(|_| too_big(w, h))?];
+    decoder.read_image(&mut buf).map_err(corrupt)?;
+    let (width, height) = match orientation {
+        Orientation::Rotate90
+        | Orientation::Rotate270
+        | Orientation::Rotate90FlipH
+        | Orientation::Rotate270FlipH => (h, w),
+        _ => (w, h),
+    };
+    Ok(TargetInfo {
+        format,
+        width,
+        height,
+    })
+}
+
+fn too_big(w: u32, h: u32) -> ApiError {
+    ApiError::unprocessable(
+        "image_too_large",
+        format!("the image is {w} x {h} pixels: too large to decode"),
+    )
+}
+
+fn corrupt(e: ImageError) -> ApiError {
+    match e {
+        ImageError::Limits(_) => ApiError::unprocessable(
+            "image_too_large",
+            "the image needs more memory to decode than the limit allows",
+        ),
+        ImageError::Unsupported(u) => ApiError::unsupported_media(
+            "unsupported_format",
+            format!("this image variant is not supported: {u}"),
+        ),
+        e => ApiError::unprocessable(
+            "corrupt_image",
+            format!("the image is corrupt or truncated: {e}"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(w: u32, h: u32) -> Vec<u8> {
+        let img = image::RgbImage::from_pixel(w, h, image::Rgb([10, 20, 30]));
+        let mut out = Cursor::new(Vec::new());
+        img.write_to(&mut out, ImageFormat::Png).unwrap();
+        out.into_inner()
+    }
+
+    #[test]
+    fn a_small_png_passes() {
+        let info = inspect_target(&png(7, 5), 1000).unwrap();
+        assert_eq!(
+            (info.width, info.height, info.format),
+            (7, 5, ImageFormat::Png)
+        );
+    }
+
+    #[test]
+    fn each_bad_input_has_its_code() {
+        let code = |b: &[u8], max| inspect_target(b, max).unwrap_err().code;
+        assert_eq!(code(b"", 1000), "empty_upload");
+        assert_eq!(code(b"hello, world, not an image", 1000), "not_an_image");
+        assert_eq!(
+            code(b"BM\0\0\0\0\0\0\0\0\0\0\0\0", 1000),
+            "unsupported_format"
+        );
+        let good = png(20, 20);
+        assert_eq!(code(&good[..good.len() / 2], 1000), "corrupt_image");
+        assert_eq!(code(&good, 399), "image_too_large");
+    }
+}

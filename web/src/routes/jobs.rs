@@ -1,0 +1,364 @@
+//! The job broker (`POST /api/v1/jobs`) and job status (`GET /api/v1/jobs/{id}`).
+//!
+//! A submission is checked in full before anything is stored: every parameter, the library, the
+//! image (format, header dimensions, a complete decode) and the mosaic's size. Then the input blob,
+//! the job record (queued) and the `ImageRequest` are written, in that order, so a message never
+//! names a job or an input that does not exist.
+
+use actix_multipart::Multipart;
+use actix_web::cookie::{Cookie, SameSite};
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use futures_util::StreamExt;
+use uuid::Uuid;
+
+use tessera_engine::{Grid as EngineGrid, PlanOptions, Sizing};
+use tessera_shared::accounting;
+use tessera_shared::jobs::{JobParams, JobRecord, OutputSize};
+use tessera_shared::keys::BlobKey;
+use tessera_shared::libraries::{LibraryError, validate_library_id};
+use tessera_shared::messages::{
+    Envelope, Grid, ImageRequest, RenderOptions, SLICES_RANGE, TILE_SIZE_RANGE,
+};
+use tessera_shared::storage::PutMode;
+
+use crate::error::{ApiError, ApiResult};
+use crate::inspect::inspect_target;
+use crate::state::AppState;
+use crate::upload::{field_name, file_name, read_limited, read_text};
+use crate::view::{JobView, job_path};
+
+/// The cookie that names a browser's client id.
+pub const CLIENT_COOKIE: &str = "tessera_client";
+/// The header an API client may name its client id with.
+pub const CLIENT_HEADER: &str = "X-Client-Id";
+
+/// The fields of a submission, as sent.
+#[derive(Debug, Default)]
+struct Form {
+    image: Option<(bytes::Bytes, String)>,
+    library: Option<String>,
+    tile_size: Option<String>,
+    cells: Option<String>,
+    per_pixel: Option<String>,
+    slices: Option<String>,
+    repeat_radius: Option<String>,
+    blend: Option<String>,
+}
+
+/// The client id of a request, and whether it was minted here (then the response sets the cookie).
+fn client_id(req: &HttpRequest) -> ApiResult<(Uuid, bool)> {
+    if let Some(value) = req.headers().get(CLIENT_HEADER) {
+        let id = value
+            .to_str()
+            .ok()
+            .and_then(|v| Uuid::parse_str(v.trim()).ok())
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_client_id",
+                    format!("{CLIENT_HEADER} must be a UUID"),
+                )
+            })?;
+        return Ok((id, false));
+    }
+    if let Some(id) = req
+        .cookie(CLIENT_COOKIE)
+        .and_then(|c| Uuid::parse_str(c.value()).ok())
+    {
+        return Ok((id, false));
+    }
+    Ok((Uuid::new_v4(), true))
+}
+
+pub async fn submit(
+    req: HttpRequest,
+    mut payload: Multipart,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (client, minted) = client_id(&req)?;
+    let form = match read_form(&mut payload, &state).await {
+        Ok(form) => form,
+        Err(e) => {
+            drain(&mut payload, state.settings.max_upload_bytes).await;
+            return Err(e);
+        }
+    };
+    let job = Uuid::new_v4();
+    let span = tracing::info_span!("submit", %job, %client);
+    let record = tracing::Instrument::instrument(
+        accounting::with_job(job, enqueue(&state, job, client, form)),
+        span,
+    )
+    .await?;
+    let mut response = HttpResponse::Accepted();
+    response.insert_header((header::LOCATION, job_path(job)));
+    if minted {
+        let cookie = Cookie::build(CLIENT_COOKIE, client.to_string())
+            .path("/")
+            .http_only(true)
+            .same_site(SameSite::Lax)
+            .permanent()
+            .finish();
+        response.cookie(cookie);
+    }
+    Ok(response.json(JobView::from(&record)))
+}
+
+async fn read_form(payload: &mut Multipart, state: &AppState) -> ApiResult<Form> {
+    let mut form = Form::default();
+    let limit = state.settings.max_upload_bytes;
+    while let Some(field) = payload.next().await {
+        let mut field = field?;
+        let name = field_name(&field);
+        let slot = match name.as_str() {
+            "image" => {
+                if form.image.is_some() {
+                    return Err(duplicate(&name));
+                }
+                let input_name = file_name(&field).unwrap_or_default();
+                let bytes = read_limited(&mut field, limit, || {
+                    ApiError::too_large(
+                        "upload_too_large",
+                        format!("the image is over the upload limit of {limit} bytes"),
+                    )
+                })
+                .await?;
+                form.image = Some((bytes.freeze(), input_name));
+                continue;
+            }
+            "library" => &mut form.library,
+            "tile_size" => &mut form.tile_size,
+            "cells" => &mut form.cells,
+            "per_pixel" => &mut form.per_pixel,
+            "slices" => &mut form.slices,
+            "repeat_radius" => &mut form.repeat_radius,
+            "blend" => &mut form.blend,
+            _ => {
+                return Err(ApiError::bad_request(
+                    "unknown_field",
+                    format!("unknown field {name:?}"),
+                ));
+            }
+        };
+        if slot.is_some() {
+            return Err(duplicate(&name));
+        }
+        *slot = Some(read_text(&mut field, &name).await?);
+    }
+    Ok(form)
+}
+
+/// Reads what is left of a refused upload (without keeping it, and only so far) so the client
+/// receives the error instead of a reset connection.
+async fn drain(payload: &mut Multipart, limit: u64) {
+    let mut budget = limit.saturating_add(1 << 20);
+    while let Some(Ok(mut field)) = payload.next().await {
+        while let Some(Ok(chunk)) = field.next().await {
+            budget = budget.saturating_sub(chunk.len() as u64);
+            if budget == 0 {
+                return;
+            }
+        }
+    }
+}
+
+fn duplicate(name: &str) -> ApiError {
+    ApiError::bad_request("duplicate_field", format!("field {name:?} is given twice"))
+}
+
+fn missing(name: &str) -> ApiError {
+    ApiError::bad_request("missing_parameter", format!("{name} is required"))
+}
+
+fn parse_u32(
+    name: &str,
+    text: Option<&str>,
+    default: u32,
+    range: std::ops::RangeInclusive<u32>,
+) -> ApiResult<u32> {
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(default);
+    };
+    let value: u32 = text.parse().map_err(|_| {
+        ApiError::bad_request(
+            "invalid_parameter",
+            format!("{name} must be a whole number, not {text:?}"),
+        )
+    })?;
+    if !range.contains(&value) {
+        return Err(ApiError::bad_request(
+            "out_of_range",
+            format!(
+                "{name} must be {} to {}, not {value}",
+                range.start(),
+                range.end()
+            ),
+        ));
+    }
+    Ok(value)
+}
+
+fn parse_bool(name: &str, text: Option<&str>) -> ApiResult<bool> {
+    match text.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("" | "false" | "0" | "off" | "no") => Ok(false),
+        Some("true" | "1" | "on" | "yes") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(
+            "invalid_parameter",
+            format!("{name} must be true or false, not {other:?}"),
+        )),
+    }
+}
+
+/// Checks everything, then stores the input and the record and sends the request.
+async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiResult<JobRecord> {
+    let settings = &state.settings;
+    let (image, input_name) = form.image.ok_or_else(|| missing("image"))?;
+    let library_id = match form.library.filter(|l| !l.is_empty()) {
+        Some(id) => id,
+        None if !settings.default_library.is_empty() => settings.default_library.clone(),
+        None => return Err(missing("library")),
+    };
+    let tile_size = parse_u32("tile_size", form.tile_size.as_deref(), 16, TILE_SIZE_RANGE)?;
+    let per_pixel = parse_bool("per_pixel", form.per_pixel.as_deref())?;
+    let cells_given = form.cells.as_deref().is_some_and(|c| !c.is_empty());
+    if per_pixel && cells_given {
+        return Err(ApiError::bad_request(
+            "conflicting_parameters",
+            "give either cells or per_pixel, not both",
+        ));
+    }
+    let cells = parse_u32("cells", form.cells.as_deref(), 128, 1..=settings.max_cells)?;
+    let slices = parse_u32(
+        "slices",
+        form.slices.as_deref(),
+        settings
+            .default_slices
+            .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
+        SLICES_RANGE,
+    )?;
+    let repeat_radius = parse_u32(
+        "repeat_radius",
+        form.repeat_radius.as_deref(),
+        1,
+        0..=settings.max_repeat_radius,
+    )?;
+    let blend = parse_u32("blend", form.blend.as_deref(), 0, 0..=100)? as u8;
+    if validate_library_id(&library_id).is_err() {
+        return Err(ApiError::unprocessable(
+            "unknown_library",
+            format!("there is no library {library_id:?}"),
+        ));
+    }
+    let library = match state.platform.libraries().get(&library_id).await {
+        Ok(record) => record.reference(),
+        Err(LibraryError::NotFound(_)) => {
+            return Err(ApiError::unprocessable(
+                "unknown_library",
+                format!("there is no library {library_id:?}"),
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
+
+    let max_pixels = settings.max_input_pixels;
+    let bytes = image.clone();
+    let info = tokio::task::spawn_blocking(move || inspect_target(&bytes, max_pixels))
+        .await
+        .map_err(ApiError::internal)??;
+
+    let grid = if per_pixel {
+        Grid::PerPixel
+    } else {
+        Grid::Cells { across: cells }
+    };
+    let plan_options = PlanOptions {
+        tile_size,
+        grid: match grid {
+            Grid::PerPixel => EngineGrid::PerPixel,
+            Grid::Cells { across } => EngineGrid::Cells(across),
+        },
+        repeat_radius,
+        blend,
+        max_output_pixels: settings.max_output_pixels,
+        ..PlanOptions::default()
+    };
+    let sizing = Sizing::new(info.width, info.height, &plan_options).map_err(|e| match e {
+        tessera_engine::Error::OutputTooLarge { .. } => {
+            ApiError::unprocessable("output_too_large", e.to_string())
+        }
+        e => ApiError::bad_request("invalid_parameter", e.to_string()),
+    })?;
+
+    let input_blob = BlobKey::ImageInput { job }.path();
+    let platform = &state.platform;
+    platform
+        .blobs
+        .put(&input_blob, image, PutMode::CreateNew)
+        .await?;
+    let options = RenderOptions {
+        repeat_radius,
+        blend_percent: blend,
+        max_uses: None,
+    };
+    let mut record = JobRecord::new(
+        job,
+        client,
+        JobParams {
+            library: library.clone(),
+            tile_size,
+            grid,
+            slices,
+            options,
+            input_name: input_name.chars().take(255).collect(),
+        },
+    );
+    record.output = Some(OutputSize {
+        width: sizing.width,
+        height: sizing.height,
+        cols: sizing.cols,
+        rows: sizing.rows,
+    });
+    platform.jobs().create(&record).await?;
+    let request = ImageRequest {
+        job_id: job,
+        input_blob,
+        library,
+        tile_size,
+        grid,
+        slices,
+        options,
+    };
+    if let Err(e) = platform
+        .queue::<ImageRequest>()
+        .send(&Envelope::new(client, request))
+        .await
+    {
+        // The record exists: say why the job will never start rather than leave it queued.
+        let _ = platform
+            .jobs()
+            .update(job, |r| r.fail("the job could not be queued"))
+            .await;
+        return Err(e.into());
+    }
+    tracing::info!(
+        width = sizing.width,
+        height = sizing.height,
+        format = ?info.format,
+        "job queued"
+    );
+    Ok(record)
+}
+
+/// Parses a job id from a path; anything that is not a UUID names no job.
+pub fn job_id(raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw)
+        .map_err(|_| ApiError::not_found("job_not_found", format!("no job {raw:?}")))
+}
+
+pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let id = job_id(&path)?;
+    let record = state.platform.jobs().get(id).await?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(JobView::from(&record)))
+}

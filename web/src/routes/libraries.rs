@@ -1,0 +1,444 @@
+//! Tile libraries: `GET /api/v1/libraries`, `GET /api/v1/libraries/{id}` and
+//! `POST /api/v1/libraries` (multipart: `name` and either one .zip or several image files).
+//!
+//! An upload is streamed to a temporary directory under hard limits (total bytes, file count).
+//! An archive is checked before anything is extracted, then extracted under the same limits with
+//! every entry's real size counted (a zip bomb's declared sizes are not trusted): names that leave
+//! the directory are refused, the entry count and total uncompressed size are capped.
+
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use actix_multipart::Multipart;
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use futures_util::StreamExt;
+use serde::Serialize;
+use tokio::io::AsyncWriteExt;
+
+use tessera_shared::libraries::{LibraryError, LibraryRecord, SkippedFile, validate_library_id};
+use tessera_shared::storage::StorageError;
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::upload::{field_name, file_name, read_text};
+
+const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "webp", "gif", "jfif"];
+const MAX_NAME_CHARS: usize = 100;
+
+pub async fn list(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let libraries = state.platform.libraries().list().await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "libraries": libraries })))
+}
+
+pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let id = path.into_inner();
+    if validate_library_id(&id).is_err() {
+        return Err(ApiError::not_found(
+            "library_not_found",
+            format!("no library {id:?}"),
+        ));
+    }
+    let record = state.platform.libraries().get(&id).await?;
+    Ok(HttpResponse::Ok().json(record))
+}
+
+/// What an import did, beside the library's record.
+#[derive(Debug, Serialize)]
+pub struct ImportSummary {
+    pub imported: usize,
+    pub skipped: Vec<SkippedFile>,
+    /// Pixel-identical duplicates merged: the dropped name and the name kept.
+    pub duplicates: Vec<Duplicate>,
+    /// Files ignored because they are not images by their extension.
+    pub ignored: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Duplicate {
+    pub name: String,
+    pub kept: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Created {
+    library: LibraryRecord,
+    report: ImportSummary,
+}
+
+/// The files of one upload, on disk.
+struct Upload {
+    _dir: tempfile::TempDir,
+    /// Where the images (loose or extracted) are.
+    files: PathBuf,
+    archives: Vec<PathBuf>,
+    count: u32,
+    bytes: u64,
+}
+
+pub async fn create(mut payload: Multipart, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let settings = &state.settings;
+    let dir = tempfile::tempdir().map_err(ApiError::internal)?;
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).map_err(ApiError::internal)?;
+    let mut upload = Upload {
+        files,
+        archives: Vec::new(),
+        count: 0,
+        bytes: 0,
+        _dir: dir,
+    };
+    let mut name = None;
+    let read = read_parts(&mut payload, &state, &mut upload, &mut name).await;
+    if let Err(e) = read {
+        drain(&mut payload, settings.max_library_upload_bytes).await;
+        return Err(e);
+    }
+    let name = name
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| ApiError::bad_request("missing_parameter", "name is required"))?;
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::bad_request(
+            "out_of_range",
+            format!("name must be at most {MAX_NAME_CHARS} characters"),
+        ));
+    }
+    if upload.count == 0 {
+        return Err(ApiError::bad_request(
+            "missing_parameter",
+            "upload a .zip or image files with the library's tiles",
+        ));
+    }
+    let max_files = settings.max_library_files;
+    let max_unpacked = settings.max_library_uncompressed_bytes;
+    let files_dir = upload.files.clone();
+    let archives = upload.archives.clone();
+    let mut count = upload.count - archives.len() as u32;
+    tokio::task::spawn_blocking(move || -> ApiResult<()> {
+        let mut unpacked = 0;
+        for (i, archive) in archives.iter().enumerate() {
+            // The first archive unpacks in place (its names become the tiles' names).
+            let into = if i == 0 {
+                files_dir.clone()
+            } else {
+                files_dir.join(format!("archive-{i}"))
+            };
+            extract(
+                archive,
+                &into,
+                max_files,
+                &mut count,
+                max_unpacked,
+                &mut unpacked,
+            )?;
+        }
+        if count_images(&files_dir) == 0 {
+            return Err(ApiError::unprocessable(
+                "no_images",
+                "the upload holds no images (PNG, JPEG, WebP or GIF files)",
+            ));
+        }
+        Ok(())
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    let (record, report) = tessera_workers::import_library(&state.platform, &upload.files, &name)
+        .await
+        .map_err(import_error)?;
+    let skipped: Vec<SkippedFile> = report
+        .skipped
+        .iter()
+        .map(|(name, reason)| SkippedFile {
+            name: name.clone(),
+            reason: reason.clone(),
+        })
+        .collect();
+    tracing::info!(library = %record.id, version = record.version, tiles = record.tiles, "library imported");
+    let summary = ImportSummary {
+        imported: report.imported,
+        skipped,
+        duplicates: report
+            .duplicates
+            .iter()
+            .map(|(name, kept)| Duplicate {
+                name: name.clone(),
+                kept: kept.clone(),
+            })
+            .collect(),
+        ignored: report.ignored,
+    };
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/api/v1/libraries/{}", record.id)))
+        .json(Created {
+            library: record,
+            report: summary,
+        }))
+}
+
+/// Storage failures are ours; anything else means the files held no usable tile.
+fn import_error(e: anyhow::Error) -> ApiError {
+    for cause in e.chain() {
+        if let Some(e) = cause.downcast_ref::<LibraryError>() {
+            return match e {
+                LibraryError::BadId(_) => ApiError::bad_request("invalid_parameter", e.to_string()),
+                LibraryError::Storage(s) => ApiError::storage(s.clone()),
+                _ => ApiError::internal(e),
+            };
+        }
+        if let Some(e) = cause.downcast_ref::<StorageError>() {
+            return ApiError::storage(e.clone());
+        }
+    }
+    tracing::info!(error = %format!("{e:#}"), "library upload refused");
+    ApiError::unprocessable(
+        "no_images",
+        "none of the uploaded images could be read as a tile",
+    )
+}
+
+async fn read_parts(
+    payload: &mut Multipart,
+    state: &AppState,
+    upload: &mut Upload,
+    name: &mut Option<String>,
+) -> ApiResult<()> {
+    let settings = &state.settings;
+    while let Some(field) = payload.next().await {
+        let mut field = field?;
+        let field_name = field_name(&field);
+        if field_name == "name" {
+            if name.is_some() {
+                return Err(ApiError::bad_request(
+                    "duplicate_field",
+                    "field \"name\" is given twice",
+                ));
+            }
+            *name = Some(read_text(&mut field, "name").await?);
+            continue;
+        }
+        let Some(original) = file_name(&field) else {
+            return Err(ApiError::bad_request(
+                "unknown_field",
+                format!("unknown field {field_name:?}: send `name` and files"),
+            ));
+        };
+        upload.count += 1;
+        if upload.count > settings.max_library_files {
+            return Err(ApiError::too_large(
+                "too_many_files",
+                format!("at most {} files per library", settings.max_library_files),
+            ));
+        }
+        // The client's name is only a hint: keep its last component, made safe, unique by index.
+        let base = Path::new(&original.replace('\\', "/"))
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let safe: String = base
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let safe = safe.trim_start_matches('.').to_string();
+        let is_zip = safe.to_ascii_lowercase().ends_with(".zip");
+        let path = if is_zip {
+            upload
+                .files
+                .with_file_name(format!("upload-{}.zip", upload.count))
+        } else if safe.is_empty() || upload.files.join(&safe).exists() {
+            upload.files.join(format!("{:05}-{safe}", upload.count))
+        } else {
+            upload.files.join(&safe)
+        };
+        let mut file = tokio::fs::File::create(&path)
+            .await
+            .map_err(ApiError::internal)?;
+        let limit = settings.max_library_upload_bytes;
+        let mut head: Vec<u8> = Vec::new();
+        while let Some(chunk) = field.next().await {
+            let chunk = chunk?;
+            upload.bytes += chunk.len() as u64;
+            if upload.bytes > limit {
+                return Err(ApiError::too_large(
+                    "upload_too_large",
+                    format!("the library upload is over the limit of {limit} bytes"),
+                ));
+            }
+            if head.len() < 4 {
+                head.extend(chunk.iter().take(4 - head.len()));
+            }
+            file.write_all(&chunk).await.map_err(ApiError::internal)?;
+        }
+        file.flush().await.map_err(ApiError::internal)?;
+        if is_zip || head.as_slice() == b"PK\x03\x04" {
+            let zip_path = if is_zip {
+                path
+            } else {
+                let moved = upload
+                    .files
+                    .with_file_name(format!("upload-{}.zip", upload.count));
+                tokio::fs::rename(&path, &moved)
+                    .await
+                    .map_err(ApiError::internal)?;
+                moved
+            };
+            upload.archives.push(zip_path);
+        }
+    }
+    Ok(())
+}
+
+async fn drain(payload: &mut Multipart, limit: u64) {
+    let mut budget = limit.saturating_add(1 << 20);
+    while let Some(Ok(mut field)) = payload.next().await {
+        while let Some(Ok(chunk)) = field.next().await {
+            budget = budget.saturating_sub(chunk.len() as u64);
+            if budget == 0 {
+                return;
+            }
+        }
+    }
+}
+
+/// Extracts `archive` into `into` under the limits; refuses unsafe names.
+fn extract(
+    archive: &Path,
+    into: &Path,
+    max_files: u32,
+    count: &mut u32,
+    max_unpacked: u64,
+    unpacked: &mut u64,
+) -> ApiResult<()> {
+    let bad = |e: zip::result::ZipError| {
+        ApiError::unprocessable("bad_archive", format!("the archive cannot be read: {e}"))
+    };
+    let file = std::fs::File::open(archive).map_err(ApiError::internal)?;
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(bad)?;
+    if *count as u64 + zip.len() as u64 > max_files as u64 {
+        return Err(ApiError::unprocessable(
+            "archive_too_large",
+            format!(
+                "the archive has {} entries, over the limit of {max_files}",
+                zip.len()
+            ),
+        ));
+    }
+    // Check every name and the declared sizes before writing anything.
+    let mut declared: u64 = 0;
+    for i in 0..zip.len() {
+        let entry = zip.by_index_raw(i).map_err(bad)?;
+        let name = entry.name().to_string();
+        if !safe_entry_name(&name) {
+            return Err(ApiError::unprocessable(
+                "unsafe_archive",
+                format!("the archive entry {name:?} points outside the archive"),
+            ));
+        }
+        declared = declared.saturating_add(entry.size());
+    }
+    if unpacked.saturating_add(declared) > max_unpacked {
+        return Err(ApiError::unprocessable(
+            "archive_too_large",
+            format!("the archive unpacks to more than {max_unpacked} bytes"),
+        ));
+    }
+    std::fs::create_dir_all(into).map_err(ApiError::internal)?;
+    for i in 0..zip.len() {
+        let entry = zip.by_index(i).map_err(bad)?;
+        if entry.is_dir() {
+            continue;
+        }
+        *count += 1;
+        let Some(relative) = entry.enclosed_name() else {
+            return Err(ApiError::unprocessable(
+                "unsafe_archive",
+                format!(
+                    "the archive entry {:?} points outside the archive",
+                    entry.name()
+                ),
+            ));
+        };
+        let target = into.join(relative);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(ApiError::internal)?;
+        }
+        let mut out = std::fs::File::create(&target).map_err(ApiError::internal)?;
+        // Count real bytes: declared sizes can lie.
+        let room = max_unpacked - *unpacked;
+        let mut limited = entry.take(room + 1);
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            let n = limited.read(&mut buf).map_err(|e| {
+                ApiError::unprocessable("bad_archive", format!("the archive is corrupt: {e}"))
+            })?;
+            if n == 0 {
+                break;
+            }
+            *unpacked += n as u64;
+            if *unpacked > max_unpacked {
+                return Err(ApiError::unprocessable(
+                    "archive_too_large",
+                    format!("the archive unpacks to more than {max_unpacked} bytes"),
+                ));
+            }
+            out.write_all(&buf[..n]).map_err(ApiError::internal)?;
+        }
+    }
+    Ok(())
+}
+
+/// A relative path of plain components only: no root, no drive, no `..`, no backslashes.
+fn safe_entry_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.contains('\\')
+        && !name.contains('\0')
+        && Path::new(name)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+fn count_images(dir: &Path) -> usize {
+    let mut n = 0;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            n += count_images(&path);
+        } else if path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_entry_name;
+
+    #[test]
+    fn entry_names() {
+        assert!(safe_entry_name("tiles/a.png"));
+        assert!(safe_entry_name("a.png"));
+        for bad in [
+            "../a.png",
+            "/etc/passwd",
+            "a/../../b.png",
+            "..\\a.png",
+            "c:\\x.png",
+            "",
+        ] {
+            assert!(!safe_entry_name(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! The HTTP routes: the REST API under `/api/v1`, and the health checks beside it.
+
+mod events;
+pub mod jobs;
+mod libraries;
+mod ops;
+pub mod result;
+
+use actix_web::web;
+
+use crate::error::no_route;
+
+/// Registers every route on an app.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/healthz", web::get().to(ops::healthz))
+        .route("/readyz", web::get().to(ops::readyz))
+        .service(
+            web::scope("/api/v1")
+                .route("/jobs", web::post().to(jobs::submit))
+                .route("/jobs/{id}", web::get().to(jobs::get))
+                .route("/jobs/{id}/result", web::get().to(result::get))
+                .route("/jobs/{id}/events", web::get().to(events::events))
+                .route("/libraries", web::get().to(libraries::list))
+                .route("/libraries", web::post().to(libraries::create))
+                .route("/libraries/{id}", web::get().to(libraries::get))
+                .route("/queues", web::get().to(ops::queues))
+                .default_service(web::to(no_route)),
+        );
+}

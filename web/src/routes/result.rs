@@ -1,0 +1,237 @@
+//! `GET /api/v1/jobs/{id}/result`: the finished mosaic, streamed from its blob in ranged reads
+//! (a gigapixel PNG never sits in memory), with a strong ETag, immutable caching and single byte
+//! ranges (206).
+
+use std::sync::Arc;
+
+use actix_web::body::SizedStream;
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use bytes::Bytes;
+
+use tessera_shared::jobs::JobState;
+use tessera_shared::storage::{BlobStore, StorageError};
+
+use super::jobs::job_id;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Bytes read from the blob per chunk of the response.
+const CHUNK: u64 = 1 << 20;
+
+pub async fn get(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let id = job_id(&path)?;
+    let record = state.platform.jobs().get(id).await?;
+    let key = match (record.state, &record.result_blob) {
+        (JobState::Done, Some(key)) => key.clone(),
+        (JobState::Failed, _) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "job_failed",
+                format!(
+                    "the job failed: {}",
+                    record.error.as_deref().unwrap_or("no reason given")
+                ),
+            ));
+        }
+        (state, _) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "job_not_done",
+                format!("the job is {}; its result is not ready", state.as_str()),
+            ));
+        }
+    };
+    let meta = match state.platform.blobs.head(&key).await {
+        Ok(meta) => meta,
+        Err(StorageError::NotFound(_)) => {
+            return Err(ApiError::not_found(
+                "result_missing",
+                "the job is done but its result is no longer stored",
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let etag = format!("\"{}\"", meta.etag.trim_matches('"'));
+    let size = meta.size;
+
+    let response = |status: StatusCode| {
+        let mut r = HttpResponse::build(status);
+        r.insert_header((header::CONTENT_TYPE, "image/png"))
+            .insert_header((header::ETAG, etag.clone()))
+            .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+            .insert_header((header::ACCEPT_RANGES, "bytes"))
+            .insert_header((
+                header::CONTENT_DISPOSITION,
+                format!("inline; filename=\"mosaic-{id}.png\""),
+            ));
+        r
+    };
+
+    if let Some(tags) = req.headers().get(header::IF_NONE_MATCH) {
+        let tags = tags.to_str().unwrap_or_default();
+        if tags.trim() == "*"
+            || tags
+                .split(',')
+                .any(|t| t.trim().trim_start_matches("W/") == etag)
+        {
+            return Ok(response(StatusCode::NOT_MODIFIED).finish());
+        }
+    }
+
+    // A Range that does not apply (If-Range names another version, several ranges) is ignored:
+    // the whole body is the correct answer then.
+    let if_range_ok = req
+        .headers()
+        .get(header::IF_RANGE)
+        .is_none_or(|v| v.to_str().is_ok_and(|v| v.trim() == etag));
+    let range = match req.headers().get(header::RANGE) {
+        Some(value) if if_range_ok => parse_range(value.to_str().unwrap_or_default(), size),
+        _ => RangeRequest::Whole,
+    };
+    let blobs = state.platform.blobs.clone();
+    match range {
+        RangeRequest::Whole => {
+            Ok(response(StatusCode::OK).body(SizedStream::new(size, stream(blobs, key, 0, size))))
+        }
+        RangeRequest::Part(start, end) => Ok(response(StatusCode::PARTIAL_CONTENT)
+            .insert_header((
+                header::CONTENT_RANGE,
+                format!("bytes {start}-{}/{size}", end - 1),
+            ))
+            .body(SizedStream::new(
+                end - start,
+                stream(blobs, key, start, end),
+            ))),
+        RangeRequest::Unsatisfiable => {
+            let mut r = response(StatusCode::RANGE_NOT_SATISFIABLE);
+            r.insert_header((header::CONTENT_RANGE, format!("bytes */{size}")));
+            r.insert_header((header::CONTENT_TYPE, "application/json"));
+            Ok(r.json(serde_json::json!({"error": {
+                "code": "range_not_satisfiable",
+                "message": format!("the result is {size} bytes long"),
+            }})))
+        }
+    }
+}
+
+/// Streams bytes `start..end` of a blob, one ranged read per chunk.
+fn stream(
+    blobs: Arc<dyn BlobStore>,
+    key: String,
+    start: u64,
+    end: u64,
+) -> impl futures_util::Stream<Item = Result<Bytes, actix_web::Error>> + 'static {
+    futures_util::stream::unfold(start, move |at| {
+        let blobs = blobs.clone();
+        let key = key.clone();
+        async move {
+            if at >= end {
+                return None;
+            }
+            let to = (at + CHUNK).min(end);
+            match blobs.get_range(&key, at..to).await {
+                Ok(bytes) if !bytes.is_empty() => {
+                    let next = at + bytes.len() as u64;
+                    Some((Ok(bytes), next))
+                }
+                Ok(_) => {
+                    tracing::error!(%key, at, "result blob ended early");
+                    Some((
+                        Err(actix_web::error::ErrorInternalServerError("short read")),
+                        end,
+                    ))
+                }
+                Err(e) => {
+                    tracing::error!(%key, error = %e, "reading the result failed mid-stream");
+                    Some((
+                        Err(actix_web::error::ErrorInternalServerError("read failed")),
+                        end,
+                    ))
+                }
+            }
+        }
+    })
+}
+
+/// What a `Range` header asks of a body of some size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeRequest {
+    /// No usable range: send everything.
+    Whole,
+    /// Bytes `start..end` (end exclusive).
+    Part(u64, u64),
+    /// A single byte range that lies wholly past the end.
+    Unsatisfiable,
+}
+
+/// Parses a single `bytes=` range (`a-b`, `a-`, `-n`). Several ranges, other units and syntax
+/// errors give [`RangeRequest::Whole`], as RFC 9110 allows.
+pub fn parse_range(header: &str, size: u64) -> RangeRequest {
+    let Some(spec) = header.trim().strip_prefix("bytes=") else {
+        return RangeRequest::Whole;
+    };
+    if spec.contains(',') {
+        return RangeRequest::Whole;
+    }
+    let Some((a, b)) = spec.trim().split_once('-') else {
+        return RangeRequest::Whole;
+    };
+    let (a, b) = (a.trim(), b.trim());
+    let parsed = match (a.is_empty(), b.is_empty()) {
+        (false, _) => {
+            let Ok(start) = a.parse::<u64>() else {
+                return RangeRequest::Whole;
+            };
+            let end = if b.is_empty() {
+                Some(u64::MAX)
+            } else {
+                b.parse::<u64>().ok().map(|e| e.saturating_add(1))
+            };
+            match end {
+                Some(end) if end > start => (start, end),
+                _ => return RangeRequest::Whole,
+            }
+        }
+        (true, false) => {
+            let Ok(n) = b.parse::<u64>() else {
+                return RangeRequest::Whole;
+            };
+            if n == 0 {
+                return RangeRequest::Unsatisfiable;
+            }
+            (size.saturating_sub(n), size)
+        }
+        (true, true) => return RangeRequest::Whole,
+    };
+    let (start, end) = (parsed.0, parsed.1.min(size));
+    if start >= size {
+        RangeRequest::Unsatisfiable
+    } else {
+        RangeRequest::Part(start, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RangeRequest::*;
+    use super::parse_range;
+
+    #[test]
+    fn single_ranges() {
+        assert_eq!(parse_range("bytes=0-9", 100), Part(0, 10));
+        assert_eq!(parse_range("bytes=90-", 100), Part(90, 100));
+        assert_eq!(parse_range("bytes=-10", 100), Part(90, 100));
+        assert_eq!(parse_range("bytes=-500", 100), Part(0, 100));
+        assert_eq!(parse_range("bytes=50-500", 100), Part(50, 100));
+        assert_eq!(parse_range("bytes=100-", 100), Unsatisfiable);
+        assert_eq!(parse_range("bytes=0-1,5-6", 100), Whole);
+        assert_eq!(parse_range("items=0-1", 100), Whole);
+        assert_eq!(parse_range("bytes=9-3", 100), Whole);
+        assert_eq!(parse_range("bytes=x-", 100), Whole);
+    }
+}

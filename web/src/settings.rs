@@ -1,0 +1,61 @@
+//! The front end's settings: where it listens and the limits it enforces on uploads.
+
+use serde::{Deserialize, Serialize};
+
+/// Settings of the web role (`[web]` in the config file, `TESSERA_WEB_*` in the environment).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebSettings {
+    /// Address to listen on.
+    pub bind: String,
+    /// Port to listen on; 0 picks a free one.
+    pub port: u16,
+    /// HTTP worker threads; 0 means one per core.
+    pub workers: usize,
+    /// Largest target image upload, in bytes.
+    pub max_upload_bytes: u64,
+    /// Largest target image, in pixels (checked from the header before decoding).
+    pub max_input_pixels: u64,
+    /// Largest mosaic a job may ask for, in pixels.
+    pub max_output_pixels: u64,
+    /// Most cells across a job may ask for.
+    pub max_cells: u32,
+    /// Largest repetition radius a job may ask for.
+    pub max_repeat_radius: u32,
+    /// Slices a job is cut into when the request names none.
+    pub default_slices: u32,
+    /// Library used when a job names none; empty makes `library` required.
+    pub default_library: String,
+    /// Largest library upload (all files together), in bytes.
+    pub max_library_upload_bytes: u64,
+    /// Most files in a library upload (archive entries included).
+    pub max_library_files: u32,
+    /// Largest total uncompressed size of a library archive, in bytes.
+    pub max_library_uncompressed_bytes: u64,
+    /// How often a live event stream re-reads its job record when nothing wakes it.
+    pub events_poll_ms: u64,
+    /// How long shutdown waits for requests and the imageresponse listener to finish.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for WebSettings {
+    fn default() -> Self {
+        WebSettings {
+            bind: "127.0.0.1".to_string(),
+            port: 8080,
+            workers: 0,
+            max_upload_bytes: 50 * 1024 * 1024,
+            max_input_pixels: 100_000_000,
+            max_output_pixels: tessera_engine::DEFAULT_MAX_OUTPUT_PIXELS,
+            max_cells: 4096,
+            max_repeat_radius: 16,
+            default_slices: 8,
+            default_library: String::new(),
+            max_library_upload_bytes: 200 * 1024 * 1024,
+            max_library_files: 20_000,
+            max_library_uncompressed_bytes: 1024 * 1024 * 1024,
+            events_poll_ms: 400,
+            shutdown_grace_secs: 10,
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Building and running the server: the HTTP app with its middleware, and the imageresponse
+//! listener that runs beside it.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use actix_web::dev::{Server, ServerHandle, Service};
+use actix_web::middleware::DefaultHeaders;
+use actix_web::{App, HttpServer, web};
+use anyhow::Context as _;
+use tracing::Instrument;
+
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::{ListenerHandle, Shutdown};
+
+use crate::error::no_route;
+use crate::settings::WebSettings;
+use crate::state::{AppState, JobChanges};
+
+/// Content Security Policy for everything served: same-origin only, never framed.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; img-src 'self' data: blob:; \
+     style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; \
+     form-action 'self'; frame-ancestors 'none'";
+
+/// The front end, bound and ready to run.
+pub struct Application {
+    port: u16,
+    server: Server,
+    listener: ListenerHandle,
+    grace: Duration,
+}
+
+impl Application {
+    /// Creates the queues, starts the imageresponse listener and binds the HTTP server
+    /// (`port` 0 picks a free port; see [`Application::port`]).
+    pub async fn build(platform: Platform, settings: WebSettings) -> anyhow::Result<Self> {
+        platform
+            .ensure_queues()
+            .await
+            .context("creating the queues")?;
+        let changes = JobChanges::new();
+        let listener = crate::listener::start(platform.clone(), changes.clone())
+            .await
+            .context("starting the imageresponse listener")?;
+        let tcp = TcpListener::bind((settings.bind.as_str(), settings.port))
+            .with_context(|| format!("binding {}:{}", settings.bind, settings.port))?;
+        let port = tcp.local_addr()?.port();
+        let grace = Duration::from_secs(settings.shutdown_grace_secs);
+        let workers = settings.workers;
+        let state = web::Data::new(AppState {
+            platform,
+            settings,
+            changes,
+        });
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .configure(crate::routes::configure)
+                .default_service(web::to(no_route))
+                .wrap(security_headers())
+                .wrap_fn(|req, srv| {
+                    let span = tracing::info_span!(
+                        "http",
+                        method = %req.method(),
+                        path = %req.path(),
+                        request = %uuid::Uuid::new_v4(),
+                    );
+                    let started = std::time::Instant::now();
+                    let fut = span.in_scope(|| srv.call(req));
+                    async move {
+                        let res = fut.await;
+                        match &res {
+                            Ok(r) => tracing::info!(
+                                status = r.status().as_u16(),
+                                ms = started.elapsed().as_millis() as u64,
+                                "served"
+                            ),
+                            Err(e) => tracing::warn!(error = %e, "request failed"),
+                        }
+                        res
+                    }
+                    .instrument(span)
+                })
+        })
+        .disable_signals()
+        .shutdown_timeout(grace.as_secs());
+        if workers > 0 {
+            server = server.workers(workers);
+        }
+        let server = server.listen(tcp)?.run();
+        Ok(Application {
+            port,
+            server,
+            listener,
+            grace,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A handle that stops the server (`stop(true)` lets requests finish).
+    pub fn handle(&self) -> ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until the server is stopped, then stops the imageresponse listener.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let result = self.server.await;
+        self.listener.shutdown(self.grace).await;
+        result
+    }
+}
+
+fn security_headers() -> DefaultHeaders {
+    DefaultHeaders::new()
+        .add(("X-Content-Type-Options", "nosniff"))
+        .add(("Content-Security-Policy", CONTENT_SECURITY_POLICY))
+        .add(("X-Frame-Options", "DENY"))
+        .add(("Referrer-Policy", "no-referrer"))
+        .add(("Cross-Origin-Opener-Policy", "same-origin"))
+}
+
+/// Runs the web role until `shutdown` fires, then stops gracefully.
+pub async fn run_web(
+    platform: Platform,
+    settings: WebSettings,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let bind = settings.bind.clone();
+    let app = Application::build(platform, settings).await?;
+    tracing::info!("web listening on http://{bind}:{}", app.port());
+    let handle = app.handle();
+    let stopper = tokio::spawn(async move {
+        shutdown.fired().await;
+        tracing::info!("web shutting down");
+        handle.stop(true).await;
+    });
+    let result = app.run_until_stopped().await;
+    stopper.abort();
+    result.context("web server")
+}

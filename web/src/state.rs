@@ -1,0 +1,46 @@
+//! What every request handler shares: the platform, the settings and the job-change signal.
+
+use tokio::sync::broadcast;
+use uuid::Uuid;
+
+use tessera_shared::platform::Platform;
+
+use crate::settings::WebSettings;
+
+/// Shared by every worker thread of the server.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub platform: Platform,
+    pub settings: WebSettings,
+    pub changes: JobChanges,
+}
+
+/// An in-process signal that a job's record changed (sent by the imageresponse listener), so
+/// live event streams answer at once instead of at their next poll.
+#[derive(Debug, Clone)]
+pub struct JobChanges {
+    tx: broadcast::Sender<Uuid>,
+}
+
+impl JobChanges {
+    pub fn new() -> Self {
+        JobChanges {
+            tx: broadcast::channel(256).0,
+        }
+    }
+
+    pub fn changed(&self, job: Uuid) {
+        // No receiver is fine: nobody is watching.
+        let _ = self.tx.send(job);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Uuid> {
+        self.tx.subscribe()
+    }
+}
+
+impl Default for JobChanges {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,126 @@
+//! The job as the API shows it: a stable JSON shape over the stored record.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use tessera_shared::jobs::{JobRecord, OutputSize};
+use tessera_shared::messages::{Grid, LibraryRef};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobView {
+    pub id: Uuid,
+    pub state: &'static str,
+    pub progress: Progress,
+    /// The mosaic's size (known from submission).
+    pub output: Option<OutputSize>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub finished_at: Option<OffsetDateTime>,
+    pub params: ParamsView,
+    pub slices: Vec<SliceView>,
+    /// Storage transactions spent on the job, by role.
+    pub transactions: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_url: Option<String>,
+    pub links: Links,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    pub slices_done: u32,
+    pub slices_total: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParamsView {
+    pub library: LibraryRef,
+    pub tile_size: u32,
+    /// Cells across, or null in one-tile-per-pixel mode.
+    pub cells: Option<u32>,
+    pub per_pixel: bool,
+    pub slices: u32,
+    pub repeat_radius: u32,
+    pub blend: u8,
+    pub input_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SliceView {
+    pub seq: u32,
+    pub processor: String,
+    pub render_ms: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub finished_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Links {
+    #[serde(rename = "self")]
+    pub this: String,
+    pub events: String,
+    pub result: String,
+}
+
+/// The path of a job's resource.
+pub fn job_path(id: Uuid) -> String {
+    format!("/api/v1/jobs/{id}")
+}
+
+impl From<&JobRecord> for JobView {
+    fn from(r: &JobRecord) -> Self {
+        let path = job_path(r.id);
+        let done = r.state == tessera_shared::jobs::JobState::Done;
+        let (cells, per_pixel) = match r.params.grid {
+            Grid::Cells { across } => (Some(across), false),
+            Grid::PerPixel => (None, true),
+        };
+        JobView {
+            id: r.id,
+            state: r.state.as_str(),
+            progress: Progress {
+                slices_done: r.slices_done(),
+                slices_total: r.slices_total,
+            },
+            output: r.output,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            finished_at: r.finished_at,
+            params: ParamsView {
+                library: r.params.library.clone(),
+                tile_size: r.params.tile_size,
+                cells,
+                per_pixel,
+                slices: r.params.slices,
+                repeat_radius: r.params.options.repeat_radius,
+                blend: r.params.options.blend_percent,
+                input_name: r.params.input_name.clone(),
+            },
+            slices: r
+                .slices
+                .iter()
+                .map(|(seq, s)| SliceView {
+                    seq: *seq,
+                    processor: s.processor.clone(),
+                    render_ms: s.render_ms,
+                    finished_at: s.finished_at,
+                })
+                .collect(),
+            transactions: r.transactions.clone(),
+            error: r.error.clone(),
+            result_url: done.then(|| format!("{path}/result")),
+            links: Links {
+                events: format!("{path}/events"),
+                result: format!("{path}/result"),
+                this: path,
+            },
+        }
+    }
+}
