@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The engine benchmark: `tessera render` against metapixel 1.0.2, same machine, same run.
+#
+# usage: scripts/bench-engine.sh [DATA_DIR]
+#   DATA_DIR holds tiles/emoji-noto, tiles/photos and targets/ as ../shared/datasets/fetch.sh
+#   writes them (run when the folder is missing). Default: ../data.
+# env:   OUT=DIR                  work and result folder (default target/bench-engine)
+#        TESSERA=PATH             the tessera binary (default: built here in release)
+#        SKIP_METAPIXEL=1         Tessera rows only
+#        SKIP_SLOW_METAPIXEL=1    skip metapixel's one-tile-per-pixel runs (about 90 s each)
+# Needs GNU time (/usr/bin/time) and metapixel (installed with apt-get when missing).
+# Prints a Markdown table (also written to $OUT/table.md) for BENCHMARKS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DATA=${1:-../data}
+OUT=${OUT:-target/bench-engine}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+if [ ! -d "$DATA/tiles/emoji-noto" ]; then
+    ../shared/datasets/fetch.sh "$DATA"
+fi
+TARGET="$DATA/targets/skimage_astronaut.png"
+[ -f "$TARGET" ] || { echo "missing $TARGET" >&2; exit 1; }
+
+if [ -z "${SKIP_METAPIXEL:-}" ] && ! command -v metapixel >/dev/null; then
+    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+    $SUDO apt-get install -y metapixel || { $SUDO apt-get update && $SUDO apt-get install -y metapixel; }
+fi
+[ -x /usr/bin/time ] || { echo "needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+if [ -z "${TESSERA:-}" ]; then
+    cargo build --release --bin tessera
+    TESSERA="$CARGO_TARGET_DIR/release/tessera"
+fi
+cargo build --release -p tessera-engine --example metrics --example flatten
+METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
+FLATTEN="$CARGO_TARGET_DIR/release/examples/flatten"
+
+ROWS="$OUT/rows.md"
+: > "$ROWS"
+
+# measure NAME CMD...: runs CMD under GNU time; sets WALL, CPU (user + sys) and RSS (MB).
+measure() {
+    local name=$1
+    shift
+    /usr/bin/time -v -o "$OUT/$name.time" "$@" > "$OUT/$name.log" 2>&1 || {
+        cat "$OUT/$name.log" >&2
+        exit 1
+    }
+    WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ {
+        n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.2f", s }' "$OUT/$name.time")
+    CPU=$(awk -F': ' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.2f", u + s}' "$OUT/$name.time")
+    RSS=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$OUT/$name.time")
+}
+
+# row LABEL IMAGE COLS ROWS: measures IMAGE and appends a table row with the last timings.
+row() {
+    local label=$1 image=$2 cols=$3 rows=$4 q
+    if [ -n "$image" ]; then
+        q=$("$METRICS" "$TARGET" "$image" "$cols" "$rows")
+        local de=$(sed -E 's/.*de00_mean=([0-9.]+).*/\1/' <<< "$q")
+        local p95=$(sed -E 's/.*de00_p95=([0-9.]+).*/\1/' <<< "$q")
+        local r1=$(sed -E 's/.*dup_r1=([0-9.]+).*/\1/' <<< "$q")
+        local r5=$(sed -E 's/.*dup_r5=([0-9.]+).*/\1/' <<< "$q")
+        printf '| %s | %s | %s | %s | %.2f | %.2f | %.1f %% | %.1f %% |\n' "$label" "$WALL" "$CPU" "$RSS" \
+            "$de" "$p95" "$(awk "BEGIN {print $r1 * 100}")" "$(awk "BEGIN {print $r5 * 100}")" | tee -a "$ROWS"
+    else
+        printf '| %s | %s | %s | %s | | | | |\n' "$label" "$WALL" "$CPU" "$RSS" | tee -a "$ROWS"
+    fi
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+# Libraries: Tessera's index, and metapixel's prepared tables (tiles flattened onto white first).
+measure tessera-index-emoji "$TESSERA" library index "$DATA/tiles/emoji-noto" -o "$OUT/emoji.idx" -q
+row "tessera library index (emoji, 3,786 files)" "" 0 0
+measure tessera-index-photos "$TESSERA" library index "$DATA/tiles/photos" -o "$OUT/photos.idx" -q
+row "tessera library index (photos)" "" 0 0
+if [ -z "${SKIP_METAPIXEL:-}" ]; then
+    rm -rf "$OUT/emoji-flat" "$OUT/photos-flat" "$OUT/mp-emoji" "$OUT/mp-photos"
+    "$FLATTEN" "$DATA/tiles/emoji-noto" "$OUT/emoji-flat"
+    "$FLATTEN" "$DATA/tiles/photos" "$OUT/photos-flat"
+    mkdir -p "$OUT/mp-emoji" "$OUT/mp-photos"
+    measure mp-prepare-emoji metapixel-prepare --width=64 --height=64 "$OUT/emoji-flat" "$OUT/mp-emoji"
+    row "metapixel-prepare (emoji)" "" 0 0
+    measure mp-prepare-photos metapixel-prepare --width=64 --height=64 "$OUT/photos-flat" "$OUT/mp-photos"
+    row "metapixel-prepare (photos)" "" 0 0
+fi
+
+# tessera_run NAME LIBRARY COLS ROWS ARGS...
+tessera_run() {
+    local name=$1 lib=$2 cols=$3 rows=$4
+    shift 4
+    measure "$name" "$TESSERA" render "$TARGET" -l "$lib" -o "$OUT/$name.png" -q "$@"
+    row "Tessera, $name" "$OUT/$name.png" "$cols" "$rows"
+}
+# metapixel_run NAME LIBDIR SCALE COLS ROWS [--distance=N]
+metapixel_run() {
+    local name=$1 lib=$2 scale=$3 cols=$4 rows=$5
+    shift 5
+    measure "$name" metapixel -l "$lib" --width=16 --height=16 --scale="$scale" "$@" --metapixel "$TARGET" "$OUT/$name.png"
+    row "metapixel, $name" "$OUT/$name.png" "$cols" "$rows"
+}
+
+# (a) 128 x 128 cells, 16 px tiles (2048 x 2048), emoji.
+tessera_run a-emoji-r1 "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1
+tessera_run a-emoji-r0 "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 0
+if [ -z "${SKIP_METAPIXEL:-}" ]; then
+    metapixel_run a-emoji-default "$OUT/mp-emoji" 4 128 128
+    metapixel_run a-emoji-distance1 "$OUT/mp-emoji" 4 128 128 --distance=1
+    metapixel_run a-emoji-distance0 "$OUT/mp-emoji" 4 128 128 --distance=0
+fi
+# (b) one tile per source pixel: 512 x 512 cells, 16 px tiles (8192 x 8192), emoji.
+tessera_run b-emoji-r1 "$OUT/emoji.idx" 512 512 --per-pixel --tile-size 16 --repeat-radius 1
+if [ -z "${SKIP_METAPIXEL:-}" ] && [ -z "${SKIP_SLOW_METAPIXEL:-}" ]; then
+    metapixel_run b-emoji-default "$OUT/mp-emoji" 16 512 512
+    metapixel_run b-emoji-distance1 "$OUT/mp-emoji" 16 512 512 --distance=1
+    metapixel_run b-emoji-distance0 "$OUT/mp-emoji" 16 512 512 --distance=0
+fi
+# (a) on the photo library.
+tessera_run a-photos-r1 "$OUT/photos.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1
+tessera_run a-photos-r0 "$OUT/photos.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 0
+if [ -z "${SKIP_METAPIXEL:-}" ]; then
+    metapixel_run a-photos-default "$OUT/mp-photos" 4 128 128
+    metapixel_run a-photos-distance1 "$OUT/mp-photos" 4 128 128 --distance=1
+    metapixel_run a-photos-distance0 "$OUT/mp-photos" 4 128 128 --distance=0
+fi
+
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+{
+    echo "| run | wall s | CPU s | peak RSS MB | mean CIEDE2000 | p95 CIEDE2000 | identical tile within 1 | within 5 |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    cat "$ROWS"
+} > "$OUT/table.md"
+echo
+cat "$OUT/table.md"

@@ -1,0 +1,158 @@
+//! `tessera library index`: import a folder or .zip of images into a tile index file, the one
+//! blob that `tessera render -l` and the processors load.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use tessera_engine::{ImportOptions, ImportReport, Library};
+
+/// Import a folder or .zip of images and save the tile index to a file.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tessera library index ~/emoji -o emoji.idx
+  tessera library index photos.zip -o photos.idx --rendition-size 128 --background 000000
+  tessera render portrait.jpg -l emoji.idx -o mosaic.png")]
+pub struct LibraryIndexArgs {
+    /// A folder (searched recursively) or a .zip of images: JPEG, PNG, WebP, GIF (first frame).
+    pub src: PathBuf,
+    /// Where to write the index.
+    #[arg(short, long, value_name = "INDEX")]
+    pub output: PathBuf,
+    /// Side in pixels of the stored renditions tiles are rendered from.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(4..=512))]
+    pub rendition_size: u32,
+    /// Side of the sub-grid each tile is described by (3 = 3x3 Lab means).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub grid: u8,
+    /// Colour transparent pixels are composited onto, as RRGGBB hex.
+    #[arg(long, default_value = "ffffff", value_parser = parse_colour)]
+    pub background: [u8; 3],
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+pub fn run(args: LibraryIndexArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let opts = ImportOptions {
+        background: args.background,
+        grid: args.grid,
+        rendition_size: args.rendition_size,
+    };
+    let (library, report) = import_with_bar(&args.src, &opts, args.quiet)?;
+    library
+        .save(&args.output)
+        .with_context(|| format!("cannot save the index to {}", args.output.display()))?;
+    print_report(&report);
+    eprintln!(
+        "saved {} tiles to {} (version {}) in {:.1} s",
+        library.len(),
+        args.output.display(),
+        library.version_hex(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Imports with a progress bar (hidden when stderr is not a terminal or `quiet`).
+pub fn import_with_bar(
+    src: &std::path::Path,
+    opts: &ImportOptions,
+    quiet: bool,
+) -> anyhow::Result<(Library, ImportReport)> {
+    let bar = progress_bar(quiet, "importing tiles");
+    let (library, report) = Library::import_with_progress(src, opts, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })
+    .with_context(|| format!("cannot import tiles from {}", src.display()))?;
+    bar.finish_and_clear();
+    if library.is_empty() {
+        anyhow::bail!("{} holds no readable image", src.display());
+    }
+    Ok((library, report))
+}
+
+/// Prints what an import skipped and merged.
+pub fn print_report(report: &ImportReport) {
+    eprintln!(
+        "{} tiles imported, {} unreadable files skipped, {} duplicates merged, {} other files ignored",
+        report.imported,
+        report.skipped.len(),
+        report.duplicates.len(),
+        report.ignored
+    );
+    for (name, reason) in &report.skipped {
+        eprintln!("  skipped {name}: {reason}");
+    }
+}
+
+/// A progress bar on stderr, hidden when asked or when stderr is not a terminal.
+pub fn progress_bar(quiet: bool, what: &'static str) -> indicatif::ProgressBar {
+    if quiet {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    let style = indicatif::ProgressStyle::with_template("{msg:>16} [{bar:40}] {pos}/{len} ({eta})")
+        .expect("valid template")
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message(what);
+    bar
+}
+
+/// Parses `RRGGBB` (with or without `#`).
+pub fn parse_colour(s: &str) -> Result<[u8; 3], String> {
+    let hex = s.trim_start_matches('#');
+    let bad = || format!("{s:?} is not a colour: use RRGGBB hex, e.g. ffffff");
+    if hex.len() != 6 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| bad());
+    Ok([byte(0)?, byte(2)?, byte(4)?])
+}
+
+/// Import a folder or .zip of images into the configured store as a named library (a new
+/// version when the name exists).
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tessera library import ~/emoji --name Emoji
+  TESSERA_STORAGE=azure tessera library import photos.zip --name 'Holiday photos'")]
+pub struct LibraryImportArgs {
+    /// A folder (searched recursively) or a .zip of images: JPEG, PNG, WebP, GIF (first frame).
+    pub src: PathBuf,
+    /// The library's name; its id is made from it (lowercase letters, digits, hyphens).
+    #[arg(long)]
+    pub name: String,
+}
+
+pub async fn import(
+    args: LibraryImportArgs,
+    platform: &tessera_shared::platform::Platform,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let (record, report) = tessera_workers::import_library(platform, &args.src, &args.name).await?;
+    print_report(&report);
+    println!(
+        "library {} (\"{}\") version {}: {} tiles, index {} bytes, in {:.1} s",
+        record.id,
+        record.name,
+        record.version,
+        record.tiles,
+        record.index_bytes,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+pub async fn list(platform: &tessera_shared::platform::Platform) -> anyhow::Result<()> {
+    let records = platform.libraries().list().await?;
+    if records.is_empty() {
+        println!("no libraries yet: tessera library import SRC --name NAME");
+    }
+    for r in records {
+        println!("{:<24} v{:<4} {:>6} tiles  {}", r.id, r.version, r.tiles, r.name);
+    }
+    Ok(())
+}
