@@ -1,0 +1,634 @@
+//! `tessera bench queues`: the queue runtime's benchmark.
+//!
+//! Measures, on the embedded backend or on Azurite:
+//! - pickup latency, send to handler start, for an idle listener in another process (this
+//!   executable started again with a hidden flag), with nudges and without them;
+//! - throughput send -> receive -> handler -> delete with 1, 4 and 16 handlers;
+//! - storage transactions of an idle listener over a window (60 s by default), extrapolated to
+//!   an hour with its (seeded) back-off schedule;
+//! - storage transactions per processed message with full batches.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use serde::{Deserialize, Serialize};
+use tessera_azure::{AzureOptions, AzureStorage};
+use tessera_shared::accounting::{Accounting, Op, Snapshot};
+use tessera_shared::messages::{Envelope, Message, QueueName};
+use tessera_shared::queue::Queue;
+use tessera_shared::runtime::backoff::{Backoff, polls_within};
+use tessera_shared::runtime::{Context, Listener, ListenerSettings, NudgeSettings, Nudges};
+use tessera_shared::storage::embedded::EmbeddedStorage;
+use tessera_shared::storage::{BlobStore, QueueStore};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use uuid::Uuid;
+
+/// Benchmarks that print figures.
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// The queue runtime: pickup latency, throughput, transactions.
+    Queues(QueuesBenchArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchBackend {
+    Embedded,
+    Azurite,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct QueuesBenchArgs {
+    /// Storage to measure: a fresh embedded data directory, or Azurite (TESSERA_AZURE_CONNECTION_STRING
+    /// when set, otherwise a local Azurite started and stopped by the benchmark).
+    #[arg(long, value_enum, default_value = "embedded")]
+    pub backend: BenchBackend,
+    /// Print one JSON object instead of a report.
+    #[arg(long)]
+    pub json: bool,
+    /// Pickup samples with nudges.
+    #[arg(long, default_value_t = 100)]
+    pub samples: usize,
+    /// Pickup samples without nudges.
+    #[arg(long, default_value_t = 30)]
+    pub samples_no_nudge: usize,
+    /// Longest idle back-off of the listener measured without nudges, in milliseconds (at the
+    /// default of 60 s a sample would take half a minute).
+    #[arg(long, default_value_t = 1000)]
+    pub no_nudge_max_backoff_ms: u64,
+    /// Messages per throughput run [default: 20000 embedded, 3000 Azurite].
+    #[arg(long)]
+    pub messages: Option<usize>,
+    /// How long the idle listener is watched, in seconds (at least 60 for the published figure).
+    #[arg(long, default_value_t = 60)]
+    pub idle_secs: u64,
+    /// Internal: run as the listener process of the pickup measurement.
+    #[arg(long, hide = true, value_name = "QUEUE")]
+    pub listener_child: Option<String>,
+    /// Internal: the listener process runs without nudges.
+    #[arg(long, hide = true)]
+    pub child_no_nudge: bool,
+    /// Internal: the embedded data directory of the listener process.
+    #[arg(long, hide = true)]
+    pub child_dir: Option<PathBuf>,
+}
+
+pub fn run(command: BenchCommand) -> anyhow::Result<()> {
+    match command {
+        BenchCommand::Queues(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(run_queues(args)),
+    }
+}
+
+/// The benchmark's message: when it was sent, on the wall clock both processes share.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Probe {
+    n: u64,
+    sent_unix_ns: u64,
+}
+
+impl Message for Probe {
+    const QUEUE: QueueName = QueueName::SliceRequest;
+    const KIND: &'static str = "BenchProbe";
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn probe(n: u64) -> Envelope<Probe> {
+    Envelope::new(
+        Uuid::nil(),
+        Probe {
+            n,
+            sent_unix_ns: unix_ns(),
+        },
+    )
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", &Uuid::new_v4().simple().to_string()[..10])
+}
+
+/// The storage under test, and how a listener process reaches it.
+struct Backend {
+    queues: Arc<dyn QueueStore>,
+    blobs: Arc<dyn BlobStore>,
+    /// Arguments and environment that give a child process the same storage.
+    child_args: Vec<String>,
+    child_env: Vec<(String, String)>,
+    label: String,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    Dir(PathBuf),
+    Azurite(tokio::process::Child),
+    Nothing,
+}
+
+impl Backend {
+    async fn open(kind: BenchBackend) -> anyhow::Result<Backend> {
+        match kind {
+            BenchBackend::Embedded => {
+                let dir = std::env::temp_dir().join(unique("tessera-bench"));
+                let storage = EmbeddedStorage::open(&dir)?;
+                Ok(Backend {
+                    queues: storage.queues(),
+                    blobs: storage.blobs(),
+                    child_args: vec!["--child-dir".into(), dir.display().to_string()],
+                    child_env: Vec::new(),
+                    label: "embedded".into(),
+                    cleanup: Cleanup::Dir(dir),
+                })
+            }
+            BenchBackend::Azurite => {
+                let (conn, cleanup, label) = match std::env::var("TESSERA_AZURE_CONNECTION_STRING")
+                {
+                    Ok(conn) if !conn.trim().is_empty() => (
+                        conn,
+                        Cleanup::Nothing,
+                        "azurite (TESSERA_AZURE_CONNECTION_STRING)".to_string(),
+                    ),
+                    _ => {
+                        let (conn, child) = start_azurite().await?;
+                        (
+                            conn,
+                            Cleanup::Azurite(child),
+                            "azurite (started by the benchmark)".to_string(),
+                        )
+                    }
+                };
+                let storage = AzureStorage::from_connection_string(&conn, AzureOptions::default())?;
+                Ok(Backend {
+                    queues: storage.queues(),
+                    blobs: storage.blobs(),
+                    child_args: Vec::new(),
+                    child_env: vec![("TESSERA_AZURE_CONNECTION_STRING".into(), conn)],
+                    label,
+                    cleanup,
+                })
+            }
+        }
+    }
+
+    async fn close(self) {
+        match self.cleanup {
+            Cleanup::Dir(dir) => {
+                let _ = tokio::fs::remove_dir_all(dir).await;
+            }
+            Cleanup::Azurite(mut child) => {
+                let _ = child.kill().await;
+            }
+            Cleanup::Nothing => {}
+        }
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
+        .local_addr()?
+        .port())
+}
+
+/// Starts the pinned Azurite (tools/azurite) in memory on free ports; returns its connection
+/// string and the process, which the caller stops.
+async fn start_azurite() -> anyhow::Result<(String, tokio::process::Child)> {
+    let root = std::env::current_dir()?;
+    let bin = root.join("tools/azurite/node_modules/.bin/azurite");
+    if !bin.exists() {
+        let status = tokio::process::Command::new(root.join("scripts/azurite.sh"))
+            .arg("install")
+            .status()
+            .await
+            .context("scripts/azurite.sh install (run the benchmark from the repository root)")?;
+        if !status.success() {
+            bail!("scripts/azurite.sh install failed");
+        }
+    }
+    let (blob, queue, table) = (free_port()?, free_port()?, free_port()?);
+    let child = tokio::process::Command::new(&bin)
+        .args([
+            "--silent",
+            "--inMemoryPersistence",
+            "--disableTelemetry",
+            "--skipApiVersionCheck",
+        ])
+        .args(["--blobHost", "127.0.0.1", "--blobPort", &blob.to_string()])
+        .args([
+            "--queueHost",
+            "127.0.0.1",
+            "--queuePort",
+            &queue.to_string(),
+        ])
+        .args([
+            "--tableHost",
+            "127.0.0.1",
+            "--tablePort",
+            &table.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", queue))
+        .await
+        .is_err()
+        || tokio::net::TcpStream::connect(("127.0.0.1", blob))
+            .await
+            .is_err()
+    {
+        if Instant::now() > deadline {
+            bail!("Azurite did not answer within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let conn = format!(
+        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;\
+         AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;\
+         BlobEndpoint=http://127.0.0.1:{blob}/devstoreaccount1;\
+         QueueEndpoint=http://127.0.0.1:{queue}/devstoreaccount1;"
+    );
+    Ok((conn, child))
+}
+
+/// The figures, as `--json` prints them.
+#[derive(Debug, Serialize)]
+pub struct QueuesReport {
+    pub backend: String,
+    pub pickup_p50_ms: f64,
+    pub pickup_p99_ms: f64,
+    pub pickup_p50_ms_no_nudge: f64,
+    pub pickup_p99_ms_no_nudge: f64,
+    pub no_nudge_max_backoff_ms: u64,
+    pub pickup_samples: usize,
+    pub throughput_msgs_per_s: f64,
+    pub throughput_by_handlers: Vec<(usize, f64)>,
+    pub idle_tx_per_listener_hour: f64,
+    pub idle_window_s: u64,
+    pub idle_tx_in_window: u64,
+    pub idle_tx_by_op: std::collections::BTreeMap<Op, u64>,
+    pub tx_per_message: f64,
+    pub tx_per_message_by_op: std::collections::BTreeMap<Op, f64>,
+}
+
+async fn run_queues(args: QueuesBenchArgs) -> anyhow::Result<()> {
+    if let Some(queue) = &args.listener_child {
+        return listener_child(&args, queue).await;
+    }
+    let backend = Backend::open(args.backend).await?;
+    let result = measure(&args, &backend).await;
+    backend.close().await;
+    let report = result?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(())
+}
+
+async fn measure(args: &QueuesBenchArgs, backend: &Backend) -> anyhow::Result<QueuesReport> {
+    let progress = |what: &str| {
+        if !args.json {
+            eprintln!("bench queues: {what}");
+        }
+    };
+    progress(&format!("backend {}", backend.label));
+    // The idle listener is watched in the background while the rest runs.
+    let idle_window = Duration::from_secs(args.idle_secs.max(1));
+    let idle = tokio::spawn(idle_transactions(
+        backend.queues.clone(),
+        backend.blobs.clone(),
+        idle_window,
+    ));
+
+    progress("pickup with nudges (listener in another process)");
+    let nudged = pickup(args, backend, false, args.samples).await?;
+    progress("pickup without nudges");
+    let plain = pickup(args, backend, true, args.samples_no_nudge).await?;
+
+    let messages = args.messages.unwrap_or(match args.backend {
+        BenchBackend::Embedded => 20_000,
+        BenchBackend::Azurite => 3_000,
+    });
+    let mut by_handlers = Vec::new();
+    let mut per_message = Snapshot::default();
+    for handlers in [1usize, 4, 16] {
+        progress(&format!(
+            "throughput, {handlers} handler(s), {messages} messages"
+        ));
+        let (rate, snap) = throughput(backend, handlers, messages).await?;
+        by_handlers.push((handlers, rate));
+        if handlers == 16 {
+            per_message = snap;
+        }
+    }
+    progress(&format!(
+        "idle listener, {} s window",
+        idle_window.as_secs()
+    ));
+    let (idle_snapshot, idle_hour) = idle.await??;
+
+    let n = messages as f64;
+    Ok(QueuesReport {
+        backend: backend.label.clone(),
+        pickup_p50_ms: percentile(&nudged, 0.50),
+        pickup_p99_ms: percentile(&nudged, 0.99),
+        pickup_p50_ms_no_nudge: percentile(&plain, 0.50),
+        pickup_p99_ms_no_nudge: percentile(&plain, 0.99),
+        no_nudge_max_backoff_ms: args.no_nudge_max_backoff_ms,
+        pickup_samples: nudged.len(),
+        throughput_msgs_per_s: by_handlers.last().map_or(0.0, |(_, r)| *r),
+        throughput_by_handlers: by_handlers,
+        idle_tx_per_listener_hour: idle_hour,
+        idle_window_s: idle_window.as_secs(),
+        idle_tx_in_window: idle_snapshot.total,
+        idle_tx_by_op: idle_snapshot.by_op.clone(),
+        tx_per_message: per_message.total as f64 / n,
+        tx_per_message_by_op: per_message
+            .by_op
+            .iter()
+            .map(|(op, c)| (*op, *c as f64 / n))
+            .collect(),
+    })
+}
+
+fn percentile(samples_ms: &[f64], p: f64) -> f64 {
+    if samples_ms.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = samples_ms.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((sorted.len() as f64) * p).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// A small deterministic generator for the gaps between pickup samples.
+fn next_gap(state: &mut u64, span: Duration) -> Duration {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    span.mul_f64((*state % 10_000) as f64 / 10_000.0)
+}
+
+/// Pickup latency (ms) of an idle listener in a child process.
+async fn pickup(
+    args: &QueuesBenchArgs,
+    backend: &Backend,
+    no_nudge: bool,
+    samples: usize,
+) -> anyhow::Result<Vec<f64>> {
+    let name = unique("bench-pickup");
+    let exe = std::env::current_exe()?;
+    let mut command = tokio::process::Command::new(exe);
+    command
+        .args(["bench", "queues", "--listener-child", &name])
+        .args([
+            "--no-nudge-max-backoff-ms",
+            &args.no_nudge_max_backoff_ms.to_string(),
+        ])
+        .args(&backend.child_args)
+        .envs(backend.child_env.iter().cloned())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    if no_nudge {
+        command.arg("--child-no-nudge");
+    }
+    let mut child = command.spawn().context("starting the listener process")?;
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let mut next_line = async || -> anyhow::Result<String> {
+        match tokio::time::timeout(Duration::from_secs(120), lines.next_line()).await {
+            Ok(Ok(Some(line))) => Ok(line),
+            Ok(Ok(None)) => bail!("the listener process ended early"),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => bail!("the listener process said nothing for 120 s"),
+        }
+    };
+    let ready = next_line().await?;
+    if ready != "ready" {
+        bail!("unexpected first line from the listener process: {ready:?}");
+    }
+    let nudges = Nudges::cross_process(backend.blobs.clone(), NudgeSettings::default());
+    let queue =
+        Queue::<Probe>::new(backend.queues.clone(), backend.blobs.clone(), nudges).named(&name);
+    // Let the listener go idle before the first sample.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut latencies = Vec::with_capacity(samples);
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let span = if no_nudge {
+        Duration::from_millis(args.no_nudge_max_backoff_ms.max(1))
+    } else {
+        Duration::from_millis(200)
+    };
+    for n in 0..samples as u64 {
+        // Idle again: past the listener's first empty polls, at a random point of its back-off.
+        tokio::time::sleep(Duration::from_millis(300) + next_gap(&mut rng, span)).await;
+        queue.send(&probe(n)).await?;
+        let line = next_line().await?;
+        let mut parts = line.split_whitespace();
+        let (Some("picked"), Some(got), Some(us)) = (parts.next(), parts.next(), parts.next())
+        else {
+            bail!("unexpected line from the listener process: {line:?}");
+        };
+        if got.parse::<u64>()? != n {
+            bail!("the listener process picked message {got}, expected {n}");
+        }
+        latencies.push(us.parse::<f64>()? / 1000.0);
+    }
+    let _ = child.kill().await;
+    let _ = backend.queues.delete_queue(&name).await;
+    let _ = backend.queues.delete_queue(&format!("{name}-poison")).await;
+    Ok(latencies)
+}
+
+/// The listener process of the pickup measurement: prints `ready`, then `picked <n> <µs>` per
+/// message, the microseconds from its send to its handler's start.
+async fn listener_child(args: &QueuesBenchArgs, name: &str) -> anyhow::Result<()> {
+    let (queues, blobs) = if let Some(dir) = &args.child_dir {
+        let storage = EmbeddedStorage::open(Path::new(dir))?;
+        (storage.queues(), storage.blobs())
+    } else {
+        let conn = std::env::var("TESSERA_AZURE_CONNECTION_STRING")
+            .context("the listener process needs --child-dir or TESSERA_AZURE_CONNECTION_STRING")?;
+        let storage = AzureStorage::from_connection_string(&conn, AzureOptions::default())?;
+        (storage.queues(), storage.blobs())
+    };
+    let mut settings = ListenerSettings::default();
+    let nudges = if args.child_no_nudge {
+        settings.max_backoff = Duration::from_millis(args.no_nudge_max_backoff_ms.max(1));
+        Nudges::local()
+    } else {
+        Nudges::cross_process(blobs.clone(), NudgeSettings::default())
+    };
+    let queue = Queue::<Probe>::new(queues, blobs, nudges).named(name);
+    let listener = Listener::new(queue)
+        .settings(settings)
+        .start(|m: Envelope<Probe>, _ctx: Context| async move {
+            let us = unix_ns().saturating_sub(m.body.sent_unix_ns) / 1000;
+            println!("picked {} {us}", m.body.n);
+            Ok(())
+        })
+        .await?;
+    println!("ready");
+    // Runs until the benchmark kills it (or its stdout closes).
+    loop {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        let _ = listener.stats();
+    }
+}
+
+/// Messages per second through send -> receive -> handler -> delete with `handlers` handlers,
+/// and the transactions spent.
+async fn throughput(
+    backend: &Backend,
+    handlers: usize,
+    messages: usize,
+) -> anyhow::Result<(f64, Snapshot)> {
+    let accounting = Accounting::new();
+    let queues: Arc<dyn QueueStore> = Arc::new(accounting.wrap(backend.queues.clone()));
+    let blobs: Arc<dyn BlobStore> = Arc::new(accounting.wrap(backend.blobs.clone()));
+    let name = unique("bench-tp");
+    let queue = Queue::<Probe>::new(queues, blobs, Nudges::local()).named(&name);
+    let done = Arc::new(AtomicU64::new(0));
+    let finished = Arc::new(tokio::sync::Notify::new());
+    let (d, f) = (done.clone(), finished.clone());
+    let total = messages as u64;
+    let listener = Listener::new(queue.clone())
+        .settings(ListenerSettings {
+            batch_size: 32,
+            max_concurrency: handlers,
+            max_receivers: 2,
+            ..ListenerSettings::default()
+        })
+        .ignore_metadata()
+        .start(move |_m: Envelope<Probe>, _ctx: Context| {
+            let (d, f) = (d.clone(), f.clone());
+            async move {
+                if d.fetch_add(1, Ordering::Relaxed) + 1 == total {
+                    f.notify_one();
+                }
+                Ok(())
+            }
+        })
+        .await?;
+    let start = Instant::now();
+    let senders = 16usize;
+    let mut tasks = Vec::new();
+    for s in 0..senders {
+        let queue = queue.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut n = s;
+            while n < messages {
+                queue.send(&probe(n as u64)).await?;
+                n += senders;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    // Handled is not yet deleted: wait for the listener's deletes too.
+    tokio::time::timeout(Duration::from_secs(600), finished.notified())
+        .await
+        .context("throughput run did not finish in 10 minutes")?;
+    while listener.stats().processed < total {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let elapsed = start.elapsed();
+    listener.shutdown(Duration::from_secs(10)).await;
+    let snap = accounting.snapshot();
+    let _ = backend.queues.delete_queue(&name).await;
+    let _ = backend.queues.delete_queue(&format!("{name}-poison")).await;
+    Ok((messages as f64 / elapsed.as_secs_f64(), snap))
+}
+
+/// Transactions of one idle listener at default settings (cross-process nudges on) over
+/// `window`, and the hour extrapolated with its back-off schedule.
+async fn idle_transactions(
+    queues: Arc<dyn QueueStore>,
+    blobs: Arc<dyn BlobStore>,
+    window: Duration,
+) -> anyhow::Result<(Snapshot, f64)> {
+    const SEED: u64 = 1;
+    let accounting = Accounting::new();
+    let queues: Arc<dyn QueueStore> = Arc::new(accounting.wrap(queues));
+    let blobs: Arc<dyn BlobStore> = Arc::new(accounting.wrap(blobs));
+    let nudge_settings = NudgeSettings::default();
+    let nudges = Nudges::cross_process(blobs.clone(), nudge_settings);
+    let name = unique("bench-idle");
+    let queue = Queue::<Probe>::new(queues, blobs, nudges).named(&name);
+    let settings = ListenerSettings::default();
+    let listener = Listener::new(queue)
+        .settings(settings.clone())
+        .seed(SEED)
+        .start(|_m: Envelope<Probe>, _ctx: Context| async { Ok(()) })
+        .await?;
+    tokio::time::sleep(window).await;
+    let snap = accounting.snapshot();
+    listener.shutdown(Duration::from_secs(5)).await;
+    // The rest of the hour: the polls the same seeded schedule makes after the window, plus
+    // the registration rewrites.
+    let hour = Duration::from_secs(3600);
+    let (min, max) = (settings.min_backoff, settings.max_backoff);
+    let later_polls =
+        polls_within(min, max, SEED, hour).saturating_sub(polls_within(min, max, SEED, window));
+    let later_refreshes = (hour.as_secs_f64() / nudge_settings.refresh.as_secs_f64()).floor()
+        - (window.as_secs_f64() / nudge_settings.refresh.as_secs_f64()).floor();
+    let per_hour = snap.total as f64 + later_polls as f64 + later_refreshes;
+    Ok((snap, per_hour))
+}
+
+fn print_report(r: &QueuesReport) {
+    println!("queue benchmark on {}", r.backend);
+    println!(
+        "pickup, idle listener in another process ({} samples): p50 {:.2} ms, p99 {:.2} ms with a nudge",
+        r.pickup_samples, r.pickup_p50_ms, r.pickup_p99_ms
+    );
+    println!(
+        "pickup without nudges (max back-off {} ms): p50 {:.1} ms, p99 {:.1} ms",
+        r.no_nudge_max_backoff_ms, r.pickup_p50_ms_no_nudge, r.pickup_p99_ms_no_nudge
+    );
+    for (handlers, rate) in &r.throughput_by_handlers {
+        println!("throughput with {handlers:>2} handler(s): {rate:.0} messages/s");
+    }
+    let ops: Vec<String> = r
+        .tx_per_message_by_op
+        .iter()
+        .map(|(op, n)| format!("{op} {n:.3}"))
+        .collect();
+    println!(
+        "transactions per message (full batches): {:.3} ({})",
+        r.tx_per_message,
+        ops.join(", ")
+    );
+    let ops: Vec<String> = r
+        .idle_tx_by_op
+        .iter()
+        .map(|(op, n)| format!("{op} {n}"))
+        .collect();
+    println!(
+        "idle listener: {} transactions in {} s ({}), {:.0} per listener-hour",
+        r.idle_tx_in_window,
+        r.idle_window_s,
+        ops.join(", "),
+        r.idle_tx_per_listener_hour
+    );
+    let defaults = ListenerSettings::default();
+    let mut schedule = Backoff::seeded(defaults.min_backoff, defaults.max_backoff, 1);
+    let delays: Vec<String> = (0..12)
+        .map(|_| format!("{:.1}", schedule.next_delay().as_secs_f64()))
+        .collect();
+    println!("idle back-off schedule (s): {} ...", delays.join(", "));
+}

@@ -1,0 +1,211 @@
+//! `tessera queues`: depths (poison queues included), peek, requeue from a poison queue, purge.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context as _, bail};
+use tessera_shared::messages::{QueueName, poison_queue_name};
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::PoisonRecord;
+use tessera_shared::storage::{MAX_BATCH, SendOptions};
+use time::format_description::well_known::Rfc3339;
+
+/// Inspect and repair the queues: depths, peek, requeue poison messages, purge.
+#[derive(Debug, clap::Args)]
+pub struct QueuesArgs {
+    #[command(subcommand)]
+    pub command: Option<QueuesCommand>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum QueuesCommand {
+    /// Messages in every queue and its poison queue (the default).
+    Depths {
+        /// One JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show messages without receiving them (poison records show their reason).
+    Peek {
+        /// A queue, e.g. `slicerequest` or `slicerequest-poison`.
+        queue: String,
+        /// How many messages (at most 32).
+        #[arg(short = 'n', long, default_value_t = 10)]
+        count: usize,
+        /// Print the raw bodies, one JSON document per line.
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Send the messages of a poison queue back to their queue (after a fix).
+    Requeue {
+        /// The queue whose poison queue to empty, e.g. `slicerequest` (or `slicerequest-poison`).
+        queue: String,
+        /// Requeue at most this many.
+        #[arg(long)]
+        max: Option<u64>,
+    },
+    /// Delete every message of a queue.
+    Purge {
+        queue: String,
+        /// Confirm: the messages are gone for good.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+pub async fn run(args: QueuesArgs, platform: &Platform) -> anyhow::Result<()> {
+    match args
+        .command
+        .unwrap_or(QueuesCommand::Depths { json: false })
+    {
+        QueuesCommand::Depths { json } => depths(platform, json).await,
+        QueuesCommand::Peek { queue, count, raw } => peek(platform, &queue, count, raw).await,
+        QueuesCommand::Requeue { queue, max } => {
+            let moved = requeue(platform, &queue, max.unwrap_or(u64::MAX)).await?;
+            println!("requeued {moved} message(s) from {}", poison_of(&queue));
+            Ok(())
+        }
+        QueuesCommand::Purge { queue, yes } => {
+            if !yes {
+                bail!("purging deletes every message in {queue}: add --yes to confirm");
+            }
+            let depth = platform.queues.approximate_depth(&queue).await?;
+            platform.queues.clear(&queue).await?;
+            println!("purged {queue} ({depth} message(s))");
+            Ok(())
+        }
+    }
+}
+
+fn poison_of(queue: &str) -> String {
+    if queue.ends_with("-poison") {
+        queue.to_string()
+    } else {
+        poison_queue_name(queue)
+    }
+}
+
+/// Depth of every queue that exists plus the pipeline's queues and their poison queues.
+pub async fn depths(platform: &Platform, json: bool) -> anyhow::Result<()> {
+    let mut names: BTreeSet<String> = platform.queues.list_queues().await?.into_iter().collect();
+    for q in QueueName::ALL {
+        names.insert(q.as_str().to_string());
+        names.insert(q.poison());
+    }
+    let mut rows = Vec::new();
+    for name in names {
+        let depth = match platform.queues.approximate_depth(&name).await {
+            Ok(n) => Some(n),
+            Err(tessera_shared::storage::StorageError::NotFound(_)) => None,
+            Err(e) => return Err(e).with_context(|| format!("depth of {name}")),
+        };
+        rows.push((name, depth));
+    }
+    if json {
+        let map: serde_json::Map<String, serde_json::Value> = rows
+            .into_iter()
+            .map(|(name, depth)| (name, depth.map_or(serde_json::Value::Null, Into::into)))
+            .collect();
+        println!("{}", serde_json::Value::Object(map));
+    } else {
+        let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(5).max(5);
+        println!("{:<width$}  {:>8}", "QUEUE", "DEPTH");
+        for (name, depth) in rows {
+            let depth = depth.map_or_else(|| "-".to_string(), |n| n.to_string());
+            println!("{name:<width$}  {depth:>8}");
+        }
+    }
+    Ok(())
+}
+
+pub async fn peek(platform: &Platform, queue: &str, count: usize, raw: bool) -> anyhow::Result<()> {
+    let messages = platform
+        .queues
+        .peek(queue, count.clamp(1, MAX_BATCH))
+        .await
+        .with_context(|| format!("peek {queue}"))?;
+    if messages.is_empty() && !raw {
+        println!("{queue}: no visible messages");
+    }
+    for m in messages {
+        if raw {
+            println!("{}", m.body);
+            continue;
+        }
+        let inserted = m.insertion_time.format(&Rfc3339).unwrap_or_default();
+        println!("{}  received {}x  sent {inserted}", m.id, m.dequeue_count);
+        match serde_json::from_str::<PoisonRecord>(&m.body) {
+            Ok(record) if queue.ends_with("-poison") => {
+                println!("  reason: {}", record.reason);
+                println!(
+                    "  from {} (message {}, received {}x)",
+                    record.queue, record.message_id, record.dequeue_count
+                );
+                if let Some(job) = record.job_id {
+                    println!("  job: {job}");
+                }
+                match (&record.body, &record.body_blob) {
+                    (Some(body), _) => println!("  body: {}", shorten(body, 400)),
+                    (None, Some(key)) => println!("  body stored at {key}"),
+                    (None, None) => {}
+                }
+            }
+            _ => println!("  {}", shorten(&m.body, 400)),
+        }
+    }
+    Ok(())
+}
+
+/// Moves up to `max` records from `queue`'s poison queue back to the queue each came from;
+/// returns how many were moved. A record is deleted only after its message has been sent.
+pub async fn requeue(platform: &Platform, queue: &str, max: u64) -> anyhow::Result<u64> {
+    let poison = poison_of(queue);
+    // Records poisoned again while this runs wait for the next requeue.
+    let max = max.min(platform.queues.approximate_depth(&poison).await?);
+    let mut moved = 0u64;
+    let mut touched = BTreeSet::new();
+    while moved < max {
+        let want = (max - moved).min(MAX_BATCH as u64) as usize;
+        let batch = platform
+            .queues
+            .receive(&poison, want, std::time::Duration::from_secs(60))
+            .await
+            .with_context(|| format!("receive from {poison}"))?;
+        if batch.is_empty() {
+            break;
+        }
+        for m in batch {
+            let record: PoisonRecord = serde_json::from_str(&m.body)
+                .with_context(|| format!("message {} in {poison} is not a poison record", m.id))?;
+            let body = record.original_body(&*platform.blobs).await?;
+            platform
+                .queues
+                .send(&record.queue, &body, SendOptions::default())
+                .await
+                .with_context(|| format!("send back to {}", record.queue))?;
+            platform
+                .queues
+                .delete(&poison, &m.id, &m.pop_receipt)
+                .await?;
+            if let Some(key) = &record.body_blob {
+                let _ = platform.blobs.delete(key).await;
+            }
+            touched.insert(record.queue);
+            moved += 1;
+        }
+    }
+    for q in touched {
+        platform.nudges.nudge(&q).await;
+    }
+    Ok(moved)
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
