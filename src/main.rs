@@ -1,5 +1,8 @@
 //! `tessera`: one binary, every role, chosen by a subcommand.
 
+mod cli;
+mod platform;
+mod roles;
 mod settings;
 
 use std::path::PathBuf;
@@ -11,9 +14,18 @@ use settings::Settings;
 /// Tessera turns a photo into a mosaic of many small images.
 ///
 /// Every setting can come from a config file (--config) or a TESSERA_* environment variable;
-/// see tessera.sample.toml.
+/// see tessera.sample.toml. Storage is the embedded backend in --data unless TESSERA_STORAGE=azure.
 #[derive(Debug, Parser)]
-#[command(name = "tessera", version, propagate_version = true)]
+#[command(
+    name = "tessera",
+    version,
+    propagate_version = true,
+    after_help = "Examples:
+  tessera serve                                  # everything on http://127.0.0.1:8080
+  tessera render photo.jpg -l tiles/ -o mosaic.png
+  tessera library import ~/emoji --name Emoji
+  TESSERA_STORAGE=azure TESSERA_AZURE_CONNECTION_STRING=UseDevelopmentStorage=true tessera processor"
+)]
 struct Cli {
     /// Data directory of the embedded storage backend [default: ./tessera-data].
     #[arg(long, global = true, value_name = "DIR")]
@@ -27,8 +39,36 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print the effective configuration (secrets redacted).
+    /// Run every role in one process: web front end, job controller and image processors.
+    Serve(roles::ServeArgs),
+    /// Run the web front end and REST API alone.
+    Web(roles::WebArgs),
+    /// Run the job controller alone (imagerequest, sliceresponse).
+    Controller,
+    /// Run image processors alone (slicerequest).
+    Processor(roles::ProcessorArgs),
+    /// Make one mosaic on this machine, without queues or storage.
+    Render(cli::render::RenderArgs),
+    /// Import and inspect tile libraries.
+    #[command(subcommand)]
+    Library(LibraryCommand),
+    /// Inspect and repair the queues: depths, peek, requeue poison messages, purge.
+    Queues(cli::queues::QueuesArgs),
+    /// Benchmarks that print figures.
+    #[command(subcommand)]
+    Bench(cli::bench::BenchCommand),
+    /// Print the effective configuration as TOML (secrets redacted).
     Config,
+}
+
+#[derive(Debug, Subcommand)]
+enum LibraryCommand {
+    /// Import a folder or .zip of images into the configured store as a named library.
+    Import(cli::library::LibraryImportArgs),
+    /// List the libraries in the configured store.
+    List,
+    /// Save a folder's or .zip's tile index to a file (for `tessera render -l`).
+    Index(cli::library::LibraryIndexArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -39,16 +79,37 @@ fn main() -> anyhow::Result<()> {
         settings.storage.data_dir = dir;
     }
     match cli.command {
-        Command::Config => println!("{settings:#?}"),
+        Command::Render(args) => cli::render::run(args),
+        Command::Library(LibraryCommand::Index(args)) => cli::library::run(args),
+        Command::Config => {
+            print!("{}", settings.to_toml_redacted()?);
+            Ok(())
+        }
+        Command::Bench(command) => cli::bench::run(command),
+        command => async_main(command, settings),
     }
-    Ok(())
+}
+
+/// The subcommands that talk to storage, on a multi-threaded runtime.
+#[tokio::main]
+async fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> {
+    let platform = platform::open(&settings.storage)?;
+    match command {
+        Command::Serve(args) => roles::serve(platform, settings, args).await,
+        Command::Web(args) => roles::web(platform, settings, args).await,
+        Command::Controller => roles::controller(platform, settings).await,
+        Command::Processor(args) => roles::processor(platform, settings, args).await,
+        Command::Library(LibraryCommand::Import(args)) => cli::library::import(args, &platform).await,
+        Command::Library(LibraryCommand::List) => cli::library::list(&platform).await,
+        Command::Queues(args) => cli::queues::run(args, &platform).await,
+        Command::Render(_) | Command::Library(LibraryCommand::Index(_)) | Command::Bench(_) | Command::Config => {
+            unreachable!("handled without storage")
+        }
+    }
 }
 
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("TESSERA_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }

@@ -11,10 +11,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
     pub storage: StorageSettings,
+    pub web: tessera_web::WebSettings,
+    pub controller: tessera_workers::ControllerSettings,
+    pub processor: tessera_workers::ProcessorSettings,
 }
 
 #[derive(Clone, Serialize, Deserialize, PartialEq)]
@@ -61,14 +64,6 @@ impl std::fmt::Debug for StorageSettings {
     }
 }
 
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            storage: StorageSettings::default(),
-        }
-    }
-}
-
 /// Short environment names the design documents, and the key each one sets.
 const ENV_ALIASES: &[(&str, &str)] = &[
     ("TESSERA_STORAGE", "storage.backend"),
@@ -111,6 +106,15 @@ impl Settings {
             .context("invalid configuration")?;
         settings.validate()?;
         Ok(settings)
+    }
+
+    /// The settings as a TOML document, with the connection string redacted.
+    pub fn to_toml_redacted(&self) -> anyhow::Result<String> {
+        let mut shown = self.clone();
+        if !shown.storage.azure_connection_string.is_empty() {
+            shown.storage.azure_connection_string = "<redacted>".into();
+        }
+        Ok(toml::to_string(&shown)?)
     }
 
     fn validate(&self) -> anyhow::Result<()> {

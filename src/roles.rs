@@ -1,0 +1,140 @@
+//! The long-running roles: `serve` (all of them in one process), `web`, `controller`,
+//! `processor`. Each runs until Ctrl-C or SIGTERM, then shuts down gracefully: listeners stop
+//! receiving, running handlers finish, and messages in hand become visible again.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::shutdown::{self, Shutdown};
+
+use crate::settings::Settings;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tessera serve
+  tessera serve --port 9000 --processors 4 --data /srv/tessera
+  tessera serve --default-library ~/emoji --default-library-name Emoji")]
+pub struct ServeArgs {
+    /// Port of the web front end [default: 8080].
+    #[arg(long)]
+    port: Option<u16>,
+    /// Image processors in this process [default: one per core].
+    #[arg(long)]
+    processors: Option<usize>,
+    /// Tiles (a folder or .zip) imported as a library when the store has none yet.
+    #[arg(long, value_name = "SRC", env = "TESSERA_DEFAULT_LIBRARY")]
+    default_library: Option<PathBuf>,
+    /// Name of that library.
+    #[arg(long, value_name = "NAME", default_value = "Default")]
+    default_library_name: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WebArgs {
+    /// Port to listen on [default: 8080].
+    #[arg(long)]
+    port: Option<u16>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProcessorArgs {
+    /// Slices rendered at once [default: one per core].
+    #[arg(long)]
+    processors: Option<usize>,
+}
+
+/// Web front end, job controller and image processors in one process.
+pub async fn serve(platform: Platform, mut settings: Settings, args: ServeArgs) -> anyhow::Result<()> {
+    if let Some(port) = args.port {
+        settings.web.port = port;
+    }
+    if let Some(n) = args.processors {
+        settings.processor.processors = n;
+    }
+    platform.ensure_queues().await?;
+    if let Some(src) = &args.default_library {
+        install_default_library(&platform, src, &args.default_library_name).await?;
+    }
+    let (trigger, signal) = shutdown::channel();
+    let roles = tokio::try_join!(
+        tessera_web::run_web(platform.clone(), settings.web.clone(), signal.clone()),
+        tessera_workers::run_controller(platform.clone(), settings.controller.clone(), signal.clone()),
+        tessera_workers::run_processors(platform.clone(), settings.processor.clone(), signal.clone()),
+        async {
+            wait_for_stop_signal().await;
+            trigger.fire();
+            Ok(())
+        },
+    );
+    roles.map(|_| ())
+}
+
+pub async fn web(platform: Platform, mut settings: Settings, args: WebArgs) -> anyhow::Result<()> {
+    if let Some(port) = args.port {
+        settings.web.port = port;
+    }
+    platform.ensure_queues().await?;
+    run_until_stopped(|signal| tessera_web::run_web(platform, settings.web, signal)).await
+}
+
+pub async fn controller(platform: Platform, settings: Settings) -> anyhow::Result<()> {
+    platform.ensure_queues().await?;
+    run_until_stopped(|signal| tessera_workers::run_controller(platform, settings.controller, signal))
+        .await
+}
+
+pub async fn processor(platform: Platform, mut settings: Settings, args: ProcessorArgs) -> anyhow::Result<()> {
+    if let Some(n) = args.processors {
+        settings.processor.processors = n;
+    }
+    platform.ensure_queues().await?;
+    run_until_stopped(|signal| tessera_workers::run_processors(platform, settings.processor, signal))
+        .await
+}
+
+/// Imports `src` as a library unless the store already has one.
+async fn install_default_library(platform: &Platform, src: &std::path::Path, name: &str) -> anyhow::Result<()> {
+    let existing = platform.libraries().list().await?;
+    if !existing.is_empty() {
+        return Ok(());
+    }
+    tracing::info!("importing the default tile library from {}", src.display());
+    let (record, report) = tessera_workers::import_library(platform, src, name)
+        .await
+        .context("cannot install the default tile library")?;
+    tracing::info!(
+        "library {} ready: {} tiles ({} files skipped)",
+        record.id,
+        record.tiles,
+        report.skipped.len()
+    );
+    Ok(())
+}
+
+async fn run_until_stopped<F, Fut>(role: F) -> anyhow::Result<()>
+where
+    F: FnOnce(Shutdown) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let (trigger, signal) = shutdown::channel();
+    let role = role(signal);
+    tokio::pin!(role);
+    tokio::select! {
+        // A role that ends by itself has failed to start or lost its storage.
+        result = &mut role => return result,
+        () = wait_for_stop_signal() => trigger.fire(),
+    }
+    role.await
+}
+
+/// Ctrl-C or SIGTERM.
+async fn wait_for_stop_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("stopping: letting running work finish");
+}
