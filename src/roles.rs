@@ -56,6 +56,12 @@ pub async fn serve(platform: Platform, mut settings: Settings, args: ServeArgs) 
     if let Some(src) = &args.default_library {
         install_default_library(&platform, src, &args.default_library_name).await?;
     }
+    if settings.web.default_library.is_empty() {
+        // Jobs that name no library use the first one in the catalogue.
+        if let Some(first) = platform.libraries().list().await?.into_iter().next() {
+            settings.web.default_library = first.id;
+        }
+    }
     let (trigger, signal) = shutdown::channel();
     let roles = tokio::try_join!(
         tessera_web::run_web(platform.clone(), settings.web.clone(), signal.clone()),
