@@ -1,2 +1,37 @@
-//! Tessera's back end roles: the job controller (`imagerequest` and `sliceresponse`) that plans, slices
-//! and stitches, and the image processors (`slicerequest`) that render slices.
+//! Tessera's back-end roles, each a set of queue listeners over the storage ports:
+//!
+//! - the **job controller** ([`run_controller`]) takes `imagerequest`: it loads the upload, makes
+//!   the plan for the whole image (so the no-repeat rule holds across slice borders and the output
+//!   does not depend on the slice count), stores each slice's rows of the plan as a blob and sends
+//!   one `SliceRequest` per slice. On each `sliceresponse` it records the slice in the job record,
+//!   decides from storage whether every slice is in, and if so stitches the slices, streaming, into
+//!   one PNG and sends the `ImageResponse`;
+//! - the **image processors** ([`run_processors`]) take `slicerequest`: they render the slice's rows
+//!   with the tile library (cached by id and version), write the slice blob and send a
+//!   `SliceResponse`;
+//! - [`import_library`] puts a tile library's index into the configured store.
+//!
+//! Every handler is idempotent: outputs go to deterministic keys with create-only writes (or
+//! rewrites of identical bytes), completion is derived from what exists, and the job record only
+//! moves forward, so a message delivered twice, or a process killed at any moment, changes
+//! nothing in the result.
+
+mod controller;
+mod import;
+mod jobs;
+mod library_cache;
+mod processor;
+mod settings;
+mod stitch;
+
+pub use controller::run_controller;
+pub use import::import_library;
+pub use jobs::{plan_options, slice_ranges};
+pub use library_cache::{LibraryCache, LibraryLoadError};
+pub use processor::run_processors;
+pub use settings::{ControllerSettings, ProcessorSettings};
+pub use stitch::{StitchError, stitch_png};
+pub use tessera_engine::ImportReport;
+
+/// How long a role waits for running handlers when it shuts down.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);

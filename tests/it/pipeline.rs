@@ -1,0 +1,929 @@
+//! The whole pipeline on real images: a job submitted as the broker submits it, planned and
+//! stitched by the job controller, rendered by image processors, on the embedded backend and on
+//! Azurite; compared pixel for pixel with the engine's own render of the same target.
+//!
+//! Tests on Azurite share the pipeline's four queues, so they run one at a time (a process-wide
+//! lock) and start from empty queues. They fail, saying why, when
+//! `TESSERA_AZURE_CONNECTION_STRING` is not set (`scripts/test.sh` sets it).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tempfile::TempDir;
+use tessera_engine::{
+    Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions, TileCache, VecSink,
+    decode_target, render_to_sink,
+};
+use tessera_shared::jobs::{JobParams, JobRecord, JobState};
+use tessera_shared::keys::BlobKey;
+use tessera_shared::libraries::LibraryRecord;
+use tessera_shared::messages::{
+    Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, LibraryRef, QueueName, RenderOptions,
+    SliceRequest,
+};
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::shutdown::{self, ShutdownTrigger};
+use tessera_shared::runtime::{
+    Context, Failure, Listener, ListenerHandle, ListenerSettings, Nudges,
+};
+use tessera_shared::storage::embedded::EmbeddedStorage;
+use tessera_shared::storage::{
+    BlobStore, PeekedMessage, PutMode, QueueStore, ReceivedMessage, SendOptions, SentMessage,
+    UpdatedMessage,
+};
+use tessera_workers::{
+    ControllerSettings, ProcessorSettings, import_library, run_controller, run_processors,
+};
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+const CONNECTION_ENV: &str = "TESSERA_AZURE_CONNECTION_STRING";
+/// Long enough for any job here on a slow machine; a hang fails instead of blocking the run.
+const JOB_DEADLINE: Duration = Duration::from_secs(120);
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine")
+}
+
+fn target_bytes() -> Vec<u8> {
+    std::fs::read(fixtures().join("astronaut-48.png")).expect("the astronaut fixture")
+}
+
+/// What a test asks of a job.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    cells: u32,
+    tile_size: u32,
+    slices: u32,
+    options: RenderOptions,
+}
+
+impl Job {
+    fn small(slices: u32) -> Self {
+        Job {
+            cells: 32,
+            tile_size: 8,
+            slices,
+            options: RenderOptions {
+                repeat_radius: 1,
+                blend_percent: 15,
+                max_uses: None,
+            },
+        }
+    }
+}
+
+/// The engine called directly, as `tessera render` does: RGB8 pixels and the size.
+fn local_render(job: &Job) -> (u32, u32, Vec<u8>) {
+    let (library, _) =
+        Library::import(&fixtures().join("tiles"), &ImportOptions::default()).unwrap();
+    let target = decode_target(&target_bytes(), library.background()).unwrap();
+    let options = PlanOptions {
+        tile_size: job.tile_size,
+        grid: EngineGrid::Cells(job.cells),
+        repeat_radius: job.options.repeat_radius,
+        max_uses: job.options.max_uses,
+        blend: job.options.blend_percent,
+        ..PlanOptions::default()
+    };
+    let plan = Plan::make(&target, &library, &options).unwrap();
+    let cache = TileCache::new(&library, plan.tile_size());
+    let mut sink = VecSink::default();
+    render_to_sink(&plan, &cache, &mut sink, 4, &|_, _| {}).unwrap();
+    (plan.width(), plan.total_height(), sink.pixels)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Environments
+
+/// Serializes the tests that use the pipeline's queues on Azurite.
+fn azurite_lock() -> &'static tokio::sync::Mutex<()> {
+    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
+    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
+}
+
+/// The pipeline's queues and their poison queues.
+fn all_queue_names() -> Vec<String> {
+    QueueName::ALL
+        .iter()
+        .flat_map(|q| [q.as_str().to_string(), q.poison()])
+        .collect()
+}
+
+/// A storage backend for one test; on Azurite it holds the lock until dropped.
+struct Env {
+    platform: Platform,
+    queues: Arc<dyn QueueStore>,
+    blobs: Arc<dyn BlobStore>,
+    _dir: Option<TempDir>,
+    _lock: Option<tokio::sync::MutexGuard<'static, ()>>,
+}
+
+fn embedded() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = EmbeddedStorage::open(dir.path()).unwrap();
+    Env::new(storage.queues(), storage.blobs(), Some(dir), None)
+}
+
+fn connection_string() -> String {
+    std::env::var(CONNECTION_ENV).unwrap_or_else(|_| {
+        panic!(
+            "{CONNECTION_ENV} is not set: the Azurite pipeline tests need a running Azurite \
+             (scripts/test.sh starts one and sets it; or `scripts/azurite.sh start` and \
+             {CONNECTION_ENV}=UseDevelopmentStorage=true)"
+        )
+    })
+}
+
+async fn azurite() -> Env {
+    let connection = connection_string();
+    let lock = azurite_lock().lock().await;
+    let storage = tessera_azure::AzureStorage::from_connection_string(
+        &connection,
+        tessera_azure::AzureOptions::default(),
+    )
+    .expect("Azurite connection string");
+    let env = Env::new(storage.queues(), storage.blobs(), None, Some(lock));
+    env.platform.ensure_queues().await.unwrap();
+    for name in all_queue_names() {
+        env.queues.clear(&name).await.unwrap();
+        env.queues
+            .set_metadata(&name, &HashMap::new())
+            .await
+            .unwrap();
+    }
+    env
+}
+
+impl Env {
+    fn new(
+        queues: Arc<dyn QueueStore>,
+        blobs: Arc<dyn BlobStore>,
+        dir: Option<TempDir>,
+        lock: Option<tokio::sync::MutexGuard<'static, ()>>,
+    ) -> Self {
+        Env {
+            platform: Platform::new(queues.clone(), blobs.clone(), Nudges::local()),
+            queues,
+            blobs,
+            _dir: dir,
+            _lock: lock,
+        }
+    }
+
+    /// The same storage with every message on the pipeline's internal queues sent twice.
+    fn doubled(&self) -> Platform {
+        let queues: Arc<dyn QueueStore> = Arc::new(Twice(self.queues.clone()));
+        Platform::new(queues, self.blobs.clone(), Nudges::local())
+    }
+
+    async fn library(&self) -> LibraryRecord {
+        let name = format!("emoji {}", &Uuid::new_v4().simple().to_string()[..8]);
+        let (record, report) = import_library(&self.platform, &fixtures().join("tiles"), &name)
+            .await
+            .unwrap();
+        assert!(report.imported >= 30, "{report:?}");
+        assert_eq!(record.tiles as usize, report.imported);
+        record
+    }
+
+    /// Messages left on every pipeline queue and poison queue.
+    async fn depths(&self) -> HashMap<String, u64> {
+        let mut depths = HashMap::new();
+        for name in all_queue_names() {
+            depths.insert(
+                name.clone(),
+                self.queues.approximate_depth(&name).await.unwrap(),
+            );
+        }
+        depths
+    }
+
+    async fn assert_queues_empty(&self) {
+        // Deletions may trail the last completion by a moment.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let depths = self.depths().await;
+            if depths.values().all(|&n| n == 0) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "messages left on the queues: {depths:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Sends every message twice, except the final `imageresponse` (so that a test can count the
+/// completions the pipeline announces).
+#[derive(Debug)]
+struct Twice(Arc<dyn QueueStore>);
+
+#[async_trait]
+impl QueueStore for Twice {
+    async fn create_queue(&self, queue: &str) -> tessera_shared::storage::Result<()> {
+        self.0.create_queue(queue).await
+    }
+    async fn delete_queue(&self, queue: &str) -> tessera_shared::storage::Result<()> {
+        self.0.delete_queue(queue).await
+    }
+    async fn list_queues(&self) -> tessera_shared::storage::Result<Vec<String>> {
+        self.0.list_queues().await
+    }
+    async fn send(
+        &self,
+        queue: &str,
+        body: &str,
+        options: SendOptions,
+    ) -> tessera_shared::storage::Result<SentMessage> {
+        let first = self.0.send(queue, body, options).await?;
+        if [
+            QueueName::ImageRequest,
+            QueueName::SliceRequest,
+            QueueName::SliceResponse,
+        ]
+        .iter()
+        .any(|q| q.as_str() == queue)
+        {
+            self.0.send(queue, body, options).await?;
+        }
+        Ok(first)
+    }
+    async fn receive(
+        &self,
+        queue: &str,
+        max: usize,
+        visibility_timeout: Duration,
+    ) -> tessera_shared::storage::Result<Vec<ReceivedMessage>> {
+        self.0.receive(queue, max, visibility_timeout).await
+    }
+    async fn update(
+        &self,
+        queue: &str,
+        id: &str,
+        pop_receipt: &str,
+        visibility_timeout: Duration,
+        body: Option<&str>,
+    ) -> tessera_shared::storage::Result<UpdatedMessage> {
+        self.0
+            .update(queue, id, pop_receipt, visibility_timeout, body)
+            .await
+    }
+    async fn delete(
+        &self,
+        queue: &str,
+        id: &str,
+        pop_receipt: &str,
+    ) -> tessera_shared::storage::Result<()> {
+        self.0.delete(queue, id, pop_receipt).await
+    }
+    async fn peek(
+        &self,
+        queue: &str,
+        max: usize,
+    ) -> tessera_shared::storage::Result<Vec<PeekedMessage>> {
+        self.0.peek(queue, max).await
+    }
+    async fn approximate_depth(&self, queue: &str) -> tessera_shared::storage::Result<u64> {
+        self.0.approximate_depth(queue).await
+    }
+    async fn get_metadata(
+        &self,
+        queue: &str,
+    ) -> tessera_shared::storage::Result<HashMap<String, String>> {
+        self.0.get_metadata(queue).await
+    }
+    async fn set_metadata(
+        &self,
+        queue: &str,
+        metadata: &HashMap<String, String>,
+    ) -> tessera_shared::storage::Result<()> {
+        self.0.set_metadata(queue, metadata).await
+    }
+    async fn clear(&self, queue: &str) -> tessera_shared::storage::Result<()> {
+        self.0.clear(queue).await
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The roles, run in this process
+
+fn controller_settings() -> ControllerSettings {
+    ControllerSettings {
+        min_backoff_ms: 5,
+        max_backoff_ms: 200,
+        visibility_timeout_ms: 10_000,
+        renewal_interval_ms: 2_000,
+        max_retry_delay_ms: 500,
+        // Small bands, so that stitching crosses slice borders inside a band.
+        stitch_band_bytes: 10_000,
+        ..ControllerSettings::default()
+    }
+}
+
+fn processor_settings(processors: usize) -> ProcessorSettings {
+    ProcessorSettings {
+        processors,
+        id: "test".into(),
+        min_backoff_ms: 5,
+        max_backoff_ms: 200,
+        visibility_timeout_ms: 10_000,
+        renewal_interval_ms: 2_000,
+        max_retry_delay_ms: 500,
+        ..ProcessorSettings::default()
+    }
+}
+
+/// The controller, the processors and a stand-in for the broker's `imageresponse` listener.
+struct Roles {
+    trigger: ShutdownTrigger,
+    tasks: Vec<JoinHandle<anyhow::Result<()>>>,
+    responses: ListenerHandle,
+    received: Arc<Mutex<Vec<ImageResponse>>>,
+}
+
+async fn start_roles(
+    platform: &Platform,
+    controller: ControllerSettings,
+    processors: ProcessorSettings,
+) -> Roles {
+    let (trigger, signal) = shutdown::channel();
+    let tasks = vec![
+        tokio::spawn(run_controller(platform.clone(), controller, signal.clone())),
+        tokio::spawn(run_processors(platform.clone(), processors, signal)),
+    ];
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let sink = received.clone();
+    let responses = Listener::new(platform.queue::<ImageResponse>())
+        .settings(ListenerSettings {
+            min_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(200),
+            ..ListenerSettings::default()
+        })
+        .start(move |message: Envelope<ImageResponse>, _: Context| {
+            let sink = sink.clone();
+            async move {
+                sink.lock().unwrap().push(message.body);
+                Ok::<(), Failure>(())
+            }
+        })
+        .await
+        .unwrap();
+    Roles {
+        trigger,
+        tasks,
+        responses,
+        received,
+    }
+}
+
+impl Roles {
+    fn responses_for(&self, job: Uuid) -> Vec<ImageResponse> {
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.job_id == job)
+            .cloned()
+            .collect()
+    }
+
+    async fn stop(self) {
+        self.trigger.fire();
+        for task in self.tasks {
+            task.await.unwrap().unwrap();
+        }
+        self.responses.shutdown(Duration::from_secs(5)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs
+
+/// Submits a job the way the broker does: the upload, the job record, the `ImageRequest`.
+async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Job) -> Uuid {
+    let id = Uuid::new_v4();
+    let client = Uuid::new_v4();
+    let input = BlobKey::ImageInput { job: id }.path();
+    platform
+        .blobs
+        .put(&input, Bytes::copy_from_slice(image), PutMode::CreateNew)
+        .await
+        .unwrap();
+    let grid = Grid::Cells { across: job.cells };
+    let params = JobParams {
+        library: library.clone(),
+        tile_size: job.tile_size,
+        grid,
+        slices: job.slices,
+        options: job.options,
+        input_name: "astronaut-48.png".into(),
+    };
+    platform
+        .jobs()
+        .create(&JobRecord::new(id, client, params))
+        .await
+        .unwrap();
+    let request = ImageRequest {
+        job_id: id,
+        input_blob: input,
+        library,
+        tile_size: job.tile_size,
+        grid,
+        slices: job.slices,
+        options: job.options,
+    };
+    platform
+        .queue::<ImageRequest>()
+        .send(&Envelope::new(client, request))
+        .await
+        .unwrap();
+    id
+}
+
+/// Waits until the job has ended, and returns its record.
+async fn finished(platform: &Platform, job: Uuid) -> JobRecord {
+    let deadline = Instant::now() + JOB_DEADLINE;
+    loop {
+        let record = platform.jobs().get(job).await.unwrap();
+        if record.state.is_final() {
+            return record;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "job {job} did not end: {record:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The finished mosaic, decoded: size and RGB8 pixels.
+async fn result_pixels(platform: &Platform, job: Uuid) -> (u32, u32, Vec<u8>) {
+    let png = platform
+        .blobs
+        .get(&BlobKey::ImageOutput { job }.path())
+        .await
+        .unwrap();
+    let image = image::load_from_memory_with_format(&png, image::ImageFormat::Png)
+        .unwrap()
+        .to_rgb8();
+    (image.width(), image.height(), image.into_raw())
+}
+
+fn assert_same_pixels(got: &(u32, u32, Vec<u8>), want: &(u32, u32, Vec<u8>), what: &str) {
+    assert_eq!((got.0, got.1), (want.0, want.1), "{what}: size");
+    if got.2 != want.2 {
+        let first = got.2.iter().zip(&want.2).position(|(a, b)| a != b);
+        let differing = got.2.iter().zip(&want.2).filter(|(a, b)| a != b).count();
+        panic!(
+            "{what}: {differing} bytes differ, the first at byte {first:?} (row {:?})",
+            first.map(|i| i / (got.0 as usize * 3))
+        );
+    }
+}
+
+/// A finished job's record says what happened, in full.
+fn assert_done_record(record: &JobRecord, job: &Job, slices: u32) {
+    assert_eq!(record.state, JobState::Done, "{record:#?}");
+    assert!(record.error.is_none());
+    assert!(record.finished_at.is_some());
+    assert_eq!(record.slices_total, slices);
+    assert_eq!(record.slices.len() as u32, slices);
+    assert!(
+        record
+            .slices
+            .values()
+            .all(|s| s.processor.starts_with("test/"))
+    );
+    let output = record.output.expect("output size");
+    assert_eq!(output.width, job.cells * job.tile_size);
+    assert_eq!(output.cols, job.cells);
+    assert_eq!(
+        record.result_blob.as_deref(),
+        Some(BlobKey::ImageOutput { job: record.id }.path().as_str())
+    );
+    assert!(
+        record.transactions.get("controller").copied().unwrap_or(0) > 0,
+        "{record:#?}"
+    );
+    // At least a look for the slice and a response per slice.
+    assert!(
+        record.transactions.get("processor").copied().unwrap_or(0) >= u64::from(slices) * 2,
+        "{record:#?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios, run on either backend
+
+async fn job_matches_local_render(env: Env) {
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
+    let job = Job::small(3);
+    let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+    let record = finished(&env.platform, id).await;
+    assert_done_record(&record, &job, 3);
+    assert_same_pixels(
+        &result_pixels(&env.platform, id).await,
+        &local_render(&job),
+        "pipeline vs local render",
+    );
+    env.assert_queues_empty().await;
+    let responses = roles.responses_for(id);
+    assert_eq!(responses.len(), 1, "{responses:?}");
+    let size = record.output.unwrap();
+    assert_eq!(
+        responses[0].outcome,
+        JobOutcome::Done {
+            output_blob: BlobKey::ImageOutput { job: id }.path(),
+            width: size.width,
+            height: size.height,
+        }
+    );
+    roles.stop().await;
+}
+
+async fn failing_slice_is_poisoned(env: Env) {
+    let library = env.library().await;
+    let settings = ProcessorSettings {
+        poison_threshold: 2,
+        visibility_timeout_ms: 1_000,
+        renewal_interval_ms: 300,
+        ..processor_settings(2)
+    };
+    let roles = start_roles(&env.platform, controller_settings(), settings).await;
+
+    // A slice whose plan blob is corrupt: rendering it can never succeed.
+    let job = Job::small(2);
+    let bad = Uuid::new_v4();
+    let client = Uuid::new_v4();
+    let params = JobParams {
+        library: library.reference(),
+        tile_size: job.tile_size,
+        grid: Grid::Cells { across: job.cells },
+        slices: 2,
+        options: job.options,
+        input_name: String::new(),
+    };
+    env.platform
+        .jobs()
+        .create(&JobRecord::new(bad, client, params))
+        .await
+        .unwrap();
+    let plan_blob = BlobKey::SliceInput { job: bad, seq: 0 }.path();
+    env.blobs
+        .put(
+            &plan_blob,
+            Bytes::from_static(b"TSRPLAN\nnot a plan at all"),
+            PutMode::CreateNew,
+        )
+        .await
+        .unwrap();
+    let slice = SliceRequest {
+        job_id: bad,
+        seq: 0,
+        count: 2,
+        plan_blob,
+        library: library.reference(),
+        tile_size: job.tile_size,
+        options: job.options,
+    };
+    env.platform
+        .queue::<SliceRequest>()
+        .send(&Envelope::new(client, slice))
+        .await
+        .unwrap();
+
+    // A job naming a library version that does not exist.
+    let missing = LibraryRef {
+        id: library.id.clone(),
+        version: library.version + 40,
+    };
+    let unknown = submit(&env.platform, missing, &target_bytes(), &job).await;
+    // And a good job beside them.
+    let good = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+
+    let record = finished(&env.platform, bad).await;
+    assert_eq!(record.state, JobState::Failed);
+    let reason = record.error.clone().unwrap();
+    assert!(reason.contains("slice 0 of 2"), "{reason}");
+    assert!(reason.contains("plan"), "{reason}");
+
+    let record = finished(&env.platform, unknown).await;
+    assert_eq!(record.state, JobState::Failed);
+    let reason = record.error.clone().unwrap();
+    assert!(
+        reason.contains(&library.id) && reason.contains("not found"),
+        "{reason}"
+    );
+
+    let record = finished(&env.platform, good).await;
+    assert_done_record(&record, &job, 2);
+    assert_same_pixels(
+        &result_pixels(&env.platform, good).await,
+        &local_render(&job),
+        "the good job",
+    );
+
+    let poisoned = poison_records(&env, QueueName::SliceRequest).await;
+    assert_eq!(poisoned.len(), 1, "{poisoned:?}");
+    assert_eq!(poisoned[0].0, Some(bad));
+    let poisoned = poison_records(&env, QueueName::ImageRequest).await;
+    assert_eq!(poisoned.len(), 1, "{poisoned:?}");
+    assert_eq!(poisoned[0].0, Some(unknown));
+    assert!(poisoned[0].1.contains("not found"), "{poisoned:?}");
+
+    let failures: Vec<_> = roles.received.lock().unwrap().clone();
+    for id in [bad, unknown] {
+        assert!(
+            failures
+                .iter()
+                .any(|r| r.job_id == id && matches!(r.outcome, JobOutcome::Failed { .. })),
+            "no failure announced for {id}: {failures:?}"
+        );
+    }
+    roles.stop().await;
+}
+
+/// The poison queue's records (job and reason), read and removed.
+async fn poison_records(env: &Env, queue: QueueName) -> Vec<(Option<Uuid>, String)> {
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = env
+            .queues
+            .receive(&queue.poison(), 32, Duration::from_secs(30))
+            .await
+            .unwrap();
+        if got.is_empty() && (!out.is_empty() || Instant::now() > deadline) {
+            return out;
+        }
+        for message in got {
+            let record: tessera_shared::runtime::PoisonRecord =
+                serde_json::from_str(&message.body).unwrap();
+            out.push((record.job_id, record.reason));
+            env.queues
+                .delete(&queue.poison(), &message.id, &message.pop_receipt)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+async fn messages_twice_give_one_result(env: Env) {
+    let library = env.library().await;
+    let platform = env.doubled();
+    let roles = start_roles(&platform, controller_settings(), processor_settings(2)).await;
+    let job = Job::small(4);
+    let id = submit(&platform, library.reference(), &target_bytes(), &job).await;
+    let record = finished(&env.platform, id).await;
+    assert_done_record(&record, &job, 4);
+    assert_same_pixels(
+        &result_pixels(&env.platform, id).await,
+        &local_render(&job),
+        "doubled messages",
+    );
+    env.assert_queues_empty().await;
+    // Every duplicate has been handled by now: the job was completed and announced once.
+    let again = env.platform.jobs().get(id).await.unwrap();
+    assert_eq!(again.finished_at, record.finished_at);
+    assert_eq!(again.slices, record.slices);
+    assert_eq!(
+        again.transactions.get("processor"),
+        record.transactions.get("processor")
+    );
+    assert_eq!(roles.responses_for(id).len(), 1);
+    roles.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_job_matches_a_local_render() {
+    job_matches_local_render(embedded()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azurite_job_matches_a_local_render() {
+    job_matches_local_render(azurite().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slice_count_does_not_change_the_pixels() {
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
+    let mut outputs = Vec::new();
+    for slices in [1, 3, 8, 100] {
+        let job = Job::small(slices);
+        let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+        let record = finished(&env.platform, id).await;
+        // Never more slices than rows of cells.
+        assert_done_record(&record, &job, slices.min(record.output.unwrap().rows));
+        outputs.push((slices, result_pixels(&env.platform, id).await));
+    }
+    let want = local_render(&Job::small(1));
+    for (slices, got) in &outputs {
+        assert_same_pixels(got, &want, &format!("{slices} slices"));
+    }
+    env.assert_queues_empty().await;
+    roles.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_failing_slice_is_poisoned_and_fails_its_job() {
+    failing_slice_is_poisoned(embedded()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azurite_failing_slice_is_poisoned_and_fails_its_job() {
+    failing_slice_is_poisoned(azurite().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_messages_delivered_twice_give_one_result() {
+    messages_twice_give_one_result(embedded()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azurite_messages_delivered_twice_give_one_result() {
+    messages_twice_give_one_result(azurite().await).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Separate processes
+
+/// A role's process, killed when dropped (a failing test leaves none behind).
+struct RoleProcess(std::process::Child);
+
+impl RoleProcess {
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for RoleProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A `tessera` role in its own process, on Azurite.
+fn spawn_role(role: &str, extra: &[(&str, &str)]) -> RoleProcess {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+    command
+        .arg(role)
+        .env("TESSERA_STORAGE", "azure")
+        .env(CONNECTION_ENV, connection_string())
+        .env("TESSERA_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null());
+    for section in ["CONTROLLER", "PROCESSOR"] {
+        for (key, value) in [
+            ("VISIBILITY_TIMEOUT_MS", "3000"),
+            ("RENEWAL_INTERVAL_MS", "1000"),
+            ("MIN_BACKOFF_MS", "10"),
+            ("MAX_BACKOFF_MS", "500"),
+            ("MAX_RETRY_DELAY_MS", "1000"),
+        ] {
+            command.env(format!("TESSERA_{section}__{key}"), value);
+        }
+    }
+    for (key, value) in extra {
+        command.env(key, value);
+    }
+    RoleProcess(
+        command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `tessera {role}`: {e}")),
+    )
+}
+
+/// Fails at once, saying why, when the binary has no such role yet.
+fn require_role(role: &str) {
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args([role, "--help"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "the tessera binary has no `{role}` subcommand: wire tessera_workers::run_* into src/main.rs"
+    );
+}
+
+/// Slice outputs of a job present in storage.
+async fn slices_present(env: &Env, job: Uuid) -> usize {
+    use tessera_shared::storage::BlobStoreExt;
+    env.blobs
+        .list_all(&BlobKey::slice_outputs_prefix(job))
+        .await
+        .unwrap()
+        .len()
+}
+
+/// Waits until `ready` holds, failing the test at the job deadline.
+async fn wait_until(env: &Env, job: Uuid, what: &str, ready: impl Fn(usize) -> bool) -> JobRecord {
+    let deadline = Instant::now() + JOB_DEADLINE;
+    loop {
+        let record = env.platform.jobs().get(job).await.unwrap();
+        if ready(slices_present(env, job).await) {
+            return record;
+        }
+        assert!(
+            Instant::now() < deadline && !record.state.is_final(),
+            "{what}: {record:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A controller and three processors in their own processes; a processor and then the
+/// controller are killed (SIGKILL) in the middle of the job, and a new controller takes over.
+/// The job completes with the same pixels, and no message is left anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azurite_processes_killed_mid_job_lose_nothing() {
+    let env = azurite().await;
+    require_role("controller");
+    require_role("processor");
+    let library = env.library().await;
+    let one = [("TESSERA_PROCESSOR__PROCESSORS", "1")];
+    let mut controller = spawn_role("controller", &[]);
+    let mut processors: Vec<_> = (0..3)
+        .map(|i| {
+            let id = format!("p{i}");
+            spawn_role(
+                "processor",
+                &[one[0], ("TESSERA_PROCESSOR__ID", id.as_str())],
+            )
+        })
+        .collect();
+
+    // Heavy enough that the kills land while slices are still being rendered.
+    let job = Job {
+        cells: 48,
+        tile_size: 64,
+        slices: 48,
+        options: RenderOptions::default(),
+    };
+    let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+
+    let record = wait_until(&env, id, "no slice before the first kill", |n| n >= 1).await;
+    assert!(!record.state.is_final());
+    // SIGKILL: the process gets no chance to release its messages.
+    processors[0].kill();
+
+    let record = wait_until(&env, id, "too few slices before the second kill", |n| {
+        n >= 12
+    })
+    .await;
+    assert!(!record.state.is_final());
+    controller.kill();
+    let _successor = spawn_role("controller", &[]);
+
+    let record = finished(&env.platform, id).await;
+    assert_eq!(record.state, JobState::Done, "{record:#?}");
+    assert_eq!(record.slices.len(), 48);
+    assert_same_pixels(
+        &result_pixels(&env.platform, id).await,
+        &local_render(&job),
+        "after the kills",
+    );
+
+    // The front end is not running: take its responses, then nothing may be left anywhere.
+    let responses = env.platform.queue::<ImageResponse>();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut announced = 0;
+    loop {
+        for message in env
+            .queues
+            .receive(responses.name(), 32, Duration::from_secs(30))
+            .await
+            .unwrap()
+        {
+            let decoded = responses.decode(&message.body).await.unwrap();
+            if decoded.envelope.body.job_id == id {
+                announced += 1;
+            }
+            env.queues
+                .delete(responses.name(), &message.id, &message.pop_receipt)
+                .await
+                .unwrap();
+        }
+        let depths = env.depths().await;
+        if announced > 0 && depths.values().all(|&n| n == 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "messages left: {depths:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -1,0 +1,423 @@
+//! The job controller: `imagerequest` -> plan and slices -> `slicerequest`; `sliceresponse` ->
+//! progress, and once every slice is in storage, the stitched output -> `imageresponse`.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tessera_engine::{Plan, decode_target};
+use tessera_shared::jobs::{JobError, JobParams, JobRecord, JobState, OutputSize, SliceRecord};
+use tessera_shared::keys::BlobKey;
+use tessera_shared::messages::{
+    Envelope, ImageRequest, ImageResponse, JobOutcome, SliceRequest, SliceResponse,
+};
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::shutdown::Shutdown;
+use tessera_shared::runtime::{Context, Failure, Listener, PoisonRecord, poison};
+use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::jobs::{counted, fail_job, give_up, job_failure, plan_options, slice_ranges, spent};
+use crate::library_cache::{LibraryCache, LibraryLoadError};
+use crate::settings::ControllerSettings;
+use crate::stitch::{StitchError, stitch_png};
+
+/// Runs the job controller until `shutdown` fires, then stops receiving and lets the messages in
+/// hand finish.
+pub async fn run_controller(
+    platform: Platform,
+    settings: ControllerSettings,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    platform.ensure_queues().await?;
+    let controller = Arc::new(Controller {
+        libraries: LibraryCache::new(platform.libraries(), settings.library_cache),
+        platform: platform.clone(),
+        settings: settings.clone(),
+    });
+
+    let c = controller.clone();
+    let requests = Listener::new(platform.queue::<ImageRequest>())
+        .settings(settings.listener(settings.plan_concurrency))
+        .on_poison(poison_hook(
+            platform.clone(),
+            "the job could not be planned",
+        ))
+        .start(move |message, context| {
+            let c = c.clone();
+            async move { c.on_image_request(message, context).await }
+        })
+        .await?;
+    let c = controller.clone();
+    let responses = Listener::new(platform.queue::<SliceResponse>())
+        .settings(settings.listener(settings.response_concurrency))
+        .on_poison(poison_hook(
+            platform.clone(),
+            "a rendered slice could not be collected",
+        ))
+        .start(move |message, context| {
+            let c = c.clone();
+            async move { c.on_slice_response(message, context).await }
+        })
+        .await?;
+    tracing::info!("job controller running");
+    shutdown.fired().await;
+    let (a, b) = tokio::join!(
+        requests.shutdown(crate::SHUTDOWN_GRACE),
+        responses.shutdown(crate::SHUTDOWN_GRACE)
+    );
+    tracing::info!(
+        image_requests = a.processed,
+        slice_responses = b.processed,
+        "job controller stopped"
+    );
+    Ok(())
+}
+
+/// Marks the owning job failed when one of its messages is poisoned.
+pub(crate) fn poison_hook(platform: Platform, what: &'static str) -> poison::PoisonHook {
+    poison::hook(move |record: PoisonRecord| {
+        let platform = platform.clone();
+        async move {
+            let Some(job) = record.job_id else { return };
+            let reason = format!("{what}: {}", record.reason);
+            if let Err(e) = fail_job(&platform, job, &reason).await {
+                tracing::warn!(%job, error = %e, "poisoned job not marked failed");
+            }
+        }
+    })
+}
+
+struct Controller {
+    platform: Platform,
+    settings: ControllerSettings,
+    libraries: LibraryCache,
+}
+
+impl Controller {
+    async fn on_image_request(
+        &self,
+        message: Envelope<ImageRequest>,
+        context: Context,
+    ) -> Result<(), Failure> {
+        let client = message.client_id;
+        let request = message.body;
+        let job = request.job_id;
+        let local = counted(&self.platform);
+        let jobs = local.jobs();
+
+        let record = match jobs.get(job).await {
+            Ok(record) => record,
+            Err(JobError::NotFound(_)) => self.create_record(&local, client, &request).await?,
+            Err(e) => return Err(job_failure(job, e)),
+        };
+        if record.state.is_final() {
+            return Ok(());
+        }
+        if record.slices_total > 0 {
+            // Sliced before. A first delivery is a duplicate of a request that was, or will be
+            // again, handled; a redelivery may follow a crash before every slice was asked for.
+            if context.dequeue_count > 1 {
+                self.request_slices(&local, client, &request, &record)
+                    .await?;
+            }
+            return Ok(());
+        }
+        jobs.update(job, |r| r.advance(JobState::Slicing))
+            .await
+            .map_err(|e| job_failure(job, e))?;
+
+        let input = match local.blobs.get(&request.input_blob).await {
+            Ok(bytes) => bytes,
+            Err(StorageError::NotFound(_)) => {
+                let reason = format!("the uploaded image {} is missing", request.input_blob);
+                return Err(give_up(&local, job, reason).await);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let library = match self.libraries.get(&request.library).await {
+            Ok(library) => library,
+            Err(LibraryLoadError::Permanent(reason)) => {
+                return Err(give_up(&local, job, reason).await);
+            }
+            Err(LibraryLoadError::Transient(e)) => {
+                tracing::warn!(%job, error = %e, "tile library not loaded; retrying");
+                return Err(Failure::retry());
+            }
+        };
+        let options = plan_options(request.tile_size, request.grid, &request.options);
+        let planned = tokio::task::spawn_blocking(move || {
+            let target = decode_target(&input, library.background())?;
+            Plan::make(&target, &library, &options)
+        })
+        .await
+        .map_err(|e| Failure::poison(format!("planning panicked: {e}")))?;
+        let plan = match planned {
+            Ok(plan) => plan,
+            Err(e) => return Err(give_up(&local, job, e.to_string()).await),
+        };
+
+        let ranges = slice_ranges(plan.total_rows(), request.slices);
+        let count = ranges.len() as u32;
+        for (seq, rows) in ranges.iter().enumerate() {
+            let part = plan
+                .rows(rows.clone())
+                .map_err(|e| Failure::poison(e.to_string()))?;
+            let key = BlobKey::SliceInput {
+                job,
+                seq: seq as u32,
+            }
+            .path();
+            // The plan is deterministic: a blob left by an earlier attempt holds the same bytes.
+            match local
+                .blobs
+                .put(&key, Bytes::from(part.to_bytes()), PutMode::CreateNew)
+                .await
+            {
+                Ok(_) | Err(StorageError::AlreadyExists(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let size = OutputSize {
+            width: plan.width(),
+            height: plan.total_height(),
+            cols: plan.cols(),
+            rows: plan.total_rows(),
+        };
+        drop(plan);
+        let spent_here = spent(&local);
+        let record = jobs
+            .update(job, |r| {
+                if r.state.is_final() || r.slices_total > 0 {
+                    return false;
+                }
+                r.slices_total = count;
+                r.output = Some(size);
+                *r.transactions.entry("controller".into()).or_default() += spent_here;
+                r.advance(JobState::Rendering);
+                true
+            })
+            .await
+            .map_err(|e| job_failure(job, e))?;
+        if record.state.is_final() {
+            return Ok(());
+        }
+
+        self.request_slices(&local, client, &request, &record)
+            .await?;
+        tracing::info!(%job, slices = count, width = size.width, height = size.height, "job sliced");
+        Ok(())
+    }
+
+    /// Sends a `SliceRequest` for every slice not rendered yet.
+    async fn request_slices(
+        &self,
+        platform: &Platform,
+        client: Uuid,
+        request: &ImageRequest,
+        record: &JobRecord,
+    ) -> Result<(), Failure> {
+        let job = request.job_id;
+        let count = record.slices_total;
+        let queue = platform.queue::<SliceRequest>();
+        for seq in (0..count).filter(|seq| !record.slices.contains_key(seq)) {
+            let slice = SliceRequest {
+                job_id: job,
+                seq,
+                count,
+                plan_blob: BlobKey::SliceInput { job, seq }.path(),
+                library: request.library.clone(),
+                tile_size: request.tile_size,
+                options: request.options,
+            };
+            queue.send(&Envelope::new(client, slice)).await?;
+        }
+        Ok(())
+    }
+
+    /// A job submitted without a record (straight to the queue) gets one here.
+    async fn create_record(
+        &self,
+        platform: &Platform,
+        client: Uuid,
+        request: &ImageRequest,
+    ) -> Result<JobRecord, Failure> {
+        let job = request.job_id;
+        let record = JobRecord::new(
+            job,
+            client,
+            JobParams {
+                library: request.library.clone(),
+                tile_size: request.tile_size,
+                grid: request.grid,
+                slices: request.slices,
+                options: request.options,
+                input_name: String::new(),
+            },
+        );
+        match platform.jobs().create(&record).await {
+            Ok(()) => Ok(record),
+            Err(JobError::Storage(StorageError::AlreadyExists(_))) => platform
+                .jobs()
+                .get(job)
+                .await
+                .map_err(|e| job_failure(job, e)),
+            Err(e) => Err(job_failure(job, e)),
+        }
+    }
+
+    async fn on_slice_response(
+        &self,
+        message: Envelope<SliceResponse>,
+        context: Context,
+    ) -> Result<(), Failure> {
+        let client = message.client_id;
+        let response = message.body;
+        let job = response.job_id;
+        let local = counted(&self.platform);
+        let jobs = local.jobs();
+
+        let slice = SliceRecord {
+            processor: response.processor.clone(),
+            render_ms: response.render_ms,
+            finished_at: OffsetDateTime::now_utc(),
+        };
+        let record = jobs
+            .update(job, |r| {
+                if r.state.is_final() || !r.slice_done(response.seq, slice.clone()) {
+                    return false;
+                }
+                *r.transactions.entry("processor".into()).or_default() += response.transactions;
+                r.advance(JobState::Rendering);
+                true
+            })
+            .await
+            .map_err(|e| job_failure(job, e))?;
+        match record.state {
+            JobState::Failed => return Ok(()),
+            JobState::Done => {
+                // A redelivery may follow a crash between finishing the job and telling the
+                // front end: tell it again (the front end takes a repeat in its stride).
+                if context.dequeue_count > 1 {
+                    self.announce(&local, client, &record).await?;
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        let Some(size) = record.output else {
+            return Err(Failure::poison(format!(
+                "job {job} has a slice response but no output size"
+            )));
+        };
+        let total = record.slices_total.max(response.count);
+        if response.seq >= total {
+            return Err(Failure::poison(format!(
+                "slice {} of a job cut into {total}",
+                response.seq
+            )));
+        }
+
+        // Completion is decided from what exists: every slice blob, at its full size.
+        let ranges = slice_ranges(size.rows, total);
+        let row_bytes = u64::from(size.width) * 3;
+        let tile = u64::from(record.params.tile_size);
+        let listed = local
+            .blobs
+            .list_all(&BlobKey::slice_outputs_prefix(job))
+            .await?;
+        let mut slices = Vec::with_capacity(ranges.len());
+        for (seq, rows) in ranges.iter().enumerate() {
+            let key = BlobKey::SliceOutput {
+                job,
+                seq: seq as u32,
+            }
+            .path();
+            let expected = row_bytes * tile * u64::from(rows.end - rows.start);
+            match listed.iter().find(|meta| meta.key == key) {
+                Some(meta) if meta.size == expected => slices.push((key, expected)),
+                Some(meta) => {
+                    let reason = format!(
+                        "slice {seq} holds {} bytes where {expected} were expected",
+                        meta.size
+                    );
+                    return Err(give_up(&local, job, reason).await);
+                }
+                None => return Ok(()),
+            }
+        }
+
+        jobs.update(job, |r| r.advance(JobState::Stitching))
+            .await
+            .map_err(|e| job_failure(job, e))?;
+        let output = BlobKey::ImageOutput { job }.path();
+        let started = std::time::Instant::now();
+        match stitch_png(
+            local.blobs.clone(),
+            &slices,
+            &output,
+            size.width,
+            size.height,
+            self.settings.stitch_band_bytes,
+        )
+        .await
+        {
+            Ok(meta) => tracing::info!(
+                %job,
+                bytes = meta.size,
+                ms = started.elapsed().as_millis() as u64,
+                "job stitched"
+            ),
+            Err(StitchError::Storage(e)) => {
+                tracing::warn!(%job, error = %e, "stitching failed; retrying");
+                return Err(Failure::retry());
+            }
+            Err(StitchError::Invalid(reason)) => {
+                return Err(give_up(&local, job, reason).await);
+            }
+        }
+
+        let spent_here = spent(&local);
+        let mut finished = false;
+        let record = jobs
+            .update(job, |r| {
+                finished = r.advance(JobState::Done);
+                if finished {
+                    r.result_blob = Some(output.clone());
+                    *r.transactions.entry("controller".into()).or_default() += spent_here;
+                }
+                finished
+            })
+            .await
+            .map_err(|e| job_failure(job, e))?;
+        if finished {
+            self.announce(&local, client, &record).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends the `ImageResponse` of a finished job.
+    async fn announce(
+        &self,
+        platform: &Platform,
+        client: Uuid,
+        record: &JobRecord,
+    ) -> Result<(), Failure> {
+        let (Some(output), Some(size)) = (&record.result_blob, record.output) else {
+            return Ok(());
+        };
+        let response = ImageResponse {
+            job_id: record.id,
+            outcome: JobOutcome::Done {
+                output_blob: output.clone(),
+                width: size.width,
+                height: size.height,
+            },
+        };
+        platform
+            .queue::<ImageResponse>()
+            .send(&Envelope::new(client, response))
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! What both roles share: how a job's options become the engine's, how rows are cut into slices,
+//! marking a job failed, and counting the storage transactions one handler spends.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use tessera_engine::{Grid as EngineGrid, PlanOptions};
+use tessera_shared::accounting::Accounting;
+use tessera_shared::jobs::JobError;
+use tessera_shared::messages::{Envelope, Grid, ImageResponse, JobOutcome, RenderOptions};
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::Failure;
+use uuid::Uuid;
+
+/// The engine's plan options for a job's tile size, grid and options (the engine's defaults for
+/// everything a job does not choose), as `tessera render` uses them.
+pub fn plan_options(tile_size: u32, grid: Grid, options: &RenderOptions) -> PlanOptions {
+    PlanOptions {
+        tile_size,
+        grid: match grid {
+            Grid::Cells { across } => EngineGrid::Cells(across),
+            Grid::PerPixel => EngineGrid::PerPixel,
+        },
+        repeat_radius: options.repeat_radius,
+        max_uses: options.max_uses,
+        blend: options.blend_percent,
+        ..PlanOptions::default()
+    }
+}
+
+/// The cell rows of each of `slices` slices of a grid `rows` high, split as evenly as can be;
+/// never more slices than rows, never an empty slice.
+pub fn slice_ranges(rows: u32, slices: u32) -> Vec<Range<u32>> {
+    let count = slices.clamp(1, rows.max(1));
+    (0..count)
+        .map(|i| {
+            let start = (u64::from(i) * u64::from(rows) / u64::from(count)) as u32;
+            let end = (u64::from(i + 1) * u64::from(rows) / u64::from(count)) as u32;
+            start..end
+        })
+        .collect()
+}
+
+/// The platform seen through a fresh counter: every storage call a handler makes through it is
+/// counted here as well as in the process's accounting.
+pub(crate) fn counted(platform: &Platform) -> Platform {
+    let accounting = Accounting::new();
+    Platform {
+        queues: Arc::new(accounting.wrap(platform.queues.clone())),
+        blobs: Arc::new(accounting.wrap(platform.blobs.clone())),
+        nudges: platform.nudges.clone(),
+        accounting,
+    }
+}
+
+/// Transactions made so far through a [`counted`] platform.
+pub(crate) fn spent(platform: &Platform) -> u64 {
+    platform.accounting.snapshot().total
+}
+
+/// Marks `job` failed with `reason` (unless it already ended) and, if this call ended it, tells
+/// the front end with a failed `ImageResponse`.
+pub(crate) async fn fail_job(platform: &Platform, job: Uuid, reason: &str) -> Result<(), JobError> {
+    let mut ended = false;
+    let record = match platform
+        .jobs()
+        .update(job, |record| {
+            ended = record.fail(reason);
+            ended
+        })
+        .await
+    {
+        Ok(record) => record,
+        Err(JobError::NotFound(_)) => {
+            tracing::warn!(%job, reason, "failed job has no record");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    if ended {
+        tracing::warn!(%job, reason, "job failed");
+        let response = ImageResponse {
+            job_id: job,
+            outcome: JobOutcome::Failed {
+                reason: reason.to_string(),
+            },
+        };
+        platform
+            .queue::<ImageResponse>()
+            .send(&Envelope::new(record.client_id, response))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Fails the job for good and poisons the message; a storage error while recording it is retried.
+pub(crate) async fn give_up(platform: &Platform, job: Uuid, reason: String) -> Failure {
+    match fail_job(platform, job, &reason).await {
+        Ok(()) => Failure::poison(reason),
+        Err(e) => {
+            tracing::warn!(%job, error = %e, "could not record the failure; retrying");
+            Failure::retry()
+        }
+    }
+}
+
+/// Storage errors of the job store are worth a retry; a corrupt record is not.
+pub(crate) fn job_failure(job: Uuid, e: JobError) -> Failure {
+    match e {
+        JobError::Storage(_) => Failure::retry(),
+        other => Failure::poison(format!("job {job}: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_cover_every_row_once() {
+        for rows in [1u32, 2, 7, 30, 31, 512] {
+            for slices in [1u32, 3, 8, 40, 1024] {
+                let ranges = slice_ranges(rows, slices);
+                assert_eq!(ranges.len() as u32, slices.min(rows));
+                assert_eq!(ranges[0].start, 0);
+                assert_eq!(ranges.last().unwrap().end, rows);
+                for pair in ranges.windows(2) {
+                    assert_eq!(pair[0].end, pair[1].start);
+                }
+                assert!(ranges.iter().all(|r| !r.is_empty()));
+            }
+        }
+    }
+}

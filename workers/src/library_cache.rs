@@ -1,0 +1,101 @@
+//! Decoded tile libraries, cached by id and version: each version is downloaded and decoded once
+//! per process however many slices ask for it at the same time, and only a few versions are kept.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tessera_engine::Library;
+use tessera_shared::libraries::{LibraryCatalog, LibraryError};
+use tessera_shared::messages::LibraryRef;
+use tokio::sync::OnceCell;
+
+/// Why a library could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum LibraryLoadError {
+    /// The library or version does not exist, or its index is unusable: no retry can help.
+    #[error("{0}")]
+    Permanent(String),
+    /// Storage failed; a retry may succeed.
+    #[error("{0}")]
+    Transient(String),
+}
+
+type Slot = Arc<OnceCell<Arc<Library>>>;
+
+/// A small least-recently-used cache of decoded libraries.
+#[derive(Debug)]
+pub struct LibraryCache {
+    catalog: LibraryCatalog,
+    capacity: usize,
+    slots: Mutex<VecDeque<(LibraryRef, Slot)>>,
+}
+
+impl LibraryCache {
+    pub fn new(catalog: LibraryCatalog, capacity: usize) -> Self {
+        LibraryCache {
+            catalog,
+            capacity: capacity.max(1),
+            slots: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// The library at `reference`, downloading and decoding it on first use.
+    pub async fn get(&self, reference: &LibraryRef) -> Result<Arc<Library>, LibraryLoadError> {
+        let slot = self.slot(reference);
+        let library = slot
+            .get_or_try_init(|| async {
+                let bytes = self.catalog.index(reference).await.map_err(|e| match e {
+                    LibraryError::NotFound(_) | LibraryError::BadId(_) => {
+                        LibraryLoadError::Permanent(format!("tile {e}"))
+                    }
+                    other => LibraryLoadError::Transient(other.to_string()),
+                })?;
+                let library = tokio::task::spawn_blocking(move || Library::from_bytes(&bytes))
+                    .await
+                    .map_err(|e| LibraryLoadError::Transient(e.to_string()))?
+                    .map_err(|e| {
+                        LibraryLoadError::Permanent(format!(
+                            "tile library {} version {}: {e}",
+                            reference.id, reference.version
+                        ))
+                    })?;
+                tracing::info!(
+                    library = %reference.id,
+                    version = reference.version,
+                    tiles = library.len(),
+                    "tile library loaded"
+                );
+                Ok::<_, LibraryLoadError>(Arc::new(library))
+            })
+            .await;
+        match library {
+            Ok(library) => Ok(library.clone()),
+            Err(e) => {
+                // A failed load is not cached: the next request tries again.
+                self.forget(reference);
+                Err(e)
+            }
+        }
+    }
+
+    fn slot(&self, reference: &LibraryRef) -> Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = slots.iter().position(|(r, _)| r == reference) {
+            let entry = slots.remove(at).expect("position is in range");
+            let slot = entry.1.clone();
+            slots.push_back(entry);
+            return slot;
+        }
+        let slot: Slot = Arc::new(OnceCell::new());
+        slots.push_back((reference.clone(), slot.clone()));
+        while slots.len() > self.capacity {
+            slots.pop_front();
+        }
+        slot
+    }
+
+    fn forget(&self, reference: &LibraryRef) {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.retain(|(r, slot)| r != reference || slot.initialized());
+    }
+}

@@ -1,0 +1,184 @@
+//! The image processors: `slicerequest` -> rendered rows in `sliceoutput/{job}/{seq}` ->
+//! `sliceresponse`. Rendering runs on blocking threads, at most one slice per core at a time.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytes::Bytes;
+use tessera_engine::{Plan, TileCache, render_band};
+use tessera_shared::keys::BlobKey;
+use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::shutdown::Shutdown;
+use tessera_shared::runtime::{Context, Failure, Listener};
+use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
+
+use crate::controller::poison_hook;
+use crate::jobs::{counted, spent};
+use crate::library_cache::{LibraryCache, LibraryLoadError};
+use crate::settings::ProcessorSettings;
+
+/// Runs `settings.processors` image processors (one listener rendering that many slices at
+/// once) until `shutdown` fires, then lets the slices in hand finish.
+pub async fn run_processors(
+    platform: Platform,
+    settings: ProcessorSettings,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    platform.ensure_queues().await?;
+    let listener_settings = settings.listener();
+    let concurrency = listener_settings.max_concurrency;
+    let prefix = settings.name_prefix();
+    let processor = Arc::new(Processor {
+        libraries: LibraryCache::new(platform.libraries(), settings.library_cache),
+        platform: platform.clone(),
+        free: Mutex::new((0..concurrency).rev().collect()),
+        prefix: prefix.clone(),
+    });
+    let p = processor.clone();
+    let listener = Listener::new(platform.queue::<SliceRequest>())
+        .settings(listener_settings)
+        .on_poison(poison_hook(
+            platform.clone(),
+            "a slice could not be rendered",
+        ))
+        .start(move |message, context| {
+            let p = p.clone();
+            async move { p.on_slice_request(message, context).await }
+        })
+        .await?;
+    tracing::info!(processors = concurrency, name = %prefix, "image processors running");
+    shutdown.fired().await;
+    let stats = listener.shutdown(crate::SHUTDOWN_GRACE).await;
+    tracing::info!(slices = stats.processed, "image processors stopped");
+    Ok(())
+}
+
+struct Processor {
+    platform: Platform,
+    libraries: LibraryCache,
+    /// Numbers of the processor slots not rendering now.
+    free: Mutex<Vec<usize>>,
+    prefix: String,
+}
+
+/// A processor slot, given back when the slice is done.
+struct SlotGuard<'a> {
+    free: &'a Mutex<Vec<usize>>,
+    slot: usize,
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.slot);
+    }
+}
+
+impl Processor {
+    fn take_slot(&self) -> SlotGuard<'_> {
+        let slot = self
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or(0);
+        SlotGuard {
+            free: &self.free,
+            slot,
+        }
+    }
+
+    async fn on_slice_request(
+        &self,
+        message: Envelope<SliceRequest>,
+        _context: Context,
+    ) -> Result<(), Failure> {
+        let client = message.client_id;
+        let request = message.body;
+        let job = request.job_id;
+        let slot = self.take_slot();
+        let name = format!("{}/{}", self.prefix, slot.slot);
+        let local = counted(&self.platform);
+        let output = BlobKey::SliceOutput {
+            job,
+            seq: request.seq,
+        }
+        .path();
+        let what = format!("slice {} of {}", request.seq, request.count);
+
+        // A slice rendered before (a redelivery, a duplicate) is not rendered again.
+        let render_ms = if local.blobs.exists(&output).await? {
+            0
+        } else {
+            let plan_bytes = match local.blobs.get(&request.plan_blob).await {
+                Ok(bytes) => bytes,
+                Err(StorageError::NotFound(_)) => {
+                    return Err(Failure::poison(format!(
+                        "{what}: its plan {} is missing",
+                        request.plan_blob
+                    )));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let plan = Plan::from_bytes(&plan_bytes)
+                .map_err(|e| Failure::poison(format!("{what}: {e}")))?;
+            if plan.tile_size() != request.tile_size {
+                return Err(Failure::poison(format!(
+                    "{what}: the plan has {} px tiles, the request {} px",
+                    plan.tile_size(),
+                    request.tile_size
+                )));
+            }
+            let library = match self.libraries.get(&request.library).await {
+                Ok(library) => library,
+                Err(LibraryLoadError::Permanent(reason)) => {
+                    return Err(Failure::poison(format!("{what}: {reason}")));
+                }
+                Err(LibraryLoadError::Transient(e)) => {
+                    tracing::warn!(%job, error = %e, "tile library not loaded; retrying");
+                    return Err(Failure::retry());
+                }
+            };
+            let started = Instant::now();
+            let span = tracing::Span::current();
+            let pixels = tokio::task::spawn_blocking(move || {
+                let _entered = span.enter();
+                let cache = TileCache::new(&library, plan.tile_size());
+                render_band(&plan, &cache)
+            })
+            .await
+            .map_err(|e| Failure::poison(format!("{what}: rendering panicked: {e}")))?
+            .map_err(|e| Failure::poison(format!("{what}: {e}")))?;
+            let render_ms = started.elapsed().as_millis() as u64;
+            // Rendering is deterministic: a blob written meanwhile holds the same bytes.
+            match local
+                .blobs
+                .put(&output, Bytes::from(pixels), PutMode::CreateNew)
+                .await
+            {
+                Ok(_) | Err(StorageError::AlreadyExists(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+            render_ms
+        };
+
+        let response = SliceResponse {
+            job_id: job,
+            seq: request.seq,
+            output_blob: output,
+            processor: name,
+            render_ms,
+            count: request.count,
+            // This handler's calls, the response's own send included.
+            transactions: spent(&local) + 1,
+        };
+        local
+            .queue::<SliceResponse>()
+            .send(&Envelope::new(client, response))
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,204 @@
+//! Settings of the two back-end roles, plain values so that a config file and `TESSERA_*`
+//! environment variables can carry them (durations as whole milliseconds).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tessera_shared::runtime::ListenerSettings;
+
+/// The job controller: plans jobs, cuts them into slices and stitches the results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ControllerSettings {
+    /// Image requests planned at once (planning is CPU work on blocking threads).
+    pub plan_concurrency: usize,
+    /// Slice responses handled at once (stitching streams, so each holds about one band).
+    pub response_concurrency: usize,
+    /// Bytes of slice rows read per ranged get while stitching (rounded to whole pixel rows).
+    pub stitch_band_bytes: usize,
+    /// Tile library versions kept decoded in memory.
+    pub library_cache: usize,
+    /// Messages asked for per receive, 1 to 32.
+    pub batch_size: usize,
+    /// How long a received message stays hidden from other controllers.
+    pub visibility_timeout_ms: u64,
+    /// How often the visibility of a message in hand is renewed.
+    pub renewal_interval_ms: u64,
+    /// A message received more often than this goes to the poison queue.
+    pub poison_threshold: u32,
+    /// First and longest idle back-off between empty receives.
+    pub min_backoff_ms: u64,
+    pub max_backoff_ms: u64,
+    /// Longest delay before a failed attempt is retried.
+    pub max_retry_delay_ms: u64,
+}
+
+impl Default for ControllerSettings {
+    fn default() -> Self {
+        let listener = ListenerSettings::default();
+        ControllerSettings {
+            plan_concurrency: 2,
+            response_concurrency: 16,
+            stitch_band_bytes: 4 << 20,
+            library_cache: 4,
+            batch_size: listener.batch_size,
+            visibility_timeout_ms: millis(listener.visibility_timeout),
+            renewal_interval_ms: millis(listener.renewal_interval),
+            poison_threshold: listener.poison_threshold,
+            min_backoff_ms: millis(listener.min_backoff),
+            max_backoff_ms: millis(listener.max_backoff),
+            max_retry_delay_ms: millis(listener.max_retry_delay),
+        }
+    }
+}
+
+/// The image processors: render slices.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProcessorSettings {
+    /// Slices rendered at once in this process; 0 means one per CPU core.
+    pub processors: usize,
+    /// Prefix of the processor names recorded with each slice; empty means host name and
+    /// process id.
+    pub id: String,
+    /// Tile library versions kept decoded in memory.
+    pub library_cache: usize,
+    pub batch_size: usize,
+    pub visibility_timeout_ms: u64,
+    pub renewal_interval_ms: u64,
+    pub poison_threshold: u32,
+    pub min_backoff_ms: u64,
+    pub max_backoff_ms: u64,
+    pub max_retry_delay_ms: u64,
+}
+
+impl Default for ProcessorSettings {
+    fn default() -> Self {
+        let listener = ListenerSettings::default();
+        ProcessorSettings {
+            processors: 0,
+            id: String::new(),
+            library_cache: 2,
+            batch_size: 4,
+            visibility_timeout_ms: millis(listener.visibility_timeout),
+            renewal_interval_ms: millis(listener.renewal_interval),
+            poison_threshold: listener.poison_threshold,
+            min_backoff_ms: millis(listener.min_backoff),
+            max_backoff_ms: millis(listener.max_backoff),
+            max_retry_delay_ms: millis(listener.max_retry_delay),
+        }
+    }
+}
+
+impl ProcessorSettings {
+    /// Slices rendered at once: the configured number, or the cores, never more than the cores.
+    pub fn concurrency(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if self.processors == 0 {
+            cores
+        } else {
+            self.processors.min(cores)
+        }
+    }
+
+    /// The processor name prefix: the configured id, or `host-pid`.
+    pub fn name_prefix(&self) -> String {
+        if !self.id.is_empty() {
+            return self.id.clone();
+        }
+        let host = std::env::var("HOSTNAME")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .or_else(|| {
+                std::fs::read_to_string("/etc/hostname")
+                    .ok()
+                    .map(|h| h.trim().to_string())
+                    .filter(|h| !h.is_empty())
+            })
+            .unwrap_or_else(|| "processor".to_string());
+        format!("{host}-{}", std::process::id())
+    }
+
+    pub(crate) fn listener(&self) -> ListenerSettings {
+        listener(
+            self.batch_size,
+            self.concurrency(),
+            self.visibility_timeout_ms,
+            self.renewal_interval_ms,
+            self.poison_threshold,
+            (self.min_backoff_ms, self.max_backoff_ms),
+            self.max_retry_delay_ms,
+        )
+    }
+}
+
+impl ControllerSettings {
+    pub(crate) fn listener(&self, concurrency: usize) -> ListenerSettings {
+        listener(
+            self.batch_size,
+            concurrency,
+            self.visibility_timeout_ms,
+            self.renewal_interval_ms,
+            self.poison_threshold,
+            (self.min_backoff_ms, self.max_backoff_ms),
+            self.max_retry_delay_ms,
+        )
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+fn listener(
+    batch_size: usize,
+    concurrency: usize,
+    visibility_timeout_ms: u64,
+    renewal_interval_ms: u64,
+    poison_threshold: u32,
+    (min_backoff_ms, max_backoff_ms): (u64, u64),
+    max_retry_delay_ms: u64,
+) -> ListenerSettings {
+    ListenerSettings {
+        batch_size,
+        visibility_timeout: Duration::from_millis(visibility_timeout_ms),
+        renewal_interval: Duration::from_millis(renewal_interval_ms),
+        poison_threshold,
+        min_backoff: Duration::from_millis(min_backoff_ms),
+        max_backoff: Duration::from_millis(max_backoff_ms),
+        max_concurrency: concurrency.max(1),
+        max_receivers: ListenerSettings::default().max_receivers,
+        max_retry_delay: Duration::from_millis(max_retry_delay_ms),
+    }
+    .normalized()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_and_unknown_keys_are_refused() {
+        let c = ControllerSettings::default();
+        let text = serde_json::to_string(&c).unwrap();
+        assert_eq!(
+            serde_json::from_str::<ControllerSettings>(&text).unwrap(),
+            c
+        );
+        let partial: ProcessorSettings = serde_json::from_str(r#"{"processors": 3}"#).unwrap();
+        assert_eq!(partial.processors, 3);
+        assert_eq!(partial.batch_size, ProcessorSettings::default().batch_size);
+        assert!(serde_json::from_str::<ProcessorSettings>(r#"{"procesors": 3}"#).is_err());
+    }
+
+    #[test]
+    fn processors_never_exceed_the_cores() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let s = ProcessorSettings {
+            processors: cores + 5,
+            ..ProcessorSettings::default()
+        };
+        assert_eq!(s.concurrency(), cores);
+        assert_eq!(ProcessorSettings::default().concurrency(), cores);
+    }
+}
