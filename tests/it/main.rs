@@ -3,3 +3,4 @@
 mod conformance;
 mod crash;
 mod messages;
+mod pipeline;

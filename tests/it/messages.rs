@@ -49,6 +49,13 @@ fn slice_response_golden() {
     let m = round_trip::<SliceResponse>("slice_response.json");
     assert_eq!(SliceResponse::QUEUE.as_str(), "sliceresponse");
     assert_eq!(m.body.render_ms, 412);
+    assert_eq!((m.body.count, m.body.transactions), (8, 6));
+    // Written before these fields existed: they default to zero.
+    let older = golden("slice_response.json")
+        .replace(",\n    \"count\": 8", "")
+        .replace(",\n    \"transactions\": 6", "");
+    let older = Envelope::<SliceResponse>::decode(&older).unwrap();
+    assert_eq!((older.body.count, older.body.transactions), (0, 0));
 }
 
 #[test]

@@ -251,6 +251,12 @@ pub struct SliceResponse {
     pub processor: String,
     /// Time spent rendering, in milliseconds.
     pub render_ms: u64,
+    /// Slices in the job (as the slice request said).
+    #[serde(default)]
+    pub count: u32,
+    /// Storage transactions the processor spent on this slice.
+    #[serde(default)]
+    pub transactions: u64,
 }
 
 /// `imageresponse`: a finished (or failed) job, from the controller to the front end.
