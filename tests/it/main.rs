@@ -1,5 +1,6 @@
 //! Tessera's integration tests, in one binary so they link once.
 
+mod api;
 mod conformance;
 mod crash;
 mod messages;

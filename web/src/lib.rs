@@ -15,6 +15,7 @@ pub mod state;
 mod upload;
 pub mod view;
 
+pub use actix_web::dev::ServerHandle;
 pub use error::ApiError;
 pub use settings::WebSettings;
 pub use startup::{Application, CONTENT_SECURITY_POLICY, run_web};

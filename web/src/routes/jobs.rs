@@ -79,7 +79,10 @@ pub async fn submit(
     let form = match read_form(&mut payload, &state).await {
         Ok(form) => form,
         Err(e) => {
-            drain(&mut payload, state.settings.max_upload_bytes).await;
+            // A broken multipart stream has ended and must not be polled again.
+            if e.code != "bad_multipart" {
+                drain(&mut payload, state.settings.max_upload_bytes).await;
+            }
             return Err(e);
         }
     };

@@ -91,7 +91,10 @@ pub async fn create(mut payload: Multipart, state: web::Data<AppState>) -> ApiRe
     let mut name = None;
     let read = read_parts(&mut payload, &state, &mut upload, &mut name).await;
     if let Err(e) = read {
-        drain(&mut payload, settings.max_library_upload_bytes).await;
+        // A broken multipart stream has ended and must not be polled again.
+        if e.code != "bad_multipart" {
+            drain(&mut payload, settings.max_library_upload_bytes).await;
+        }
         return Err(e);
     }
     let name = name

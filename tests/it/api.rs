@@ -1,0 +1,848 @@
+//! The REST API over real HTTP: the app bound on a free port over the embedded backend in a
+//! temporary directory, with the controller and a processor running in the same process.
+
+use std::io::{Cursor, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+use tessera_shared::messages::{Envelope, ImageRequest, ImageResponse, JobOutcome};
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::Nudges;
+use tessera_shared::runtime::shutdown::{self, ShutdownTrigger};
+use tessera_shared::storage::embedded::EmbeddedStorage;
+use tessera_web::{Application, WebSettings};
+use tessera_workers::{ControllerSettings, ProcessorSettings};
+use uuid::Uuid;
+
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(path)
+}
+
+fn astronaut() -> Vec<u8> {
+    std::fs::read(fixture("engine/astronaut-48.png")).unwrap()
+}
+
+struct TestApp {
+    address: String,
+    client: reqwest::Client,
+    platform: Platform,
+    stop_workers: ShutdownTrigger,
+    server: tessera_web::ServerHandle,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.stop_workers.fire();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(self.server.stop(false));
+        }
+    }
+}
+
+/// The app with the back-end roles running beside it.
+async fn spawn_app() -> TestApp {
+    spawn_app_with(test_settings(), true).await
+}
+
+fn test_settings() -> WebSettings {
+    WebSettings {
+        port: 0,
+        workers: 1,
+        events_poll_ms: 100,
+        ..WebSettings::default()
+    }
+}
+
+/// The app with `settings`; with `workers`, a controller and one processor run in-process.
+async fn spawn_app_with(settings: WebSettings, workers: bool) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = EmbeddedStorage::open(dir.path()).unwrap();
+    let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
+    platform.ensure_queues().await.unwrap();
+    tessera_workers::import_library(&platform, &fixture("engine/tiles"), "emoji")
+        .await
+        .unwrap();
+    let app = Application::build(platform.clone(), settings)
+        .await
+        .unwrap();
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let server = app.handle();
+    tokio::spawn(app.run_until_stopped());
+    let (stop_workers, signal) = shutdown::channel();
+    if workers {
+        let controller = ControllerSettings {
+            min_backoff_ms: 20,
+            max_backoff_ms: 200,
+            ..ControllerSettings::default()
+        };
+        let processor = ProcessorSettings {
+            processors: 1,
+            id: "test".into(),
+            min_backoff_ms: 20,
+            max_backoff_ms: 200,
+            ..ProcessorSettings::default()
+        };
+        tokio::spawn(tessera_workers::run_controller(
+            platform.clone(),
+            controller,
+            signal.clone(),
+        ));
+        tokio::spawn(tessera_workers::run_processors(
+            platform.clone(),
+            processor,
+            signal,
+        ));
+    }
+    TestApp {
+        address,
+        client: http_client(),
+        platform,
+        stop_workers,
+        server,
+        _dir: dir,
+    }
+}
+
+fn http_client() -> reqwest::Client {
+    // reqwest is built without a TLS provider of its own (see the Azure crate); plain HTTP
+    // still needs one installed to build a client. Fails harmlessly when one is installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
+/// A valid submission: the astronaut, 12 cells across, 8 px tiles, 3 slices.
+fn job_form(image: Vec<u8>) -> Form {
+    Form::new()
+        .part("image", Part::bytes(image).file_name("astronaut.png"))
+        .text("library", "emoji")
+        .text("tile_size", "8")
+        .text("cells", "12")
+        .text("slices", "3")
+}
+
+impl TestApp {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    async fn post_job(&self, form: Form) -> reqwest::Response {
+        self.client
+            .post(self.url("/api/v1/jobs"))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn get_job(&self, id: &str) -> reqwest::Response {
+        self.get(&format!("/api/v1/jobs/{id}")).await
+    }
+
+    async fn get_result(&self, id: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = self
+            .client
+            .get(self.url(&format!("/api/v1/jobs/{id}/result")));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.unwrap()
+    }
+
+    async fn get_events(&self, id: &str) -> reqwest::Response {
+        self.get(&format!("/api/v1/jobs/{id}/events")).await
+    }
+
+    async fn get_libraries(&self) -> reqwest::Response {
+        self.get("/api/v1/libraries").await
+    }
+
+    async fn get_library(&self, id: &str) -> reqwest::Response {
+        self.get(&format!("/api/v1/libraries/{id}")).await
+    }
+
+    async fn post_library(&self, form: Form) -> reqwest::Response {
+        self.client
+            .post(self.url("/api/v1/libraries"))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn get_queues(&self) -> reqwest::Response {
+        self.get("/api/v1/queues").await
+    }
+
+    async fn healthz(&self) -> reqwest::Response {
+        self.get("/healthz").await
+    }
+
+    async fn readyz(&self) -> reqwest::Response {
+        self.get("/readyz").await
+    }
+
+    /// Submits a valid job and returns its id.
+    async fn submit(&self) -> String {
+        let res = self.post_job(job_form(astronaut())).await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+        let body: Value = res.json().await.unwrap();
+        body["id"].as_str().unwrap().to_string()
+    }
+
+    /// Polls the job until it has ended (a guard against hanging, not a timing assertion).
+    async fn wait_until_finished(&self, id: &str) -> Value {
+        for _ in 0..1200 {
+            let job: Value = self.get_job(id).await.json().await.unwrap();
+            if job["state"] == "done" || job["state"] == "failed" {
+                return job;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("job {id} did not finish");
+    }
+}
+
+async fn error_code(res: reqwest::Response) -> (StatusCode, String) {
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    let code = body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    (status, code)
+}
+
+fn png(width: u32, height: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x * 7) as u8, (y * 5) as u8, ((x + y) * 3) as u8])
+    });
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A PNG whose header claims 60000 x 60000 pixels, with almost no data behind it.
+fn png_bomb_header() -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut chunk = |kind: &[u8], data: &[u8]| {
+        out.extend((data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend(data);
+        out.extend(&body);
+        out.extend(crc32(&body).to_be_bytes());
+    };
+    let mut ihdr = Vec::new();
+    ihdr.extend(60_000u32.to_be_bytes());
+    ihdr.extend(60_000u32.to_be_bytes());
+    ihdr.extend([8, 2, 0, 0, 0]);
+    chunk(b"IHDR", &ihdr);
+    // The start of a zlib stream of zeros: a real bomb goes on like this for megabytes.
+    chunk(
+        b"IDAT",
+        &[0x78, 0x9c, 0xed, 0xc1, 0x01, 0x0d, 0x00, 0x00, 0x00],
+    );
+    chunk(b"IEND", &[]);
+    out
+}
+
+fn zip_of(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    use zip::write::SimpleFileOptions;
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    for (name, bytes) in entries {
+        zip.start_file(*name, options).unwrap();
+        zip.write_all(bytes).unwrap();
+    }
+    zip.finish().unwrap().into_inner()
+}
+
+fn tiles(n: usize) -> Vec<(String, Vec<u8>)> {
+    let mut names: Vec<_> = std::fs::read_dir(fixture("engine/tiles"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .take(n)
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_runs_to_done_and_its_result_streams_whole_and_in_ranges() {
+    let app = spawn_app().await;
+    let res = app.post_job(job_form(astronaut())).await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let location = res.headers()["location"].to_str().unwrap().to_string();
+    let job: Value = res.json().await.unwrap();
+    let id = job["id"].as_str().unwrap().to_string();
+    assert_eq!(location, format!("/api/v1/jobs/{id}"));
+    assert_eq!(job["state"], "queued");
+    assert_eq!(job["output"]["width"], 96);
+    assert_eq!(job["output"]["height"], 96);
+    assert_eq!(job["params"]["library"]["id"], "emoji");
+    assert_eq!(job["params"]["slices"], 3);
+
+    // The event stream sends the job as it changes and ends once it is done.
+    let events = app.get_events(&id).await;
+    assert_eq!(events.status(), StatusCode::OK);
+    assert_eq!(events.headers()["content-type"], "text/event-stream");
+    let text = events.text().await.unwrap();
+    let last: Value = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .next_back()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .unwrap();
+    assert_eq!(last["state"], "done", "{text}");
+
+    let job = app.wait_until_finished(&id).await;
+    assert_eq!(job["state"], "done", "{job}");
+    assert_eq!(job["progress"]["slices_total"], 3);
+    assert_eq!(job["progress"]["slices_done"], 3);
+    assert_eq!(job["slices"].as_array().unwrap().len(), 3);
+    assert_eq!(job["result_url"], format!("/api/v1/jobs/{id}/result"));
+
+    let whole = app.get_result(&id, &[]).await;
+    assert_eq!(whole.status(), StatusCode::OK);
+    assert_eq!(whole.headers()["content-type"], "image/png");
+    assert!(
+        whole.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("immutable")
+    );
+    let etag = whole.headers()["etag"].to_str().unwrap().to_string();
+    let length: usize = whole.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let bytes = whole.bytes().await.unwrap().to_vec();
+    assert_eq!(bytes.len(), length);
+    let mosaic = image::load_from_memory(&bytes).unwrap();
+    assert_eq!((mosaic.width(), mosaic.height()), (96, 96));
+
+    let part = app.get_result(&id, &[("range", "bytes=10-99")]).await;
+    assert_eq!(part.status(), StatusCode::PARTIAL_CONTENT);
+    assert_eq!(
+        part.headers()["content-range"],
+        format!("bytes 10-99/{length}").as_str()
+    );
+    assert_eq!(part.bytes().await.unwrap().as_ref(), &bytes[10..100]);
+
+    let tail = app.get_result(&id, &[("range", "bytes=-16")]).await;
+    assert_eq!(tail.status(), StatusCode::PARTIAL_CONTENT);
+    assert_eq!(tail.bytes().await.unwrap().as_ref(), &bytes[length - 16..]);
+
+    let past = app
+        .get_result(&id, &[("range", &format!("bytes={length}-"))])
+        .await;
+    assert_eq!(past.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+
+    let cached = app.get_result(&id, &[("if-none-match", &etag)]).await;
+    assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bad_upload_gets_its_own_4xx_code_and_the_server_keeps_serving() {
+    let settings = WebSettings {
+        max_upload_bytes: 64 * 1024,
+        max_input_pixels: 1_000_000,
+        max_output_pixels: 1_000_000,
+        ..test_settings()
+    };
+    let app = spawn_app_with(settings, false).await;
+    let good = astronaut();
+    let truncated = {
+        let big = png(200, 200);
+        big[..big.len() / 2].to_vec()
+    };
+    let image = |bytes: Vec<u8>, name: &str| Part::bytes(bytes).file_name(name.to_string());
+    let with_image = |bytes: Vec<u8>| {
+        Form::new()
+            .part("image", image(bytes, "x.png"))
+            .text("library", "emoji")
+    };
+    let noise: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let cases: Vec<(&str, Form, StatusCode, &str)> = vec![
+        (
+            "no image",
+            Form::new().text("library", "emoji"),
+            StatusCode::BAD_REQUEST,
+            "missing_parameter",
+        ),
+        (
+            "no library",
+            Form::new().part("image", image(good.clone(), "a.png")),
+            StatusCode::BAD_REQUEST,
+            "missing_parameter",
+        ),
+        (
+            "tile size not a number",
+            with_image(good.clone()).text("tile_size", "abc"),
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "tile size too big",
+            with_image(good.clone()).text("tile_size", "1000"),
+            StatusCode::BAD_REQUEST,
+            "out_of_range",
+        ),
+        (
+            "zero cells",
+            with_image(good.clone()).text("cells", "0"),
+            StatusCode::BAD_REQUEST,
+            "out_of_range",
+        ),
+        (
+            "zero slices",
+            with_image(good.clone()).text("slices", "0"),
+            StatusCode::BAD_REQUEST,
+            "out_of_range",
+        ),
+        (
+            "blend over 100",
+            with_image(good.clone()).text("blend", "101"),
+            StatusCode::BAD_REQUEST,
+            "out_of_range",
+        ),
+        (
+            "negative radius",
+            with_image(good.clone()).text("repeat_radius", "-1"),
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "cells and per_pixel",
+            with_image(good.clone())
+                .text("cells", "10")
+                .text("per_pixel", "true"),
+            StatusCode::BAD_REQUEST,
+            "conflicting_parameters",
+        ),
+        (
+            "bad per_pixel",
+            with_image(good.clone()).text("per_pixel", "maybe"),
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "unknown field",
+            with_image(good.clone()).text("colour", "red"),
+            StatusCode::BAD_REQUEST,
+            "unknown_field",
+        ),
+        (
+            "field twice",
+            with_image(good.clone()).text("library", "emoji"),
+            StatusCode::BAD_REQUEST,
+            "duplicate_field",
+        ),
+        (
+            "unknown library",
+            Form::new()
+                .part("image", image(good.clone(), "a.png"))
+                .text("library", "nope"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_library",
+        ),
+        (
+            "zero bytes",
+            with_image(Vec::new()),
+            StatusCode::BAD_REQUEST,
+            "empty_upload",
+        ),
+        (
+            "not an image",
+            with_image(b"just some text, honestly".to_vec()),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "not_an_image",
+        ),
+        (
+            "unsupported format",
+            with_image(b"BM\x3e\0\0\0\0\0\0\0\x3e\0\0\0\x28\0\0\0".to_vec()),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_format",
+        ),
+        (
+            "truncated image",
+            with_image(truncated),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "corrupt_image",
+        ),
+        (
+            "over the upload limit",
+            with_image(noise),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "upload_too_large",
+        ),
+        (
+            "decompression bomb",
+            with_image(png_bomb_header()),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "image_too_large",
+        ),
+        (
+            "output too large",
+            with_image(good.clone())
+                .text("per_pixel", "true")
+                .text("tile_size", "64"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "output_too_large",
+        ),
+    ];
+    for (what, form, status, code) in cases {
+        let res = app.post_job(form).await;
+        assert_eq!(error_code(res).await, (status, code.to_string()), "{what}");
+    }
+
+    let not_multipart = app
+        .client
+        .post(app.url("/api/v1/jobs"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_code(not_multipart).await,
+        (StatusCode::BAD_REQUEST, "bad_multipart".to_string())
+    );
+    let bad_client = app
+        .client
+        .post(app.url("/api/v1/jobs"))
+        .header("x-client-id", "me")
+        .multipart(job_form(good.clone()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_code(bad_client).await,
+        (StatusCode::BAD_REQUEST, "invalid_client_id".to_string())
+    );
+
+    // Nothing refused was stored or queued, and the server still takes good work.
+    assert_eq!(app.healthz().await.status(), StatusCode::OK);
+    assert_eq!(
+        app.platform.queue::<ImageRequest>().depth().await.unwrap(),
+        0
+    );
+    let client = Uuid::new_v4();
+    let res = app
+        .client
+        .post(app.url("/api/v1/jobs"))
+        .header("x-client-id", client.to_string())
+        .multipart(job_form(good))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let job: Value = res.json().await.unwrap();
+    let id: Uuid = job["id"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        app.platform.queue::<ImageRequest>().depth().await.unwrap(),
+        1
+    );
+    let record = app.platform.jobs().get(id).await.unwrap();
+    assert_eq!(record.client_id, client);
+    let peeked = app.platform.queues.peek("imagerequest", 1).await.unwrap();
+    let message = Envelope::<ImageRequest>::decode(&peeked[0].body).unwrap();
+    assert_eq!(message.body.job_id, id);
+    assert_eq!(message.client_id, client);
+    assert_eq!(message.body.input_blob, format!("imageinput/{id}"));
+    assert_eq!(
+        app.platform
+            .blobs
+            .get(&message.body.input_blob)
+            .await
+            .unwrap()
+            .as_ref(),
+        astronaut().as_slice()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_gets_a_client_cookie_and_keeps_it() {
+    let app = spawn_app_with(test_settings(), false).await;
+    let res = app.post_job(job_form(astronaut())).await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.starts_with("tessera_client="), "{cookie}");
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    let client: Uuid = cookie["tessera_client=".len()..]
+        .split(';')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let job: Value = res.json().await.unwrap();
+    let id: Uuid = job["id"].as_str().unwrap().parse().unwrap();
+    assert_eq!(app.platform.jobs().get(id).await.unwrap().client_id, client);
+
+    let again = app
+        .client
+        .post(app.url("/api/v1/jobs"))
+        .header("cookie", format!("tessera_client={client}"))
+        .multipart(job_form(astronaut()))
+        .send()
+        .await
+        .unwrap();
+    assert!(again.headers().get("set-cookie").is_none());
+    let job: Value = again.json().await.unwrap();
+    let id: Uuid = job["id"].as_str().unwrap().parse().unwrap();
+    assert_eq!(app.platform.jobs().get(id).await.unwrap().client_id, client);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_jobs_and_routes_are_404_with_a_code() {
+    let app = spawn_app_with(test_settings(), false).await;
+    let unknown = Uuid::new_v4().to_string();
+    for path in [
+        format!("/api/v1/jobs/{unknown}"),
+        format!("/api/v1/jobs/{unknown}/result"),
+        format!("/api/v1/jobs/{unknown}/events"),
+        "/api/v1/jobs/not-a-uuid".to_string(),
+    ] {
+        let res = app.get(&path).await;
+        assert_eq!(
+            error_code(res).await,
+            (StatusCode::NOT_FOUND, "job_not_found".to_string()),
+            "{path}"
+        );
+    }
+    let res = app.get("/api/v1/nothing-here").await;
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::NOT_FOUND, "no_route".to_string())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_imageresponse_listener_finishes_a_job_once() {
+    // No back end runs: the broker's side alone, with the response sent by hand.
+    let app = spawn_app_with(test_settings(), false).await;
+    let id = app.submit().await;
+    let job: Value = app.get_job(&id).await.json().await.unwrap();
+    assert_eq!(job["state"], "queued");
+    let res = app.get_result(&id, &[]).await;
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::CONFLICT, "job_not_done".to_string())
+    );
+
+    let job_id: Uuid = id.parse().unwrap();
+    let responses = app.platform.queue::<ImageResponse>();
+    let failed = ImageResponse {
+        job_id,
+        outcome: JobOutcome::Failed {
+            reason: "the library vanished".into(),
+        },
+    };
+    responses
+        .send(&Envelope::new(Uuid::new_v4(), failed))
+        .await
+        .unwrap();
+    let text = app.get_events(&id).await.text().await.unwrap();
+    assert!(text.contains("\"state\":\"failed\""), "{text}");
+    let job = app.wait_until_finished(&id).await;
+    assert_eq!(job["state"], "failed");
+    assert_eq!(job["error"], "the library vanished");
+
+    // A late success changes nothing: a finished job stays as it finished.
+    let done = ImageResponse {
+        job_id,
+        outcome: JobOutcome::Done {
+            output_blob: format!("imageoutput/{id}"),
+            width: 96,
+            height: 96,
+        },
+    };
+    responses
+        .send(&Envelope::new(Uuid::new_v4(), done))
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        if responses.depth().await.unwrap() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(responses.depth().await.unwrap(), 0);
+    let job: Value = app.get_job(&id).await.json().await.unwrap();
+    assert_eq!(job["state"], "failed");
+    let res = app.get_result(&id, &[]).await;
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::CONFLICT, "job_failed".to_string())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn libraries_are_listed_and_imported_from_zips_and_files() {
+    let settings = WebSettings {
+        max_library_uncompressed_bytes: 1024 * 1024,
+        ..test_settings()
+    };
+    let app = spawn_app_with(settings, false).await;
+    let list: Value = app.get_libraries().await.json().await.unwrap();
+    assert_eq!(list["libraries"][0]["id"], "emoji");
+    let emoji: Value = app.get_library("emoji").await.json().await.unwrap();
+    assert!(emoji["tiles"].as_u64().unwrap() > 10, "{emoji}");
+    let res = app.get_library("nope").await;
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::NOT_FOUND, "library_not_found".to_string())
+    );
+
+    // A zip with tiles, a stray text file and a corrupt image.
+    let mut entries: Vec<(String, Vec<u8>)> = tiles(6)
+        .into_iter()
+        .map(|(n, b)| (format!("set/{n}"), b))
+        .collect();
+    entries.push(("set/readme.txt".into(), b"hello".to_vec()));
+    entries.push(("set/broken.png".into(), png(30, 30)[..60].to_vec()));
+    let refs: Vec<(&str, Vec<u8>)> = entries
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
+    let form = Form::new()
+        .text("name", "My Tiles")
+        .part("file", Part::bytes(zip_of(&refs)).file_name("tiles.zip"));
+    let res = app.post_library(form).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(res.headers()["location"], "/api/v1/libraries/my-tiles");
+    let created: Value = res.json().await.unwrap();
+    assert_eq!(created["library"]["id"], "my-tiles");
+    assert_eq!(created["library"]["tiles"], 6);
+    assert_eq!(created["report"]["ignored"], 1);
+    assert_eq!(
+        created["report"]["skipped"][0]["name"], "set/broken.png",
+        "{created}"
+    );
+    let got: Value = app.get_library("my-tiles").await.json().await.unwrap();
+    assert_eq!(got["version"], 1);
+
+    // Loose image files; the same name again makes version 2.
+    let mut form = Form::new().text("name", "My Tiles");
+    for (name, bytes) in tiles(3) {
+        form = form.part("files", Part::bytes(bytes).file_name(name));
+    }
+    let res = app.post_library(form).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let created: Value = res.json().await.unwrap();
+    assert_eq!(created["library"]["version"], 2);
+    assert_eq!(created["library"]["tiles"], 3);
+
+    let refused = [
+        (
+            zip_of(&[("../evil.png", tiles(1)[0].1.clone())]),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unsafe_archive",
+        ),
+        (
+            zip_of(&[("notes.txt", b"no pictures".to_vec())]),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "no_images",
+        ),
+        (
+            // Compresses to a few kilobytes, unpacks past the 1 MiB limit.
+            zip_of(&[("big.png", vec![0u8; 2 * 1024 * 1024])]),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "archive_too_large",
+        ),
+        (
+            b"PK\x03\x04 not really a zip".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "bad_archive",
+        ),
+    ];
+    for (zip, status, code) in refused {
+        let form = Form::new()
+            .text("name", "bad")
+            .part("file", Part::bytes(zip).file_name("bad.zip"));
+        assert_eq!(
+            error_code(app.post_library(form).await).await,
+            (status, code.to_string())
+        );
+    }
+    let res = app
+        .post_library(Form::new().part(
+            "file",
+            Part::bytes(tiles(1)[0].1.clone()).file_name("a.png"),
+        ))
+        .await;
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::BAD_REQUEST, "missing_parameter".to_string())
+    );
+    let res = app.get_library("bad").await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_queues_and_security_headers() {
+    let app = spawn_app_with(test_settings(), false).await;
+    assert_eq!(app.healthz().await.status(), StatusCode::OK);
+    assert_eq!(app.readyz().await.status(), StatusCode::OK);
+    app.submit().await;
+    let res = app.get_queues().await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let headers = res.headers().clone();
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    let body: Value = res.json().await.unwrap();
+    let queues = body["queues"].as_array().unwrap();
+    let names: Vec<&str> = queues.iter().map(|q| q["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "imagerequest",
+            "slicerequest",
+            "sliceresponse",
+            "imageresponse"
+        ]
+    );
+    assert_eq!(queues[0]["depth"], 1);
+    assert_eq!(queues[0]["poison"], "imagerequest-poison");
+    assert_eq!(queues[0]["poison_depth"], 0);
+}
