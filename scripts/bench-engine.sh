@@ -108,6 +108,7 @@ metapixel_run() {
 # (a) 128 x 128 cells, 16 px tiles (2048 x 2048), emoji.
 tessera_run a-emoji-r1 "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1
 tessera_run a-emoji-r0 "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 0
+tessera_run a-emoji-r5 "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 5
 if [ -z "${SKIP_METAPIXEL:-}" ]; then
     metapixel_run a-emoji-default "$OUT/mp-emoji" 4 128 128
     metapixel_run a-emoji-distance1 "$OUT/mp-emoji" 4 128 128 --distance=1
@@ -123,6 +124,7 @@ fi
 # (a) on the photo library.
 tessera_run a-photos-r1 "$OUT/photos.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1
 tessera_run a-photos-r0 "$OUT/photos.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 0
+tessera_run a-photos-r5 "$OUT/photos.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 5
 if [ -z "${SKIP_METAPIXEL:-}" ]; then
     metapixel_run a-photos-default "$OUT/mp-photos" 4 128 128
     metapixel_run a-photos-distance1 "$OUT/mp-photos" 4 128 128 --distance=1
