@@ -2,12 +2,14 @@
 //! listener that runs beside it.
 
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::{Server, ServerHandle, Service};
 use actix_web::middleware::DefaultHeaders;
 use actix_web::{App, HttpServer, web};
 use anyhow::Context as _;
+use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use tessera_shared::platform::Platform;
@@ -51,6 +53,9 @@ impl Application {
             platform,
             settings,
             changes,
+            decodes: Arc::new(Semaphore::new(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            )),
         });
         let mut server = HttpServer::new(move || {
             App::new()

@@ -1,6 +1,8 @@
 //! What every request handler shares: the platform, the settings and the job-change signal.
 
-use tokio::sync::broadcast;
+use std::sync::Arc;
+
+use tokio::sync::{Semaphore, broadcast};
 use uuid::Uuid;
 
 use tessera_shared::platform::Platform;
@@ -13,6 +15,8 @@ pub struct AppState {
     pub platform: Platform,
     pub settings: WebSettings,
     pub changes: JobChanges,
+    /// Image validations decoding at once (each may hold a whole decoded upload in memory).
+    pub decodes: Arc<Semaphore>,
 }
 
 /// An in-process signal that a job's record changed (sent by the imageresponse listener), so

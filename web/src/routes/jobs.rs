@@ -265,6 +265,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
 
     let max_pixels = settings.max_input_pixels;
     let bytes = image.clone();
+    let _slot = state.decodes.acquire().await.map_err(ApiError::internal)?;
     let info = tokio::task::spawn_blocking(move || inspect_target(&bytes, max_pixels))
         .await
         .map_err(ApiError::internal)??;

@@ -10,6 +10,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 
 use tessera_shared::jobs::JobState;
+use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{BlobStore, StorageError};
 
 use super::jobs::job_id;
@@ -27,7 +28,10 @@ pub async fn get(
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;
     let key = match (record.state, &record.result_blob) {
-        (JobState::Done, Some(key)) => key.clone(),
+        // The stitcher writes the result to its typed key; older records may not name it.
+        (JobState::Done, blob) => blob
+            .clone()
+            .unwrap_or_else(|| BlobKey::ImageOutput { job: id }.path()),
         (JobState::Failed, _) => {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
