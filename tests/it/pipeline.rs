@@ -353,6 +353,7 @@ async fn start_roles(
     controller: ControllerSettings,
     processors: ProcessorSettings,
 ) -> Roles {
+    platform.ensure_queues().await.unwrap();
     let (trigger, signal) = shutdown::channel();
     let tasks = vec![
         tokio::spawn(run_controller(platform.clone(), controller, signal.clone())),
@@ -698,7 +699,8 @@ async fn messages_twice_give_one_result(env: Env) {
         again.transactions.get("processor"),
         record.transactions.get("processor")
     );
-    assert_eq!(roles.responses_for(id).len(), 1);
+    let responses = roles.responses_for(id);
+    assert_eq!(responses.len(), 1, "{responses:#?}");
     roles.stop().await;
 }
 

@@ -1,7 +1,9 @@
 //! The job controller: `imagerequest` -> plan and slices -> `slicerequest`; `sliceresponse` ->
 //! progress, and once every slice is in storage, the stitched output -> `imageresponse`.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tessera_engine::{Plan, decode_target};
@@ -34,6 +36,7 @@ pub async fn run_controller(
         libraries: LibraryCache::new(platform.libraries(), settings.library_cache),
         platform: platform.clone(),
         settings: settings.clone(),
+        stitching: Mutex::new(HashSet::new()),
     });
 
     let c = controller.clone();
@@ -92,6 +95,23 @@ struct Controller {
     platform: Platform,
     settings: ControllerSettings,
     libraries: LibraryCache,
+    /// Jobs this process is stitching now.
+    stitching: Mutex<HashSet<Uuid>>,
+}
+
+/// Marks a job as being stitched in this process while it lives.
+struct StitchGuard<'a> {
+    stitching: &'a Mutex<HashSet<Uuid>>,
+    job: Uuid,
+}
+
+impl Drop for StitchGuard<'_> {
+    fn drop(&mut self) {
+        self.stitching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.job);
+    }
 }
 
 impl Controller {
@@ -297,8 +317,8 @@ impl Controller {
             JobState::Failed => return Ok(()),
             JobState::Done => {
                 // A redelivery may follow a crash between finishing the job and telling the
-                // front end: tell it again (the front end takes a repeat in its stride).
-                if context.dequeue_count > 1 {
+                // front end. (A first delivery is a duplicate racing the announcement.)
+                if !record.announced && context.dequeue_count > 1 {
                     self.announce(&local, client, &record).await?;
                 }
                 return Ok(());
@@ -347,6 +367,26 @@ impl Controller {
             }
         }
 
+        // One stitch per job at a time, as far as can be told: in this process for sure; across
+        // processes, a first delivery that finds the job already stitching comes back later
+        // (by then the job is done, or the stitcher's own message has come back to finish it).
+        if !self
+            .stitching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(job)
+        {
+            return Ok(());
+        }
+        let _guard = StitchGuard {
+            stitching: &self.stitching,
+            job,
+        };
+        if record.state == JobState::Stitching && context.dequeue_count == 1 {
+            return Err(Failure::retry_after(Duration::from_millis(
+                self.settings.visibility_timeout_ms,
+            )));
+        }
         jobs.update(job, |r| r.advance(JobState::Stitching))
             .await
             .map_err(|e| job_failure(job, e))?;
@@ -396,7 +436,7 @@ impl Controller {
         Ok(())
     }
 
-    /// Sends the `ImageResponse` of a finished job.
+    /// Sends the `ImageResponse` of a finished job, then notes in the record that it went out.
     async fn announce(
         &self,
         platform: &Platform,
@@ -418,6 +458,11 @@ impl Controller {
             .queue::<ImageResponse>()
             .send(&Envelope::new(client, response))
             .await?;
+        platform
+            .jobs()
+            .update(record.id, |r| !std::mem::replace(&mut r.announced, true))
+            .await
+            .map_err(|e| job_failure(record.id, e))?;
         Ok(())
     }
 }

@@ -111,6 +111,9 @@ pub struct JobRecord {
     /// Storage transactions spent on the job, by role.
     #[serde(default)]
     pub transactions: BTreeMap<String, u64>,
+    /// Whether the job's `ImageResponse` has been sent (a redelivery after a crash sends it).
+    #[serde(default)]
+    pub announced: bool,
 }
 
 impl JobRecord {
@@ -130,6 +133,7 @@ impl JobRecord {
             result_blob: None,
             error: None,
             transactions: BTreeMap::new(),
+            announced: false,
         }
     }
 
