@@ -16,7 +16,13 @@ scripts/azurite.sh install
 scripts/azurite.sh python
 scripts/azurite.sh start
 trap 'scripts/azurite.sh stop' EXIT
-export TESSERA_AZURE_CONNECTION_STRING="UseDevelopmentStorage=true"
+# Always the local Azurite, never an account configured in the environment.
+if [ -n "${AZURITE_BLOB_PORT:-}${AZURITE_QUEUE_PORT:-}" ]; then
+  key="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+  export TESSERA_AZURE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$key;BlobEndpoint=http://127.0.0.1:${AZURITE_BLOB_PORT:-10000}/devstoreaccount1;QueueEndpoint=http://127.0.0.1:${AZURITE_QUEUE_PORT:-10001}/devstoreaccount1"
+else
+  export TESSERA_AZURE_CONNECTION_STRING="UseDevelopmentStorage=true"
+fi
 export TESSERA_TEST_PYTHON="$PWD/.tools/venv/bin/python"
 
 step "cargo fmt --check"
