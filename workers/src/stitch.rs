@@ -174,3 +174,78 @@ impl Drop for ChunkWriter {
         let _ = self.send();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_shared::storage::PutMode;
+    use tessera_shared::storage::embedded::EmbeddedStorage;
+
+    /// Stores `pixels` cut after the given rows and stitches them.
+    async fn stitched(
+        blobs: &Arc<dyn BlobStore>,
+        pixels: &[u8],
+        width: u32,
+        cuts: &[usize],
+        band: usize,
+    ) -> Bytes {
+        let row = width as usize * 3;
+        let height = pixels.len() / row;
+        let job = uuid::Uuid::new_v4();
+        let mut bounds = vec![0];
+        bounds.extend_from_slice(cuts);
+        bounds.push(height);
+        let mut slices = Vec::new();
+        for (seq, pair) in bounds.windows(2).enumerate() {
+            let key = format!("sliceoutput/{job}/{seq:05}");
+            let part = Bytes::copy_from_slice(&pixels[pair[0] * row..pair[1] * row]);
+            blobs
+                .put(&key, part.clone(), PutMode::CreateNew)
+                .await
+                .unwrap();
+            slices.push((key, part.len() as u64));
+        }
+        let output = format!("imageoutput/{job}");
+        stitch_png(blobs.clone(), &slices, &output, width, height as u32, band)
+            .await
+            .unwrap();
+        blobs.get(&output).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_slice_layout_does_not_change_the_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = EmbeddedStorage::open(dir.path()).unwrap().blobs();
+        let (width, height) = (37u32, 91usize);
+        let pixels: Vec<u8> = (0..width as usize * 3 * height)
+            .map(|i| ((i * 7919) % 251) as u8)
+            .collect();
+        let whole = stitched(&blobs, &pixels, width, &[], 1000).await;
+        let cut = stitched(&blobs, &pixels, width, &[1, 40, 41, 90], 1000).await;
+        assert_eq!(whole, cut);
+        let decoder = png::Decoder::new(std::io::Cursor::new(whole.to_vec()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut out = vec![0; reader.output_buffer_size().unwrap()];
+        reader.next_frame(&mut out).unwrap();
+        assert_eq!(out, pixels);
+    }
+
+    #[tokio::test]
+    async fn slices_of_the_wrong_size_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = EmbeddedStorage::open(dir.path()).unwrap().blobs();
+        blobs
+            .put(
+                "sliceoutput/x/00000",
+                Bytes::from(vec![0; 30]),
+                PutMode::CreateNew,
+            )
+            .await
+            .unwrap();
+        let slices = [("sliceoutput/x/00000".to_string(), 30)];
+        let err = stitch_png(blobs, &slices, "imageoutput/x", 4, 3, 1000)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StitchError::Invalid(_)), "{err}");
+    }
+}
