@@ -218,9 +218,11 @@ impl JpegSink {
         let handle = std::thread::Builder::new()
             .name("jpeg-encoder".into())
             .spawn(move || {
-                let mut enc = jpeg_encoder::Encoder::new(w, quality);
+                let mut w = w;
+                let mut enc = jpeg_encoder::Encoder::new(&mut w, quality);
                 enc.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_2);
-                enc.encode_image(image).map_err(|e| e.to_string())
+                enc.encode_image(image).map_err(|e| e.to_string())?;
+                w.flush().map_err(|e| e.to_string())
             })
             .map_err(enc_err)?;
         Ok(Self {
@@ -377,10 +379,14 @@ pub fn file_sink(
     format: OutputFormat,
 ) -> Result<ThreadedSink, Error> {
     let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    let w = std::io::BufWriter::with_capacity(1 << 20, file);
+    // The PNG stream writer already writes in large chunks, straight to the file (so no write
+    // error hides in a buffer's drop); the JPEG encoder writes small pieces and flushes at the end.
     let inner: Box<dyn BandSink + Send> = match format {
-        OutputFormat::Png => Box::new(PngSink::new(w, width, height)?),
-        OutputFormat::Jpeg { quality } => Box::new(JpegSink::new(w, width, height, quality)?),
+        OutputFormat::Png => Box::new(PngSink::new(file, width, height)?),
+        OutputFormat::Jpeg { quality } => {
+            let w = std::io::BufWriter::with_capacity(1 << 20, file);
+            Box::new(JpegSink::new(w, width, height, quality)?)
+        }
     };
     ThreadedSink::new(inner)
 }

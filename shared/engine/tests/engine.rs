@@ -426,3 +426,21 @@ proptest! {
         prop_assert!(stitched == whole);
     }
 }
+
+#[test]
+fn a_gif_contributes_its_first_frame() {
+    use image::codecs::gif::GifEncoder;
+    let frame =
+        |rgba: [u8; 4]| image::Frame::new(image::RgbaImage::from_pixel(10, 10, image::Rgba(rgba)));
+    let mut gif = Vec::new();
+    {
+        let mut enc = GifEncoder::new(&mut gif);
+        enc.encode_frames([frame([200, 20, 20, 255]), frame([20, 20, 200, 255])])
+            .unwrap();
+    }
+    let (lib, report) =
+        Library::from_files(vec![("anim.gif".into(), gif)], &ImportOptions::default()).unwrap();
+    assert_eq!(report.imported, 1);
+    let p = &lib.rendition(0)[..3];
+    assert!(p[0] > 150 && p[2] < 80, "first frame is red, got {p:?}");
+}
