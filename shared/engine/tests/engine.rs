@@ -444,3 +444,43 @@ fn a_gif_contributes_its_first_frame() {
     let p = &lib.rendition(0)[..3];
     assert!(p[0] > 150 && p[2] < 80, "first frame is red, got {p:?}");
 }
+
+#[test]
+fn exif_orientation_is_respected() {
+    // A 40x20 JPEG, left half red, right half blue, tagged "rotate 90 degrees clockwise".
+    let img = image::RgbImage::from_fn(40, 20, |x, _| {
+        image::Rgb(if x < 20 { [220, 0, 0] } else { [0, 0, 220] })
+    });
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 95)
+        .encode_image(&img)
+        .unwrap();
+    let mut tiff = b"II*\0\x08\0\0\0".to_vec();
+    tiff.extend_from_slice(&[1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0]);
+    let mut app1 = b"Exif\0\0".to_vec();
+    app1.extend_from_slice(&tiff);
+    let mut tagged = jpeg[..2].to_vec();
+    tagged.extend_from_slice(&[0xff, 0xe1]);
+    tagged.extend_from_slice(&((app1.len() + 2) as u16).to_be_bytes());
+    tagged.extend_from_slice(&app1);
+    tagged.extend_from_slice(&jpeg[2..]);
+    let (lib, _) = Library::from_files(
+        vec![("plain.jpg".into(), jpeg), ("rotated.jpg".into(), tagged)],
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let s = lib.rendition_size() as usize;
+    let px = |t: u32, x: usize, y: usize| {
+        lib.rendition(t)[(y * s + x) * 3..(y * s + x) * 3 + 3].to_vec()
+    };
+    let red = |p: Vec<u8>| p[0] > 150 && p[2] < 80;
+    // Unrotated, the centre square is red on the left and blue on the right.
+    assert!(red(px(0, 2, 2)) && !red(px(0, s - 3, 2)));
+    // Rotated clockwise, the left half is on top: the whole top row is red, the bottom blue.
+    assert!(
+        red(px(1, 2, 2)) && red(px(1, s - 3, 2)),
+        "{:?}",
+        px(1, s - 3, 2)
+    );
+    assert!(!red(px(1, 2, s - 3)));
+}
