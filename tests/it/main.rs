@@ -5,3 +5,4 @@ mod conformance;
 mod crash;
 mod messages;
 mod pipeline;
+mod runtime;

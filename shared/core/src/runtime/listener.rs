@@ -452,13 +452,12 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
         renew_at: Instant::now() + settings.renewal_interval,
         lost: false,
     };
-    let job = probe_job_id(&message.body);
     let span = tracing::info_span!(
         "message",
         queue = %shared.name,
         id = %message.id,
         dequeue_count = message.dequeue_count,
-        job = job.map(tracing::field::display),
+        job = tracing::field::Empty,
     );
     let work = async {
         if message.dequeue_count > settings.poison_threshold {
@@ -484,44 +483,53 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
                 return;
             }
         };
-        let outcome = attempt(shared, &message, &mut lease, decoded.envelope, job).await;
-        match outcome {
-            Attempt::Done => {
-                if delete(shared, &mut lease).await {
-                    bump(&shared.stats.processed);
-                    if let Some(key) = decoded.body_blob
-                        && let Err(e) = shared.queue.blobs().delete(&key).await
-                    {
-                        tracing::debug!(key, error = %e, "stored-aside body not deleted");
+        // From here on every storage call is charged to the message's job.
+        let job = probe_job_id(&decoded.text);
+        if let Some(job) = job {
+            tracing::Span::current().record("job", tracing::field::display(job));
+        }
+        let finish = async {
+            let outcome = attempt(shared, &message, &mut lease, decoded.envelope, job).await;
+            match outcome {
+                Attempt::Done => {
+                    if delete(shared, &mut lease).await {
+                        bump(&shared.stats.processed);
+                        if let Some(key) = decoded.body_blob
+                            && let Err(e) = shared.queue.blobs().delete(&key).await
+                        {
+                            tracing::debug!(key, error = %e, "stored-aside body not deleted");
+                        }
                     }
                 }
+                Attempt::Failed(Failure::Poison(reason)) => {
+                    move_to_poison(shared, &message, &mut lease, &reason).await;
+                }
+                Attempt::Failed(Failure::Retry { after }) => {
+                    let delay =
+                        after.unwrap_or_else(|| retry_delay(settings, message.dequeue_count));
+                    tracing::info!(?delay, "attempt failed; retrying");
+                    bump(&shared.stats.retried);
+                    set_visibility(shared, &mut lease, delay).await;
+                }
+                Attempt::Panicked(what) => {
+                    let delay = retry_delay(settings, message.dequeue_count);
+                    tracing::error!(panic = %what, ?delay, "handler panicked; retrying");
+                    bump(&shared.stats.retried);
+                    bump(&shared.stats.panicked);
+                    set_visibility(shared, &mut lease, delay).await;
+                }
+                Attempt::Released => {
+                    bump(&shared.stats.released);
+                    set_visibility(shared, &mut lease, Duration::ZERO).await;
+                }
             }
-            Attempt::Failed(Failure::Poison(reason)) => {
-                move_to_poison(shared, &message, &mut lease, &reason).await;
-            }
-            Attempt::Failed(Failure::Retry { after }) => {
-                let delay = after.unwrap_or_else(|| retry_delay(settings, message.dequeue_count));
-                tracing::info!(?delay, "attempt failed; retrying");
-                bump(&shared.stats.retried);
-                set_visibility(shared, &mut lease, delay).await;
-            }
-            Attempt::Panicked(what) => {
-                let delay = retry_delay(settings, message.dequeue_count);
-                tracing::error!(panic = %what, ?delay, "handler panicked; retrying");
-                bump(&shared.stats.retried);
-                bump(&shared.stats.panicked);
-                set_visibility(shared, &mut lease, delay).await;
-            }
-            Attempt::Released => {
-                bump(&shared.stats.released);
-                set_visibility(shared, &mut lease, Duration::ZERO).await;
-            }
+        };
+        match job {
+            Some(job) => accounting::with_job(job, finish).await,
+            None => finish.await,
         }
     };
-    match job {
-        Some(job) => accounting::with_job(job, work.instrument(span)).await,
-        None => work.instrument(span).await,
-    }
+    work.instrument(span).await
 }
 
 /// Waits for a handler slot and runs the handler in its own task, renewing the lease meanwhile.
