@@ -17,6 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tempfile::TempDir;
+use tessera_azure::{AzureOptions, AzureStorage};
 use tessera_shared::accounting::{Accounting, Op};
 use tessera_shared::messages::{Envelope, Message, QueueName};
 use tessera_shared::queue::Queue;
@@ -62,7 +63,8 @@ fn ping(n: u32) -> Envelope<Ping> {
 struct Store {
     queues: Arc<dyn QueueStore>,
     blobs: Arc<dyn BlobStore>,
-    dir: TempDir,
+    /// The embedded data directory; `None` for Azure.
+    dir: Option<TempDir>,
 }
 
 fn embedded() -> Store {
@@ -71,9 +73,63 @@ fn embedded() -> Store {
     Store {
         queues: storage.queues(),
         blobs: storage.blobs(),
-        dir,
+        dir: Some(dir),
     }
 }
+
+/// Azurite (or the account `TESSERA_AZURE_CONNECTION_STRING` names). Fails, never skips, when
+/// the variable is unset: `scripts/test.sh` starts Azurite and sets it.
+fn azurite() -> Store {
+    let storage = azure_storage();
+    Store {
+        queues: storage.queues(),
+        blobs: storage.blobs(),
+        dir: None,
+    }
+}
+
+fn azure_storage() -> AzureStorage {
+    let connection = std::env::var("TESSERA_AZURE_CONNECTION_STRING").expect(
+        "TESSERA_AZURE_CONNECTION_STRING is not set: run scripts/test.sh, or start Azurite with \
+         scripts/azurite.sh start and set TESSERA_AZURE_CONNECTION_STRING=UseDevelopmentStorage=true",
+    );
+    AzureStorage::from_connection_string(&connection, AzureOptions::default())
+        .expect("a valid Azure connection string")
+}
+
+/// One test per scenario and backend: `runtime::embedded::<name>` and `runtime::azurite::<name>`.
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(&super::embedded()).await;
+                }
+            )*
+        }
+        mod azurite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(&super::azurite()).await;
+                }
+            )*
+        }
+    };
+}
+
+on_every_backend!(
+    handles_each_message_once_and_counts_its_transactions,
+    poison_path_end_to_end_with_the_reason_readable,
+    handler_poison_and_malformed_bodies_go_straight_to_the_poison_queue,
+    a_handler_three_times_the_visibility_timeout_keeps_its_lease,
+    a_panicking_handler_is_a_failed_attempt_not_a_dead_worker,
+    graceful_shutdown_finishes_in_time_and_releases_the_rest,
+    a_send_nudges_an_idle_listener_in_the_same_process,
+    a_message_in_hand_when_its_process_is_killed_is_delivered_again,
+    a_nudge_crosses_from_one_process_to_another,
+);
 
 fn unique_queue() -> String {
     format!("rt-{}", &Uuid::new_v4().simple().to_string()[..12])
@@ -113,9 +169,7 @@ async fn poison_records(store: &Store, queue: &str) -> Vec<PoisonRecord> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn handles_each_message_once_and_counts_its_transactions() {
-    let store = embedded();
+async fn handles_each_message_once_and_counts_its_transactions(store: &Store) {
     let accounting = Accounting::new();
     let queues: Arc<dyn QueueStore> = Arc::new(accounting.wrap(store.queues.clone()));
     let blobs: Arc<dyn BlobStore> = Arc::new(accounting.wrap(store.blobs.clone()));
@@ -172,9 +226,7 @@ async fn handles_each_message_once_and_counts_its_transactions() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn poison_path_end_to_end_with_the_reason_readable() {
-    let store = embedded();
+async fn poison_path_end_to_end_with_the_reason_readable(store: &Store) {
     let name = unique_queue();
     let queue = store.queue(&name, &Nudges::local());
     let attempts = Arc::new(AtomicU32::new(0));
@@ -227,9 +279,7 @@ async fn poison_path_end_to_end_with_the_reason_readable() {
     assert_eq!(hooked.lock().unwrap().as_slice(), records.as_slice());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn handler_poison_and_malformed_bodies_go_straight_to_the_poison_queue() {
-    let store = embedded();
+async fn handler_poison_and_malformed_bodies_go_straight_to_the_poison_queue(store: &Store) {
     let name = unique_queue();
     let queue = store.queue(&name, &Nudges::local());
     let attempts = Arc::new(AtomicU32::new(0));
@@ -293,9 +343,7 @@ async fn handler_poison_and_malformed_bodies_go_straight_to_the_poison_queue() {
     assert_eq!(refused.dequeue_count, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
-    let store = embedded();
+async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease(store: &Store) {
     let name = unique_queue();
     let queue = store.queue(&name, &Nudges::local());
     let attempts = Arc::new(AtomicU32::new(0));
@@ -348,9 +396,7 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
     assert_eq!(store.queues.approximate_depth(&name).await.unwrap(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_handler_is_a_failed_attempt_not_a_dead_worker() {
-    let store = embedded();
+async fn a_panicking_handler_is_a_failed_attempt_not_a_dead_worker(store: &Store) {
     let name = unique_queue();
     let queue = store.queue(&name, &Nudges::local());
     let attempts = Arc::new(AtomicU32::new(0));
@@ -383,9 +429,7 @@ async fn a_panicking_handler_is_a_failed_attempt_not_a_dead_worker() {
     assert_eq!(attempts.load(Ordering::SeqCst), 3);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn graceful_shutdown_finishes_in_time_and_releases_the_rest() {
-    let store = embedded();
+async fn graceful_shutdown_finishes_in_time_and_releases_the_rest(store: &Store) {
     let name = unique_queue();
     let queue = store.queue(&name, &Nudges::local());
     let started = Arc::new(AtomicU32::new(0));
@@ -591,9 +635,7 @@ impl Drop for KillOnDrop {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_send_nudges_an_idle_listener_in_the_same_process() {
-    let store = embedded();
+async fn a_send_nudges_an_idle_listener_in_the_same_process(store: &Store) {
     let name = unique_queue();
     let queue = store.queue(&name, &Nudges::local());
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -623,13 +665,17 @@ async fn a_send_nudges_an_idle_listener_in_the_same_process() {
     listener.shutdown(Duration::from_secs(5)).await;
 }
 
-/// Starts this test binary again as a child process playing `role`.
+/// Starts this test binary again as a child process playing `role`, on `store`'s backend.
 fn spawn_child(
     role: &str,
-    dir: &Path,
+    store: &Store,
     queue: &str,
 ) -> (KillOnDrop, std::sync::mpsc::Receiver<String>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    if let Some(dir) = &store.dir {
+        command.env("TESSERA_RUNTIME_DIR", dir.path());
+    }
+    let mut child = command
         .args([
             "runtime::child_process",
             "--exact",
@@ -637,7 +683,6 @@ fn spawn_child(
             "--test-threads=1",
         ])
         .env(CHILD_ENV, role)
-        .env("TESSERA_RUNTIME_DIR", dir)
         .env("TESSERA_RUNTIME_QUEUE", queue)
         .stdout(Stdio::piped())
         .spawn()
@@ -673,11 +718,19 @@ async fn child_process() {
     let Ok(role) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let dir = std::env::var("TESSERA_RUNTIME_DIR").unwrap();
     let name = std::env::var("TESSERA_RUNTIME_QUEUE").unwrap();
-    let storage = EmbeddedStorage::open(Path::new(&dir)).unwrap();
-    let nudges = Nudges::cross_process(storage.blobs(), NudgeSettings::default());
-    let queue = Queue::<Ping>::new(storage.queues(), storage.blobs(), nudges).named(&name);
+    let (queues, blobs) = match std::env::var("TESSERA_RUNTIME_DIR") {
+        Ok(dir) => {
+            let storage = EmbeddedStorage::open(Path::new(&dir)).unwrap();
+            (storage.queues(), storage.blobs())
+        }
+        Err(_) => {
+            let storage = azure_storage();
+            (storage.queues(), storage.blobs())
+        }
+    };
+    let nudges = Nudges::cross_process(blobs.clone(), NudgeSettings::default());
+    let queue = Queue::<Ping>::new(queues, blobs, nudges).named(&name);
     match role.as_str() {
         "crash" => {
             let _listener = Listener::new(queue)
@@ -720,15 +773,13 @@ async fn child_process() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_in_hand_when_its_process_is_killed_is_delivered_again() {
-    let store = embedded();
+async fn a_message_in_hand_when_its_process_is_killed_is_delivered_again(store: &Store) {
     let name = unique_queue();
     let queue = store.queue(&name, &Nudges::local());
     queue.ensure().await.unwrap();
     let sent = ping(41);
     queue.send(&sent).await.unwrap();
-    let (child, lines) = spawn_child("crash", store.dir.path(), &name);
+    let (child, lines) = spawn_child("crash", store, &name);
     assert_eq!(expect_line(&lines, "started"), "started 41 1");
     // SIGKILL: no chance to release the message.
     drop(child);
@@ -756,11 +807,9 @@ async fn a_message_in_hand_when_its_process_is_killed_is_delivered_again() {
     assert_eq!(store.queues.approximate_depth(&name).await.unwrap(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_nudge_crosses_from_one_process_to_another() {
-    let store = embedded();
+async fn a_nudge_crosses_from_one_process_to_another(store: &Store) {
     let name = unique_queue();
-    let (child, lines) = spawn_child("nudged", store.dir.path(), &name);
+    let (child, lines) = spawn_child("nudged", store, &name);
     expect_line(&lines, "ready");
     let nudges = Nudges::cross_process(store.blobs.clone(), NudgeSettings::default());
     let queue = store.queue(&name, &nudges);
