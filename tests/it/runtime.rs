@@ -261,7 +261,7 @@ async fn poison_path_end_to_end_with_the_reason_readable(store: &Store) {
     // Three attempts ran; the fourth receive moved the message aside without running it.
     assert_eq!(attempts.load(Ordering::SeqCst), 3);
     assert_eq!(store.queues.approximate_depth(&name).await.unwrap(), 0);
-    let records = poison_records(&store, &name).await;
+    let records = poison_records(store, &name).await;
     assert_eq!(records.len(), 1);
     let record = &records[0];
     assert!(
@@ -320,7 +320,7 @@ async fn handler_poison_and_malformed_bodies_go_straight_to_the_poison_queue(sto
 
     // The handler saw only the well-formed message, once; nothing was retried.
     assert_eq!(attempts.load(Ordering::SeqCst), 1);
-    let records = poison_records(&store, &name).await;
+    let records = poison_records(store, &name).await;
     let by_body: HashMap<String, &PoisonRecord> = records
         .iter()
         .map(|r| (r.body.clone().unwrap(), r))
