@@ -17,20 +17,20 @@ use tessera_web::{Application, WebSettings};
 use tessera_workers::{ControllerSettings, ProcessorSettings};
 use uuid::Uuid;
 
-fn fixture(path: &str) -> PathBuf {
+pub(crate) fn fixture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(path)
 }
 
-fn astronaut() -> Vec<u8> {
+pub(crate) fn astronaut() -> Vec<u8> {
     std::fs::read(fixture("engine/astronaut-48.png")).unwrap()
 }
 
-struct TestApp {
-    address: String,
-    client: reqwest::Client,
-    platform: Platform,
+pub(crate) struct TestApp {
+    pub(crate) address: String,
+    pub(crate) client: reqwest::Client,
+    pub(crate) platform: Platform,
     stop_workers: ShutdownTrigger,
     server: tessera_web::ServerHandle,
     _dir: tempfile::TempDir,
@@ -46,7 +46,7 @@ impl Drop for TestApp {
 }
 
 /// The app with the back-end roles running beside it.
-async fn spawn_app() -> TestApp {
+pub(crate) async fn spawn_app() -> TestApp {
     spawn_app_with(test_settings(), true).await
 }
 
@@ -117,7 +117,7 @@ fn http_client() -> reqwest::Client {
 }
 
 /// A valid submission: the astronaut, 12 cells across, 8 px tiles, 3 slices.
-fn job_form(image: Vec<u8>) -> Form {
+pub(crate) fn job_form(image: Vec<u8>) -> Form {
     Form::new()
         .part("image", Part::bytes(image).file_name("astronaut.png"))
         .text("library", "emoji")
@@ -127,15 +127,15 @@ fn job_form(image: Vec<u8>) -> Form {
 }
 
 impl TestApp {
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.address)
     }
 
-    async fn get(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
         self.client.get(self.url(path)).send().await.unwrap()
     }
 
-    async fn post_job(&self, form: Form) -> reqwest::Response {
+    pub(crate) async fn post_job(&self, form: Form) -> reqwest::Response {
         self.client
             .post(self.url("/api/v1/jobs"))
             .multipart(form)
@@ -200,7 +200,7 @@ impl TestApp {
     }
 
     /// Polls the job until it has ended (a guard against hanging, not a timing assertion).
-    async fn wait_until_finished(&self, id: &str) -> Value {
+    pub(crate) async fn wait_until_finished(&self, id: &str) -> Value {
         for _ in 0..1200 {
             let job: Value = self.get_job(id).await.json().await.unwrap();
             if job["state"] == "done" || job["state"] == "failed" {
@@ -622,6 +622,8 @@ async fn a_browser_gets_a_client_cookie_and_keeps_it() {
         .client
         .post(app.url("/api/v1/jobs"))
         .header("cookie", format!("tessera_client={client}"))
+        // A cookie-carrying POST must come from this site's scripts (see pages::forgery_check).
+        .header("X-Requested-With", "tessera")
         .multipart(job_form(astronaut()))
         .send()
         .await

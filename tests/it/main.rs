@@ -4,5 +4,7 @@ mod api;
 mod conformance;
 mod crash;
 mod messages;
+mod openapi;
+mod pages;
 mod pipeline;
 mod runtime;

@@ -8,6 +8,7 @@
 pub mod error;
 pub mod inspect;
 mod listener;
+pub mod pages;
 pub mod routes;
 pub mod settings;
 mod startup;

@@ -62,6 +62,16 @@ impl Application {
                 .app_data(state.clone())
                 .configure(crate::routes::configure)
                 .default_service(web::to(no_route))
+                .wrap_fn(|req, srv| {
+                    use futures_util::future::Either;
+                    match crate::pages::forgery_check(&req) {
+                        None => Either::Left(srv.call(req)),
+                        Some(refused) => {
+                            let response = req.error_response(refused);
+                            Either::Right(std::future::ready(Ok(response)))
+                        }
+                    }
+                })
                 .wrap(security_headers())
                 .wrap_fn(|req, srv| {
                     let span = tracing::info_span!(

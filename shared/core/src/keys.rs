@@ -19,6 +19,8 @@ pub enum BlobKey {
     LibraryIndex { library: String, version: u32 },
     /// A message body too large for its queue, stored aside.
     MessageBody { queue: String, id: Uuid },
+    /// An empty marker naming one job of one client (a browser), listed by [`BlobKey::client_jobs_prefix`].
+    ClientJob { client: Uuid, job: Uuid },
 }
 
 impl BlobKey {
@@ -33,7 +35,13 @@ impl BlobKey {
                 format!("libraries/{library}/v{version}/index")
             }
             BlobKey::MessageBody { queue, id } => format!("messagebodies/{queue}/{id}"),
+            BlobKey::ClientJob { client, job } => format!("clients/{client}/{job}"),
         }
+    }
+
+    /// The prefix under which a client's job markers live.
+    pub fn client_jobs_prefix(client: Uuid) -> String {
+        format!("clients/{client}/")
     }
 
     /// The prefix under which all of a job's slice outputs live.
@@ -69,6 +77,10 @@ mod tests {
             BlobKey::MessageBody {
                 queue: "slicerequest".into(),
                 id: job,
+            },
+            BlobKey::ClientJob {
+                client: Uuid::new_v4(),
+                job,
             },
         ];
         for key in keys {

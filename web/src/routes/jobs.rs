@@ -323,6 +323,15 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         rows: sizing.rows,
     });
     platform.jobs().create(&record).await?;
+    // The client's index of its jobs (the "my jobs" page lists it by prefix).
+    platform
+        .blobs
+        .put(
+            &BlobKey::ClientJob { client, job }.path(),
+            bytes::Bytes::new(),
+            PutMode::Overwrite,
+        )
+        .await?;
     let request = ImageRequest {
         job_id: job,
         input_blob,

@@ -12,6 +12,7 @@ use crate::error::no_route;
 
 /// Registers every route on an app.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.configure(crate::pages::configure);
     cfg.route("/healthz", web::get().to(ops::healthz))
         .route("/readyz", web::get().to(ops::readyz))
         .service(

@@ -1,0 +1,174 @@
+"use strict";
+// The job page: live progress over Server-Sent Events, then the mosaic in a zoomable viewer.
+(function () {
+  const section = document.getElementById("job");
+  const id = section.dataset.job;
+  const base = "/api/v1/jobs/" + encodeURIComponent(id);
+  const stateEl = document.getElementById("state");
+  const doneEl = document.getElementById("done");
+  const totalEl = document.getElementById("total");
+  const elapsedEl = document.getElementById("elapsed");
+  const bands = document.getElementById("bands");
+  const failure = document.getElementById("failure");
+  const result = document.getElementById("result");
+  const img = document.getElementById("mosaic");
+  const transactions = document.getElementById("transactions");
+  let created = null;
+  let finished = null;
+  let shown = false;
+  let source = null;
+
+  function seconds(ms) {
+    return (ms / 1000).toFixed(1) + " s";
+  }
+
+  function tick() {
+    if (!created) return;
+    const end = finished || Date.now();
+    elapsedEl.textContent = seconds(Math.max(0, end - created));
+  }
+  setInterval(tick, 250);
+
+  function drawBands(total, done) {
+    if (bands.childElementCount !== total) {
+      bands.replaceChildren();
+      for (let i = 0; i < total; i++) {
+        const b = document.createElement("div");
+        b.className = "band";
+        bands.appendChild(b);
+      }
+    }
+    for (let i = 0; i < total; i++) {
+      bands.children[i].classList.toggle("filled", done.has(i));
+    }
+    bands.setAttribute("aria-label", done.size + " of " + total + " slices done");
+  }
+
+  function showResult(job) {
+    if (shown) return;
+    shown = true;
+    result.hidden = false;
+    img.src = base + "/result";
+    transactions.replaceChildren();
+    const entries = Object.entries(job.transactions || {});
+    let total = 0;
+    entries.forEach(function (kv) {
+      total += kv[1];
+      const tr = document.createElement("tr");
+      const a = document.createElement("td");
+      const b = document.createElement("td");
+      a.textContent = kv[0];
+      b.textContent = String(kv[1]);
+      tr.append(a, b);
+      transactions.appendChild(tr);
+    });
+    const tr = document.createElement("tr");
+    const a = document.createElement("th");
+    const b = document.createElement("td");
+    a.scope = "row";
+    a.textContent = "Total";
+    b.textContent = String(total);
+    tr.append(a, b);
+    transactions.appendChild(tr);
+  }
+
+  function render(job) {
+    created = Date.parse(job.created_at);
+    finished = job.finished_at ? Date.parse(job.finished_at) : null;
+    tick();
+    stateEl.textContent = job.state;
+    const total = job.progress.slices_total || job.params.slices || 0;
+    doneEl.textContent = String(job.progress.slices_done);
+    totalEl.textContent = total ? String(total) : "?";
+    const done = new Set((job.slices || []).map(function (s) { return s.seq; }));
+    if (job.state === "done") {
+      for (let i = 0; i < total; i++) done.add(i);
+    }
+    drawBands(total, done);
+    if (job.state === "failed") {
+      failure.textContent = "The job failed: " + (job.error || "no reason given");
+      failure.hidden = false;
+    }
+    if (job.state === "done") showResult(job);
+    if ((job.state === "done" || job.state === "failed") && source) {
+      source.close();
+      source = null;
+    }
+  }
+
+  function listen() {
+    source = new EventSource(base + "/events");
+    source.addEventListener("job", function (ev) {
+      render(JSON.parse(ev.data));
+    });
+    source.addEventListener("error", function () {
+      // The stream ended or broke: read the job once; reconnect while it is still running.
+      if (source) source.close();
+      source = null;
+      fetch(base, { credentials: "same-origin" })
+        .then(function (r) { return r.json(); })
+        .then(function (job) {
+          render(job);
+          if (job.state !== "done" && job.state !== "failed") setTimeout(listen, 1000);
+        })
+        .catch(function () { setTimeout(listen, 2000); });
+    });
+  }
+  listen();
+
+  // The viewer: wheel zoom around the pointer, drag to pan, keys for the same.
+  const viewer = document.getElementById("viewer");
+  let scale = 1;
+  let x = 0;
+  let y = 0;
+  function apply() {
+    img.style.transform = "translate(" + x + "px," + y + "px) scale(" + scale + ")";
+  }
+  function zoomAt(factor, cx, cy) {
+    const next = Math.min(32, Math.max(0.05, scale * factor));
+    const f = next / scale;
+    x = cx - (cx - x) * f;
+    y = cy - (cy - y) * f;
+    scale = next;
+    apply();
+  }
+  function fit() {
+    if (!img.naturalWidth) return;
+    scale = Math.min(viewer.clientWidth / img.naturalWidth, viewer.clientHeight / img.naturalHeight, 1);
+    x = (viewer.clientWidth - img.naturalWidth * scale) / 2;
+    y = (viewer.clientHeight - img.naturalHeight * scale) / 2;
+    apply();
+  }
+  img.addEventListener("load", fit);
+  viewer.addEventListener("wheel", function (ev) {
+    ev.preventDefault();
+    const r = viewer.getBoundingClientRect();
+    zoomAt(ev.deltaY < 0 ? 1.2 : 1 / 1.2, ev.clientX - r.left, ev.clientY - r.top);
+  }, { passive: false });
+  let drag = null;
+  viewer.addEventListener("pointerdown", function (ev) {
+    drag = { px: ev.clientX, py: ev.clientY, x: x, y: y };
+    viewer.setPointerCapture(ev.pointerId);
+  });
+  viewer.addEventListener("pointermove", function (ev) {
+    if (!drag) return;
+    x = drag.x + ev.clientX - drag.px;
+    y = drag.y + ev.clientY - drag.py;
+    apply();
+  });
+  viewer.addEventListener("pointerup", function () { drag = null; });
+  viewer.addEventListener("keydown", function (ev) {
+    const cx = viewer.clientWidth / 2;
+    const cy = viewer.clientHeight / 2;
+    const step = 40;
+    if (ev.key === "+" || ev.key === "=") zoomAt(1.2, cx, cy);
+    else if (ev.key === "-") zoomAt(1 / 1.2, cx, cy);
+    else if (ev.key === "0") fit();
+    else if (ev.key === "ArrowLeft") { x += step; apply(); }
+    else if (ev.key === "ArrowRight") { x -= step; apply(); }
+    else if (ev.key === "ArrowUp") { y += step; apply(); }
+    else if (ev.key === "ArrowDown") { y -= step; apply(); }
+    else return;
+    ev.preventDefault();
+  });
+})();

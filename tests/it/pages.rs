@@ -1,0 +1,210 @@
+//! The browser pages over real HTTP: they render, escape what uploads name, list a browser's own
+//! jobs, and the API refuses a cookie-carrying POST that did not come from this site.
+
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::api::{TestApp, astronaut, fixture, job_form, spawn_app};
+
+async fn html(app: &TestApp, path: &str, cookie: Option<Uuid>) -> (u16, String) {
+    let mut req = app.client.get(app.url(path));
+    if let Some(c) = cookie {
+        req = req.header("Cookie", format!("tessera_client={c}"));
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    if status == 200 {
+        assert!(
+            res.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html"),
+            "{path}"
+        );
+    }
+    (status, res.text().await.unwrap())
+}
+
+async fn post_job_as(app: &TestApp, client: Uuid, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut req = app
+        .client
+        .post(app.url("/api/v1/jobs"))
+        .header("Cookie", format!("tessera_client={client}"))
+        .multipart(job_form(astronaut()));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_render_with_their_assets() {
+    let app = spawn_app().await;
+    let (status, home) = html(&app, "/", None).await;
+    assert_eq!(status, 200);
+    assert!(home.contains(r#"<option value="emoji">"#), "{home}");
+    for id in [
+        "image",
+        "library",
+        "tile_size",
+        "cells",
+        "slices",
+        "repeat_radius",
+        "blend",
+    ] {
+        assert!(
+            home.contains(&format!(r#"<label for="{id}">"#)),
+            "no label for {id}"
+        );
+    }
+    assert!(home.contains(r#"role="alert""#));
+    assert!(home.contains(r#"<script src="/static/home.js">"#));
+
+    for (path, needle) in [
+        ("/libraries", "Upload a library"),
+        ("/system", "imagerequest-poison"),
+        ("/api", "/jobs/{id}/result"),
+        ("/jobs", "My jobs"),
+    ] {
+        let (status, body) = html(&app, path, None).await;
+        assert_eq!(status, 200, "{path}");
+        assert!(body.contains(needle), "{path} lacks {needle:?}");
+    }
+    for (asset, kind) in [
+        ("style.css", "text/css"),
+        ("home.js", "text/javascript"),
+        ("job.js", "text/javascript"),
+        ("libraries.js", "text/javascript"),
+    ] {
+        let res = app.get(&format!("/static/{asset}")).await;
+        assert_eq!(res.status(), 200, "{asset}");
+        assert!(
+            res.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with(kind)
+        );
+        assert!(!res.text().await.unwrap().is_empty());
+    }
+    assert_eq!(app.get("/static/missing.js").await.status(), 404);
+    let (status, _) = html(&app, "/jobs/not-a-job", None).await;
+    assert_eq!(status, 404);
+    let (status, _) = html(&app, &format!("/jobs/{}", Uuid::new_v4()), None).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_from_uploads_are_escaped() {
+    let app = spawn_app().await;
+    let evil = "<script>alert(1)</script>";
+    let tile = std::fs::read(fixture("engine/tiles/1f1e9-1f1ff.png")).unwrap();
+    let form = Form::new()
+        .text("name", evil)
+        .part("files", Part::bytes(tile.clone()).file_name("a.png"))
+        .part("files", Part::bytes(astronaut()).file_name("b.png"));
+    let res = app
+        .client
+        .post(app.url("/api/v1/libraries"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    for path in ["/libraries", "/"] {
+        let (_, body) = html(&app, path, None).await;
+        assert!(!body.contains(evil), "{path} shows the name unescaped");
+        assert!(
+            body.contains("&#60;script&#62;") || body.contains("&lt;script&gt;"),
+            "{path}"
+        );
+    }
+
+    let client = Uuid::new_v4();
+    let form = Form::new()
+        .part(
+            "image",
+            Part::bytes(astronaut()).file_name("<img src=x onerror=alert(1)>.png"),
+        )
+        .text("library", "emoji")
+        .text("cells", "8");
+    let res = app
+        .client
+        .post(app.url("/api/v1/jobs"))
+        .header("X-Client-Id", client.to_string())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 202);
+    let (_, body) = html(&app, "/jobs", Some(client)).await;
+    assert!(!body.contains("<img src=x"), "{body}");
+    assert!(
+        body.contains("onerror=alert(1)"),
+        "the name is shown, escaped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn my_jobs_lists_this_browsers_jobs_newest_first() {
+    let app = spawn_app().await;
+    let me = Uuid::new_v4();
+    let other = Uuid::new_v4();
+    let mut mine = Vec::new();
+    for _ in 0..2 {
+        let res = post_job_as(&app, me, &[("X-Requested-With", "tessera")]).await;
+        assert_eq!(res.status(), 202);
+        let job: Value = res.json().await.unwrap();
+        mine.push(job["id"].as_str().unwrap().to_string());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let res = post_job_as(&app, other, &[("X-Requested-With", "tessera")]).await;
+    let theirs: Value = res.json().await.unwrap();
+    let theirs = theirs["id"].as_str().unwrap().to_string();
+
+    let (status, body) = html(&app, "/jobs", Some(me)).await;
+    assert_eq!(status, 200);
+    let first = body.find(&mine[1]).expect("the newer job is listed");
+    let second = body.find(&mine[0]).expect("the older job is listed");
+    assert!(first < second, "newest first");
+    assert!(
+        !body.contains(&theirs),
+        "another browser's job is not listed"
+    );
+    let (_, body) = html(&app, "/jobs", None).await;
+    assert!(!body.contains(&mine[0]));
+
+    let (status, body) = html(&app, &format!("/jobs/{}", mine[0]), Some(me)).await;
+    assert_eq!(status, 200);
+    assert!(body.contains(&format!(r#"data-job="{}""#, mine[0])));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cookie_carrying_post_must_come_from_this_site() {
+    let app = spawn_app().await;
+    let me = Uuid::new_v4();
+    let res = post_job_as(&app, me, &[]).await;
+    assert_eq!(res.status(), 403);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "cross_site_request");
+    let res = post_job_as(&app, me, &[("Origin", "http://evil.example")]).await;
+    assert_eq!(res.status(), 403);
+    let res = app
+        .client
+        .post(app.url("/api/v1/libraries"))
+        .header("Cookie", format!("tessera_client={me}"))
+        .multipart(Form::new().text("name", "x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+
+    let origin = app.address.clone();
+    let res = post_job_as(&app, me, &[("Origin", origin.as_str())]).await;
+    assert_eq!(res.status(), 202);
+    let res = post_job_as(&app, me, &[("X-Requested-With", "tessera")]).await;
+    assert_eq!(res.status(), 202);
+    // Without the cookie there is no ambient authority to protect.
+    let res = app.post_job(job_form(astronaut())).await;
+    assert_eq!(res.status(), 202);
+}

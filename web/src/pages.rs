@@ -1,0 +1,347 @@
+//! The browser UI: server-rendered pages (askama templates in `templates/`), their static assets
+//! (`static/`, compiled into the binary), and the OpenAPI document of the REST API.
+//!
+//! The pages only read; everything they change goes through the JSON API with `fetch`.
+
+use actix_web::http::{Method, StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use uuid::Uuid;
+
+use tessera_shared::jobs::{JobError, JobRecord};
+use tessera_shared::keys::BlobKey;
+use tessera_shared::libraries::LibraryRecord;
+use tessera_shared::messages::{QueueName, SLICES_RANGE, TILE_SIZE_RANGE};
+use tessera_shared::storage::StorageError;
+
+use crate::error::{ApiError, ApiResult};
+use crate::routes::jobs::{CLIENT_COOKIE, job_id};
+use crate::state::AppState;
+
+/// The OpenAPI document of `/api/v1`.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// The header a script sends with a state-changing request (a cross-site form cannot).
+pub const REQUESTED_WITH: &str = "X-Requested-With";
+
+/// Registers the pages, the static assets and the OpenAPI document.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(home))
+        .route("/jobs", web::get().to(jobs))
+        .route("/jobs/{id}", web::get().to(job))
+        .route("/libraries", web::get().to(libraries))
+        .route("/system", web::get().to(system))
+        .route("/api", web::get().to(api))
+        .route("/api/v1/openapi.json", web::get().to(openapi))
+        .route("/static/{file}", web::get().to(asset));
+}
+
+/// A cross-site request forgery defence for the API: a state-changing request that carries the
+/// client cookie must come from a script of this site (the `X-Requested-With` header, which a
+/// cross-site form cannot set) or name this site as its `Origin`. Requests without the cookie
+/// (API clients naming themselves with `X-Client-Id`, or none) hold no ambient authority.
+pub fn forgery_check(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return None;
+    }
+    req.cookie(CLIENT_COOKIE)?;
+    let headers = req.headers();
+    if headers.contains_key(REQUESTED_WITH) {
+        return None;
+    }
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+    if let (Some(host), Some(origin)) = (host, origin) {
+        let bare = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"));
+        if bare == Some(host) {
+            return None;
+        }
+    }
+    Some(ApiError::new(
+        StatusCode::FORBIDDEN,
+        "cross_site_request",
+        format!("a request with the {CLIENT_COOKIE} cookie must come from this site"),
+    ))
+}
+
+fn page(template: &impl Template) -> ApiResult<HttpResponse> {
+    let body = template.render().map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "text/html; charset=utf-8"))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .body(body))
+}
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct Home {
+    libraries: Vec<LibraryRecord>,
+    tile_min: u32,
+    tile_max: u32,
+    max_cells: u32,
+    slices_min: u32,
+    slices_max: u32,
+    slices_default: u32,
+    max_radius: u32,
+}
+
+async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let mut libraries = state.platform.libraries().list().await?;
+    let default = &state.settings.default_library;
+    // The default library first, so it is the one selected.
+    libraries.sort_by_key(|l| (&l.id != default, l.name.clone()));
+    let s = &state.settings;
+    page(&Home {
+        libraries,
+        tile_min: *TILE_SIZE_RANGE.start(),
+        tile_max: *TILE_SIZE_RANGE.end(),
+        max_cells: s.max_cells,
+        slices_min: *SLICES_RANGE.start(),
+        slices_max: *SLICES_RANGE.end(),
+        slices_default: s
+            .default_slices
+            .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
+        max_radius: s.max_repeat_radius,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "job.html")]
+struct JobPage {
+    id: Uuid,
+    state: &'static str,
+}
+
+async fn job(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let id = job_id(&path)?;
+    let record = state.platform.jobs().get(id).await?;
+    page(&JobPage {
+        id,
+        state: record.state.as_str(),
+    })
+}
+
+struct JobRow {
+    id: Uuid,
+    created: String,
+    input_name: String,
+    state: &'static str,
+    done: u32,
+    total: u32,
+    size: String,
+}
+
+#[derive(Template)]
+#[template(path = "jobs.html")]
+struct JobsPage {
+    jobs: Vec<JobRow>,
+}
+
+/// Jobs listed per page at most.
+const MAX_LISTED_JOBS: usize = 200;
+
+async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let client = req
+        .cookie(CLIENT_COOKIE)
+        .and_then(|c| Uuid::parse_str(c.value()).ok());
+    let mut records: Vec<JobRecord> = Vec::new();
+    if let Some(client) = client {
+        let prefix = BlobKey::client_jobs_prefix(client);
+        let mut ids = Vec::new();
+        let mut page_token = None;
+        loop {
+            let page = match state.platform.blobs.list(&prefix, 500, page_token).await {
+                Ok(p) => p,
+                Err(StorageError::NotFound(_)) => break,
+                Err(e) => return Err(e.into()),
+            };
+            ids.extend(page.items.iter().filter_map(|m| {
+                m.key
+                    .rsplit('/')
+                    .next()
+                    .and_then(|s| Uuid::parse_str(s).ok())
+            }));
+            match page.next {
+                Some(next) if ids.len() < 10_000 => page_token = Some(next),
+                _ => break,
+            }
+        }
+        for id in ids {
+            match state.platform.jobs().get(id).await {
+                Ok(r) => records.push(r),
+                Err(JobError::NotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    records.sort_by_key(|r| std::cmp::Reverse(r.created_at));
+    records.truncate(MAX_LISTED_JOBS);
+    let jobs = records
+        .iter()
+        .map(|r| JobRow {
+            id: r.id,
+            created: r
+                .created_at
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+            input_name: r.params.input_name.clone(),
+            state: r.state.as_str(),
+            done: r.slices_done(),
+            total: r.slices_total,
+            size: r
+                .output
+                .map(|o| format!("{} × {}", o.width, o.height))
+                .unwrap_or_default(),
+        })
+        .collect();
+    page(&JobsPage { jobs })
+}
+
+#[derive(Template)]
+#[template(path = "libraries.html")]
+struct LibrariesPage {
+    libraries: Vec<LibraryRecord>,
+}
+
+async fn libraries(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let mut libraries = state.platform.libraries().list().await?;
+    libraries.sort_by(|a, b| a.name.cmp(&b.name));
+    page(&LibrariesPage { libraries })
+}
+
+struct QueueRow {
+    name: &'static str,
+    depth: u64,
+    poison: String,
+    poison_depth: u64,
+}
+
+#[derive(Template)]
+#[template(path = "system.html")]
+struct SystemPage {
+    queues: Vec<QueueRow>,
+    total: u64,
+    targets: Vec<(String, u64)>,
+}
+
+async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let store = &state.platform.queues;
+    let depth = |r: Result<u64, StorageError>| match r {
+        Ok(n) => Ok(n),
+        Err(StorageError::NotFound(_)) => Ok(0),
+        Err(e) => Err(ApiError::from(e)),
+    };
+    let mut queues = Vec::new();
+    for name in QueueName::ALL {
+        let poison = name.poison();
+        queues.push(QueueRow {
+            name: name.as_str(),
+            depth: depth(store.approximate_depth(name.as_str()).await)?,
+            poison_depth: depth(store.approximate_depth(&poison).await)?,
+            poison,
+        });
+    }
+    let snapshot = state.platform.accounting.snapshot();
+    let targets = snapshot
+        .by_target
+        .iter()
+        .map(|(target, ops)| (target.clone(), ops.values().sum()))
+        .collect();
+    page(&SystemPage {
+        queues,
+        total: snapshot.total,
+        targets,
+    })
+}
+
+struct Operation {
+    method: String,
+    path: String,
+    summary: String,
+    responses: String,
+}
+
+#[derive(Template)]
+#[template(path = "api.html")]
+struct ApiPage {
+    operations: Vec<Operation>,
+}
+
+/// Every documented operation: (path, method, summary, response codes).
+pub fn documented_operations() -> Vec<(String, String, String, Vec<String>)> {
+    let doc: serde_json::Value = serde_json::from_str(OPENAPI).unwrap_or_default();
+    let mut out = Vec::new();
+    if let Some(paths) = doc["paths"].as_object() {
+        for (path, item) in paths {
+            let Some(item) = item.as_object() else {
+                continue;
+            };
+            for (method, op) in item {
+                let summary = op["summary"].as_str().unwrap_or_default().to_string();
+                let codes = op["responses"]
+                    .as_object()
+                    .map(|r| r.keys().cloned().collect())
+                    .unwrap_or_default();
+                out.push((path.clone(), method.to_uppercase(), summary, codes));
+            }
+        }
+    }
+    out
+}
+
+async fn api() -> ApiResult<HttpResponse> {
+    let operations = documented_operations()
+        .into_iter()
+        .map(|(path, method, summary, codes)| Operation {
+            method,
+            path,
+            summary,
+            responses: codes.join(", "),
+        })
+        .collect();
+    page(&ApiPage { operations })
+}
+
+async fn openapi() -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .body(OPENAPI)
+}
+
+/// The static assets, compiled in: name, content type, bytes.
+const ASSETS: [(&str, &str, &str); 4] = [
+    (
+        "style.css",
+        "text/css; charset=utf-8",
+        include_str!("../../static/style.css"),
+    ),
+    (
+        "home.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../static/home.js"),
+    ),
+    (
+        "job.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../static/job.js"),
+    ),
+    (
+        "libraries.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../static/libraries.js"),
+    ),
+];
+
+async fn asset(path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let name = path.into_inner();
+    let (_, content_type, body) = ASSETS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .ok_or_else(|| ApiError::not_found("not_found", format!("no asset {name:?}")))?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, *content_type))
+        .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
+        .body(*body))
+}
