@@ -6,7 +6,7 @@ use anyhow::{Context as _, bail};
 use tessera_shared::messages::{QueueName, poison_queue_name};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::PoisonRecord;
-use tessera_shared::storage::{MAX_BATCH, SendOptions};
+use tessera_shared::storage::{MAX_BATCH, SendOptions, StorageError};
 use time::format_description::well_known::Rfc3339;
 
 /// Inspect and repair the queues: depths, peek, requeue poison messages, purge.
@@ -95,7 +95,7 @@ pub async fn depths(platform: &Platform, json: bool) -> anyhow::Result<()> {
     for name in names {
         let depth = match platform.queues.approximate_depth(&name).await {
             Ok(n) => Some(n),
-            Err(tessera_shared::storage::StorageError::NotFound(_)) => None,
+            Err(StorageError::NotFound(_)) => None,
             Err(e) => return Err(e).with_context(|| format!("depth of {name}")),
         };
         rows.push((name, depth));
@@ -118,11 +118,10 @@ pub async fn depths(platform: &Platform, json: bool) -> anyhow::Result<()> {
 }
 
 pub async fn peek(platform: &Platform, queue: &str, count: usize, raw: bool) -> anyhow::Result<()> {
-    let messages = platform
-        .queues
-        .peek(queue, count.clamp(1, MAX_BATCH))
-        .await
-        .with_context(|| format!("peek {queue}"))?;
+    let messages = match platform.queues.peek(queue, count.clamp(1, MAX_BATCH)).await {
+        Err(StorageError::NotFound(_)) => bail!("queue {queue} does not exist"),
+        other => other.with_context(|| format!("peek {queue}"))?,
+    };
     if messages.is_empty() && !raw {
         println!("{queue}: no visible messages");
     }
@@ -160,7 +159,11 @@ pub async fn peek(platform: &Platform, queue: &str, count: usize, raw: bool) -> 
 pub async fn requeue(platform: &Platform, queue: &str, max: u64) -> anyhow::Result<u64> {
     let poison = poison_of(queue);
     // Records poisoned again while this runs wait for the next requeue.
-    let max = max.min(platform.queues.approximate_depth(&poison).await?);
+    let depth = match platform.queues.approximate_depth(&poison).await {
+        Err(StorageError::NotFound(_)) => 0,
+        other => other?,
+    };
+    let max = max.min(depth);
     let mut moved = 0u64;
     let mut touched = BTreeSet::new();
     while moved < max {
