@@ -99,10 +99,15 @@ async fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> 
         Command::Web(args) => roles::web(platform, settings, args).await,
         Command::Controller => roles::controller(platform, settings).await,
         Command::Processor(args) => roles::processor(platform, settings, args).await,
-        Command::Library(LibraryCommand::Import(args)) => cli::library::import(args, &platform).await,
+        Command::Library(LibraryCommand::Import(args)) => {
+            cli::library::import(args, &platform).await
+        }
         Command::Library(LibraryCommand::List) => cli::library::list(&platform).await,
         Command::Queues(args) => cli::queues::run(args, &platform).await,
-        Command::Render(_) | Command::Library(LibraryCommand::Index(_)) | Command::Bench(_) | Command::Config => {
+        Command::Render(_)
+        | Command::Library(LibraryCommand::Index(_))
+        | Command::Bench(_)
+        | Command::Config => {
             unreachable!("handled without storage")
         }
     }
@@ -111,5 +116,8 @@ async fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> 
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("TESSERA_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }

@@ -14,7 +14,10 @@ pub fn open(settings: &StorageSettings) -> anyhow::Result<Platform> {
     let (queues, blobs) = match settings.backend {
         Backend::Embedded => {
             let storage = EmbeddedStorage::open(&settings.data_dir).with_context(|| {
-                format!("cannot open the data directory {}", settings.data_dir.display())
+                format!(
+                    "cannot open the data directory {}",
+                    settings.data_dir.display()
+                )
             })?;
             (storage.queues(), storage.blobs())
         }

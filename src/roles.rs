@@ -45,7 +45,11 @@ pub struct ProcessorArgs {
 }
 
 /// Web front end, job controller and image processors in one process.
-pub async fn serve(platform: Platform, mut settings: Settings, args: ServeArgs) -> anyhow::Result<()> {
+pub async fn serve(
+    platform: Platform,
+    mut settings: Settings,
+    args: ServeArgs,
+) -> anyhow::Result<()> {
     if let Some(port) = args.port {
         settings.web.port = port;
     }
@@ -65,8 +69,16 @@ pub async fn serve(platform: Platform, mut settings: Settings, args: ServeArgs) 
     let (trigger, signal) = shutdown::channel();
     let roles = tokio::try_join!(
         tessera_web::run_web(platform.clone(), settings.web.clone(), signal.clone()),
-        tessera_workers::run_controller(platform.clone(), settings.controller.clone(), signal.clone()),
-        tessera_workers::run_processors(platform.clone(), settings.processor.clone(), signal.clone()),
+        tessera_workers::run_controller(
+            platform.clone(),
+            settings.controller.clone(),
+            signal.clone()
+        ),
+        tessera_workers::run_processors(
+            platform.clone(),
+            settings.processor.clone(),
+            signal.clone()
+        ),
         async {
             wait_for_stop_signal().await;
             trigger.fire();
@@ -86,21 +98,33 @@ pub async fn web(platform: Platform, mut settings: Settings, args: WebArgs) -> a
 
 pub async fn controller(platform: Platform, settings: Settings) -> anyhow::Result<()> {
     platform.ensure_queues().await?;
-    run_until_stopped(|signal| tessera_workers::run_controller(platform, settings.controller, signal))
-        .await
+    run_until_stopped(|signal| {
+        tessera_workers::run_controller(platform, settings.controller, signal)
+    })
+    .await
 }
 
-pub async fn processor(platform: Platform, mut settings: Settings, args: ProcessorArgs) -> anyhow::Result<()> {
+pub async fn processor(
+    platform: Platform,
+    mut settings: Settings,
+    args: ProcessorArgs,
+) -> anyhow::Result<()> {
     if let Some(n) = args.processors {
         settings.processor.processors = n;
     }
     platform.ensure_queues().await?;
-    run_until_stopped(|signal| tessera_workers::run_processors(platform, settings.processor, signal))
-        .await
+    run_until_stopped(|signal| {
+        tessera_workers::run_processors(platform, settings.processor, signal)
+    })
+    .await
 }
 
 /// Imports `src` as a library unless the store already has one.
-async fn install_default_library(platform: &Platform, src: &std::path::Path, name: &str) -> anyhow::Result<()> {
+async fn install_default_library(
+    platform: &Platform,
+    src: &std::path::Path,
+    name: &str,
+) -> anyhow::Result<()> {
     let existing = platform.libraries().list().await?;
     if !existing.is_empty() {
         return Ok(());

@@ -233,7 +233,10 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tessera.sample.toml");
         let sample: toml::Table = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let defaults = toml::Table::try_from(Settings::default()).unwrap();
-        assert_eq!(sample, defaults, "tessera.sample.toml and Settings::default() differ");
+        assert_eq!(
+            sample, defaults,
+            "tessera.sample.toml and Settings::default() differ"
+        );
     }
 
     #[test]

@@ -152,7 +152,10 @@ pub async fn list(platform: &tessera_shared::platform::Platform) -> anyhow::Resu
         println!("no libraries yet: tessera library import SRC --name NAME");
     }
     for r in records {
-        println!("{:<24} v{:<4} {:>6} tiles  {}", r.id, r.version, r.tiles, r.name);
+        println!(
+            "{:<24} v{:<4} {:>6} tiles  {}",
+            r.id, r.version, r.tiles, r.name
+        );
     }
     Ok(())
 }
