@@ -25,6 +25,16 @@ else
 fi
 export TESSERA_TEST_PYTHON="$PWD/.tools/venv/bin/python"
 
+step "Chromium and chromedriver (the browser test)"
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
+  else
+    echo "Chromium is missing: run as root, or: sudo apt-get install -y chromium chromium-driver" >&2
+  fi
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -63,6 +63,7 @@
       update();
     };
     preview.onerror = function () {
+      preview.hidden = true;
       natural.textContent = file.name + ": the browser cannot show this image";
       update();
     };

@@ -1,0 +1,286 @@
+//! The browser UI in headless Chromium over WebDriver: upload the astronaut on the home page,
+//! follow the job page to done and see the mosaic load; upload a file that is no image and see
+//! the API's message in the page. Screenshots go to `test-artifacts/`.
+//!
+//! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (scripts/test.sh installs them); the
+//! test fails, never skips, without them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{Value, json};
+
+use crate::api::{fixture, spawn_app};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+/// How long the job may take before the test gives up (a small mosaic takes well under a second).
+const JOB_DEADLINE: Duration = Duration::from_secs(120);
+
+/// A chromedriver process of this test, stopped when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_driver() -> Driver {
+    for tool in [CHROMIUM, CHROMEDRIVER] {
+        assert!(
+            Path::new(tool).exists(),
+            "{tool} is missing: install Chromium and its WebDriver \
+             (apt-get install -y chromium chromium-driver; scripts/test.sh does it)"
+        );
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(CHROMEDRIVER)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {CHROMEDRIVER}: {e}"));
+    Driver { child, port }
+}
+
+async fn connect(driver: &Driver, profile: &Path) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert("browserName".into(), json!("chrome"));
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": CHROMIUM,
+            "args": [
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--window-size=1280,1000",
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }),
+    );
+    let url = format!("http://127.0.0.1:{}", driver.port);
+    let mut last = None;
+    // chromedriver takes a moment to listen.
+    for _ in 0..100 {
+        match ClientBuilder::new(HttpConnector::new())
+            .capabilities(caps.clone())
+            .connect(&url)
+            .await
+        {
+            Ok(client) => return client,
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("no WebDriver session from {CHROMEDRIVER}: {last:?}");
+}
+
+fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn screenshot(browser: &Client, name: &str) {
+    let png = browser.screenshot().await.unwrap();
+    std::fs::write(artifacts().join(name), png).unwrap();
+}
+
+async fn script(browser: &Client, js: &str) -> Value {
+    browser.execute(js, vec![]).await.unwrap()
+}
+
+/// Waits until `js` returns something truthy, failing with `what` after `deadline`.
+async fn wait_for(browser: &Client, js: &str, deadline: Duration, what: &str) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let v = script(browser, js).await;
+        let truthy = match &v {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::String(s) => !s.is_empty(),
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            _ => true,
+        };
+        if truthy {
+            return v;
+        }
+        if started.elapsed() > deadline {
+            let page = script(browser, "return document.body.innerText").await;
+            panic!("{what}: not seen within {deadline:?}; the page reads:\n{page}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn set_value(browser: &Client, id: &str, value: &str) {
+    let field = browser.find(Locator::Id(id)).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(value).await.unwrap();
+}
+
+async fn run(base: String, browser: Client, work: PathBuf) {
+    let url = |path: &str| format!("{base}{path}");
+    let browser = &browser;
+    browser.goto(&url("/")).await.unwrap();
+    assert_eq!(browser.title().await.unwrap(), "New mosaic · Tessera");
+
+    let image = fixture("engine/astronaut-48.png").canonicalize().unwrap();
+    let input = browser.find(Locator::Id("image")).await.unwrap();
+    input.send_keys(&image.display().to_string()).await.unwrap();
+    set_value(browser, "tile_size", "8").await;
+    set_value(browser, "cells", "12").await;
+    set_value(browser, "slices", "3").await;
+    // The output size is worked out in the page from the image's natural size.
+    let size = wait_for(
+        browser,
+        "const t = document.getElementById('output-size').textContent; \
+         return t.includes(' px') ? t : null",
+        Duration::from_secs(10),
+        "the live output size",
+    )
+    .await;
+    assert!(
+        size.as_str().unwrap().starts_with("96 × 96 px"),
+        "output size shown: {size}"
+    );
+    screenshot(browser, "home.png").await;
+    browser
+        .find(Locator::Css("#submit-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    wait_for(
+        browser,
+        "return location.pathname.startsWith('/jobs/') && document.getElementById('state')",
+        Duration::from_secs(20),
+        "the job page",
+    )
+    .await;
+    let state = wait_for(
+        browser,
+        "const s = document.getElementById('state').textContent; \
+         return (s === 'done' || s === 'failed') ? s : null",
+        JOB_DEADLINE,
+        "the job finishing",
+    )
+    .await;
+    assert_eq!(state, "done");
+    let filled = script(
+        browser,
+        "return document.querySelectorAll('.band.filled').length",
+    )
+    .await;
+    assert_eq!(filled, 3, "every slice band is filled");
+    let width = wait_for(
+        browser,
+        "const i = document.getElementById('mosaic'); \
+         return i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0",
+        Duration::from_secs(20),
+        "the mosaic loading",
+    )
+    .await;
+    assert_eq!(width, 96);
+    let transactions = script(
+        browser,
+        "return document.getElementById('transactions').rows.length",
+    )
+    .await;
+    assert!(transactions.as_u64().unwrap() >= 2, "transactions listed");
+    screenshot(browser, "job-done.png").await;
+
+    // My jobs lists it (the cookie minted by the submission).
+    browser.goto(&url("/jobs")).await.unwrap();
+    let rows = script(
+        browser,
+        "return document.querySelectorAll('tbody tr').length",
+    )
+    .await;
+    assert_eq!(rows, 1);
+
+    // A file that is no image: the API's message shows in the page.
+    let bad = work.join("not-an-image.png");
+    std::fs::write(&bad, b"this is plain text, not a picture").unwrap();
+    browser.goto(&url("/")).await.unwrap();
+    let input = browser.find(Locator::Id("image")).await.unwrap();
+    input.send_keys(&bad.display().to_string()).await.unwrap();
+    browser
+        .find(Locator::Css("#submit-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let message = wait_for(
+        browser,
+        "const e = document.getElementById('error'); \
+         return e.hidden ? null : e.textContent",
+        Duration::from_secs(20),
+        "the error message",
+    )
+    .await;
+    let message = message.as_str().unwrap().to_string();
+    assert!(!message.is_empty());
+    assert!(
+        !message.starts_with("The server answered"),
+        "the API's own message is shown, not a status: {message}"
+    );
+    assert_eq!(
+        browser.current_url().await.unwrap().path(),
+        "/",
+        "a refused upload stays on the form"
+    );
+    let role = script(
+        browser,
+        "return document.getElementById('error').getAttribute('role')",
+    )
+    .await;
+    assert_eq!(role, "alert");
+    screenshot(browser, "home-error.png").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_follow_and_view_a_mosaic_in_chromium() {
+    let app = spawn_app().await;
+    let driver = start_driver();
+    let work = tempfile::tempdir().unwrap();
+    let profile = work.path().join("profile");
+    std::fs::create_dir(&profile).unwrap();
+    let browser = connect(&driver, &profile).await;
+    // Run the steps in a task so a failed step still ends the browser session cleanly.
+    let steps = tokio::spawn(run(
+        app.address.clone(),
+        browser.clone(),
+        work.path().to_path_buf(),
+    ))
+    .await;
+    let _ = browser.close().await;
+    drop(driver);
+    if let Err(e) = steps {
+        match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("the browser steps did not finish: {e}"),
+        }
+    }
+}
