@@ -48,7 +48,14 @@
     if (shown) return;
     shown = true;
     result.hidden = false;
-    img.src = base + "/result";
+    // The downscaled preview; the full mosaic when there is none (a very large one).
+    img.addEventListener("error", function () {
+      if (!img.dataset.full) {
+        img.dataset.full = "1";
+        img.src = base + "/result";
+      }
+    });
+    img.src = base + "/preview";
     transactions.replaceChildren();
     const entries = Object.entries(job.transactions || {});
     let total = 0;

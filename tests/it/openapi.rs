@@ -11,11 +11,12 @@ use uuid::Uuid;
 use crate::api::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers under `/api/v1`: the document must name each one.
-const ROUTES: [(&str, &str); 9] = [
+const ROUTES: [(&str, &str); 10] = [
     ("POST", "/jobs"),
     ("GET", "/jobs/{id}"),
     ("GET", "/jobs/{id}/result"),
     ("GET", "/jobs/{id}/events"),
+    ("GET", "/jobs/{id}/preview"),
     ("GET", "/libraries"),
     ("POST", "/libraries"),
     ("GET", "/libraries/{id}"),

@@ -208,3 +208,67 @@ async fn a_cookie_carrying_post_must_come_from_this_site() {
     let res = app.post_job(job_form(astronaut())).await;
     assert_eq!(res.status(), 202);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preview_is_a_downscaled_jpeg_of_the_mosaic() {
+    let app = spawn_app().await;
+    // 128 cells of 16 px across the 48 px astronaut: a 2048 px square mosaic.
+    let form = Form::new()
+        .part("image", Part::bytes(astronaut()).file_name("astronaut.png"))
+        .text("library", "emoji")
+        .text("tile_size", "16")
+        .text("cells", "128")
+        .text("slices", "4");
+    let res = app.post_job(form).await;
+    assert_eq!(res.status(), 202);
+    let job: Value = res.json().await.unwrap();
+    let id = job["id"].as_str().unwrap().to_string();
+    let early = app
+        .get(&format!("/api/v1/jobs/{id}/preview"))
+        .await
+        .status();
+    let done = app.wait_until_finished(&id).await;
+    assert_eq!(done["state"], "done", "{done}");
+    if early != 200 {
+        assert_eq!(early, 409, "a preview before the job is done");
+    }
+
+    let result = app
+        .get(&format!("/api/v1/jobs/{id}/result"))
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let full = image::load_from_memory(&result).unwrap().to_rgb8();
+    assert_eq!(full.dimensions(), (2048, 2048));
+    for _ in 0..2 {
+        // The second answer comes from the kept preview.
+        let res = app.get(&format!("/api/v1/jobs/{id}/preview")).await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(res.headers()["content-type"], "image/jpeg");
+        let bytes = res.bytes().await.unwrap();
+        assert_eq!(
+            image::guess_format(&bytes).unwrap(),
+            image::ImageFormat::Jpeg
+        );
+        let small = image::load_from_memory(&bytes).unwrap().to_rgb8();
+        assert_eq!(small.dimensions(), (1024, 1024));
+        // The same picture: compare a downscaled full mosaic with the preview, coarsely.
+        let a = image::imageops::thumbnail(&full, 16, 16);
+        let b = image::imageops::thumbnail(&small, 16, 16);
+        let diff: u64 = a
+            .pixels()
+            .zip(b.pixels())
+            .map(|(p, q)| (0..3).map(|c| p[c].abs_diff(q[c]) as u64).sum::<u64>())
+            .sum();
+        let mean = diff as f64 / (16.0 * 16.0 * 3.0);
+        assert!(
+            mean < 12.0,
+            "preview differs from the mosaic by {mean} per channel"
+        );
+    }
+    let missing = app
+        .get(&format!("/api/v1/jobs/{}/preview", Uuid::new_v4()))
+        .await;
+    assert_eq!(missing.status(), 404);
+}

@@ -13,6 +13,8 @@ pub enum BlobKey {
     SliceOutput { job: Uuid, seq: u32 },
     /// The finished mosaic.
     ImageOutput { job: Uuid },
+    /// A downscaled JPEG of the finished mosaic, made on first request.
+    ImagePreview { job: Uuid },
     /// A job's record: state, progress, parameters.
     JobRecord { job: Uuid },
     /// A tile library's index at one version.
@@ -30,6 +32,7 @@ impl BlobKey {
             BlobKey::SliceInput { job, seq } => format!("sliceinput/{job}/{seq:05}"),
             BlobKey::SliceOutput { job, seq } => format!("sliceoutput/{job}/{seq:05}"),
             BlobKey::ImageOutput { job } => format!("imageoutput/{job}"),
+            BlobKey::ImagePreview { job } => format!("imagepreview/{job}"),
             BlobKey::JobRecord { job } => format!("jobs/{job}.json"),
             BlobKey::LibraryIndex { library, version } => {
                 format!("libraries/{library}/v{version}/index")
@@ -69,6 +72,7 @@ mod tests {
             BlobKey::SliceInput { job, seq: 3 },
             BlobKey::SliceOutput { job, seq: 3 },
             BlobKey::ImageOutput { job },
+            BlobKey::ImagePreview { job },
             BlobKey::JobRecord { job },
             BlobKey::LibraryIndex {
                 library: "emoji".into(),
