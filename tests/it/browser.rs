@@ -258,6 +258,46 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     .await;
     assert_eq!(role, "alert");
     screenshot(browser, "home-error.png").await;
+
+    // A library uploaded from its page: the import report shows, and the list names it.
+    browser.goto(&url("/libraries")).await.unwrap();
+    set_value(browser, "name", "Browser tiles").await;
+    let tiles: Vec<String> = ["1f1e9-1f1ff.png", "1f1f2-1f1f5.png", "0034-fe0f-20e3.png"]
+        .iter()
+        .map(|n| {
+            fixture(&format!("engine/tiles/{n}"))
+                .canonicalize()
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    let files = browser.find(Locator::Id("files")).await.unwrap();
+    files.send_keys(&tiles.join("\n")).await.unwrap();
+    browser
+        .find(Locator::Css("#library-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let report = wait_for(
+        browser,
+        "const r = document.getElementById('report'); return r.hidden ? null : r.innerText",
+        Duration::from_secs(30),
+        "the import report",
+    )
+    .await;
+    let report = report.as_str().unwrap();
+    assert!(report.contains("Browser tiles"), "{report}");
+    assert!(report.contains("Tiles imported"), "{report}");
+    screenshot(browser, "library-imported.png").await;
+    browser.goto(&url("/libraries")).await.unwrap();
+    let listed = script(browser, "return document.querySelector('tbody').innerText").await;
+    assert!(
+        listed.as_str().unwrap().contains("Browser tiles"),
+        "{listed}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
