@@ -4,6 +4,7 @@ mod api;
 mod browser;
 mod conformance;
 mod crash;
+mod interop;
 mod messages;
 mod openapi;
 mod pages;
