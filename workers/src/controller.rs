@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tessera_engine::{Plan, decode_target};
+use tessera_engine::{FRAGMENT_HEADER_BYTES, Plan, decode_target};
 use tessera_shared::jobs::{JobError, JobParams, JobRecord, JobState, OutputSize, SliceRecord};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{
@@ -338,10 +338,13 @@ impl Controller {
             )));
         }
 
-        // Completion is decided from what exists: every slice blob, at its full size.
+        // Completion is decided from the record and from what exists: every slice's response
+        // noted (so no late response finds the job already done and goes unrecorded), and every
+        // slice blob (written whole, at once).
+        if (0..total).any(|seq| !record.slices.contains_key(&seq)) {
+            return Ok(());
+        }
         let ranges = slice_ranges(size.rows, total);
-        let row_bytes = u64::from(size.width) * 3;
-        let tile = u64::from(record.params.tile_size);
         let listed = local
             .blobs
             .list_all(&BlobKey::slice_outputs_prefix(job))
@@ -353,12 +356,14 @@ impl Controller {
                 seq: seq as u32,
             }
             .path();
-            let expected = row_bytes * tile * u64::from(rows.end - rows.start);
             match listed.iter().find(|meta| meta.key == key) {
-                Some(meta) if meta.size == expected => slices.push((key, expected)),
+                // The stitcher checks the fragments' rows against the image.
+                Some(meta) if meta.size > FRAGMENT_HEADER_BYTES as u64 => {
+                    slices.push((key, meta.size))
+                }
                 Some(meta) => {
                     let reason = format!(
-                        "slice {seq} holds {} bytes where {expected} were expected",
+                        "slice {seq} (rows {rows:?}) holds {} bytes, too few for a PNG fragment",
                         meta.size
                     );
                     return Err(give_up(&local, job, reason).await);

@@ -1,11 +1,13 @@
-//! The image processors: `slicerequest` -> rendered rows in `sliceoutput/{job}/{seq}` ->
-//! `sliceresponse`. Rendering runs on blocking threads, at most one slice per core at a time.
+//! The image processors: `slicerequest` -> the rendered rows, filtered and compressed as a PNG
+//! fragment, in `sliceoutput/{job}/{seq}` -> `sliceresponse`. Rendering and compression run on
+//! blocking threads, at most one slice per core at a time, so the processors compress the image
+//! in parallel and the stitcher only joins the fragments.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use tessera_engine::{Plan, TileCache, render_band};
+use tessera_engine::{Plan, TileCache, encode_png_fragment, render_band};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
@@ -144,19 +146,21 @@ impl Processor {
             };
             let started = Instant::now();
             let span = tracing::Span::current();
-            let pixels = tokio::task::spawn_blocking(move || {
+            let fragment = tokio::task::spawn_blocking(move || {
                 let _entered = span.enter();
                 let cache = TileCache::new(&library, plan.tile_size());
-                render_band(&plan, &cache)
+                let pixels = render_band(&plan, &cache)?;
+                encode_png_fragment(&pixels, plan.width())
             })
             .await
             .map_err(|e| Failure::poison(format!("{what}: rendering panicked: {e}")))?
             .map_err(|e| Failure::poison(format!("{what}: {e}")))?;
             let render_ms = started.elapsed().as_millis() as u64;
-            // Rendering is deterministic: a blob written meanwhile holds the same bytes.
+            // Rendering and encoding are deterministic: a blob written meanwhile holds the same
+            // bytes.
             match local
                 .blobs
-                .put(&output, Bytes::from(pixels), PutMode::CreateNew)
+                .put(&output, Bytes::from(fragment), PutMode::CreateNew)
                 .await
             {
                 Ok(_) | Err(StorageError::AlreadyExists(_)) => {}

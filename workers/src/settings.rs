@@ -14,7 +14,7 @@ pub struct ControllerSettings {
     pub plan_concurrency: usize,
     /// Slice responses handled at once (stitching streams, so each holds about one band).
     pub response_concurrency: usize,
-    /// Bytes of slice rows read per ranged get while stitching (rounded to whole pixel rows).
+    /// Bytes of slice fragments read per ranged get while stitching.
     pub stitch_band_bytes: usize,
     /// Tile library versions kept decoded in memory.
     pub library_cache: usize,

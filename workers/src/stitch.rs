@@ -1,21 +1,24 @@
-//! Stitching: the slices of a job, streamed in order into one PNG and a block upload.
+//! Stitching: the slices' PNG fragments, streamed in order into one PNG and a block upload.
 //!
-//! Three stages overlap: this task reads slice blobs with ranged gets and regroups their rows into
-//! bands of a fixed size; a blocking thread encodes the bands (PNG); a task hands the compressed
-//! chunks to the [`BlobUpload`]. Bounded channels join them, so memory holds a few bands and
-//! chunks, never the image. The bands do not depend on the slice layout, so the same pixels give
-//! the same bytes; the upload becomes visible whole, only at `finish`, so two controllers
-//! stitching the same job at once rewrite identical bytes and never leave a torn output.
+//! The processors filtered and compressed their slices; stitching only frames the compressed
+//! bytes: this task reads the fragments with ranged gets and wraps them in IDAT chunks around a
+//! zlib stream (checksum combined from the fragments' own), and a task hands chunks of the file
+//! to the [`BlobUpload`]. A bounded channel joins the two, so memory holds a read and a few
+//! chunks, never the image. The same fragments give the same bytes; the upload becomes visible
+//! whole, only at `finish`, so two controllers stitching the same job at once rewrite identical
+//! bytes and never leave a torn output.
+//!
+//! [`BlobUpload`]: tessera_shared::storage::BlobUpload
 
 use std::io::Write;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use tessera_engine::{BandSink, PngSink};
+use tessera_engine::{FRAGMENT_HEADER_BYTES, FragmentHeader, FragmentPngWriter};
 use tessera_shared::storage::{BlobMeta, BlobStore, StorageError};
 use tokio::sync::mpsc;
 
-/// Size of the compressed chunks handed to the upload (one staged block each).
+/// Size of the chunks handed to the upload (one staged block each).
 const CHUNK_BYTES: usize = 4 << 20;
 
 #[derive(Debug, thiserror::Error)]
@@ -27,7 +30,11 @@ pub enum StitchError {
     Invalid(String),
 }
 
-/// Streams `slices` (blob keys of raw RGB8 rows, top to bottom, with their sizes) into a PNG of
+fn invalid(e: impl std::fmt::Display) -> StitchError {
+    StitchError::Invalid(e.to_string())
+}
+
+/// Streams `slices` (blob keys of PNG fragments, top to bottom, with their sizes) into a PNG of
 /// `width` x `height` at `output`, reading about `band_bytes` at a time.
 pub async fn stitch_png(
     blobs: Arc<dyn BlobStore>,
@@ -37,32 +44,16 @@ pub async fn stitch_png(
     height: u32,
     band_bytes: usize,
 ) -> Result<BlobMeta, StitchError> {
-    let row_bytes = width as usize * 3;
-    let total: u64 = slices.iter().map(|(_, size)| size).sum();
-    if total != row_bytes as u64 * u64::from(height) {
+    if let Some((key, _)) = slices
+        .iter()
+        .find(|(_, size)| *size <= FRAGMENT_HEADER_BYTES as u64)
+    {
         return Err(StitchError::Invalid(format!(
-            "the slices hold {total} bytes, a {width} x {height} image needs {}",
-            row_bytes as u64 * u64::from(height)
+            "slice {key} is too short for a PNG fragment"
         )));
     }
-    let band = (band_bytes / row_bytes).max(1) * row_bytes;
-
-    let (band_tx, mut band_rx) = mpsc::channel::<Bytes>(2);
+    let band = band_bytes.max(64 << 10);
     let (chunk_tx, mut chunk_rx) = mpsc::channel::<Bytes>(2);
-    let encoder = tokio::task::spawn_blocking(move || {
-        let writer = ChunkWriter {
-            tx: chunk_tx,
-            buf: Vec::with_capacity(CHUNK_BYTES),
-        };
-        let mut sink =
-            PngSink::new(writer, width, height).map_err(|e| StitchError::Invalid(e.to_string()))?;
-        while let Some(rows) = band_rx.blocking_recv() {
-            sink.write_rows(&rows)
-                .map_err(|e| StitchError::Invalid(e.to_string()))?;
-        }
-        sink.finish()
-            .map_err(|e| StitchError::Invalid(e.to_string()))
-    });
     let upload = blobs.upload(output).await?;
     let uploader = tokio::spawn(async move {
         let mut upload = upload;
@@ -74,12 +65,8 @@ pub async fn stitch_png(
         Ok(upload)
     });
 
-    let read = read_bands(&*blobs, slices, band, &band_tx).await;
-    drop(band_tx);
-    let encoded = encoder
-        .await
-        .map_err(|e| StitchError::Invalid(format!("the encoder stopped: {e}")))
-        .and_then(|r| r);
+    let framed = frame(&*blobs, slices, width, height, band, &chunk_tx).await;
+    drop(chunk_tx);
     let upload = match uploader.await {
         Ok(Ok(upload)) => upload,
         Ok(Err((e, upload))) => {
@@ -88,100 +75,93 @@ pub async fn stitch_png(
         }
         Err(e) => return Err(StitchError::Invalid(format!("the upload stopped: {e}"))),
     };
-    if let Err(e) = read.and(encoded) {
+    if let Err(e) = framed {
         let _ = upload.abort().await;
         return Err(e);
     }
     Ok(upload.finish().await?)
 }
 
-/// Reads the slices in order and sends their rows on in bands of exactly `band` bytes (the last
-/// one shorter).
-async fn read_bands(
+/// Reads the fragments in order, `band` bytes at a time, and sends the PNG on in chunks of
+/// exactly [`CHUNK_BYTES`] (the last one shorter).
+async fn frame(
     blobs: &dyn BlobStore,
     slices: &[(String, u64)],
+    width: u32,
+    height: u32,
     band: usize,
     tx: &mpsc::Sender<Bytes>,
 ) -> Result<(), StitchError> {
-    let mut pending = BytesMut::with_capacity(band);
+    let mut png = FragmentPngWriter::new(Chunks::default(), width, height).map_err(invalid)?;
     for (key, size) in slices {
         let mut offset = 0u64;
         while offset < *size {
-            let want = (band - pending.len()) as u64;
-            let end = (offset + want).min(*size);
+            let end = (offset + band as u64).min(*size);
             let got = blobs.get_range(key, offset..end).await?;
             if got.len() as u64 != end - offset {
                 return Err(StitchError::Invalid(format!(
                     "slice {key} is shorter than its listed size"
                 )));
             }
-            offset = end;
-            pending.extend_from_slice(&got);
-            if pending.len() == band {
-                let full = std::mem::replace(&mut pending, BytesMut::with_capacity(band));
-                if tx.send(full.freeze()).await.is_err() {
-                    // The encoder stopped; its error is reported by the caller.
-                    return Ok(());
-                }
+            let mut data = &got[..];
+            if offset == 0 {
+                let header = FragmentHeader::parse(data)
+                    .map_err(|e| StitchError::Invalid(format!("slice {key}: {e}")))?;
+                png.begin_fragment(header)
+                    .map_err(|e| StitchError::Invalid(format!("slice {key}: {e}")))?;
+                data = &data[FRAGMENT_HEADER_BYTES..];
             }
+            offset = end;
+            png.write_deflate(data).map_err(invalid)?;
+            send_full(png.get_mut(), tx).await?;
         }
     }
-    if !pending.is_empty() {
-        let _ = tx.send(pending.freeze()).await;
+    let mut rest = png.finish().map_err(invalid)?;
+    send_full(&mut rest, tx).await?;
+    if !rest.0.is_empty() {
+        send(rest.0.split().freeze(), tx).await?;
     }
     Ok(())
 }
 
-/// Collects the encoder's output into chunks and hands each to the upload task.
-struct ChunkWriter {
-    tx: mpsc::Sender<Bytes>,
-    buf: Vec<u8>,
+async fn send(chunk: Bytes, tx: &mpsc::Sender<Bytes>) -> Result<(), StitchError> {
+    // A closed channel means the upload failed; the caller reports its error.
+    tx.send(chunk)
+        .await
+        .map_err(|_| StitchError::Invalid("the upload stopped".into()))
 }
 
-impl ChunkWriter {
-    fn send(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
-        self.tx
-            .blocking_send(Bytes::from(chunk))
-            .map_err(|_| std::io::Error::other("the upload stopped"))
+async fn send_full(chunks: &mut Chunks, tx: &mpsc::Sender<Bytes>) -> Result<(), StitchError> {
+    while chunks.0.len() >= CHUNK_BYTES {
+        let chunk = chunks.0.split_to(CHUNK_BYTES).freeze();
+        send(chunk, tx).await?;
     }
+    Ok(())
 }
 
-impl Write for ChunkWriter {
+/// The PNG's bytes not yet handed to the upload.
+#[derive(Default)]
+struct Chunks(BytesMut);
+
+impl Write for Chunks {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let room = CHUNK_BYTES - self.buf.len();
-        let n = data.len().min(room);
-        self.buf.extend_from_slice(&data[..n]);
-        if self.buf.len() == CHUNK_BYTES {
-            self.send()?;
-        }
-        Ok(n)
+        self.0.extend_from_slice(data);
+        Ok(data.len())
     }
 
-    /// Chunks go out when full or at the end: a flush does not cut a short block.
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-impl Drop for ChunkWriter {
-    fn drop(&mut self) {
-        // The encoder drops its writer when the image is complete: the rest goes out now. If
-        // the upload task is gone, it has failed and reports that itself.
-        let _ = self.send();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_shared::storage::PutMode;
+    use tessera_engine::encode_png_fragment;
     use tessera_shared::storage::embedded::EmbeddedStorage;
+    use tessera_shared::storage::{BlobStoreExt, PutMode};
 
-    /// Stores `pixels` cut after the given rows and stitches them.
+    /// Stores `pixels` cut after the given rows as fragments and stitches them.
     async fn stitched(
         blobs: &Arc<dyn BlobStore>,
         pixels: &[u8],
@@ -198,12 +178,13 @@ mod tests {
         let mut slices = Vec::new();
         for (seq, pair) in bounds.windows(2).enumerate() {
             let key = format!("sliceoutput/{job}/{seq:05}");
-            let part = Bytes::copy_from_slice(&pixels[pair[0] * row..pair[1] * row]);
+            let part = encode_png_fragment(&pixels[pair[0] * row..pair[1] * row], width).unwrap();
+            let size = part.len() as u64;
             blobs
-                .put(&key, part.clone(), PutMode::CreateNew)
+                .put(&key, Bytes::from(part), PutMode::CreateNew)
                 .await
                 .unwrap();
-            slices.push((key, part.len() as u64));
+            slices.push((key, size));
         }
         let output = format!("imageoutput/{job}");
         stitch_png(blobs.clone(), &slices, &output, width, height as u32, band)
@@ -212,40 +193,77 @@ mod tests {
         blobs.get(&output).await.unwrap()
     }
 
-    #[tokio::test]
-    async fn the_slice_layout_does_not_change_the_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let blobs = EmbeddedStorage::open(dir.path()).unwrap().blobs();
-        let (width, height) = (37u32, 91usize);
-        let pixels: Vec<u8> = (0..width as usize * 3 * height)
-            .map(|i| ((i * 7919) % 251) as u8)
-            .collect();
-        let whole = stitched(&blobs, &pixels, width, &[], 1000).await;
-        let cut = stitched(&blobs, &pixels, width, &[1, 40, 41, 90], 1000).await;
-        assert_eq!(whole, cut);
-        let decoder = png::Decoder::new(std::io::Cursor::new(whole.to_vec()));
+    fn decode(png_bytes: &[u8]) -> Vec<u8> {
+        let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes.to_vec()));
         let mut reader = decoder.read_info().unwrap();
         let mut out = vec![0; reader.output_buffer_size().unwrap()];
         reader.next_frame(&mut out).unwrap();
-        assert_eq!(out, pixels);
+        out
     }
 
     #[tokio::test]
-    async fn slices_of_the_wrong_size_are_refused() {
+    async fn any_slice_layout_gives_the_pixels_and_the_same_slices_the_same_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let blobs = EmbeddedStorage::open(dir.path()).unwrap().blobs();
+        let (width, height) = (2000u32, 800usize);
+        // Noise in most rows (so the PNG is several upload chunks), a pattern in the rest.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let pixels: Vec<u8> = (0..width as usize * 3 * height)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                if (i / 6000).is_multiple_of(4) {
+                    (i % 13) as u8
+                } else {
+                    (state >> 56) as u8
+                }
+            })
+            .collect();
+        let whole = stitched(&blobs, &pixels, width, &[], 100_000).await;
+        assert_eq!(decode(&whole), pixels);
+        // Output of several upload chunks, read in small pieces.
+        let cut = stitched(&blobs, &pixels, width, &[1, 40, 41, 790], 70_000).await;
+        assert!(cut.len() > CHUNK_BYTES, "{} bytes", cut.len());
+        assert_eq!(decode(&cut), pixels);
+        let again = stitched(&blobs, &pixels, width, &[1, 40, 41, 790], 1 << 20).await;
+        assert_eq!(cut, again);
+    }
+
+    #[tokio::test]
+    async fn slices_that_do_not_make_the_image_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = EmbeddedStorage::open(dir.path()).unwrap().blobs();
+        let fragment = encode_png_fragment(&[7; 4 * 3 * 2], 4).unwrap();
+        let size = fragment.len() as u64;
         blobs
             .put(
                 "sliceoutput/x/00000",
+                Bytes::from(fragment),
+                PutMode::CreateNew,
+            )
+            .await
+            .unwrap();
+        blobs
+            .put(
+                "sliceoutput/x/00001",
                 Bytes::from(vec![0; 30]),
                 PutMode::CreateNew,
             )
             .await
             .unwrap();
-        let slices = [("sliceoutput/x/00000".to_string(), 30)];
-        let err = stitch_png(blobs, &slices, "imageoutput/x", 4, 3, 1000)
-            .await
-            .unwrap_err();
-        assert!(matches!(err, StitchError::Invalid(_)), "{err}");
+        let good = ("sliceoutput/x/00000".to_string(), size);
+        let raw = ("sliceoutput/x/00001".to_string(), 30);
+        for (slices, height) in [
+            (vec![good.clone()], 3),
+            (vec![good.clone(), good.clone()], 3),
+            (vec![good.clone(), raw], 4),
+        ] {
+            let err = stitch_png(blobs.clone(), &slices, "imageoutput/x", 4, height, 1000)
+                .await
+                .unwrap_err();
+            assert!(matches!(err, StitchError::Invalid(_)), "{err}");
+        }
+        assert!(!blobs.exists("imageoutput/x").await.unwrap());
     }
 }

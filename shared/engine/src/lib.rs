@@ -7,6 +7,7 @@
 //! whole render), and a [`BandSink`] such as [`PngSink`] or [`JpegSink`] encodes bands as they come.
 
 pub mod color;
+pub mod fragment;
 mod hash;
 mod kdtree;
 pub mod library;
@@ -16,6 +17,9 @@ pub mod plan;
 pub mod render;
 mod resample;
 
+pub use fragment::{
+    FRAGMENT_HEADER_BYTES, FragmentHeader, FragmentPngWriter, adler32_combine, encode_png_fragment,
+};
 pub use library::{ImportOptions, ImportReport, Library, decode_target};
 pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file};
 pub use output::{

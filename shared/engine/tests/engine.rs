@@ -427,6 +427,35 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn png_fragments_of_any_band_split_decode_to_the_whole_render(
+        cuts in proptest::collection::btree_set(1u32..13, 0..6),
+    ) {
+        let lib = library_cached();
+        let plan = Plan::make(&target(), lib, &opts(13, 6, 1)).unwrap();
+        let whole = render_band(&plan, &TileCache::new(lib, 6)).unwrap();
+        let mut bounds = vec![0];
+        bounds.extend(cuts);
+        bounds.push(13);
+        let mut png = FragmentPngWriter::new(Vec::new(), plan.width(), plan.total_height()).unwrap();
+        for w in bounds.windows(2) {
+            // Each band rendered and compressed on its own, as on another processor.
+            let rows = plan.rows(w[0]..w[1]).unwrap();
+            let pixels = render_band(&rows, &TileCache::new(lib, 6)).unwrap();
+            png.write_fragment(&encode_png_fragment(&pixels, plan.width()).unwrap()).unwrap();
+        }
+        let png = png.finish().unwrap();
+        let decoded = image::load_from_memory_with_format(&png, image::ImageFormat::Png)
+            .unwrap()
+            .to_rgb8();
+        prop_assert_eq!(decoded.dimensions(), (plan.width(), plan.total_height()));
+        prop_assert!(decoded.as_raw() == &whole);
+    }
+}
+
 #[test]
 fn a_gif_contributes_its_first_frame() {
     use image::codecs::gif::GifEncoder;

@@ -1,0 +1,415 @@
+//! PNG fragments: a band of rows filtered and compressed on its own, so several processes can
+//! compress the bands of one image in parallel and a stitcher only concatenates their bytes.
+//!
+//! A fragment is the band's PNG scanlines (a filter byte per row: Sub for the band's first row,
+//! which must not look at the previous band, Up for the others) compressed as raw DEFLATE that
+//! ends with a sync flush (byte-aligned, no final block), behind a small header with the adler32
+//! and the length of the uncompressed scanlines. [`FragmentPngWriter`] writes the PNG around
+//! fragments given in order: signature, IHDR, the zlib header, the fragments' DEFLATE bytes in
+//! IDAT chunks, a final empty block, the adler32 combined from the fragments' checksums, IEND.
+
+use std::io::Write;
+
+use flate2::{Compress, Compression, Crc, FlushCompress};
+
+use crate::Error;
+
+/// The first bytes of every fragment.
+pub const FRAGMENT_MAGIC: [u8; 4] = *b"TPF1";
+/// Length of a fragment's header: magic, adler32 (big-endian u32), scanline bytes (big-endian u64).
+pub const FRAGMENT_HEADER_BYTES: usize = 16;
+/// Data bytes per IDAT chunk.
+const IDAT_BYTES: usize = 1 << 20;
+/// Uncompressed bytes handed to the compressor at a time.
+const FILTER_BATCH: usize = 1 << 18;
+const ADLER_BASE: u32 = 65_521;
+
+/// What a fragment's header says about its scanlines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentHeader {
+    /// adler32 of the uncompressed scanlines (filter bytes included).
+    pub adler: u32,
+    /// Length of the uncompressed scanlines: rows x (1 + row bytes).
+    pub raw_len: u64,
+}
+
+impl FragmentHeader {
+    pub fn to_bytes(self) -> [u8; FRAGMENT_HEADER_BYTES] {
+        let mut out = [0; FRAGMENT_HEADER_BYTES];
+        out[..4].copy_from_slice(&FRAGMENT_MAGIC);
+        out[4..8].copy_from_slice(&self.adler.to_be_bytes());
+        out[8..].copy_from_slice(&self.raw_len.to_be_bytes());
+        out
+    }
+
+    /// Reads the header at the start of `bytes`.
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        if bytes.len() < FRAGMENT_HEADER_BYTES || bytes[..4] != FRAGMENT_MAGIC {
+            return Err(Error::Encode("not a PNG fragment".into()));
+        }
+        let adler = u32::from_be_bytes(bytes[4..8].try_into().expect("4 bytes"));
+        let raw_len = u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes"));
+        Ok(Self { adler, raw_len })
+    }
+}
+
+/// adler32 of `data`, continuing from `adler` (1 for an empty start).
+pub fn adler32_update(adler: u32, data: &[u8]) -> u32 {
+    // 5552 bytes is the most that can be summed before the u32 sums must be reduced.
+    let (mut a, mut b) = (adler & 0xffff, adler >> 16);
+    for chunk in data.chunks(5552) {
+        for &byte in chunk {
+            a += u32::from(byte);
+            b += a;
+        }
+        a %= ADLER_BASE;
+        b %= ADLER_BASE;
+    }
+    (b << 16) | a
+}
+
+/// The adler32 of two byte runs one after the other, from the first run's adler32 and the
+/// second's adler32 and length (zlib's `adler32_combine`).
+pub fn adler32_combine(adler1: u32, adler2: u32, len2: u64) -> u32 {
+    let base = u64::from(ADLER_BASE);
+    let rem = len2 % base;
+    let mut sum1 = u64::from(adler1 & 0xffff);
+    let mut sum2 = (rem * sum1) % base;
+    sum1 += u64::from(adler2 & 0xffff) + base - 1;
+    sum2 += u64::from(adler1 >> 16) + u64::from(adler2 >> 16) + base - rem;
+    if sum1 >= base {
+        sum1 -= base;
+    }
+    if sum1 >= base {
+        sum1 -= base;
+    }
+    if sum2 >= base << 1 {
+        sum2 -= base << 1;
+    }
+    if sum2 >= base {
+        sum2 -= base;
+    }
+    (sum1 | (sum2 << 16)) as u32
+}
+
+fn enc_err(e: impl std::fmt::Display) -> Error {
+    Error::Encode(e.to_string())
+}
+
+/// Encodes whole RGB8 rows of an image `width` px wide as a fragment (header and DEFLATE
+/// bytes), with fast compression. The same rows always give the same bytes.
+pub fn encode_png_fragment(rows: &[u8], width: u32) -> Result<Vec<u8>, Error> {
+    let row_bytes = width as usize * 3;
+    if row_bytes == 0 || !rows.len().is_multiple_of(row_bytes) {
+        return Err(Error::Encode("a fragment must hold whole rows".into()));
+    }
+    let mut out = Vec::with_capacity(FRAGMENT_HEADER_BYTES + rows.len() / 4 + 1024);
+    out.extend_from_slice(&[0; FRAGMENT_HEADER_BYTES]);
+    let mut compress = Compress::new(Compression::fast(), false);
+    let mut adler = 1u32;
+    let mut raw_len = 0u64;
+    let mut scan = Vec::with_capacity(FILTER_BATCH + row_bytes + 1);
+    let mut prev: Option<&[u8]> = None;
+    for row in rows.chunks_exact(row_bytes) {
+        match prev {
+            // Sub: the band's first row stands alone.
+            None => {
+                scan.push(1);
+                scan.extend_from_slice(&row[..row_bytes.min(3)]);
+                scan.extend(
+                    row[3..]
+                        .iter()
+                        .zip(row)
+                        .map(|(x, left)| x.wrapping_sub(*left)),
+                );
+            }
+            // Up, as the whole-image encoder does.
+            Some(above) => {
+                scan.push(2);
+                scan.extend(row.iter().zip(above).map(|(x, up)| x.wrapping_sub(*up)));
+            }
+        }
+        prev = Some(row);
+        if scan.len() >= FILTER_BATCH {
+            adler = adler32_update(adler, &scan);
+            raw_len += scan.len() as u64;
+            deflate(&mut compress, &scan, &mut out, FlushCompress::None)?;
+            scan.clear();
+        }
+    }
+    adler = adler32_update(adler, &scan);
+    raw_len += scan.len() as u64;
+    deflate(&mut compress, &scan, &mut out, FlushCompress::Sync)?;
+    out[..FRAGMENT_HEADER_BYTES].copy_from_slice(&FragmentHeader { adler, raw_len }.to_bytes());
+    Ok(out)
+}
+
+/// Compresses all of `input` onto the end of `out`; with a sync flush, everything is out and
+/// the stream ends on a byte boundary.
+fn deflate(
+    compress: &mut Compress,
+    mut input: &[u8],
+    out: &mut Vec<u8>,
+    flush: FlushCompress,
+) -> Result<(), Error> {
+    loop {
+        if out.capacity() - out.len() < 1 << 16 {
+            out.reserve(1 << 18);
+        }
+        let before = compress.total_in();
+        compress.compress_vec(input, out, flush).map_err(enc_err)?;
+        input = &input[(compress.total_in() - before) as usize..];
+        // Room left over means the compressor had nothing more to give.
+        if input.is_empty() && out.len() < out.capacity() {
+            return Ok(());
+        }
+    }
+}
+
+/// Writes a PNG (RGB8, 8 bits) from fragments given in order, top to bottom.
+pub struct FragmentPngWriter<W: Write> {
+    w: W,
+    idat: Vec<u8>,
+    adler: u32,
+    raw_len: u64,
+    expected: u64,
+    row_scan: u64,
+    /// Whether a fragment's header has come (data before any header is refused).
+    in_fragment: bool,
+}
+
+impl<W: Write> FragmentPngWriter<W> {
+    /// Writes the signature and the header of a `width` x `height` image.
+    pub fn new(mut w: W, width: u32, height: u32) -> Result<Self, Error> {
+        if width == 0 || height == 0 || width > i32::MAX as u32 || height > i32::MAX as u32 {
+            return Err(Error::Encode(format!("a {width} x {height} PNG")));
+        }
+        w.write_all(b"\x89PNG\r\n\x1a\n").map_err(enc_err)?;
+        let mut ihdr = Vec::with_capacity(13);
+        ihdr.extend_from_slice(&width.to_be_bytes());
+        ihdr.extend_from_slice(&height.to_be_bytes());
+        // 8 bits, RGB, deflate, adaptive filtering, no interlace.
+        ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+        write_chunk(&mut w, b"IHDR", &ihdr)?;
+        let row_scan = 1 + u64::from(width) * 3;
+        let mut idat = Vec::with_capacity(IDAT_BYTES);
+        // zlib header: deflate with a 32 KiB window, fast compression, no dictionary.
+        idat.extend_from_slice(&[0x78, 0x01]);
+        Ok(Self {
+            w,
+            idat,
+            adler: 1,
+            raw_len: 0,
+            expected: row_scan * u64::from(height),
+            row_scan,
+            in_fragment: false,
+        })
+    }
+
+    /// The writer underneath (e.g. to take away what has been written so far).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.w
+    }
+
+    /// Starts the next fragment, from its header.
+    pub fn begin_fragment(&mut self, header: FragmentHeader) -> Result<(), Error> {
+        if header.raw_len == 0 || !header.raw_len.is_multiple_of(self.row_scan) {
+            return Err(Error::Encode(format!(
+                "a fragment of {} scanline bytes does not hold whole rows of {} bytes",
+                header.raw_len, self.row_scan
+            )));
+        }
+        if self.raw_len + header.raw_len > self.expected {
+            return Err(Error::Encode("more rows than the image has".into()));
+        }
+        self.adler = adler32_combine(self.adler, header.adler, header.raw_len);
+        self.raw_len += header.raw_len;
+        self.in_fragment = true;
+        Ok(())
+    }
+
+    /// Takes the next DEFLATE bytes of the current fragment (any split).
+    pub fn write_deflate(&mut self, mut data: &[u8]) -> Result<(), Error> {
+        if !self.in_fragment {
+            return Err(Error::Encode("fragment data before its header".into()));
+        }
+        while !data.is_empty() {
+            let n = (IDAT_BYTES - self.idat.len()).min(data.len());
+            self.idat.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.idat.len() == IDAT_BYTES {
+                self.flush_idat()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes a whole fragment (header and DEFLATE bytes).
+    pub fn write_fragment(&mut self, fragment: &[u8]) -> Result<(), Error> {
+        self.begin_fragment(FragmentHeader::parse(fragment)?)?;
+        self.write_deflate(&fragment[FRAGMENT_HEADER_BYTES..])
+    }
+
+    fn flush_idat(&mut self) -> Result<(), Error> {
+        if !self.idat.is_empty() {
+            write_chunk(&mut self.w, b"IDAT", &self.idat)?;
+            self.idat.clear();
+        }
+        Ok(())
+    }
+
+    /// Ends the image; an error if the fragments did not hold every row.
+    pub fn finish(mut self) -> Result<W, Error> {
+        if self.raw_len != self.expected {
+            return Err(Error::Encode(format!(
+                "the fragments hold {} of the image's {} scanline bytes",
+                self.raw_len, self.expected
+            )));
+        }
+        // An empty final block (fixed Huffman codes, only the end-of-block code), then adler32.
+        self.idat.extend_from_slice(&[0x03, 0x00]);
+        self.idat.extend_from_slice(&self.adler.to_be_bytes());
+        self.flush_idat()?;
+        write_chunk(&mut self.w, b"IEND", &[])?;
+        self.w.flush().map_err(enc_err)?;
+        Ok(self.w)
+    }
+}
+
+fn write_chunk<W: Write>(w: &mut W, kind: &[u8; 4], data: &[u8]) -> Result<(), Error> {
+    let mut crc = Crc::new();
+    crc.update(kind);
+    crc.update(data);
+    w.write_all(&(data.len() as u32).to_be_bytes())
+        .and_then(|()| w.write_all(kind))
+        .and_then(|()| w.write_all(data))
+        .and_then(|()| w.write_all(&crc.sum().to_be_bytes()))
+        .map_err(enc_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn decode(png_bytes: &[u8]) -> (u32, u32, Vec<u8>) {
+        let image = image::load_from_memory_with_format(png_bytes, image::ImageFormat::Png)
+            .unwrap()
+            .to_rgb8();
+        (image.width(), image.height(), image.into_raw())
+    }
+
+    /// Pixels with runs and noise, so both matches and literals occur.
+    fn pixels(width: usize, height: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed | 1;
+        (0..width * height * 3)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                if (i / 3 / width).is_multiple_of(5) {
+                    (i % 7) as u8
+                } else {
+                    (state >> 56) as u8
+                }
+            })
+            .collect()
+    }
+
+    fn assemble(pixels: &[u8], width: u32, cuts: &[usize]) -> Vec<u8> {
+        let row = width as usize * 3;
+        let height = pixels.len() / row;
+        let mut png = FragmentPngWriter::new(Vec::new(), width, height as u32).unwrap();
+        let mut bounds = vec![0];
+        bounds.extend_from_slice(cuts);
+        bounds.push(height);
+        for pair in bounds.windows(2) {
+            let fragment =
+                encode_png_fragment(&pixels[pair[0] * row..pair[1] * row], width).unwrap();
+            let header = FragmentHeader::parse(&fragment).unwrap();
+            png.begin_fragment(header).unwrap();
+            // Fed in uneven pieces, as ranged reads would.
+            for piece in fragment[FRAGMENT_HEADER_BYTES..].chunks(777) {
+                png.write_deflate(piece).unwrap();
+            }
+        }
+        png.finish().unwrap()
+    }
+
+    #[test]
+    fn adler32_matches_a_direct_computation_and_combines() {
+        let data = pixels(100, 60, 3);
+        // The textbook definition.
+        let (mut a, mut b) = (1u64, 0u64);
+        for &x in &data {
+            a = (a + u64::from(x)) % 65_521;
+            b = (b + a) % 65_521;
+        }
+        let whole = adler32_update(1, &data);
+        assert_eq!(whole, ((b << 16) | a) as u32);
+        for cut in [0, 1, 5551, 5552, 9000, data.len()] {
+            let (x, y) = data.split_at(cut);
+            let combined =
+                adler32_combine(adler32_update(1, x), adler32_update(1, y), y.len() as u64);
+            assert_eq!(combined, whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn one_fragment_makes_the_image() {
+        let (width, height) = (37u32, 91usize);
+        let px = pixels(width as usize, height, 7);
+        assert_eq!(
+            decode(&assemble(&px, width, &[])),
+            (width, height as u32, px)
+        );
+    }
+
+    #[test]
+    fn large_fragments_span_batches_and_idat_chunks() {
+        // 1.5 MB of rows: several compressor batches per fragment, several IDAT chunks.
+        let (width, height) = (1000u32, 500usize);
+        let px = pixels(width as usize, height, 11);
+        let png = assemble(&px, width, &[130, 131, 400]);
+        assert!(png.len() > IDAT_BYTES);
+        assert_eq!(decode(&png), (width, height as u32, px));
+    }
+
+    #[test]
+    fn fragments_are_deterministic_and_checked() {
+        let px = pixels(20, 10, 9);
+        let a = encode_png_fragment(&px, 20).unwrap();
+        assert_eq!(a, encode_png_fragment(&px, 20).unwrap());
+        let header = FragmentHeader::parse(&a).unwrap();
+        assert_eq!(header.raw_len, 10 * 61);
+        assert!(encode_png_fragment(&px[1..], 20).is_err());
+        assert!(FragmentHeader::parse(&px).is_err());
+
+        // Too few rows, too many, rows of another width.
+        let png = FragmentPngWriter::new(Vec::new(), 20, 11).unwrap();
+        let mut short = png;
+        short.write_fragment(&a).unwrap();
+        assert!(short.finish().is_err());
+        let mut over = FragmentPngWriter::new(Vec::new(), 20, 9).unwrap();
+        assert!(over.write_fragment(&a).is_err());
+        let mut other = FragmentPngWriter::new(Vec::new(), 21, 10).unwrap();
+        assert!(other.write_fragment(&a).is_err());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fragments_of_any_band_split_decode_to_the_pixels(
+            width in 1u32..70,
+            height in 1usize..120,
+            cuts in proptest::collection::btree_set(1usize..120, 0..8),
+            seed in any::<u64>(),
+        ) {
+            let px = pixels(width as usize, height, seed);
+            let cuts: Vec<usize> = cuts.into_iter().filter(|&c| c < height).collect();
+            let png = assemble(&px, width, &cuts);
+            prop_assert_eq!(decode(&png), (width, height as u32, px));
+        }
+    }
+}
