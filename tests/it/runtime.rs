@@ -367,9 +367,11 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease(store: &St
         .unwrap();
     queue.send(&ping(1)).await.unwrap();
     // The slow handler holds the message before the rival starts.
-    eventually(Duration::from_secs(15), "slow handler started", async || {
-        attempts.load(Ordering::SeqCst) == 1
-    })
+    eventually(
+        Duration::from_secs(15),
+        "slow handler started",
+        async || attempts.load(Ordering::SeqCst) == 1,
+    )
     .await;
     // A second listener on the same queue would take the message if its lease lapsed.
     let rival_attempts = Arc::new(AtomicU32::new(0));
