@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use tessera_engine::{Plan, TileCache, encode_png_fragment, render_band};
+use tessera_engine::{FragmentEncoder, Plan, TileCache, render_band};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
@@ -19,6 +19,9 @@ use crate::controller::poison_hook;
 use crate::jobs::{counted, spent};
 use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ProcessorSettings;
+
+/// Pixel bytes rendered at a time within a slice (rounded to whole cell rows).
+const RENDER_BAND_BYTES: usize = 2 << 20;
 
 /// Runs `settings.processors` image processors (one listener rendering that many slices at
 /// once) until `shutdown` fires, then lets the slices in hand finish.
@@ -149,8 +152,19 @@ impl Processor {
             let fragment = tokio::task::spawn_blocking(move || {
                 let _entered = span.enter();
                 let cache = TileCache::new(&library, plan.tile_size());
-                let pixels = render_band(&plan, &cache)?;
-                encode_png_fragment(&pixels, plan.width())
+                // A few cell rows at a time, compressed as they come: memory holds a band of
+                // pixels and the compressed slice, not the slice's pixels.
+                let range = plan.row_range();
+                let row_bytes = plan.width() as usize * 3 * plan.tile_size() as usize;
+                let step = (RENDER_BAND_BYTES / row_bytes.max(1)).max(1) as u32;
+                let mut fragment = FragmentEncoder::new(plan.width(), row_bytes * range.len() / 4)?;
+                let mut y = range.start;
+                while y < range.end {
+                    let end = (y + step).min(range.end);
+                    fragment.write_rows(&render_band(&plan.rows(y..end)?, &cache)?)?;
+                    y = end;
+                }
+                fragment.finish()
             })
             .await
             .map_err(|e| Failure::poison(format!("{what}: rendering panicked: {e}")))?

@@ -99,49 +99,102 @@ fn enc_err(e: impl std::fmt::Display) -> Error {
 /// Encodes whole RGB8 rows of an image `width` px wide as a fragment (header and DEFLATE
 /// bytes), with fast compression. The same rows always give the same bytes.
 pub fn encode_png_fragment(rows: &[u8], width: u32) -> Result<Vec<u8>, Error> {
-    let row_bytes = width as usize * 3;
-    if row_bytes == 0 || !rows.len().is_multiple_of(row_bytes) {
-        return Err(Error::Encode("a fragment must hold whole rows".into()));
+    let mut encoder = FragmentEncoder::new(width, rows.len() / 4)?;
+    encoder.write_rows(rows)?;
+    encoder.finish()
+}
+
+/// Builds a fragment from rows given a band at a time (top to bottom), so a slice can be
+/// rendered and compressed in small bands: memory holds a band and the compressed bytes. Any
+/// split of the same rows gives the same bytes as [`encode_png_fragment`].
+pub struct FragmentEncoder {
+    compress: Compress,
+    row_bytes: usize,
+    adler: u32,
+    raw_len: u64,
+    /// Filtered scanlines waiting for the compressor.
+    scan: Vec<u8>,
+    /// The last row taken (empty before the first).
+    prev: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl FragmentEncoder {
+    /// An encoder for rows `width` px wide, expecting about `capacity` compressed bytes.
+    pub fn new(width: u32, capacity: usize) -> Result<Self, Error> {
+        let row_bytes = width as usize * 3;
+        if row_bytes == 0 {
+            return Err(Error::Encode("a fragment of an empty row".into()));
+        }
+        let mut out = Vec::with_capacity(FRAGMENT_HEADER_BYTES + capacity + 1024);
+        out.extend_from_slice(&[0; FRAGMENT_HEADER_BYTES]);
+        Ok(Self {
+            compress: Compress::new(Compression::fast(), false),
+            row_bytes,
+            adler: 1,
+            raw_len: 0,
+            scan: Vec::with_capacity(FILTER_BATCH + row_bytes + 1),
+            prev: Vec::with_capacity(row_bytes),
+            out,
+        })
     }
-    let mut out = Vec::with_capacity(FRAGMENT_HEADER_BYTES + rows.len() / 4 + 1024);
-    out.extend_from_slice(&[0; FRAGMENT_HEADER_BYTES]);
-    let mut compress = Compress::new(Compression::fast(), false);
-    let mut adler = 1u32;
-    let mut raw_len = 0u64;
-    let mut scan = Vec::with_capacity(FILTER_BATCH + row_bytes + 1);
-    let mut prev: Option<&[u8]> = None;
-    for row in rows.chunks_exact(row_bytes) {
-        match prev {
-            // Sub: the band's first row stands alone.
-            None => {
-                scan.push(1);
-                scan.extend_from_slice(&row[..row_bytes.min(3)]);
-                scan.extend(
+
+    /// Takes the next whole rows.
+    pub fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        let row_bytes = self.row_bytes;
+        if !rows.len().is_multiple_of(row_bytes) {
+            return Err(Error::Encode("a fragment must hold whole rows".into()));
+        }
+        for row in rows.chunks_exact(row_bytes) {
+            if self.prev.is_empty() {
+                // Sub: the band's first row stands alone.
+                self.scan.push(1);
+                self.scan.extend_from_slice(&row[..row_bytes.min(3)]);
+                self.scan.extend(
                     row[3..]
                         .iter()
                         .zip(row)
                         .map(|(x, left)| x.wrapping_sub(*left)),
                 );
+            } else {
+                // Up, as the whole-image encoder does.
+                self.scan.push(2);
+                self.scan.extend(
+                    row.iter()
+                        .zip(&self.prev)
+                        .map(|(x, up)| x.wrapping_sub(*up)),
+                );
             }
-            // Up, as the whole-image encoder does.
-            Some(above) => {
-                scan.push(2);
-                scan.extend(row.iter().zip(above).map(|(x, up)| x.wrapping_sub(*up)));
+            self.prev.clear();
+            self.prev.extend_from_slice(row);
+            if self.scan.len() >= FILTER_BATCH {
+                self.compress_scan(FlushCompress::None)?;
             }
         }
-        prev = Some(row);
-        if scan.len() >= FILTER_BATCH {
-            adler = adler32_update(adler, &scan);
-            raw_len += scan.len() as u64;
-            deflate(&mut compress, &scan, &mut out, FlushCompress::None)?;
-            scan.clear();
-        }
+        Ok(())
     }
-    adler = adler32_update(adler, &scan);
-    raw_len += scan.len() as u64;
-    deflate(&mut compress, &scan, &mut out, FlushCompress::Sync)?;
-    out[..FRAGMENT_HEADER_BYTES].copy_from_slice(&FragmentHeader { adler, raw_len }.to_bytes());
-    Ok(out)
+
+    fn compress_scan(&mut self, flush: FlushCompress) -> Result<(), Error> {
+        self.adler = adler32_update(self.adler, &self.scan);
+        self.raw_len += self.scan.len() as u64;
+        deflate(&mut self.compress, &self.scan, &mut self.out, flush)?;
+        self.scan.clear();
+        Ok(())
+    }
+
+    /// The fragment: header and DEFLATE bytes ending on a sync flush.
+    pub fn finish(mut self) -> Result<Vec<u8>, Error> {
+        if self.prev.is_empty() {
+            return Err(Error::Encode("a fragment without rows".into()));
+        }
+        self.compress_scan(FlushCompress::Sync)?;
+        let header = FragmentHeader {
+            adler: self.adler,
+            raw_len: self.raw_len,
+        };
+        self.out[..FRAGMENT_HEADER_BYTES].copy_from_slice(&header.to_bytes());
+        Ok(self.out)
+    }
 }
 
 /// Compresses all of `input` onto the end of `out`; with a sync flush, everything is out and
@@ -383,6 +436,13 @@ mod tests {
         let header = FragmentHeader::parse(&a).unwrap();
         assert_eq!(header.raw_len, 10 * 61);
         assert!(encode_png_fragment(&px[1..], 20).is_err());
+        assert!(encode_png_fragment(&[], 20).is_err());
+        // Given in bands, the same bytes.
+        let mut banded = FragmentEncoder::new(20, 0).unwrap();
+        for band in px.chunks(20 * 3 * 3) {
+            banded.write_rows(band).unwrap();
+        }
+        assert_eq!(banded.finish().unwrap(), a);
         assert!(FragmentHeader::parse(&px).is_err());
 
         // Too few rows, too many, rows of another width.

@@ -18,7 +18,8 @@ pub mod render;
 mod resample;
 
 pub use fragment::{
-    FRAGMENT_HEADER_BYTES, FragmentHeader, FragmentPngWriter, adler32_combine, encode_png_fragment,
+    FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,
+    encode_png_fragment,
 };
 pub use library::{ImportOptions, ImportReport, Library, decode_target};
 pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file};
