@@ -42,4 +42,11 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 step "cargo test"
-cargo test --workspace "$@"
+log=$(mktemp)
+trap 'rm -f "$log"; scripts/azurite.sh stop' EXIT
+status=0
+cargo test --workspace "$@" 2>&1 | tee "$log" || status=$?
+# One closing line for the whole run: cargo prints a result line per test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "\ntests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
