@@ -43,7 +43,7 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 step "cargo test"
 log=$(mktemp)
-trap 'rm -f "$log"; scripts/azurite.sh stop' EXIT
+trap 'rm -f "$log"; scripts/azurite.sh stop >/dev/null 2>&1' EXIT
 status=0
 cargo test --workspace "$@" 2>&1 | tee "$log" || status=$?
 # One closing line for the whole run: cargo prints a result line per test binary.
