@@ -17,8 +17,8 @@ use azure_storage_queue::models::{
 };
 use futures::StreamExt;
 use tessera_shared::storage::{
-    DEFAULT_TIME_TO_LIVE, MAX_BATCH, MAX_MESSAGE_BYTES, MAX_VISIBILITY, PeekedMessage, QueueStore,
-    ReceivedMessage, Result, SendOptions, SentMessage, StorageError, UpdatedMessage,
+    DEFAULT_TIME_TO_LIVE, PeekedMessage, QueueStore, ReceivedMessage, Result, SendOptions,
+    SentMessage, StorageError, UpdatedMessage, check_batch, check_body, check_visibility,
     validate_queue_name,
 };
 use time::OffsetDateTime;
@@ -49,38 +49,14 @@ impl AzureStorage {
     }
 }
 
-fn check_batch(max: usize) -> Result<()> {
-    if (1..=MAX_BATCH).contains(&max) {
-        Ok(())
-    } else {
-        Err(StorageError::Invalid(format!(
-            "a batch is 1 to {MAX_BATCH} messages, not {max}"
-        )))
-    }
-}
-
 /// Whole seconds, rounded up, checked against Azure's longest visibility.
 fn visibility_seconds(d: Duration, what: &str) -> Result<i32> {
-    if d > MAX_VISIBILITY {
-        return Err(StorageError::Invalid(format!(
-            "{what} of {d:?} is over the limit of {MAX_VISIBILITY:?}"
-        )));
-    }
+    check_visibility(what, d)?;
     Ok(ceil_seconds(d) as i32)
 }
 
 fn ceil_seconds(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
-}
-
-fn check_body(body: &str) -> Result<()> {
-    if body.len() > MAX_MESSAGE_BYTES {
-        return Err(StorageError::TooLarge {
-            size: body.len(),
-            limit: MAX_MESSAGE_BYTES,
-        });
-    }
-    Ok(())
 }
 
 fn message_content(body: &str) -> Result<RequestContent<QueueMessage, XmlFormat>> {

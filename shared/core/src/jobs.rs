@@ -207,27 +207,20 @@ impl JobStore {
         Ok(())
     }
 
+    /// The record as stored: one blob read.
     pub async fn get(&self, job: Uuid) -> Result<JobRecord, JobError> {
-        Ok(self.get_with_etag(job).await?.0)
+        let key = BlobKey::JobRecord { job }.path();
+        let bytes = self.blobs.get(&key).await.map_err(|e| not_found(job, e))?;
+        serde_json::from_slice(&bytes).map_err(|e| JobError::Corrupt(job, e.to_string()))
     }
 
+    /// The record and an ETag for a conditional write. The ETag is read before the body and may
+    /// be older than it: the conditional write then fails and the update reads again, which is
+    /// safe.
     async fn get_with_etag(&self, job: Uuid) -> Result<(JobRecord, String), JobError> {
         let key = BlobKey::JobRecord { job }.path();
-        let meta = match self.blobs.head(&key).await {
-            Ok(meta) => meta,
-            Err(StorageError::NotFound(_)) => return Err(JobError::NotFound(job)),
-            Err(e) => return Err(e.into()),
-        };
-        let bytes = match self.blobs.get(&key).await {
-            Ok(bytes) => bytes,
-            Err(StorageError::NotFound(_)) => return Err(JobError::NotFound(job)),
-            Err(e) => return Err(e.into()),
-        };
-        let record: JobRecord =
-            serde_json::from_slice(&bytes).map_err(|e| JobError::Corrupt(job, e.to_string()))?;
-        // The ETag read before the body may be older than the body: the conditional write then
-        // fails and the update reads again, which is safe.
-        Ok((record, meta.etag))
+        let meta = self.blobs.head(&key).await.map_err(|e| not_found(job, e))?;
+        Ok((self.get(job).await?, meta.etag))
     }
 
     /// Applies `change` to the record and writes it back if `change` returns true, retrying on
@@ -255,6 +248,13 @@ impl JobStore {
             }
         }
         Err(StorageError::Transient(format!("job {job}: too many concurrent updates")).into())
+    }
+}
+
+fn not_found(job: Uuid, e: StorageError) -> JobError {
+    match e {
+        StorageError::NotFound(_) => JobError::NotFound(job),
+        e => e.into(),
     }
 }
 

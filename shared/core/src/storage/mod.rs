@@ -242,6 +242,40 @@ pub trait BlobStoreExt: BlobStore {
 
 impl<T: BlobStore + ?Sized> BlobStoreExt for T {}
 
+/// Checks a batch size against the port's limit (1 to [`MAX_BATCH`]).
+pub fn check_batch(max: usize) -> Result<()> {
+    if (1..=MAX_BATCH).contains(&max) {
+        Ok(())
+    } else {
+        Err(StorageError::Invalid(format!(
+            "a batch is 1 to {MAX_BATCH} messages, not {max}"
+        )))
+    }
+}
+
+/// Checks a visibility timeout or delay (`what` names it in the error) against [`MAX_VISIBILITY`].
+pub fn check_visibility(what: &str, d: Duration) -> Result<()> {
+    if d <= MAX_VISIBILITY {
+        Ok(())
+    } else {
+        Err(StorageError::Invalid(format!(
+            "{what} of {d:?} is over the limit of {MAX_VISIBILITY:?}"
+        )))
+    }
+}
+
+/// Checks a message body against [`MAX_MESSAGE_BYTES`].
+pub fn check_body(body: &str) -> Result<()> {
+    if body.len() <= MAX_MESSAGE_BYTES {
+        Ok(())
+    } else {
+        Err(StorageError::TooLarge {
+            size: body.len(),
+            limit: MAX_MESSAGE_BYTES,
+        })
+    }
+}
+
 /// Checks a queue name against Azure's rules: 3 to 63 lowercase letters, digits and single
 /// hyphens, starting and ending with a letter or digit.
 pub fn validate_queue_name(name: &str) -> Result<()> {

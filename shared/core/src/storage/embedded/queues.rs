@@ -25,8 +25,8 @@ use tokio::sync::oneshot;
 
 use super::Durability;
 use crate::storage::{
-    DEFAULT_TIME_TO_LIVE, MAX_BATCH, MAX_MESSAGE_BYTES, MAX_VISIBILITY, PeekedMessage, QueueStore,
-    ReceivedMessage, Result, SendOptions, SentMessage, StorageError, UpdatedMessage,
+    DEFAULT_TIME_TO_LIVE, PeekedMessage, QueueStore, ReceivedMessage, Result, SendOptions,
+    SentMessage, StorageError, UpdatedMessage, check_batch, check_body, check_visibility,
     validate_queue_name,
 };
 
@@ -273,37 +273,6 @@ fn queue_id(conn: &Connection, queue: &str) -> rusqlite::Result<Option<i64>> {
     conn.prepare_cached("SELECT id FROM queues WHERE name = ?1")?
         .query_row([queue], |row| row.get(0))
         .optional()
-}
-
-fn check_batch(max: usize) -> Result<()> {
-    if (1..=MAX_BATCH).contains(&max) {
-        Ok(())
-    } else {
-        Err(StorageError::Invalid(format!(
-            "a batch is 1 to {MAX_BATCH} messages, not {max}"
-        )))
-    }
-}
-
-fn check_visibility(what: &str, d: Duration) -> Result<()> {
-    if d <= MAX_VISIBILITY {
-        Ok(())
-    } else {
-        Err(StorageError::Invalid(format!(
-            "{what} of {d:?} is over the limit of {MAX_VISIBILITY:?}"
-        )))
-    }
-}
-
-fn check_body(body: &str) -> Result<()> {
-    if body.len() <= MAX_MESSAGE_BYTES {
-        Ok(())
-    } else {
-        Err(StorageError::TooLarge {
-            size: body.len(),
-            limit: MAX_MESSAGE_BYTES,
-        })
-    }
 }
 
 /// The row of a message to be updated or deleted, checked against the caller's receipt: `Err`
