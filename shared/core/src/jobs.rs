@@ -82,6 +82,23 @@ pub struct OutputSize {
     pub rows: u32,
 }
 
+/// Quality figures of a job's mosaic on its cell grid, as the quality metric defines them:
+/// CIEDE2000 between each cell's target colour and the colour its tile renders there, and how
+/// tiles repeat. Worked out by the controller from the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct JobQuality {
+    pub de00_mean: f64,
+    pub de00_p95: f64,
+    /// Distinct tiles used.
+    pub distinct: u32,
+    /// Uses of the most used tile.
+    pub max_uses: u32,
+    /// Share of cells (0 to 1) whose tile appears again within Chebyshev radius 1.
+    pub dup_r1: f64,
+    /// The same within radius 5.
+    pub dup_r5: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub id: Uuid,
@@ -96,6 +113,9 @@ pub struct JobRecord {
     pub finished_at: Option<OffsetDateTime>,
     #[serde(default)]
     pub output: Option<OutputSize>,
+    /// Quality figures (known once planned).
+    #[serde(default)]
+    pub quality: Option<JobQuality>,
     /// Slices the job was cut into (known once sliced).
     #[serde(default)]
     pub slices_total: u32,
@@ -128,6 +148,7 @@ impl JobRecord {
             updated_at: now,
             finished_at: None,
             output: None,
+            quality: None,
             slices_total: 0,
             slices: BTreeMap::new(),
             result_blob: None,
