@@ -8,14 +8,20 @@
 //! whole, only at `finish`, so two controllers stitching the same job at once rewrite identical
 //! bytes and never leave a torn output.
 //!
+//! Beside the output, at [`BlobKey::SeekIndex`], the stitcher writes the PNG's [`SeekIndex`]:
+//! every fragment's start and the points its header lists, where inflating can start afresh,
+//! so readers can decode a few rows of a gigapixel mosaic from a ranged read. It is written
+//! after the output, so an output without its index is only ever an older one.
+//!
 //! [`BlobUpload`]: tessera_shared::storage::BlobUpload
 
 use std::io::Write;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use tessera_engine::{FRAGMENT_HEADER_BYTES, FragmentHeader, FragmentPngWriter};
-use tessera_shared::storage::{BlobMeta, BlobStore, StorageError};
+use tessera_engine::{FRAGMENT_HEADER_BYTES, FragmentHeader, FragmentPngWriter, SeekIndex};
+use tessera_shared::keys::BlobKey;
+use tessera_shared::storage::{BlobMeta, BlobStore, PutMode, StorageError};
 use tokio::sync::mpsc;
 
 /// Size of the chunks handed to the upload (one staged block each).
@@ -35,7 +41,8 @@ fn invalid(e: impl std::fmt::Display) -> StitchError {
 }
 
 /// Streams `slices` (blob keys of PNG fragments, top to bottom, with their sizes) into a PNG of
-/// `width` x `height` at `output`, reading about `band_bytes` at a time.
+/// `width` x `height` at `output`, reading about `band_bytes` at a time; then writes the PNG's
+/// seek index at [`BlobKey::SeekIndex`] of `output`.
 pub async fn stitch_png(
     blobs: Arc<dyn BlobStore>,
     slices: &[(String, u64)],
@@ -75,15 +82,26 @@ pub async fn stitch_png(
         }
         Err(e) => return Err(StitchError::Invalid(format!("the upload stopped: {e}"))),
     };
-    if let Err(e) = framed {
-        let _ = upload.abort().await;
-        return Err(e);
+    let index = match framed {
+        Ok(index) => index,
+        Err(e) => {
+            let _ = upload.abort().await;
+            return Err(e);
+        }
+    };
+    let meta = upload.finish().await?;
+    let key = BlobKey::SeekIndex {
+        output: output.to_string(),
     }
-    Ok(upload.finish().await?)
+    .path();
+    blobs
+        .put(&key, Bytes::from(index.to_bytes()), PutMode::Overwrite)
+        .await?;
+    Ok(meta)
 }
 
 /// Reads the fragments in order, `band` bytes at a time, and sends the PNG on in chunks of
-/// exactly [`CHUNK_BYTES`] (the last one shorter).
+/// exactly [`CHUNK_BYTES`] (the last one shorter); gives the PNG's seek index.
 async fn frame(
     blobs: &dyn BlobStore,
     slices: &[(String, u64)],
@@ -91,7 +109,7 @@ async fn frame(
     height: u32,
     band: usize,
     tx: &mpsc::Sender<Bytes>,
-) -> Result<(), StitchError> {
+) -> Result<SeekIndex, StitchError> {
     let mut png = FragmentPngWriter::new(Chunks::default(), width, height).map_err(invalid)?;
     for (key, size) in slices {
         let mut offset = 0u64;
@@ -105,23 +123,40 @@ async fn frame(
             }
             let mut data = &got[..];
             if offset == 0 {
-                let header = FragmentHeader::parse(data)
-                    .map_err(|e| StitchError::Invalid(format!("slice {key}: {e}")))?;
-                png.begin_fragment(header)
-                    .map_err(|e| StitchError::Invalid(format!("slice {key}: {e}")))?;
-                data = &data[FRAGMENT_HEADER_BYTES..];
+                let bad =
+                    |e: tessera_engine::Error| StitchError::Invalid(format!("slice {key}: {e}"));
+                let len = FragmentHeader::len_at(data).map_err(bad)?;
+                if len as u64 >= *size {
+                    return Err(StitchError::Invalid(format!(
+                        "slice {key} is too short for its PNG fragment header"
+                    )));
+                }
+                // A header longer than a read (a very tall slice) is read whole first.
+                let whole;
+                let header = if len > data.len() {
+                    whole = blobs.get_range(key, 0..len as u64).await?;
+                    FragmentHeader::parse(&whole).map_err(bad)?
+                } else {
+                    FragmentHeader::parse(data).map_err(bad)?
+                };
+                png.begin_fragment(&header).map_err(bad)?;
+                if len > data.len() {
+                    offset = len as u64;
+                    continue;
+                }
+                data = &data[len..];
             }
             offset = end;
             png.write_deflate(data).map_err(invalid)?;
             send_full(png.get_mut(), tx).await?;
         }
     }
-    let mut rest = png.finish().map_err(invalid)?;
+    let (mut rest, index) = png.finish_indexed().map_err(invalid)?;
     send_full(&mut rest, tx).await?;
     if !rest.0.is_empty() {
         send(rest.0.split().freeze(), tx).await?;
     }
-    Ok(())
+    Ok(index)
 }
 
 async fn send(chunk: Bytes, tx: &mpsc::Sender<Bytes>) -> Result<(), StitchError> {
@@ -158,8 +193,8 @@ impl Write for Chunks {
 mod tests {
     use super::*;
     use tessera_engine::encode_png_fragment;
+    use tessera_shared::storage::BlobStoreExt;
     use tessera_shared::storage::embedded::EmbeddedStorage;
-    use tessera_shared::storage::{BlobStoreExt, PutMode};
 
     /// Stores `pixels` cut after the given rows as fragments and stitches them.
     async fn stitched(
@@ -228,6 +263,41 @@ mod tests {
         assert_eq!(decode(&cut), pixels);
         let again = stitched(&blobs, &pixels, width, &[1, 40, 41, 790], 1 << 20).await;
         assert_eq!(cut, again);
+    }
+
+    #[tokio::test]
+    async fn the_seek_index_beside_the_output_finds_every_fragments_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = EmbeddedStorage::open(dir.path()).unwrap().blobs();
+        // Wide rows: points inside fragments too.
+        let (width, height) = (6000u32, 400usize);
+        let row = width as usize * 3;
+        let pixels: Vec<u8> = (0..row * height)
+            .map(|i| ((i / row) as u8).wrapping_mul(7) ^ (i % 251) as u8)
+            .collect();
+        let png = stitched(&blobs, &pixels, width, &[3, 300], 1000).await;
+        let listed = blobs.list_all("seekindex/").await.unwrap();
+        assert_eq!(listed.len(), 1);
+        let index = SeekIndex::parse(&blobs.get(&listed[0].key).await.unwrap()).unwrap();
+        assert_eq!(index.png_len(), png.len() as u64);
+        let rows: Vec<u32> = index.points.iter().map(|p| p.row).collect();
+        let step = tessera_engine::point_interval(width);
+        let mut want = vec![0, 3, 300];
+        want.extend((3 + step..300).step_by(step as usize));
+        want.extend((300 + step..height as u32).step_by(step as usize));
+        want.sort();
+        assert_eq!(rows, want);
+        for pair in rows.windows(2) {
+            let span = index.span(pair[0]..pair[1]).unwrap();
+            assert_eq!(span.first_row, pair[0]);
+            let file = &png[span.file.start as usize..span.file.end as usize];
+            let mut lines =
+                tessera_engine::Scanlines::new(index.idat_data(file, span.stream.clone()), width);
+            for y in pair[0]..pair[1] {
+                let y = y as usize;
+                assert!(lines.next_row().unwrap() == &pixels[y * row..(y + 1) * row]);
+            }
+        }
     }
 
     #[tokio::test]

@@ -15,6 +15,15 @@ pub enum BlobKey {
     ImageOutput { job: Uuid },
     /// A downscaled JPEG of the finished mosaic, made on first request.
     ImagePreview { job: Uuid },
+    /// The seek index of a stitched PNG (at `output`): where inflating can start afresh.
+    SeekIndex { output: String },
+    /// One tile of a finished mosaic's pyramid (level 0: full resolution), made on request.
+    ImageTile {
+        job: Uuid,
+        level: u32,
+        x: u32,
+        y: u32,
+    },
     /// A job's record: state, progress, parameters.
     JobRecord { job: Uuid },
     /// A tile library's index at one version.
@@ -33,6 +42,8 @@ impl BlobKey {
             BlobKey::SliceOutput { job, seq } => format!("sliceoutput/{job}/{seq:05}"),
             BlobKey::ImageOutput { job } => format!("imageoutput/{job}"),
             BlobKey::ImagePreview { job } => format!("imagepreview/{job}"),
+            BlobKey::SeekIndex { output } => format!("seekindex/{output}"),
+            BlobKey::ImageTile { job, level, x, y } => format!("imagetiles/{job}/{level}/{x}-{y}"),
             BlobKey::JobRecord { job } => format!("jobs/{job}.json"),
             BlobKey::LibraryIndex { library, version } => {
                 format!("libraries/{library}/v{version}/index")
@@ -73,6 +84,15 @@ mod tests {
             BlobKey::SliceOutput { job, seq: 3 },
             BlobKey::ImageOutput { job },
             BlobKey::ImagePreview { job },
+            BlobKey::SeekIndex {
+                output: BlobKey::ImageOutput { job }.path(),
+            },
+            BlobKey::ImageTile {
+                job,
+                level: 2,
+                x: 3,
+                y: 4,
+            },
             BlobKey::JobRecord { job },
             BlobKey::LibraryIndex {
                 library: "emoji".into(),

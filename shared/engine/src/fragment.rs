@@ -7,49 +7,123 @@
 //! and the length of the uncompressed scanlines. [`FragmentPngWriter`] writes the PNG around
 //! fragments given in order: signature, IHDR, the zlib header, the fragments' DEFLATE bytes in
 //! IDAT chunks, a final empty block, the adler32 combined from the fragments' checksums, IEND.
+//!
+//! Random access: a fragment starts a fresh DEFLATE stream, and every [`point_interval`] rows
+//! within it the encoder ends the data so far with a full flush (byte-aligned, dictionary
+//! reset) and filters the next row with Sub, so inflating can start there with no earlier byte.
+//! The header lists these points; the writer gathers them, with the fragments' starts, into a
+//! [`SeekIndex`] of the whole PNG.
 
 use std::io::Write;
 
 use flate2::{Compress, Compression, Crc, FlushCompress};
 
 use crate::Error;
+use crate::seek::{SeekIndex, SeekPoint};
 
-/// The first bytes of every fragment.
-pub const FRAGMENT_MAGIC: [u8; 4] = *b"TPF1";
-/// Length of a fragment's header: magic, adler32 (big-endian u32), scanline bytes (big-endian u64).
+/// The first bytes of a fragment with random-access points.
+pub const FRAGMENT_MAGIC: [u8; 4] = *b"TPF2";
+/// The first bytes of a fragment of the first format (no random-access points), still read.
+const FRAGMENT_MAGIC_V1: [u8; 4] = *b"TPF1";
+/// Length of the fixed start of a fragment's header: magic, adler32 (big-endian u32), scanline
+/// bytes (big-endian u64). A `TPF2` header goes on with the number of random-access points
+/// (big-endian u32) and each point: its row in the fragment (u32) and the offset of its DEFLATE
+/// data from the start of the fragment's DEFLATE data (u64).
 pub const FRAGMENT_HEADER_BYTES: usize = 16;
+/// Bytes of one random-access point in a fragment's header.
+const POINT_BYTES: usize = 12;
+/// Uncompressed bytes between a fragment's random-access points, about.
+const POINT_SCAN_BYTES: usize = 4 << 20;
 /// Data bytes per IDAT chunk.
 const IDAT_BYTES: usize = 1 << 20;
+/// Where the first IDAT chunk starts: after the signature and IHDR.
+const IDAT_START: u64 = 8 + 12 + 13;
 /// Uncompressed bytes handed to the compressor at a time.
 const FILTER_BATCH: usize = 1 << 18;
 const ADLER_BASE: u32 = 65_521;
 
-/// What a fragment's header says about its scanlines.
+/// Rows between a fragment's random-access points for rows `width` px wide: about
+/// 4 MiB of scanlines, and never more than 256 rows nor fewer than 16.
+pub fn point_interval(width: u32) -> u32 {
+    let row_scan = 1 + width as usize * 3;
+    (POINT_SCAN_BYTES / row_scan).clamp(16, 256) as u32
+}
+
+/// A place inside a fragment where inflating can start afresh.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentPoint {
+    /// The first row after the point, counted from the fragment's first row.
+    pub row: u32,
+    /// Where the point's DEFLATE data starts, counted from the fragment's first DEFLATE byte.
+    pub offset: u64,
+}
+
+/// What a fragment's header says about its scanlines.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FragmentHeader {
     /// adler32 of the uncompressed scanlines (filter bytes included).
     pub adler: u32,
     /// Length of the uncompressed scanlines: rows x (1 + row bytes).
     pub raw_len: u64,
+    /// The random-access points after the fragment's start, in order.
+    pub points: Vec<FragmentPoint>,
 }
 
 impl FragmentHeader {
-    pub fn to_bytes(self) -> [u8; FRAGMENT_HEADER_BYTES] {
-        let mut out = [0; FRAGMENT_HEADER_BYTES];
-        out[..4].copy_from_slice(&FRAGMENT_MAGIC);
-        out[4..8].copy_from_slice(&self.adler.to_be_bytes());
-        out[8..].copy_from_slice(&self.raw_len.to_be_bytes());
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        out.extend_from_slice(&FRAGMENT_MAGIC);
+        out.extend_from_slice(&self.adler.to_be_bytes());
+        out.extend_from_slice(&self.raw_len.to_be_bytes());
+        out.extend_from_slice(&(self.points.len() as u32).to_be_bytes());
+        for p in &self.points {
+            out.extend_from_slice(&p.row.to_be_bytes());
+            out.extend_from_slice(&p.offset.to_be_bytes());
+        }
         out
+    }
+
+    /// The length of this header in a fragment.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        FRAGMENT_HEADER_BYTES + 4 + POINT_BYTES * self.points.len()
+    }
+
+    /// The length of the header at the start of `bytes` (which must hold its first 20 bytes),
+    /// to know how much to read before [`FragmentHeader::parse`].
+    pub fn len_at(bytes: &[u8]) -> Result<usize, Error> {
+        if bytes.len() >= 4 && bytes[..4] == FRAGMENT_MAGIC_V1 {
+            return Ok(FRAGMENT_HEADER_BYTES);
+        }
+        if bytes.len() < FRAGMENT_HEADER_BYTES + 4 || bytes[..4] != FRAGMENT_MAGIC {
+            return Err(Error::Encode("not a PNG fragment".into()));
+        }
+        let count = u32::from_be_bytes(bytes[16..20].try_into().expect("4 bytes"));
+        Ok(FRAGMENT_HEADER_BYTES + 4 + POINT_BYTES * count as usize)
     }
 
     /// Reads the header at the start of `bytes`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        if bytes.len() < FRAGMENT_HEADER_BYTES || bytes[..4] != FRAGMENT_MAGIC {
-            return Err(Error::Encode("not a PNG fragment".into()));
+        let len = Self::len_at(bytes)?;
+        if bytes.len() < len {
+            return Err(Error::Encode("a PNG fragment's header is cut short".into()));
         }
         let adler = u32::from_be_bytes(bytes[4..8].try_into().expect("4 bytes"));
         let raw_len = u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes"));
-        Ok(Self { adler, raw_len })
+        let points = bytes[FRAGMENT_HEADER_BYTES.min(len)..len]
+            .get(4..)
+            .unwrap_or_default()
+            .chunks_exact(POINT_BYTES)
+            .map(|p| FragmentPoint {
+                row: u32::from_be_bytes(p[..4].try_into().expect("4 bytes")),
+                offset: u64::from_be_bytes(p[4..].try_into().expect("8 bytes")),
+            })
+            .collect();
+        Ok(Self {
+            adler,
+            raw_len,
+            points,
+        })
     }
 }
 
@@ -112,6 +186,11 @@ pub struct FragmentEncoder {
     row_bytes: usize,
     adler: u32,
     raw_len: u64,
+    /// Rows taken so far.
+    rows: u32,
+    /// Rows between random-access points.
+    interval: u32,
+    points: Vec<FragmentPoint>,
     /// Filtered scanlines waiting for the compressor.
     scan: Vec<u8>,
     /// The last row taken (empty before the first).
@@ -133,6 +212,9 @@ impl FragmentEncoder {
             row_bytes,
             adler: 1,
             raw_len: 0,
+            rows: 0,
+            interval: point_interval(width),
+            points: Vec::new(),
             scan: Vec::with_capacity(FILTER_BATCH + row_bytes + 1),
             prev: Vec::with_capacity(row_bytes),
             out,
@@ -146,8 +228,18 @@ impl FragmentEncoder {
             return Err(Error::Encode("a fragment must hold whole rows".into()));
         }
         for row in rows.chunks_exact(row_bytes) {
-            if self.prev.is_empty() {
-                // Sub: the band's first row stands alone.
+            let point = self.rows > 0 && self.rows.is_multiple_of(self.interval);
+            if point {
+                // Everything so far out and forgotten: inflating can start here afresh.
+                self.compress_scan(FlushCompress::Full)?;
+                self.points.push(FragmentPoint {
+                    row: self.rows,
+                    offset: (self.out.len() - FRAGMENT_HEADER_BYTES) as u64,
+                });
+            }
+            self.rows += 1;
+            if self.prev.is_empty() || point {
+                // Sub: the band's first row, and each point's, stands alone.
                 self.scan.push(1);
                 self.scan.extend_from_slice(&row[..row_bytes.min(3)]);
                 self.scan.extend(
@@ -191,8 +283,9 @@ impl FragmentEncoder {
         let header = FragmentHeader {
             adler: self.adler,
             raw_len: self.raw_len,
+            points: std::mem::take(&mut self.points),
         };
-        self.out[..FRAGMENT_HEADER_BYTES].copy_from_slice(&header.to_bytes());
+        self.out.splice(..FRAGMENT_HEADER_BYTES, header.to_bytes());
         Ok(self.out)
     }
 }
@@ -229,6 +322,11 @@ pub struct FragmentPngWriter<W: Write> {
     row_scan: u64,
     /// Whether a fragment's header has come (data before any header is refused).
     in_fragment: bool,
+    width: u32,
+    height: u32,
+    /// Bytes of the zlib stream so far (its header included).
+    stream_len: u64,
+    points: Vec<SeekPoint>,
 }
 
 impl<W: Write> FragmentPngWriter<W> {
@@ -256,6 +354,10 @@ impl<W: Write> FragmentPngWriter<W> {
             expected: row_scan * u64::from(height),
             row_scan,
             in_fragment: false,
+            width,
+            height,
+            stream_len: 2,
+            points: Vec::new(),
         })
     }
 
@@ -265,7 +367,7 @@ impl<W: Write> FragmentPngWriter<W> {
     }
 
     /// Starts the next fragment, from its header.
-    pub fn begin_fragment(&mut self, header: FragmentHeader) -> Result<(), Error> {
+    pub fn begin_fragment(&mut self, header: &FragmentHeader) -> Result<(), Error> {
         if header.raw_len == 0 || !header.raw_len.is_multiple_of(self.row_scan) {
             return Err(Error::Encode(format!(
                 "a fragment of {} scanline bytes does not hold whole rows of {} bytes",
@@ -274,6 +376,26 @@ impl<W: Write> FragmentPngWriter<W> {
         }
         if self.raw_len + header.raw_len > self.expected {
             return Err(Error::Encode("more rows than the image has".into()));
+        }
+        let first = self.raw_len / self.row_scan;
+        let rows = header.raw_len / self.row_scan;
+        let mut last = 0;
+        self.points.push(SeekPoint {
+            row: first as u32,
+            stream: self.stream_len,
+        });
+        for p in &header.points {
+            if p.row <= last || u64::from(p.row) >= rows {
+                return Err(Error::Encode(format!(
+                    "a fragment of {rows} rows lists a point at row {}",
+                    p.row
+                )));
+            }
+            last = p.row;
+            self.points.push(SeekPoint {
+                row: first as u32 + p.row,
+                stream: self.stream_len + p.offset,
+            });
         }
         self.adler = adler32_combine(self.adler, header.adler, header.raw_len);
         self.raw_len += header.raw_len;
@@ -286,6 +408,7 @@ impl<W: Write> FragmentPngWriter<W> {
         if !self.in_fragment {
             return Err(Error::Encode("fragment data before its header".into()));
         }
+        self.stream_len += data.len() as u64;
         while !data.is_empty() {
             let n = (IDAT_BYTES - self.idat.len()).min(data.len());
             self.idat.extend_from_slice(&data[..n]);
@@ -299,8 +422,9 @@ impl<W: Write> FragmentPngWriter<W> {
 
     /// Takes a whole fragment (header and DEFLATE bytes).
     pub fn write_fragment(&mut self, fragment: &[u8]) -> Result<(), Error> {
-        self.begin_fragment(FragmentHeader::parse(fragment)?)?;
-        self.write_deflate(&fragment[FRAGMENT_HEADER_BYTES..])
+        let header = FragmentHeader::parse(fragment)?;
+        self.begin_fragment(&header)?;
+        self.write_deflate(&fragment[header.len()..])
     }
 
     fn flush_idat(&mut self) -> Result<(), Error> {
@@ -312,7 +436,22 @@ impl<W: Write> FragmentPngWriter<W> {
     }
 
     /// Ends the image; an error if the fragments did not hold every row.
-    pub fn finish(mut self) -> Result<W, Error> {
+    pub fn finish(self) -> Result<W, Error> {
+        self.finish_indexed().map(|(w, _)| w)
+    }
+
+    /// Ends the image and gives its seek index: where inflating can start afresh.
+    pub fn finish_indexed(mut self) -> Result<(W, SeekIndex), Error> {
+        if self.points.windows(2).any(|p| p[1].stream <= p[0].stream)
+            || self
+                .points
+                .last()
+                .is_some_and(|p| p.stream >= self.stream_len)
+        {
+            return Err(Error::Encode(
+                "a fragment lists a point past its own data".into(),
+            ));
+        }
         if self.raw_len != self.expected {
             return Err(Error::Encode(format!(
                 "the fragments hold {} of the image's {} scanline bytes",
@@ -325,7 +464,15 @@ impl<W: Write> FragmentPngWriter<W> {
         self.flush_idat()?;
         write_chunk(&mut self.w, b"IEND", &[])?;
         self.w.flush().map_err(enc_err)?;
-        Ok(self.w)
+        let index = SeekIndex::new(
+            self.width,
+            self.height,
+            IDAT_START,
+            IDAT_BYTES as u32,
+            self.stream_len + 6,
+            std::mem::take(&mut self.points),
+        );
+        Ok((self.w, index))
     }
 }
 
@@ -380,9 +527,9 @@ mod tests {
             let fragment =
                 encode_png_fragment(&pixels[pair[0] * row..pair[1] * row], width).unwrap();
             let header = FragmentHeader::parse(&fragment).unwrap();
-            png.begin_fragment(header).unwrap();
+            png.begin_fragment(&header).unwrap();
             // Fed in uneven pieces, as ranged reads would.
-            for piece in fragment[FRAGMENT_HEADER_BYTES..].chunks(777) {
+            for piece in fragment[header.len()..].chunks(777) {
                 png.write_deflate(piece).unwrap();
             }
         }
@@ -435,6 +582,7 @@ mod tests {
         assert_eq!(a, encode_png_fragment(&px, 20).unwrap());
         let header = FragmentHeader::parse(&a).unwrap();
         assert_eq!(header.raw_len, 10 * 61);
+        assert_eq!(header.points, []);
         assert!(encode_png_fragment(&px[1..], 20).is_err());
         assert!(encode_png_fragment(&[], 20).is_err());
         // Given in bands, the same bytes.

@@ -16,10 +16,11 @@ pub mod output;
 pub mod plan;
 pub mod render;
 mod resample;
+pub mod seek;
 
 pub use fragment::{
     FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,
-    encode_png_fragment,
+    encode_png_fragment, point_interval,
 };
 pub use library::{ImportOptions, ImportReport, Library, decode_target};
 pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file};
@@ -28,6 +29,7 @@ pub use output::{
 };
 pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
 pub use render::{TileCache, render_band, render_band_into, render_to_sink};
+pub use seek::{IdatData, Scanlines, SeekIndex, SeekPoint, Span};
 
 use std::path::{Path, PathBuf};
 
