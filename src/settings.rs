@@ -108,11 +108,14 @@ impl Settings {
         Ok(settings)
     }
 
-    /// The settings as a TOML document, with the connection string redacted.
+    /// The settings as a TOML document, with the connection string and the API key redacted.
     pub fn to_toml_redacted(&self) -> anyhow::Result<String> {
         let mut shown = self.clone();
         if !shown.storage.azure_connection_string.is_empty() {
             shown.storage.azure_connection_string = "<redacted>".into();
+        }
+        if shown.web.api_key.get().is_some() {
+            shown.web.api_key = tessera_web::settings::ApiKey::new("<redacted>");
         }
         Ok(toml::to_string(&shown)?)
     }

@@ -85,6 +85,19 @@
       showFile(input.files[0]);
     }
   });
+  // The strip of sample tiles follows the chosen library.
+  const library = document.getElementById("library");
+  const strip = document.getElementById("sample-strip");
+  if (strip) {
+    library.addEventListener("change", function () {
+      const option = library.options[library.selectedIndex];
+      if (!option) return;
+      strip.removeAttribute("width");
+      strip.removeAttribute("height");
+      strip.src = "/api/v1/libraries/" + encodeURIComponent(option.value) + "/sheet";
+      strip.alt = "Sample tiles of " + option.textContent.replace(/ \(\d+ tiles\)$/, "");
+    });
+  }
   form.addEventListener("input", update);
   form.addEventListener("change", update);
 

@@ -79,7 +79,26 @@
     transactions.appendChild(tr);
   }
 
+  // The quality figures, once the job is planned.
+  function showQuality(q) {
+    if (!q) return;
+    const share = function (x) { return (x * 100).toFixed(1) + " %"; };
+    const figures = {
+      "q-de00-mean": q.de00_mean.toFixed(2),
+      "q-de00-p95": q.de00_p95.toFixed(2),
+      "q-distinct": String(q.distinct),
+      "q-max-uses": String(q.max_uses),
+      "q-dup-r1": share(q.dup_r1),
+      "q-dup-r5": share(q.dup_r5),
+    };
+    Object.keys(figures).forEach(function (id) {
+      document.getElementById(id).textContent = figures[id];
+    });
+    document.getElementById("quality").hidden = false;
+  }
+
   function render(job) {
+    showQuality(job.quality);
     created = Date.parse(job.created_at);
     finished = job.finished_at ? Date.parse(job.finished_at) : null;
     tick();

@@ -10,3 +10,4 @@ mod openapi;
 mod pages;
 mod pipeline;
 mod runtime;
+mod web_features;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::api::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers under `/api/v1`: the document must name each one.
-const ROUTES: [(&str, &str); 10] = [
+const ROUTES: [(&str, &str); 12] = [
     ("POST", "/jobs"),
     ("GET", "/jobs/{id}"),
     ("GET", "/jobs/{id}/result"),
@@ -20,7 +20,9 @@ const ROUTES: [(&str, &str); 10] = [
     ("GET", "/libraries"),
     ("POST", "/libraries"),
     ("GET", "/libraries/{id}"),
+    ("GET", "/libraries/{id}/sheet"),
     ("GET", "/queues"),
+    ("GET", "/system"),
     ("GET", "/openapi.json"),
 ];
 

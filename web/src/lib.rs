@@ -5,6 +5,7 @@
 //! shutdown. Handlers share an [`state::AppState`] (the platform, the settings, and an in-process
 //! signal of job changes that live event streams wake on).
 
+pub mod auth;
 pub mod error;
 pub mod inspect;
 mod listener;

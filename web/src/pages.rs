@@ -8,7 +8,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use uuid::Uuid;
 
-use tessera_shared::jobs::{JobError, JobRecord, JobState};
+use tessera_shared::jobs::{JobError, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::LibraryRecord;
 use tessera_shared::messages::{QueueName, SLICES_RANGE, TILE_SIZE_RANGE};
@@ -16,6 +16,8 @@ use tessera_shared::storage::{PutMode, StorageError};
 
 use crate::error::{ApiError, ApiResult};
 use crate::routes::jobs::{CLIENT_COOKIE, job_id};
+use crate::routes::ops::{SystemView, system_view};
+use crate::routes::sheet::{sheet_size, sheet_url};
 use crate::state::AppState;
 
 /// The OpenAPI document of `/api/v1`.
@@ -79,6 +81,9 @@ fn page(template: &impl Template) -> ApiResult<HttpResponse> {
 #[template(path = "home.html")]
 struct Home {
     libraries: Vec<LibraryRecord>,
+    /// The selected library's sample strip (the first row of its contact sheet): the sheet's
+    /// URL, width, height, and the strip's alt text.
+    strip: Option<(String, u32, u32, String)>,
     tile_min: u32,
     tile_max: u32,
     max_cells: u32,
@@ -94,8 +99,18 @@ async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     // The default library first, so it is the one selected.
     libraries.sort_by_key(|l| (&l.id != default, l.name.clone()));
     let s = &state.settings;
+    let strip = libraries.first().map(|l| {
+        let (w, h) = sheet_size(l.tiles);
+        (
+            sheet_url(&l.id, l.version),
+            w,
+            h,
+            format!("Sample tiles of {}", l.name),
+        )
+    });
     page(&Home {
         libraries,
+        strip,
         tile_min: *TILE_SIZE_RANGE.start(),
         tile_max: *TILE_SIZE_RANGE.end(),
         max_cells: s.max_cells,
@@ -113,6 +128,34 @@ async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
 struct JobPage {
     id: Uuid,
     state: &'static str,
+    has_quality: bool,
+    /// Empty until the job is planned (the page's script fills them in then).
+    quality: QualityFigures,
+}
+
+/// A job's quality figures, formatted for reading.
+#[derive(Default)]
+struct QualityFigures {
+    de00_mean: String,
+    de00_p95: String,
+    distinct: String,
+    max_uses: String,
+    dup_r1: String,
+    dup_r5: String,
+}
+
+impl From<&JobQuality> for QualityFigures {
+    fn from(q: &JobQuality) -> Self {
+        let share = |x: f64| format!("{:.1} %", x * 100.0);
+        QualityFigures {
+            de00_mean: format!("{:.2}", q.de00_mean),
+            de00_p95: format!("{:.2}", q.de00_p95),
+            distinct: q.distinct.to_string(),
+            max_uses: q.max_uses.to_string(),
+            dup_r1: share(q.dup_r1),
+            dup_r5: share(q.dup_r5),
+        }
+    }
 }
 
 async fn job(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -121,6 +164,12 @@ async fn job(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<H
     page(&JobPage {
         id,
         state: record.state.as_str(),
+        has_quality: record.quality.is_some(),
+        quality: record
+            .quality
+            .as_ref()
+            .map(QualityFigures::from)
+            .unwrap_or_default(),
     })
 }
 
@@ -204,12 +253,21 @@ async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpRes
 #[template(path = "libraries.html")]
 struct LibrariesPage {
     libraries: Vec<LibraryRecord>,
+    /// Per library (same order): its contact sheet's URL and size.
+    sheets: Vec<(String, u32, u32)>,
 }
 
 async fn libraries(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let mut libraries = state.platform.libraries().list().await?;
     libraries.sort_by(|a, b| a.name.cmp(&b.name));
-    page(&LibrariesPage { libraries })
+    let sheets = libraries
+        .iter()
+        .map(|l| {
+            let (w, h) = sheet_size(l.tiles);
+            (sheet_url(&l.id, l.version), w, h)
+        })
+        .collect();
+    page(&LibrariesPage { libraries, sheets })
 }
 
 struct QueueRow {
@@ -225,6 +283,16 @@ struct SystemPage {
     queues: Vec<QueueRow>,
     total: u64,
     targets: Vec<(String, u64)>,
+    seen: SystemView,
+    /// `(id, last seen, slices, slots)` of each processor, times formatted.
+    processors: Vec<(String, String, u32, u32)>,
+    /// `(listener, last seen)` of each process listening for slices.
+    listeners: Vec<(String, String)>,
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -250,10 +318,24 @@ async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
         .iter()
         .map(|(target, ops)| (target.clone(), ops.values().sum()))
         .collect();
+    let seen = system_view(&state).await?;
+    let processors = seen
+        .processors
+        .iter()
+        .map(|p| (p.id.clone(), rfc3339(p.last_seen), p.slices, p.slots))
+        .collect();
+    let listeners = seen
+        .slice_listeners
+        .iter()
+        .map(|l| (l.listener.clone(), rfc3339(l.last_seen)))
+        .collect();
     page(&SystemPage {
         queues,
         total: snapshot.total,
         targets,
+        seen,
+        processors,
+        listeners,
     })
 }
 

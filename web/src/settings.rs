@@ -1,4 +1,5 @@
-//! The front end's settings: where it listens and the limits it enforces on uploads.
+//! The front end's settings: where it listens, the limits it enforces on uploads, and the
+//! optional API key that guards everything it serves.
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,35 @@ pub struct WebSettings {
     pub events_poll_ms: u64,
     /// How long shutdown waits for requests and the imageresponse listener to finish.
     pub shutdown_grace_secs: u64,
+    /// A key every request must carry (except health checks and static assets); empty leaves
+    /// the service open. A secret: never logged.
+    pub api_key: ApiKey,
+}
+
+/// The configured API key. Its `Debug` never shows it.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+
+    /// The key, or `None` when none is configured (the service is open).
+    pub fn get(&self) -> Option<&str> {
+        Some(self.0.as_str()).filter(|k| !k.is_empty())
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_empty() {
+            "\"\""
+        } else {
+            "<redacted>"
+        })
+    }
 }
 
 impl Default for WebSettings {
@@ -56,6 +86,7 @@ impl Default for WebSettings {
             max_library_uncompressed_bytes: 1024 * 1024 * 1024,
             events_poll_ms: 400,
             shutdown_grace_secs: 10,
+            api_key: ApiKey::default(),
         }
     }
 }

@@ -49,7 +49,9 @@ impl Application {
         let port = tcp.local_addr()?.port();
         let grace = Duration::from_secs(settings.shutdown_grace_secs);
         let workers = settings.workers;
+        let guard = crate::auth::Guard::new(&settings.api_key);
         let state = web::Data::new(AppState {
+            guard: guard.clone(),
             platform,
             settings,
             changes,
@@ -58,6 +60,7 @@ impl Application {
             )),
         });
         let mut server = HttpServer::new(move || {
+            let guard = guard.clone();
             App::new()
                 .app_data(state.clone())
                 .configure(crate::routes::configure)
@@ -68,6 +71,16 @@ impl Application {
                         None => Either::Left(srv.call(req)),
                         Some(refused) => {
                             let response = req.error_response(refused);
+                            Either::Right(std::future::ready(Ok(response)))
+                        }
+                    }
+                })
+                .wrap_fn(move |req, srv| {
+                    use futures_util::future::Either;
+                    match guard.check(&req) {
+                        None => Either::Left(srv.call(req)),
+                        Some(refused) => {
+                            let response = req.into_response(refused);
                             Either::Right(std::future::ready(Ok(response)))
                         }
                     }

@@ -1,4 +1,5 @@
-//! What every request handler shares: the platform, the settings and the job-change signal.
+//! What every request handler shares: the platform, the settings, the job-change signal and the
+//! API key check.
 
 use std::sync::Arc;
 
@@ -17,6 +18,8 @@ pub struct AppState {
     pub changes: JobChanges,
     /// Image validations decoding at once (each may hold a whole decoded upload in memory).
     pub decodes: Arc<Semaphore>,
+    /// The API key check (open when no key is configured).
+    pub guard: crate::auth::Guard,
 }
 
 /// An in-process signal that a job's record changed (sent by the imageresponse listener), so

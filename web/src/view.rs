@@ -6,7 +6,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use tessera_shared::jobs::{JobRecord, OutputSize};
+use tessera_shared::jobs::{JobQuality, JobRecord, OutputSize};
 use tessera_shared::messages::{Grid, LibraryRef};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -16,6 +16,8 @@ pub struct JobView {
     pub progress: Progress,
     /// The mosaic's size (known from submission).
     pub output: Option<OutputSize>,
+    /// The mosaic's quality figures, null until the job is planned.
+    pub quality: Option<JobQuality>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -90,6 +92,7 @@ impl From<&JobRecord> for JobView {
                 slices_total: r.slices_total,
             },
             output: r.output,
+            quality: r.quality,
             created_at: r.created_at,
             updated_at: r.updated_at,
             finished_at: r.finished_at,

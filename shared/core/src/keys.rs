@@ -28,6 +28,8 @@ pub enum BlobKey {
     JobRecord { job: Uuid },
     /// A tile library's index at one version.
     LibraryIndex { library: String, version: u32 },
+    /// A contact sheet (PNG) of a spread of one library version's tiles, made on first request.
+    LibrarySheet { library: String, version: u32 },
     /// A message body too large for its queue, stored aside.
     MessageBody { queue: String, id: Uuid },
     /// An empty marker naming one job of one client (a browser), listed by [`BlobKey::client_jobs_prefix`].
@@ -47,6 +49,9 @@ impl BlobKey {
             BlobKey::JobRecord { job } => format!("jobs/{job}.json"),
             BlobKey::LibraryIndex { library, version } => {
                 format!("libraries/{library}/v{version}/index")
+            }
+            BlobKey::LibrarySheet { library, version } => {
+                format!("librarysheets/{library}/v{version}.png")
             }
             BlobKey::MessageBody { queue, id } => format!("messagebodies/{queue}/{id}"),
             BlobKey::ClientJob { client, job } => format!("clients/{client}/{job}"),
@@ -95,6 +100,10 @@ mod tests {
             },
             BlobKey::JobRecord { job },
             BlobKey::LibraryIndex {
+                library: "emoji".into(),
+                version: 2,
+            },
+            BlobKey::LibrarySheet {
                 library: "emoji".into(),
                 version: 2,
             },

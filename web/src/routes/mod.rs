@@ -3,8 +3,9 @@
 mod events;
 pub mod jobs;
 mod libraries;
-mod ops;
+pub mod ops;
 pub mod result;
+pub mod sheet;
 
 use actix_web::web;
 
@@ -13,6 +14,7 @@ use crate::error::no_route;
 /// Registers every route on an app.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.configure(crate::pages::configure);
+    cfg.configure(crate::auth::configure);
     cfg.route("/healthz", web::get().to(ops::healthz))
         .route("/readyz", web::get().to(ops::readyz))
         .service(
@@ -24,7 +26,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route("/libraries", web::get().to(libraries::list))
                 .route("/libraries", web::post().to(libraries::create))
                 .route("/libraries/{id}", web::get().to(libraries::get))
+                .route("/libraries/{id}/sheet", web::get().to(sheet::get))
                 .route("/queues", web::get().to(ops::queues))
+                .route("/system", web::get().to(ops::system))
                 .default_service(web::to(no_route)),
         );
 }

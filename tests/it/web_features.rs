@@ -1,0 +1,493 @@
+//! The front end's optional API key, the libraries' contact sheets, the job's quality figures and
+//! the processors the system page has seen, over real HTTP.
+
+use bytes::Bytes;
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::Value;
+use tessera_shared::accounting::Op;
+use tessera_shared::jobs::JobQuality;
+use tessera_shared::keys::BlobKey;
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::Nudges;
+use tessera_shared::storage::embedded::EmbeddedStorage;
+use tessera_shared::storage::{BlobStoreExt, PutMode};
+use tessera_web::settings::ApiKey;
+use tessera_web::{Application, WebSettings};
+use uuid::Uuid;
+
+use crate::api::{astronaut, fixture, job_form, spawn_app};
+
+const KEY: &str = "correct horse battery staple";
+
+/// The web role alone (no workers) with an API key, and a client that does not follow redirects.
+struct KeyedApp {
+    address: String,
+    client: reqwest::Client,
+    server: tessera_web::ServerHandle,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for KeyedApp {
+    fn drop(&mut self) {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(self.server.stop(false));
+        }
+    }
+}
+
+impl KeyedApp {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    async fn get(&self, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = self.client.get(self.url(path));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.unwrap()
+    }
+}
+
+async fn spawn_keyed_app() -> KeyedApp {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = EmbeddedStorage::open(dir.path()).unwrap();
+    let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
+    platform.ensure_queues().await.unwrap();
+    tessera_workers::import_library(&platform, &fixture("engine/tiles"), "emoji")
+        .await
+        .unwrap();
+    let settings = WebSettings {
+        port: 0,
+        workers: 1,
+        api_key: ApiKey::new(KEY),
+        ..WebSettings::default()
+    };
+    let app = Application::build(platform, settings).await.unwrap();
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let server = app.handle();
+    tokio::spawn(app.run_until_stopped());
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    KeyedApp {
+        address,
+        client,
+        server,
+        _dir: dir,
+    }
+}
+
+async fn error_code(res: reqwest::Response) -> String {
+    let body: Value = res.json().await.unwrap();
+    body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_key_configured_every_call_needs_it() {
+    let app = spawn_keyed_app().await;
+
+    // Health checks and assets stay open.
+    for path in ["/healthz", "/readyz", "/static/style.css", "/signin"] {
+        assert_eq!(app.get(path, &[]).await.status(), 200, "{path}");
+    }
+
+    // API calls: no key, a wrong key, the right key in either header.
+    for path in [
+        "/api/v1/libraries",
+        "/api/v1/queues",
+        "/api/v1/openapi.json",
+    ] {
+        let res = app.get(path, &[]).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{path}");
+        assert!(
+            res.headers()["www-authenticate"]
+                .to_str()
+                .unwrap()
+                .starts_with("Bearer"),
+        );
+        assert_eq!(error_code(res).await, "unauthorized");
+        for wrong in [
+            ("Authorization", "Bearer not-the-key"),
+            ("X-API-Key", "not-the-key"),
+            ("Authorization", "Bearer correct horse battery stapl"),
+            ("X-API-Key", ""),
+        ] {
+            let res = app.get(path, &[wrong]).await;
+            assert_eq!(res.status(), 401, "{path} with {wrong:?}");
+            assert_eq!(error_code(res).await, "unauthorized");
+        }
+        let bearer = format!("Bearer {KEY}");
+        for right in [("Authorization", bearer.as_str()), ("X-API-Key", KEY)] {
+            let res = app.get(path, &[right]).await;
+            assert_eq!(res.status(), 200, "{path} with {:?}", right.0);
+        }
+    }
+    let bearer = format!("Bearer {KEY}");
+    let sheet = app
+        .get(
+            "/api/v1/libraries/emoji/sheet",
+            &[("Authorization", &bearer)],
+        )
+        .await;
+    assert_eq!(sheet.status(), 200);
+    assert!(
+        sheet.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .starts_with("private")
+    );
+
+    // A browser asking for a page is sent to sign in, and back afterwards.
+    let res = app.get("/libraries", &[]).await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()["location"], "/signin?next=/libraries");
+    let res = app.get("/jobs?page=2", &[]).await;
+    assert_eq!(res.headers()["location"], "/signin?next=/jobs%3Fpage%3D2");
+    let form = app.get("/signin?next=/libraries", &[]).await;
+    let form = form.text().await.unwrap();
+    assert!(
+        form.contains(r#"<label for="key">API key</label>"#),
+        "{form}"
+    );
+    assert!(form.contains(r#"name="next" value="/libraries""#), "{form}");
+
+    let sign_in = |key: &'static str, origin: Option<String>| {
+        let mut req = app
+            .client
+            .post(app.url("/signin"))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(format!("key={}&next=%2Flibraries", key.replace(' ', "+")));
+        if let Some(origin) = origin {
+            req = req.header("Origin", origin);
+        }
+        req.send()
+    };
+    // A form posted from another site is refused, whatever it holds.
+    let res = sign_in(KEY, Some("http://evil.example".into()))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert!(res.headers().get("set-cookie").is_none());
+    let res = sign_in(KEY, None).await.unwrap();
+    assert_eq!(res.status(), 403);
+    // A wrong key shows the form again with the reason.
+    let res = sign_in("guess", Some(app.address.clone())).await.unwrap();
+    assert_eq!(res.status(), 401);
+    assert!(res.headers().get("set-cookie").is_none());
+    assert!(res.text().await.unwrap().contains(r#"role="alert""#));
+    // The right key: a session cookie (a MAC, not the key), then back where the browser was.
+    let res = sign_in(KEY, Some(app.address.clone())).await.unwrap();
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()["location"], "/libraries");
+    let set_cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(set_cookie.starts_with("tessera_session="), "{set_cookie}");
+    assert!(set_cookie.contains("HttpOnly"), "{set_cookie}");
+    assert!(set_cookie.contains("SameSite=Strict"), "{set_cookie}");
+    assert!(
+        !set_cookie.contains("horse"),
+        "the cookie holds a MAC, not the key"
+    );
+    let session = set_cookie.split(';').next().unwrap().to_string();
+
+    let mut with_cookie = HeaderMap::new();
+    with_cookie.insert("Cookie", HeaderValue::from_str(&session).unwrap());
+    for path in ["/", "/libraries", "/system", "/jobs", "/api"] {
+        let res = app
+            .client
+            .get(app.url(path))
+            .headers(with_cookie.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{path} with the session cookie");
+    }
+    let res = app
+        .client
+        .get(app.url("/api/v1/libraries"))
+        .headers(with_cookie.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    // The pages' scripts post with the cookie too.
+    let res = app
+        .client
+        .post(app.url("/api/v1/jobs"))
+        .headers(with_cookie.clone())
+        .header("X-Requested-With", "tessera")
+        .multipart(job_form(astronaut()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 202);
+    // A forged or altered cookie is no session.
+    let mut forged = session.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == '0' { '1' } else { '0' });
+    let res = app
+        .get("/api/v1/libraries", &[("Cookie", forged.as_str())])
+        .await;
+    assert_eq!(res.status(), 401);
+    let res = app
+        .get(
+            "/api/v1/libraries",
+            &[("Cookie", &format!("tessera_session={KEY}"))],
+        )
+        .await;
+    assert_eq!(res.status(), 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_key_everything_stays_open() {
+    let app = spawn_app().await;
+    for path in [
+        "/",
+        "/libraries",
+        "/system",
+        "/api/v1/libraries",
+        "/api/v1/system",
+    ] {
+        assert_eq!(app.get(path).await.status(), 200, "{path}");
+    }
+    // Nothing to sign in to: the sign-in page goes straight on.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let res = client
+        .get(app.url("/signin?next=/jobs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()["location"], "/jobs");
+}
+
+fn reads(snapshot: &tessera_shared::accounting::Snapshot, target: &str, op: Op) -> u64 {
+    snapshot
+        .by_target
+        .get(target)
+        .and_then(|ops| ops.get(&op))
+        .copied()
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_sheet_is_made_once_and_served_from_its_blob() {
+    let app = spawn_app().await;
+    let library: Value = app
+        .get("/api/v1/libraries/emoji")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let tiles = library["tiles"].as_u64().unwrap() as u32;
+    let version = library["version"].as_u64().unwrap() as u32;
+    let shown = tiles.min(96);
+    let (width, height) = (shown.min(12) * 32, shown.div_ceil(12) * 32);
+    let kept = BlobKey::LibrarySheet {
+        library: "emoji".into(),
+        version,
+    }
+    .path();
+    assert!(!app.platform.blobs.exists(&kept).await.unwrap());
+
+    let first = app.get("/api/v1/libraries/emoji/sheet").await;
+    assert_eq!(first.status(), 200);
+    assert_eq!(first.headers()["content-type"], "image/png");
+    let etag = first.headers()["etag"].to_str().unwrap().to_string();
+    assert!(etag.contains(&format!("v{version}")), "{etag}");
+    let first: Bytes = first.bytes().await.unwrap();
+    let image = image::load_from_memory_with_format(&first, image::ImageFormat::Png).unwrap();
+    assert_eq!((image.width(), image.height()), (width, height));
+    // Not one flat colour: tiles were drawn.
+    let rgb = image.to_rgb8();
+    let distinct: std::collections::HashSet<_> = rgb.pixels().map(|p| p.0).collect();
+    assert!(distinct.len() > 50, "{} colours", distinct.len());
+    assert!(app.platform.blobs.exists(&kept).await.unwrap());
+
+    // The second time: the kept blob, not the index (a read of the catalogue record only).
+    let before = app.platform.accounting.snapshot();
+    let second = app.get("/api/v1/libraries/emoji/sheet").await;
+    assert_eq!(second.status(), 200);
+    let second = second.bytes().await.unwrap();
+    let spent = app.platform.accounting.snapshot().since(&before);
+    assert_eq!(second, first);
+    assert_eq!(reads(&spent, "librarysheets", Op::BlobRead), 1, "{spent:?}");
+    assert_eq!(
+        reads(&spent, "librarysheets", Op::BlobWrite),
+        0,
+        "{spent:?}"
+    );
+    assert_eq!(reads(&spent, "libraries", Op::BlobRead), 1, "{spent:?}");
+
+    // Caching: a held ETag is not sent again; a URL naming the version is immutable.
+    let res = app
+        .client
+        .get(app.url("/api/v1/libraries/emoji/sheet"))
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 304);
+    let res = app
+        .get(&format!("/api/v1/libraries/emoji/sheet?version={version}"))
+        .await;
+    assert_eq!(res.status(), 200);
+    assert!(
+        res.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("immutable")
+    );
+    assert_eq!(res.bytes().await.unwrap(), first);
+    assert_eq!(
+        app.get("/api/v1/libraries/no-such-library/sheet")
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        app.get("/api/v1/libraries/emoji/sheet?version=99")
+            .await
+            .status(),
+        404
+    );
+
+    // The pages show it: a strip on the home page, a sheet per library on the libraries page.
+    let home = app.get("/").await.text().await.unwrap();
+    assert!(
+        home.contains(&format!(
+            r#"id="sample-strip" src="/api/v1/libraries/emoji/sheet?version={version}""#
+        )),
+        "{home}"
+    );
+    assert!(home.contains(r#"alt="Sample tiles of emoji""#), "{home}");
+    let libraries = app.get("/libraries").await.text().await.unwrap();
+    assert!(
+        libraries.contains(&format!(
+            r#"<img src="/api/v1/libraries/emoji/sheet?version={version}" width="{width}" height="{height}""#
+        )),
+        "{libraries}"
+    );
+    assert!(libraries.contains("alt=\"Contact sheet of emoji"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quality_figures_and_the_processors_seen() {
+    let app = spawn_app().await;
+    let res = app.post_job(job_form(astronaut())).await;
+    assert_eq!(res.status(), 202);
+    let job: Value = res.json().await.unwrap();
+    let id = job["id"].as_str().unwrap().to_string();
+    let done = app.wait_until_finished(&id).await;
+    assert_eq!(done["state"], "done", "{done}");
+    assert!(done.as_object().unwrap().contains_key("quality"), "{done}");
+
+    // Until the controller records figures the page has no quality section to show.
+    let job_id = Uuid::parse_str(&id).unwrap();
+    let recorded = app.platform.jobs().get(job_id).await.unwrap().quality;
+    if recorded.is_none() {
+        let page = app.get(&format!("/jobs/{id}")).await.text().await.unwrap();
+        assert!(
+            page.contains(
+                r#"<section id="quality" class="card" aria-labelledby="quality-title" hidden>"#
+            ),
+            "{page}"
+        );
+    }
+    let quality = JobQuality {
+        de00_mean: 3.14159,
+        de00_p95: 7.5,
+        distinct: 17,
+        max_uses: 9,
+        dup_r1: 0.125,
+        dup_r5: 0.5,
+    };
+    app.platform
+        .jobs()
+        .update(job_id, |r| {
+            r.quality = Some(quality);
+            true
+        })
+        .await
+        .unwrap();
+    let view: Value = app
+        .get(&format!("/api/v1/jobs/{id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(view["quality"]["de00_mean"], 3.14159);
+    assert_eq!(view["quality"]["distinct"], 17);
+    assert_eq!(view["quality"]["dup_r5"], 0.5);
+    let page = app.get(&format!("/jobs/{id}")).await.text().await.unwrap();
+    assert!(
+        page.contains(r#"<section id="quality" class="card" aria-labelledby="quality-title">"#),
+        "{page}"
+    );
+    for shown in [
+        r#"<dt>Mean colour difference (CIEDE2000)</dt><dd id="q-de00-mean">3.14</dd>"#,
+        r#"<dd id="q-de00-p95">7.50</dd>"#,
+        r#"<dt>Distinct tiles used</dt><dd id="q-distinct">17</dd>"#,
+        r#"<dt>Most uses of one tile</dt><dd id="q-max-uses">9</dd>"#,
+        r#"<dd id="q-dup-r1">12.5 %</dd>"#,
+        r#"<dd id="q-dup-r5">50.0 %</dd>"#,
+    ] {
+        assert!(page.contains(shown), "the job page lacks {shown}");
+    }
+
+    // The test processor ("test") rendered the job's three slices.
+    let registration = format!(
+        "nudges/listeners/slicerequest/{}_127.0.0.1_9",
+        Uuid::new_v4()
+    );
+    app.platform
+        .blobs
+        .put(&registration, Bytes::from_static(b"{}"), PutMode::Overwrite)
+        .await
+        .unwrap();
+    let system: Value = app.get("/api/v1/system").await.json().await.unwrap();
+    let processors = system["processors"].as_array().unwrap();
+    let test = processors
+        .iter()
+        .find(|p| p["id"] == "test")
+        .unwrap_or_else(|| panic!("no processor test in {system}"));
+    assert_eq!(test["slices"], 3, "{system}");
+    assert!(test["slots"].as_u64().unwrap() >= 1);
+    let last_seen = time::OffsetDateTime::parse(
+        test["last_seen"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    assert!(time::OffsetDateTime::now_utc() - last_seen < time::Duration::minutes(5));
+    assert!(system["jobs_read"].as_u64().unwrap() >= 1);
+    assert_eq!(system["window_minutes"], 60);
+    let listener = registration
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('_')
+        .next()
+        .unwrap();
+    assert!(
+        system["slice_listeners"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["listener"] == listener),
+        "{system}"
+    );
+
+    let page = app.get("/system").await.text().await.unwrap();
+    assert!(page.contains("Processors seen recently"), "{page}");
+    assert!(page.contains("<td><code>test</code></td>"), "{page}");
+    assert!(page.contains(&format!("<code>{listener}</code>")), "{page}");
+}

@@ -1,0 +1,202 @@
+//! A library's contact sheet: a PNG grid of a spread of its tiles' renditions, so people can see
+//! what a library holds before choosing it. Made once per library version from the index and
+//! kept as a blob ([`BlobKey::LibrarySheet`]); a version's sheet never changes, so it is served
+//! with an ETag naming the version, and as immutable when the URL names the version.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use bytes::Bytes;
+use image::ImageEncoder as _;
+use serde::Deserialize;
+
+use tessera_engine::library::Library;
+use tessera_shared::keys::BlobKey;
+use tessera_shared::libraries::validate_library_id;
+use tessera_shared::messages::LibraryRef;
+use tessera_shared::storage::{PutMode, StorageError};
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Most tiles across a sheet.
+pub const SHEET_COLUMNS: u32 = 12;
+/// Most rows of tiles on a sheet.
+pub const SHEET_ROWS: u32 = 8;
+/// Side of one tile on a sheet, in pixels.
+pub const SHEET_TILE: u32 = 32;
+
+#[derive(Debug, Deserialize)]
+pub struct SheetQuery {
+    /// A version of the library; its current one when absent.
+    version: Option<u32>,
+}
+
+/// The sheet's URL for one library version (what the pages link, cacheable for good).
+pub fn sheet_url(library: &str, version: u32) -> String {
+    format!("/api/v1/libraries/{library}/sheet?version={version}")
+}
+
+fn etag(library: &str, version: u32) -> String {
+    format!("\"sheet-{library}-v{version}\"")
+}
+
+/// `GET /api/v1/libraries/{id}/sheet[?version=N]`: the contact sheet as a PNG.
+pub async fn get(
+    req: HttpRequest,
+    path: web::Path<String>,
+    query: web::Query<SheetQuery>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let id = path.into_inner();
+    validate_library_id(&id)?;
+    let scope = if state.guard.required() {
+        "private"
+    } else {
+        "public"
+    };
+    let (version, cache_control) = match query.version {
+        Some(v) => (v, format!("{scope}, max-age=31536000, immutable")),
+        // The current version may move on with a re-import: revalidate after a minute.
+        None => (
+            state.platform.libraries().get(&id).await?.version,
+            format!("{scope}, max-age=60"),
+        ),
+    };
+    let tag = etag(&id, version);
+    let unchanged = req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag || t.trim() == "*"));
+    let response = |builder: &mut actix_web::HttpResponseBuilder| {
+        builder
+            .insert_header((header::ETAG, tag.clone()))
+            .insert_header((header::CACHE_CONTROL, cache_control.clone()));
+    };
+    if unchanged {
+        let mut b = HttpResponse::NotModified();
+        response(&mut b);
+        return Ok(b.finish());
+    }
+    let png = sheet(&state, &id, version).await?;
+    let mut b = HttpResponse::Ok();
+    response(&mut b);
+    Ok(b.insert_header((header::CONTENT_TYPE, "image/png"))
+        .body(png))
+}
+
+/// The kept sheet of one version, made (and kept) from the index when there is none yet.
+async fn sheet(state: &AppState, id: &str, version: u32) -> ApiResult<Bytes> {
+    let blobs = &state.platform.blobs;
+    let key = BlobKey::LibrarySheet {
+        library: id.to_string(),
+        version,
+    }
+    .path();
+    match blobs.get(&key).await {
+        Ok(png) => return Ok(png),
+        Err(StorageError::NotFound(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let index = state
+        .platform
+        .libraries()
+        .index(&LibraryRef {
+            id: id.to_string(),
+            version,
+        })
+        .await?;
+    let _slot = state.decodes.acquire().await.map_err(ApiError::internal)?;
+    let png = tokio::task::spawn_blocking(move || -> ApiResult<Bytes> {
+        let library = Library::from_bytes(&index).map_err(ApiError::internal)?;
+        make_sheet(&library).map(Bytes::from)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    // Deterministic: a sheet another request kept meanwhile holds the same bytes.
+    match blobs.put(&key, png.clone(), PutMode::CreateNew).await {
+        Ok(_) | Err(StorageError::AlreadyExists(_)) => {}
+        // Failing to keep it costs only a later rebuild.
+        Err(e) => tracing::warn!(error = %e, "contact sheet not kept"),
+    }
+    Ok(png)
+}
+
+/// The tiles a sheet shows: all of them when they fit, else an even spread over the library.
+pub fn spread(tiles: u32) -> Vec<u32> {
+    let shown = tiles.min(SHEET_COLUMNS * SHEET_ROWS);
+    (0..shown)
+        .map(|i| (u64::from(i) * u64::from(tiles) / u64::from(shown)) as u32)
+        .collect()
+}
+
+/// The size of a sheet of `tiles` tiles, in pixels.
+pub fn sheet_size(tiles: u32) -> (u32, u32) {
+    let shown = tiles.min(SHEET_COLUMNS * SHEET_ROWS);
+    let cols = shown.clamp(1, SHEET_COLUMNS);
+    let rows = shown.div_ceil(cols).max(1);
+    (cols * SHEET_TILE, rows * SHEET_TILE)
+}
+
+/// Draws the sheet. Tiles go down the columns in library order, so every row (the home page's
+/// strip shows the first) is itself a spread of the whole library. Empty places show the
+/// library's background colour.
+fn make_sheet(library: &Library) -> ApiResult<Vec<u8>> {
+    let tiles = u32::try_from(library.len()).unwrap_or(u32::MAX);
+    let picks = spread(tiles);
+    let (width, height) = sheet_size(tiles);
+    let cols = width / SHEET_TILE;
+    let rows = height / SHEET_TILE;
+    let mut sheet = image::RgbImage::from_pixel(width, height, image::Rgb(library.background()));
+    let side = library.rendition_size();
+    for (n, &tile) in picks.iter().enumerate() {
+        let n = n as u32;
+        let (col, row) = (n / rows, n % rows);
+        if col >= cols {
+            break;
+        }
+        let rendition = image::RgbImage::from_raw(side, side, library.rendition(tile).to_vec())
+            .ok_or_else(|| ApiError::internal("a rendition has the wrong size"))?;
+        let small = image::imageops::resize(
+            &rendition,
+            SHEET_TILE,
+            SHEET_TILE,
+            image::imageops::FilterType::Triangle,
+        );
+        image::imageops::replace(
+            &mut sheet,
+            &small,
+            i64::from(col * SHEET_TILE),
+            i64::from(row * SHEET_TILE),
+        );
+    }
+    let mut out = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut out)
+        .write_image(
+            sheet.as_raw(),
+            width,
+            height,
+            image::ExtendedColorType::Rgb8,
+        )
+        .map_err(ApiError::internal)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spread_covers_the_library_without_repeats() {
+        assert_eq!(spread(5), vec![0, 1, 2, 3, 4]);
+        let many = spread(1000);
+        assert_eq!(many.len(), 96);
+        assert_eq!(many[0], 0);
+        assert!(*many.last().unwrap() >= 980);
+        assert!(many.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(sheet_size(5), (5 * 32, 32));
+        assert_eq!(sheet_size(41), (12 * 32, 4 * 32));
+        assert_eq!(sheet_size(5000), (12 * 32, 8 * 32));
+        assert_eq!(sheet_size(0), (32, 32));
+    }
+}
