@@ -72,6 +72,7 @@ enum LibraryCommand {
 }
 
 fn main() -> anyhow::Result<()> {
+    limit_malloc_arenas();
     let cli = Cli::parse();
     init_tracing();
     let mut settings = Settings::load(cli.config.as_deref(), std::env::vars())?;
@@ -87,6 +88,20 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Bench(command) => cli::bench::run(command),
         command => async_main(command, settings),
+    }
+}
+
+/// Caps glibc's malloc arenas at two. Its default (eight per core) gives each of the many
+/// blocking threads that render, compress and plan an arena of its own, and freed band buffers
+/// linger in all of them: the resident set of `tessera serve` grew about 40 % past what was in
+/// use.
+#[allow(unsafe_code)]
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; it is called before any other thread
+    // exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 

@@ -60,23 +60,26 @@ pub async fn serve(
     if let Some(src) = &args.default_library {
         install_default_library(&platform, src, &args.default_library_name).await?;
     }
+    let libraries = platform.libraries().list().await?;
     if settings.web.default_library.is_empty() {
         // Jobs that name no library use the first one in the catalogue.
-        if let Some(first) = platform.libraries().list().await?.into_iter().next() {
-            settings.web.default_library = first.id;
+        if let Some(first) = libraries.first() {
+            settings.web.default_library = first.id.clone();
         }
     }
+    // The default library is decoded once at start, for the controller and processors alike.
+    let warm = libraries
+        .iter()
+        .find(|l| l.id == settings.web.default_library)
+        .map(|l| l.reference());
     let (trigger, signal) = shutdown::channel();
     let roles = tokio::try_join!(
         tessera_web::run_web(platform.clone(), settings.web.clone(), signal.clone()),
-        tessera_workers::run_controller(
+        tessera_workers::run_workers(
             platform.clone(),
             settings.controller.clone(),
-            signal.clone()
-        ),
-        tessera_workers::run_processors(
-            platform.clone(),
             settings.processor.clone(),
+            warm,
             signal.clone()
         ),
         async {

@@ -166,7 +166,7 @@ fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
     if is_index {
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        return Library::from_bytes(&bytes)
+        return Library::from_vec(bytes)
             .with_context(|| format!("cannot load the index {}", path.display()));
     }
     let opts = ImportOptions {

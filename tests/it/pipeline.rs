@@ -16,9 +16,9 @@ use bytes::Bytes;
 use tempfile::TempDir;
 use tessera_engine::{
     Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions, TileCache, VecSink,
-    decode_target, render_to_sink,
+    decode_target, evaluate, render_to_sink,
 };
-use tessera_shared::jobs::{JobParams, JobRecord, JobState};
+use tessera_shared::jobs::{JobParams, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::LibraryRecord;
 use tessera_shared::messages::{
@@ -449,6 +449,21 @@ async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Jo
 }
 
 /// Waits until the job has ended, and returns its record.
+/// The job's quality figures, which the controller records once the whole plan is made.
+async fn wait_for_quality(platform: &Platform, job: Uuid) -> JobQuality {
+    let deadline = Instant::now() + JOB_DEADLINE;
+    loop {
+        if let Some(quality) = platform.jobs().get(job).await.unwrap().quality {
+            return quality;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "job {job} has no quality figures"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn finished(platform: &Platform, job: Uuid) -> JobRecord {
     let deadline = Instant::now() + JOB_DEADLINE;
     loop {
@@ -530,10 +545,23 @@ async fn job_matches_local_render(env: Env) {
     let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
     let record = finished(&env.platform, id).await;
     assert_done_record(&record, &job, 3);
-    assert_same_pixels(
-        &result_pixels(&env.platform, id).await,
-        &local_render(&job),
-        "pipeline vs local render",
+    let pixels = result_pixels(&env.platform, id).await;
+    assert_same_pixels(&pixels, &local_render(&job), "pipeline vs local render");
+
+    // The quality figures on the record are what measuring the result gives.
+    let quality = wait_for_quality(&env.platform, id).await;
+    let mosaic = image::RgbImage::from_raw(pixels.0, pixels.1, pixels.2).unwrap();
+    let target = decode_target(&target_bytes(), [255; 3]).unwrap();
+    let measured = evaluate(&target, &mosaic, job.cells, record.output.unwrap().rows).unwrap();
+    assert!(
+        (quality.de00_mean - measured.de00_mean).abs() < 0.3,
+        "{quality:?} vs {measured}"
+    );
+    assert_eq!(quality.distinct as usize, measured.distinct);
+    assert_eq!(quality.max_uses as usize, measured.max_uses);
+    assert_eq!(
+        (quality.dup_r1, quality.dup_r5),
+        (measured.dup_r1, measured.dup_r5)
     );
     env.assert_queues_empty().await;
     let responses = roles.responses_for(id);
@@ -578,14 +606,17 @@ async fn failing_slice_is_poisoned(env: Env) {
         .await
         .unwrap();
     let plan_blob = BlobKey::SliceInput { job: bad, seq: 0 }.path();
-    env.blobs
-        .put(
-            &plan_blob,
-            Bytes::from_static(b"TSRPLAN\nnot a plan at all"),
-            PutMode::CreateNew,
-        )
-        .await
-        .unwrap();
+    let late_plan = BlobKey::SliceInput { job: bad, seq: 1 }.path();
+    for key in [&plan_blob, &late_plan] {
+        env.blobs
+            .put(
+                key,
+                Bytes::from_static(b"TSRPLAN\nnot a plan at all"),
+                PutMode::CreateNew,
+            )
+            .await
+            .unwrap();
+    }
     let slice = SliceRequest {
         job_id: bad,
         seq: 0,
@@ -615,6 +646,33 @@ async fn failing_slice_is_poisoned(env: Env) {
     let reason = record.error.clone().unwrap();
     assert!(reason.contains("slice 0 of 2"), "{reason}");
     assert!(reason.contains("plan"), "{reason}");
+    // The failed job's other slices are not worth rendering: their plans are gone, and a slice
+    // asked for now is skipped, neither rendered nor poisoned (the poison count below).
+    let deadline = Instant::now() + JOB_DEADLINE;
+    while tessera_shared::storage::BlobStoreExt::exists(&*env.blobs, &late_plan)
+        .await
+        .unwrap()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the failed job's plans are still there"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let late = SliceRequest {
+        job_id: bad,
+        seq: 1,
+        count: 2,
+        plan_blob: late_plan,
+        library: library.reference(),
+        tile_size: job.tile_size,
+        options: job.options,
+    };
+    env.platform
+        .queue::<SliceRequest>()
+        .send(&Envelope::new(client, late))
+        .await
+        .unwrap();
 
     let record = finished(&env.platform, unknown).await;
     assert_eq!(record.state, JobState::Failed);
@@ -632,6 +690,12 @@ async fn failing_slice_is_poisoned(env: Env) {
         "the good job",
     );
 
+    let deadline = Instant::now() + JOB_DEADLINE;
+    while env.depths().await[QueueName::SliceRequest.as_str()] > 0 {
+        assert!(Instant::now() < deadline, "the late slice was never taken");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(slices_present(&env, bad).await, 0);
     let poisoned = poison_records(&env, QueueName::SliceRequest).await;
     assert_eq!(poisoned.len(), 1, "{poisoned:?}");
     assert_eq!(poisoned[0].0, Some(bad));
@@ -849,15 +913,42 @@ async fn wait_until(env: &Env, job: Uuid, what: &str, ready: impl Fn(usize) -> b
     }
 }
 
-/// A controller and three processors in their own processes; a processor and then the
-/// controller are killed (SIGKILL) in the middle of the job, and a new controller takes over.
-/// The job completes with the same pixels, and no message is left anywhere.
+/// A free port on the loopback interface.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until the web process answers its health check.
+async fn wait_for_web(client: &reqwest::Client, base: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .map_or(true, |r| !r.status().is_success())
+    {
+        assert!(Instant::now() < deadline, "`tessera web` never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A web front end, a controller and three processors in their own processes; the job is
+/// uploaded through the REST API; a processor and then the controller are killed (SIGKILL) in
+/// the middle of the job, and a new controller takes over. The job completes with the same
+/// pixels, the front end sees it done and serves the result, and no message is left anywhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn azurite_processes_killed_mid_job_lose_nothing() {
     let env = azurite().await;
-    require_role("controller");
-    require_role("processor");
+    for role in ["web", "controller", "processor"] {
+        require_role(role);
+    }
     let library = env.library().await;
+    let port = free_port().to_string();
+    let _web = spawn_role("web", &[("TESSERA_WEB__PORT", port.as_str())]);
     let one = [("TESSERA_PROCESSOR__PROCESSORS", "1")];
     let mut controller = spawn_role("controller", &[]);
     let mut processors: Vec<_> = (0..3)
@@ -877,7 +968,32 @@ async fn azurite_processes_killed_mid_job_lose_nothing() {
         slices: 48,
         options: RenderOptions::default(),
     };
-    let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for_web(&client, &base).await;
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "image",
+            reqwest::multipart::Part::bytes(target_bytes())
+                .file_name("astronaut.png")
+                .mime_str("image/png")
+                .unwrap(),
+        )
+        .text("library", library.id.clone())
+        .text("tile_size", job.tile_size.to_string())
+        .text("cells", job.cells.to_string())
+        .text("slices", job.slices.to_string())
+        .text("repeat_radius", job.options.repeat_radius.to_string());
+    let submitted = client
+        .post(format!("{base}/api/v1/jobs"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(submitted.status(), 202, "{:?}", submitted.text().await);
+    let view: serde_json::Value = submitted.json().await.unwrap();
+    let id: Uuid = view["id"].as_str().unwrap().parse().unwrap();
 
     let record = wait_until(&env, id, "no slice before the first kill", |n| n >= 1).await;
     assert!(!record.state.is_final());
@@ -901,28 +1017,40 @@ async fn azurite_processes_killed_mid_job_lose_nothing() {
         "after the kills",
     );
 
-    // The front end is not running: take its responses, then nothing may be left anywhere.
-    let responses = env.platform.queue::<ImageResponse>();
+    // The front end agrees and serves the same bytes as storage holds.
+    let view: serde_json::Value = client
+        .get(format!("{base}/api/v1/jobs/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(view["state"], "done", "{view}");
+    let served = client
+        .get(format!("{base}/api/v1/jobs/{id}/result"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status(), 200);
+    let served = served.bytes().await.unwrap();
+    let stored = env
+        .blobs
+        .get(record.result_blob.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        served == stored,
+        "the served result differs from the stored one"
+    );
+
+    // The front end takes the ImageResponse; then nothing may be left on any queue, poison
+    // queues included.
     let deadline = Instant::now() + Duration::from_secs(60);
-    let mut announced = 0;
     loop {
-        for message in env
-            .queues
-            .receive(responses.name(), 32, Duration::from_secs(30))
-            .await
-            .unwrap()
-        {
-            let decoded = responses.decode(&message.body).await.unwrap();
-            if decoded.envelope.body.job_id == id {
-                announced += 1;
-            }
-            env.queues
-                .delete(responses.name(), &message.id, &message.pop_receipt)
-                .await
-                .unwrap();
-        }
         let depths = env.depths().await;
-        if announced > 0 && depths.values().all(|&n| n == 0) {
+        let announced = env.platform.jobs().get(id).await.unwrap().announced;
+        if announced && depths.values().all(|&n| n == 0) {
             break;
         }
         assert!(Instant::now() < deadline, "messages left: {depths:?}");

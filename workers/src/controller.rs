@@ -6,8 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tessera_engine::{FRAGMENT_HEADER_BYTES, Plan, decode_target};
-use tessera_shared::jobs::{JobError, JobParams, JobRecord, JobState, OutputSize, SliceRecord};
+use tessera_engine::{
+    Error as EngineError, FRAGMENT_HEADER_BYTES, Library, Plan, PlanOptions, Sizing, TileCache,
+    decode_target, plan_quality,
+};
+use tessera_shared::jobs::{
+    JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
+};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{
     Envelope, ImageRequest, ImageResponse, JobOutcome, SliceRequest, SliceResponse,
@@ -31,9 +36,23 @@ pub async fn run_controller(
     settings: ControllerSettings,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    let libraries = Arc::new(LibraryCache::new(
+        platform.libraries(),
+        settings.library_cache,
+    ));
+    run_controller_with(platform, settings, libraries, shutdown).await
+}
+
+/// [`run_controller`] with a library cache it may share with processors in the same process.
+pub(crate) async fn run_controller_with(
+    platform: Platform,
+    settings: ControllerSettings,
+    libraries: Arc<LibraryCache>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     platform.ensure_queues().await?;
     let controller = Arc::new(Controller {
-        libraries: LibraryCache::new(platform.libraries(), settings.library_cache),
+        libraries,
         platform: platform.clone(),
         settings: settings.clone(),
         stitching: Mutex::new(HashSet::new()),
@@ -94,7 +113,7 @@ pub(crate) fn poison_hook(platform: Platform, what: &'static str) -> poison::Poi
 struct Controller {
     platform: Platform,
     settings: ControllerSettings,
-    libraries: LibraryCache,
+    libraries: Arc<LibraryCache>,
     /// Jobs this process is stitching now.
     stitching: Mutex<HashSet<Uuid>>,
 }
@@ -134,13 +153,10 @@ impl Controller {
         if record.state.is_final() {
             return Ok(());
         }
-        if record.slices_total > 0 {
-            // Sliced before. A first delivery is a duplicate of a request that was, or will be
-            // again, handled; a redelivery may follow a crash before every slice was asked for.
-            if context.dequeue_count > 1 {
-                self.request_slices(&local, client, &request, &record)
-                    .await?;
-            }
+        if record.slices_total > 0 && context.dequeue_count == 1 {
+            // Sliced before: a first delivery is a duplicate of a request that was, or will be
+            // again, handled. A redelivery may follow a crash before every slice was asked for:
+            // it plans again (the plan is deterministic) and asks for the slices not rendered.
             return Ok(());
         }
         jobs.update(job, |r| r.advance(JobState::Slicing))
@@ -165,93 +181,101 @@ impl Controller {
                 return Err(Failure::retry());
             }
         };
+
+        // The planner hands over each slice as soon as its rows are matched, so processors
+        // render the first slices while the rest of the image is still being planned.
         let options = plan_options(request.tile_size, request.grid, &request.options);
-        let planned = tokio::task::spawn_blocking(move || {
-            let target = decode_target(&input, library.background())?;
-            Plan::make(&target, &library, &options)
+        let (planned, mut slices) = tokio::sync::mpsc::channel(4);
+        let slice_count = request.slices;
+        let planner = tokio::task::spawn_blocking(move || {
+            plan_job(&input, &library, &options, slice_count, &planned)
+        });
+        let mut record = record;
+        let mut count = 0;
+        while let Some(item) = slices.recv().await {
+            match item {
+                Planned::Sized(size, total) => {
+                    count = total;
+                    record = jobs
+                        .update(job, |r| {
+                            if r.state.is_final() || r.slices_total > 0 {
+                                return false;
+                            }
+                            r.slices_total = total;
+                            r.output = Some(size);
+                            r.advance(JobState::Rendering);
+                            true
+                        })
+                        .await
+                        .map_err(|e| job_failure(job, e))?;
+                    if record.state.is_final() {
+                        return Ok(());
+                    }
+                    if record.slices_total != total || record.output != Some(size) {
+                        return Err(Failure::poison(format!(
+                            "job {job} was cut into {} slices of a {:?} output before, now {total} of {size:?}",
+                            record.slices_total, record.output
+                        )));
+                    }
+                }
+                Planned::Slice(seq, plan) => {
+                    self.send_slice(&local, client, &request, &record, seq, plan)
+                        .await?;
+                }
+            }
+        }
+        let quality = match planner.await {
+            Ok(Ok(quality)) => quality,
+            Ok(Err(e)) => return Err(give_up(&local, job, e.to_string()).await),
+            Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
+        };
+
+        let spent_here = spent(&local) + 1;
+        jobs.update(job, |r| {
+            r.quality = Some(quality);
+            *r.transactions.entry("controller".into()).or_default() += spent_here;
+            true
         })
         .await
-        .map_err(|e| Failure::poison(format!("planning panicked: {e}")))?;
-        let plan = match planned {
-            Ok(plan) => plan,
-            Err(e) => return Err(give_up(&local, job, e.to_string()).await),
-        };
-
-        let ranges = slice_ranges(plan.total_rows(), request.slices);
-        let count = ranges.len() as u32;
-        for (seq, rows) in ranges.iter().enumerate() {
-            let part = plan
-                .rows(rows.clone())
-                .map_err(|e| Failure::poison(e.to_string()))?;
-            let key = BlobKey::SliceInput {
-                job,
-                seq: seq as u32,
-            }
-            .path();
-            // The plan is deterministic: a blob left by an earlier attempt holds the same bytes.
-            match local
-                .blobs
-                .put(&key, Bytes::from(part.to_bytes()), PutMode::CreateNew)
-                .await
-            {
-                Ok(_) | Err(StorageError::AlreadyExists(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let size = OutputSize {
-            width: plan.width(),
-            height: plan.total_height(),
-            cols: plan.cols(),
-            rows: plan.total_rows(),
-        };
-        drop(plan);
-        let spent_here = spent(&local);
-        let record = jobs
-            .update(job, |r| {
-                if r.state.is_final() || r.slices_total > 0 {
-                    return false;
-                }
-                r.slices_total = count;
-                r.output = Some(size);
-                *r.transactions.entry("controller".into()).or_default() += spent_here;
-                r.advance(JobState::Rendering);
-                true
-            })
-            .await
-            .map_err(|e| job_failure(job, e))?;
-        if record.state.is_final() {
-            return Ok(());
-        }
-
-        self.request_slices(&local, client, &request, &record)
-            .await?;
-        tracing::info!(%job, slices = count, width = size.width, height = size.height, "job sliced");
+        .map_err(|e| job_failure(job, e))?;
+        tracing::info!(%job, slices = count, "job planned");
         Ok(())
     }
 
-    /// Sends a `SliceRequest` for every slice not rendered yet.
-    async fn request_slices(
+    /// Stores one slice's rows of the plan and, unless the slice is rendered already, asks for
+    /// it with a `SliceRequest`.
+    async fn send_slice(
         &self,
         platform: &Platform,
         client: Uuid,
         request: &ImageRequest,
         record: &JobRecord,
+        seq: u32,
+        plan: Bytes,
     ) -> Result<(), Failure> {
         let job = request.job_id;
-        let count = record.slices_total;
-        let queue = platform.queue::<SliceRequest>();
-        for seq in (0..count).filter(|seq| !record.slices.contains_key(seq)) {
-            let slice = SliceRequest {
-                job_id: job,
-                seq,
-                count,
-                plan_blob: BlobKey::SliceInput { job, seq }.path(),
-                library: request.library.clone(),
-                tile_size: request.tile_size,
-                options: request.options,
-            };
-            queue.send(&Envelope::new(client, slice)).await?;
+        let key = BlobKey::SliceInput { job, seq }.path();
+        // The plan is deterministic: a blob left by an earlier attempt holds the same bytes.
+        match platform.blobs.put(&key, plan, PutMode::CreateNew).await {
+            Ok(_) | Err(StorageError::AlreadyExists(_)) => {}
+            Err(e) => return Err(e.into()),
         }
+        if record.slices.contains_key(&seq) {
+            return Ok(());
+        }
+        let slice = SliceRequest {
+            job_id: job,
+            seq,
+            count: record.slices_total,
+            plan_blob: key,
+            library: request.library.clone(),
+            tile_size: request.tile_size,
+            options: request.options,
+        };
+        platform
+            .queue::<SliceRequest>()
+            .send(&Envelope::new(client, slice))
+            .await?;
         Ok(())
     }
 
@@ -470,4 +494,56 @@ impl Controller {
             .map_err(|e| job_failure(record.id, e))?;
         Ok(())
     }
+}
+
+/// What the planner hands the controller, in order.
+enum Planned {
+    /// The output size and slice count, known before matching starts.
+    Sized(OutputSize, u32),
+    /// One slice's rows of the plan, serialized, once every one of them is matched.
+    Slice(u32, Bytes),
+}
+
+/// Decodes the target and plans the whole image, sending each slice's rows on `slices` as soon
+/// as they are final; then works out the quality figures from the whole plan.
+fn plan_job(
+    input: &[u8],
+    library: &Library,
+    options: &PlanOptions,
+    slice_count: u32,
+    slices: &tokio::sync::mpsc::Sender<Planned>,
+) -> Result<JobQuality, EngineError> {
+    let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
+    let target = decode_target(input, library.background())?;
+    let sizing = Sizing::new(target.width(), target.height(), options)?;
+    let ranges = slice_ranges(sizing.rows, slice_count);
+    let size = OutputSize {
+        width: sizing.width,
+        height: sizing.height,
+        cols: sizing.cols,
+        rows: sizing.rows,
+    };
+    slices
+        .blocking_send(Planned::Sized(size, ranges.len() as u32))
+        .map_err(|_| stopped())?;
+    let mut next = 0;
+    let plan = Plan::make_incrementally(&target, library, options, &mut |plan, done| {
+        while let Some(rows) = ranges.get(next).filter(|rows| rows.end <= done) {
+            let part = plan.rows(rows.clone())?.to_bytes();
+            slices
+                .blocking_send(Planned::Slice(next as u32, Bytes::from(part)))
+                .map_err(|_| stopped())?;
+            next += 1;
+        }
+        Ok(())
+    })?;
+    let q = plan_quality(&plan, &TileCache::new(library, plan.tile_size()))?;
+    Ok(JobQuality {
+        de00_mean: q.de00_mean,
+        de00_p95: q.de00_p95,
+        distinct: q.distinct as u32,
+        max_uses: q.max_uses as u32,
+        dup_r1: q.dup_r1,
+        dup_r5: q.dup_r5,
+    })
 }

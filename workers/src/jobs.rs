@@ -7,9 +7,11 @@ use std::sync::Arc;
 use tessera_engine::{Grid as EngineGrid, PlanOptions};
 use tessera_shared::accounting::Accounting;
 use tessera_shared::jobs::JobError;
+use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, Grid, ImageResponse, JobOutcome, RenderOptions};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::Failure;
+use tessera_shared::storage::{BlobStoreExt, StorageError};
 use uuid::Uuid;
 
 /// The engine's plan options for a job's tile size, grid and options (the engine's defaults for
@@ -79,6 +81,7 @@ pub(crate) async fn fail_job(platform: &Platform, job: Uuid, reason: &str) -> Re
     };
     if ended {
         tracing::warn!(%job, reason, "job failed");
+
         let response = ImageResponse {
             job_id: job,
             outcome: JobOutcome::Failed {
@@ -89,6 +92,22 @@ pub(crate) async fn fail_job(platform: &Platform, job: Uuid, reason: &str) -> Re
             .queue::<ImageResponse>()
             .send(&Envelope::new(record.client_id, response))
             .await?;
+        // Slices not started yet find no plan and are skipped (best effort: a slice rendered
+        // anyway is only wasted work).
+        if let Err(e) = delete_slice_inputs(platform, job).await {
+            tracing::warn!(%job, error = %e, "plans of a failed job not deleted");
+        }
+    }
+    Ok(())
+}
+
+async fn delete_slice_inputs(platform: &Platform, job: Uuid) -> Result<(), StorageError> {
+    let prefix = BlobKey::slice_inputs_prefix(job);
+    for blob in platform.blobs.list_all(&prefix).await? {
+        match platform.blobs.delete(&blob.key).await {
+            Ok(()) | Err(StorageError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }

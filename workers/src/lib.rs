@@ -33,5 +33,44 @@ pub use settings::{ControllerSettings, ProcessorSettings};
 pub use stitch::{StitchError, stitch_png};
 pub use tessera_engine::ImportReport;
 
+use std::sync::Arc;
+
+use tessera_shared::messages::LibraryRef;
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::shutdown::Shutdown;
+
+/// A job controller and image processors in one process, sharing one library cache (a decoded
+/// library is held once), with `warm` loaded at start so the first job does not wait for it.
+pub async fn run_workers(
+    platform: Platform,
+    controller: ControllerSettings,
+    processors: ProcessorSettings,
+    warm: Option<LibraryRef>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let libraries = Arc::new(LibraryCache::new(
+        platform.libraries(),
+        controller.library_cache.max(processors.library_cache),
+    ));
+    if let Some(library) = warm {
+        let cache = libraries.clone();
+        tokio::spawn(async move {
+            if let Err(e) = cache.get(&library).await {
+                tracing::warn!(library = %library.id, error = %e, "tile library not preloaded");
+            }
+        });
+    }
+    tokio::try_join!(
+        controller::run_controller_with(
+            platform.clone(),
+            controller,
+            libraries.clone(),
+            shutdown.clone()
+        ),
+        processor::run_processors_with(platform, processors, libraries, shutdown),
+    )
+    .map(|_| ())
+}
+
 /// How long a role waits for running handlers when it shuts down.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);

@@ -50,7 +50,7 @@ impl LibraryCache {
                     }
                     other => LibraryLoadError::Transient(other.to_string()),
                 })?;
-                let library = tokio::task::spawn_blocking(move || Library::from_bytes(&bytes))
+                let library = tokio::task::spawn_blocking(move || Library::from_vec(bytes.into()))
                     .await
                     .map_err(|e| LibraryLoadError::Transient(e.to_string()))?
                     .map_err(|e| {

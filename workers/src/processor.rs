@@ -30,12 +30,26 @@ pub async fn run_processors(
     settings: ProcessorSettings,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    let libraries = Arc::new(LibraryCache::new(
+        platform.libraries(),
+        settings.library_cache,
+    ));
+    run_processors_with(platform, settings, libraries, shutdown).await
+}
+
+/// [`run_processors`] with a library cache it may share with a controller in the same process.
+pub(crate) async fn run_processors_with(
+    platform: Platform,
+    settings: ProcessorSettings,
+    libraries: Arc<LibraryCache>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     platform.ensure_queues().await?;
     let listener_settings = settings.listener();
     let concurrency = listener_settings.max_concurrency;
     let prefix = settings.name_prefix();
     let processor = Arc::new(Processor {
-        libraries: LibraryCache::new(platform.libraries(), settings.library_cache),
+        libraries,
         platform: platform.clone(),
         free: Mutex::new((0..concurrency).rev().collect()),
         prefix: prefix.clone(),
@@ -61,7 +75,7 @@ pub async fn run_processors(
 
 struct Processor {
     platform: Platform,
-    libraries: LibraryCache,
+    libraries: Arc<LibraryCache>,
     /// Numbers of the processor slots not rendering now.
     free: Mutex<Vec<usize>>,
     prefix: String,
@@ -121,10 +135,17 @@ impl Processor {
             let plan_bytes = match local.blobs.get(&request.plan_blob).await {
                 Ok(bytes) => bytes,
                 Err(StorageError::NotFound(_)) => {
-                    return Err(Failure::poison(format!(
-                        "{what}: its plan {} is missing",
-                        request.plan_blob
-                    )));
+                    // A failed job's plans are deleted: its slices are not worth rendering.
+                    return match local.jobs().get(job).await {
+                        Ok(record) if record.state.is_final() => {
+                            tracing::info!(%job, state = record.state.as_str(), "{what} skipped: the job has ended");
+                            Ok(())
+                        }
+                        _ => Err(Failure::poison(format!(
+                            "{what}: its plan {} is missing",
+                            request.plan_blob
+                        ))),
+                    };
                 }
                 Err(e) => return Err(e.into()),
             };

@@ -63,6 +63,11 @@ impl BlobKey {
         format!("clients/{client}/")
     }
 
+    /// The prefix under which all of a job's slice inputs (plan rows) live.
+    pub fn slice_inputs_prefix(job: Uuid) -> String {
+        format!("sliceinput/{job}/")
+    }
+
     /// The prefix under which all of a job's slice outputs live.
     pub fn slice_outputs_prefix(job: Uuid) -> String {
         format!("sliceoutput/{job}/")

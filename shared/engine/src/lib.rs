@@ -23,7 +23,7 @@ pub use fragment::{
     encode_png_fragment, point_interval,
 };
 pub use library::{ImportOptions, ImportReport, Library, decode_target};
-pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file};
+pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file, plan_quality};
 pub use output::{
     BandSink, JpegSink, OutputFormat, PngSink, TeeSink, ThreadedSink, VecSink, file_sink,
 };

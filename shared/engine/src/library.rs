@@ -251,6 +251,24 @@ impl Library {
 
     /// Loads an index saved by [`Library::to_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Library, Error> {
+        let (mut library, pixels) = Self::parse(bytes)?;
+        library.pixels = bytes[pixels].to_vec();
+        Ok(library)
+    }
+
+    /// [`Library::from_bytes`] keeping the renditions where they are in `bytes`: a large index
+    /// is never held twice while it loads.
+    pub fn from_vec(mut bytes: Vec<u8>) -> Result<Library, Error> {
+        let (mut library, pixels) = Self::parse(&bytes)?;
+        bytes.truncate(pixels.end);
+        bytes.drain(..pixels.start);
+        bytes.shrink_to_fit();
+        library.pixels = bytes;
+        Ok(library)
+    }
+
+    /// Checks and reads an index, all but the renditions, whose place in `bytes` it returns.
+    fn parse(bytes: &[u8]) -> Result<(Library, std::ops::Range<usize>), Error> {
         if !Self::is_index(bytes) {
             return Err(Error::BadIndex("not a tile index (bad magic)".into()));
         }
@@ -313,20 +331,22 @@ impl Library {
         let means = lab(n)?;
         let subs = lab(n * k2)?;
         let px = (rendition_size as usize).pow(2) * 3 * n;
-        let pixels = r.take(px)?.to_vec();
+        let start = r.at;
+        r.take(px)?;
         if r.at != body.len() {
             return Err(Error::BadIndex("trailing bytes".into()));
         }
-        Ok(Library {
+        let library = Library {
             grid,
             rendition_size,
             background,
             names,
             means,
             subs,
-            pixels,
+            pixels: Vec::new(),
             version: digest,
-        })
+        };
+        Ok((library, start..r.at))
     }
 
     /// Saves [`Library::to_bytes`] to a file.

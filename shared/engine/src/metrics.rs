@@ -9,7 +9,10 @@ use crate::Error;
 use crate::color::{ciede2000, srgb_to_lab};
 use crate::hash::Fnv;
 use crate::output::BandSink;
+use crate::plan::Plan;
+use crate::render::{TileCache, blend_shift};
 use crate::resample::AreaResampler;
+use rayon::prelude::*;
 
 /// Objective quality of a mosaic on its cell grid.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,7 +93,7 @@ impl MosaicCells {
         let t = AreaResampler::new(target.width() as usize, target.height() as usize, c, r)
             .rows(target.as_raw(), 0..r);
         let n = (self.cw * self.ch) as f64;
-        let mut de: Vec<f64> = (0..c * r)
+        let de: Vec<f64> = (0..c * r)
             .map(|i| {
                 let tl = srgb_to_lab([t[i * 3] as f64, t[i * 3 + 1] as f64, t[i * 3 + 2] as f64]);
                 let s = self.sums[i];
@@ -98,12 +101,6 @@ impl MosaicCells {
                 ciede2000(tl, ml)
             })
             .collect();
-        let de00_mean = de.iter().sum::<f64>() / de.len() as f64;
-        de.sort_by(f64::total_cmp);
-        let pos = 0.95 * (de.len() - 1) as f64;
-        let (lo, frac) = (pos.floor() as usize, pos - pos.floor());
-        let de00_p95 = de[lo] + (de[(lo + 1).min(de.len() - 1)] - de[lo]) * frac;
-
         let mut table: HashMap<u64, usize> = HashMap::new();
         let ids: Vec<usize> = self
             .hashes
@@ -113,32 +110,92 @@ impl MosaicCells {
                 *table.entry(h.finish()).or_insert(next)
             })
             .collect();
-        let mut counts = vec![0usize; table.len()];
-        ids.iter().for_each(|&i| counts[i] += 1);
-        let dup = |rad: usize| {
-            let mut hits = 0usize;
-            for y in 0..r {
-                for x in 0..c {
-                    let id = ids[y * c + x];
-                    let found = (y.saturating_sub(rad)..=(y + rad).min(r - 1)).any(|yy| {
-                        (x.saturating_sub(rad)..=(x + rad).min(c - 1))
-                            .any(|xx| (yy, xx) != (y, x) && ids[yy * c + xx] == id)
-                    });
-                    hits += found as usize;
-                }
-            }
-            hits as f64 / (c * r) as f64
-        };
-        Ok(Quality {
-            cells: c * r,
-            de00_mean,
-            de00_p95,
-            distinct: table.len(),
-            max_uses: counts.iter().copied().max().unwrap_or(0),
-            dup_r1: dup(1),
-            dup_r5: dup(5),
-        })
+        Ok(summarize(de, &ids, c, r))
     }
+}
+
+/// The figures from each cell's colour difference and an identity per cell's tile.
+fn summarize(mut de: Vec<f64>, ids: &[usize], c: usize, r: usize) -> Quality {
+    let de00_mean = de.iter().sum::<f64>() / de.len() as f64;
+    de.sort_by(f64::total_cmp);
+    let pos = 0.95 * (de.len() - 1) as f64;
+    let (lo, frac) = (pos.floor() as usize, pos - pos.floor());
+    let de00_p95 = de[lo] + (de[(lo + 1).min(de.len() - 1)] - de[lo]) * frac;
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    ids.iter().for_each(|&i| *counts.entry(i).or_default() += 1);
+    let dup = |rad: usize| {
+        let mut hits = 0usize;
+        for y in 0..r {
+            for x in 0..c {
+                let id = ids[y * c + x];
+                let found = (y.saturating_sub(rad)..=(y + rad).min(r - 1)).any(|yy| {
+                    (x.saturating_sub(rad)..=(x + rad).min(c - 1))
+                        .any(|xx| (yy, xx) != (y, x) && ids[yy * c + xx] == id)
+                });
+                hits += found as usize;
+            }
+        }
+        hits as f64 / (c * r) as f64
+    };
+    Quality {
+        cells: c * r,
+        de00_mean,
+        de00_p95,
+        distinct: counts.len(),
+        max_uses: counts.values().copied().max().unwrap_or(0),
+        dup_r1: dup(1),
+        dup_r5: dup(5),
+    }
+}
+
+/// The quality figures of the mosaic a whole plan renders, worked out from the plan alone: each
+/// cell's target colour against its tile's mean at the plan's tile size, blend included, and the
+/// tiles' repeats. Agrees with measuring the rendered mosaic up to the rounding of cell colours.
+pub fn plan_quality(plan: &Plan, cache: &TileCache) -> Result<Quality, Error> {
+    let (c, r) = (plan.cols() as usize, plan.total_rows() as usize);
+    if plan.row_range() != (0..plan.total_rows()) || c == 0 || r == 0 {
+        return Err(Error::InvalidOption(
+            "quality needs the plan of the whole image".into(),
+        ));
+    }
+    if plan
+        .tiles()
+        .iter()
+        .any(|&t| t as usize >= cache.library().len())
+    {
+        return Err(Error::PlanMismatch("a tile is not in the library".into()));
+    }
+    let blend = plan.blend() as i32;
+    let cells: Vec<(f64, [i32; 3])> = plan
+        .tiles()
+        .par_iter()
+        .zip(plan.colours())
+        .map(|(&t, &cell)| {
+            let shift = if blend == 0 {
+                [0; 3]
+            } else {
+                blend_shift(cache.mean(t), cell, blend)
+            };
+            let de = ciede2000(
+                srgb_to_lab(cell.map(f64::from)),
+                srgb_to_lab(cache.shifted_mean(t, shift)),
+            );
+            (de, shift)
+        })
+        .collect();
+    // A cell's pixels are its tile's shifted by the blend: the pair identifies them.
+    let mut table: HashMap<(u32, [i32; 3]), usize> = HashMap::new();
+    let ids: Vec<usize> = plan
+        .tiles()
+        .iter()
+        .zip(&cells)
+        .map(|(&t, &(_, shift))| {
+            let next = table.len();
+            *table.entry((t, shift)).or_insert(next)
+        })
+        .collect();
+    let de = cells.into_iter().map(|(de, _)| de).collect();
+    Ok(summarize(de, &ids, c, r))
 }
 
 impl BandSink for MosaicCells {

@@ -146,6 +146,17 @@ struct CellDesc {
     subs: Vec<Lab>,
 }
 
+/// The fewest distinct tiles a `cols` x `rows` grid needs so that no tile repeats within
+/// `repeat_radius` cells (the cells already placed around a cell, in the order cells are filled,
+/// must all differ from it). At least 1: an empty library cannot fill any grid.
+pub fn tiles_needed(cols: u32, rows: u32, repeat_radius: u32) -> usize {
+    let (cols, rows, r) = (cols as usize, rows as usize, repeat_radius as usize);
+    if r == 0 || cols == 0 || rows == 0 {
+        return 1;
+    }
+    (r.min(rows - 1) * (2 * r + 1).min(cols) + r.min(cols - 1) + 1).min(cols * rows)
+}
+
 impl Plan {
     /// Matches every cell of `target` to a tile of `library`.
     pub fn make(
@@ -163,6 +174,21 @@ impl Plan {
         opts: &PlanOptions,
         progress: &dyn Fn(u32, u32),
     ) -> Result<Plan, Error> {
+        Self::make_incrementally(target, library, opts, &mut |plan, done| {
+            progress(done, plan.total_rows());
+            Ok(())
+        })
+    }
+
+    /// [`Plan::make`] handing `ready(plan, rows_done)` the plan so far after each batch of rows:
+    /// rows before `rows_done` are final and can be cut with [`Plan::rows`] and rendered while
+    /// the rest is matched. An error from `ready` stops the matching.
+    pub fn make_incrementally(
+        target: &image::RgbImage,
+        library: &Library,
+        opts: &PlanOptions,
+        ready: &mut dyn FnMut(&Plan, u32) -> Result<(), Error>,
+    ) -> Result<Plan, Error> {
         let size = Sizing::new(target.width(), target.height(), opts)?;
         let (cols, rows) = (size.cols as usize, size.rows as usize);
         let n = library.len();
@@ -175,8 +201,7 @@ impl Plan {
         }
         let r = opts.repeat_radius as usize;
         if r > 0 {
-            let needed =
-                (r.min(rows - 1) * (2 * r + 1).min(cols) + r.min(cols - 1) + 1).min(cols * rows);
+            let needed = tiles_needed(size.cols, size.rows, opts.repeat_radius);
             if n < needed {
                 return Err(Error::LibraryTooSmall {
                     tiles: n,
@@ -212,8 +237,16 @@ impl Plan {
         );
         let src = target.as_raw();
         let ncand = opts.candidates.clamp(1, n);
-        let mut tiles = vec![u32::MAX; cols * rows];
-        let mut colours = vec![[0u8; 3]; cols * rows];
+        let mut plan = Plan {
+            cols: size.cols,
+            total_rows: size.rows,
+            first_row: 0,
+            tile_size: size.tile_size,
+            blend: opts.blend,
+            library_version: library.version(),
+            tiles: vec![u32::MAX; cols * rows],
+            colours: vec![[0u8; 3]; cols * rows],
+        };
         let mut uses = vec![0u32; if opts.max_uses.is_some() { n } else { 0 }];
         const CHUNK: usize = 16;
         for y0 in (0..rows).step_by(CHUNK) {
@@ -279,7 +312,8 @@ impl Plan {
                     opts.max_uses.is_none_or(|cap| uses[t as usize] < cap)
                         && !near(tiles, cols, x, y, r, t)
                 };
-                let mut pick = ranked.iter().copied().find(|&t| ok(t, &tiles, &uses));
+                let tiles = &mut plan.tiles;
+                let mut pick = ranked.iter().copied().find(|&t| ok(t, tiles, &uses));
                 let mut width = ncand;
                 let mut scratch = Vec::new();
                 while pick.is_none() && width < n {
@@ -292,7 +326,7 @@ impl Plan {
                         opts.structure_weight,
                         &mut scratch,
                     );
-                    pick = wider.into_iter().find(|&t| ok(t, &tiles, &uses));
+                    pick = wider.into_iter().find(|&t| ok(t, tiles, &uses));
                 }
                 let Some(t) = pick else {
                     return Err(Error::LibraryTooSmall {
@@ -304,23 +338,14 @@ impl Plan {
                     });
                 };
                 tiles[y * cols + x] = t;
-                colours[y * cols + x] = colour;
+                plan.colours[y * cols + x] = colour;
                 if let Some(u) = uses.get_mut(t as usize) {
                     *u += 1;
                 }
             }
-            progress(y1 as u32, rows as u32);
+            ready(&plan, y1 as u32)?;
         }
-        Ok(Plan {
-            cols: size.cols,
-            total_rows: size.rows,
-            first_row: 0,
-            tile_size: size.tile_size,
-            blend: opts.blend,
-            library_version: library.version(),
-            tiles,
-            colours,
-        })
+        Ok(plan)
     }
 
     pub fn cols(&self) -> u32 {

@@ -41,6 +41,28 @@ impl<'a> TileCache<'a> {
         self.size
     }
 
+    /// Mean sRGB colour of tile `t` at this size.
+    pub(crate) fn mean(&self, t: u32) -> [u8; 3] {
+        self.get(t).mean
+    }
+
+    /// Mean colour of tile `t` at this size with `shift` added to every pixel (clamped, as
+    /// rendering clamps).
+    pub(crate) fn shifted_mean(&self, t: u32, shift: [i32; 3]) -> [f64; 3] {
+        let tile = self.get(t);
+        if shift == [0; 3] {
+            return tile.mean.map(f64::from);
+        }
+        let mut sum = [0u64; 3];
+        for p in tile.pixels.chunks_exact(3) {
+            for k in 0..3 {
+                sum[k] += (p[k] as i32 + shift[k]).clamp(0, 255) as u64;
+            }
+        }
+        let n = (tile.pixels.len() / 3) as f64;
+        sum.map(|s| s as f64 / n)
+    }
+
     fn get(&self, t: u32) -> &Rendition {
         self.tiles[t as usize].get_or_init(|| {
             let base = self.library.rendition(t);
@@ -119,15 +141,7 @@ pub fn render_band_into(plan: &Plan, cache: &TileCache, out: &mut [u8]) -> Resul
             for cx in 0..cols {
                 let i = cy * cols + cx;
                 let tile = cache.get(plan.tiles()[i]);
-                let shift = if blend == 0 {
-                    None
-                } else {
-                    let c = plan.colours()[i];
-                    Some([0, 1, 2].map(|k| {
-                        let d = (c[k] as i32 - tile.mean[k] as i32) * blend;
-                        (d + 50 * d.signum()) / 100
-                    }))
-                };
+                let shift = (blend != 0).then(|| blend_shift(tile.mean, plan.colours()[i], blend));
                 for y in 0..ts {
                     let src = &tile.pixels[y * ts * 3..(y + 1) * ts * 3];
                     let dst =
@@ -146,6 +160,15 @@ pub fn render_band_into(plan: &Plan, cache: &TileCache, out: &mut [u8]) -> Resul
             }
         });
     Ok(())
+}
+
+/// What blending `blend` % toward the cell colour `cell` adds to each channel of a tile whose
+/// mean is `mean`.
+pub(crate) fn blend_shift(mean: [u8; 3], cell: [u8; 3], blend: i32) -> [i32; 3] {
+    [0, 1, 2].map(|k| {
+        let d = (cell[k] as i32 - mean[k] as i32) * blend;
+        (d + 50 * d.signum()) / 100
+    })
 }
 
 /// Renders the plan band by band (`band_cells` rows of cells at a time) into `sink`, calling

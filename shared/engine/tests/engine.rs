@@ -138,6 +138,7 @@ fn folder_zip_and_saved_index_give_the_same_library() {
     let loaded = Library::from_bytes(&blob).unwrap();
     assert_eq!(loaded, lib);
     assert_eq!(loaded.version(), lib.version());
+    assert_eq!(Library::from_vec(blob.clone()).unwrap(), lib);
     let idx = dir.join("tiles.idx");
     lib.save(&idx).unwrap();
     let (opened, report) = Library::open(&idx, &ImportOptions::default()).unwrap();
@@ -148,6 +149,10 @@ fn folder_zip_and_saved_index_give_the_same_library() {
     corrupt[blob.len() / 2] ^= 1;
     assert!(matches!(
         Library::from_bytes(&corrupt),
+        Err(Error::BadIndex(_))
+    ));
+    assert!(matches!(
+        Library::from_vec(corrupt),
         Err(Error::BadIndex(_))
     ));
     let mut future = blob;
@@ -395,6 +400,81 @@ fn blend_moves_tiles_toward_the_cell_colour_and_the_metric_sees_it() {
     let self_q = evaluate(&t, &up, 16, 16).unwrap();
     assert!(self_q.de00_mean < 0.5, "{self_q}");
     assert!(self_q.dup_r1 > 0.0);
+}
+
+#[test]
+fn quality_from_the_plan_agrees_with_measuring_the_render() {
+    let lib = library_cached();
+    let t = target();
+    for (blend, radius) in [(0, 1), (40, 0), (100, 2)] {
+        let plan = Plan::make(
+            &t,
+            lib,
+            &PlanOptions {
+                blend,
+                ..opts(16, 8, radius)
+            },
+        )
+        .unwrap();
+        let cache = TileCache::new(lib, 8);
+        let mut cells = MosaicCells::new(plan.width(), plan.total_height(), 16, 16).unwrap();
+        render_to_sink(&plan, &cache, &mut cells, 4, &|_, _| {}).unwrap();
+        let measured = cells.quality(&t).unwrap();
+        let planned = plan_quality(&plan, &cache).unwrap();
+        assert!(
+            (planned.de00_mean - measured.de00_mean).abs() < 0.25,
+            "blend {blend}: {planned} vs {measured}"
+        );
+        assert!(
+            (planned.de00_p95 - measured.de00_p95).abs() < 0.75,
+            "{planned} vs {measured}"
+        );
+        assert_eq!(
+            (
+                planned.distinct,
+                planned.max_uses,
+                planned.dup_r1,
+                planned.dup_r5
+            ),
+            (
+                measured.distinct,
+                measured.max_uses,
+                measured.dup_r1,
+                measured.dup_r5
+            )
+        );
+    }
+    // Rows cut from a plan are not a whole image.
+    let plan = Plan::make(&t, lib, &opts(16, 8, 1)).unwrap();
+    assert!(plan_quality(&plan.rows(0..4).unwrap(), &TileCache::new(lib, 8)).is_err());
+}
+
+#[test]
+fn incremental_planning_hands_out_final_rows_in_order() {
+    let lib = library_cached();
+    let t = target();
+    let whole = Plan::make(&t, lib, &opts(40, 4, 2)).unwrap();
+    let mut seen = Vec::new();
+    let mut last = 0;
+    let plan = Plan::make_incrementally(&t, lib, &opts(40, 4, 2), &mut |plan, done| {
+        assert!(done > last && done <= plan.total_rows());
+        // What is handed out as final never changes afterwards.
+        seen.push(plan.rows(last..done).unwrap());
+        last = done;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(plan, whole);
+    assert_eq!(last, whole.total_rows());
+    for part in seen {
+        assert_eq!(part, whole.rows(part.row_range()).unwrap());
+    }
+    // An error from the callback stops the planning.
+    let err = Plan::make_incrementally(&t, lib, &opts(40, 4, 2), &mut |_, _| {
+        Err(Error::InvalidOption("stop".into()))
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("stop"), "{err}");
 }
 
 proptest! {

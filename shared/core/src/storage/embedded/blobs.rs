@@ -386,7 +386,9 @@ impl BlobStore for EmbeddedBlobs {
             let (_, path) = inner.locate(&key)?;
             let mut file = File::open(&path).map_err(|e| io_err(&key, e))?;
             Header::read(&mut file).map_err(|e| io_err(&key, e))?;
-            let mut data = Vec::new();
+            // Sized up front: a large blob is not copied as the buffer grows.
+            let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+            let mut data = Vec::with_capacity(len);
             file.read_to_end(&mut data).map_err(|e| io_err(&key, e))?;
             Ok(Bytes::from(data))
         })
