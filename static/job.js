@@ -16,6 +16,8 @@
   let created = null;
   let finished = null;
   let shown = false;
+  // The mosaic's full size, once done: tiles are loaded when zoomed past the preview.
+  let full = null;
   let source = null;
 
   function seconds(ms) {
@@ -47,6 +49,7 @@
   function showResult(job) {
     if (shown) return;
     shown = true;
+    if (job.output) full = { w: job.output.width, h: job.output.height };
     result.hidden = false;
     // The downscaled preview; the full mosaic when there is none (a very large one).
     img.addEventListener("error", function () {
@@ -142,16 +145,85 @@
   }
   listen();
 
-  // The viewer: wheel zoom around the pointer, drag to pan, keys for the same.
+  // The viewer: wheel zoom around the pointer, drag to pan, keys for the same. `scale` is screen
+  // pixels per preview pixel; zoomed in past the preview's own resolution, 256 px tiles of the
+  // pyramid (level 0: full resolution, level l: shrunk by 2^l) cover the visible area.
   const viewer = document.getElementById("viewer");
+  const TILE = 256;
+  const layer = document.createElement("div");
+  layer.style.position = "absolute";
+  layer.style.inset = "0";
+  layer.style.pointerEvents = "none";
+  viewer.appendChild(layer);
+  const tiles = new Map();
   let scale = 1;
   let x = 0;
   let y = 0;
+  let pending = false;
+  function topLevel() {
+    let level = 0;
+    while (level < 31 && (Math.max(full.w, full.h) - 1) / Math.pow(2, level) >= TILE) level++;
+    return level;
+  }
+  function drawTiles() {
+    pending = false;
+    const wanted = new Set();
+    // Screen pixels per full-resolution pixel.
+    const s = img.naturalWidth && full ? scale * img.naturalWidth / full.w : 0;
+    const previewLevel = full && img.naturalWidth ? Math.log2(full.w / img.naturalWidth) : 0;
+    if (s > 0 && previewLevel > 0 && scale > 1.01) {
+      const level = Math.max(0, Math.min(topLevel(), Math.floor(-Math.log2(s))));
+      // Only levels finer than the preview add anything.
+      if (level < previewLevel - 0.01) {
+        const span = TILE * Math.pow(2, level);
+        const x0 = Math.max(0, Math.floor(-x / s / span));
+        const y0 = Math.max(0, Math.floor(-y / s / span));
+        const x1 = Math.min(Math.ceil(full.w / span), Math.ceil((viewer.clientWidth - x) / s / span));
+        const y1 = Math.min(Math.ceil(full.h / span), Math.ceil((viewer.clientHeight - y) / s / span));
+        for (let ty = y0; ty < y1; ty++) {
+          for (let tx = x0; tx < x1; tx++) {
+            const key = level + "/" + tx + "/" + ty;
+            wanted.add(key);
+            let t = tiles.get(key);
+            if (!t) {
+              t = document.createElement("img");
+              t.alt = "";
+              t.draggable = false;
+              t.style.visibility = "hidden";
+              t.addEventListener("load", function () { t.style.visibility = "visible"; });
+              t.src = base + "/tiles/" + key;
+              layer.appendChild(t);
+              tiles.set(key, t);
+            }
+            const k = Math.pow(2, level) * s;
+            t.style.imageRendering = k > 1.5 ? "pixelated" : "auto";
+            t.style.transform = "translate(" + (x + tx * span * s) + "px," + (y + ty * span * s) +
+              "px) scale(" + k + ")";
+          }
+        }
+      }
+    }
+    tiles.forEach(function (t, key) {
+      if (!wanted.has(key)) {
+        t.remove();
+        tiles.delete(key);
+      }
+    });
+  }
   function apply() {
     img.style.transform = "translate(" + x + "px," + y + "px) scale(" + scale + ")";
+    if (!pending) {
+      pending = true;
+      requestAnimationFrame(drawTiles);
+    }
+  }
+  function maxScale() {
+    // Down to 8 screen pixels per full-resolution pixel.
+    const ratio = full && img.naturalWidth ? full.w / img.naturalWidth : 1;
+    return Math.max(32, 8 * ratio);
   }
   function zoomAt(factor, cx, cy) {
-    const next = Math.min(32, Math.max(0.05, scale * factor));
+    const next = Math.min(maxScale(), Math.max(0.05, scale * factor));
     const f = next / scale;
     x = cx - (cx - x) * f;
     y = cy - (cy - y) * f;
@@ -165,7 +237,11 @@
     y = (viewer.clientHeight - img.naturalHeight * scale) / 2;
     apply();
   }
-  img.addEventListener("load", fit);
+  img.addEventListener("load", function () {
+    // The full mosaic shown instead of a preview: its own pixels are the finest.
+    if (img.dataset.full) full = null;
+    fit();
+  });
   viewer.addEventListener("wheel", function (ev) {
     ev.preventDefault();
     const r = viewer.getBoundingClientRect();
@@ -197,4 +273,5 @@
     else return;
     ev.preventDefault();
   });
+  window.addEventListener("resize", apply);
 })();

@@ -10,4 +10,5 @@ mod openapi;
 mod pages;
 mod pipeline;
 mod runtime;
+mod viewer;
 mod web_features;

@@ -11,12 +11,13 @@ use uuid::Uuid;
 use crate::api::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers under `/api/v1`: the document must name each one.
-const ROUTES: [(&str, &str); 12] = [
+const ROUTES: [(&str, &str); 13] = [
     ("POST", "/jobs"),
     ("GET", "/jobs/{id}"),
     ("GET", "/jobs/{id}/result"),
     ("GET", "/jobs/{id}/events"),
     ("GET", "/jobs/{id}/preview"),
+    ("GET", "/jobs/{id}/tiles/{level}/{x}/{y}"),
     ("GET", "/libraries"),
     ("POST", "/libraries"),
     ("GET", "/libraries/{id}"),
@@ -45,11 +46,13 @@ fn tile_files() -> Form {
 /// Calls one operation with `id` in its path and, for a POST, the body it documents as valid
 /// (`valid`) or an invalid one.
 async fn call(app: &TestApp, method: &str, path: &str, id: &str, valid: bool) -> u16 {
+    // Tile (0, 0) of level 0 exists for every mosaic.
+    let path = path.replace("{level}/{x}/{y}", "0/0/0");
     let url = app.url(&format!("/api/v1{}", path.replace("{id}", id)));
     let req = match method {
         "GET" => app.client.get(url),
         "POST" => {
-            let form = match (path, valid) {
+            let form = match (path.as_str(), valid) {
                 ("/jobs", true) => job_form(astronaut()),
                 ("/jobs", false) => Form::new()
                     .part(

@@ -8,11 +8,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use uuid::Uuid;
 
-use tessera_shared::jobs::{JobError, JobQuality, JobRecord, JobState};
+use tessera_shared::jobs::{JobError, JobQuality, JobRecord};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::LibraryRecord;
 use tessera_shared::messages::{QueueName, SLICES_RANGE, TILE_SIZE_RANGE};
-use tessera_shared::storage::{PutMode, StorageError};
+use tessera_shared::storage::StorageError;
 
 use crate::error::{ApiError, ApiResult};
 use crate::routes::jobs::{CLIENT_COOKIE, job_id};
@@ -35,7 +35,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/system", web::get().to(system))
         .route("/api", web::get().to(api))
         .route("/api/v1/openapi.json", web::get().to(openapi))
-        .route("/api/v1/jobs/{id}/preview", web::get().to(preview))
+        .route(
+            "/api/v1/jobs/{id}/preview",
+            web::get().to(crate::routes::preview::get),
+        )
         .route("/static/{file}", web::get().to(asset));
 }
 
@@ -427,85 +430,4 @@ async fn asset(path: web::Path<String>) -> ApiResult<HttpResponse> {
         .insert_header((header::CONTENT_TYPE, *content_type))
         .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
         .body(*body))
-}
-
-/// The longest side of a preview, in pixels.
-pub const PREVIEW_MAX_SIDE: u32 = 1024;
-/// Mosaics larger than this get no preview: making one decodes the whole mosaic in memory.
-const PREVIEW_MAX_PIXELS: u64 = 80_000_000;
-
-/// `GET /api/v1/jobs/{id}/preview`: the finished mosaic as a JPEG at most
-/// [`PREVIEW_MAX_SIDE`] pixels on its longest side, made once and then kept beside the result.
-async fn preview(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let id = job_id(&path)?;
-    let record = state.platform.jobs().get(id).await?;
-    if record.state != JobState::Done {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "job_not_done",
-            format!(
-                "the job is {}; its preview is not ready",
-                record.state.as_str()
-            ),
-        ));
-    }
-    let blobs = &state.platform.blobs;
-    let cached = BlobKey::ImagePreview { job: id }.path();
-    let jpeg = match blobs.get(&cached).await {
-        Ok(jpeg) => jpeg,
-        Err(StorageError::NotFound(_)) => {
-            if let Some(o) = record.output
-                && u64::from(o.width) * u64::from(o.height) > PREVIEW_MAX_PIXELS
-            {
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "preview_unavailable",
-                    "the mosaic is too large for a preview; download the result",
-                ));
-            }
-            let key = record
-                .result_blob
-                .clone()
-                .unwrap_or_else(|| BlobKey::ImageOutput { job: id }.path());
-            let png = match blobs.get(&key).await {
-                Ok(png) => png,
-                Err(StorageError::NotFound(_)) => {
-                    return Err(ApiError::not_found(
-                        "result_missing",
-                        "the job is done but its result is no longer stored",
-                    ));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let _slot = state.decodes.acquire().await.map_err(ApiError::internal)?;
-            let jpeg = tokio::task::spawn_blocking(move || make_preview(&png))
-                .await
-                .map_err(ApiError::internal)??;
-            // Kept for the next viewer; failing to keep it costs only a later decode.
-            if let Err(e) = blobs.put(&cached, jpeg.clone(), PutMode::Overwrite).await {
-                tracing::warn!(error = %e, "preview not kept");
-            }
-            jpeg
-        }
-        Err(e) => return Err(e.into()),
-    };
-    Ok(HttpResponse::Ok()
-        .insert_header((header::CONTENT_TYPE, "image/jpeg"))
-        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
-        .body(jpeg))
-}
-
-/// Decodes a PNG mosaic and encodes it again as a JPEG no larger than [`PREVIEW_MAX_SIDE`].
-fn make_preview(png: &[u8]) -> ApiResult<bytes::Bytes> {
-    let image = image::load_from_memory_with_format(png, image::ImageFormat::Png)
-        .map_err(ApiError::internal)?;
-    let (w, h) = (image.width(), image.height());
-    let scale = (f64::from(PREVIEW_MAX_SIDE) / f64::from(w.max(h))).min(1.0);
-    let side = |n: u32| ((f64::from(n) * scale).round() as u32).max(1);
-    let small = image.thumbnail_exact(side(w), side(h)).to_rgb8();
-    let mut out = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85)
-        .encode_image(&small)
-        .map_err(ApiError::internal)?;
-    Ok(bytes::Bytes::from(out))
 }

@@ -4,8 +4,10 @@ mod events;
 pub mod jobs;
 mod libraries;
 pub mod ops;
+pub mod preview;
 pub mod result;
 pub mod sheet;
+pub mod tiles;
 
 use actix_web::web;
 
@@ -23,6 +25,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route("/jobs/{id}", web::get().to(jobs::get))
                 .route("/jobs/{id}/result", web::get().to(result::get))
                 .route("/jobs/{id}/events", web::get().to(events::events))
+                .route(
+                    "/jobs/{id}/tiles/{level}/{x}/{y}",
+                    web::get().to(tiles::get),
+                )
                 .route("/libraries", web::get().to(libraries::list))
                 .route("/libraries", web::post().to(libraries::create))
                 .route("/libraries/{id}", web::get().to(libraries::get))

@@ -1,0 +1,379 @@
+//! The job viewer's images: the streamed preview and the tile pyramid of a finished mosaic,
+//! checked against the full result, and the seek index the stitcher writes beside it.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use reqwest::StatusCode;
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+use tessera_engine::{FragmentEncoder, Scanlines, SeekIndex};
+use tessera_shared::jobs::JobState;
+use tessera_shared::keys::BlobKey;
+use tessera_shared::storage::{BlobStore, PutMode};
+use tessera_web::routes::preview::{preview_bin, preview_size};
+use tessera_web::routes::tiles::{TILE, level_size, top_level};
+use uuid::Uuid;
+
+use crate::api::{TestApp, astronaut, spawn_app};
+
+struct Image {
+    width: u32,
+    height: u32,
+    pixels: Vec<u8>,
+}
+
+impl Image {
+    fn decode(bytes: &[u8]) -> Self {
+        let image = image::load_from_memory(bytes).unwrap().to_rgb8();
+        Image {
+            width: image.width(),
+            height: image.height(),
+            pixels: image.into_raw(),
+        }
+    }
+
+    fn at(&self, x: u32, y: u32) -> [u8; 3] {
+        let i = (y as usize * self.width as usize + x as usize) * 3;
+        [self.pixels[i], self.pixels[i + 1], self.pixels[i + 2]]
+    }
+
+    /// The mean of each block of columns and rows that `col` and `row` put together.
+    fn shrink(&self, w: u32, h: u32, col: impl Fn(u32) -> u32, row: impl Fn(u32) -> u32) -> Self {
+        let mut sums = vec![0u64; w as usize * h as usize * 3];
+        let mut counts = vec![0u64; w as usize * h as usize];
+        for y in 0..self.height {
+            for x in 0..self.width {
+                let o = (row(y) * w + col(x)) as usize;
+                counts[o] += 1;
+                for (c, v) in self.at(x, y).iter().enumerate() {
+                    sums[o * 3 + c] += u64::from(*v);
+                }
+            }
+        }
+        let pixels = sums
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let n = counts[i / 3];
+                ((s + n / 2) / n) as u8
+            })
+            .collect();
+        Image {
+            width: w,
+            height: h,
+            pixels,
+        }
+    }
+
+    fn crop(&self, x0: u32, y0: u32, x1: u32, y1: u32) -> Self {
+        let mut pixels = Vec::new();
+        for y in y0..y1 {
+            for x in x0..x1 {
+                pixels.extend_from_slice(&self.at(x, y));
+            }
+        }
+        Image {
+            width: x1 - x0,
+            height: y1 - y0,
+            pixels,
+        }
+    }
+
+    /// Level `level` of the pyramid, worked out from the full image.
+    fn level(&self, level: u32) -> Self {
+        let (w, h) = level_size(self.width, self.height, level);
+        self.shrink(w, h, |x| x >> level, |y| y >> level)
+    }
+
+    fn mean_difference(&self, other: &Image) -> f64 {
+        assert_eq!((self.width, self.height), (other.width, other.height));
+        let total: u64 = self
+            .pixels
+            .iter()
+            .zip(&other.pixels)
+            .map(|(a, b)| u64::from(a.abs_diff(*b)))
+            .sum();
+        total as f64 / self.pixels.len() as f64
+    }
+}
+
+async fn error_code(res: reqwest::Response) -> (StatusCode, String) {
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    (status, body["error"]["code"].as_str().unwrap().to_string())
+}
+
+async fn bytes_of(app: &TestApp, path: &str) -> Bytes {
+    let res = app.get(path).await;
+    assert_eq!(res.status(), 200, "{path}");
+    res.bytes().await.unwrap()
+}
+
+/// A job of 80 cells of 16 px across the astronaut (a 1280 px mosaic) in 3 slices.
+async fn finished_job(app: &TestApp) -> (String, Image) {
+    let form = Form::new()
+        .part("image", Part::bytes(astronaut()).file_name("astronaut.png"))
+        .text("library", "emoji")
+        .text("tile_size", "16")
+        .text("cells", "80")
+        .text("slices", "3");
+    let res = app.post_job(form).await;
+    assert_eq!(res.status(), 202);
+    let job: Value = res.json().await.unwrap();
+    let id = job["id"].as_str().unwrap().to_string();
+    let early = app.get(&format!("/api/v1/jobs/{id}/tiles/0/0/0")).await;
+    let done = app.wait_until_finished(&id).await;
+    assert_eq!(done["state"], "done", "{done}");
+    if early.status() != 200 {
+        assert_eq!(
+            error_code(early).await,
+            (StatusCode::CONFLICT, "job_not_done".into())
+        );
+    }
+    let result = Image::decode(&bytes_of(app, &format!("/api/v1/jobs/{id}/result")).await);
+    (id, result)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preview_and_every_level_of_tiles_match_the_result() {
+    let app = spawn_app().await;
+    let (id, full) = finished_job(&app).await;
+    assert!(full.width > 1024, "{} px", full.width);
+
+    let preview = Image::decode(&bytes_of(&app, &format!("/api/v1/jobs/{id}/preview")).await);
+    let (pw, ph) = preview_size(full.width, full.height);
+    assert_eq!((preview.width, preview.height), (pw, ph));
+    assert_eq!(pw.max(ph), 1024);
+    let want = full.shrink(
+        pw,
+        ph,
+        |x| preview_bin(x, full.width, pw),
+        |y| preview_bin(y, full.height, ph),
+    );
+    // JPEG loses fine detail, so pixel by pixel the two agree loosely; over 8 px blocks, closely.
+    let diff = preview.mean_difference(&want);
+    assert!(diff < 10.0, "the preview differs by {diff} per channel");
+    let blocks = |i: &Image| i.shrink(pw.div_ceil(8), ph.div_ceil(8), |x| x / 8, |y| y / 8);
+    let diff = blocks(&preview).mean_difference(&blocks(&want));
+    assert!(
+        diff < 1.5,
+        "the preview's 8 px blocks differ by {diff} per channel"
+    );
+
+    let top = top_level(full.width, full.height);
+    assert!(top >= 3, "levels 0 to {top}");
+    for level in 0..=top {
+        let shrunk = full.level(level);
+        let (tiles_x, tiles_y) = (shrunk.width.div_ceil(TILE), shrunk.height.div_ceil(TILE));
+        // Corners, an edge, the middle.
+        let mut picks = vec![(0, 0), (tiles_x - 1, tiles_y - 1), (tiles_x - 1, 0)];
+        picks.push((tiles_x / 2, tiles_y / 2));
+        for (x, y) in picks {
+            let path = format!("/api/v1/jobs/{id}/tiles/{level}/{x}/{y}");
+            let res = app.get(&path).await;
+            assert_eq!(res.status(), 200, "{path}");
+            assert_eq!(res.headers()["content-type"], "image/png");
+            assert!(
+                res.headers()["cache-control"]
+                    .to_str()
+                    .unwrap()
+                    .contains("immutable")
+            );
+            let etag = res.headers()["etag"].to_str().unwrap().to_string();
+            let tile = Image::decode(&res.bytes().await.unwrap());
+            let want = shrunk.crop(
+                x * TILE,
+                y * TILE,
+                ((x + 1) * TILE).min(shrunk.width),
+                ((y + 1) * TILE).min(shrunk.height),
+            );
+            assert_eq!(
+                (tile.width, tile.height),
+                (want.width, want.height),
+                "{path}"
+            );
+            assert!(tile.pixels == want.pixels, "{path} differs from the result");
+            let again = app
+                .client
+                .get(app.url(&path))
+                .header("If-None-Match", &etag)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(again.status(), 304, "{path}");
+        }
+        let (x, y) = (tiles_x, 0);
+        let res = app
+            .get(&format!("/api/v1/jobs/{id}/tiles/{level}/{x}/{y}"))
+            .await;
+        assert_eq!(
+            error_code(res).await,
+            (StatusCode::NOT_FOUND, "tile_out_of_range".into())
+        );
+    }
+    let res = app
+        .get(&format!("/api/v1/jobs/{id}/tiles/{}/0/0", top + 1))
+        .await;
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::NOT_FOUND, "tile_out_of_range".into())
+    );
+    let res = app
+        .get(&format!("/api/v1/jobs/{}/tiles/0/0/0", Uuid::new_v4()))
+        .await;
+    assert_eq!(res.status(), 404);
+
+    // Without a seek index (a result from before there were any), tiles come from a decode
+    // of the result from its start, the same pixels.
+    let blobs = app.platform.blobs.clone();
+    let job = Uuid::parse_str(&id).unwrap();
+    let output = BlobKey::ImageOutput { job }.path();
+    blobs
+        .delete(&BlobKey::SeekIndex { output }.path())
+        .await
+        .unwrap();
+    let (x, y) = (1, 2);
+    let tile = Image::decode(&bytes_of(&app, &format!("/api/v1/jobs/{id}/tiles/0/{x}/{y}")).await);
+    let want = full.crop(x * TILE, y * TILE, (x + 1) * TILE, (y + 1) * TILE);
+    assert!(tile.pixels == want.pixels);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seek_index_of_a_job_starts_inflating_at_every_point() {
+    let app = spawn_app().await;
+    let (id, full) = finished_job(&app).await;
+    let job = Uuid::parse_str(&id).unwrap();
+    let blobs = app.platform.blobs.clone();
+    let output = BlobKey::ImageOutput { job }.path();
+    let png = blobs.get(&output).await.unwrap();
+    let index = blobs
+        .get(
+            &BlobKey::SeekIndex {
+                output: output.clone(),
+            }
+            .path(),
+        )
+        .await
+        .unwrap();
+    let index = SeekIndex::parse(&index).unwrap();
+    assert_eq!((index.width, index.height), (full.width, full.height));
+    assert_eq!(index.png_len(), png.len() as u64);
+    // Three slices of more than 256 rows each: points at the slices' starts and inside them.
+    assert!(index.points.len() >= 6, "{:?}", index.points);
+    assert!(
+        index.points.windows(2).all(|p| p[1].row - p[0].row <= 256),
+        "{:?}",
+        index.points
+    );
+    let row = full.width as usize * 3;
+    let mut ends: Vec<u32> = index.points.iter().skip(1).map(|p| p.row).collect();
+    ends.push(full.height);
+    for (point, end) in index.points.iter().zip(ends) {
+        let span = index.span(point.row..end).unwrap();
+        assert_eq!(span.first_row, point.row);
+        // Only the span's bytes, inflated afresh.
+        let bytes = blobs.get_range(&output, span.file.clone()).await.unwrap();
+        let mut lines = Scanlines::new(index.idat_data(&bytes[..], span.stream), full.width);
+        for y in point.row..end {
+            let y = y as usize;
+            let got = lines.next_row().unwrap();
+            assert!(
+                got == &full.pixels[y * row..(y + 1) * row],
+                "row {y} from the point at {}",
+                point.row
+            );
+        }
+    }
+}
+
+/// Stitches a `width` x `height` PNG of bands of flat colour (cheap to make) at the output key
+/// of `job`, from `slices` fragments, and returns the colour of each row.
+async fn big_result(
+    blobs: &Arc<dyn BlobStore>,
+    job: Uuid,
+    width: u32,
+    height: u32,
+    slices: u32,
+) -> impl Fn(u32, u32) -> [u8; 3] {
+    let colour = |x: u32, y: u32| [(y / 97) as u8, (x / 113) as u8, ((x + y) / 301) as u8];
+    let per = height.div_ceil(slices);
+    let mut keys = Vec::new();
+    for seq in 0..slices {
+        let rows = seq * per..((seq + 1) * per).min(height);
+        let mut fragment = FragmentEncoder::new(width, 1 << 20).unwrap();
+        let mut band = Vec::with_capacity(width as usize * 3);
+        for y in rows {
+            band.clear();
+            for x in 0..width {
+                band.extend_from_slice(&colour(x, y));
+            }
+            fragment.write_rows(&band).unwrap();
+        }
+        let bytes = fragment.finish().unwrap();
+        let key = BlobKey::SliceOutput { job, seq }.path();
+        let size = bytes.len() as u64;
+        blobs
+            .put(&key, Bytes::from(bytes), PutMode::CreateNew)
+            .await
+            .unwrap();
+        keys.push((key, size));
+    }
+    let output = BlobKey::ImageOutput { job }.path();
+    tessera_workers::stitch_png(blobs.clone(), &keys, &output, width, height, 4 << 20)
+        .await
+        .unwrap();
+    colour
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mosaic_over_eighty_megapixels_gets_a_preview_and_tiles() {
+    let app = spawn_app().await;
+    // A real job's record, pointed at a 9000 x 9000 result (81 MP) stitched here.
+    let (small, _) = finished_job(&app).await;
+    let small = app
+        .platform
+        .jobs()
+        .get(Uuid::parse_str(&small).unwrap())
+        .await
+        .unwrap();
+    let job = Uuid::new_v4();
+    let (width, height) = (9000u32, 9000u32);
+    let colour = big_result(&app.platform.blobs, job, width, height, 4).await;
+    let mut record = small.clone();
+    record.id = job;
+    record.state = JobState::Done;
+    record.result_blob = Some(BlobKey::ImageOutput { job }.path());
+    let mut size = record.output.unwrap();
+    (size.width, size.height) = (width, height);
+    record.output = Some(size);
+    app.platform.jobs().create(&record).await.unwrap();
+
+    let preview = Image::decode(&bytes_of(&app, &format!("/api/v1/jobs/{job}/preview")).await);
+    assert_eq!((preview.width, preview.height), (1024, 1024));
+    // Each preview pixel is the mean of a block of about 9 x 9 pixels of slowly changing colour.
+    let mut worst = 0u8;
+    for (py, px) in [(0, 0), (500, 700), (1023, 1023), (300, 1000)] {
+        let (x, y) = (px * width / 1024 + 4, py * height / 1024 + 4);
+        let want = colour(x, y);
+        let got = preview.at(px, py);
+        for c in 0..3 {
+            worst = worst.max(want[c].abs_diff(got[c]));
+        }
+    }
+    assert!(worst <= 4, "the preview is off by {worst}");
+
+    // A full-resolution tile deep inside the image, from the rows it needs.
+    let (x, y) = (20, 30);
+    let tile = Image::decode(&bytes_of(&app, &format!("/api/v1/jobs/{job}/tiles/0/{x}/{y}")).await);
+    assert_eq!((tile.width, tile.height), (TILE, TILE));
+    for ty in [0, 100, 255] {
+        for tx in [0, 17, 255] {
+            assert_eq!(
+                tile.at(tx, ty),
+                colour(x * TILE + tx, y * TILE + ty),
+                "pixel {tx}, {ty}"
+            );
+        }
+    }
+}

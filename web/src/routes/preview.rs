@@ -1,0 +1,111 @@
+//! `GET /api/v1/jobs/{id}/preview`: the finished mosaic as a JPEG at most [`PREVIEW_MAX_SIDE`]
+//! pixels on its longest side, made once and then kept beside the result.
+//!
+//! Made as a stream whatever the mosaic's size: the result is read in ranges and decoded row by
+//! row, each row added into the output row it falls in (an area mean), so memory holds a few
+//! rows of the mosaic and the preview.
+
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use bytes::Bytes;
+
+use tessera_shared::keys::BlobKey;
+use tessera_shared::storage::{PutMode, StorageError};
+
+use super::jobs::job_id;
+use super::tiles::{Shrink, Source, done_result, read_index};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// The longest side of a preview, in pixels.
+pub const PREVIEW_MAX_SIDE: u32 = 1024;
+
+/// The size of the preview of a `width` x `height` mosaic.
+pub fn preview_size(width: u32, height: u32) -> (u32, u32) {
+    let scale = (f64::from(PREVIEW_MAX_SIDE) / f64::from(width.max(height))).min(1.0);
+    let side = |n: u32| ((f64::from(n) * scale).round() as u32).clamp(1, n);
+    (side(width), side(height))
+}
+
+/// The output pixel that input pixel `i` of `n` falls in, of `out`.
+pub fn preview_bin(i: u32, n: u32, out: u32) -> u32 {
+    (u64::from(i) * u64::from(out) / u64::from(n)) as u32
+}
+
+pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let id = job_id(&path)?;
+    let record = state.platform.jobs().get(id).await?;
+    let key = done_result(&record)?;
+    let blobs = state.platform.blobs.clone();
+    let cached = BlobKey::ImagePreview { job: id }.path();
+    let jpeg = match blobs.get(&cached).await {
+        Ok(jpeg) => jpeg,
+        Err(StorageError::NotFound(_)) => {
+            match blobs.head(&key).await {
+                Ok(_) => {}
+                Err(StorageError::NotFound(_)) => {
+                    return Err(ApiError::not_found(
+                        "result_missing",
+                        "the job is done but its result is no longer stored",
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            }
+            let index = read_index(&*blobs, &key).await?;
+            let (width, height) = match (&index, record.output) {
+                (Some(index), _) => (index.width, index.height),
+                (None, Some(o)) => (o.width, o.height),
+                (None, None) => return Err(ApiError::internal("a done job without a size")),
+            };
+            // Decoding from the start: the index only saves work for a part of the rows.
+            let source = Source {
+                blobs: blobs.clone(),
+                key,
+                index: None,
+                width,
+                height,
+            };
+            let _slot = state.decodes.acquire().await.map_err(ApiError::internal)?;
+            let handle = tokio::runtime::Handle::current();
+            let jpeg = tokio::task::spawn_blocking(move || make_preview(&source, &handle))
+                .await
+                .map_err(ApiError::internal)??;
+            // Kept for the next viewer; failing to keep it costs only a later decode.
+            if let Err(e) = blobs.put(&cached, jpeg.clone(), PutMode::Overwrite).await {
+                tracing::warn!(error = %e, "preview not kept");
+            }
+            jpeg
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "image/jpeg"))
+        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        .body(jpeg))
+}
+
+/// Decodes the result row by row into a preview-sized area mean, encoded as a JPEG.
+fn make_preview(source: &Source, handle: &tokio::runtime::Handle) -> ApiResult<Bytes> {
+    let (width, height) = (source.width, source.height);
+    let (out_w, out_h) = preview_size(width, height);
+    let mut shrink = Shrink::new((0..width).map(|x| preview_bin(x, width, out_w)).collect());
+    let mut pixels = Vec::with_capacity(out_w as usize * out_h as usize * 3);
+    let mut current = 0;
+    source.rows(handle, 0..height, |y, row| {
+        let bin = preview_bin(y, height, out_h);
+        if bin != current {
+            pixels.extend(shrink.take().unwrap_or_default());
+            current = bin;
+        }
+        shrink.add(row);
+    })?;
+    pixels.extend(shrink.take().unwrap_or_default());
+    if pixels.len() != out_w as usize * out_h as usize * 3 {
+        return Err(ApiError::internal("the preview's rows do not add up"));
+    }
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85)
+        .encode(&pixels, out_w, out_h, image::ExtendedColorType::Rgb8)
+        .map_err(ApiError::internal)?;
+    Ok(Bytes::from(out))
+}
