@@ -14,6 +14,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
 use crate::api::{fixture, spawn_app};
+use crate::web_features::{KEY, spawn_keyed_app};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -298,6 +299,136 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         listed.as_str().unwrap().contains("Browser tiles"),
         "{listed}"
     );
+    // Every library's contact sheet loads (lazily: once scrolled to).
+    script(
+        browser,
+        "document.querySelector('.sheets').scrollIntoView(); return null",
+    )
+    .await;
+    let sheets = wait_for(
+        browser,
+        "const s = [...document.querySelectorAll('.sheet img')]; \
+         return s.length === 2 && s.every(i => i.complete && i.naturalWidth > 0) ? s.length : 0",
+        Duration::from_secs(20),
+        "the contact sheets loading",
+    )
+    .await;
+    assert_eq!(sheets, 2);
+
+    // The home page's strip of sample tiles follows the chosen library.
+    browser.goto(&url("/")).await.unwrap();
+    let strip = "const i = document.getElementById('sample-strip'); \
+                 return i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0";
+    let first = wait_for(browser, strip, Duration::from_secs(20), "the sample strip").await;
+    // "Browser tiles" sorts first: its three tiles.
+    assert_eq!(first, 3 * 32);
+    script(
+        browser,
+        "const s = document.getElementById('library'); s.value = 'emoji'; \
+         s.dispatchEvent(new Event('change')); return null",
+    )
+    .await;
+    let shown = wait_for(
+        browser,
+        "const i = document.getElementById('sample-strip'); \
+         return i.src.includes('/emoji/') && i.complete && i.naturalWidth > 0 \
+           ? i.naturalWidth + ' ' + i.alt : null",
+        Duration::from_secs(20),
+        "the strip of the other library",
+    )
+    .await;
+    assert_eq!(shown, "384 Sample tiles of emoji", "a row of twelve emoji");
+    screenshot(browser, "home-strip.png").await;
+}
+
+/// With an API key: a page sends the browser to sign in; once signed in, the pages and their
+/// scripts' API calls (a job submission, the job's event stream) work with the session cookie.
+async fn sign_in_and_use(base: String, browser: Client) {
+    let url = |path: &str| format!("{base}{path}");
+    let browser = &browser;
+    browser.goto(&url("/jobs")).await.unwrap();
+    assert_eq!(browser.current_url().await.unwrap().path(), "/signin");
+    assert_eq!(browser.title().await.unwrap(), "Sign in · Tessera");
+    set_value(browser, "key", "not the key").await;
+    browser
+        .find(Locator::Css("form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let refused = wait_for(
+        browser,
+        "const e = document.getElementById('signin-error'); return e ? e.textContent : null",
+        Duration::from_secs(10),
+        "the refusal",
+    )
+    .await;
+    assert!(
+        refused.as_str().unwrap().contains("not the key"),
+        "{refused}"
+    );
+    set_value(browser, "key", KEY).await;
+    browser
+        .find(Locator::Css("form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(
+        browser,
+        "return location.pathname === '/jobs' && document.title.startsWith('My jobs')",
+        Duration::from_secs(10),
+        "back on the page asked for",
+    )
+    .await;
+    let cookies = script(browser, "return document.cookie").await;
+    assert!(
+        !cookies.as_str().unwrap().contains("tessera_session"),
+        "the session cookie is HttpOnly: {cookies}"
+    );
+
+    // The home page's script submits a job with the cookie; the job page's stream follows it.
+    browser.goto(&url("/")).await.unwrap();
+    let image = fixture("engine/astronaut-48.png").canonicalize().unwrap();
+    let input = browser.find(Locator::Id("image")).await.unwrap();
+    input.send_keys(&image.display().to_string()).await.unwrap();
+    set_value(browser, "tile_size", "8").await;
+    set_value(browser, "cells", "12").await;
+    browser
+        .find(Locator::Css("#submit-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(
+        browser,
+        "return location.pathname.startsWith('/jobs/') && \
+           document.getElementById('elapsed').textContent.endsWith(' s')",
+        Duration::from_secs(20),
+        "the job page reading its job through the API",
+    )
+    .await;
+    screenshot(browser, "signed-in-job.png").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_with_the_api_key_in_chromium() {
+    let app = spawn_keyed_app().await;
+    let driver = start_driver();
+    let work = tempfile::tempdir().unwrap();
+    let browser = connect(&driver, work.path()).await;
+    let steps = tokio::spawn(sign_in_and_use(app.address.clone(), browser.clone())).await;
+    let _ = browser.close().await;
+    drop(driver);
+    if let Err(e) = steps {
+        match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("the browser steps did not finish: {e}"),
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,11 +18,11 @@ use uuid::Uuid;
 
 use crate::api::{astronaut, fixture, job_form, spawn_app};
 
-const KEY: &str = "correct horse battery staple";
+pub(crate) const KEY: &str = "correct horse battery staple";
 
 /// The web role alone (no workers) with an API key, and a client that does not follow redirects.
-struct KeyedApp {
-    address: String,
+pub(crate) struct KeyedApp {
+    pub(crate) address: String,
     client: reqwest::Client,
     server: tessera_web::ServerHandle,
     _dir: tempfile::TempDir,
@@ -50,7 +50,7 @@ impl KeyedApp {
     }
 }
 
-async fn spawn_keyed_app() -> KeyedApp {
+pub(crate) async fn spawn_keyed_app() -> KeyedApp {
     let dir = tempfile::tempdir().unwrap();
     let storage = EmbeddedStorage::open(dir.path()).unwrap();
     let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
