@@ -209,6 +209,41 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     )
     .await;
     assert!(transactions.as_u64().unwrap() >= 2, "transactions listed");
+    // The quality figures show once the job record has them.
+    let quality = script(
+        browser,
+        "const q = document.getElementById('quality'); \
+         return { hidden: q.hidden, mean: document.getElementById('q-de00-mean').textContent, \
+                  distinct: document.getElementById('q-distinct').textContent }",
+    )
+    .await;
+    let id = browser
+        .current_url()
+        .await
+        .unwrap()
+        .path()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let job: Value = reqwest::get(url(&format!("/api/v1/jobs/{id}")))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    if job["quality"].is_object() {
+        assert_eq!(quality["hidden"], false, "{quality}");
+        let mean = job["quality"]["de00_mean"].as_f64().unwrap();
+        assert_eq!(quality["mean"], format!("{mean:.2}"), "{quality}");
+        assert_eq!(
+            quality["distinct"],
+            job["quality"]["distinct"].to_string(),
+            "{quality}"
+        );
+    } else {
+        assert_eq!(quality["hidden"], true, "no figures, no section: {quality}");
+    }
     screenshot(browser, "job-done.png").await;
 
     // My jobs lists it (the cookie minted by the submission).
