@@ -349,6 +349,20 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     )
     .await;
     assert_eq!(sheets, 2);
+    screenshot(browser, "libraries-sheets.png").await;
+
+    // The system page names the processor that rendered the job's slices.
+    browser.goto(&url("/system")).await.unwrap();
+    let processors = script(
+        browser,
+        "const t = document.getElementById('processors'); return t ? t.innerText : null",
+    )
+    .await;
+    assert!(
+        processors.as_str().unwrap_or_default().contains("test"),
+        "{processors}"
+    );
+    screenshot(browser, "system.png").await;
 
     // The home page's strip of sample tiles follows the chosen library.
     browser.goto(&url("/")).await.unwrap();
@@ -372,7 +386,10 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         "the strip of the other library",
     )
     .await;
-    assert_eq!(shown, "384 Sample tiles of emoji", "a row of twelve emoji");
+    assert_eq!(
+        shown, "352 Sample tiles of emoji",
+        "41 emoji: four rows of eleven"
+    );
     screenshot(browser, "home-strip.png").await;
 }
 

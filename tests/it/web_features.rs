@@ -291,7 +291,8 @@ async fn a_library_sheet_is_made_once_and_served_from_its_blob() {
     let tiles = library["tiles"].as_u64().unwrap() as u32;
     let version = library["version"].as_u64().unwrap() as u32;
     let shown = tiles.min(96);
-    let (width, height) = (shown.min(12) * 32, shown.div_ceil(12) * 32);
+    let rows = shown.div_ceil(12);
+    let (width, height) = (shown.div_ceil(rows) * 32, rows * 32);
     let kept = BlobKey::LibrarySheet {
         library: "emoji".into(),
         version,

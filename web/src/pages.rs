@@ -287,15 +287,21 @@ struct SystemPage {
     total: u64,
     targets: Vec<(String, u64)>,
     seen: SystemView,
-    /// `(id, last seen, slices, slots)` of each processor, times formatted.
-    processors: Vec<(String, String, u32, u32)>,
+    /// `(id, last seen, slices, slots)` of each processor.
+    processors: Vec<(String, (String, String), u32, u32)>,
     /// `(listener, last seen)` of each process listening for slices.
-    listeners: Vec<(String, String)>,
+    listeners: Vec<(String, (String, String))>,
 }
 
-fn rfc3339(t: time::OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+/// A moment as `(machine-readable, readable)`: RFC 3339, and UTC to the second.
+fn moment(t: time::OffsetDateTime) -> (String, String) {
+    let readable =
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+    (
+        t.format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+        t.format(readable).unwrap_or_default(),
+    )
 }
 
 async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -325,12 +331,12 @@ async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let processors = seen
         .processors
         .iter()
-        .map(|p| (p.id.clone(), rfc3339(p.last_seen), p.slices, p.slots))
+        .map(|p| (p.id.clone(), moment(p.last_seen), p.slices, p.slots))
         .collect();
     let listeners = seen
         .slice_listeners
         .iter()
-        .map(|l| (l.listener.clone(), rfc3339(l.last_seen)))
+        .map(|l| (l.listener.clone(), moment(l.last_seen)))
         .collect();
     page(&SystemPage {
         queues,

@@ -130,11 +130,12 @@ pub fn spread(tiles: u32) -> Vec<u32> {
         .collect()
 }
 
-/// The size of a sheet of `tiles` tiles, in pixels.
+/// The size of a sheet of `tiles` tiles, in pixels: as few rows as [`SHEET_COLUMNS`] allow, then
+/// as few columns as those rows need (so at most one column is not full).
 pub fn sheet_size(tiles: u32) -> (u32, u32) {
-    let shown = tiles.min(SHEET_COLUMNS * SHEET_ROWS);
-    let cols = shown.clamp(1, SHEET_COLUMNS);
-    let rows = shown.div_ceil(cols).max(1);
+    let shown = tiles.clamp(1, SHEET_COLUMNS * SHEET_ROWS);
+    let rows = shown.div_ceil(SHEET_COLUMNS);
+    let cols = shown.div_ceil(rows);
     (cols * SHEET_TILE, rows * SHEET_TILE)
 }
 
@@ -195,7 +196,9 @@ mod tests {
         assert!(*many.last().unwrap() >= 980);
         assert!(many.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(sheet_size(5), (5 * 32, 32));
-        assert_eq!(sheet_size(41), (12 * 32, 4 * 32));
+        assert_eq!(sheet_size(41), (11 * 32, 4 * 32));
+        assert_eq!(sheet_size(12), (12 * 32, 32));
+        assert_eq!(sheet_size(13), (7 * 32, 2 * 32));
         assert_eq!(sheet_size(5000), (12 * 32, 8 * 32));
         assert_eq!(sheet_size(0), (32, 32));
     }
