@@ -47,7 +47,8 @@ fn fragment(tiles: &[Vec<u8>], side: u32, rows: std::ops::Range<u32>) -> Vec<u8>
     let mut row = vec![0u8; side as usize * 3];
     for y in rows {
         for cx in 0..side / CELL {
-            let mut h = u64::from(cx) * 0x9e37_79b9_7f4a_7c15 ^ u64::from(y / CELL) * 0xc2b2_ae3d;
+            let mut h = u64::from(cx).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                ^ u64::from(y / CELL).wrapping_mul(0xc2b2_ae3d);
             h ^= h >> 29;
             let tile = &tiles[(h % tiles.len() as u64) as usize];
             let at = ((y % CELL) * CELL * 3) as usize;

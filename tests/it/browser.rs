@@ -22,7 +22,7 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const JOB_DEADLINE: Duration = Duration::from_secs(120);
 
 /// A chromedriver process of this test, stopped when dropped.
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
     port: u16,
 }
@@ -34,7 +34,7 @@ impl Drop for Driver {
     }
 }
 
-fn start_driver() -> Driver {
+pub(crate) fn start_driver() -> Driver {
     for tool in [CHROMIUM, CHROMEDRIVER] {
         assert!(
             Path::new(tool).exists(),
@@ -56,7 +56,7 @@ fn start_driver() -> Driver {
     Driver { child, port }
 }
 
-async fn connect(driver: &Driver, profile: &Path) -> Client {
+pub(crate) async fn connect(driver: &Driver, profile: &Path) -> Client {
     let mut caps = serde_json::Map::new();
     caps.insert("browserName".into(), json!("chrome"));
     caps.insert(
@@ -105,12 +105,12 @@ async fn screenshot(browser: &Client, name: &str) {
     std::fs::write(artifacts().join(name), png).unwrap();
 }
 
-async fn script(browser: &Client, js: &str) -> Value {
+pub(crate) async fn script(browser: &Client, js: &str) -> Value {
     browser.execute(js, vec![]).await.unwrap()
 }
 
 /// Waits until `js` returns something truthy, failing with `what` after `deadline`.
-async fn wait_for(browser: &Client, js: &str, deadline: Duration, what: &str) -> Value {
+pub(crate) async fn wait_for(browser: &Client, js: &str, deadline: Duration, what: &str) -> Value {
     let started = std::time::Instant::now();
     loop {
         let v = script(browser, js).await;

@@ -2,6 +2,7 @@
 //! checked against the full result, and the seek index the stitcher writes beside it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::StatusCode;
@@ -16,6 +17,7 @@ use tessera_web::routes::tiles::{TILE, level_size, top_level};
 use uuid::Uuid;
 
 use crate::api::{TestApp, astronaut, spawn_app};
+use crate::browser::{connect, script, start_driver, wait_for};
 
 struct Image {
     width: u32,
@@ -374,6 +376,81 @@ async fn a_mosaic_over_eighty_megapixels_gets_a_preview_and_tiles() {
                 colour(x * TILE + tx, y * TILE + ty),
                 "pixel {tx}, {ty}"
             );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zooming_past_the_preview_loads_full_resolution_tiles_in_chromium() {
+    let app = spawn_app().await;
+    let (id, full) = finished_job(&app).await;
+    let driver = start_driver();
+    let work = tempfile::tempdir().unwrap();
+    let browser = connect(&driver, work.path()).await;
+    let base = app.address.clone();
+    let steps = tokio::spawn({
+        let browser = browser.clone();
+        async move {
+            browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
+            let width = wait_for(
+                &browser,
+                "const i = document.getElementById('mosaic'); \
+                 return i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0",
+                Duration::from_secs(30),
+                "the preview loading",
+            )
+            .await;
+            assert_eq!(width, 1024);
+            let tiles = "[...document.querySelectorAll('#viewer img:not(#mosaic)')]";
+            let none = script(&browser, &format!("return {tiles}.length")).await;
+            assert_eq!(none, 0, "no tiles while the preview is enough");
+            // Zoom in with the keyboard, as a user would, well past the preview's pixels.
+            script(
+                &browser,
+                "const v = document.getElementById('viewer'); v.focus(); \
+                 for (let i = 0; i < 14; i++) \
+                   v.dispatchEvent(new KeyboardEvent('keydown', {key: '+', bubbles: true})); \
+                 return true",
+            )
+            .await;
+            let loaded = wait_for(
+                &browser,
+                &format!(
+                    "const t = {tiles}; \
+                     return t.length > 0 && t.every(i => i.complete && i.naturalWidth > 0) \
+                       ? t.map(i => new URL(i.src).pathname) : null"
+                ),
+                Duration::from_secs(30),
+                "full-resolution tiles loading",
+            )
+            .await;
+            let paths: Vec<String> = serde_json::from_value(loaded).unwrap();
+            assert!(
+                paths.iter().all(|p| p.contains("/tiles/0/")),
+                "zoomed in 12x, the viewer shows level 0: {paths:?}"
+            );
+            // The tiles cover the viewer's middle, where the zoom centred.
+            let covered = script(
+                &browser,
+                &format!(
+                    "const v = document.getElementById('viewer').getBoundingClientRect(); \
+                     const cx = v.left + v.width / 2, cy = v.top + v.height / 2; \
+                     return {tiles}.some(i => {{ const r = i.getBoundingClientRect(); \
+                       return r.left <= cx && cx <= r.right && r.top <= cy && cy <= r.bottom; }})"
+                ),
+            )
+            .await;
+            assert_eq!(covered, true);
+        }
+    })
+    .await;
+    let _ = browser.close().await;
+    drop(driver);
+    assert!(full.width > 1024);
+    if let Err(e) = steps {
+        match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("the browser steps did not finish: {e}"),
         }
     }
 }
