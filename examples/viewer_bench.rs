@@ -52,8 +52,17 @@ fn fragment(tiles: &[Vec<u8>], side: u32, rows: std::ops::Range<u32>) -> Vec<u8>
             h ^= h >> 29;
             let tile = &tiles[(h % tiles.len() as u64) as usize];
             let at = ((y % CELL) * CELL * 3) as usize;
-            row[(cx * CELL * 3) as usize..((cx + 1) * CELL * 3) as usize]
-                .copy_from_slice(&tile[at..at + (CELL * 3) as usize]);
+            // Each cell's tile tinted by its own amount, as blending toward the target does,
+            // so the image compresses like a mosaic rather than like a repeated pattern.
+            let tint = [
+                (h >> 32) as u8 % 48,
+                (h >> 40) as u8 % 48,
+                (h >> 48) as u8 % 48,
+            ];
+            let cell = &mut row[(cx * CELL * 3) as usize..((cx + 1) * CELL * 3) as usize];
+            for (i, (out, v)) in cell.iter_mut().zip(&tile[at..]).enumerate() {
+                *out = v.saturating_add(tint[i % 3]);
+            }
         }
         encoder.write_rows(&row).unwrap();
     }
