@@ -94,23 +94,34 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # The reference: one process, the library read from an index (imported beforehand, as below).
 "$TESSERA" library index "$LIBRARY" -o "$OUT/emoji.idx" -q
-/usr/bin/time -v -o "$OUT/render.time" "$TESSERA" render "$TARGET" -l "$OUT/emoji.idx" \
-    -o "$OUT/render.png" --cells "$CELLS" --tile-size "$TILE" -q > "$OUT/render.log" 2>&1
-RENDER=$(awk -F': ' '/Elapsed \(wall clock\)/ {
-    n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.2f", s }' "$OUT/render.time")
-RENDER_RSS=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$OUT/render.time")
-echo "| \`tessera render\` | $RENDER | 1.00 | $RENDER_RSS | none |" >> "$TABLE"
-ratio() { awk "BEGIN {printf \"%.2f\", $1 / $RENDER}"; }
+# render CELLS: sets RENDER (seconds) and RENDER_RSS (MB).
+render() {
+    /usr/bin/time -v -o "$OUT/render-$1.time" "$TESSERA" render "$TARGET" -l "$OUT/emoji.idx" \
+        -o "$OUT/render-$1.png" --cells "$1" --tile-size "$TILE" -q > "$OUT/render-$1.log" 2>&1
+    RENDER=$(awk -F': ' '/Elapsed \(wall clock\)/ {
+        n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.2f", s }' "$OUT/render-$1.time")
+    RENDER_RSS=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$OUT/render-$1.time")
+}
+ratio() { awk "BEGIN {printf \"%.2f\", $1 / $2}"; }
 
-# Every role in one process on the embedded backend.
+# Every role in one process on the embedded backend: job (b), then the same at twice the cells
+# across (four times the pixels), each after a render of the same job; the serve process's peak
+# is read after each job, so memory bounded by a band shows as a flat peak.
 rm -rf "$OUT/serve-data"
 "$TESSERA" --data "$OUT/serve-data" library import "$LIBRARY" --name emoji > "$OUT/serve-import.log"
 "$TESSERA" --data "$OUT/serve-data" serve --port "$PORT" > "$OUT/serve.log" 2>&1 &
 SERVE=$!
 PIDS+=("$SERVE")
 wait_http "$PORT"
-submit "$PORT" serve
-echo "| \`tessera serve\` (embedded, $SLICES slices) | $SECONDS_TAKEN | $(ratio "$SECONDS_TAKEN") | serve $(peak_mb "$SERVE") | $TRANSACTIONS |" >> "$TABLE"
+for cells in "$CELLS" $((CELLS * 2)); do
+    render "$cells"
+    px="$((cells * TILE))x$((cells * TILE))"
+    echo "| \`tessera render\`, $px | $RENDER | 1.00 | $RENDER_RSS | none |" >> "$TABLE"
+    CELLS=$cells submit "$PORT" "serve-$cells"
+    echo "| \`tessera serve\` (embedded, $SLICES slices), $px | $SECONDS_TAKEN | $(ratio "$SECONDS_TAKEN" "$RENDER") | serve $(peak_mb "$SERVE") | $TRANSACTIONS |" >> "$TABLE"
+    if [ "$cells" = "$CELLS" ]; then BASE_RENDER=$RENDER; fi
+done
+RENDER=$BASE_RENDER
 kill "$SERVE"
 wait "$SERVE" 2>/dev/null || true
 PIDS=()
@@ -139,7 +150,7 @@ if [ -z "${SKIP_AZURITE:-}" ]; then
         submit "$PORT" "azurite-$n"
         MEM="web $(peak_mb "$WEB"), controller $(peak_mb "$CONTROLLER")"
         for pid in "${PROCESSORS[@]}"; do MEM="$MEM, processor $(peak_mb "$pid")"; done
-        echo "| Azurite, $n processor process(es), $SLICES slices | $SECONDS_TAKEN | $(ratio "$SECONDS_TAKEN") | $MEM | $TRANSACTIONS |" >> "$TABLE"
+        echo "| Azurite, $n processor process(es), $SLICES slices | $SECONDS_TAKEN | $(ratio "$SECONDS_TAKEN" "$RENDER") | $MEM | $TRANSACTIONS |" >> "$TABLE"
         for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
         wait 2>/dev/null || true
         PIDS=()

@@ -25,7 +25,8 @@ pub use fragment::{
 pub use library::{ImportOptions, ImportReport, Library, decode_target};
 pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file, plan_quality};
 pub use output::{
-    BandSink, JpegSink, OutputFormat, PngSink, TeeSink, ThreadedSink, VecSink, file_sink,
+    BandSink, JpegSink, OutputFormat, ParallelPngSink, PngSink, TeeSink, ThreadedSink, VecSink,
+    file_sink,
 };
 pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
 pub use render::{TileCache, render_band, render_band_into, render_to_sink};

@@ -2,12 +2,14 @@
 //! come (PNG, JPEG), so peak memory does not grow with the output height. The pipeline's stitcher
 //! feeds bands of slices into the same sinks.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
 use crate::Error;
+use crate::fragment::{FragmentPngWriter, encode_png_fragment};
 
 /// Receives an image as consecutive runs of whole RGB8 rows, top to bottom.
 pub trait BandSink {
@@ -21,6 +23,20 @@ pub trait BandSink {
 
     /// Completes the image; an error if fewer rows came than the image has.
     fn finish(&mut self) -> Result<(), Error>;
+}
+
+impl<S: BandSink + ?Sized> BandSink for Box<S> {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        (**self).write_rows(rows)
+    }
+
+    fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
+        (**self).write_owned(rows)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        (**self).finish()
+    }
 }
 
 /// Output encodings.
@@ -371,22 +387,107 @@ impl BandSink for TeeSink<'_> {
     }
 }
 
-/// Creates `path` and an encoder for it, running on its own thread.
+/// PNG with every band compressed on its own, in parallel on rayon's threads, as a fragment
+/// (the format and compression the image processors use), and the fragments written in order.
+/// At most a few bands are in flight, so memory stays bounded by bands.
+pub struct ParallelPngSink<W: Write> {
+    writer: Option<FragmentPngWriter<W>>,
+    width: u32,
+    count: RowCount,
+    done_tx: Sender<(u64, Result<Vec<u8>, Error>)>,
+    done_rx: Receiver<(u64, Result<Vec<u8>, Error>)>,
+    /// Bands handed out and fragments written so far.
+    sent: u64,
+    written: u64,
+    /// Fragments compressed ahead of their turn.
+    ready: BTreeMap<u64, Vec<u8>>,
+    max_in_flight: u64,
+}
+
+impl<W: Write> ParallelPngSink<W> {
+    pub fn new(w: W, width: u32, height: u32) -> Result<Self, Error> {
+        let (done_tx, done_rx) = channel();
+        Ok(Self {
+            writer: Some(FragmentPngWriter::new(w, width, height)?),
+            width,
+            count: RowCount {
+                row_bytes: width as usize * 3,
+                left: height as u64,
+            },
+            done_tx,
+            done_rx,
+            sent: 0,
+            written: 0,
+            ready: BTreeMap::new(),
+            max_in_flight: rayon::current_num_threads() as u64 + 1,
+        })
+    }
+
+    /// Waits for one compressed band, then writes whatever is next in order.
+    fn collect_one(&mut self) -> Result<(), Error> {
+        let (seq, fragment) = self
+            .done_rx
+            .recv()
+            .map_err(|_| Error::Encode("a compression task was lost".into()))?;
+        self.ready.insert(seq, fragment?);
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| Error::Encode("already finished".into()))?;
+        while let Some(fragment) = self.ready.remove(&self.written) {
+            writer.write_fragment(&fragment)?;
+            self.written += 1;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> BandSink for ParallelPngSink<W> {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        self.write_owned(rows.to_vec())
+    }
+
+    fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
+        self.count.take(rows.len())?;
+        while self.sent - self.written >= self.max_in_flight {
+            self.collect_one()?;
+        }
+        let (seq, width, done) = (self.sent, self.width, self.done_tx.clone());
+        rayon::spawn(move || {
+            // The receiver is gone only if the sink failed already.
+            let _ = done.send((seq, encode_png_fragment(&rows, width)));
+        });
+        self.sent += 1;
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        while self.written < self.sent {
+            self.collect_one()?;
+        }
+        self.count.done()?;
+        let writer = self
+            .writer
+            .take()
+            .ok_or_else(|| Error::Encode("already finished".into()))?;
+        writer.finish()?.flush().map_err(enc_err)
+    }
+}
+
+/// Creates `path` and an encoder for it: PNG bands compressed in parallel, or JPEG on its own
+/// thread.
 pub fn file_sink(
     path: &Path,
     width: u32,
     height: u32,
     format: OutputFormat,
-) -> Result<ThreadedSink, Error> {
+) -> Result<Box<dyn BandSink + Send>, Error> {
     let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    // The PNG stream writer already writes in large chunks, straight to the file (so no write
-    // error hides in a buffer's drop); the JPEG encoder writes small pieces and flushes at the end.
-    let inner: Box<dyn BandSink + Send> = match format {
-        OutputFormat::Png => Box::new(PngSink::new(file, width, height)?),
-        OutputFormat::Jpeg { quality } => {
-            let w = std::io::BufWriter::with_capacity(1 << 20, file);
-            Box::new(JpegSink::new(w, width, height, quality)?)
-        }
-    };
-    ThreadedSink::new(inner)
+    let w = std::io::BufWriter::with_capacity(1 << 20, file);
+    Ok(match format {
+        OutputFormat::Png => Box::new(ParallelPngSink::new(w, width, height)?),
+        OutputFormat::Jpeg { quality } => Box::new(ThreadedSink::new(Box::new(JpegSink::new(
+            w, width, height, quality,
+        )?))?),
+    })
 }

@@ -338,6 +338,22 @@ fn streaming_png_and_jpeg_match_the_render() {
         .to_rgb8();
     assert_eq!(decoded.as_raw(), &whole);
 
+    // Bands compressed in parallel as fragments, one row of cells each: the same pixels.
+    let parallel = W::default();
+    let mut sink =
+        ParallelPngSink::new(parallel.clone(), plan.width(), plan.total_height()).unwrap();
+    render_to_sink(&plan, &cache, &mut sink, 1, &|_, _| {}).unwrap();
+    sink.finish().unwrap();
+    let decoded = image::load_from_memory(&parallel.0.lock().unwrap())
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(decoded.as_raw(), &whole);
+    let mut short = ParallelPngSink::new(Vec::new(), plan.width(), plan.total_height()).unwrap();
+    short
+        .write_owned(whole[..whole.len() / 2].to_vec())
+        .unwrap();
+    assert!(short.finish().is_err());
+
     let shared = W::default();
     let mut sink = JpegSink::new(shared.clone(), plan.width(), plan.total_height(), 90).unwrap();
     render_to_sink(&plan, &cache, &mut sink, 3, &|_, _| {}).unwrap();
