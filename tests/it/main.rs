@@ -1,6 +1,7 @@
 //! Tessera's integration tests, in one binary so they link once.
 
 mod api;
+mod bad_input;
 mod browser;
 mod conformance;
 mod crash;

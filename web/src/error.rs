@@ -2,8 +2,9 @@
 //! clients get `{"error":{"code":"…","message":"…"}}`. Internal failures are 500 with a safe
 //! message, their cause logged here and never sent.
 
+use actix_web::error::JsonPayloadError;
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, ResponseError};
+use actix_web::{HttpResponse, ResponseError, web};
 use serde::Serialize;
 
 use tessera_shared::jobs::JobError;
@@ -148,11 +149,64 @@ impl From<LibraryError> for ApiError {
 
 impl From<actix_multipart::MultipartError> for ApiError {
     fn from(e: actix_multipart::MultipartError) -> Self {
-        ApiError::bad_request(
-            "bad_multipart",
-            format!("the multipart body is unreadable: {e}"),
-        )
+        use actix_multipart::MultipartError as M;
+        match e {
+            M::ContentTypeMissing | M::ContentTypeParse | M::ContentTypeIncompatible => {
+                ApiError::unsupported_media(
+                    "unsupported_media_type",
+                    "send the request as multipart/form-data",
+                )
+            }
+            e => ApiError::bad_request(
+                "bad_multipart",
+                format!("the multipart body is unreadable: {e}"),
+            ),
+        }
     }
+}
+
+/// A body that is not JSON, or not the JSON a route expects.
+fn json_error(e: JsonPayloadError) -> ApiError {
+    match e {
+        JsonPayloadError::ContentType => ApiError::unsupported_media(
+            "unsupported_media_type",
+            "send the request body as application/json",
+        ),
+        JsonPayloadError::Overflow { limit }
+        | JsonPayloadError::OverflowKnownLength { limit, .. } => ApiError::too_large(
+            "body_too_large",
+            format!("the JSON body is over the limit of {limit} bytes"),
+        ),
+        JsonPayloadError::Deserialize(e) if e.is_data() => ApiError::bad_request(
+            "invalid_parameter",
+            format!("the JSON body does not have the expected fields: {e}"),
+        ),
+        JsonPayloadError::Deserialize(e) => ApiError::bad_request(
+            "malformed_json",
+            format!("the request body is not valid JSON: {e}"),
+        ),
+        e => ApiError::bad_request(
+            "malformed_json",
+            format!("the JSON body could not be read: {e}"),
+        ),
+    }
+}
+
+/// Makes the extractors' own refusals (a JSON body, a query string, a path segment that does
+/// not parse) answer in the API's error shape instead of actix's plain text. Registered app-wide,
+/// so every route that takes `web::Json`, `web::Query` or a typed `web::Path` gets them.
+pub fn configure_extractors(cfg: &mut web::ServiceConfig) {
+    cfg.app_data(web::JsonConfig::default().error_handler(|e, _| json_error(e).into()))
+        .app_data(web::QueryConfig::default().error_handler(|e, _| {
+            ApiError::bad_request(
+                "invalid_parameter",
+                format!("the query string is invalid: {e}"),
+            )
+            .into()
+        }))
+        .app_data(web::PathConfig::default().error_handler(|e, _| {
+            ApiError::not_found("not_found", format!("no such resource: {e}")).into()
+        }));
 }
 
 /// A JSON 404 for paths no route matches.

@@ -1,7 +1,9 @@
 //! Reading multipart fields with hard limits: a field is streamed and cut off at its limit, so no
 //! request can make the server buffer more than the limit allows.
 
-use actix_multipart::Field;
+use actix_multipart::{Field, Multipart};
+use actix_web::HttpRequest;
+use actix_web::http::header;
 use bytes::BytesMut;
 use futures_util::StreamExt;
 
@@ -9,6 +11,29 @@ use crate::error::{ApiError, ApiResult};
 
 /// Largest plain text field (a number, a name).
 pub const MAX_TEXT_FIELD: usize = 1024;
+
+/// Refuses, before any of the body is read, a request whose body is not `multipart/form-data`
+/// (`what` names the upload in the message: "a job", "a library").
+pub fn require_multipart(req: &HttpRequest, what: &str) -> ApiResult<()> {
+    let given = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_string())
+        .unwrap_or_default();
+    let essence = given.split(';').next().unwrap_or_default().trim();
+    if essence.eq_ignore_ascii_case("multipart/form-data") {
+        return Ok(());
+    }
+    let sent = if essence.is_empty() {
+        "a body without a Content-Type".to_string()
+    } else {
+        format!("{:?}", essence.chars().take(100).collect::<String>())
+    };
+    Err(ApiError::unsupported_media(
+        "unsupported_media_type",
+        format!("{what} must be sent as multipart/form-data (a form with files), not {sent}"),
+    ))
+}
 
 /// The field's name (`""` when it has none).
 pub fn field_name(field: &Field) -> String {
@@ -53,4 +78,33 @@ pub async fn read_text(field: &mut Field, name: &str) -> ApiResult<String> {
         ApiError::bad_request("invalid_parameter", format!("{name} is not UTF-8 text"))
     })?;
     Ok(text.trim().to_string())
+}
+
+/// How much of a refused request is read after the refusal, beyond the upload limit.
+pub const DRAIN_SLACK: u64 = 1 << 20;
+
+/// After a refusal mid-request: reads and discards what is left, the refused `field` first, but
+/// at most `budget` bytes, then stops. A client still sending a body it was refused for usually
+/// only sees the answer once the server has read its body; past the budget the server answers
+/// anyway and the connection closes, so an endless upload is cut off instead of read through.
+///
+/// The refused field is drained through the field itself: asking the multipart stream for the
+/// next field would skip the rest of this one without counting it.
+pub async fn drain(payload: &mut Multipart, field: Field, budget: u64) {
+    let mut left = budget;
+    let mut next = Some(field);
+    while let Some(mut field) = next.take() {
+        while let Some(Ok(chunk)) = field.next().await {
+            left = left.saturating_sub(chunk.len() as u64);
+            if left == 0 {
+                return;
+            }
+        }
+        // A field must be gone before the next is asked for, or the next never yields.
+        drop(field);
+        next = match payload.next().await {
+            Some(Ok(field)) => Some(field),
+            _ => None,
+        };
+    }
 }

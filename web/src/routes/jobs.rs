@@ -5,7 +5,7 @@
 //! the job record (queued) and the `ImageRequest` are written, in that order, so a message never
 //! names a job or an input that does not exist.
 
-use actix_multipart::Multipart;
+use actix_multipart::{Field, Multipart};
 use actix_web::cookie::{Cookie, SameSite};
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -25,7 +25,9 @@ use tessera_shared::storage::PutMode;
 use crate::error::{ApiError, ApiResult};
 use crate::inspect::inspect_target;
 use crate::state::AppState;
-use crate::upload::{field_name, file_name, read_limited, read_text};
+use crate::upload::{
+    DRAIN_SLACK, drain, field_name, file_name, read_limited, read_text, require_multipart,
+};
 use crate::view::{JobView, job_path};
 
 /// The cookie that names a browser's client id.
@@ -75,17 +77,9 @@ pub async fn submit(
     mut payload: Multipart,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
+    require_multipart(&req, "a job")?;
     let (client, minted) = client_id(&req)?;
-    let form = match read_form(&mut payload, &state).await {
-        Ok(form) => form,
-        Err(e) => {
-            // A broken multipart stream has ended and must not be polled again.
-            if e.code != "bad_multipart" {
-                drain(&mut payload, state.settings.max_upload_bytes).await;
-            }
-            return Err(e);
-        }
-    };
+    let form = read_form(&mut payload, &state).await?;
     let job = Uuid::new_v4();
     let span = tracing::info_span!("submit", %job, %client);
     let record = tracing::Instrument::instrument(
@@ -107,62 +101,60 @@ pub async fn submit(
     Ok(response.json(JobView::from(&record)))
 }
 
+/// Reads every field; on a refusal, drains a bounded amount of what is left (see [`drain`]).
 async fn read_form(payload: &mut Multipart, state: &AppState) -> ApiResult<Form> {
     let mut form = Form::default();
     let limit = state.settings.max_upload_bytes;
     while let Some(field) = payload.next().await {
         let mut field = field?;
-        let name = field_name(&field);
-        let slot = match name.as_str() {
-            "image" => {
-                if form.image.is_some() {
-                    return Err(duplicate(&name));
-                }
-                let input_name = file_name(&field).unwrap_or_default();
-                let bytes = read_limited(&mut field, limit, || {
-                    ApiError::too_large(
-                        "upload_too_large",
-                        format!("the image is over the upload limit of {limit} bytes"),
-                    )
-                })
-                .await?;
-                form.image = Some((bytes.freeze(), input_name));
-                continue;
+        if let Err(e) = read_field(&mut form, &mut field, limit).await {
+            // A broken multipart stream has ended and must not be polled again.
+            if e.code != "bad_multipart" {
+                drain(payload, field, limit.saturating_add(DRAIN_SLACK)).await;
             }
-            "library" => &mut form.library,
-            "tile_size" => &mut form.tile_size,
-            "cells" => &mut form.cells,
-            "per_pixel" => &mut form.per_pixel,
-            "slices" => &mut form.slices,
-            "repeat_radius" => &mut form.repeat_radius,
-            "blend" => &mut form.blend,
-            _ => {
-                return Err(ApiError::bad_request(
-                    "unknown_field",
-                    format!("unknown field {name:?}"),
-                ));
-            }
-        };
-        if slot.is_some() {
-            return Err(duplicate(&name));
+            return Err(e);
         }
-        *slot = Some(read_text(&mut field, &name).await?);
     }
     Ok(form)
 }
 
-/// Reads what is left of a refused upload (without keeping it, and only so far) so the client
-/// receives the error instead of a reset connection.
-async fn drain(payload: &mut Multipart, limit: u64) {
-    let mut budget = limit.saturating_add(1 << 20);
-    while let Some(Ok(mut field)) = payload.next().await {
-        while let Some(Ok(chunk)) = field.next().await {
-            budget = budget.saturating_sub(chunk.len() as u64);
-            if budget == 0 {
-                return;
+async fn read_field(form: &mut Form, field: &mut Field, limit: u64) -> ApiResult<()> {
+    let name = field_name(field);
+    let slot = match name.as_str() {
+        "image" => {
+            if form.image.is_some() {
+                return Err(duplicate(&name));
             }
+            let input_name = file_name(field).unwrap_or_default();
+            let bytes = read_limited(field, limit, || {
+                ApiError::too_large(
+                    "upload_too_large",
+                    format!("the image is over the upload limit of {limit} bytes"),
+                )
+            })
+            .await?;
+            form.image = Some((bytes.freeze(), input_name));
+            return Ok(());
         }
+        "library" => &mut form.library,
+        "tile_size" => &mut form.tile_size,
+        "cells" => &mut form.cells,
+        "per_pixel" => &mut form.per_pixel,
+        "slices" => &mut form.slices,
+        "repeat_radius" => &mut form.repeat_radius,
+        "blend" => &mut form.blend,
+        _ => {
+            return Err(ApiError::bad_request(
+                "unknown_field",
+                format!("unknown field {name:?}"),
+            ));
+        }
+    };
+    if slot.is_some() {
+        return Err(duplicate(&name));
     }
+    *slot = Some(read_text(field, &name).await?);
+    Ok(())
 }
 
 fn duplicate(name: &str) -> ApiError {
@@ -253,7 +245,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         ));
     }
     let library = match state.platform.libraries().get(&library_id).await {
-        Ok(record) => record.reference(),
+        Ok(record) => record,
         Err(LibraryError::NotFound(_)) => {
             return Err(ApiError::unprocessable(
                 "unknown_library",
@@ -292,6 +284,21 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         }
         e => ApiError::bad_request("invalid_parameter", e.to_string()),
     })?;
+    // The engine's own rule: each cell's tile differs from every tile already placed within the
+    // radius. Caught here, a job that could never render is refused instead of failing later.
+    let needed = tessera_engine::plan::tiles_needed(sizing.cols, sizing.rows, repeat_radius);
+    if (library.tiles as usize) < needed {
+        return Err(ApiError::unprocessable(
+            "library_too_small",
+            format!(
+                "the library {:?} has {} tiles, but a repetition radius of {repeat_radius} on a \
+                 {} x {} grid needs at least {needed} different tiles: lower the repetition \
+                 radius, use fewer cells or choose a larger library",
+                library.id, library.tiles, sizing.cols, sizing.rows
+            ),
+        ));
+    }
+    let library = library.reference();
 
     let input_blob = BlobKey::ImageInput { job }.path();
     let platform = &state.platform;

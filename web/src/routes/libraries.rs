@@ -9,9 +9,9 @@
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
-use actix_multipart::Multipart;
+use actix_multipart::{Field, Multipart};
 use actix_web::http::header;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
@@ -20,8 +20,9 @@ use tessera_shared::libraries::{LibraryError, LibraryRecord, SkippedFile, valida
 use tessera_shared::storage::StorageError;
 
 use crate::error::{ApiError, ApiResult};
+use crate::settings::WebSettings;
 use crate::state::AppState;
-use crate::upload::{field_name, file_name, read_text};
+use crate::upload::{DRAIN_SLACK, drain, field_name, file_name, read_text, require_multipart};
 
 const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "webp", "gif", "jfif"];
 const MAX_NAME_CHARS: usize = 100;
@@ -76,7 +77,12 @@ struct Upload {
     bytes: u64,
 }
 
-pub async fn create(mut payload: Multipart, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+pub async fn create(
+    req: HttpRequest,
+    mut payload: Multipart,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    require_multipart(&req, "a library")?;
     let settings = &state.settings;
     let dir = tempfile::tempdir().map_err(ApiError::internal)?;
     let files = dir.path().join("files");
@@ -89,14 +95,7 @@ pub async fn create(mut payload: Multipart, state: web::Data<AppState>) -> ApiRe
         _dir: dir,
     };
     let mut name = None;
-    let read = read_parts(&mut payload, &state, &mut upload, &mut name).await;
-    if let Err(e) = read {
-        // A broken multipart stream has ended and must not be polled again.
-        if e.code != "bad_multipart" {
-            drain(&mut payload, settings.max_library_upload_bytes).await;
-        }
-        return Err(e);
-    }
+    read_parts(&mut payload, &state, &mut upload, &mut name).await?;
     let name = name
         .filter(|n| !n.is_empty())
         .ok_or_else(|| ApiError::bad_request("missing_parameter", "name is required"))?;
@@ -199,6 +198,7 @@ fn import_error(e: anyhow::Error) -> ApiError {
     )
 }
 
+/// Reads every part; on a refusal, drains a bounded amount of what is left (see [`drain`]).
 async fn read_parts(
     payload: &mut Multipart,
     state: &AppState,
@@ -208,104 +208,111 @@ async fn read_parts(
     let settings = &state.settings;
     while let Some(field) = payload.next().await {
         let mut field = field?;
-        let field_name = field_name(&field);
-        if field_name == "name" {
-            if name.is_some() {
-                return Err(ApiError::bad_request(
-                    "duplicate_field",
-                    "field \"name\" is given twice",
-                ));
+        if let Err(e) = read_part(settings, upload, name, &mut field).await {
+            // A broken multipart stream has ended and must not be polled again.
+            if e.code != "bad_multipart" {
+                let budget = settings
+                    .max_library_upload_bytes
+                    .saturating_add(DRAIN_SLACK);
+                drain(payload, field, budget).await;
             }
-            *name = Some(read_text(&mut field, "name").await?);
-            continue;
-        }
-        let Some(original) = file_name(&field) else {
-            return Err(ApiError::bad_request(
-                "unknown_field",
-                format!("unknown field {field_name:?}: send `name` and files"),
-            ));
-        };
-        upload.count += 1;
-        if upload.count > settings.max_library_files {
-            return Err(ApiError::too_large(
-                "too_many_files",
-                format!("at most {} files per library", settings.max_library_files),
-            ));
-        }
-        // The client's name is only a hint: keep its last component, made safe, unique by index.
-        let base = Path::new(&original.replace('\\', "/"))
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let safe: String = base
-            .chars()
-            .map(|c| {
-                if c.is_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let safe = safe.trim_start_matches('.').to_string();
-        let is_zip = safe.to_ascii_lowercase().ends_with(".zip");
-        let path = if is_zip {
-            upload
-                .files
-                .with_file_name(format!("upload-{}.zip", upload.count))
-        } else if safe.is_empty() || upload.files.join(&safe).exists() {
-            upload.files.join(format!("{:05}-{safe}", upload.count))
-        } else {
-            upload.files.join(&safe)
-        };
-        let mut file = tokio::fs::File::create(&path)
-            .await
-            .map_err(ApiError::internal)?;
-        let limit = settings.max_library_upload_bytes;
-        let mut head: Vec<u8> = Vec::new();
-        while let Some(chunk) = field.next().await {
-            let chunk = chunk?;
-            upload.bytes += chunk.len() as u64;
-            if upload.bytes > limit {
-                return Err(ApiError::too_large(
-                    "upload_too_large",
-                    format!("the library upload is over the limit of {limit} bytes"),
-                ));
-            }
-            if head.len() < 4 {
-                head.extend(chunk.iter().take(4 - head.len()));
-            }
-            file.write_all(&chunk).await.map_err(ApiError::internal)?;
-        }
-        file.flush().await.map_err(ApiError::internal)?;
-        if is_zip || head.as_slice() == b"PK\x03\x04" {
-            let zip_path = if is_zip {
-                path
-            } else {
-                let moved = upload
-                    .files
-                    .with_file_name(format!("upload-{}.zip", upload.count));
-                tokio::fs::rename(&path, &moved)
-                    .await
-                    .map_err(ApiError::internal)?;
-                moved
-            };
-            upload.archives.push(zip_path);
+            return Err(e);
         }
     }
     Ok(())
 }
 
-async fn drain(payload: &mut Multipart, limit: u64) {
-    let mut budget = limit.saturating_add(1 << 20);
-    while let Some(Ok(mut field)) = payload.next().await {
-        while let Some(Ok(chunk)) = field.next().await {
-            budget = budget.saturating_sub(chunk.len() as u64);
-            if budget == 0 {
-                return;
-            }
+async fn read_part(
+    settings: &WebSettings,
+    upload: &mut Upload,
+    name: &mut Option<String>,
+    field: &mut Field,
+) -> ApiResult<()> {
+    let field_name = field_name(field);
+    if field_name == "name" {
+        if name.is_some() {
+            return Err(ApiError::bad_request(
+                "duplicate_field",
+                "field \"name\" is given twice",
+            ));
         }
+        *name = Some(read_text(field, "name").await?);
+        return Ok(());
     }
+    let Some(original) = file_name(field) else {
+        return Err(ApiError::bad_request(
+            "unknown_field",
+            format!("unknown field {field_name:?}: send `name` and files"),
+        ));
+    };
+    upload.count += 1;
+    if upload.count > settings.max_library_files {
+        return Err(ApiError::too_large(
+            "too_many_files",
+            format!("at most {} files per library", settings.max_library_files),
+        ));
+    }
+    // The client's name is only a hint: keep its last component, made safe, unique by index.
+    let base = Path::new(&original.replace('\\', "/"))
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let safe: String = base
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let safe = safe.trim_start_matches('.').to_string();
+    let is_zip = safe.to_ascii_lowercase().ends_with(".zip");
+    let path = if is_zip {
+        upload
+            .files
+            .with_file_name(format!("upload-{}.zip", upload.count))
+    } else if safe.is_empty() || upload.files.join(&safe).exists() {
+        upload.files.join(format!("{:05}-{safe}", upload.count))
+    } else {
+        upload.files.join(&safe)
+    };
+    let mut file = tokio::fs::File::create(&path)
+        .await
+        .map_err(ApiError::internal)?;
+    let limit = settings.max_library_upload_bytes;
+    let mut head: Vec<u8> = Vec::new();
+    while let Some(chunk) = field.next().await {
+        let chunk = chunk?;
+        upload.bytes += chunk.len() as u64;
+        if upload.bytes > limit {
+            return Err(ApiError::too_large(
+                "upload_too_large",
+                format!("the library upload is over the limit of {limit} bytes"),
+            ));
+        }
+        if head.len() < 4 {
+            head.extend(chunk.iter().take(4 - head.len()));
+        }
+        file.write_all(&chunk).await.map_err(ApiError::internal)?;
+    }
+    file.flush().await.map_err(ApiError::internal)?;
+    if is_zip || head.as_slice() == b"PK\x03\x04" {
+        let zip_path = if is_zip {
+            path
+        } else {
+            let moved = upload
+                .files
+                .with_file_name(format!("upload-{}.zip", upload.count));
+            tokio::fs::rename(&path, &moved)
+                .await
+                .map_err(ApiError::internal)?;
+            moved
+        };
+        upload.archives.push(zip_path);
+    }
+    Ok(())
 }
 
 /// Extracts `archive` into `into` under the limits; refuses unsafe names.

@@ -15,6 +15,7 @@ use crate::error::no_route;
 
 /// Registers every route on an app.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.configure(crate::error::configure_extractors);
     cfg.configure(crate::pages::configure);
     cfg.configure(crate::auth::configure);
     cfg.route("/healthz", web::get().to(ops::healthz))
