@@ -101,6 +101,10 @@
   form.addEventListener("input", update);
   form.addEventListener("change", update);
 
+  function megabytes(n) {
+    return (n / 1048576).toFixed(1) + " MB";
+  }
+
   function fail(message) {
     error.textContent = message;
     error.hidden = false;
@@ -113,6 +117,12 @@
     if (!input.files.length) {
       fail("Choose an image first.");
       input.focus();
+      return;
+    }
+    const limit = Number(form.dataset.maxUpload);
+    if (limit > 0 && input.files[0].size > limit) {
+      fail("The image is " + megabytes(input.files[0].size) + ", over the upload limit of " +
+        megabytes(limit) + ".");
       return;
     }
     const data = new FormData();

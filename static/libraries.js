@@ -19,6 +19,15 @@
     error.hidden = true;
     report.hidden = true;
     const files = document.getElementById("files").files;
+    const limit = Number(form.dataset.maxUpload);
+    let total = 0;
+    for (const f of files) total += f.size;
+    if (limit > 0 && total > limit) {
+      error.textContent = "The files come to " + (total / 1048576).toFixed(1) +
+        " MB, over the upload limit of " + (limit / 1048576).toFixed(1) + " MB.";
+      error.hidden = false;
+      return;
+    }
     const data = new FormData();
     data.append("name", document.getElementById("name").value);
     for (const f of files) data.append("files", f, f.name);

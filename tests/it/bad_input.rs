@@ -691,3 +691,27 @@ async fn a_library_without_a_name_is_400_missing_parameter() {
     )
     .await;
 }
+
+// ---- the pages ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upload_forms_carry_their_limits_so_the_page_refuses_a_file_too_large() {
+    // A browser sending a file far over the limit may see the connection close before the 413
+    // arrives: the pages' scripts compare the file's size with the form's limit first.
+    let app = app().await;
+    let settings = settings();
+    for (path, limit) in [
+        ("/", settings.max_upload_bytes),
+        ("/libraries", settings.max_library_upload_bytes),
+    ] {
+        let html = app.get(path).await.text().await.unwrap();
+        assert!(
+            html.contains(&format!("data-max-upload=\"{limit}\"")),
+            "{path} does not carry its upload limit"
+        );
+    }
+    let home = app.get("/static/home.js").await.text().await.unwrap();
+    assert!(home.contains("over the upload limit"), "{home}");
+    let libraries = app.get("/static/libraries.js").await.text().await.unwrap();
+    assert!(libraries.contains("over the upload limit"), "{libraries}");
+}

@@ -94,6 +94,8 @@ struct Home {
     slices_max: u32,
     slices_default: u32,
     max_radius: u32,
+    /// The upload limit, so the page can refuse a file that is too large before sending it.
+    max_upload_bytes: u64,
 }
 
 async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -123,6 +125,7 @@ async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             .default_slices
             .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
         max_radius: s.max_repeat_radius,
+        max_upload_bytes: s.max_upload_bytes,
     })
 }
 
@@ -258,6 +261,8 @@ struct LibrariesPage {
     libraries: Vec<LibraryRecord>,
     /// Per library (same order): its contact sheet's URL and size.
     sheets: Vec<(String, u32, u32)>,
+    /// The limit of one upload (all files together), checked by the page before sending.
+    max_upload_bytes: u64,
 }
 
 async fn libraries(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -270,7 +275,11 @@ async fn libraries(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             (sheet_url(&l.id, l.version), w, h)
         })
         .collect();
-    page(&LibrariesPage { libraries, sheets })
+    page(&LibrariesPage {
+        libraries,
+        sheets,
+        max_upload_bytes: state.settings.max_library_upload_bytes,
+    })
 }
 
 struct QueueRow {
