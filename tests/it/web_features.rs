@@ -405,7 +405,7 @@ async fn quality_figures_and_the_processors_seen() {
         );
     }
     let quality = JobQuality {
-        de00_mean: 3.14159,
+        de00_mean: 4.25125,
         de00_p95: 7.5,
         distinct: 17,
         max_uses: 9,
@@ -426,7 +426,7 @@ async fn quality_figures_and_the_processors_seen() {
         .json()
         .await
         .unwrap();
-    assert_eq!(view["quality"]["de00_mean"], 3.14159);
+    assert_eq!(view["quality"]["de00_mean"], 4.25125);
     assert_eq!(view["quality"]["distinct"], 17);
     assert_eq!(view["quality"]["dup_r5"], 0.5);
     let page = app.get(&format!("/jobs/{id}")).await.text().await.unwrap();
@@ -435,7 +435,7 @@ async fn quality_figures_and_the_processors_seen() {
         "{page}"
     );
     for shown in [
-        r#"<dt>Mean colour difference (CIEDE2000)</dt><dd id="q-de00-mean">3.14</dd>"#,
+        r#"<dt>Mean colour difference (CIEDE2000)</dt><dd id="q-de00-mean">4.25</dd>"#,
         r#"<dd id="q-de00-p95">7.50</dd>"#,
         r#"<dt>Distinct tiles used</dt><dd id="q-distinct">17</dd>"#,
         r#"<dt>Most uses of one tile</dt><dd id="q-max-uses">9</dd>"#,

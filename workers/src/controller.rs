@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tessera_engine::{
-    Error as EngineError, FRAGMENT_HEADER_BYTES, Library, Plan, PlanOptions, Sizing, TileCache,
+    Error as EngineError, FRAGMENT_HEADER_BYTES, Plan, PlanOptions, Sizing, TileCache,
     decode_target, plan_quality,
 };
 use tessera_shared::jobs::{
@@ -171,8 +171,13 @@ impl Controller {
             }
             Err(e) => return Err(e.into()),
         };
-        let library = match self.libraries.get(&request.library).await {
-            Ok(library) => library,
+        let options = plan_options(request.tile_size, request.grid, &request.options);
+        let tiles = match self
+            .libraries
+            .tiles(&request.library, options.tile_size)
+            .await
+        {
+            Ok(tiles) => tiles,
             Err(LibraryLoadError::Permanent(reason)) => {
                 return Err(give_up(&local, job, reason).await);
             }
@@ -184,11 +189,10 @@ impl Controller {
 
         // The planner hands over each slice as soon as its rows are matched, so processors
         // render the first slices while the rest of the image is still being planned.
-        let options = plan_options(request.tile_size, request.grid, &request.options);
         let (planned, mut slices) = tokio::sync::mpsc::channel(4);
         let slice_count = request.slices;
         let planner = tokio::task::spawn_blocking(move || {
-            plan_job(&input, &library, &options, slice_count, &planned)
+            plan_job(&input, &tiles, &options, slice_count, &planned)
         });
         let mut record = record;
         let mut count = 0;
@@ -508,12 +512,13 @@ enum Planned {
 /// as they are final; then works out the quality figures from the whole plan.
 fn plan_job(
     input: &[u8],
-    library: &Library,
+    tiles: &TileCache,
     options: &PlanOptions,
     slice_count: u32,
     slices: &tokio::sync::mpsc::Sender<Planned>,
 ) -> Result<JobQuality, EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
+    let library = tiles.library();
     let target = decode_target(input, library.background())?;
     let sizing = Sizing::new(target.width(), target.height(), options)?;
     let ranges = slice_ranges(sizing.rows, slice_count);
@@ -537,7 +542,7 @@ fn plan_job(
         }
         Ok(())
     })?;
-    let q = plan_quality(&plan, &TileCache::new(library, plan.tile_size()))?;
+    let q = plan_quality(&plan, tiles)?;
     Ok(JobQuality {
         de00_mean: q.de00_mean,
         de00_p95: q.de00_p95,

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use tessera_engine::Library;
+use tessera_engine::{Library, TileCache};
 use tessera_shared::libraries::{LibraryCatalog, LibraryError};
 use tessera_shared::messages::LibraryRef;
 use tokio::sync::OnceCell;
@@ -22,12 +22,30 @@ pub enum LibraryLoadError {
 
 type Slot = Arc<OnceCell<Arc<Library>>>;
 
-/// A small least-recently-used cache of decoded libraries.
-#[derive(Debug)]
+/// Tile renditions kept at one size for one library version.
+type Tiles = Arc<TileCache<'static>>;
+
+/// Tile sizes kept resized at once (each holds only the tiles its jobs used).
+const TILE_CACHES: usize = 2;
+/// Largest tile size kept between slices: a library's tiles at 64 px take about as much memory
+/// as its renditions; larger ones are resized per slice (their render dwarfs the resizing).
+const MAX_KEPT_TILE_SIZE: u32 = 64;
+
+/// A small least-recently-used cache of decoded libraries, and of their tiles resized for the
+/// most recent tile sizes.
 pub struct LibraryCache {
     catalog: LibraryCatalog,
     capacity: usize,
     slots: Mutex<VecDeque<(LibraryRef, Slot)>>,
+    tiles: Mutex<VecDeque<((LibraryRef, u32), Tiles)>>,
+}
+
+impl std::fmt::Debug for LibraryCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LibraryCache")
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LibraryCache {
@@ -36,7 +54,35 @@ impl LibraryCache {
             catalog,
             capacity: capacity.max(1),
             slots: Mutex::new(VecDeque::new()),
+            tiles: Mutex::new(VecDeque::new()),
         }
+    }
+
+    /// The library's tiles at `size` px, shared by every slice (and the controller, in one
+    /// process) that renders them: a tile is resized once, not once per slice.
+    pub async fn tiles(
+        &self,
+        reference: &LibraryRef,
+        size: u32,
+    ) -> Result<Tiles, LibraryLoadError> {
+        let library = self.get(reference).await?;
+        if size > MAX_KEPT_TILE_SIZE {
+            return Ok(Arc::new(TileCache::shared(library, size)));
+        }
+        let key = (reference.clone(), size);
+        let mut tiles = self.tiles.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = tiles.iter().position(|(k, _)| *k == key) {
+            let entry = tiles.remove(at).expect("position is in range");
+            let cache = entry.1.clone();
+            tiles.push_back(entry);
+            return Ok(cache);
+        }
+        let cache = Arc::new(TileCache::shared(library, size));
+        tiles.push_back((key, cache.clone()));
+        while tiles.len() > TILE_CACHES {
+            tiles.pop_front();
+        }
+        Ok(cache)
     }
 
     /// The library at `reference`, downloading and decoding it on first use.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use tessera_engine::{FragmentEncoder, Plan, TileCache, render_band};
+use tessera_engine::{FragmentEncoder, Plan, render_band};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
@@ -158,8 +158,12 @@ impl Processor {
                     request.tile_size
                 )));
             }
-            let library = match self.libraries.get(&request.library).await {
-                Ok(library) => library,
+            let cache = match self
+                .libraries
+                .tiles(&request.library, plan.tile_size())
+                .await
+            {
+                Ok(cache) => cache,
                 Err(LibraryLoadError::Permanent(reason)) => {
                     return Err(Failure::poison(format!("{what}: {reason}")));
                 }
@@ -172,7 +176,6 @@ impl Processor {
             let span = tracing::Span::current();
             let fragment = tokio::task::spawn_blocking(move || {
                 let _entered = span.enter();
-                let cache = TileCache::new(&library, plan.tile_size());
                 // A few cell rows at a time, compressed as they come: memory holds a band of
                 // pixels and the compressed slice, not the slice's pixels.
                 let range = plan.row_range();

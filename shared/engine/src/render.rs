@@ -1,7 +1,7 @@
 //! Rendering: rows of a plan into RGB8 pixel rows. A band depends only on its own plan rows and
 //! the library, so bands rendered apart are byte-identical to the same rows of a whole render.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
@@ -14,9 +14,26 @@ use crate::resample::resize_square;
 /// Tile renditions at one tile size, made on first use (Lanczos3 from the stored rendition) and
 /// kept for the next bands. Holds only the tiles a plan actually uses.
 pub struct TileCache<'a> {
-    library: &'a Library,
+    library: LibraryHandle<'a>,
     size: u32,
     tiles: Vec<OnceLock<Rendition>>,
+}
+
+/// The library a [`TileCache`] reads: borrowed, or shared so the cache can outlive one job.
+enum LibraryHandle<'a> {
+    Borrowed(&'a Library),
+    Shared(Arc<Library>),
+}
+
+impl std::ops::Deref for LibraryHandle<'_> {
+    type Target = Library;
+
+    fn deref(&self) -> &Library {
+        match self {
+            LibraryHandle::Borrowed(library) => library,
+            LibraryHandle::Shared(library) => library,
+        }
+    }
 }
 
 struct Rendition {
@@ -27,14 +44,24 @@ struct Rendition {
 impl<'a> TileCache<'a> {
     pub fn new(library: &'a Library, size: u32) -> Self {
         Self {
-            library,
+            library: LibraryHandle::Borrowed(library),
             size,
             tiles: (0..library.len()).map(|_| OnceLock::new()).collect(),
         }
     }
 
-    pub fn library(&self) -> &'a Library {
-        self.library
+    /// A cache holding its library, to be kept and shared (by the slices of a job, say): each
+    /// tile is resized once however many bands use it.
+    pub fn shared(library: Arc<Library>, size: u32) -> TileCache<'static> {
+        TileCache {
+            tiles: (0..library.len()).map(|_| OnceLock::new()).collect(),
+            library: LibraryHandle::Shared(library),
+            size,
+        }
+    }
+
+    pub fn library(&self) -> &Library {
+        &self.library
     }
 
     pub fn tile_size(&self) -> u32 {
