@@ -801,6 +801,24 @@ async fn slice_count_does_not_change_the_pixels() {
     }
     env.assert_queues_empty().await;
     roles.stop().await;
+
+    // A controller whose slices may hold at most 10,000 pixels cuts a one-slice job of
+    // 256 x 256 px into seven, with the same pixels.
+    let capped = ControllerSettings {
+        max_slice_pixels: 10_000,
+        ..controller_settings()
+    };
+    let roles = start_roles(&env.platform, capped, processor_settings(2)).await;
+    let job = Job::small(1);
+    let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+    let record = finished(&env.platform, id).await;
+    assert_done_record(&record, &job, 7);
+    assert_same_pixels(
+        &result_pixels(&env.platform, id).await,
+        &want,
+        "capped slices",
+    );
+    roles.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

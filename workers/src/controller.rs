@@ -190,9 +190,15 @@ impl Controller {
         // The planner hands over each slice as soon as its rows are matched, so processors
         // render the first slices while the rest of the image is still being planned.
         let (planned, mut slices) = tokio::sync::mpsc::channel(4);
-        let slice_count = request.slices;
+        let (slice_count, max_slice_pixels) = (request.slices, self.settings.max_slice_pixels);
         let planner = tokio::task::spawn_blocking(move || {
-            plan_job(&input, &tiles, &options, slice_count, &planned)
+            plan_job(
+                &input,
+                &tiles,
+                &options,
+                (slice_count, max_slice_pixels),
+                &planned,
+            )
         });
         let mut record = record;
         let mut count = 0;
@@ -514,14 +520,18 @@ fn plan_job(
     input: &[u8],
     tiles: &TileCache,
     options: &PlanOptions,
-    slice_count: u32,
+    (slice_count, max_slice_pixels): (u32, u64),
     slices: &tokio::sync::mpsc::Sender<Planned>,
 ) -> Result<JobQuality, EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
     let library = tiles.library();
     let target = decode_target(input, library.background())?;
     let sizing = Sizing::new(target.width(), target.height(), options)?;
-    let ranges = slice_ranges(sizing.rows, slice_count);
+    let pixels = u64::from(sizing.width) * u64::from(sizing.height);
+    let at_least = pixels
+        .div_ceil(max_slice_pixels.max(1))
+        .min(u64::from(u32::MAX)) as u32;
+    let ranges = slice_ranges(sizing.rows, slice_count.max(at_least));
     let size = OutputSize {
         width: sizing.width,
         height: sizing.height,

@@ -18,6 +18,9 @@ pub struct ControllerSettings {
     pub stitch_band_bytes: usize,
     /// Tile library versions kept decoded in memory.
     pub library_cache: usize,
+    /// Largest slice in output pixels: a job asking for fewer, larger slices is cut into more,
+    /// so a processor's memory (one compressed slice) does not grow with the image.
+    pub max_slice_pixels: u64,
     /// Messages asked for per receive, 1 to 32.
     pub batch_size: usize,
     /// How long a received message stays hidden from other controllers.
@@ -41,6 +44,7 @@ impl Default for ControllerSettings {
             response_concurrency: 16,
             stitch_band_bytes: 4 << 20,
             library_cache: 4,
+            max_slice_pixels: 1 << 25,
             batch_size: listener.batch_size,
             visibility_timeout_ms: millis(listener.visibility_timeout),
             renewal_interval_ms: millis(listener.renewal_interval),
