@@ -24,7 +24,10 @@ use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::jobs::{counted, fail_job, give_up, job_failure, plan_options, slice_ranges, spent};
+use crate::jobs::{
+    counted, fail_job, give_up, job_failure, on_background_thread, plan_options, slice_ranges,
+    spent,
+};
 use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ControllerSettings;
 use crate::stitch::{StitchError, stitch_png};
@@ -191,6 +194,7 @@ impl Controller {
         // render the first slices while the rest of the image is still being planned.
         let (planned, mut slices) = tokio::sync::mpsc::channel(4);
         let (slice_count, max_slice_pixels) = (request.slices, self.settings.max_slice_pixels);
+        let quality_tiles = tiles.clone();
         let planner = tokio::task::spawn_blocking(move || {
             plan_job(
                 &input,
@@ -234,13 +238,28 @@ impl Controller {
                 }
             }
         }
-        let quality = match planner.await {
-            Ok(Ok(quality)) => quality,
+        let plan = match planner.await {
+            Ok(Ok(plan)) => plan,
             Ok(Err(e)) => return Err(give_up(&local, job, e.to_string()).await),
             Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
         };
+        // Nothing waits for the quality figures: they are worked out at a low priority, after
+        // the rendering of the slices.
+        let quality = on_background_thread(15, move || plan_quality(&plan, &quality_tiles))
+            .await
+            .map_err(|e| Failure::poison(format!("quality figures: {e}")))?
+            .map_err(|e| Failure::poison(format!("quality figures: {e}")))?;
+        let quality = JobQuality {
+            de00_mean: quality.de00_mean,
+            de00_p95: quality.de00_p95,
+            distinct: quality.distinct as u32,
+            max_uses: quality.max_uses as u32,
+            dup_r1: quality.dup_r1,
+            dup_r5: quality.dup_r5,
+        };
 
-        let spent_here = spent(&local) + 1;
+        // With this update's own head, read and write.
+        let spent_here = spent(&local) + 3;
         jobs.update(job, |r| {
             r.quality = Some(quality);
             *r.transactions.entry("controller".into()).or_default() += spent_here;
@@ -515,14 +534,14 @@ enum Planned {
 }
 
 /// Decodes the target and plans the whole image, sending each slice's rows on `slices` as soon
-/// as they are final; then works out the quality figures from the whole plan.
+/// as they are final; returns the whole plan.
 fn plan_job(
     input: &[u8],
     tiles: &TileCache,
     options: &PlanOptions,
     (slice_count, max_slice_pixels): (u32, u64),
     slices: &tokio::sync::mpsc::Sender<Planned>,
-) -> Result<JobQuality, EngineError> {
+) -> Result<Plan, EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
     let library = tiles.library();
     let target = decode_target(input, library.background())?;
@@ -552,13 +571,5 @@ fn plan_job(
         }
         Ok(())
     })?;
-    let q = plan_quality(&plan, tiles)?;
-    Ok(JobQuality {
-        de00_mean: q.de00_mean,
-        de00_p95: q.de00_p95,
-        distinct: q.distinct as u32,
-        max_uses: q.max_uses as u32,
-        dup_r1: q.dup_r1,
-        dup_r5: q.dup_r5,
-    })
+    Ok(plan)
 }

@@ -131,6 +131,48 @@ pub(crate) fn job_failure(job: Uuid, e: JobError) -> Failure {
     }
 }
 
+/// Lowers the calling thread's CPU priority to `nice` (Linux keeps a nice value per thread;
+/// elsewhere the thread keeps its priority).
+pub(crate) fn lower_thread_priority(nice: i32) {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), nice) {
+        tracing::debug!(error = %e, "thread keeps its priority");
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
+}
+
+/// What a caught panic says.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// Runs `work` on a thread of its own at CPU priority `nice` (10 to 19: below everything the
+/// process waits on); a panic comes back as an error.
+pub(crate) async fn on_background_thread<T: Send + 'static>(
+    nice: i32,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (done, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("background".into())
+        .spawn(move || {
+            lower_thread_priority(nice);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            let _ = done.send(outcome.map_err(|panic| panic_message(&*panic)));
+        })
+        .map_err(|e| e.to_string())?;
+    match result.await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(panic)) => Err(format!("panicked: {panic}")),
+        Err(_) => Err("the thread went away".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

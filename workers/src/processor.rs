@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use tessera_engine::{FragmentEncoder, Plan, render_band};
+use tessera_engine::{FragmentEncoder, Plan, render_band_serial};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
@@ -16,7 +16,7 @@ use tessera_shared::runtime::{Context, Failure, Listener};
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
 use crate::controller::poison_hook;
-use crate::jobs::{counted, spent};
+use crate::jobs::{counted, lower_thread_priority, panic_message, spent};
 use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ProcessorSettings;
 
@@ -50,6 +50,7 @@ pub(crate) async fn run_processors_with(
     let prefix = settings.name_prefix();
     let processor = Arc::new(Processor {
         libraries,
+        render_threads: render_threads(concurrency)?,
         platform: platform.clone(),
         free: Mutex::new((0..concurrency).rev().collect()),
         prefix: prefix.clone(),
@@ -76,6 +77,8 @@ pub(crate) async fn run_processors_with(
 struct Processor {
     platform: Platform,
     libraries: Arc<LibraryCache>,
+    /// Where slices are rendered and compressed, one thread per slot.
+    render_threads: rayon::ThreadPool,
     /// Numbers of the processor slots not rendering now.
     free: Mutex<Vec<usize>>,
     prefix: String,
@@ -174,7 +177,7 @@ impl Processor {
             };
             let started = Instant::now();
             let span = tracing::Span::current();
-            let fragment = tokio::task::spawn_blocking(move || {
+            let fragment = on_render_thread(&self.render_threads, move || {
                 let _entered = span.enter();
                 // A few cell rows at a time, compressed as they come: memory holds a band of
                 // pixels and the compressed slice, not the slice's pixels.
@@ -182,16 +185,18 @@ impl Processor {
                 let row_bytes = plan.width() as usize * 3 * plan.tile_size() as usize;
                 let step = (RENDER_BAND_BYTES / row_bytes.max(1)).max(1) as u32;
                 let mut fragment = FragmentEncoder::new(plan.width(), row_bytes * range.len() / 4)?;
+                let mut band = Vec::new();
                 let mut y = range.start;
                 while y < range.end {
                     let end = (y + step).min(range.end);
-                    fragment.write_rows(&render_band(&plan.rows(y..end)?, &cache)?)?;
+                    render_band_serial(&plan.rows(y..end)?, &cache, &mut band)?;
+                    fragment.write_rows(&band)?;
                     y = end;
                 }
                 fragment.finish()
             })
             .await
-            .map_err(|e| Failure::poison(format!("{what}: rendering panicked: {e}")))?
+            .map_err(|e| Failure::poison(format!("{what}: {e}")))?
             .map_err(|e| Failure::poison(format!("{what}: {e}")))?;
             let render_ms = started.elapsed().as_millis() as u64;
             // Rendering and encoding are deterministic: a blob written meanwhile holds the same
@@ -222,5 +227,33 @@ impl Processor {
             .send(&Envelope::new(client, response))
             .await?;
         Ok(())
+    }
+}
+
+/// The threads that render and compress slices, one per processor slot, at a lower CPU priority
+/// (nice 10) than the rest of the process: in `tessera serve` the planner, whose slices the
+/// processors wait for, and the web front end come first, and rendering takes the CPU left.
+fn render_threads(threads: usize) -> anyhow::Result<rayon::ThreadPool> {
+    Ok(rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(|i| format!("render-{i}"))
+        .start_handler(|_| lower_thread_priority(10))
+        .build()?)
+}
+
+/// Runs `work` on one of the render threads; a panic comes back as an error.
+async fn on_render_thread<T: Send + 'static>(
+    threads: &rayon::ThreadPool,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (done, result) = tokio::sync::oneshot::channel();
+    threads.spawn(move || {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        let _ = done.send(outcome.map_err(|panic| panic_message(&*panic)));
+    });
+    match result.await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(panic)) => Err(format!("rendering panicked: {panic}")),
+        Err(_) => Err("the render thread went away".into()),
     }
 }

@@ -29,7 +29,7 @@ pub use output::{
     file_sink,
 };
 pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
-pub use render::{TileCache, render_band, render_band_into, render_to_sink};
+pub use render::{TileCache, render_band, render_band_into, render_band_serial, render_to_sink};
 pub use seek::{IdatData, Scanlines, SeekIndex, SeekPoint, Span};
 
 use std::path::{Path, PathBuf};

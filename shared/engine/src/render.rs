@@ -149,8 +149,27 @@ pub fn render_band(plan: &Plan, cache: &TileCache) -> Result<Vec<u8>, Error> {
     Ok(out)
 }
 
+/// [`render_band`] on the calling thread alone, into `out` (resized to the band; a buffer
+/// reused from band to band is not cleared again): for callers that already run one band per
+/// core (the image processors), so rendering leaves rayon's threads to the planner.
+pub fn render_band_serial(plan: &Plan, cache: &TileCache, out: &mut Vec<u8>) -> Result<(), Error> {
+    let len = plan.width() as usize * 3 * plan.row_range().len() * plan.tile_size() as usize;
+    out.resize(len, 0);
+    render_into(plan, cache, out, false)
+}
+
 /// [`render_band`] into a buffer of exactly the band's size.
 pub fn render_band_into(plan: &Plan, cache: &TileCache, out: &mut [u8]) -> Result<(), Error> {
+    render_into(plan, cache, out, true)
+}
+
+/// Renders the plan's rows into `out`, one cell row per rayon task if `parallel`.
+fn render_into(
+    plan: &Plan,
+    cache: &TileCache,
+    out: &mut [u8],
+    parallel: bool,
+) -> Result<(), Error> {
     check(plan, cache)?;
     let ts = plan.tile_size() as usize;
     let cols = plan.cols() as usize;
@@ -162,30 +181,36 @@ pub fn render_band_into(plan: &Plan, cache: &TileCache, out: &mut [u8]) -> Resul
         ));
     }
     let blend = plan.blend() as i32;
-    out.par_chunks_mut(cell_row_bytes)
-        .enumerate()
-        .for_each(|(cy, band)| {
-            for cx in 0..cols {
-                let i = cy * cols + cx;
-                let tile = cache.get(plan.tiles()[i]);
-                let shift = (blend != 0).then(|| blend_shift(tile.mean, plan.colours()[i], blend));
-                for y in 0..ts {
-                    let src = &tile.pixels[y * ts * 3..(y + 1) * ts * 3];
-                    let dst =
-                        &mut band[y * row_bytes + cx * ts * 3..y * row_bytes + (cx + 1) * ts * 3];
-                    match shift {
-                        None => dst.copy_from_slice(src),
-                        Some(s) => {
-                            for (d, p) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
-                                for k in 0..3 {
-                                    d[k] = (p[k] as i32 + s[k]).clamp(0, 255) as u8;
-                                }
+    let cell_row = |(cy, band): (usize, &mut [u8])| {
+        for cx in 0..cols {
+            let i = cy * cols + cx;
+            let tile = cache.get(plan.tiles()[i]);
+            let shift = (blend != 0).then(|| blend_shift(tile.mean, plan.colours()[i], blend));
+            for y in 0..ts {
+                let src = &tile.pixels[y * ts * 3..(y + 1) * ts * 3];
+                let dst = &mut band[y * row_bytes + cx * ts * 3..y * row_bytes + (cx + 1) * ts * 3];
+                match shift {
+                    None => dst.copy_from_slice(src),
+                    Some(s) => {
+                        for (d, p) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
+                            for k in 0..3 {
+                                d[k] = (p[k] as i32 + s[k]).clamp(0, 255) as u8;
                             }
                         }
                     }
                 }
             }
-        });
+        }
+    };
+    if parallel {
+        out.par_chunks_mut(cell_row_bytes)
+            .enumerate()
+            .for_each(cell_row);
+    } else {
+        out.chunks_mut(cell_row_bytes)
+            .enumerate()
+            .for_each(cell_row);
+    }
     Ok(())
 }
 

@@ -507,6 +507,10 @@ proptest! {
         prop_assert_eq!(plan.total_rows(), 13);
         let cache = TileCache::new(lib, 6);
         let whole = render_band(&plan, &cache).unwrap();
+        // Into a reused, larger buffer with stale bytes: the same pixels.
+        let mut reused = vec![7u8; whole.len() + 99];
+        render_band_serial(&plan, &cache, &mut reused).unwrap();
+        prop_assert!(reused == whole);
         let mut bounds = vec![0];
         bounds.extend(cuts.into_iter().filter(|&c| c < 13));
         bounds.push(13);
