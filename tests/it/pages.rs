@@ -3,6 +3,9 @@
 
 use reqwest::multipart::{Form, Part};
 use serde_json::Value;
+use tessera_shared::jobs::JobState;
+use tessera_shared::keys::BlobKey;
+use tessera_shared::storage::PutMode;
 use uuid::Uuid;
 
 use crate::api::{TestApp, astronaut, fixture, job_form, spawn_app};
@@ -271,4 +274,97 @@ async fn the_preview_is_a_downscaled_jpeg_of_the_mosaic() {
         .get(&format!("/api/v1/jobs/{}/preview", Uuid::new_v4()))
         .await;
     assert_eq!(missing.status(), 404);
+}
+
+/// The `src` of the thumbnail in the row of job `id` on the My jobs page, if it has one.
+fn thumbnail_of(body: &str, id: &str) -> Option<String> {
+    let row_start = body[..body.find(&format!(r#"href="/jobs/{id}""#))?].rfind("<tr>")?;
+    let row = &body[row_start..];
+    let row = &row[..row.find("</tr>")?];
+    let img = &row[row.find("<img ")?..];
+    let src = &img[img.find(r#"src=""#)? + 5..];
+    Some(src[..src.find('"')?].to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn my_jobs_shows_a_thumbnail_of_each_done_mosaic() {
+    let app = spawn_app().await;
+    let me = Uuid::new_v4();
+    // 40 cells of 16 px: a 640 px mosaic, a pyramid of three levels (640, 320, 160 px).
+    let form = Form::new()
+        .part("image", Part::bytes(astronaut()).file_name("astronaut.png"))
+        .text("library", "emoji")
+        .text("tile_size", "16")
+        .text("cells", "40")
+        .text("slices", "2");
+    let res = app
+        .client
+        .post(app.url("/api/v1/jobs"))
+        .header("X-Client-Id", me.to_string())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 202);
+    let job: Value = res.json().await.unwrap();
+    let done = job["id"].as_str().unwrap().to_string();
+    let finished = app.wait_until_finished(&done).await;
+    assert_eq!(finished["state"], "done", "{finished}");
+
+    // A job accepted but not picked up yet: its record and the client's index, no message.
+    let mut waiting = app
+        .platform
+        .jobs()
+        .get(Uuid::parse_str(&done).unwrap())
+        .await
+        .unwrap();
+    waiting.id = Uuid::new_v4();
+    waiting.state = JobState::Queued;
+    waiting.result_blob = None;
+    waiting.finished_at = None;
+    waiting.slices.clear();
+    app.platform.jobs().create(&waiting).await.unwrap();
+    app.platform
+        .blobs
+        .put(
+            &BlobKey::ClientJob {
+                client: me,
+                job: waiting.id,
+            }
+            .path(),
+            bytes::Bytes::new(),
+            PutMode::Overwrite,
+        )
+        .await
+        .unwrap();
+
+    let (status, body) = html(&app, "/jobs", Some(me)).await;
+    assert_eq!(status, 200);
+    let src = thumbnail_of(&body, &done).expect("the done job's row has a thumbnail");
+    assert_eq!(
+        src,
+        format!("/api/v1/jobs/{done}/tiles/2/0/0"),
+        "the top tile"
+    );
+    assert!(body.contains(r#"alt="Mosaic of astronaut.png""#), "{body}");
+    assert!(body.contains(r#"loading="lazy""#), "{body}");
+    assert_eq!(
+        thumbnail_of(&body, &waiting.id.to_string()),
+        None,
+        "a job not done has no thumbnail: {body}"
+    );
+    assert!(
+        body.contains(r#"<span class="thumb thumb-pending">queued</span>"#),
+        "{body}"
+    );
+
+    for _ in 0..2 {
+        // The second answer comes from the kept tile.
+        let res = app.get(&src).await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(res.headers()["content-type"], "image/png");
+        let thumb = image::load_from_memory(&res.bytes().await.unwrap()).unwrap();
+        assert_eq!((thumb.width(), thumb.height()), (160, 160));
+        assert!(thumb.width() <= 256 && thumb.height() <= 256);
+    }
 }

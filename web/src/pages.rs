@@ -8,7 +8,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use uuid::Uuid;
 
-use tessera_shared::jobs::{JobError, JobQuality, JobRecord};
+use tessera_shared::jobs::{JobError, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::LibraryRecord;
 use tessera_shared::messages::{QueueName, SLICES_RANGE, TILE_SIZE_RANGE};
@@ -18,6 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::routes::jobs::{CLIENT_COOKIE, job_id};
 use crate::routes::ops::{SystemView, system_view};
 use crate::routes::sheet::{sheet_size, sheet_url};
+use crate::routes::tiles::{level_size, top_level};
 use crate::state::AppState;
 
 /// The OpenAPI document of `/api/v1`.
@@ -187,6 +188,44 @@ struct JobRow {
     done: u32,
     total: u32,
     size: String,
+    /// A done job's thumbnail: the top tile of its pyramid.
+    thumb: Option<Thumb>,
+}
+
+/// Pixels on a side of the box a thumbnail is shown in.
+const THUMB_BOX: u32 = 64;
+
+struct Thumb {
+    url: String,
+    /// The size shown: the tile's, scaled to fit the box.
+    width: u32,
+    height: u32,
+}
+
+impl Thumb {
+    /// The top tile of a done job's pyramid (the whole mosaic in at most 256 px); none for a job
+    /// not done.
+    fn of(record: &JobRecord) -> Option<Self> {
+        let output = record.output.filter(|_| record.state == JobState::Done)?;
+        let (w, h) = (output.width, output.height);
+        if w == 0 || h == 0 {
+            return None;
+        }
+        let top = top_level(w, h);
+        let (tw, th) = level_size(w, h, top);
+        let scale =
+            |n: u32, of: u32| (u64::from(n) * u64::from(THUMB_BOX) / u64::from(of)).max(1) as u32;
+        let (width, height) = if tw >= th {
+            (THUMB_BOX, scale(th, tw))
+        } else {
+            (scale(tw, th), THUMB_BOX)
+        };
+        Some(Thumb {
+            url: format!("/api/v1/jobs/{}/tiles/{top}/0/0", record.id),
+            width,
+            height,
+        })
+    }
 }
 
 #[derive(Template)]
@@ -250,6 +289,7 @@ async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpRes
                 .output
                 .map(|o| format!("{} × {}", o.width, o.height))
                 .unwrap_or_default(),
+            thumb: Thumb::of(r),
         })
         .collect();
     page(&JobsPage { jobs })
