@@ -254,6 +254,18 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     )
     .await;
     assert_eq!(rows, 1);
+    // Its thumbnail (the 96 px mosaic is its pyramid's only level) loads in its box.
+    let thumb = wait_for(
+        browser,
+        "const i = document.querySelector('tbody .thumb img'); \
+         return i && i.complete && i.naturalWidth > 0 \
+           ? [i.naturalWidth, i.width, i.alt] : null",
+        Duration::from_secs(20),
+        "the thumbnail loading",
+    )
+    .await;
+    assert_eq!(thumb, json!([96, 64, "Mosaic of astronaut-48.png"]));
+    screenshot(browser, "my-jobs.png").await;
 
     // A file that is no image: the API's message shows in the page.
     let bad = work.join("not-an-image.png");
@@ -310,6 +322,16 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         .collect();
     let files = browser.find(Locator::Id("files")).await.unwrap();
     files.send_keys(&tiles.join("\n")).await.unwrap();
+    let bytes: u64 = tiles
+        .iter()
+        .map(|t| std::fs::metadata(t).unwrap().len())
+        .sum();
+    // Every text the status takes, in order, whatever the pace of the upload.
+    script(
+        browser,
+        "window.statuses = [];          new MutationObserver(rs => rs.forEach(r => r.addedNodes.forEach(n =>            window.statuses.push(n.textContent))))            .observe(document.getElementById('upload-status'), { childList: true });          return null",
+    )
+    .await;
     browser
         .find(Locator::Css("#library-form button[type=submit]"))
         .await
@@ -327,6 +349,41 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     let report = report.as_str().unwrap();
     assert!(report.contains("Browser tiles"), "{report}");
     assert!(report.contains("Tiles imported"), "{report}");
+    let upload = script(
+        browser,
+        "const p = document.getElementById('upload-progress');          return { value: p.value, max: p.max, shown: !document.getElementById('upload').hidden,                   label: document.querySelector('label[for=upload-progress]').textContent,                   statuses: window.statuses }",
+    )
+    .await;
+    assert_eq!(upload["shown"], true, "{upload}");
+    assert_eq!(upload["label"], "Upload", "{upload}");
+    let max = upload["max"].as_f64().unwrap();
+    assert_eq!(
+        upload["value"].as_f64().unwrap(),
+        max,
+        "the bar is full: {upload}"
+    );
+    assert!(
+        max >= bytes as f64,
+        "the whole body is counted, {bytes} bytes of files at least: {upload}"
+    );
+    let statuses: Vec<&str> = upload["statuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    let [.., importing, last] = statuses.as_slice() else {
+        panic!("the status changed fewer than twice: {upload}");
+    };
+    assert!(statuses[0].starts_with("Sent 0 B of "), "{upload}");
+    assert!(
+        importing.contains("(100%).") && importing.ends_with("Importing…"),
+        "{upload}"
+    );
+    assert_eq!(
+        *last, "Imported 3 tiles into Browser tiles (0 duplicates, 0 skipped); the report follows.",
+        "{upload}"
+    );
     screenshot(browser, "library-imported.png").await;
     browser.goto(&url("/libraries")).await.unwrap();
     let listed = script(browser, "return document.querySelector('tbody').innerText").await;
