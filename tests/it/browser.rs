@@ -188,9 +188,12 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     )
     .await;
     assert_eq!(state, "done");
-    let filled = script(
+    // The page may be served already done, before its script has drawn the bands.
+    let filled = wait_for(
         browser,
         "return document.querySelectorAll('.band.filled').length",
+        Duration::from_secs(20),
+        "the slice bands",
     )
     .await;
     assert_eq!(filled, 3, "every slice band is filled");
