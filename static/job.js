@@ -100,8 +100,28 @@
     document.getElementById("quality").hidden = false;
   }
 
+  // The quality figures are worked out in the background and may land just after the job is
+  // done: read the job again until they are there.
+  let awaitingQuality = false;
+  function awaitQuality(tries) {
+    if (tries <= 0) return;
+    setTimeout(function () {
+      fetch(base, { credentials: "same-origin" })
+        .then(function (r) { return r.json(); })
+        .then(function (job) {
+          if (job.quality) showQuality(job.quality);
+          else awaitQuality(tries - 1);
+        })
+        .catch(function () { awaitQuality(tries - 1); });
+    }, 500);
+  }
+
   function render(job) {
     showQuality(job.quality);
+    if (job.state === "done" && !job.quality && !awaitingQuality) {
+      awaitingQuality = true;
+      awaitQuality(120);
+    }
     created = Date.parse(job.created_at);
     finished = job.finished_at ? Date.parse(job.finished_at) : null;
     tick();

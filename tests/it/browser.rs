@@ -212,12 +212,16 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     )
     .await;
     assert!(transactions.as_u64().unwrap() >= 2, "transactions listed");
-    // The quality figures show once the job record has them.
-    let quality = script(
+    // The quality figures show once the job record has them (the controller records them just
+    // after planning, possibly after the job is done: the page reads the job again for them).
+    let quality = wait_for(
         browser,
         "const q = document.getElementById('quality'); \
-         return { hidden: q.hidden, mean: document.getElementById('q-de00-mean').textContent, \
+         return q.hidden ? null : { hidden: q.hidden, \
+                  mean: document.getElementById('q-de00-mean').textContent, \
                   distinct: document.getElementById('q-distinct').textContent }",
+        Duration::from_secs(30),
+        "the quality figures",
     )
     .await;
     let id = browser
@@ -235,18 +239,15 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         .json()
         .await
         .unwrap();
-    if job["quality"].is_object() {
-        assert_eq!(quality["hidden"], false, "{quality}");
-        let mean = job["quality"]["de00_mean"].as_f64().unwrap();
-        assert_eq!(quality["mean"], format!("{mean:.2}"), "{quality}");
-        assert_eq!(
-            quality["distinct"],
-            job["quality"]["distinct"].to_string(),
-            "{quality}"
-        );
-    } else {
-        assert_eq!(quality["hidden"], true, "no figures, no section: {quality}");
-    }
+    assert!(job["quality"].is_object(), "{job}");
+    assert_eq!(quality["hidden"], false, "{quality}");
+    let mean = job["quality"]["de00_mean"].as_f64().unwrap();
+    assert_eq!(quality["mean"], format!("{mean:.2}"), "{quality}");
+    assert_eq!(
+        quality["distinct"],
+        job["quality"]["distinct"].to_string(),
+        "{quality}"
+    );
     screenshot(browser, "job-done.png").await;
 
     // My jobs lists it (the cookie minted by the submission).
