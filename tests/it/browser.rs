@@ -132,6 +132,17 @@ pub(crate) async fn wait_for(browser: &Client, js: &str, deadline: Duration, wha
     }
 }
 
+/// Clicks the element `css` selects.
+async fn click(browser: &Client, css: &str) {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css}: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
 async fn set_value(browser: &Client, id: &str, value: &str) {
     let field = browser.find(Locator::Id(id)).await.unwrap();
     field.clear().await.unwrap();
@@ -164,13 +175,7 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         "output size shown: {size}"
     );
     screenshot(browser, "home.png").await;
-    browser
-        .find(Locator::Css("#submit-form button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(browser, "#submit-form button[type=submit]").await;
 
     wait_for(
         browser,
@@ -277,13 +282,7 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     browser.goto(&url("/")).await.unwrap();
     let input = browser.find(Locator::Id("image")).await.unwrap();
     input.send_keys(&bad.display().to_string()).await.unwrap();
-    browser
-        .find(Locator::Css("#submit-form button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(browser, "#submit-form button[type=submit]").await;
     let message = wait_for(
         browser,
         "const e = document.getElementById('error'); \
@@ -333,16 +332,14 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     // Every text the status takes, in order, whatever the pace of the upload.
     script(
         browser,
-        "window.statuses = [];          new MutationObserver(rs => rs.forEach(r => r.addedNodes.forEach(n =>            window.statuses.push(n.textContent))))            .observe(document.getElementById('upload-status'), { childList: true });          return null",
+        "window.statuses = []; \
+         new MutationObserver(rs => rs.forEach(r => r.addedNodes.forEach(n => \
+             window.statuses.push(n.textContent)))) \
+             .observe(document.getElementById('upload-status'), { childList: true }); \
+         return null",
     )
     .await;
-    browser
-        .find(Locator::Css("#library-form button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(browser, "#library-form button[type=submit]").await;
     let report = wait_for(
         browser,
         "const r = document.getElementById('report'); return r.hidden ? null : r.innerText",
@@ -463,13 +460,7 @@ async fn sign_in_and_use(base: String, browser: Client) {
     assert_eq!(browser.current_url().await.unwrap().path(), "/signin");
     assert_eq!(browser.title().await.unwrap(), "Sign in · Tessera");
     set_value(browser, "key", "not the key").await;
-    browser
-        .find(Locator::Css("form button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(browser, "form button[type=submit]").await;
     let refused = wait_for(
         browser,
         "const e = document.getElementById('signin-error'); return e ? e.textContent : null",
@@ -482,13 +473,7 @@ async fn sign_in_and_use(base: String, browser: Client) {
         "{refused}"
     );
     set_value(browser, "key", KEY).await;
-    browser
-        .find(Locator::Css("form button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(browser, "form button[type=submit]").await;
     wait_for(
         browser,
         "return location.pathname === '/jobs' && document.title.startsWith('My jobs')",
@@ -509,13 +494,7 @@ async fn sign_in_and_use(base: String, browser: Client) {
     input.send_keys(&image.display().to_string()).await.unwrap();
     set_value(browser, "tile_size", "8").await;
     set_value(browser, "cells", "12").await;
-    browser
-        .find(Locator::Css("#submit-form button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(browser, "#submit-form button[type=submit]").await;
     wait_for(
         browser,
         "return location.pathname.startsWith('/jobs/') && \

@@ -488,7 +488,7 @@ fn write_chunk<W: Write>(w: &mut W, kind: &[u8; 4], data: &[u8]) -> Result<(), E
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -500,7 +500,7 @@ mod tests {
     }
 
     /// Pixels with runs and noise, so both matches and literals occur.
-    fn pixels(width: usize, height: usize, seed: u64) -> Vec<u8> {
+    pub(crate) fn pixels(width: usize, height: usize, seed: u64) -> Vec<u8> {
         let mut state = seed | 1;
         (0..width * height * 3)
             .map(|i| {

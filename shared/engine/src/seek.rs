@@ -339,23 +339,8 @@ fn unfilter(kind: u8, line: &mut [u8], prev: &[u8]) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fragment::tests::pixels;
     use crate::{FragmentPngWriter, encode_png_fragment, point_interval};
-
-    fn pixels(width: usize, height: usize, seed: u64) -> Vec<u8> {
-        let mut state = seed | 1;
-        (0..width * height * 3)
-            .map(|i| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                if (i / 3 / width).is_multiple_of(3) {
-                    (i % 11) as u8
-                } else {
-                    (state >> 60) as u8
-                }
-            })
-            .collect()
-    }
 
     fn indexed(px: &[u8], width: u32, cuts: &[usize]) -> (Vec<u8>, SeekIndex) {
         let row = width as usize * 3;
