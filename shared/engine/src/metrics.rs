@@ -101,12 +101,12 @@ impl MosaicCells {
                 ciede2000(tl, ml)
             })
             .collect();
-        let mut table: HashMap<u64, usize> = HashMap::new();
-        let ids: Vec<usize> = self
+        let mut table: HashMap<u64, u32> = HashMap::new();
+        let ids: Vec<u32> = self
             .hashes
             .iter()
             .map(|h| {
-                let next = table.len();
+                let next = table.len() as u32;
                 *table.entry(h.finish()).or_insert(next)
             })
             .collect();
@@ -115,13 +115,13 @@ impl MosaicCells {
 }
 
 /// The figures from each cell's colour difference and an identity per cell's tile.
-fn summarize(mut de: Vec<f64>, ids: &[usize], c: usize, r: usize) -> Quality {
+fn summarize(mut de: Vec<f64>, ids: &[u32], c: usize, r: usize) -> Quality {
     let de00_mean = de.iter().sum::<f64>() / de.len() as f64;
     de.sort_by(f64::total_cmp);
     let pos = 0.95 * (de.len() - 1) as f64;
     let (lo, frac) = (pos.floor() as usize, pos - pos.floor());
     let de00_p95 = de[lo] + (de[(lo + 1).min(de.len() - 1)] - de[lo]) * frac;
-    let mut counts: HashMap<usize, usize> = HashMap::new();
+    let mut counts: HashMap<u32, usize> = HashMap::new();
     ids.iter().for_each(|&i| *counts.entry(i).or_default() += 1);
     let dup = |rad: usize| {
         let mut hits = 0usize;
@@ -166,35 +166,35 @@ pub fn plan_quality(plan: &Plan, cache: &TileCache) -> Result<Quality, Error> {
         return Err(Error::PlanMismatch("a tile is not in the library".into()));
     }
     let blend = plan.blend() as i32;
-    let cells: Vec<(f64, [i32; 3])> = plan
+    let shift = |t: u32, cell: [u8; 3]| {
+        if blend == 0 {
+            [0; 3]
+        } else {
+            blend_shift(cache.mean(t), cell, blend)
+        }
+    };
+    let de: Vec<f64> = plan
         .tiles()
         .par_iter()
         .zip(plan.colours())
         .map(|(&t, &cell)| {
-            let shift = if blend == 0 {
-                [0; 3]
-            } else {
-                blend_shift(cache.mean(t), cell, blend)
-            };
-            let de = ciede2000(
+            ciede2000(
                 srgb_to_lab(cell.map(f64::from)),
-                srgb_to_lab(cache.shifted_mean(t, shift)),
-            );
-            (de, shift)
+                srgb_to_lab(cache.shifted_mean(t, shift(t, cell))),
+            )
         })
         .collect();
     // A cell's pixels are its tile's shifted by the blend: the pair identifies them.
-    let mut table: HashMap<(u32, [i32; 3]), usize> = HashMap::new();
-    let ids: Vec<usize> = plan
+    let mut table: HashMap<(u32, [i32; 3]), u32> = HashMap::new();
+    let ids: Vec<u32> = plan
         .tiles()
         .iter()
-        .zip(&cells)
-        .map(|(&t, &(_, shift))| {
-            let next = table.len();
-            *table.entry((t, shift)).or_insert(next)
+        .zip(plan.colours())
+        .map(|(&t, &cell)| {
+            let next = table.len() as u32;
+            *table.entry((t, shift(t, cell))).or_insert(next)
         })
         .collect();
-    let de = cells.into_iter().map(|(de, _)| de).collect();
     Ok(summarize(de, &ids, c, r))
 }
 
