@@ -243,25 +243,14 @@ impl Controller {
             Ok(Err(e)) => return Err(give_up(&local, job, e.to_string()).await),
             Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
         };
-        // Nothing waits for the quality figures: they are worked out at a low priority, after
-        // the rendering of the slices.
-        let quality = on_background_thread(15, move || plan_quality(&plan, &quality_tiles))
+        let quality = job_quality(plan, quality_tiles)
             .await
-            .map_err(|e| Failure::poison(format!("quality figures: {e}")))?
-            .map_err(|e| Failure::poison(format!("quality figures: {e}")))?;
-        let quality = JobQuality {
-            de00_mean: quality.de00_mean,
-            de00_p95: quality.de00_p95,
-            distinct: quality.distinct as u32,
-            max_uses: quality.max_uses as u32,
-            dup_r1: quality.dup_r1,
-            dup_r5: quality.dup_r5,
-        };
-
+            .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
+            .ok();
         // With this update's own head, read and write.
         let spent_here = spent(&local) + 3;
         jobs.update(job, |r| {
-            r.quality = Some(quality);
+            r.quality = r.quality.or(quality);
             *r.transactions.entry("controller".into()).or_default() += spent_here;
             true
         })
@@ -523,6 +512,22 @@ impl Controller {
             .map_err(|e| job_failure(record.id, e))?;
         Ok(())
     }
+}
+
+/// The quality figures of a whole plan. Nothing waits for them, so they are worked out at a low
+/// priority, after the slices' rendering; a failure here costs the figures, not the job.
+async fn job_quality(plan: Plan, tiles: Arc<TileCache<'static>>) -> Result<JobQuality, String> {
+    let quality = on_background_thread(15, move || plan_quality(&plan, &tiles))
+        .await?
+        .map_err(|e| e.to_string())?;
+    Ok(JobQuality {
+        de00_mean: quality.de00_mean,
+        de00_p95: quality.de00_p95,
+        distinct: quality.distinct as u32,
+        max_uses: quality.max_uses as u32,
+        dup_r1: quality.dup_r1,
+        dup_r5: quality.dup_r5,
+    })
 }
 
 /// What the planner hands the controller, in order.
