@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tessera_shared::storage::embedded::EmbeddedStorage;
-use tessera_shared::storage::{PutMode, SendOptions, StorageError};
+use tessera_shared::storage::{PutMode, QueueStore, ReceivedMessage, SendOptions, StorageError};
 
 const CRASH_DIR: &str = "TESSERA_TEST_CRASH_DIR";
 const CRASH_START: &str = "TESSERA_TEST_CRASH_START";
@@ -21,6 +21,22 @@ const SHARE_DIR: &str = "TESSERA_TEST_SHARE_DIR";
 const QUEUE: &str = "crash-test";
 const ACK: &str = "@ack ";
 const LONG: Duration = Duration::from_secs(120);
+
+/// Receives `max` at a time and deletes each message until the queue is empty; returns what it
+/// deleted.
+async fn drain(queues: &dyn QueueStore, max: usize) -> Vec<ReceivedMessage> {
+    let mut deleted = Vec::new();
+    loop {
+        let batch = queues.receive(QUEUE, max, LONG).await.unwrap();
+        if batch.is_empty() {
+            return deleted;
+        }
+        for m in batch {
+            queues.delete(QUEUE, &m.id, &m.pop_receipt).await.unwrap();
+            deleted.push(m);
+        }
+    }
+}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -196,17 +212,10 @@ fn sigkill_loses_nothing_acknowledged() {
                 );
             }
             let mut found = HashSet::new();
-            loop {
-                let got = queues.receive(QUEUE, 32, LONG).await.unwrap();
-                if got.is_empty() {
-                    break;
-                }
-                for m in got {
-                    let n: u64 = m.body.strip_prefix("m-").unwrap().parse().unwrap();
-                    assert!(found.insert(n), "round {round}: message {n} is there twice");
-                    assert_eq!(m.dequeue_count, 1);
-                    queues.delete(QUEUE, &m.id, &m.pop_receipt).await.unwrap();
-                }
+            for m in drain(&*queues, 32).await {
+                let n: u64 = m.body.strip_prefix("m-").unwrap().parse().unwrap();
+                assert!(found.insert(n), "round {round}: message {n} is there twice");
+                assert_eq!(m.dequeue_count, 1);
             }
             let lost: Vec<_> = messages.difference(&found).collect();
             assert!(
@@ -332,17 +341,8 @@ async fn two_stores_on_one_directory_agree() {
     let mut tasks = Vec::new();
     for store in [a.queues(), b.queues(), a.queues(), b.queues()] {
         tasks.push(tokio::spawn(async move {
-            let mut got = Vec::new();
-            loop {
-                let batch = store.receive(QUEUE, 16, LONG).await.unwrap();
-                if batch.is_empty() {
-                    return got;
-                }
-                for m in batch {
-                    store.delete(QUEUE, &m.id, &m.pop_receipt).await.unwrap();
-                    got.push(m.body);
-                }
-            }
+            let got = drain(&*store, 16).await;
+            got.into_iter().map(|m| m.body).collect::<Vec<_>>()
         }));
     }
     let mut seen = Vec::new();

@@ -448,7 +448,6 @@ async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Jo
     id
 }
 
-/// Waits until the job has ended, and returns its record.
 /// The job's quality figures, which the controller records once the whole plan is made.
 async fn wait_for_quality(platform: &Platform, job: Uuid) -> JobQuality {
     let deadline = Instant::now() + JOB_DEADLINE;
@@ -464,6 +463,7 @@ async fn wait_for_quality(platform: &Platform, job: Uuid) -> JobQuality {
     }
 }
 
+/// Waits until the job has ended, and returns its record.
 async fn finished(platform: &Platform, job: Uuid) -> JobRecord {
     let deadline = Instant::now() + JOB_DEADLINE;
     loop {
@@ -476,6 +476,15 @@ async fn finished(platform: &Platform, job: Uuid) -> JobRecord {
             "job {job} did not end: {record:#?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Polls `busy` every 20 ms while it holds; fails the test, saying `what`, at the job deadline.
+async fn wait_while(what: &str, mut busy: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + JOB_DEADLINE;
+    while busy().await {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -552,7 +561,8 @@ async fn job_matches_local_render(env: Env) {
     let quality = wait_for_quality(&env.platform, id).await;
     let mosaic = image::RgbImage::from_raw(pixels.0, pixels.1, pixels.2).unwrap();
     let target = decode_target(&target_bytes(), [255; 3]).unwrap();
-    let measured = evaluate(&target, &mosaic, job.cells, record.output.unwrap().rows).unwrap();
+    let size = record.output.unwrap();
+    let measured = evaluate(&target, &mosaic, job.cells, size.rows).unwrap();
     assert!(
         (quality.de00_mean - measured.de00_mean).abs() < 0.3,
         "{quality:?} vs {measured}"
@@ -566,7 +576,6 @@ async fn job_matches_local_render(env: Env) {
     env.assert_queues_empty().await;
     let responses = roles.responses_for(id);
     assert_eq!(responses.len(), 1, "{responses:?}");
-    let size = record.output.unwrap();
     assert_eq!(
         responses[0].outcome,
         JobOutcome::Done {
@@ -617,20 +626,22 @@ async fn failing_slice_is_poisoned(env: Env) {
             .await
             .unwrap();
     }
-    let slice = SliceRequest {
-        job_id: bad,
-        seq: 0,
-        count: 2,
-        plan_blob,
-        library: library.reference(),
-        tile_size: job.tile_size,
-        options: job.options,
+    let slice = |seq, plan_blob| {
+        Envelope::new(
+            client,
+            SliceRequest {
+                job_id: bad,
+                seq,
+                count: 2,
+                plan_blob,
+                library: library.reference(),
+                tile_size: job.tile_size,
+                options: job.options,
+            },
+        )
     };
-    env.platform
-        .queue::<SliceRequest>()
-        .send(&Envelope::new(client, slice))
-        .await
-        .unwrap();
+    let slices = env.platform.queue::<SliceRequest>();
+    slices.send(&slice(0, plan_blob)).await.unwrap();
 
     // A job naming a library version that does not exist.
     let missing = LibraryRef {
@@ -648,31 +659,13 @@ async fn failing_slice_is_poisoned(env: Env) {
     assert!(reason.contains("plan"), "{reason}");
     // The failed job's other slices are not worth rendering: their plans are gone, and a slice
     // asked for now is skipped, neither rendered nor poisoned (the poison count below).
-    let deadline = Instant::now() + JOB_DEADLINE;
-    while tessera_shared::storage::BlobStoreExt::exists(&*env.blobs, &late_plan)
-        .await
-        .unwrap()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the failed job's plans are still there"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let late = SliceRequest {
-        job_id: bad,
-        seq: 1,
-        count: 2,
-        plan_blob: late_plan,
-        library: library.reference(),
-        tile_size: job.tile_size,
-        options: job.options,
-    };
-    env.platform
-        .queue::<SliceRequest>()
-        .send(&Envelope::new(client, late))
-        .await
-        .unwrap();
+    wait_while("the failed job's plans are still there", async || {
+        tessera_shared::storage::BlobStoreExt::exists(&*env.blobs, &late_plan)
+            .await
+            .unwrap()
+    })
+    .await;
+    slices.send(&slice(1, late_plan)).await.unwrap();
 
     let record = finished(&env.platform, unknown).await;
     assert_eq!(record.state, JobState::Failed);
@@ -690,11 +683,10 @@ async fn failing_slice_is_poisoned(env: Env) {
         "the good job",
     );
 
-    let deadline = Instant::now() + JOB_DEADLINE;
-    while env.depths().await[QueueName::SliceRequest.as_str()] > 0 {
-        assert!(Instant::now() < deadline, "the late slice was never taken");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_while("the late slice was never taken", async || {
+        env.depths().await[QueueName::SliceRequest.as_str()] > 0
+    })
+    .await;
     assert_eq!(slices_present(&env, bad).await, 0);
     let poisoned = poison_records(&env, QueueName::SliceRequest).await;
     assert_eq!(poisoned.len(), 1, "{poisoned:?}");

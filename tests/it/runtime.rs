@@ -149,6 +149,15 @@ fn quick() -> ListenerSettings {
     }
 }
 
+/// A listener that, idle, polls again only after 30 s: sooner only when nudged.
+fn polls_every_30s() -> ListenerSettings {
+    ListenerSettings {
+        min_backoff: Duration::from_secs(30),
+        max_backoff: Duration::from_secs(30),
+        ..ListenerSettings::default()
+    }
+}
+
 /// Polls `cond` every 20 ms until it holds; fails the test after `limit`.
 async fn eventually(limit: Duration, what: &str, mut cond: impl AsyncFnMut() -> bool) {
     let start = std::time::Instant::now();
@@ -648,11 +657,7 @@ async fn a_send_nudges_an_idle_listener_in_the_same_process(store: &Store) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     // Polls once at start, then not again for 30 s: only the nudge can wake it sooner.
     let listener = Listener::new(queue.clone())
-        .settings(ListenerSettings {
-            min_backoff: Duration::from_secs(30),
-            max_backoff: Duration::from_secs(30),
-            ..ListenerSettings::default()
-        })
+        .settings(polls_every_30s())
         .start(move |m: Envelope<Ping>, _ctx: Context| {
             let tx = tx.clone();
             async move {
@@ -758,11 +763,7 @@ async fn child_process() {
         "nudged" => {
             // Polls once at start, then not again for 30 s: only a nudge can wake it sooner.
             let listener = Listener::new(queue)
-                .settings(ListenerSettings {
-                    min_backoff: Duration::from_secs(30),
-                    max_backoff: Duration::from_secs(30),
-                    ..ListenerSettings::default()
-                })
+                .settings(polls_every_30s())
                 .start(|m: Envelope<Ping>, _ctx: Context| async move {
                     println!("CHILD handled {}", m.body.n);
                     Ok(())
