@@ -11,12 +11,12 @@ use uuid::Uuid;
 use tessera_shared::jobs::{JobError, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::LibraryRecord;
-use tessera_shared::messages::{QueueName, SLICES_RANGE, TILE_SIZE_RANGE};
+use tessera_shared::messages::{SLICES_RANGE, TILE_SIZE_RANGE};
 use tessera_shared::storage::StorageError;
 
 use crate::error::{ApiError, ApiResult};
 use crate::routes::jobs::{CLIENT_COOKIE, job_id};
-use crate::routes::ops::{SystemView, system_view};
+use crate::routes::ops::{QueueDepth, SystemView, queue_depths, system_view};
 use crate::routes::sheet::{sheet_size, sheet_url};
 use crate::routes::tiles::{level_size, top_level};
 use crate::state::AppState;
@@ -244,7 +244,7 @@ async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpRes
     let mut records: Vec<JobRecord> = Vec::new();
     if let Some(client) = client {
         let prefix = BlobKey::client_jobs_prefix(client);
-        let mut ids = Vec::new();
+        let mut markers = Vec::new();
         let mut page_token = None;
         loop {
             let page = match state.platform.blobs.list(&prefix, 500, page_token).await {
@@ -252,18 +252,24 @@ async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpRes
                 Err(StorageError::NotFound(_)) => break,
                 Err(e) => return Err(e.into()),
             };
-            ids.extend(page.items.iter().filter_map(|m| {
-                m.key
+            markers.extend(page.items.into_iter().filter_map(|m| {
+                let id = m
+                    .key
                     .rsplit('/')
                     .next()
-                    .and_then(|s| Uuid::parse_str(s).ok())
+                    .and_then(|s| Uuid::parse_str(s).ok())?;
+                Some((m.last_modified, id))
             }));
             match page.next {
-                Some(next) if ids.len() < 10_000 => page_token = Some(next),
+                Some(next) if markers.len() < 10_000 => page_token = Some(next),
                 _ => break,
             }
         }
-        for id in ids {
+        // A marker is written once, as its job is submitted: the newest markers name the
+        // newest jobs, so only the records listed are read.
+        markers.sort_by_key(|(written, _)| std::cmp::Reverse(*written));
+        markers.truncate(MAX_LISTED_JOBS);
+        for (_, id) in markers {
             match state.platform.jobs().get(id).await {
                 Ok(r) => records.push(r),
                 Err(JobError::NotFound(_)) => {}
@@ -322,17 +328,10 @@ async fn libraries(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     })
 }
 
-struct QueueRow {
-    name: &'static str,
-    depth: u64,
-    poison: String,
-    poison_depth: u64,
-}
-
 #[derive(Template)]
 #[template(path = "system.html")]
 struct SystemPage {
-    queues: Vec<QueueRow>,
+    queues: Vec<QueueDepth>,
     total: u64,
     targets: Vec<(String, u64)>,
     seen: SystemView,
@@ -354,22 +353,7 @@ fn moment(t: time::OffsetDateTime) -> (String, String) {
 }
 
 async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let store = &state.platform.queues;
-    let depth = |r: Result<u64, StorageError>| match r {
-        Ok(n) => Ok(n),
-        Err(StorageError::NotFound(_)) => Ok(0),
-        Err(e) => Err(ApiError::from(e)),
-    };
-    let mut queues = Vec::new();
-    for name in QueueName::ALL {
-        let poison = name.poison();
-        queues.push(QueueRow {
-            name: name.as_str(),
-            depth: depth(store.approximate_depth(name.as_str()).await)?,
-            poison_depth: depth(store.approximate_depth(&poison).await)?,
-            poison,
-        });
-    }
+    let queues = queue_depths(&state).await?;
     let snapshot = state.platform.accounting.snapshot();
     let targets = snapshot
         .by_target

@@ -14,16 +14,17 @@ use tessera_shared::storage::{BlobStoreExt, StorageError};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
+/// One work queue's approximate depth and its poison queue's.
 #[derive(Debug, Serialize)]
-struct QueueDepth {
-    name: &'static str,
-    depth: u64,
-    poison: String,
-    poison_depth: u64,
+pub struct QueueDepth {
+    pub name: &'static str,
+    pub depth: u64,
+    pub poison: String,
+    pub poison_depth: u64,
 }
 
-/// `GET /api/v1/queues`: approximate depth of the four work queues and their poison queues.
-pub async fn queues(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+/// The approximate depth of the four work queues and their poison queues.
+pub async fn queue_depths(state: &AppState) -> ApiResult<Vec<QueueDepth>> {
     let store = &state.platform.queues;
     let mut out = Vec::new();
     for name in QueueName::ALL {
@@ -35,6 +36,12 @@ pub async fn queues(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             poison,
         });
     }
+    Ok(out)
+}
+
+/// `GET /api/v1/queues`: approximate depth of the four work queues and their poison queues.
+pub async fn queues(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let out = queue_depths(&state).await?;
     Ok(HttpResponse::Ok().json(serde_json::json!({ "queues": out })))
 }
 

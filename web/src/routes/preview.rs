@@ -13,7 +13,7 @@ use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{PutMode, StorageError};
 
 use super::jobs::job_id;
-use super::tiles::{Shrink, Source, done_result, read_index};
+use super::tiles::{Shrink, Source, done_result, missing, result_size};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -43,20 +43,10 @@ pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResu
         Err(StorageError::NotFound(_)) => {
             match blobs.head(&key).await {
                 Ok(_) => {}
-                Err(StorageError::NotFound(_)) => {
-                    return Err(ApiError::not_found(
-                        "result_missing",
-                        "the job is done but its result is no longer stored",
-                    ));
-                }
+                Err(StorageError::NotFound(_)) => return Err(missing()),
                 Err(e) => return Err(e.into()),
             }
-            let index = read_index(&*blobs, &key).await?;
-            let (width, height) = match (&index, record.output) {
-                (Some(index), _) => (index.width, index.height),
-                (None, Some(o)) => (o.width, o.height),
-                (None, None) => return Err(ApiError::internal("a done job without a size")),
-            };
+            let (width, height) = result_size(&*blobs, &key, &record).await?;
             // Decoding from the start: the index only saves work for a part of the rows.
             let source = Source {
                 blobs: blobs.clone(),

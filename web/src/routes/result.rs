@@ -10,10 +10,10 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 
 use tessera_shared::jobs::JobState;
-use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{BlobStore, StorageError};
 
 use super::jobs::job_id;
+use super::tiles::{done_result, missing};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -27,37 +27,20 @@ pub async fn get(
 ) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;
-    let key = match (record.state, &record.result_blob) {
-        // The stitcher writes the result to its typed key; older records may not name it.
-        (JobState::Done, blob) => blob
-            .clone()
-            .unwrap_or_else(|| BlobKey::ImageOutput { job: id }.path()),
-        (JobState::Failed, _) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "job_failed",
-                format!(
-                    "the job failed: {}",
-                    record.error.as_deref().unwrap_or("no reason given")
-                ),
-            ));
-        }
-        (state, _) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "job_not_done",
-                format!("the job is {}; its result is not ready", state.as_str()),
-            ));
-        }
-    };
+    if record.state == JobState::Failed {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "job_failed",
+            format!(
+                "the job failed: {}",
+                record.error.as_deref().unwrap_or("no reason given")
+            ),
+        ));
+    }
+    let key = done_result(&record)?;
     let meta = match state.platform.blobs.head(&key).await {
         Ok(meta) => meta,
-        Err(StorageError::NotFound(_)) => {
-            return Err(ApiError::not_found(
-                "result_missing",
-                "the job is done but its result is no longer stored",
-            ));
-        }
+        Err(StorageError::NotFound(_)) => return Err(missing()),
         Err(e) => return Err(e.into()),
     };
     let etag = format!("\"{}\"", meta.etag.trim_matches('"'));

@@ -58,19 +58,14 @@ pub async fn get(
     let record = state.platform.jobs().get(id).await?;
     let key = done_result(&record)?;
     let blobs = state.platform.blobs.clone();
-    let index = read_index(&*blobs, &key).await?;
-    let (width, height) = match (&index, record.output) {
-        (Some(index), _) => (index.width, index.height),
-        (None, Some(o)) => (o.width, o.height),
-        (None, None) => png_size(&*blobs, &key).await?,
-    };
+    let (width, height) = result_size(&*blobs, &key, &record).await?;
     let (lw, lh) = level_size(width, height, level);
-    if level > top_level(width, height) || x >= lw.div_ceil(TILE) || y >= lh.div_ceil(TILE) {
+    let top = top_level(width, height);
+    if level > top || x >= lw.div_ceil(TILE) || y >= lh.div_ceil(TILE) {
         return Err(ApiError::not_found(
             "tile_out_of_range",
             format!(
-                "the mosaic has levels 0 to {}; level {level} is {} x {} tiles",
-                top_level(width, height),
+                "the mosaic has levels 0 to {top}; level {level} is {} x {} tiles",
                 lw.div_ceil(TILE),
                 lh.div_ceil(TILE)
             ),
@@ -104,6 +99,8 @@ pub async fn get(
         Err(e) => return Err(e.into()),
     }
     let _slot = state.decodes.acquire().await.map_err(ApiError::internal)?;
+    // Only a tile not kept yet needs the seek index.
+    let index = read_index(&*blobs, &key).await?;
     let source = Source {
         blobs: blobs.clone(),
         key,
@@ -169,7 +166,21 @@ pub(crate) async fn read_index(blobs: &dyn BlobStore, key: &str) -> ApiResult<Op
     }
 }
 
-fn missing() -> ApiError {
+/// A done job's mosaic size: its record's (the stitcher writes the result at that size), else
+/// the result's PNG header's (an older record without one).
+pub(crate) async fn result_size(
+    blobs: &dyn BlobStore,
+    key: &str,
+    record: &JobRecord,
+) -> ApiResult<(u32, u32)> {
+    match record.output {
+        Some(o) => Ok((o.width, o.height)),
+        None => png_size(blobs, key).await,
+    }
+}
+
+/// A done job whose result blob is gone.
+pub(crate) fn missing() -> ApiError {
     ApiError::not_found(
         "result_missing",
         "the job is done but its result is no longer stored",
