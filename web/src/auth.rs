@@ -275,17 +275,7 @@ fn same_origin(req: &HttpRequest) -> bool {
     {
         return true;
     }
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
-    match (host, origin) {
-        (Some(host), Some(origin)) => {
-            origin
-                .strip_prefix("http://")
-                .or_else(|| origin.strip_prefix("https://"))
-                == Some(host)
-        }
-        _ => false,
-    }
+    crate::pages::origin_is_host(headers)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -53,24 +53,29 @@ pub fn forgery_check(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
     }
     req.cookie(CLIENT_COOKIE)?;
     let headers = req.headers();
-    if headers.contains_key(REQUESTED_WITH) {
+    if headers.contains_key(REQUESTED_WITH) || origin_is_host(headers) {
         return None;
-    }
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
-    if let (Some(host), Some(origin)) = (host, origin) {
-        let bare = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"));
-        if bare == Some(host) {
-            return None;
-        }
     }
     Some(ApiError::new(
         StatusCode::FORBIDDEN,
         "cross_site_request",
         format!("a request with the {CLIENT_COOKIE} cookie must come from this site"),
     ))
+}
+
+/// Whether a request's `Origin` names the site it was sent to (its `Host`).
+pub(crate) fn origin_is_host(headers: &header::HeaderMap) -> bool {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+    match (host, origin) {
+        (Some(host), Some(origin)) => {
+            origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
+                == Some(host)
+        }
+        _ => false,
+    }
 }
 
 fn page(template: &impl Template) -> ApiResult<HttpResponse> {
