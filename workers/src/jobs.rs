@@ -143,7 +143,7 @@ pub(crate) fn lower_thread_priority(nice: i32) {
 }
 
 /// What a caught panic says.
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -157,19 +157,41 @@ pub(crate) async fn on_background_thread<T: Send + 'static>(
     nice: i32,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
+    caught(
+        "",
+        "the thread went away",
+        |job| {
+            std::thread::Builder::new()
+                .name("background".into())
+                .spawn(move || {
+                    lower_thread_priority(nice);
+                    job();
+                })
+                .map(drop)
+                .map_err(|e| e.to_string())
+        },
+        work,
+    )
+    .await
+}
+
+/// Hands `work` to `spawn` (which runs it on some other thread) and waits for its value; a panic
+/// comes back as an error, `{doing}panicked: ...`, and a job dropped unrun as `gone`.
+pub(crate) async fn caught<T: Send + 'static>(
+    doing: &str,
+    gone: &str,
+    spawn: impl FnOnce(Box<dyn FnOnce() + Send>) -> Result<(), String>,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
     let (done, result) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("background".into())
-        .spawn(move || {
-            lower_thread_priority(nice);
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-            let _ = done.send(outcome.map_err(|panic| panic_message(&*panic)));
-        })
-        .map_err(|e| e.to_string())?;
+    spawn(Box::new(move || {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        let _ = done.send(outcome.map_err(|panic| panic_message(&*panic)));
+    }))?;
     match result.await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(panic)) => Err(format!("panicked: {panic}")),
-        Err(_) => Err("the thread went away".into()),
+        Ok(Err(panic)) => Err(format!("{doing}panicked: {panic}")),
+        Err(_) => Err(gone.into()),
     }
 }
 

@@ -16,7 +16,7 @@ use tessera_shared::runtime::{Context, Failure, Listener};
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
 use crate::controller::poison_hook;
-use crate::jobs::{counted, lower_thread_priority, panic_message, spent};
+use crate::jobs::{caught, counted, lower_thread_priority, spent};
 use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ProcessorSettings;
 
@@ -246,14 +246,14 @@ async fn on_render_thread<T: Send + 'static>(
     threads: &rayon::ThreadPool,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
-    let (done, result) = tokio::sync::oneshot::channel();
-    threads.spawn(move || {
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-        let _ = done.send(outcome.map_err(|panic| panic_message(&*panic)));
-    });
-    match result.await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(panic)) => Err(format!("rendering panicked: {panic}")),
-        Err(_) => Err("the render thread went away".into()),
-    }
+    caught(
+        "rendering ",
+        "the render thread went away",
+        |job| {
+            threads.spawn(job);
+            Ok(())
+        },
+        work,
+    )
+    .await
 }
