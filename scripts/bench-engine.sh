@@ -105,15 +105,20 @@ metapixel_run() {
     row "metapixel, $name" "$OUT/$name.png" "$cols" "$rows"
 }
 
-# (a) 128 x 128 cells, 16 px tiles (2048 x 2048), emoji.
-tessera_run a-emoji-r1 "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1
-tessera_run a-emoji-r0 "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 0
-tessera_run a-emoji-r5 "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 5
-if [ -z "${SKIP_METAPIXEL:-}" ]; then
-    metapixel_run a-emoji-default "$OUT/mp-emoji" 4 128 128
-    metapixel_run a-emoji-distance1 "$OUT/mp-emoji" 4 128 128 --distance=1
-    metapixel_run a-emoji-distance0 "$OUT/mp-emoji" 4 128 128 --distance=0
-fi
+# (a) 128 x 128 cells, 16 px tiles (2048 x 2048), on library LIB (emoji or photos).
+grid_a() {
+    local lib=$1
+    tessera_run "a-$lib-r1" "$OUT/$lib.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1
+    tessera_run "a-$lib-r0" "$OUT/$lib.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 0
+    tessera_run "a-$lib-r5" "$OUT/$lib.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 5
+    if [ -z "${SKIP_METAPIXEL:-}" ]; then
+        metapixel_run "a-$lib-default" "$OUT/mp-$lib" 4 128 128
+        metapixel_run "a-$lib-distance1" "$OUT/mp-$lib" 4 128 128 --distance=1
+        metapixel_run "a-$lib-distance0" "$OUT/mp-$lib" 4 128 128 --distance=0
+    fi
+}
+
+grid_a emoji
 # (b) one tile per source pixel: 512 x 512 cells, 16 px tiles (8192 x 8192), emoji.
 tessera_run b-emoji-r1 "$OUT/emoji.idx" 512 512 --per-pixel --tile-size 16 --repeat-radius 1
 if [ -z "${SKIP_METAPIXEL:-}" ] && [ -z "${SKIP_SLOW_METAPIXEL:-}" ]; then
@@ -121,15 +126,7 @@ if [ -z "${SKIP_METAPIXEL:-}" ] && [ -z "${SKIP_SLOW_METAPIXEL:-}" ]; then
     metapixel_run b-emoji-distance1 "$OUT/mp-emoji" 16 512 512 --distance=1
     metapixel_run b-emoji-distance0 "$OUT/mp-emoji" 16 512 512 --distance=0
 fi
-# (a) on the photo library.
-tessera_run a-photos-r1 "$OUT/photos.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1
-tessera_run a-photos-r0 "$OUT/photos.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 0
-tessera_run a-photos-r5 "$OUT/photos.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 5
-if [ -z "${SKIP_METAPIXEL:-}" ]; then
-    metapixel_run a-photos-default "$OUT/mp-photos" 4 128 128
-    metapixel_run a-photos-distance1 "$OUT/mp-photos" 4 128 128 --distance=1
-    metapixel_run a-photos-distance0 "$OUT/mp-photos" 4 128 128 --distance=0
-fi
+grid_a photos
 
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
+use tessera_azure::connection::{DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME};
 use tessera_azure::{AzureOptions, AzureStorage};
 use tessera_shared::accounting::{Accounting, Op, Snapshot};
 use tessera_shared::messages::{Envelope, Message, QueueName};
@@ -253,10 +254,10 @@ async fn start_azurite() -> anyhow::Result<(String, tokio::process::Child)> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let conn = format!(
-        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;\
-         AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;\
-         BlobEndpoint=http://127.0.0.1:{blob}/devstoreaccount1;\
-         QueueEndpoint=http://127.0.0.1:{queue}/devstoreaccount1;"
+        "DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT_NAME};\
+         AccountKey={DEV_ACCOUNT_KEY};\
+         BlobEndpoint=http://127.0.0.1:{blob}/{DEV_ACCOUNT_NAME};\
+         QueueEndpoint=http://127.0.0.1:{queue}/{DEV_ACCOUNT_NAME};"
     );
     Ok((conn, child))
 }
