@@ -101,7 +101,7 @@ pub(crate) async fn spawn_app_with(settings: WebSettings, workers: bool) -> Test
     }
     TestApp {
         address,
-        client: http_client(),
+        client: http_client(reqwest::Client::builder()),
         platform,
         stop_workers,
         server,
@@ -109,21 +109,33 @@ pub(crate) async fn spawn_app_with(settings: WebSettings, workers: bool) -> Test
     }
 }
 
-fn http_client() -> reqwest::Client {
+/// The client `builder` makes, for plain HTTP.
+pub(crate) fn http_client(builder: reqwest::ClientBuilder) -> reqwest::Client {
     // reqwest is built without a TLS provider of its own (see the Azure crate); plain HTTP
     // still needs one installed to build a client. Fails harmlessly when one is installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
+    builder.build().unwrap()
+}
+
+/// A client that shows redirects rather than following them.
+pub(crate) fn no_redirect_client() -> reqwest::Client {
+    http_client(reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()))
 }
 
 /// A valid submission: the astronaut, 12 cells across, 8 px tiles, 3 slices.
 pub(crate) fn job_form(image: Vec<u8>) -> Form {
+    sized_job_form(image, 8, 12, 3)
+}
+
+/// A submission of `image` (named astronaut.png) from the emoji library, `cells` of
+/// `tile_size` px across, in `slices`.
+pub(crate) fn sized_job_form(image: Vec<u8>, tile_size: u32, cells: u32, slices: u32) -> Form {
     Form::new()
         .part("image", Part::bytes(image).file_name("astronaut.png"))
         .text("library", "emoji")
-        .text("tile_size", "8")
-        .text("cells", "12")
-        .text("slices", "3")
+        .text("tile_size", tile_size.to_string())
+        .text("cells", cells.to_string())
+        .text("slices", slices.to_string())
 }
 
 impl TestApp {
@@ -135,13 +147,30 @@ impl TestApp {
         self.client.get(self.url(path)).send().await.unwrap()
     }
 
+    /// A GET of `path` with `headers`.
+    pub(crate) async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = self.client.get(self.url(path));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.unwrap()
+    }
+
     pub(crate) async fn post_job(&self, form: Form) -> reqwest::Response {
-        self.client
-            .post(self.url("/api/v1/jobs"))
-            .multipart(form)
-            .send()
-            .await
-            .unwrap()
+        self.post_job_with(form, &[]).await
+    }
+
+    /// A job submission with `headers`.
+    pub(crate) async fn post_job_with(
+        &self,
+        form: Form,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = self.client.post(self.url("/api/v1/jobs")).multipart(form);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.unwrap()
     }
 
     pub(crate) async fn get_job(&self, id: &str) -> reqwest::Response {
@@ -149,13 +178,8 @@ impl TestApp {
     }
 
     pub(crate) async fn get_result(&self, id: &str, headers: &[(&str, &str)]) -> reqwest::Response {
-        let mut req = self
-            .client
-            .get(self.url(&format!("/api/v1/jobs/{id}/result")));
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        req.send().await.unwrap()
+        self.get_with(&format!("/api/v1/jobs/{id}/result"), headers)
+            .await
     }
 
     pub(crate) async fn get_events(&self, id: &str) -> reqwest::Response {
@@ -191,9 +215,9 @@ impl TestApp {
         self.get("/readyz").await
     }
 
-    /// Submits a valid job and returns its id.
-    async fn submit(&self) -> String {
-        let res = self.post_job(job_form(astronaut())).await;
+    /// Submits `form`, which must be accepted, and returns the job's id.
+    pub(crate) async fn submit(&self, form: Form) -> String {
+        let res = self.post_job(form).await;
         assert_eq!(res.status(), StatusCode::ACCEPTED);
         let body: Value = res.json().await.unwrap();
         body["id"].as_str().unwrap().to_string()
@@ -390,13 +414,8 @@ async fn a_submission_stores_its_input_and_record_and_queues_one_request() {
     );
     let client = Uuid::new_v4();
     let res = app
-        .client
-        .post(app.url("/api/v1/jobs"))
-        .header("x-client-id", client.to_string())
-        .multipart(job_form(good))
-        .send()
-        .await
-        .unwrap();
+        .post_job_with(job_form(good), &[("x-client-id", &client.to_string())])
+        .await;
     assert_eq!(res.status(), StatusCode::ACCEPTED);
     let job: Value = res.json().await.unwrap();
     let id: Uuid = job["id"].as_str().unwrap().parse().unwrap();
@@ -440,16 +459,14 @@ async fn a_browser_gets_a_client_cookie_and_keeps_it() {
     let id: Uuid = job["id"].as_str().unwrap().parse().unwrap();
     assert_eq!(app.platform.jobs().get(id).await.unwrap().client_id, client);
 
+    let sent = format!("tessera_client={client}");
     let again = app
-        .client
-        .post(app.url("/api/v1/jobs"))
-        .header("cookie", format!("tessera_client={client}"))
-        // A cookie-carrying POST must come from this site's scripts (see pages::forgery_check).
-        .header("X-Requested-With", "tessera")
-        .multipart(job_form(astronaut()))
-        .send()
-        .await
-        .unwrap();
+        .post_job_with(
+            job_form(astronaut()),
+            // A cookie-carrying POST must come from this site's scripts (see pages::forgery_check).
+            &[("cookie", &sent), ("X-Requested-With", "tessera")],
+        )
+        .await;
     assert!(again.headers().get("set-cookie").is_none());
     let job: Value = again.json().await.unwrap();
     let id: Uuid = job["id"].as_str().unwrap().parse().unwrap();
@@ -471,7 +488,7 @@ async fn unknown_routes_are_404_with_a_code() {
 async fn the_imageresponse_listener_finishes_a_job_once() {
     // No back end runs: the broker's side alone, with the response sent by hand.
     let app = spawn_app_with(test_settings(), false).await;
-    let id = app.submit().await;
+    let id = app.submit(job_form(astronaut())).await;
     let job: Value = app.get_job(&id).await.json().await.unwrap();
     assert_eq!(job["state"], "queued");
     let res = app.get_result(&id, &[]).await;
@@ -589,7 +606,7 @@ async fn health_queues_and_security_headers() {
     let app = spawn_app_with(test_settings(), false).await;
     assert_eq!(app.healthz().await.status(), StatusCode::OK);
     assert_eq!(app.readyz().await.status(), StatusCode::OK);
-    app.submit().await;
+    app.submit(job_form(astronaut())).await;
     let res = app.get_queues().await;
     assert_eq!(res.status(), StatusCode::OK);
     let headers = res.headers().clone();

@@ -22,7 +22,7 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const JOB_DEADLINE: Duration = Duration::from_secs(120);
 
 /// A chromedriver process of this test, stopped when dropped.
-pub(crate) struct Driver {
+struct Driver {
     child: Child,
     port: u16,
 }
@@ -34,7 +34,7 @@ impl Drop for Driver {
     }
 }
 
-pub(crate) fn start_driver() -> Driver {
+fn start_driver() -> Driver {
     for tool in [CHROMIUM, CHROMEDRIVER] {
         assert!(
             Path::new(tool).exists(),
@@ -56,7 +56,7 @@ pub(crate) fn start_driver() -> Driver {
     Driver { child, port }
 }
 
-pub(crate) async fn connect(driver: &Driver, profile: &Path) -> Client {
+async fn connect(driver: &Driver, profile: &Path) -> Client {
     let mut caps = serde_json::Map::new();
     caps.insert("browserName".into(), json!("chrome"));
     caps.insert(
@@ -92,6 +92,25 @@ pub(crate) async fn connect(driver: &Driver, profile: &Path) -> Client {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     panic!("no WebDriver session from {CHROMEDRIVER}: {last:?}");
+}
+
+/// Runs `steps` in a Chromium session with its profile in `profile`. The steps run in a task so
+/// that a failed step still ends the session cleanly before its panic goes on.
+pub(crate) async fn in_chromium<F>(profile: &Path, steps: impl FnOnce(Client) -> F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let driver = start_driver();
+    let browser = connect(&driver, profile).await;
+    let steps = tokio::spawn(steps(browser.clone())).await;
+    let _ = browser.close().await;
+    drop(driver);
+    if let Err(e) = steps {
+        match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("the browser steps did not finish: {e}"),
+        }
+    }
 }
 
 fn artifacts() -> PathBuf {
@@ -509,41 +528,21 @@ async fn sign_in_and_use(base: String, browser: Client) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sign_in_with_the_api_key_in_chromium() {
     let app = spawn_keyed_app().await;
-    let driver = start_driver();
     let work = tempfile::tempdir().unwrap();
-    let browser = connect(&driver, work.path()).await;
-    let steps = tokio::spawn(sign_in_and_use(app.address.clone(), browser.clone())).await;
-    let _ = browser.close().await;
-    drop(driver);
-    if let Err(e) = steps {
-        match e.try_into_panic() {
-            Ok(panic) => std::panic::resume_unwind(panic),
-            Err(e) => panic!("the browser steps did not finish: {e}"),
-        }
-    }
+    in_chromium(work.path(), |browser| {
+        sign_in_and_use(app.address.clone(), browser)
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upload_follow_and_view_a_mosaic_in_chromium() {
     let app = spawn_app().await;
-    let driver = start_driver();
     let work = tempfile::tempdir().unwrap();
     let profile = work.path().join("profile");
     std::fs::create_dir(&profile).unwrap();
-    let browser = connect(&driver, &profile).await;
-    // Run the steps in a task so a failed step still ends the browser session cleanly.
-    let steps = tokio::spawn(run(
-        app.address.clone(),
-        browser.clone(),
-        work.path().to_path_buf(),
-    ))
+    in_chromium(&profile, |browser| {
+        run(app.address.clone(), browser, work.path().to_path_buf())
+    })
     .await;
-    let _ = browser.close().await;
-    drop(driver);
-    if let Err(e) = steps {
-        match e.try_into_panic() {
-            Ok(panic) => std::panic::resume_unwind(panic),
-            Err(e) => panic!("the browser steps did not finish: {e}"),
-        }
-    }
 }

@@ -545,10 +545,7 @@ async fn every_documented_operation_answers_as_documented() {
     assert_eq!(documented, routes, "the document and the router disagree");
 
     // A finished job, so its result and events answer 200.
-    let res = app.post_job(job_form(astronaut())).await;
-    assert_eq!(res.status(), 202);
-    let job: Value = res.json().await.unwrap();
-    let job_id = job["id"].as_str().unwrap().to_string();
+    let job_id = app.submit(job_form(astronaut())).await;
     let finished = app.wait_until_finished(&job_id).await;
     assert_eq!(finished["state"], "done", "{finished}");
 

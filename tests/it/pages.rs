@@ -8,7 +8,7 @@ use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::PutMode;
 use uuid::Uuid;
 
-use crate::api::{TestApp, astronaut, fixture, job_form, spawn_app};
+use crate::api::{TestApp, astronaut, fixture, job_form, sized_job_form, spawn_app};
 
 async fn html(app: &TestApp, path: &str, cookie: Option<Uuid>) -> (u16, String) {
     let mut req = app.client.get(app.url(path));
@@ -30,15 +30,12 @@ async fn html(app: &TestApp, path: &str, cookie: Option<Uuid>) -> (u16, String) 
 }
 
 async fn post_job_as(app: &TestApp, client: Uuid, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut req = app
-        .client
-        .post(app.url("/api/v1/jobs"))
-        .header("Cookie", format!("tessera_client={client}"))
-        .multipart(job_form(astronaut()));
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    req.send().await.unwrap()
+    let cookie = format!("tessera_client={client}");
+    let headers: Vec<_> = [("Cookie", cookie.as_str())]
+        .into_iter()
+        .chain(headers.iter().copied())
+        .collect();
+    app.post_job_with(job_form(astronaut()), &headers).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,13 +129,8 @@ async fn names_from_uploads_are_escaped() {
         .text("library", "emoji")
         .text("cells", "8");
     let res = app
-        .client
-        .post(app.url("/api/v1/jobs"))
-        .header("X-Client-Id", client.to_string())
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
+        .post_job_with(form, &[("X-Client-Id", &client.to_string())])
+        .await;
     assert_eq!(res.status(), 202);
     let (_, body) = html(&app, "/jobs", Some(client)).await;
     assert!(!body.contains("<img src=x"), "{body}");
@@ -216,16 +208,7 @@ async fn a_cookie_carrying_post_must_come_from_this_site() {
 async fn the_preview_is_a_downscaled_jpeg_of_the_mosaic() {
     let app = spawn_app().await;
     // 128 cells of 16 px across the 48 px astronaut: a 2048 px square mosaic.
-    let form = Form::new()
-        .part("image", Part::bytes(astronaut()).file_name("astronaut.png"))
-        .text("library", "emoji")
-        .text("tile_size", "16")
-        .text("cells", "128")
-        .text("slices", "4");
-    let res = app.post_job(form).await;
-    assert_eq!(res.status(), 202);
-    let job: Value = res.json().await.unwrap();
-    let id = job["id"].as_str().unwrap().to_string();
+    let id = app.submit(sized_job_form(astronaut(), 16, 128, 4)).await;
     let early = app
         .get(&format!("/api/v1/jobs/{id}/preview"))
         .await
@@ -291,20 +274,10 @@ async fn my_jobs_shows_a_thumbnail_of_each_done_mosaic() {
     let app = spawn_app().await;
     let me = Uuid::new_v4();
     // 40 cells of 16 px: a 640 px mosaic, a pyramid of three levels (640, 320, 160 px).
-    let form = Form::new()
-        .part("image", Part::bytes(astronaut()).file_name("astronaut.png"))
-        .text("library", "emoji")
-        .text("tile_size", "16")
-        .text("cells", "40")
-        .text("slices", "2");
+    let form = sized_job_form(astronaut(), 16, 40, 2);
     let res = app
-        .client
-        .post(app.url("/api/v1/jobs"))
-        .header("X-Client-Id", me.to_string())
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
+        .post_job_with(form, &[("X-Client-Id", &me.to_string())])
+        .await;
     assert_eq!(res.status(), 202);
     let job: Value = res.json().await.unwrap();
     let done = job["id"].as_str().unwrap().to_string();

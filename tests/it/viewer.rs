@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::StatusCode;
-use reqwest::multipart::{Form, Part};
 use serde_json::Value;
 use tessera_engine::{FragmentEncoder, Scanlines, SeekIndex};
 use tessera_shared::jobs::JobState;
@@ -16,8 +15,8 @@ use tessera_web::routes::preview::{preview_bin, preview_size};
 use tessera_web::routes::tiles::{TILE, level_size, top_level};
 use uuid::Uuid;
 
-use crate::api::{TestApp, astronaut, spawn_app};
-use crate::browser::{connect, script, start_driver, wait_for};
+use crate::api::{TestApp, astronaut, sized_job_form, spawn_app};
+use crate::browser::{in_chromium, script, wait_for};
 
 struct Image {
     width: u32,
@@ -114,16 +113,7 @@ async fn bytes_of(app: &TestApp, path: &str) -> Bytes {
 
 /// A job of 80 cells of 16 px across the astronaut (a 1280 px mosaic) in 3 slices.
 async fn finished_job(app: &TestApp) -> (String, Image) {
-    let form = Form::new()
-        .part("image", Part::bytes(astronaut()).file_name("astronaut.png"))
-        .text("library", "emoji")
-        .text("tile_size", "16")
-        .text("cells", "80")
-        .text("slices", "3");
-    let res = app.post_job(form).await;
-    assert_eq!(res.status(), 202);
-    let job: Value = res.json().await.unwrap();
-    let id = job["id"].as_str().unwrap().to_string();
+    let id = app.submit(sized_job_form(astronaut(), 16, 80, 3)).await;
     let early = app.get(&format!("/api/v1/jobs/{id}/tiles/0/0/0")).await;
     let done = app.wait_until_finished(&id).await;
     assert_eq!(done["state"], "done", "{done}");
@@ -384,12 +374,9 @@ async fn a_mosaic_over_eighty_megapixels_gets_a_preview_and_tiles() {
 async fn zooming_past_the_preview_loads_full_resolution_tiles_in_chromium() {
     let app = spawn_app().await;
     let (id, full) = finished_job(&app).await;
-    let driver = start_driver();
     let work = tempfile::tempdir().unwrap();
-    let browser = connect(&driver, work.path()).await;
     let base = app.address.clone();
-    let steps = tokio::spawn({
-        let browser = browser.clone();
+    in_chromium(work.path(), |browser| {
         async move {
             browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
             let width = wait_for(
@@ -444,13 +431,5 @@ async fn zooming_past_the_preview_loads_full_resolution_tiles_in_chromium() {
         }
     })
     .await;
-    let _ = browser.close().await;
-    drop(driver);
     assert!(full.width > 1024);
-    if let Err(e) = steps {
-        match e.try_into_panic() {
-            Ok(panic) => std::panic::resume_unwind(panic),
-            Err(e) => panic!("the browser steps did not finish: {e}"),
-        }
-    }
 }

@@ -3,82 +3,30 @@
 
 use bytes::Bytes;
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use tessera_shared::accounting::Op;
 use tessera_shared::jobs::JobQuality;
 use tessera_shared::keys::BlobKey;
-use tessera_shared::platform::Platform;
-use tessera_shared::runtime::Nudges;
-use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_shared::storage::{BlobStoreExt, PutMode};
+use tessera_web::WebSettings;
 use tessera_web::settings::ApiKey;
-use tessera_web::{Application, WebSettings};
 use uuid::Uuid;
 
-use crate::api::{astronaut, fixture, job_form, spawn_app};
+use crate::api::{TestApp, astronaut, job_form, no_redirect_client, spawn_app, spawn_app_with};
 
 pub(crate) const KEY: &str = "correct horse battery staple";
 
 /// The web role alone (no workers) with an API key, and a client that does not follow redirects.
-pub(crate) struct KeyedApp {
-    pub(crate) address: String,
-    client: reqwest::Client,
-    server: tessera_web::ServerHandle,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for KeyedApp {
-    fn drop(&mut self) {
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(self.server.stop(false));
-        }
-    }
-}
-
-impl KeyedApp {
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.address)
-    }
-
-    async fn get(&self, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
-        let mut req = self.client.get(self.url(path));
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        req.send().await.unwrap()
-    }
-}
-
-pub(crate) async fn spawn_keyed_app() -> KeyedApp {
-    let dir = tempfile::tempdir().unwrap();
-    let storage = EmbeddedStorage::open(dir.path()).unwrap();
-    let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
-    platform.ensure_queues().await.unwrap();
-    tessera_workers::import_library(&platform, &fixture("engine/tiles"), "emoji")
-        .await
-        .unwrap();
+pub(crate) async fn spawn_keyed_app() -> TestApp {
     let settings = WebSettings {
         port: 0,
         workers: 1,
         api_key: ApiKey::new(KEY),
         ..WebSettings::default()
     };
-    let app = Application::build(platform, settings).await.unwrap();
-    let address = format!("http://127.0.0.1:{}", app.port());
-    let server = app.handle();
-    tokio::spawn(app.run_until_stopped());
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    KeyedApp {
-        address,
-        client,
-        server,
-        _dir: dir,
-    }
+    let mut app = spawn_app_with(settings, false).await;
+    app.client = no_redirect_client();
+    app
 }
 
 async fn error_code(res: reqwest::Response) -> String {
@@ -95,7 +43,7 @@ async fn with_a_key_configured_every_call_needs_it() {
 
     // Health checks and assets stay open.
     for path in ["/healthz", "/readyz", "/static/style.css", "/signin"] {
-        assert_eq!(app.get(path, &[]).await.status(), 200, "{path}");
+        assert_eq!(app.get(path).await.status(), 200, "{path}");
     }
 
     // API calls: no key, a wrong key, the right key in either header.
@@ -104,7 +52,7 @@ async fn with_a_key_configured_every_call_needs_it() {
         "/api/v1/queues",
         "/api/v1/openapi.json",
     ] {
-        let res = app.get(path, &[]).await;
+        let res = app.get(path).await;
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{path}");
         assert!(
             res.headers()["www-authenticate"]
@@ -119,19 +67,19 @@ async fn with_a_key_configured_every_call_needs_it() {
             ("Authorization", "Bearer correct horse battery stapl"),
             ("X-API-Key", ""),
         ] {
-            let res = app.get(path, &[wrong]).await;
+            let res = app.get_with(path, &[wrong]).await;
             assert_eq!(res.status(), 401, "{path} with {wrong:?}");
             assert_eq!(error_code(res).await, "unauthorized");
         }
         let bearer = format!("Bearer {KEY}");
         for right in [("Authorization", bearer.as_str()), ("X-API-Key", KEY)] {
-            let res = app.get(path, &[right]).await;
+            let res = app.get_with(path, &[right]).await;
             assert_eq!(res.status(), 200, "{path} with {:?}", right.0);
         }
     }
     let bearer = format!("Bearer {KEY}");
     let sheet = app
-        .get(
+        .get_with(
             "/api/v1/libraries/emoji/sheet",
             &[("Authorization", &bearer)],
         )
@@ -145,12 +93,12 @@ async fn with_a_key_configured_every_call_needs_it() {
     );
 
     // A browser asking for a page is sent to sign in, and back afterwards.
-    let res = app.get("/libraries", &[]).await;
+    let res = app.get("/libraries").await;
     assert_eq!(res.status(), 303);
     assert_eq!(res.headers()["location"], "/signin?next=/libraries");
-    let res = app.get("/jobs?page=2", &[]).await;
+    let res = app.get("/jobs?page=2").await;
     assert_eq!(res.headers()["location"], "/signin?next=/jobs%3Fpage%3D2");
-    let form = app.get("/signin?next=/libraries", &[]).await;
+    let form = app.get("/signin?next=/libraries").await;
     let form = form.text().await.unwrap();
     assert!(
         form.contains(r#"<label for="key">API key</label>"#),
@@ -196,47 +144,31 @@ async fn with_a_key_configured_every_call_needs_it() {
     );
     let session = set_cookie.split(';').next().unwrap().to_string();
 
-    let mut with_cookie = HeaderMap::new();
-    with_cookie.insert("Cookie", HeaderValue::from_str(&session).unwrap());
+    let with_cookie = [("Cookie", session.as_str())];
     for path in ["/", "/libraries", "/system", "/jobs", "/api"] {
-        let res = app
-            .client
-            .get(app.url(path))
-            .headers(with_cookie.clone())
-            .send()
-            .await
-            .unwrap();
+        let res = app.get_with(path, &with_cookie).await;
         assert_eq!(res.status(), 200, "{path} with the session cookie");
     }
-    let res = app
-        .client
-        .get(app.url("/api/v1/libraries"))
-        .headers(with_cookie.clone())
-        .send()
-        .await
-        .unwrap();
+    let res = app.get_with("/api/v1/libraries", &with_cookie).await;
     assert_eq!(res.status(), 200);
     // The pages' scripts post with the cookie too.
     let res = app
-        .client
-        .post(app.url("/api/v1/jobs"))
-        .headers(with_cookie.clone())
-        .header("X-Requested-With", "tessera")
-        .multipart(job_form(astronaut()))
-        .send()
-        .await
-        .unwrap();
+        .post_job_with(
+            job_form(astronaut()),
+            &[with_cookie[0], ("X-Requested-With", "tessera")],
+        )
+        .await;
     assert_eq!(res.status(), 202);
     // A forged or altered cookie is no session.
     let mut forged = session.clone();
     let last = forged.pop().unwrap();
     forged.push(if last == '0' { '1' } else { '0' });
     let res = app
-        .get("/api/v1/libraries", &[("Cookie", forged.as_str())])
+        .get_with("/api/v1/libraries", &[("Cookie", forged.as_str())])
         .await;
     assert_eq!(res.status(), 401);
     let res = app
-        .get(
+        .get_with(
             "/api/v1/libraries",
             &[("Cookie", &format!("tessera_session={KEY}"))],
         )
@@ -257,11 +189,7 @@ async fn without_a_key_everything_stays_open() {
         assert_eq!(app.get(path).await.status(), 200, "{path}");
     }
     // Nothing to sign in to: the sign-in page goes straight on.
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let res = client
+    let res = no_redirect_client()
         .get(app.url("/signin?next=/jobs"))
         .send()
         .await
@@ -331,12 +259,8 @@ async fn a_library_sheet_is_made_once_and_served_from_its_blob() {
 
     // Caching: a held ETag is not sent again; a URL naming the version is immutable.
     let res = app
-        .client
-        .get(app.url("/api/v1/libraries/emoji/sheet"))
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .unwrap();
+        .get_with("/api/v1/libraries/emoji/sheet", &[("If-None-Match", &etag)])
+        .await;
     assert_eq!(res.status(), 304);
     let res = app
         .get(&format!("/api/v1/libraries/emoji/sheet?version={version}"))
@@ -384,10 +308,7 @@ async fn a_library_sheet_is_made_once_and_served_from_its_blob() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quality_figures_and_the_processors_seen() {
     let app = spawn_app().await;
-    let res = app.post_job(job_form(astronaut())).await;
-    assert_eq!(res.status(), 202);
-    let job: Value = res.json().await.unwrap();
-    let id = job["id"].as_str().unwrap().to_string();
+    let id = app.submit(job_form(astronaut())).await;
     let done = app.wait_until_finished(&id).await;
     assert_eq!(done["state"], "done", "{done}");
     assert!(done.as_object().unwrap().contains_key("quality"), "{done}");
