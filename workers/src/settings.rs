@@ -6,6 +6,25 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tessera_shared::runtime::ListenerSettings;
 
+/// The listener settings of a role's settings, which carry the listener's fields each (serde's
+/// `flatten` would take a shared struct, but does not work with `deny_unknown_fields`).
+macro_rules! listener {
+    ($settings:expr, $concurrency:expr) => {
+        ListenerSettings {
+            batch_size: $settings.batch_size,
+            visibility_timeout: Duration::from_millis($settings.visibility_timeout_ms),
+            renewal_interval: Duration::from_millis($settings.renewal_interval_ms),
+            poison_threshold: $settings.poison_threshold,
+            min_backoff: Duration::from_millis($settings.min_backoff_ms),
+            max_backoff: Duration::from_millis($settings.max_backoff_ms),
+            max_concurrency: ($concurrency).max(1),
+            max_retry_delay: Duration::from_millis($settings.max_retry_delay_ms),
+            ..ListenerSettings::default()
+        }
+        .normalized()
+    };
+}
+
 /// The job controller: plans jobs, cuts them into slices and stitches the results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -124,57 +143,18 @@ impl ProcessorSettings {
     }
 
     pub(crate) fn listener(&self) -> ListenerSettings {
-        listener(
-            self.batch_size,
-            self.concurrency(),
-            self.visibility_timeout_ms,
-            self.renewal_interval_ms,
-            self.poison_threshold,
-            (self.min_backoff_ms, self.max_backoff_ms),
-            self.max_retry_delay_ms,
-        )
+        listener!(self, self.concurrency())
     }
 }
 
 impl ControllerSettings {
     pub(crate) fn listener(&self, concurrency: usize) -> ListenerSettings {
-        listener(
-            self.batch_size,
-            concurrency,
-            self.visibility_timeout_ms,
-            self.renewal_interval_ms,
-            self.poison_threshold,
-            (self.min_backoff_ms, self.max_backoff_ms),
-            self.max_retry_delay_ms,
-        )
+        listener!(self, concurrency)
     }
 }
 
 fn millis(d: Duration) -> u64 {
     d.as_millis().try_into().unwrap_or(u64::MAX)
-}
-
-fn listener(
-    batch_size: usize,
-    concurrency: usize,
-    visibility_timeout_ms: u64,
-    renewal_interval_ms: u64,
-    poison_threshold: u32,
-    (min_backoff_ms, max_backoff_ms): (u64, u64),
-    max_retry_delay_ms: u64,
-) -> ListenerSettings {
-    ListenerSettings {
-        batch_size,
-        visibility_timeout: Duration::from_millis(visibility_timeout_ms),
-        renewal_interval: Duration::from_millis(renewal_interval_ms),
-        poison_threshold,
-        min_backoff: Duration::from_millis(min_backoff_ms),
-        max_backoff: Duration::from_millis(max_backoff_ms),
-        max_concurrency: concurrency.max(1),
-        max_receivers: ListenerSettings::default().max_receivers,
-        max_retry_delay: Duration::from_millis(max_retry_delay_ms),
-    }
-    .normalized()
 }
 
 #[cfg(test)]
