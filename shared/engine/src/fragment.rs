@@ -516,16 +516,28 @@ pub(crate) mod tests {
             .collect()
     }
 
-    fn assemble(pixels: &[u8], width: u32, cuts: &[usize]) -> Vec<u8> {
+    /// A writer for the image of `pixels`, and the fragments of its bands cut at rows `cuts`.
+    pub(crate) fn fragments(
+        pixels: &[u8],
+        width: u32,
+        cuts: &[usize],
+    ) -> (FragmentPngWriter<Vec<u8>>, Vec<Vec<u8>>) {
         let row = width as usize * 3;
         let height = pixels.len() / row;
-        let mut png = FragmentPngWriter::new(Vec::new(), width, height as u32).unwrap();
+        let png = FragmentPngWriter::new(Vec::new(), width, height as u32).unwrap();
         let mut bounds = vec![0];
         bounds.extend_from_slice(cuts);
         bounds.push(height);
-        for pair in bounds.windows(2) {
-            let fragment =
-                encode_png_fragment(&pixels[pair[0] * row..pair[1] * row], width).unwrap();
+        let fragments = bounds
+            .windows(2)
+            .map(|pair| encode_png_fragment(&pixels[pair[0] * row..pair[1] * row], width).unwrap())
+            .collect();
+        (png, fragments)
+    }
+
+    fn assemble(pixels: &[u8], width: u32, cuts: &[usize]) -> Vec<u8> {
+        let (mut png, fragments) = fragments(pixels, width, cuts);
+        for fragment in fragments {
             let header = FragmentHeader::parse(&fragment).unwrap();
             png.begin_fragment(&header).unwrap();
             // Fed in uneven pieces, as ranged reads would.

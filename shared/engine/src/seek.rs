@@ -339,18 +339,12 @@ fn unfilter(kind: u8, line: &mut [u8], prev: &[u8]) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fragment::tests::pixels;
-    use crate::{FragmentPngWriter, encode_png_fragment, point_interval};
+    use crate::fragment::tests::{fragments, pixels};
+    use crate::{encode_png_fragment, point_interval};
 
     fn indexed(px: &[u8], width: u32, cuts: &[usize]) -> (Vec<u8>, SeekIndex) {
-        let row = width as usize * 3;
-        let height = px.len() / row;
-        let mut png = FragmentPngWriter::new(Vec::new(), width, height as u32).unwrap();
-        let mut bounds = vec![0];
-        bounds.extend_from_slice(cuts);
-        bounds.push(height);
-        for pair in bounds.windows(2) {
-            let fragment = encode_png_fragment(&px[pair[0] * row..pair[1] * row], width).unwrap();
+        let (mut png, fragments) = fragments(px, width, cuts);
+        for fragment in fragments {
             png.write_fragment(&fragment).unwrap();
         }
         png.finish_indexed().unwrap()
