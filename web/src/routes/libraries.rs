@@ -147,18 +147,11 @@ pub async fn create(
     let (record, report) = tessera_workers::import_library(&state.platform, &upload.files, &name)
         .await
         .map_err(import_error)?;
-    let skipped: Vec<SkippedFile> = report
-        .skipped
-        .iter()
-        .map(|(name, reason)| SkippedFile {
-            name: name.clone(),
-            reason: reason.clone(),
-        })
-        .collect();
     tracing::info!(library = %record.id, version = record.version, tiles = record.tiles, "library imported");
     let summary = ImportSummary {
         imported: report.imported,
-        skipped,
+        // The record lists the skipped files as the import reported them.
+        skipped: record.skipped.clone(),
         duplicates: report
             .duplicates
             .iter()
