@@ -44,7 +44,7 @@ enum Command {
     /// Run the web front end and REST API alone.
     Web(roles::WebArgs),
     /// Run the job controller alone (imagerequest, sliceresponse).
-    Controller,
+    Controller(roles::ControllerArgs),
     /// Run image processors alone (slicerequest).
     Processor(roles::ProcessorArgs),
     /// Make one mosaic on this machine, without queues or storage.
@@ -108,11 +108,16 @@ fn limit_malloc_arenas() {
 /// The subcommands that talk to storage, on a multi-threaded runtime.
 #[tokio::main]
 async fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> {
-    let platform = platform::open(&settings.storage)?;
+    // `serve` keeps its nudges on this machine; the roles run alone reach other hosts.
+    let reach = match command {
+        Command::Serve(_) => platform::NudgeReach::Machine,
+        _ => platform::NudgeReach::Network,
+    };
+    let platform = platform::open(&settings.storage, &settings.nudge, reach)?;
     match command {
         Command::Serve(args) => roles::serve(platform, settings, args).await,
         Command::Web(args) => roles::web(platform, settings, args).await,
-        Command::Controller => roles::controller(platform, settings).await,
+        Command::Controller(args) => roles::controller(platform, settings, args).await,
         Command::Processor(args) => roles::processor(platform, settings, args).await,
         Command::Library(LibraryCommand::Import(args)) => {
             cli::library::import(args, &platform).await

@@ -1,17 +1,35 @@
 //! Opens the configured storage backend and hands back the [`Platform`] every role runs on.
 
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
 use anyhow::Context;
 use tessera_azure::{AzureOptions, AzureStorage};
 use tessera_shared::platform::Platform;
+use tessera_shared::runtime::nudge::{NudgeEndpoint, local_address_towards};
 use tessera_shared::runtime::{NudgeSettings, Nudges};
 use tessera_shared::storage::embedded::EmbeddedStorage;
 
-use crate::settings::{Backend, StorageSettings};
+use crate::settings::{Backend, NudgeConfig, StorageSettings};
+
+/// How far nudges from other processes must reach this one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NudgeReach {
+    /// Processes on this machine (`serve`, and any embedded storage): loopback, unless
+    /// configured otherwise.
+    Machine,
+    /// Processes on any host that reaches the same storage.
+    Network,
+}
 
 /// The counted storage ports of the configured backend, with cross-process nudges (listeners in
 /// other processes sharing the same storage are woken too; within this process, at once).
-pub fn open(settings: &StorageSettings) -> anyhow::Result<Platform> {
-    let (queues, blobs) = match settings.backend {
+pub fn open(
+    settings: &StorageSettings,
+    nudge: &NudgeConfig,
+    reach: NudgeReach,
+) -> anyhow::Result<Platform> {
+    let (queues, blobs, storage_host) = match settings.backend {
         Backend::Embedded => {
             let storage = EmbeddedStorage::open(&settings.data_dir).with_context(|| {
                 format!(
@@ -19,16 +37,71 @@ pub fn open(settings: &StorageSettings) -> anyhow::Result<Platform> {
                     settings.data_dir.display()
                 )
             })?;
-            (storage.queues(), storage.blobs())
+            (storage.queues(), storage.blobs(), None)
         }
         Backend::Azure => {
             let storage = AzureStorage::from_connection_string(
                 &settings.azure_connection_string,
                 AzureOptions::default(),
             )?;
-            (storage.queues(), storage.blobs())
+            let endpoint = storage.queue_endpoint();
+            let host = endpoint.host_str().map(|h| {
+                (
+                    h.to_string(),
+                    endpoint.port_or_known_default().unwrap_or(443),
+                )
+            });
+            (storage.queues(), storage.blobs(), host)
         }
     };
-    let nudges = Nudges::cross_process(blobs.clone(), NudgeSettings::default());
+    let reach = match storage_host {
+        Some(host) if reach == NudgeReach::Network => Some(host),
+        _ => None,
+    };
+    let settings = NudgeSettings {
+        endpoint: nudge_endpoint(nudge, reach)?,
+        min_wake_interval: Duration::from_millis(nudge.min_wake_interval_ms),
+        ..NudgeSettings::default()
+    };
+    tracing::debug!(endpoint = ?settings.endpoint, "nudge endpoint");
+    let nudges = Nudges::cross_process(blobs.clone(), settings);
     Ok(Platform::new(queues, blobs, nudges))
+}
+
+/// The configured endpoint; what is not configured follows the interface that reaches
+/// `storage` (host and port), or loopback when nudges stay on this machine.
+fn nudge_endpoint(
+    config: &NudgeConfig,
+    storage: Option<(String, u16)>,
+) -> anyhow::Result<NudgeEndpoint> {
+    let parse = |what: &str, value: &str| -> anyhow::Result<Option<IpAddr>> {
+        if value.is_empty() {
+            return Ok(None);
+        }
+        value
+            .parse()
+            .map(Some)
+            .with_context(|| format!("nudge.{what} must be an IP address, got {value:?}"))
+    };
+    let advertise = match parse("advertise", &config.advertise)? {
+        Some(ip) => ip,
+        None => match &storage {
+            Some((host, port)) => local_address_towards(host, *port).unwrap_or_else(|e| {
+                tracing::warn!(
+                    storage = %host,
+                    error = %e,
+                    "no route to storage found; wake-up nudges reach this machine only \
+                     (set TESSERA_NUDGE__ADVERTISE)"
+                );
+                IpAddr::V4(Ipv4Addr::LOCALHOST)
+            }),
+            None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        },
+    };
+    let bind = parse("bind", &config.bind)?.unwrap_or(advertise);
+    Ok(NudgeEndpoint {
+        bind,
+        advertise,
+        port: config.port,
+    })
 }

@@ -1,12 +1,16 @@
 //! The long-running roles: `serve` (all of them in one process), `web`, `controller`,
 //! `processor`. Each runs until Ctrl-C or SIGTERM, then shuts down gracefully: listeners stop
-//! receiving, running handlers finish, and messages in hand become visible again.
+//! receiving, running handlers finish, and messages in hand become visible again. Every role
+//! answers `/healthz`, `/readyz` and `/metrics`: the web roles on their web port, the controller
+//! and the processors on their ops port.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::{self, Shutdown};
+use tessera_shared::telemetry::{Exporter, Role};
 
 use crate::settings::Settings;
 
@@ -38,10 +42,48 @@ pub struct WebArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tessera controller --ops-port 9091
+  TESSERA_STORAGE=azure TESSERA_AZURE_CONNECTION_STRING=... tessera controller")]
+pub struct ControllerArgs {
+    /// Port of /healthz, /readyz and /metrics; 0 picks a free one [default: 9090].
+    #[arg(long, value_name = "PORT")]
+    ops_port: Option<u16>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tessera processor --processors 4 --ops-port 9092
+  TESSERA_STORAGE=azure TESSERA_AZURE_CONNECTION_STRING=... tessera processor")]
 pub struct ProcessorArgs {
     /// Slices rendered at once [default: one per core].
     #[arg(long)]
     processors: Option<usize>,
+    /// Port of /healthz, /readyz and /metrics; 0 picks a free one [default: 9090].
+    #[arg(long, value_name = "PORT")]
+    ops_port: Option<u16>,
+}
+
+fn exporter(platform: &Platform, settings: &Settings, role: Role) -> Exporter {
+    let interval = Duration::from_secs(settings.ops.depth_interval_secs);
+    Exporter::new(platform.clone(), role, interval)
+}
+
+/// A back-end role beside its ops endpoint, until `shutdown`; a failure of either ends both.
+async fn with_ops_endpoint(
+    platform: Platform,
+    settings: &Settings,
+    role: Role,
+    shutdown: Shutdown,
+    work: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    let probes = tessera_web::Probes {
+        exporter: exporter(&platform, settings, role),
+        platform,
+    };
+    let ops =
+        tessera_web::run_ops_endpoint(probes, &settings.ops.bind, settings.ops.port, shutdown);
+    tokio::try_join!(work, ops).map(|_| ())
 }
 
 /// Web front end, job controller and image processors in one process.
@@ -74,7 +116,12 @@ pub async fn serve(
         .map(|l| l.reference());
     let (trigger, signal) = shutdown::channel();
     let roles = tokio::try_join!(
-        tessera_web::run_web(platform.clone(), settings.web.clone(), signal.clone()),
+        tessera_web::run_web(
+            platform.clone(),
+            settings.web.clone(),
+            exporter(&platform, &settings, Role::Serve),
+            signal.clone()
+        ),
         tessera_workers::run_workers(
             platform.clone(),
             settings.controller.clone(),
@@ -96,13 +143,26 @@ pub async fn web(platform: Platform, mut settings: Settings, args: WebArgs) -> a
         settings.web.port = port;
     }
     platform.ensure_queues().await?;
-    run_until_stopped(|signal| tessera_web::run_web(platform, settings.web, signal)).await
+    let exporter = exporter(&platform, &settings, Role::Web);
+    run_until_stopped(|signal| tessera_web::run_web(platform, settings.web, exporter, signal)).await
 }
 
-pub async fn controller(platform: Platform, settings: Settings) -> anyhow::Result<()> {
+pub async fn controller(
+    platform: Platform,
+    mut settings: Settings,
+    args: ControllerArgs,
+) -> anyhow::Result<()> {
+    if let Some(port) = args.ops_port {
+        settings.ops.port = port;
+    }
     platform.ensure_queues().await?;
-    run_until_stopped(|signal| {
-        tessera_workers::run_controller(platform, settings.controller, signal)
+    run_until_stopped(|signal| async move {
+        let work = tessera_workers::run_controller(
+            platform.clone(),
+            settings.controller.clone(),
+            signal.clone(),
+        );
+        with_ops_endpoint(platform, &settings, Role::Controller, signal, work).await
     })
     .await
 }
@@ -115,9 +175,17 @@ pub async fn processor(
     if let Some(n) = args.processors {
         settings.processor.processors = n;
     }
+    if let Some(port) = args.ops_port {
+        settings.ops.port = port;
+    }
     platform.ensure_queues().await?;
-    run_until_stopped(|signal| {
-        tessera_workers::run_processors(platform, settings.processor, signal)
+    run_until_stopped(|signal| async move {
+        let work = tessera_workers::run_processors(
+            platform.clone(),
+            settings.processor.clone(),
+            signal.clone(),
+        );
+        with_ops_endpoint(platform, &settings, Role::Processor, signal, work).await
     })
     .await
 }

@@ -18,6 +18,58 @@ pub struct Settings {
     pub web: tessera_web::WebSettings,
     pub controller: tessera_workers::ControllerSettings,
     pub processor: tessera_workers::ProcessorSettings,
+    pub ops: OpsSettings,
+    pub nudge: NudgeConfig,
+}
+
+/// The operations endpoint of `tessera controller` and `tessera processor`: `/healthz`,
+/// `/readyz` and `/metrics` (the web roles serve them on their web port).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OpsSettings {
+    /// Address to listen on (`0.0.0.0` in a container or pod, so probes reach it).
+    pub bind: String,
+    /// Port to listen on; 0 picks a free one and prints it.
+    pub port: u16,
+    /// Queue depths in `/metrics` are read from storage at most this often (each is a billed
+    /// metadata read).
+    pub depth_interval_secs: u64,
+}
+
+impl Default for OpsSettings {
+    fn default() -> Self {
+        OpsSettings {
+            bind: "127.0.0.1".into(),
+            port: 9090,
+            depth_interval_secs: 60,
+        }
+    }
+}
+
+/// Where a process receives wake-up nudges from other processes and hosts (UDP).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NudgeConfig {
+    /// The address registered for other processes to nudge; empty: the address of the network
+    /// interface that reaches storage (loopback for the embedded backend and for `serve`).
+    pub advertise: String,
+    /// The address the nudge socket binds to; empty: the advertised address.
+    pub bind: String,
+    /// The UDP port; 0 picks a free one. Fix it where a firewall must let nudges in.
+    pub port: u16,
+    /// Datagrams wake a queue's listeners at most once per this many milliseconds.
+    pub min_wake_interval_ms: u64,
+}
+
+impl Default for NudgeConfig {
+    fn default() -> Self {
+        NudgeConfig {
+            advertise: String::new(),
+            bind: String::new(),
+            port: 0,
+            min_wake_interval_ms: 250,
+        }
+    }
 }
 
 #[derive(Clone, Serialize, Deserialize, PartialEq)]
@@ -121,6 +173,18 @@ impl Settings {
     }
 
     fn validate(&self) -> anyhow::Result<()> {
+        for (key, value) in [
+            ("nudge.advertise", &self.nudge.advertise),
+            ("nudge.bind", &self.nudge.bind),
+            ("ops.bind", &self.ops.bind),
+        ] {
+            if !value.is_empty() && value.parse::<std::net::IpAddr>().is_err() {
+                bail!("{key} must be an IP address, got {value:?}");
+            }
+        }
+        if self.ops.bind.is_empty() {
+            bail!("ops.bind must be an IP address (0.0.0.0 for every interface)");
+        }
         if self.storage.backend == Backend::Azure
             && self.storage.azure_connection_string.trim().is_empty()
         {

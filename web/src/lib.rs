@@ -9,6 +9,7 @@ pub mod auth;
 pub mod error;
 pub mod inspect;
 mod listener;
+pub mod ops_endpoint;
 pub mod pages;
 pub mod routes;
 pub mod settings;
@@ -19,5 +20,6 @@ pub mod view;
 
 pub use actix_web::dev::ServerHandle;
 pub use error::ApiError;
+pub use ops_endpoint::{Probes, run_ops_endpoint};
 pub use settings::WebSettings;
 pub use startup::{Application, CONTENT_SECURITY_POLICY, run_web};

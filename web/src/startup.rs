@@ -15,7 +15,10 @@ use tracing::Instrument;
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::{ListenerHandle, Shutdown};
 
+use tessera_shared::telemetry::{Exporter, Role};
+
 use crate::error::no_route;
+use crate::ops_endpoint::Probes;
 use crate::settings::WebSettings;
 use crate::state::{AppState, JobChanges};
 
@@ -34,8 +37,18 @@ pub struct Application {
 
 impl Application {
     /// Creates the queues, starts the imageresponse listener and binds the HTTP server
-    /// (`port` 0 picks a free port; see [`Application::port`]).
+    /// (`port` 0 picks a free port; see [`Application::port`]), with the metrics of a web role.
     pub async fn build(platform: Platform, settings: WebSettings) -> anyhow::Result<Self> {
+        let exporter = Exporter::new(platform.clone(), Role::Web, Duration::from_secs(60));
+        Self::build_with(platform, settings, exporter).await
+    }
+
+    /// [`Application::build`] with the metrics exporter of the process's role.
+    pub async fn build_with(
+        platform: Platform,
+        settings: WebSettings,
+        exporter: Exporter,
+    ) -> anyhow::Result<Self> {
         platform
             .ensure_queues()
             .await
@@ -50,6 +63,10 @@ impl Application {
         let grace = Duration::from_secs(settings.shutdown_grace_secs);
         let workers = settings.workers;
         let guard = crate::auth::Guard::new(&settings.api_key);
+        let probes = web::Data::new(Probes {
+            platform: platform.clone(),
+            exporter,
+        });
         let state = web::Data::new(AppState {
             guard: guard.clone(),
             platform,
@@ -63,6 +80,7 @@ impl Application {
             let guard = guard.clone();
             App::new()
                 .app_data(state.clone())
+                .app_data(probes.clone())
                 .configure(crate::routes::configure)
                 .default_service(web::to(no_route))
                 .wrap_fn(|req, srv| {
@@ -154,10 +172,11 @@ fn security_headers() -> DefaultHeaders {
 pub async fn run_web(
     platform: Platform,
     settings: WebSettings,
+    exporter: Exporter,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let bind = settings.bind.clone();
-    let app = Application::build(platform, settings).await?;
+    let app = Application::build_with(platform, settings, exporter).await?;
     tracing::info!("web listening on http://{bind}:{}", app.port());
     let handle = app.handle();
     let stopper = tokio::spawn(async move {

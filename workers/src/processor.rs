@@ -198,7 +198,10 @@ impl Processor {
             .await
             .map_err(|e| Failure::poison(format!("{what}: {e}")))?
             .map_err(|e| Failure::poison(format!("{what}: {e}")))?;
-            let render_ms = started.elapsed().as_millis() as u64;
+            let rendered = started.elapsed();
+            metrics::histogram!(tessera_shared::telemetry::SLICE_RENDER)
+                .record(rendered.as_secs_f64());
+            let render_ms = rendered.as_millis() as u64;
             // Rendering and encoding are deterministic: a blob written meanwhile holds the same
             // bytes.
             match local

@@ -208,6 +208,12 @@ impl AzureStorage {
         Self::build(queue, blob, Some(credential), client_options, options)
     }
 
+    /// The queue service's endpoint (where listeners poll; its host tells which network
+    /// interface reaches storage).
+    pub fn queue_endpoint(&self) -> &url::Url {
+        &self.inner.queue_endpoint
+    }
+
     /// The queue port.
     pub fn queues(&self) -> Arc<dyn QueueStore> {
         Arc::new(self.clone())

@@ -254,6 +254,7 @@ impl JobStore {
         let key = BlobKey::JobRecord { job }.path();
         for _ in 0..MAX_UPDATE_ATTEMPTS {
             let (mut record, etag) = self.get_with_etag(job).await?;
+            let was_final = record.state.is_final();
             if !change(&mut record) {
                 return Ok(record);
             }
@@ -263,7 +264,13 @@ impl JobStore {
                 .put(&key, encode(&record), PutMode::IfMatch(etag))
                 .await
             {
-                Ok(_) => return Ok(record),
+                Ok(_) => {
+                    if !was_final && record.state.is_final() {
+                        metrics::counter!(crate::telemetry::JOBS_FINISHED, "state" => record.state.as_str())
+                            .increment(1);
+                    }
+                    return Ok(record);
+                }
                 Err(StorageError::Precondition(_)) => continue,
                 Err(e) => return Err(e.into()),
             }

@@ -1,5 +1,6 @@
 //! The layer every Tessera role stands on: the typed messages of the four queues, the storage
-//! ports with their embedded and Azure backends, typed blob keys, and the queue runtime.
+//! ports with their embedded and Azure backends, typed blob keys, the queue runtime, and
+//! the metrics and readiness every role exposes.
 
 pub mod accounting;
 pub mod jobs;
@@ -10,3 +11,4 @@ pub mod platform;
 pub mod queue;
 pub mod runtime;
 pub mod storage;
+pub mod telemetry;

@@ -18,24 +18,22 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.configure(crate::error::configure_extractors);
     cfg.configure(crate::pages::configure);
     cfg.configure(crate::auth::configure);
-    cfg.route("/healthz", web::get().to(ops::healthz))
-        .route("/readyz", web::get().to(ops::readyz))
-        .service(
-            web::scope("/api/v1")
-                .route("/jobs", web::post().to(jobs::submit))
-                .route("/jobs/{id}", web::get().to(jobs::get))
-                .route("/jobs/{id}/result", web::get().to(result::get))
-                .route("/jobs/{id}/events", web::get().to(events::events))
-                .route(
-                    "/jobs/{id}/tiles/{level}/{x}/{y}",
-                    web::get().to(tiles::get),
-                )
-                .route("/libraries", web::get().to(libraries::list))
-                .route("/libraries", web::post().to(libraries::create))
-                .route("/libraries/{id}", web::get().to(libraries::get))
-                .route("/libraries/{id}/sheet", web::get().to(sheet::get))
-                .route("/queues", web::get().to(ops::queues))
-                .route("/system", web::get().to(ops::system))
-                .default_service(web::to(no_route)),
-        );
+    cfg.configure(crate::ops_endpoint::configure).service(
+        web::scope("/api/v1")
+            .route("/jobs", web::post().to(jobs::submit))
+            .route("/jobs/{id}", web::get().to(jobs::get))
+            .route("/jobs/{id}/result", web::get().to(result::get))
+            .route("/jobs/{id}/events", web::get().to(events::events))
+            .route(
+                "/jobs/{id}/tiles/{level}/{x}/{y}",
+                web::get().to(tiles::get),
+            )
+            .route("/libraries", web::get().to(libraries::list))
+            .route("/libraries", web::post().to(libraries::create))
+            .route("/libraries/{id}", web::get().to(libraries::get))
+            .route("/libraries/{id}/sheet", web::get().to(sheet::get))
+            .route("/queues", web::get().to(ops::queues))
+            .route("/system", web::get().to(ops::system))
+            .default_service(web::to(no_route)),
+    );
 }

@@ -1,4 +1,4 @@
-//! Operations: queue depths, the processors seen recently, liveness and readiness.
+//! Operations: queue depths and the processors seen recently.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,9 +9,9 @@ use time::{Duration, OffsetDateTime};
 use tessera_shared::jobs::JobError;
 use tessera_shared::messages::QueueName;
 use tessera_shared::runtime::nudge;
-use tessera_shared::storage::{BlobStoreExt, StorageError};
+use tessera_shared::storage::StorageError;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::state::AppState;
 
 /// One work queue's approximate depth and its poison queue's.
@@ -213,40 +213,5 @@ fn depth(result: Result<u64, StorageError>) -> ApiResult<u64> {
         Ok(n) => Ok(n),
         Err(StorageError::NotFound(_)) => Ok(0),
         Err(e) => Err(e.into()),
-    }
-}
-
-/// `GET /healthz`: the process is alive and serving.
-pub async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
-}
-
-/// `GET /readyz`: storage answers (a queue depth and a blob lookup).
-pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    let platform = &state.platform;
-    let queue = platform
-        .queues
-        .approximate_depth(QueueName::ImageRequest.as_str())
-        .await;
-    let blob = platform.blobs.exists("jobs/readiness-probe").await;
-    let problem = match (queue, blob) {
-        (Ok(_), Ok(_)) => None,
-        (Err(e), _) | (_, Err(e)) => Some(e),
-    };
-    match problem {
-        None => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
-        Some(e) => {
-            tracing::warn!(error = %e, "not ready: storage unreachable");
-            let mut r = actix_web::ResponseError::error_response(&ApiError::new(
-                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-                "not_ready",
-                "storage is unreachable",
-            ));
-            r.headers_mut().insert(
-                actix_web::http::header::RETRY_AFTER,
-                actix_web::http::header::HeaderValue::from_static("5"),
-            );
-            r
-        }
     }
 }

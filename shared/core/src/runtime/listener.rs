@@ -17,10 +17,10 @@ use super::poison::{self, PoisonHook, probe_job_id};
 use super::settings::ListenerSettings;
 use super::shutdown::{self, Shutdown, ShutdownTrigger};
 use super::{Context, Failure, Handler};
-use crate::accounting;
 use crate::messages::Message;
 use crate::queue::{BodyError, Queue};
 use crate::storage::{ReceivedMessage, StorageError};
+use crate::{accounting, telemetry};
 
 /// Runs a handler over one queue; see the [module docs](super).
 pub struct Listener<M: Message> {
@@ -98,6 +98,12 @@ impl Stats {
 
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts a finished message in the process's metrics.
+fn handled(queue: &str, outcome: &'static str) {
+    metrics::counter!(telemetry::MESSAGES_HANDLED, "queue" => queue.to_string(), "outcome" => outcome)
+        .increment(1);
 }
 
 /// A running listener. Dropping it leaves the listener running until the runtime ends; call
@@ -331,6 +337,7 @@ async fn receive_loop<M: Message>(
             break;
         }
         bump(&shared.stats.receives);
+        metrics::counter!(telemetry::RECEIVES, "queue" => name.to_string()).increment(1);
         let got = shared
             .queue
             .queues()
@@ -343,6 +350,8 @@ async fn receive_loop<M: Message>(
                 shared.capacity.add_permits(n - messages.len());
                 if messages.is_empty() {
                     bump(&shared.stats.empty_receives);
+                    metrics::counter!(telemetry::IDLE_RECEIVES, "queue" => name.to_string())
+                        .increment(1);
                     let Some(backoff) = idle.as_mut() else { break };
                     let delay = backoff.next_delay();
                     tokio::select! {
@@ -480,6 +489,7 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
                 let delay = retry_delay(settings, message.dequeue_count);
                 set_visibility(shared, &mut lease, delay).await;
                 bump(&shared.stats.retried);
+                handled(&shared.name, "retry");
                 return;
             }
         };
@@ -494,6 +504,7 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
                 Attempt::Done => {
                     if delete(shared, &mut lease).await {
                         bump(&shared.stats.processed);
+                        handled(&shared.name, "ok");
                         if let Some(key) = decoded.body_blob
                             && let Err(e) = shared.queue.blobs().delete(&key).await
                         {
@@ -509,6 +520,7 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
                         after.unwrap_or_else(|| retry_delay(settings, message.dequeue_count));
                     tracing::info!(?delay, "attempt failed; retrying");
                     bump(&shared.stats.retried);
+                    handled(&shared.name, "retry");
                     set_visibility(shared, &mut lease, delay).await;
                 }
                 Attempt::Panicked(what) => {
@@ -516,6 +528,7 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
                     tracing::error!(panic = %what, ?delay, "handler panicked; retrying");
                     bump(&shared.stats.retried);
                     bump(&shared.stats.panicked);
+                    handled(&shared.name, "retry");
                     set_visibility(shared, &mut lease, delay).await;
                 }
                 Attempt::Released => {
@@ -564,6 +577,10 @@ async fn attempt<M: Message>(
     };
     let future = shared.handler.handle(envelope, context);
     shared.stats.running.fetch_add(1, Ordering::Relaxed);
+    let in_flight =
+        metrics::gauge!(telemetry::HANDLERS_IN_FLIGHT, "queue" => shared.name.to_string());
+    in_flight.increment(1.0);
+    let started = Instant::now();
     let mut task = match job {
         Some(job) => tokio::spawn(accounting::with_job(job, future).in_current_span()),
         None => tokio::spawn(future.in_current_span()),
@@ -576,6 +593,9 @@ async fn attempt<M: Message>(
     })
     .await;
     shared.stats.running.fetch_sub(1, Ordering::Relaxed);
+    in_flight.decrement(1.0);
+    metrics::histogram!(telemetry::HANDLER_DURATION, "queue" => shared.name.to_string())
+        .record(started.elapsed().as_secs_f64());
     drop(permit);
     match joined {
         None => {
@@ -725,6 +745,7 @@ async fn move_to_poison<M: Message>(
         return;
     }
     bump(&shared.stats.poisoned);
+    handled(&shared.name, "poison");
     tracing::warn!(reason, "message moved to the poison queue");
     if let Some(hook) = &shared.on_poison {
         hook(record).await;

@@ -39,7 +39,7 @@ use crate::messages::Envelope;
 use crate::storage::StorageError;
 
 pub use listener::{Listener, ListenerHandle, ListenerStats};
-pub use nudge::{NudgeSettings, Nudges};
+pub use nudge::{NudgeEndpoint, NudgeSettings, Nudges};
 pub use poison::{PoisonHook, PoisonRecord};
 pub use settings::ListenerSettings;
 pub use shutdown::Shutdown;

@@ -1,18 +1,24 @@
 //! Wake-up nudges: whoever sends a message tells that queue's listeners, so an idle listener picks
 //! the message up at once instead of sleeping out its back-off.
 //!
-//! In one process a [`Nudges`] handle keeps a [`Notify`] per queue. Across processes it is best
-//! effort: a listening process binds one UDP socket on 127.0.0.1 and registers it per queue as a
-//! small blob, `nudges/listeners/<queue>/<listener>_<ip>_<port>`, rewritten every
+//! In one process a [`Nudges`] handle keeps a [`Notify`] per queue. Across processes and hosts it
+//! is best effort: a listening process binds one UDP socket ([`NudgeEndpoint`]: by default on the
+//! address of the network interface that reaches storage, so other hosts can reach it too; on
+//! loopback when storage is local) and registers the address it advertises per queue as a small
+//! blob, `nudges/listeners/<queue>/<listener>_<ip>_<port>`, rewritten every
 //! [`NudgeSettings::refresh`]; a publisher lists a queue's registrations at most once per
 //! [`NudgeSettings::peer_cache`], skips those not rewritten within [`NudgeSettings::ttl`], and sends
-//! each a datagram naming the queue. Polling stays the safety net: a lost nudge costs latency,
-//! never a message. The blob calls are few by design: one write per listener per refresh, one list
-//! per publisher per cache period while it sends.
+//! each a datagram naming the queue.
+//!
+//! A nudge is only a hint. A lost one costs latency; a forged one costs at most one receive, and
+//! datagrams wake a queue's listeners at most once per [`NudgeSettings::min_wake_interval`] (later
+//! ones within the interval are folded into one wake at its end), so a flood of datagrams cannot
+//! multiply billed receives. Polling stays the safety net. The blob calls are few by design: one
+//! write per listener per refresh, one list per publisher per cache period while it sends.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,25 +35,80 @@ use crate::storage::{BlobStore, PutMode, StorageError};
 pub const CONTAINER: &str = "nudges";
 const DATAGRAM_PREFIX: &[u8] = b"tessera-nudge:";
 
-/// Timing of cross-process nudges.
+/// Where a process receives nudges and the timing of cross-process nudges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NudgeSettings {
+    pub endpoint: NudgeEndpoint,
     /// A registration not rewritten for this long is ignored (its process is presumed gone).
     pub ttl: Duration,
     /// How often a listener rewrites its registration.
     pub refresh: Duration,
     /// How long a publisher trusts its list of a queue's listeners.
     pub peer_cache: Duration,
+    /// Datagrams wake a queue's listeners in this process at most once per interval.
+    pub min_wake_interval: Duration,
 }
 
 impl Default for NudgeSettings {
     fn default() -> Self {
         NudgeSettings {
+            endpoint: NudgeEndpoint::loopback(),
             ttl: Duration::from_secs(20 * 60),
             refresh: Duration::from_secs(6 * 60),
             peer_cache: Duration::from_secs(5),
+            min_wake_interval: Duration::from_millis(250),
         }
     }
+}
+
+/// The UDP endpoint a process receives nudges on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NudgeEndpoint {
+    /// The address the socket binds to (`0.0.0.0` for every interface).
+    pub bind: IpAddr,
+    /// The address registered for publishers: one they can reach.
+    pub advertise: IpAddr,
+    /// The UDP port; 0 picks a free one.
+    pub port: u16,
+}
+
+impl NudgeEndpoint {
+    /// This machine only: bound and advertised on 127.0.0.1.
+    pub fn loopback() -> Self {
+        NudgeEndpoint {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            advertise: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+        }
+    }
+
+    /// Bound and advertised on `ip`.
+    pub fn on(ip: IpAddr, port: u16) -> Self {
+        NudgeEndpoint {
+            bind: ip,
+            advertise: ip,
+            port,
+        }
+    }
+}
+
+/// The address of this machine's interface that traffic to `host:port` leaves from: the one
+/// a peer that reaches the same storage can most likely reach. Sends nothing (a connected UDP
+/// socket only asks the routing table).
+pub fn local_address_towards(host: &str, port: u16) -> std::io::Result<IpAddr> {
+    let target = (host, port).to_socket_addrs()?.next().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{host} has no address"),
+        )
+    })?;
+    let any = match target {
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    };
+    let socket = std::net::UdpSocket::bind((any, 0))?;
+    socket.connect(target)?;
+    Ok(socket.local_addr()?.ip())
 }
 
 /// The nudge fabric of one process; cheap to clone, pass it to every queue and listener.
@@ -65,10 +126,13 @@ struct Remote {
     blobs: Arc<dyn BlobStore>,
     id: Uuid,
     settings: NudgeSettings,
-    /// The socket listeners in this process are nudged on, bound by the first subscription.
+    /// The address listeners in this process are nudged on (as advertised), bound by the first
+    /// subscription.
     inbox: OnceCell<SocketAddr>,
     inbox_task: Mutex<Option<JoinHandle<()>>>,
-    outbox: OnceCell<UdpSocket>,
+    /// Sockets nudges are sent from: IPv4 and IPv6.
+    outbox_v4: OnceCell<UdpSocket>,
+    outbox_v6: OnceCell<UdpSocket>,
     peers: tokio::sync::Mutex<HashMap<String, Peers>>,
 }
 
@@ -111,7 +175,7 @@ impl Nudges {
     }
 
     /// Nudges within this process and, through registrations in `blobs`, to listeners in other
-    /// processes on this machine.
+    /// processes, on this machine or (with an endpoint other hosts reach) on others.
     pub fn cross_process(blobs: Arc<dyn BlobStore>, settings: NudgeSettings) -> Self {
         Nudges {
             inner: Arc::new(Inner {
@@ -122,7 +186,8 @@ impl Nudges {
                     settings,
                     inbox: OnceCell::new(),
                     inbox_task: Mutex::new(None),
-                    outbox: OnceCell::new(),
+                    outbox_v4: OnceCell::new(),
+                    outbox_v6: OnceCell::new(),
                     peers: tokio::sync::Mutex::default(),
                 }),
             }),
@@ -169,10 +234,13 @@ impl Remote {
     async fn inbox(&self, nudges: Nudges) -> std::io::Result<SocketAddr> {
         self.inbox
             .get_or_try_init(|| async {
-                let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await?;
-                let addr = socket.local_addr()?;
+                let endpoint = self.settings.endpoint;
+                let socket = UdpSocket::bind((endpoint.bind, endpoint.port)).await?;
+                let addr = SocketAddr::new(endpoint.advertise, socket.local_addr()?.port());
+                tracing::debug!(bind = %socket.local_addr()?, advertised = %addr, "nudge endpoint bound");
                 let weak = Arc::downgrade(&nudges.inner);
                 drop(nudges);
+                let mut limiter = WakeLimiter::new(self.settings.min_wake_interval);
                 let task = tokio::spawn(async move {
                     let mut buf = [0u8; 512];
                     loop {
@@ -190,8 +258,9 @@ impl Remote {
                             let local = inner.local.lock().unwrap_or_else(|e| e.into_inner());
                             local.get(queue).cloned()
                         };
+                        // Only queues listened to here: a datagram cannot grow the table.
                         if let Some(notify) = notify {
-                            notify.notify_one();
+                            limiter.wake(queue, notify);
                         }
                     }
                 });
@@ -284,20 +353,20 @@ impl Remote {
         if addrs.is_empty() {
             return;
         }
-        let socket = match self
-            .outbox
-            .get_or_try_init(|| UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)))
-            .await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::debug!(error = %e, "no socket to send nudges from");
-                return;
-            }
-        };
         let mut datagram = DATAGRAM_PREFIX.to_vec();
         datagram.extend_from_slice(queue.as_bytes());
         for addr in addrs {
+            let (outbox, any) = match addr {
+                SocketAddr::V4(_) => (&self.outbox_v4, IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+                SocketAddr::V6(_) => (&self.outbox_v6, IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
+            };
+            let socket = match outbox.get_or_try_init(|| UdpSocket::bind((any, 0))).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!(error = %e, "no socket to send nudges from");
+                    continue;
+                }
+            };
             // Best effort: a lost datagram costs latency, never a message.
             let _ = socket.send_to(&datagram, addr).await;
         }
@@ -329,6 +398,80 @@ impl Remote {
                 ))
             })
             .collect())
+    }
+}
+
+/// Wakes a queue's listeners at most once per interval on datagrams; datagrams within the
+/// interval are folded into one wake at its end, so none is lost and a flood costs one receive
+/// per interval.
+struct WakeLimiter {
+    interval: Duration,
+    queues: HashMap<String, QueueWakes>,
+}
+
+struct QueueWakes {
+    /// When the last wake happened or, if later, when the one scheduled will.
+    last: Instant,
+    scheduled: bool,
+    timer: Option<JoinHandle<()>>,
+}
+
+impl WakeLimiter {
+    fn new(interval: Duration) -> Self {
+        WakeLimiter {
+            interval,
+            queues: HashMap::new(),
+        }
+    }
+
+    fn wake(&mut self, queue: &str, notify: Arc<Notify>) {
+        let now = Instant::now();
+        let outcome = |what: &'static str| {
+            metrics::counter!(crate::telemetry::NUDGES_RECEIVED, "queue" => queue.to_string(), "outcome" => what)
+                .increment(1);
+        };
+        let Some(state) = self.queues.get_mut(queue) else {
+            outcome("woken");
+            notify.notify_one();
+            self.queues.insert(
+                queue.to_string(),
+                QueueWakes {
+                    last: now,
+                    scheduled: false,
+                    timer: None,
+                },
+            );
+            return;
+        };
+        if state.scheduled && state.last > now {
+            outcome("folded");
+            return;
+        }
+        let next = state.last + self.interval;
+        if now >= next {
+            outcome("woken");
+            notify.notify_one();
+            state.last = now;
+            state.scheduled = false;
+            return;
+        }
+        outcome("deferred");
+        state.last = next;
+        state.scheduled = true;
+        state.timer = Some(tokio::spawn(async move {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(next)).await;
+            notify.notify_one();
+        }));
+    }
+}
+
+impl Drop for WakeLimiter {
+    fn drop(&mut self) {
+        for state in self.queues.values_mut() {
+            if let Some(timer) = state.timer.take() {
+                timer.abort();
+            }
+        }
     }
 }
 

@@ -1,0 +1,215 @@
+//! Metrics every role exposes at `GET /metrics`, in the Prometheus text format, and the readiness
+//! check behind `GET /readyz`.
+//!
+//! The names are defined here once and follow Prometheus conventions (base units, `_total`
+//! counters, the `tessera_` prefix). Code records through the `metrics` facade; [`Exporter`]
+//! installs the process's recorder and renders it. Two families are read at scrape time rather
+//! than recorded: the storage transactions (from the process's [`Accounting`]) and the queue
+//! depths, which cost a metadata read each and so are refreshed at most once per
+//! [`Exporter::depth_interval`].
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::accounting::{Accounting, Op};
+use crate::messages::QueueName;
+use crate::platform::Platform;
+use crate::storage::{BlobStoreExt, PutMode, StorageError};
+
+/// Messages finished by a listener, by `queue` and `outcome` (`ok`, `retry`, `poison`).
+pub const MESSAGES_HANDLED: &str = "tessera_messages_handled_total";
+/// Time a handler took for one message, by `queue`.
+pub const HANDLER_DURATION: &str = "tessera_handler_duration_seconds";
+/// Handlers running now, by `queue`.
+pub const HANDLERS_IN_FLIGHT: &str = "tessera_handlers_in_flight";
+/// Receive calls, by `queue`.
+pub const RECEIVES: &str = "tessera_receives_total";
+/// Receive calls that came back empty, by `queue`.
+pub const IDLE_RECEIVES: &str = "tessera_idle_receives_total";
+/// Wake-up nudges that arrived from other processes, by `queue` and `outcome` (`woken`, or
+/// `deferred`/`folded` when the per-queue rate limit held them back).
+pub const NUDGES_RECEIVED: &str = "tessera_nudges_received_total";
+/// Approximate messages waiting, by `queue` (work queues and their poison queues).
+pub const QUEUE_DEPTH: &str = "tessera_queue_depth_messages";
+/// Storage transactions made by this process, by `role` and `op` (as Azure bills them).
+pub const STORAGE_TRANSACTIONS: &str = "tessera_storage_transactions_total";
+/// Jobs that reached a final state, by `state` (`done`, `failed`).
+pub const JOBS_FINISHED: &str = "tessera_jobs_finished_total";
+/// Time a processor took to render and compress one slice.
+pub const SLICE_RENDER: &str = "tessera_slice_render_seconds";
+
+/// Histogram buckets, in seconds: from a quick message to a gigapixel slice.
+const SECONDS_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// The process's recorder, installed on first use. The `metrics` facade has one recorder per
+/// process, so every [`Exporter`] of a process renders the same registry.
+fn handle() -> &'static PrometheusHandle {
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets(SECONDS_BUCKETS)
+            .expect("non-empty buckets")
+            .build_recorder();
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("a metrics recorder was already installed; /metrics stays empty");
+        }
+        describe();
+        handle
+    })
+}
+
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        MESSAGES_HANDLED,
+        "Messages finished by a listener, by outcome"
+    );
+    describe_histogram!(HANDLER_DURATION, Unit::Seconds, "Handler time per message");
+    describe_gauge!(HANDLERS_IN_FLIGHT, "Handlers running now");
+    describe_counter!(RECEIVES, "Receive calls made");
+    describe_counter!(IDLE_RECEIVES, "Receive calls that came back empty");
+    describe_counter!(NUDGES_RECEIVED, "Wake-up nudges from other processes");
+    describe_gauge!(QUEUE_DEPTH, "Approximate messages waiting in a queue");
+    describe_counter!(STORAGE_TRANSACTIONS, "Storage transactions of this process");
+    describe_counter!(JOBS_FINISHED, "Jobs that reached a final state");
+    describe_histogram!(
+        SLICE_RENDER,
+        Unit::Seconds,
+        "Render and compression time per slice"
+    );
+}
+
+/// Makes sure the recorder is installed, so that metrics recorded from now on are kept.
+pub fn init() {
+    handle();
+}
+
+/// Which role a process plays: the `role` label of its storage transactions, the queues whose
+/// depth it reports and what its readiness checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Every role in one process.
+    Serve,
+    Web,
+    Controller,
+    Processor,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Serve => "serve",
+            Role::Web => "web",
+            Role::Controller => "controller",
+            Role::Processor => "processor",
+        }
+    }
+
+    /// The work queues whose depth (and poison queue's depth) this role reports: the ones it
+    /// consumes; the front end, where operators look, reports all four.
+    pub fn reported_queues(self) -> &'static [QueueName] {
+        match self {
+            Role::Serve | Role::Web => &QueueName::ALL,
+            Role::Controller => &[QueueName::ImageRequest, QueueName::SliceResponse],
+            Role::Processor => &[QueueName::SliceRequest],
+        }
+    }
+}
+
+/// Renders this process's metrics for one role.
+#[derive(Clone)]
+pub struct Exporter {
+    platform: Platform,
+    role: Role,
+    depth_interval: Duration,
+    depths_read: Arc<tokio::sync::Mutex<Option<Instant>>>,
+}
+
+impl Exporter {
+    pub fn new(platform: Platform, role: Role, depth_interval: Duration) -> Self {
+        init();
+        Exporter {
+            platform,
+            role,
+            depth_interval,
+            depths_read: Arc::default(),
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// How often, at most, queue depths are read from storage for a scrape.
+    pub fn depth_interval(&self) -> Duration {
+        self.depth_interval
+    }
+
+    /// The Prometheus text exposition of every metric of this process.
+    pub async fn render(&self) -> String {
+        self.refresh_depths().await;
+        record_transactions(&self.platform.accounting, self.role);
+        handle().render()
+    }
+
+    async fn refresh_depths(&self) {
+        let mut read = self.depths_read.lock().await;
+        if read.is_some_and(|at| at.elapsed() < self.depth_interval) {
+            return;
+        }
+        *read = Some(Instant::now());
+        for queue in self.role.reported_queues() {
+            for name in [queue.as_str().to_string(), queue.poison()] {
+                match self.platform.queues.approximate_depth(&name).await {
+                    Ok(depth) => metrics::gauge!(QUEUE_DEPTH, "queue" => name).set(depth as f64),
+                    Err(StorageError::NotFound(_)) => {
+                        metrics::gauge!(QUEUE_DEPTH, "queue" => name).set(0.0)
+                    }
+                    Err(e) => tracing::debug!(queue = %name, error = %e, "queue depth not read"),
+                }
+            }
+        }
+    }
+}
+
+fn record_transactions(accounting: &Accounting, role: Role) {
+    let snapshot = accounting.snapshot();
+    for op in Op::ALL {
+        metrics::counter!(STORAGE_TRANSACTIONS, "role" => role.as_str(), "op" => op.as_str())
+            .absolute(snapshot.op(op));
+    }
+}
+
+/// Where readiness probes write: one small blob per role, rewritten by each probe.
+fn probe_key(role: Role) -> String {
+    format!("health/{}", role.as_str())
+}
+
+/// Whether this process can do its work now: the queues answer, blobs can be read, and the
+/// probe blob can be written (every role writes blobs: uploads, slices, results, records).
+/// Costs three storage transactions.
+pub async fn readiness(platform: &Platform, role: Role) -> Result<(), StorageError> {
+    let queue = role
+        .reported_queues()
+        .first()
+        .copied()
+        .unwrap_or(QueueName::ImageRequest);
+    match platform.queues.approximate_depth(queue.as_str()).await {
+        Ok(_) | Err(StorageError::NotFound(_)) => {}
+        Err(e) => return Err(e),
+    }
+    let key = probe_key(role);
+    platform.blobs.exists(&key).await?;
+    platform
+        .blobs
+        .put(&key, Bytes::from_static(b"ready\n"), PutMode::Overwrite)
+        .await?;
+    Ok(())
+}
