@@ -860,6 +860,8 @@ fn spawn_role(role: &str, extra: &[(&str, &str)]) -> RoleProcess {
         .env("TESSERA_STORAGE", "azure")
         .env(CONNECTION_ENV, connection_string())
         .env("TESSERA_LOG", "warn")
+        // Several roles on this machine: each ops endpoint on a free port.
+        .env("TESSERA_OPS__PORT", "0")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null());
     for section in ["CONTROLLER", "PROCESSOR"] {
@@ -923,14 +925,6 @@ async fn wait_until(env: &Env, job: Uuid, what: &str, ready: impl Fn(usize) -> b
     }
 }
 
-/// A free port on the loopback interface.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Waits until the web process answers its health check.
 async fn wait_for_web(client: &reqwest::Client, base: &str) {
@@ -957,7 +951,7 @@ async fn azurite_processes_killed_mid_job_lose_nothing() {
         require_role(role);
     }
     let library = env.library().await;
-    let port = free_port().to_string();
+    let port = crate::free_port().to_string();
     let _web = spawn_role("web", &[("TESSERA_WEB__PORT", port.as_str())]);
     let one = [("TESSERA_PROCESSOR__PROCESSORS", "1")];
     let mut controller = spawn_role("controller", &[]);
