@@ -832,3 +832,111 @@ async fn a_nudge_crosses_from_one_process_to_another(store: &Store) {
         "picked up after {waited:?}"
     );
 }
+
+/// The nudge endpoint binds one address and registers another (as behind NAT or in a pod):
+/// publishers see the advertised address and the fixed port, and a datagram to it wakes the
+/// listener. A flood of datagrams (forged, say) wakes it at most once per `min_wake_interval`,
+/// so it costs a bounded number of receives, and a real message is still picked up at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nudge_endpoint_advertises_its_address_and_a_datagram_flood_costs_bounded_receives() {
+    use tessera_shared::runtime::NudgeEndpoint;
+    use tessera_shared::storage::BlobStoreExt;
+
+    let store = embedded();
+    let name = unique_queue();
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let interval = Duration::from_millis(200);
+    let nudges = Nudges::cross_process(
+        store.blobs.clone(),
+        NudgeSettings {
+            endpoint: NudgeEndpoint {
+                bind: "0.0.0.0".parse().unwrap(),
+                advertise: "127.0.0.1".parse().unwrap(),
+                port,
+            },
+            min_wake_interval: interval,
+            ..NudgeSettings::default()
+        },
+    );
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let listener = Listener::new(store.queue(&name, &nudges))
+        .settings(polls_every_30s())
+        .start(move |m: Envelope<Ping>, _ctx: Context| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(m.body.n);
+                Ok(())
+            }
+        })
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(10), "first poll", async || {
+        listener.stats().empty_receives >= 1
+    })
+    .await;
+
+    let registered = store
+        .blobs
+        .list_all(&format!("nudges/listeners/{name}/"))
+        .await
+        .unwrap();
+    assert_eq!(registered.len(), 1, "{registered:?}");
+    assert!(
+        registered[0].key.ends_with(&format!("_127.0.0.1_{port}")),
+        "registered as {}",
+        registered[0].key
+    );
+
+    // One second of datagrams, as fast as they go.
+    let flood = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let datagram = format!("tessera-nudge:{name}");
+    let before = listener.stats().receives;
+    let started = std::time::Instant::now();
+    let mut sent = 0u32;
+    while started.elapsed() < Duration::from_secs(1) {
+        flood
+            .send_to(datagram.as_bytes(), ("127.0.0.1", port))
+            .unwrap();
+        sent += 1;
+        if sent.is_multiple_of(100) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    // Let a wake deferred to the end of the last interval happen.
+    tokio::time::sleep(interval * 2).await;
+    let receives = listener.stats().receives - before;
+    let flood_time = started.elapsed();
+    let bound = (flood_time.as_millis() / interval.as_millis()) as u64 + 2;
+    assert!(sent >= 1000, "only {sent} datagrams sent");
+    assert!(receives >= 1, "the datagrams never woke the listener");
+    assert!(
+        receives <= bound,
+        "{sent} datagrams in {flood_time:?} cost {receives} receives (at most {bound} allowed)"
+    );
+
+    // Still a hint that works: a real message, nudged by datagram only, is picked up at once
+    // (a publisher with its own registration list, as another process has).
+    let publisher = Nudges::cross_process(store.blobs.clone(), NudgeSettings::default());
+    let sent_at = std::time::Instant::now();
+    store.queue(&name, &publisher).send(&ping(5)).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+    assert_eq!(got.expect("not woken after the flood"), Some(5));
+    assert!(sent_at.elapsed() < Duration::from_secs(5));
+    listener.shutdown(Duration::from_secs(5)).await;
+}
+
+/// The address a process advertises by default is the one of the interface that reaches storage:
+/// loopback for storage on this machine.
+#[test]
+fn the_interface_towards_local_storage_is_loopback() {
+    use tessera_shared::runtime::nudge::local_address_towards;
+    assert_eq!(
+        local_address_towards("127.0.0.1", 10001).unwrap(),
+        "127.0.0.1".parse::<std::net::IpAddr>().unwrap()
+    );
+    assert!(local_address_towards("no-such-host.invalid", 1).is_err());
+}
