@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::{self, Shutdown};
-use tessera_shared::telemetry::{Exporter, Role};
+use tessera_shared::telemetry::Role;
 
 use crate::settings::Settings;
 
@@ -64,9 +64,13 @@ pub struct ProcessorArgs {
     ops_port: Option<u16>,
 }
 
-fn exporter(platform: &Platform, settings: &Settings, role: Role) -> Exporter {
-    let interval = Duration::from_secs(settings.ops.depth_interval_secs);
-    Exporter::new(platform.clone(), role, interval)
+fn probes(platform: &Platform, settings: &Settings, role: Role) -> tessera_web::Probes {
+    tessera_web::Probes::new(
+        platform,
+        role,
+        Duration::from_secs(settings.ops.readiness_interval_secs),
+        Duration::from_secs(settings.ops.depth_interval_secs),
+    )
 }
 
 /// A back-end role beside its ops endpoint, until `shutdown`; a failure of either ends both.
@@ -77,10 +81,7 @@ async fn with_ops_endpoint(
     shutdown: Shutdown,
     work: impl std::future::Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
-    let probes = tessera_web::Probes {
-        exporter: exporter(&platform, settings, role),
-        platform,
-    };
+    let probes = probes(&platform, settings, role);
     let ops =
         tessera_web::run_ops_endpoint(probes, &settings.ops.bind, settings.ops.port, shutdown);
     tokio::try_join!(work, ops).map(|_| ())
@@ -119,7 +120,7 @@ pub async fn serve(
         tessera_web::run_web(
             platform.clone(),
             settings.web.clone(),
-            exporter(&platform, &settings, Role::Serve),
+            probes(&platform, &settings, Role::Serve),
             signal.clone()
         ),
         tessera_workers::run_workers(
@@ -143,8 +144,8 @@ pub async fn web(platform: Platform, mut settings: Settings, args: WebArgs) -> a
         settings.web.port = port;
     }
     platform.ensure_queues().await?;
-    let exporter = exporter(&platform, &settings, Role::Web);
-    run_until_stopped(|signal| tessera_web::run_web(platform, settings.web, exporter, signal)).await
+    let probes = probes(&platform, &settings, Role::Web);
+    run_until_stopped(|signal| tessera_web::run_web(platform, settings.web, probes, signal)).await
 }
 
 pub async fn controller(

@@ -31,9 +31,12 @@ pub struct OpsSettings {
     pub bind: String,
     /// Port to listen on; 0 picks a free one and prints it.
     pub port: u16,
-    /// Queue depths in `/metrics` are read from storage at most this often (each is a billed
-    /// metadata read).
+    /// Queue depths in `/metrics` (reported by the web roles) are read from storage at most
+    /// this often (each is a billed metadata read).
     pub depth_interval_secs: u64,
+    /// A passed readiness check (two storage transactions) is trusted this long; 0 checks on
+    /// every probe.
+    pub readiness_interval_secs: u64,
 }
 
 impl Default for OpsSettings {
@@ -42,6 +45,7 @@ impl Default for OpsSettings {
             bind: "127.0.0.1".into(),
             port: 9090,
             depth_interval_secs: 60,
+            readiness_interval_secs: 60,
         }
     }
 }

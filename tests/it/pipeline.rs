@@ -925,7 +925,6 @@ async fn wait_until(env: &Env, job: Uuid, what: &str, ready: impl Fn(usize) -> b
     }
 }
 
-
 /// Waits until the web process answers its health check.
 async fn wait_for_web(client: &reqwest::Client, base: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);

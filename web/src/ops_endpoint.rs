@@ -3,6 +3,7 @@
 //! and the processors, so every role can be probed and scraped.
 
 use std::net::TcpListener;
+use std::time::Duration;
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
@@ -11,15 +12,31 @@ use anyhow::Context as _;
 
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::Shutdown;
-use tessera_shared::telemetry::{self, Exporter};
+use tessera_shared::telemetry::{Exporter, Readiness, Role};
 
 use crate::error::ApiError;
 
-/// What the three endpoints need: the process's storage and its metrics.
+/// What the three endpoints need: the process's readiness check and its metrics.
 #[derive(Clone)]
 pub struct Probes {
-    pub platform: Platform,
+    pub readiness: Readiness,
     pub exporter: Exporter,
+}
+
+impl Probes {
+    /// Probes of `role` over `platform`: readiness trusted for `readiness_interval` after a
+    /// success, queue depths read at most once per `depth_interval`.
+    pub fn new(
+        platform: &Platform,
+        role: Role,
+        readiness_interval: Duration,
+        depth_interval: Duration,
+    ) -> Self {
+        Probes {
+            readiness: Readiness::new(platform.clone(), role, readiness_interval),
+            exporter: Exporter::new(platform.clone(), role, depth_interval),
+        }
+    }
 }
 
 /// Registers the three endpoints (the caller adds `Probes` as app data).
@@ -36,7 +53,7 @@ pub async fn healthz() -> HttpResponse {
 
 /// `GET /readyz`: this process can do its work now: storage answers and takes writes.
 pub async fn readyz(probes: web::Data<Probes>) -> HttpResponse {
-    match telemetry::readiness(&probes.platform, probes.exporter.role()).await {
+    match probes.readiness.check().await {
         Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
         Err(e) => {
             tracing::warn!(error = %e, "not ready: storage unreachable or not writable");

@@ -15,7 +15,7 @@ use tracing::Instrument;
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::{ListenerHandle, Shutdown};
 
-use tessera_shared::telemetry::{Exporter, Role};
+use tessera_shared::telemetry::Role;
 
 use crate::error::no_route;
 use crate::ops_endpoint::Probes;
@@ -39,15 +39,16 @@ impl Application {
     /// Creates the queues, starts the imageresponse listener and binds the HTTP server
     /// (`port` 0 picks a free port; see [`Application::port`]), with the metrics of a web role.
     pub async fn build(platform: Platform, settings: WebSettings) -> anyhow::Result<Self> {
-        let exporter = Exporter::new(platform.clone(), Role::Web, Duration::from_secs(60));
-        Self::build_with(platform, settings, exporter).await
+        let minute = Duration::from_secs(60);
+        let probes = Probes::new(&platform, Role::Web, minute, minute);
+        Self::build_with(platform, settings, probes).await
     }
 
-    /// [`Application::build`] with the metrics exporter of the process's role.
+    /// [`Application::build`] with the readiness check and metrics of the process's role.
     pub async fn build_with(
         platform: Platform,
         settings: WebSettings,
-        exporter: Exporter,
+        probes: Probes,
     ) -> anyhow::Result<Self> {
         platform
             .ensure_queues()
@@ -63,10 +64,7 @@ impl Application {
         let grace = Duration::from_secs(settings.shutdown_grace_secs);
         let workers = settings.workers;
         let guard = crate::auth::Guard::new(&settings.api_key);
-        let probes = web::Data::new(Probes {
-            platform: platform.clone(),
-            exporter,
-        });
+        let probes = web::Data::new(probes);
         let state = web::Data::new(AppState {
             guard: guard.clone(),
             platform,
@@ -172,11 +170,11 @@ fn security_headers() -> DefaultHeaders {
 pub async fn run_web(
     platform: Platform,
     settings: WebSettings,
-    exporter: Exporter,
+    probes: Probes,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let bind = settings.bind.clone();
-    let app = Application::build_with(platform, settings, exporter).await?;
+    let app = Application::build_with(platform, settings, probes).await?;
     tracing::info!("web listening on http://{bind}:{}", app.port());
     let handle = app.handle();
     let stopper = tokio::spawn(async move {

@@ -17,7 +17,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use crate::accounting::{Accounting, Op};
 use crate::messages::QueueName;
 use crate::platform::Platform;
-use crate::storage::{BlobStoreExt, PutMode, StorageError};
+use crate::storage::{PutMode, StorageError};
 
 /// Messages finished by a listener, by `queue` and `outcome` (`ok`, `retry`, `poison`).
 pub const MESSAGES_HANDLED: &str = "tessera_messages_handled_total";
@@ -112,13 +112,23 @@ impl Role {
         }
     }
 
-    /// The work queues whose depth (and poison queue's depth) this role reports: the ones it
-    /// consumes; the front end, where operators look, reports all four.
+    /// The work queues whose depth (and poison queue's depth) this role reports. Each read is
+    /// billed, so only the front end, where operators look, reports them (all four); the
+    /// back-end roles, of which there may be many, report none (an autoscaler reads the depth
+    /// it scales on itself).
     pub fn reported_queues(self) -> &'static [QueueName] {
         match self {
             Role::Serve | Role::Web => &QueueName::ALL,
-            Role::Controller => &[QueueName::ImageRequest, QueueName::SliceResponse],
-            Role::Processor => &[QueueName::SliceRequest],
+            Role::Controller | Role::Processor => &[],
+        }
+    }
+
+    /// The queue this role's readiness check reads: one it consumes.
+    fn work_queue(self) -> QueueName {
+        match self {
+            Role::Serve | Role::Controller => QueueName::ImageRequest,
+            Role::Web => QueueName::ImageResponse,
+            Role::Processor => QueueName::SliceRequest,
         }
     }
 }
@@ -187,29 +197,51 @@ fn record_transactions(accounting: &Accounting, role: Role) {
     }
 }
 
-/// Where readiness probes write: one small blob per role, rewritten by each probe.
-fn probe_key(role: Role) -> String {
-    format!("health/{}", role.as_str())
+/// Whether this process can do its work now: the queue it consumes answers, and blobs can be
+/// written (every role writes blobs: uploads, slices, results, records). Two storage
+/// transactions per check, so a success is trusted for an interval: probes every few seconds
+/// cost two transactions per interval, not per probe. A failure is never cached: the next probe
+/// checks again.
+#[derive(Clone)]
+pub struct Readiness {
+    platform: Platform,
+    role: Role,
+    interval: Duration,
+    passed: Arc<tokio::sync::Mutex<Option<Instant>>>,
 }
 
-/// Whether this process can do its work now: the queues answer, blobs can be read, and the
-/// probe blob can be written (every role writes blobs: uploads, slices, results, records).
-/// Costs three storage transactions.
-pub async fn readiness(platform: &Platform, role: Role) -> Result<(), StorageError> {
-    let queue = role
-        .reported_queues()
-        .first()
-        .copied()
-        .unwrap_or(QueueName::ImageRequest);
-    match platform.queues.approximate_depth(queue.as_str()).await {
-        Ok(_) | Err(StorageError::NotFound(_)) => {}
-        Err(e) => return Err(e),
+impl Readiness {
+    pub fn new(platform: Platform, role: Role, interval: Duration) -> Self {
+        Readiness {
+            platform,
+            role,
+            interval,
+            passed: Arc::default(),
+        }
     }
-    let key = probe_key(role);
-    platform.blobs.exists(&key).await?;
-    platform
-        .blobs
-        .put(&key, Bytes::from_static(b"ready\n"), PutMode::Overwrite)
-        .await?;
-    Ok(())
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub async fn check(&self) -> Result<(), StorageError> {
+        let mut passed = self.passed.lock().await;
+        if passed.is_some_and(|at| at.elapsed() < self.interval) {
+            return Ok(());
+        }
+        *passed = None;
+        let queue = self.role.work_queue();
+        match self.platform.queues.approximate_depth(queue.as_str()).await {
+            Ok(_) | Err(StorageError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+        // One small blob per role, rewritten by each check.
+        let key = format!("health/{}", self.role.as_str());
+        self.platform
+            .blobs
+            .put(&key, Bytes::from_static(b"ready\n"), PutMode::Overwrite)
+            .await?;
+        *passed = Some(Instant::now());
+        Ok(())
+    }
 }
