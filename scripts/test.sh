@@ -2,7 +2,11 @@
 # Runs every Tessera test on a fresh machine, with its own set-up:
 #   - Azurite (pinned, from the npm registry) started on 127.0.0.1 and stopped at the end,
 #   - a Python virtual environment with Microsoft's azure-storage-queue SDK (interop tests),
-#   - formatting and lint checks, then the whole cargo test suite against both storage backends.
+#     prometheus_client, Pillow and kubernetes-validate,
+#   - formatting and lint checks, then the whole cargo test suite against both storage backends,
+#   - the deployment manifests' validation (scripts/test-deploy.sh),
+#   - as root: the container test (scripts/test-container.sh: Docker from Debian's packages) and
+#     the multi-host test (scripts/test-hosts.sh: network namespaces).
 # Usage: scripts/test.sh [extra cargo test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +50,26 @@ log=$(mktemp)
 trap 'rm -f "$log"; scripts/azurite.sh stop >/dev/null 2>&1' EXIT
 status=0
 cargo test --workspace "$@" 2>&1 | tee "$log" || status=$?
-# One closing line for the whole run: cargo prints a result line per test binary.
+
+step "deployment manifests (Kubernetes and KEDA schemas)"
+scripts/test-deploy.sh 2>&1 | tee -a "$log" || status=$?
+
+# The container and multi-host tests run the binary cargo test built; they need root (a Docker
+# engine, network namespaces).
+if [ "$(id -u)" -eq 0 ]; then
+  step "container image: Azurite, web, controller and two processors in containers"
+  TESSERA_BIN=target/debug/tessera scripts/test-container.sh 2>&1 | tee -a "$log" || status=$?
+  step "separate hosts: network namespaces on a private bridge"
+  TESSERA_BIN=target/debug/tessera scripts/test-hosts.sh 2>&1 | tee -a "$log" || status=$?
+else
+  echo "the container and multi-host tests need root: run scripts/test.sh as root" >&2
+  echo "root-only: 0 passed, 2 failed" | tee -a "$log"
+  status=1
+fi
+
+# One closing line for the whole run: cargo prints a result line per test binary, the scripts
+# one "<name>: N passed, M failed" line each.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     /^[a-z-]+: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
      END { printf "\ntests: %d passed, %d failed\n", p, f }' "$log"
 exit "$status"
