@@ -30,24 +30,10 @@ fn connection_string() -> String {
     )
 }
 
-fn python() -> PathBuf {
-    let path = std::env::var_os("TESSERA_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/venv/bin/python")
-        });
-    assert!(
-        path.exists(),
-        "no Python at {}: run scripts/test.sh, or scripts/azurite.sh python (or set TESSERA_TEST_PYTHON)",
-        path.display()
-    );
-    path
-}
-
 /// Runs the Python peer with one request; returns its answer.
 fn peer(request: Value) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/queue_peer.py");
-    let mut child = Command::new(python())
+    let mut child = Command::new(crate::python())
         .arg(script)
         .env("TESSERA_AZURE_CONNECTION_STRING", connection_string())
         .stdin(Stdio::piped())

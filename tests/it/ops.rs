@@ -48,20 +48,6 @@ impl Scrape {
     }
 }
 
-fn python() -> PathBuf {
-    let path = std::env::var_os("TESSERA_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/venv/bin/python")
-        });
-    assert!(
-        path.exists(),
-        "no Python at {}: run scripts/test.sh, or scripts/azurite.sh python (or set TESSERA_TEST_PYTHON)",
-        path.display()
-    );
-    path
-}
-
 /// Parses Prometheus text with `prometheus_client`'s parser (it rejects malformed exposition).
 fn parse(text: &str) -> Scrape {
     const PARSER: &str = r#"
@@ -73,7 +59,7 @@ for family in text_string_to_metric_families(sys.stdin.read()):
         out.append({"name": s.name, "labels": s.labels, "value": s.value, "type": family.type})
 print(json.dumps(out))
 "#;
-    let mut child = Command::new(python())
+    let mut child = Command::new(crate::python())
         .args(["-c", PARSER])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -651,12 +651,16 @@ impl Drop for KillOnDrop {
     }
 }
 
-async fn a_send_nudges_an_idle_listener_in_the_same_process(store: &Store) {
-    let name = unique_queue();
-    let queue = store.queue(&name, &Nudges::local());
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    // Polls once at start, then not again for 30 s: only the nudge can wake it sooner.
-    let listener = Listener::new(queue.clone())
+/// A listener that polls once at start, then not again for 30 s (only a nudge can wake it
+/// sooner), and hands each ping's number to the receiver; returned after its first poll.
+async fn idle_listener(
+    queue: Queue<Ping>,
+) -> (
+    tessera_shared::runtime::ListenerHandle,
+    mpsc::UnboundedReceiver<u32>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let listener = Listener::new(queue)
         .settings(polls_every_30s())
         .start(move |m: Envelope<Ping>, _ctx: Context| {
             let tx = tx.clone();
@@ -671,6 +675,13 @@ async fn a_send_nudges_an_idle_listener_in_the_same_process(store: &Store) {
         listener.stats().empty_receives >= 1
     })
     .await;
+    (listener, rx)
+}
+
+async fn a_send_nudges_an_idle_listener_in_the_same_process(store: &Store) {
+    let name = unique_queue();
+    let queue = store.queue(&name, &Nudges::local());
+    let (listener, mut rx) = idle_listener(queue.clone()).await;
     queue.send(&ping(8)).await.unwrap();
     let got = tokio::time::timeout(Duration::from_secs(15), rx.recv()).await;
     assert_eq!(got.expect("not woken by the nudge"), Some(8));
@@ -862,22 +873,7 @@ async fn nudge_endpoint_advertises_its_address_and_a_datagram_flood_costs_bounde
             ..NudgeSettings::default()
         },
     );
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let listener = Listener::new(store.queue(&name, &nudges))
-        .settings(polls_every_30s())
-        .start(move |m: Envelope<Ping>, _ctx: Context| {
-            let tx = tx.clone();
-            async move {
-                let _ = tx.send(m.body.n);
-                Ok(())
-            }
-        })
-        .await
-        .unwrap();
-    eventually(Duration::from_secs(10), "first poll", async || {
-        listener.stats().empty_receives >= 1
-    })
-    .await;
+    let (listener, mut rx) = idle_listener(store.queue(&name, &nudges)).await;
 
     let registered = store
         .blobs
