@@ -55,10 +55,14 @@ cleanup() {
 trap cleanup EXIT
 
 # Docker: the engine from Debian's packages, started here unless one runs.
-if ! command -v dockerd >/dev/null; then
-  log "installing docker.io"
+packages=()
+command -v dockerd >/dev/null || packages+=(docker.io)
+# Compose validates deploy/compose.yaml: Debian's docker-compose, unless a v2 plugin is there.
+command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || packages+=(docker-compose)
+if [ "${#packages[@]}" -gt 0 ]; then
+  log "installing ${packages[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 if ! docker info >/dev/null 2>&1; then
   mkdir -p .tools/docker
