@@ -9,6 +9,7 @@
 #   TESSERA_BIN  the binary to run (default target/debug/tessera, which `cargo test` builds)
 #   IDLE_SECS    how long the listeners stay idle before the timed job (default 150)
 #   RUNS         repetitions of the idle/warm comparison, reported as medians (default 1)
+#   ONE_HOST=1   every role in one namespace, the idle/warm comparison only (for reference)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
