@@ -18,6 +18,7 @@ pub struct Settings {
     pub web: tessera_web::WebSettings,
     pub controller: tessera_workers::ControllerSettings,
     pub processor: tessera_workers::ProcessorSettings,
+    pub jobs: tessera_workers::JobsSettings,
     pub ops: OpsSettings,
     pub nudge: NudgeConfig,
 }
@@ -157,10 +158,11 @@ impl Settings {
             set_path(&mut tree, &key, &value)
                 .with_context(|| format!("environment variable {name}"))?;
         }
-        let settings: Settings = toml::Value::Table(tree)
+        let mut settings: Settings = toml::Value::Table(tree)
             .try_into()
             .context("invalid configuration")?;
         settings.validate()?;
+        settings.controller.jobs = settings.jobs.clone();
         Ok(settings)
     }
 
@@ -185,6 +187,9 @@ impl Settings {
             if !value.is_empty() && value.parse::<std::net::IpAddr>().is_err() {
                 bail!("{key} must be an IP address, got {value:?}");
             }
+        }
+        if self.jobs.stall_timeout_secs == 0 {
+            bail!("jobs.stall_timeout_secs must be at least 1");
         }
         if self.ops.bind.is_empty() {
             bail!("ops.bind must be an IP address (0.0.0.0 for every interface)");

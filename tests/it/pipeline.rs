@@ -36,7 +36,8 @@ use tessera_shared::storage::{
     UpdatedMessage,
 };
 use tessera_workers::{
-    ControllerSettings, ProcessorSettings, import_library, run_controller, run_processors,
+    ControllerSettings, ProcessorSettings, import_library, reconcile_stalled_jobs, run_controller,
+    run_processors,
 };
 use tokio::task::JoinHandle;
 use uuid::Uuid;
@@ -439,6 +440,7 @@ async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Jo
         grid,
         slices: job.slices,
         options: job.options,
+        redrive: false,
     };
     platform
         .queue::<ImageRequest>()
@@ -831,6 +833,196 @@ async fn embedded_messages_delivered_twice_give_one_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn azurite_messages_delivered_twice_give_one_result() {
     messages_twice_give_one_result(azurite().await).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs that stall
+
+/// A job controller alone. Its own reconciler sweeps only after minutes (the default stall
+/// timeout): these tests sweep themselves, at the moments they choose.
+fn start_controller(platform: &Platform) -> (ShutdownTrigger, JoinHandle<anyhow::Result<()>>) {
+    let (trigger, signal) = shutdown::channel();
+    let task = tokio::spawn(run_controller(
+        platform.clone(),
+        controller_settings(),
+        signal,
+    ));
+    (trigger, task)
+}
+
+fn start_processors(
+    platform: &Platform,
+    settings: ProcessorSettings,
+) -> (ShutdownTrigger, JoinHandle<anyhow::Result<()>>) {
+    let (trigger, signal) = shutdown::channel();
+    let task = tokio::spawn(run_processors(platform.clone(), settings, signal));
+    (trigger, task)
+}
+
+async fn stop_role((trigger, task): (ShutdownTrigger, JoinHandle<anyhow::Result<()>>)) {
+    trigger.fire();
+    task.await.unwrap().unwrap();
+}
+
+async fn active_markers(env: &Env) -> usize {
+    tessera_shared::storage::BlobStoreExt::list_all(&*env.blobs, BlobKey::ACTIVE_JOBS_PREFIX)
+        .await
+        .unwrap()
+        .len()
+}
+
+const STALL: Duration = Duration::from_millis(1500);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_job_is_driven_again_once_and_ends_done() {
+    let env = embedded();
+    let library = env.library().await;
+    let controller = start_controller(&env.platform);
+    let job = Job::small(3);
+    let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+    wait_for_quality(&env.platform, id).await;
+    assert_eq!(active_markers(&env).await, 1);
+
+    // The slice requests are lost, and one slice's plan with them.
+    let slices = QueueName::SliceRequest.as_str();
+    env.queues.clear(slices).await.unwrap();
+    env.blobs
+        .delete(&BlobKey::SliceInput { job: id, seq: 1 }.path())
+        .await
+        .unwrap();
+    let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
+    assert_eq!((report.active, report.redriven.len()), (1, 0), "{report:?}");
+
+    // Stalled: two controllers sweeping at once drive it again once. The plan is made again
+    // (a slice's plan is missing) and every slice asked for once.
+    tokio::time::sleep(STALL).await;
+    let (a, b) = tokio::join!(
+        reconcile_stalled_jobs(&env.platform, STALL),
+        reconcile_stalled_jobs(&env.platform, STALL)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.redriven.len() + b.redriven.len(), 1, "{a:?} {b:?}");
+    assert!(a.failed.is_empty() && b.failed.is_empty());
+    wait_while("the slices were not asked for again", async || {
+        env.depths().await[slices] < 3
+    })
+    .await;
+
+    let processors = start_processors(&env.platform, processor_settings(2));
+    let record = finished(&env.platform, id).await;
+    assert_done_record(&record, &job, 3);
+    assert!(record.redriven_at.is_some());
+    assert_same_pixels(
+        &result_pixels(&env.platform, id).await,
+        &local_render(&job),
+        "the job driven again",
+    );
+    assert_eq!(active_markers(&env).await, 0);
+    let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
+    assert_eq!(report.active, 0);
+    stop_role(processors).await;
+    stop_role(controller).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_stalled_again_after_being_driven_again_fails_with_the_reason() {
+    let env = embedded();
+    let library = env.library().await;
+    let controller = start_controller(&env.platform);
+    let id = submit(
+        &env.platform,
+        library.reference(),
+        &target_bytes(),
+        &Job::small(2),
+    )
+    .await;
+    wait_for_quality(&env.platform, id).await;
+    let slices = QueueName::SliceRequest.as_str();
+    env.queues.clear(slices).await.unwrap();
+
+    tokio::time::sleep(STALL).await;
+    let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
+    assert_eq!(report.redriven, vec![id]);
+    assert_eq!(env.depths().await[slices], 2);
+    // Lost again, and no processor anyway.
+    env.queues.clear(slices).await.unwrap();
+    let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
+    assert!(
+        report.failed.is_empty(),
+        "driven again a moment ago: {report:?}"
+    );
+
+    tokio::time::sleep(STALL).await;
+    let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
+    assert_eq!(report.failed, vec![id]);
+    let record = env.platform.jobs().get(id).await.unwrap();
+    assert_eq!(record.state, JobState::Failed);
+    let reason = record.error.unwrap();
+    assert!(
+        reason.contains("no progress") && reason.contains("rendering, 0 of 2 slices"),
+        "{reason}"
+    );
+    assert_eq!(active_markers(&env).await, 0);
+    // The front end is told.
+    assert_eq!(env.depths().await[QueueName::ImageResponse.as_str()], 1);
+    stop_role(controller).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_poisoned_while_blob_writes_fail_ends_failed_with_the_cause() {
+    let env = embedded();
+    let library = env.library().await;
+    let controller = start_controller(&env.platform);
+    let id = submit(
+        &env.platform,
+        library.reference(),
+        &target_bytes(),
+        &Job::small(2),
+    )
+    .await;
+    wait_for_quality(&env.platform, id).await;
+
+    // Blob writes fail from here on: the blob store's temp folder is replaced by a file.
+    let tmp = env._dir.as_ref().unwrap().path().join("blobs/.tmp");
+    std::fs::remove_dir_all(&tmp).unwrap();
+    std::fs::write(&tmp, b"").unwrap();
+    let processors = start_processors(
+        &env.platform,
+        ProcessorSettings {
+            poison_threshold: 2,
+            max_retry_delay_ms: 100,
+            ..processor_settings(2)
+        },
+    );
+    let poison = QueueName::SliceRequest.poison();
+    wait_while("the slices were not poisoned", async || {
+        env.depths().await[&poison] < 2
+    })
+    .await;
+    // Nothing can mark the job failed while writes fail.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let record = env.platform.jobs().get(id).await.unwrap();
+    assert_eq!(record.state, JobState::Rendering);
+
+    // Storage returns: the poison hooks, still trying, record the job's fate and its cause.
+    std::fs::remove_file(&tmp).unwrap();
+    std::fs::create_dir(&tmp).unwrap();
+    let returned = Instant::now();
+    let record = finished(&env.platform, id).await;
+    let waited = returned.elapsed();
+    assert_eq!(record.state, JobState::Failed);
+    let reason = record.error.unwrap();
+    assert!(
+        reason.contains("over the poison threshold of 2") && reason.contains("Not a directory"),
+        "{reason}"
+    );
+    assert!(
+        waited < Duration::from_secs(20),
+        "failed {waited:?} after storage returned"
+    );
+    assert_eq!(active_markers(&env).await, 0);
+    stop_role(processors).await;
+    stop_role(controller).await;
 }
 
 // ---------------------------------------------------------------------------------------------

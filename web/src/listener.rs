@@ -14,6 +14,9 @@ use tessera_shared::storage::StorageError;
 
 use crate::state::JobChanges;
 
+/// Attempts at marking a job failed when its response is poisoned (about an hour with back-off).
+const FATE_ATTEMPTS: u32 = 125;
+
 /// Starts the listener over `platform`'s `imageresponse` queue.
 pub async fn start(
     platform: Platform,
@@ -29,16 +32,25 @@ pub async fn start(
             async move {
                 let Some(job) = record.job_id else { return };
                 let reason = format!("the job's result could not be recorded: {}", record.reason);
-                match platform
-                    .jobs()
-                    .update(job, |rec| rec.fail(reason.clone()))
-                    .await
-                {
-                    Ok(_) => changes.changed(job),
-                    Err(e) => {
-                        tracing::warn!(%job, error = %e, "could not mark a poisoned job failed")
+                // Storage may be down the moment the message goes: keep trying, with back-off,
+                // in a task of its own (the controllers' reconciler is the last resort).
+                tokio::spawn(async move {
+                    let mut delay = Duration::from_millis(500);
+                    for _ in 0..FATE_ATTEMPTS {
+                        match platform
+                            .jobs()
+                            .update(job, |rec| rec.fail(reason.clone()))
+                            .await
+                        {
+                            Ok(_) | Err(JobError::NotFound(_)) => return changes.changed(job),
+                            Err(e) => {
+                                tracing::warn!(%job, error = %e, "poisoned job not marked failed yet")
+                            }
+                        }
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(30));
                     }
-                }
+                });
             }
         })
     };
@@ -108,6 +120,6 @@ async fn finish(platform: &Platform, response: ImageResponse) -> Result<JobRecor
     result.map_err(|e| match e {
         JobError::NotFound(_) => Failure::poison(format!("no record for job {job}")),
         JobError::Corrupt(..) => Failure::poison(e),
-        JobError::Storage(_) => Failure::retry(),
+        JobError::Storage(e) => Failure::retry_because(format!("job {job}: {e}")),
     })
 }

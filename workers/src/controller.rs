@@ -25,8 +25,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::jobs::{
-    counted, fail_job, give_up, job_failure, on_background_thread, plan_options, slice_ranges,
-    spent,
+    counted, fail_job_persistently, give_up, job_failure, on_background_thread, plan_options,
+    slice_ranges, spent,
 };
 use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ControllerSettings;
@@ -85,8 +85,14 @@ pub(crate) async fn run_controller_with(
             async move { c.on_slice_response(message, context).await }
         })
         .await?;
+    let reconciler = tokio::spawn(crate::reconciler::run_reconciler(
+        platform.clone(),
+        settings.jobs.clone(),
+        shutdown.clone(),
+    ));
     tracing::info!("job controller running");
     shutdown.fired().await;
+    let _ = reconciler.await;
     let (a, b) = tokio::join!(
         requests.shutdown(crate::SHUTDOWN_GRACE),
         responses.shutdown(crate::SHUTDOWN_GRACE)
@@ -99,16 +105,15 @@ pub(crate) async fn run_controller_with(
     Ok(())
 }
 
-/// Marks the owning job failed when one of its messages is poisoned.
+/// Marks the owning job failed when one of its messages is poisoned, in a task of its own that
+/// retries while storage fails (the listener goes on meanwhile).
 pub(crate) fn poison_hook(platform: Platform, what: &'static str) -> poison::PoisonHook {
     poison::hook(move |record: PoisonRecord| {
         let platform = platform.clone();
         async move {
             let Some(job) = record.job_id else { return };
             let reason = format!("{what}: {}", record.reason);
-            if let Err(e) = fail_job(&platform, job, &reason).await {
-                tracing::warn!(%job, error = %e, "poisoned job not marked failed");
-            }
+            tokio::spawn(async move { fail_job_persistently(&platform, job, &reason).await });
         }
     })
 }
@@ -156,10 +161,11 @@ impl Controller {
         if record.state.is_final() {
             return Ok(());
         }
-        if record.slices_total > 0 && context.dequeue_count == 1 {
+        if record.slices_total > 0 && context.dequeue_count == 1 && !request.redrive {
             // Sliced before: a first delivery is a duplicate of a request that was, or will be
-            // again, handled. A redelivery may follow a crash before every slice was asked for:
-            // it plans again (the plan is deterministic) and asks for the slices not rendered.
+            // again, handled. A redelivery may follow a crash before every slice was asked for
+            // (and the reconciler re-drives a stalled job): it plans again (the plan is
+            // deterministic) and asks for the slices not rendered.
             return Ok(());
         }
         jobs.update(job, |r| r.advance(JobState::Slicing))
@@ -186,7 +192,9 @@ impl Controller {
             }
             Err(LibraryLoadError::Transient(e)) => {
                 tracing::warn!(%job, error = %e, "tile library not loaded; retrying");
-                return Err(Failure::retry());
+                return Err(Failure::retry_because(format!(
+                    "tile library not loaded: {e}"
+                )));
             }
         };
 
@@ -457,7 +465,7 @@ impl Controller {
             ),
             Err(StitchError::Storage(e)) => {
                 tracing::warn!(%job, error = %e, "stitching failed; retrying");
-                return Err(Failure::retry());
+                return Err(Failure::retry_because(format!("stitching failed: {e}")));
             }
             Err(StitchError::Invalid(reason)) => {
                 return Err(give_up(&local, job, reason).await);

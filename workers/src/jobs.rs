@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tessera_engine::{Grid as EngineGrid, PlanOptions};
 use tessera_shared::accounting::Accounting;
-use tessera_shared::jobs::JobError;
+use tessera_shared::jobs::{JobError, JobRecord};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, Grid, ImageResponse, JobOutcome, RenderOptions};
 use tessera_shared::platform::Platform;
@@ -63,29 +63,41 @@ pub(crate) fn spent(platform: &Platform) -> u64 {
 /// Marks `job` failed with `reason` (unless it already ended) and, if this call ended it, tells
 /// the front end with a failed `ImageResponse`.
 pub(crate) async fn fail_job(platform: &Platform, job: Uuid, reason: &str) -> Result<(), JobError> {
-    let mut ended = false;
+    fail_job_if(platform, job, |_| Some(reason.to_string()))
+        .await
+        .map(drop)
+}
+
+/// Fails `job` with the reason `why` gives for its record as it stands (`None` leaves the job
+/// alone), as [`fail_job`] does; returns the reason if this call ended the job.
+pub(crate) async fn fail_job_if(
+    platform: &Platform,
+    job: Uuid,
+    mut why: impl FnMut(&JobRecord) -> Option<String>,
+) -> Result<Option<String>, JobError> {
+    let mut ended = None;
     let record = match platform
         .jobs()
         .update(job, |record| {
-            ended = record.fail(reason);
-            ended
+            ended = why(record).filter(|reason| record.fail(reason.clone()));
+            ended.is_some()
         })
         .await
     {
         Ok(record) => record,
         Err(JobError::NotFound(_)) => {
-            tracing::warn!(%job, reason, "failed job has no record");
-            return Ok(());
+            tracing::warn!(%job, "failed job has no record");
+            return Ok(None);
         }
         Err(e) => return Err(e),
     };
-    if ended {
+    if let Some(reason) = &ended {
         tracing::warn!(%job, reason, "job failed");
 
         let response = ImageResponse {
             job_id: job,
             outcome: JobOutcome::Failed {
-                reason: reason.to_string(),
+                reason: reason.clone(),
             },
         };
         platform
@@ -98,8 +110,33 @@ pub(crate) async fn fail_job(platform: &Platform, job: Uuid, reason: &str) -> Re
             tracing::warn!(%job, error = %e, "plans of a failed job not deleted");
         }
     }
-    Ok(())
+    Ok(ended)
 }
+
+/// Fails `job` with `reason`, retrying with back-off while storage fails, for up to
+/// [`FATE_RETRY_LIMIT`]: a poisoned message's job must not keep its state because storage was
+/// down the moment the message went (the reconciler is the last resort).
+pub(crate) async fn fail_job_persistently(platform: &Platform, job: Uuid, reason: &str) {
+    let started = std::time::Instant::now();
+    let mut delay = std::time::Duration::from_millis(500);
+    loop {
+        match fail_job(platform, job, reason).await {
+            Ok(()) => return,
+            Err(e) if started.elapsed() < FATE_RETRY_LIMIT => {
+                tracing::warn!(%job, error = %e, ?delay, "poisoned job not marked failed yet; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(30));
+            }
+            Err(e) => {
+                tracing::error!(%job, error = %e, "poisoned job not marked failed; the reconciler will");
+                return;
+            }
+        }
+    }
+}
+
+/// How long a poison hook keeps trying to record its job's failure.
+const FATE_RETRY_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 async fn delete_slice_inputs(platform: &Platform, job: Uuid) -> Result<(), StorageError> {
     let prefix = BlobKey::slice_inputs_prefix(job);
@@ -118,7 +155,7 @@ pub(crate) async fn give_up(platform: &Platform, job: Uuid, reason: String) -> F
         Ok(()) => Failure::poison(reason),
         Err(e) => {
             tracing::warn!(%job, error = %e, "could not record the failure; retrying");
-            Failure::retry()
+            Failure::retry_because(format!("{reason} (not recorded: {e})"))
         }
     }
 }
@@ -126,7 +163,7 @@ pub(crate) async fn give_up(platform: &Platform, job: Uuid, reason: String) -> F
 /// Storage errors of the job store are worth a retry; a corrupt record is not.
 pub(crate) fn job_failure(job: Uuid, e: JobError) -> Failure {
     match e {
-        JobError::Storage(_) => Failure::retry(),
+        JobError::Storage(e) => Failure::retry_because(format!("job {job}: {e}")),
         other => Failure::poison(format!("job {job}: {other}")),
     }
 }

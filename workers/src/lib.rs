@@ -21,6 +21,7 @@ mod import;
 mod jobs;
 mod library_cache;
 mod processor;
+mod reconciler;
 mod settings;
 mod stitch;
 
@@ -29,7 +30,8 @@ pub use import::import_library;
 pub use jobs::{plan_options, slice_ranges};
 pub use library_cache::{LibraryCache, LibraryLoadError};
 pub use processor::run_processors;
-pub use settings::{ControllerSettings, ProcessorSettings};
+pub use reconciler::{SweepReport, sweep as reconcile_stalled_jobs};
+pub use settings::{ControllerSettings, JobsSettings, ProcessorSettings};
 pub use stitch::{StitchError, stitch_png};
 pub use tessera_engine::ImportReport;
 

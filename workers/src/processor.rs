@@ -172,7 +172,9 @@ impl Processor {
                 }
                 Err(LibraryLoadError::Transient(e)) => {
                     tracing::warn!(%job, error = %e, "tile library not loaded; retrying");
-                    return Err(Failure::retry());
+                    return Err(Failure::retry_because(format!(
+                        "tile library not loaded: {e}"
+                    )));
                 }
             };
             let started = Instant::now();

@@ -53,6 +53,39 @@ pub struct ControllerSettings {
     pub max_backoff_ms: u64,
     /// Longest delay before a failed attempt is retried.
     pub max_retry_delay_ms: u64,
+    /// The `[jobs]` section, which the controllers' reconciler follows.
+    #[serde(skip)]
+    pub jobs: JobsSettings,
+}
+
+/// How jobs are watched to their end (the `[jobs]` section).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobsSettings {
+    /// A job whose record has not changed for this long is stalled: the reconciler asks again
+    /// for what is missing, and fails the job if it stalls once more. Set it above the longest
+    /// a job may wait in a backlog.
+    pub stall_timeout_secs: u64,
+}
+
+impl Default for JobsSettings {
+    fn default() -> Self {
+        JobsSettings {
+            stall_timeout_secs: 900,
+        }
+    }
+}
+
+impl JobsSettings {
+    pub fn stall_timeout(&self) -> Duration {
+        Duration::from_secs(self.stall_timeout_secs.max(1))
+    }
+
+    /// How often the reconciler sweeps: a quarter of the stall timeout, from 1 s to 5 min (a
+    /// sweep is one listing when no job is active).
+    pub fn sweep_interval(&self) -> Duration {
+        (self.stall_timeout() / 4).clamp(Duration::from_secs(1), Duration::from_secs(300))
+    }
 }
 
 impl Default for ControllerSettings {
@@ -71,6 +104,7 @@ impl Default for ControllerSettings {
             min_backoff_ms: millis(listener.min_backoff),
             max_backoff_ms: millis(listener.max_backoff),
             max_retry_delay_ms: millis(listener.max_retry_delay),
+            jobs: JobsSettings::default(),
         }
     }
 }

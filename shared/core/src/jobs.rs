@@ -4,6 +4,10 @@
 //! Updates are read-modify-write under the blob's ETag ([`PutMode::IfMatch`]), retried on a lost
 //! race, and idempotent: the state only moves forward ([`JobState::rank`]), a slice is counted
 //! once however often its response arrives, and a finished job stays finished.
+//!
+//! A job not ended yet also has an empty marker, [`BlobKey::ActiveJob`], written before its record
+//! and removed once it ends, so that the controllers' reconciler finds the jobs to watch with one
+//! listing, without reading every record ever made.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -134,6 +138,9 @@ pub struct JobRecord {
     /// Whether the job's `ImageResponse` has been sent (a redelivery after a crash sends it).
     #[serde(default)]
     pub announced: bool,
+    /// When the reconciler found the job stalled and asked again for what was missing.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub redriven_at: Option<OffsetDateTime>,
 }
 
 impl JobRecord {
@@ -155,6 +162,7 @@ impl JobRecord {
             error: None,
             transactions: BTreeMap::new(),
             announced: false,
+            redriven_at: None,
         }
     }
 
@@ -192,6 +200,23 @@ impl JobRecord {
     pub fn slices_done(&self) -> u32 {
         self.slices.len() as u32
     }
+
+    /// Whether nothing has changed in the record for `timeout` up to `now`.
+    pub fn stalled(&self, now: OffsetDateTime, timeout: std::time::Duration) -> bool {
+        !self.state.is_final() && now - self.updated_at >= timeout
+    }
+
+    /// Where the job stands, for a person: `rendering, 3 of 4 slices`.
+    pub fn progress(&self) -> String {
+        match self.slices_total {
+            0 => self.state.as_str().to_string(),
+            total => format!(
+                "{}, {} of {total} slices",
+                self.state.as_str(),
+                self.slices_done()
+            ),
+        }
+    }
 }
 
 /// Why a job record could not be read or written.
@@ -219,13 +244,44 @@ impl JobStore {
         JobStore { blobs }
     }
 
-    /// Stores a new record; fails with `AlreadyExists` if the job is known.
+    /// Stores a new record, and the marker of an active job before it; fails with
+    /// `AlreadyExists` if the job is known.
     pub async fn create(&self, record: &JobRecord) -> Result<(), JobError> {
+        if !record.state.is_final() {
+            let marker = BlobKey::ActiveJob { job: record.id }.path();
+            self.blobs
+                .put(&marker, Bytes::new(), PutMode::Overwrite)
+                .await?;
+        }
         let key = BlobKey::JobRecord { job: record.id }.path();
         self.blobs
             .put(&key, encode(record), PutMode::CreateNew)
             .await?;
         Ok(())
+    }
+
+    /// Removes a job's record and its active marker (what else the job holds is the caller's).
+    pub async fn delete(&self, job: Uuid) -> Result<(), JobError> {
+        for key in [
+            BlobKey::ActiveJob { job }.path(),
+            BlobKey::JobRecord { job }.path(),
+        ] {
+            match self.blobs.delete(&key).await {
+                Ok(()) | Err(StorageError::NotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the active marker of an ended job. Best effort: a marker left behind is removed
+    /// by the reconciler's next sweep.
+    pub async fn forget_active(&self, job: Uuid) {
+        let marker = BlobKey::ActiveJob { job }.path();
+        match self.blobs.delete(&marker).await {
+            Ok(()) | Err(StorageError::NotFound(_)) => {}
+            Err(e) => tracing::debug!(%job, error = %e, "active marker of an ended job left"),
+        }
     }
 
     /// The record as stored: one blob read.
@@ -268,6 +324,7 @@ impl JobStore {
                     if !was_final && record.state.is_final() {
                         metrics::counter!(crate::telemetry::JOBS_FINISHED, "state" => record.state.as_str())
                             .increment(1);
+                        self.forget_active(job).await;
                     }
                     return Ok(record);
                 }

@@ -34,6 +34,8 @@ pub enum BlobKey {
     MessageBody { queue: String, id: Uuid },
     /// An empty marker naming one job of one client (a browser), listed by [`BlobKey::client_jobs_prefix`].
     ClientJob { client: Uuid, job: Uuid },
+    /// An empty marker naming a job that has not ended yet, listed by [`BlobKey::ACTIVE_JOBS_PREFIX`].
+    ActiveJob { job: Uuid },
 }
 
 impl BlobKey {
@@ -55,8 +57,12 @@ impl BlobKey {
             }
             BlobKey::MessageBody { queue, id } => format!("messagebodies/{queue}/{id}"),
             BlobKey::ClientJob { client, job } => format!("clients/{client}/{job}"),
+            BlobKey::ActiveJob { job } => format!("{}{job}", Self::ACTIVE_JOBS_PREFIX),
         }
     }
+
+    /// The prefix under which the markers of jobs not ended yet live.
+    pub const ACTIVE_JOBS_PREFIX: &str = "activejobs/";
 
     /// The prefix under which a client's job markers live.
     pub fn client_jobs_prefix(client: Uuid) -> String {
@@ -120,6 +126,7 @@ mod tests {
                 client: Uuid::new_v4(),
                 job,
             },
+            BlobKey::ActiveJob { job },
         ];
         for key in keys {
             split_blob_key(&key.path()).unwrap();

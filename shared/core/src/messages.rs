@@ -222,6 +222,9 @@ pub struct ImageRequest {
     /// Into how many slices (bands of cell rows) the job is cut.
     pub slices: u32,
     pub options: RenderOptions,
+    /// Sent again for a stalled job: plan it again even if it was sliced before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redrive: bool,
 }
 
 /// `slicerequest`: one band of rows to render, from the controller to any image processor.

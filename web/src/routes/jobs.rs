@@ -347,6 +347,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         grid,
         slices,
         options,
+        redrive: false,
     };
     if let Err(e) = platform
         .queue::<ImageRequest>()

@@ -470,10 +470,13 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
     );
     let work = async {
         if message.dequeue_count > settings.poison_threshold {
-            let reason = format!(
+            let mut reason = format!(
                 "received {} times, over the poison threshold of {}",
                 message.dequeue_count, settings.poison_threshold
             );
+            if let Some(cause) = poison::last_error(&message.body) {
+                reason = format!("{reason}; last error: {cause}");
+            }
             move_to_poison(shared, &message, &mut lease, &reason).await;
             return;
         }
@@ -487,7 +490,8 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
             Err(e @ BodyError::Storage { .. }) => {
                 tracing::warn!(error = %e, "message body unreadable; retrying later");
                 let delay = retry_delay(settings, message.dequeue_count);
-                set_visibility(shared, &mut lease, delay).await;
+                let cause = e.to_string();
+                retry_later(shared, &message, &mut lease, delay, Some(&cause)).await;
                 bump(&shared.stats.retried);
                 handled(&shared.name, "retry");
                 return;
@@ -515,13 +519,16 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
                 Attempt::Failed(Failure::Poison(reason)) => {
                     move_to_poison(shared, &message, &mut lease, &reason).await;
                 }
-                Attempt::Failed(Failure::Retry { after }) => {
+                Attempt::Failed(Failure::Retry { after, cause }) => {
                     let delay =
                         after.unwrap_or_else(|| retry_delay(settings, message.dequeue_count));
-                    tracing::info!(?delay, "attempt failed; retrying");
+                    match &cause {
+                        Some(cause) => tracing::warn!(?delay, cause, "attempt failed; retrying"),
+                        None => tracing::info!(?delay, "attempt failed; retrying"),
+                    }
                     bump(&shared.stats.retried);
                     handled(&shared.name, "retry");
-                    set_visibility(shared, &mut lease, delay).await;
+                    retry_later(shared, &message, &mut lease, delay, cause.as_deref()).await;
                 }
                 Attempt::Panicked(what) => {
                     let delay = retry_delay(settings, message.dequeue_count);
@@ -529,7 +536,8 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
                     bump(&shared.stats.retried);
                     bump(&shared.stats.panicked);
                     handled(&shared.name, "retry");
-                    set_visibility(shared, &mut lease, delay).await;
+                    let cause = format!("the handler panicked: {what}");
+                    retry_later(shared, &message, &mut lease, delay, Some(&cause)).await;
                 }
                 Attempt::Released => {
                     bump(&shared.stats.released);
@@ -705,14 +713,36 @@ async fn delete<M: Message>(shared: &Shared<M>, lease: &mut Lease) -> bool {
     }
 }
 
+/// Makes the message visible again after `delay`, noting `cause` in its body (in the same
+/// update, so it costs nothing more) for the poison record should the retries run out.
+async fn retry_later<M: Message>(
+    shared: &Shared<M>,
+    message: &ReceivedMessage,
+    lease: &mut Lease,
+    delay: Duration,
+    cause: Option<&str>,
+) {
+    let body = cause.and_then(|cause| poison::with_last_error(&message.body, cause));
+    update(shared, lease, delay, body.as_deref()).await
+}
+
 /// Makes the message visible again after `delay`.
 async fn set_visibility<M: Message>(shared: &Shared<M>, lease: &mut Lease, delay: Duration) {
+    update(shared, lease, delay, None).await
+}
+
+async fn update<M: Message>(
+    shared: &Shared<M>,
+    lease: &mut Lease,
+    delay: Duration,
+    body: Option<&str>,
+) {
     if lease.lost {
         return;
     }
     let queues = shared.queue.queues();
     let delay = delay.min(crate::storage::MAX_VISIBILITY);
-    match with_retries(|| queues.update(&shared.name, &lease.id, &lease.receipt, delay, None)).await
+    match with_retries(|| queues.update(&shared.name, &lease.id, &lease.receipt, delay, body)).await
     {
         Ok(updated) => lease.receipt = updated.pop_receipt,
         Err(e) => {

@@ -48,19 +48,37 @@ pub use shutdown::Shutdown;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     /// Worth another attempt: the message becomes visible again after `after`, or after a delay
-    /// that doubles with each attempt when `None`.
-    Retry { after: Option<Duration> },
+    /// that doubles with each attempt when `None`. The `cause` is logged and travels with the
+    /// message (its `last_error`), so that a poison record over the threshold still says why.
+    Retry {
+        after: Option<Duration>,
+        cause: Option<String>,
+    },
     /// No attempt can succeed: the message goes to the poison queue with this reason.
     Poison(String),
 }
 
 impl Failure {
     pub fn retry() -> Self {
-        Failure::Retry { after: None }
+        Failure::Retry {
+            after: None,
+            cause: None,
+        }
+    }
+
+    /// A retry that says why.
+    pub fn retry_because(cause: impl fmt::Display) -> Self {
+        Failure::Retry {
+            after: None,
+            cause: Some(cause.to_string()),
+        }
     }
 
     pub fn retry_after(after: Duration) -> Self {
-        Failure::Retry { after: Some(after) }
+        Failure::Retry {
+            after: Some(after),
+            cause: None,
+        }
     }
 
     pub fn poison(reason: impl fmt::Display) -> Self {
@@ -71,8 +89,16 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Retry { after: None } => f.write_str("retry"),
-            Failure::Retry { after: Some(d) } => write!(f, "retry after {d:?}"),
+            Failure::Retry { after, cause } => {
+                f.write_str("retry")?;
+                if let Some(d) = after {
+                    write!(f, " after {d:?}")?;
+                }
+                if let Some(cause) = cause {
+                    write!(f, ": {cause}")?;
+                }
+                Ok(())
+            }
             Failure::Poison(reason) => write!(f, "poison: {reason}"),
         }
     }
@@ -80,8 +106,8 @@ impl fmt::Display for Failure {
 
 /// Storage errors are worth retrying: the poison threshold stops a message that never succeeds.
 impl From<StorageError> for Failure {
-    fn from(_: StorageError) -> Self {
-        Failure::retry()
+    fn from(e: StorageError) -> Self {
+        Failure::retry_because(e)
     }
 }
 

@@ -91,6 +91,26 @@ pub fn probe_job_id(body: &str) -> Option<Uuid> {
         .map(|p| p.body.job_id)
 }
 
+/// The envelope field in which a retried message carries the cause of its last failed attempt.
+const LAST_ERROR: &str = "last_error";
+/// Longest cause carried in a message.
+const MAX_CAUSE_BYTES: usize = 1024;
+
+/// The cause of the last failed attempt, as a retry noted it in the body ([`with_last_error`]).
+pub fn last_error(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    value.get(LAST_ERROR)?.as_str().map(str::to_string)
+}
+
+/// The body with `cause` noted as its `last_error`; `None` when the body is not a JSON object or
+/// would outgrow a message.
+pub(crate) fn with_last_error(body: &str, cause: &str) -> Option<String> {
+    let mut value: serde_json::Map<String, serde_json::Value> = serde_json::from_str(body).ok()?;
+    value.insert(LAST_ERROR.into(), truncate(cause, MAX_CAUSE_BYTES).into());
+    let text = serde_json::to_string(&value).ok()?;
+    (text.len() <= MAX_MESSAGE_BYTES).then_some(text)
+}
+
 /// Builds the record for `message`, storing the body aside when the record would not fit.
 pub(crate) async fn make_record(
     blobs: &dyn BlobStore,
@@ -98,6 +118,7 @@ pub(crate) async fn make_record(
     message: &ReceivedMessage,
     reason: &str,
 ) -> Result<PoisonRecord, StorageError> {
+    let body = without_last_error(&message.body);
     let mut record = PoisonRecord {
         reason: truncate(reason, 4096),
         queue: queue.to_string(),
@@ -105,7 +126,7 @@ pub(crate) async fn make_record(
         dequeue_count: message.dequeue_count,
         insertion_time: message.insertion_time,
         poisoned_at: OffsetDateTime::now_utc(),
-        body: Some(message.body.clone()),
+        body: Some(body.clone()),
         body_blob: None,
         job_id: probe_job_id(&message.body),
     };
@@ -116,16 +137,23 @@ pub(crate) async fn make_record(
         }
         .path();
         blobs
-            .put(
-                &key,
-                bytes::Bytes::from(message.body.clone()),
-                PutMode::Overwrite,
-            )
+            .put(&key, bytes::Bytes::from(body), PutMode::Overwrite)
             .await?;
         record.body = None;
         record.body_blob = Some(key);
     }
     Ok(record)
+}
+
+/// The body as first sent: without the `last_error` its retries noted (the record has the reason).
+fn without_last_error(body: &str) -> String {
+    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(body) {
+        Ok(mut value) => match value.remove(LAST_ERROR) {
+            Some(_) => serde_json::to_string(&value).unwrap_or_else(|_| body.to_string()),
+            None => body.to_string(),
+        },
+        Err(_) => body.to_string(),
+    }
 }
 
 /// Sends `record` to its queue's poison queue.
