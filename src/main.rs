@@ -54,6 +54,9 @@ enum Command {
     Library(LibraryCommand),
     /// Inspect and repair the queues: depths, peek, requeue poison messages, purge.
     Queues(cli::queues::QueuesArgs),
+    /// What storage holds by kind, and the sweep that frees what nothing needs.
+    #[command(subcommand)]
+    Storage(cli::storage::StorageCommand),
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(cli::bench::BenchCommand),
@@ -124,6 +127,7 @@ async fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> 
         }
         Command::Library(LibraryCommand::List) => cli::library::list(&platform).await,
         Command::Queues(args) => cli::queues::run(args, &platform).await,
+        Command::Storage(command) => cli::storage::run(command, &platform, &settings).await,
         Command::Render(_)
         | Command::Library(LibraryCommand::Index(_))
         | Command::Bench(_)

@@ -19,6 +19,7 @@ pub struct Settings {
     pub controller: tessera_workers::ControllerSettings,
     pub processor: tessera_workers::ProcessorSettings,
     pub jobs: tessera_workers::JobsSettings,
+    pub retention: tessera_shared::lifecycle::RetentionSettings,
     pub ops: OpsSettings,
     pub nudge: NudgeConfig,
 }
@@ -163,6 +164,8 @@ impl Settings {
             .context("invalid configuration")?;
         settings.validate()?;
         settings.controller.jobs = settings.jobs.clone();
+        settings.controller.retention = settings.retention.clone();
+        settings.web.retention = settings.retention.clone();
         Ok(settings)
     }
 
@@ -187,6 +190,9 @@ impl Settings {
             if !value.is_empty() && value.parse::<std::net::IpAddr>().is_err() {
                 bail!("{key} must be an IP address, got {value:?}");
             }
+        }
+        if self.jobs.gc_interval_secs == 0 {
+            bail!("jobs.gc_interval_secs must be at least 1");
         }
         if self.jobs.stall_timeout_secs == 0 {
             bail!("jobs.stall_timeout_secs must be at least 1");

@@ -139,6 +139,12 @@
       failure.hidden = false;
     }
     if (job.state === "done") showResult(job);
+    if (job.expires_at) {
+      const expires = document.getElementById("expires");
+      expires.dateTime = job.expires_at;
+      expires.textContent = new Date(job.expires_at).toLocaleString();
+      document.getElementById("expiry").hidden = false;
+    }
     if ((job.state === "done" || job.state === "failed") && source) {
       source.close();
       source = null;

@@ -4,3 +4,4 @@ pub mod bench;
 pub mod library;
 pub mod queues;
 pub mod render;
+pub mod storage;

@@ -629,3 +629,133 @@ async fn health_queues_and_security_headers() {
     assert_eq!(queues[0]["poison"], "imagerequest-poison");
     assert_eq!(queues[0]["poison_depth"], 0);
 }
+
+/// Every blob key in storage, in the containers Tessera writes.
+pub(crate) async fn all_blob_keys(platform: &Platform) -> std::collections::BTreeSet<String> {
+    use tessera_shared::storage::BlobStoreExt;
+    let mut keys = std::collections::BTreeSet::new();
+    for (container, _) in tessera_shared::lifecycle::KINDS {
+        for meta in platform
+            .blobs
+            .list_all(&format!("{container}/"))
+            .await
+            .unwrap()
+        {
+            keys.insert(meta.key);
+        }
+    }
+    keys
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_done_job_holds_only_its_result_and_deleting_it_leaves_nothing() {
+    let app = spawn_app().await;
+    let baseline = all_blob_keys(&app.platform).await;
+    let client = Uuid::new_v4().to_string();
+    let as_client = [("x-client-id", client.as_str())];
+    let res = app.post_job_with(job_form(astronaut()), &as_client).await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let id = res.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let job = app.wait_until_finished(&id).await;
+    assert_eq!(job["state"], "done", "{job}");
+    let expires = time::OffsetDateTime::parse(
+        job["expires_at"].as_str().expect("a done job expires"),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let finished = time::OffsetDateTime::parse(
+        job["finished_at"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    assert_eq!(expires - finished, time::Duration::days(30));
+
+    // What the viewer makes: the preview and a zoom tile.
+    for path in ["preview", "tiles/0/0/0"] {
+        let res = app.get(&format!("/api/v1/jobs/{id}/{path}")).await;
+        assert_eq!(res.status(), StatusCode::OK, "{path}");
+    }
+    // The intermediates went as the job ended (the controller releases them after announcing).
+    let mut held = Vec::new();
+    for _ in 0..100 {
+        held = all_blob_keys(&app.platform)
+            .await
+            .difference(&baseline)
+            .cloned()
+            .collect();
+        if !held
+            .iter()
+            .any(|k| k.starts_with("slice") || k.starts_with("imageinput"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let kinds: std::collections::BTreeSet<&str> =
+        held.iter().map(|k| k.split('/').next().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "clients",
+            "imageoutput",
+            "imagepreview",
+            "imagetiles",
+            "jobs",
+            "seekindex"
+        ]
+        .into_iter()
+        .collect(),
+        "{held:?}"
+    );
+
+    // Only its client may delete it.
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/v1/jobs/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::FORBIDDEN, "not_your_job".into())
+    );
+    let delete = || {
+        app.client
+            .delete(app.url(&format!("/api/v1/jobs/{id}")))
+            .header("x-client-id", &client)
+            .send()
+    };
+    assert_eq!(delete().await.unwrap().status(), StatusCode::NO_CONTENT);
+    assert_eq!(app.get_job(&id).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(delete().await.unwrap().status(), StatusCode::NOT_FOUND);
+    assert_eq!(all_blob_keys(&app.platform).await, baseline);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_job_cannot_be_deleted() {
+    // No workers: the job stays queued.
+    let app = spawn_app_with(test_settings(), false).await;
+    let client = Uuid::new_v4().to_string();
+    let res = app
+        .post_job_with(job_form(astronaut()), &[("x-client-id", &client)])
+        .await;
+    let id = res.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/v1/jobs/{id}")))
+        .header("x-client-id", &client)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::CONFLICT, "job_active".into())
+    );
+    assert_eq!(app.get_job(&id).await.status(), StatusCode::OK);
+}

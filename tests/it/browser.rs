@@ -221,6 +221,22 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     )
     .await;
     assert_eq!(filled, 3, "every slice band is filled");
+    // When the result goes (retention.result_days after the job ended: 30 by default).
+    let expires = wait_for(
+        browser,
+        "const e = document.getElementById('expiry'); \
+         return e.hidden ? null : document.getElementById('expires').dateTime",
+        Duration::from_secs(20),
+        "the expiry note",
+    )
+    .await;
+    let expires = time::OffsetDateTime::parse(
+        expires.as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let days = (expires - time::OffsetDateTime::now_utc()).whole_hours();
+    assert!((29 * 24..=30 * 24).contains(&days), "expires in {days} h");
     let width = wait_for(
         browser,
         "const i = document.getElementById('mosaic'); \

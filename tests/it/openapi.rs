@@ -22,9 +22,10 @@ use uuid::Uuid;
 use crate::api::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers under `/api/v1`: the document must name each one.
-const ROUTES: [(&str, &str); 13] = [
+const ROUTES: [(&str, &str); 14] = [
     ("POST", "/jobs"),
     ("GET", "/jobs/{id}"),
+    ("DELETE", "/jobs/{id}"),
     ("GET", "/jobs/{id}/result"),
     ("GET", "/jobs/{id}/events"),
     ("GET", "/jobs/{id}/preview"),
@@ -479,6 +480,7 @@ async fn call(
     let url = app.url(&format!("/api/v1{}", path.replace("{id}", id)));
     let mut req = match method {
         "GET" => app.client.get(url),
+        "DELETE" => app.client.delete(url),
         "POST" => {
             let form = match (path.as_str(), valid) {
                 ("/jobs", true) => job_form(astronaut()),
@@ -549,6 +551,22 @@ async fn every_documented_operation_answers_as_documented() {
     let finished = app.wait_until_finished(&job_id).await;
     assert_eq!(finished["state"], "done", "{finished}");
 
+    // A finished job of a client that names itself, to be deleted.
+    let owner = Uuid::new_v4().to_string();
+    let res = app
+        .post_job_with(job_form(astronaut()), &[("X-Client-Id", &owner)])
+        .await;
+    assert_eq!(res.status(), 202);
+    let doomed = res.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.wait_until_finished(&doomed).await;
+    let as_owner = [(
+        reqwest::header::HeaderName::from_static("x-client-id"),
+        owner,
+    )];
+
     let mut answers_checked = 0;
     let mut json_bodies = 0;
     for (method, path) in &documented {
@@ -557,10 +575,13 @@ async fn every_documented_operation_answers_as_documented() {
             .unwrap();
         let (good_id, bad_id) = if path.starts_with("/libraries") {
             ("emoji".to_string(), "no-such-library".to_string())
+        } else if method == "DELETE" {
+            (doomed.clone(), Uuid::new_v4().to_string())
         } else {
             (job_id.clone(), Uuid::new_v4().to_string())
         };
-        let first = call(&app, method, path, &good_id, true, &[]).await;
+        let headers: &[_] = if method == "DELETE" { &as_owner } else { &[] };
+        let first = call(&app, method, path, &good_id, true, headers).await;
         assert!(
             (200..300).contains(&first.status),
             "{method} {path}: a valid call answered {}",
@@ -569,7 +590,13 @@ async fn every_documented_operation_answers_as_documented() {
         // Each further call with the status it must bring (None: any the document lists).
         let mut further = Vec::new();
         if path.contains("{id}") {
-            further.push((call(&app, method, path, &bad_id, true, &[]).await, None));
+            further.push((call(&app, method, path, &bad_id, true, headers).await, None));
+        }
+        if method == "DELETE" {
+            let again = call(&app, method, path, &good_id, true, headers).await;
+            further.push((again, Some(404)));
+            let not_owner = call(&app, method, path, &job_id, true, &[]).await;
+            further.push((not_owner, Some(403)));
         }
         if method == "POST" {
             further.push((call(&app, method, path, &good_id, false, &[]).await, None));

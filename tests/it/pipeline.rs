@@ -836,6 +836,111 @@ async fn azurite_messages_delivered_twice_give_one_result() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Storage that cleans up after itself
+
+/// Keys that name `job`.
+fn keys_of(keys: &std::collections::BTreeSet<String>, job: Uuid) -> Vec<String> {
+    let id = job.to_string();
+    keys.iter().filter(|k| k.contains(&id)).cloned().collect()
+}
+
+async fn storage_returns_to_its_baseline(env: Env) {
+    use tessera_shared::lifecycle::{GcOptions, collect_garbage, delete_job};
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
+    let baseline = crate::api::all_blob_keys(&env.platform).await;
+    let job = Job::small(3);
+    let (deleted, expired) = (
+        submit(&env.platform, library.reference(), &target_bytes(), &job).await,
+        submit(&env.platform, library.reference(), &target_bytes(), &job).await,
+    );
+    for id in [deleted, expired] {
+        assert_done_record(&finished(&env.platform, id).await, &job, 3);
+        // A done job holds its record and its result; its upload and slices go as it ends.
+        wait_while("a done job's intermediates are still there", async || {
+            keys_of(&crate::api::all_blob_keys(&env.platform).await, id)
+                .iter()
+                .any(|k| k.starts_with("slice") || k.starts_with("imageinput"))
+        })
+        .await;
+        let output = BlobKey::ImageOutput { job: id }.path();
+        assert_eq!(
+            keys_of(&crate::api::all_blob_keys(&env.platform).await, id),
+            vec![
+                output.clone(),
+                BlobKey::JobRecord { job: id }.path(),
+                BlobKey::SeekIndex { output }.path(),
+            ]
+        );
+    }
+    roles.stop().await;
+
+    // Left behind by a crash: a slice of a job that has no record.
+    let orphan = BlobKey::SliceOutput {
+        job: Uuid::new_v4(),
+        seq: 0,
+    }
+    .path();
+    env.blobs
+        .put(&orphan, Bytes::from_static(b"left"), PutMode::CreateNew)
+        .await
+        .unwrap();
+    // A library imported again under its name: its first version is no longer needed.
+    let again = import_library(&env.platform, &fixtures().join("tiles"), &library.name)
+        .await
+        .unwrap()
+        .0;
+    assert_eq!(again.version, library.version + 1);
+
+    let record = env.platform.jobs().get(deleted).await.unwrap();
+    delete_job(&*env.blobs, &record).await.unwrap();
+    assert!(keys_of(&crate::api::all_blob_keys(&env.platform).await, deleted).is_empty());
+    // The other expires (a retention of nothing), and the sweep takes the rest.
+    let report = collect_garbage(
+        &env.platform,
+        GcOptions {
+            retention: Some(Duration::ZERO),
+            keep_inputs: false,
+            grace: Duration::ZERO,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(report.expired >= 1 && report.orphans >= 1, "{report:?}");
+    assert!(report.library_versions >= 1, "{report:?}");
+    let after = crate::api::all_blob_keys(&env.platform).await;
+    assert!(keys_of(&after, expired).is_empty(), "{after:?}");
+    assert!(!after.contains(&orphan));
+    let first_version = format!("libraries/{}/v{}/", library.id, library.version);
+    assert!(
+        !after.iter().any(|k| k.starts_with(&first_version)),
+        "{after:?}"
+    );
+    assert!(env.platform.libraries().get(&library.id).await.is_ok());
+    if env._lock.is_none() {
+        // A store of its own: nothing else wrote, so exactly the baseline is left, with the
+        // library's new version in place of the old.
+        let moved = |keys: &std::collections::BTreeSet<String>| -> Vec<String> {
+            keys.iter()
+                .filter(|k| !k.starts_with("libraries/") && !k.starts_with("health/"))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(moved(&after), moved(&baseline));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_storage_returns_to_its_baseline() {
+    storage_returns_to_its_baseline(embedded()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azurite_storage_returns_to_its_baseline() {
+    storage_returns_to_its_baseline(azurite().await).await;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Jobs that stall
 
 /// A job controller alone. Its own reconciler sweeps only after minutes (the default stall

@@ -40,6 +40,9 @@ pub struct WebSettings {
     /// A key every request must carry (except health checks and static assets); empty leaves
     /// the service open. A secret: never logged.
     pub api_key: ApiKey,
+    /// The `[retention]` section: when a job's result expires, for pages and the API.
+    #[serde(skip)]
+    pub retention: tessera_shared::lifecycle::RetentionSettings,
 }
 
 /// The configured API key. Its `Debug` never shows it.
@@ -87,6 +90,7 @@ impl Default for WebSettings {
             events_poll_ms: 400,
             shutdown_grace_secs: 10,
             api_key: ApiKey::default(),
+            retention: Default::default(),
         }
     }
 }

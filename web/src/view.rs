@@ -1,6 +1,7 @@
 //! The job as the API shows it: a stable JSON shape over the stored record.
 
 use std::collections::BTreeMap;
+use tessera_shared::lifecycle::{RetentionSettings, expires_at};
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -24,6 +25,9 @@ pub struct JobView {
     pub updated_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option")]
     pub finished_at: Option<OffsetDateTime>,
+    /// When the job and its result will be deleted (null while it runs, or when kept forever).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
     pub params: ParamsView,
     pub slices: Vec<SliceView>,
     /// Storage transactions spent on the job, by role.
@@ -76,8 +80,9 @@ pub fn job_path(id: Uuid) -> String {
     format!("/api/v1/jobs/{id}")
 }
 
-impl From<&JobRecord> for JobView {
-    fn from(r: &JobRecord) -> Self {
+impl JobView {
+    /// The view of `r`, whose result expires as `retention` says.
+    pub fn new(r: &JobRecord, retention: &RetentionSettings) -> Self {
         let path = job_path(r.id);
         let done = r.state == tessera_shared::jobs::JobState::Done;
         let (cells, per_pixel) = match r.params.grid {
@@ -96,6 +101,7 @@ impl From<&JobRecord> for JobView {
             created_at: r.created_at,
             updated_at: r.updated_at,
             finished_at: r.finished_at,
+            expires_at: expires_at(r, retention.retention()),
             params: ParamsView {
                 library: r.params.library.clone(),
                 tile_size: r.params.tile_size,

@@ -14,6 +14,7 @@ use tessera_shared::jobs::{
     JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
 };
 use tessera_shared::keys::BlobKey;
+use tessera_shared::lifecycle::release_intermediates;
 use tessera_shared::messages::{
     Envelope, ImageRequest, ImageResponse, JobOutcome, SliceRequest, SliceResponse,
 };
@@ -90,9 +91,15 @@ pub(crate) async fn run_controller_with(
         settings.jobs.clone(),
         shutdown.clone(),
     ));
+    let gc = tokio::spawn(crate::reconciler::run_storage_gc(
+        platform.clone(),
+        settings.gc_options(),
+        Duration::from_secs(settings.jobs.gc_interval_secs.max(1)),
+        shutdown.clone(),
+    ));
     tracing::info!("job controller running");
     shutdown.fired().await;
-    let _ = reconciler.await;
+    let _ = tokio::join!(reconciler, gc);
     let (a, b) = tokio::join!(
         requests.shutdown(crate::SHUTDOWN_GRACE),
         responses.shutdown(crate::SHUTDOWN_GRACE)
@@ -487,6 +494,11 @@ impl Controller {
             .map_err(|e| job_failure(job, e))?;
         if finished {
             self.announce(&local, client, &record).await?;
+            // Best effort: what is left is swept by the storage gc.
+            let keep = self.settings.jobs.keep_inputs;
+            if let Err(e) = release_intermediates(&*local.blobs, job, keep).await {
+                tracing::warn!(%job, error = %e, "intermediates of a done job left for the gc");
+            }
         }
         Ok(())
     }

@@ -7,11 +7,10 @@ use std::sync::Arc;
 use tessera_engine::{Grid as EngineGrid, PlanOptions};
 use tessera_shared::accounting::Accounting;
 use tessera_shared::jobs::{JobError, JobRecord};
-use tessera_shared::keys::BlobKey;
+use tessera_shared::lifecycle::release_intermediates;
 use tessera_shared::messages::{Envelope, Grid, ImageResponse, JobOutcome, RenderOptions};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::Failure;
-use tessera_shared::storage::{BlobStoreExt, StorageError};
 use uuid::Uuid;
 
 /// The engine's plan options for a job's tile size, grid and options (the engine's defaults for
@@ -105,9 +104,9 @@ pub(crate) async fn fail_job_if(
             .send(&Envelope::new(record.client_id, response))
             .await?;
         // Slices not started yet find no plan and are skipped (best effort: a slice rendered
-        // anyway is only wasted work).
-        if let Err(e) = delete_slice_inputs(platform, job).await {
-            tracing::warn!(%job, error = %e, "plans of a failed job not deleted");
+        // anyway is only wasted work; what is left is swept by the storage gc, the upload too).
+        if let Err(e) = release_intermediates(&*platform.blobs, job, true).await {
+            tracing::warn!(%job, error = %e, "intermediates of a failed job left for the gc");
         }
     }
     Ok(ended)
@@ -137,17 +136,6 @@ pub(crate) async fn fail_job_persistently(platform: &Platform, job: Uuid, reason
 
 /// How long a poison hook keeps trying to record its job's failure.
 const FATE_RETRY_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
-
-async fn delete_slice_inputs(platform: &Platform, job: Uuid) -> Result<(), StorageError> {
-    let prefix = BlobKey::slice_inputs_prefix(job);
-    for blob in platform.blobs.list_all(&prefix).await? {
-        match platform.blobs.delete(&blob.key).await {
-            Ok(()) | Err(StorageError::NotFound(_)) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
 
 /// Fails the job for good and poisons the message; a storage error while recording it is retried.
 pub(crate) async fn give_up(platform: &Platform, job: Uuid, reason: String) -> Failure {

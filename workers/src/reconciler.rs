@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use tessera_shared::jobs::{JobError, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
+use tessera_shared::lifecycle::{GcOptions, collect_garbage};
 use tessera_shared::messages::{Envelope, ImageRequest, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
@@ -55,6 +56,27 @@ pub(crate) async fn run_reconciler(platform: Platform, settings: JobsSettings, s
                 "stalled jobs reconciled"
             ),
             Err(e) => tracing::warn!(error = %e, "reconciler sweep failed; next sweep retries"),
+        }
+    }
+}
+
+/// Sweeps storage every `interval` until `shutdown` fires ([`collect_garbage`]).
+pub(crate) async fn run_storage_gc(
+    platform: Platform,
+    options: GcOptions,
+    interval: Duration,
+    shutdown: Shutdown,
+) {
+    loop {
+        let jitter = interval.mul_f64(rand::random::<f64>() * 0.25);
+        tokio::select! {
+            () = shutdown.fired() => return,
+            () = tokio::time::sleep(interval + jitter) => {}
+        }
+        match collect_garbage(&platform, options).await {
+            Ok(report) if report.blobs == 0 => {}
+            Ok(report) => tracing::info!(?report, "storage swept"),
+            Err(e) => tracing::warn!(error = %e, "storage sweep failed; the next one retries"),
         }
     }
 }

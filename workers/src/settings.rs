@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tessera_shared::lifecycle::{GcOptions, RetentionSettings};
 use tessera_shared::runtime::ListenerSettings;
 
 /// The listener settings of a role's settings, which carry the listener's fields each (serde's
@@ -53,9 +54,12 @@ pub struct ControllerSettings {
     pub max_backoff_ms: u64,
     /// Longest delay before a failed attempt is retried.
     pub max_retry_delay_ms: u64,
-    /// The `[jobs]` section, which the controllers' reconciler follows.
+    /// The `[jobs]` section, which the controllers' reconciler and storage sweep follow.
     #[serde(skip)]
     pub jobs: JobsSettings,
+    /// The `[retention]` section, which the storage sweep follows.
+    #[serde(skip)]
+    pub retention: RetentionSettings,
 }
 
 /// How jobs are watched to their end (the `[jobs]` section).
@@ -66,12 +70,19 @@ pub struct JobsSettings {
     /// for what is missing, and fails the job if it stalls once more. Set it above the longest
     /// a job may wait in a backlog.
     pub stall_timeout_secs: u64,
+    /// Keep a job's upload after it ended (by default it goes with the slices' plans and
+    /// outputs; a done job holds its result and what the viewer made of it).
+    pub keep_inputs: bool,
+    /// How often each controller sweeps storage (`tessera storage gc` does it on demand).
+    pub gc_interval_secs: u64,
 }
 
 impl Default for JobsSettings {
     fn default() -> Self {
         JobsSettings {
             stall_timeout_secs: 900,
+            keep_inputs: false,
+            gc_interval_secs: 3600,
         }
     }
 }
@@ -105,6 +116,7 @@ impl Default for ControllerSettings {
             max_backoff_ms: millis(listener.max_backoff),
             max_retry_delay_ms: millis(listener.max_retry_delay),
             jobs: JobsSettings::default(),
+            retention: RetentionSettings::default(),
         }
     }
 }
@@ -182,6 +194,15 @@ impl ProcessorSettings {
 }
 
 impl ControllerSettings {
+    /// What the storage sweep follows.
+    pub fn gc_options(&self) -> GcOptions {
+        GcOptions {
+            retention: self.retention.retention(),
+            keep_inputs: self.jobs.keep_inputs,
+            grace: self.jobs.stall_timeout(),
+        }
+    }
+
     pub(crate) fn listener(&self, concurrency: usize) -> ListenerSettings {
         listener!(self, concurrency)
     }

@@ -28,6 +28,7 @@ struct Watch {
     jobs: JobStore,
     changes: broadcast::Receiver<Uuid>,
     poll: Duration,
+    retention: tessera_shared::lifecycle::RetentionSettings,
     last: Option<String>,
     last_sent: Instant,
     ended: bool,
@@ -47,6 +48,7 @@ pub async fn events(
         jobs,
         changes,
         poll: Duration::from_millis(state.settings.events_poll_ms.max(50)),
+        retention: state.settings.retention.clone(),
         last: None,
         last_sent: Instant::now(),
         ended: false,
@@ -71,7 +73,7 @@ impl Watch {
         loop {
             match self.jobs.get(self.job).await {
                 Ok(record) => {
-                    let json = serde_json::to_string(&JobView::from(&record))
+                    let json = serde_json::to_string(&JobView::new(&record, &self.retention))
                         .expect("job views serialize");
                     if self.last.as_deref() != Some(json.as_str()) {
                         self.ended = record.state.is_final();

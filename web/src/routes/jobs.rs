@@ -7,7 +7,7 @@
 
 use actix_multipart::{Field, Multipart};
 use actix_web::cookie::{Cookie, SameSite};
-use actix_web::http::header;
+use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
 use uuid::Uuid;
@@ -17,6 +17,7 @@ use tessera_shared::accounting;
 use tessera_shared::jobs::{JobParams, JobRecord, OutputSize};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::{LibraryError, validate_library_id};
+use tessera_shared::lifecycle::delete_job;
 use tessera_shared::messages::{
     Envelope, Grid, ImageRequest, RenderOptions, SLICES_RANGE, TILE_SIZE_RANGE,
 };
@@ -98,7 +99,7 @@ pub async fn submit(
             .finish();
         response.cookie(cookie);
     }
-    Ok(response.json(JobView::from(&record)))
+    Ok(response.json(JobView::new(&record, &state.settings.retention)))
 }
 
 /// Reads every field; on a refusal, drains a bounded amount of what is left (see [`drain`]).
@@ -381,5 +382,43 @@ pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResu
     let record = state.platform.jobs().get(id).await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
-        .json(JobView::from(&record)))
+        .json(JobView::new(&record, &state.settings.retention)))
+}
+
+/// The client a request names (`X-Client-Id`, or the browser's cookie), if any.
+fn named_client(req: &HttpRequest) -> ApiResult<Option<Uuid>> {
+    let (client, minted) = client_id(req)?;
+    Ok((!minted).then_some(client))
+}
+
+/// `DELETE /api/v1/jobs/{id}`: removes an ended job and everything it holds (record, result,
+/// preview, zoom tiles, anything left of its upload and slices). Only the client that submitted
+/// it may (a browser deletes from its own list); a job still running answers 409.
+pub async fn delete(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let id = job_id(&path)?;
+    let record = state.platform.jobs().get(id).await?;
+    if named_client(&req)? != Some(record.client_id) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_your_job",
+            "only the client that submitted a job may delete it",
+        ));
+    }
+    if !record.state.is_final() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "job_active",
+            "the job is still running: delete it once it is done or failed",
+        ));
+    }
+    let deleted = delete_job(&*state.platform.blobs, &record)
+        .await
+        .map_err(ApiError::storage)?;
+    tracing::info!(job = %id, blobs = deleted, "job deleted");
+    state.changes.changed(id);
+    Ok(HttpResponse::NoContent().finish())
 }

@@ -22,6 +22,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::scope("/api/v1")
             .route("/jobs", web::post().to(jobs::submit))
             .route("/jobs/{id}", web::get().to(jobs::get))
+            .route("/jobs/{id}", web::delete().to(jobs::delete))
             .route("/jobs/{id}/result", web::get().to(result::get))
             .route("/jobs/{id}/events", web::get().to(events::events))
             .route(

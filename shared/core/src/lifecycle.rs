@@ -1,0 +1,285 @@
+//! The life cycle of what jobs store: intermediates go when a job ends, a deleted job leaves
+//! nothing, results expire, and library versions no job needs are collected.
+//!
+//! A done job holds its record, its result, and what the viewer made of the result (preview,
+//! seek index, zoom tiles). Its upload, slice plans and slice outputs go as it ends
+//! ([`release_intermediates`]); [`collect_garbage`] sweeps what a crash left behind, results past
+//! their retention, and old library versions. [`usage`] reports bytes by kind.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::jobs::{JobError, JobRecord};
+use crate::keys::BlobKey;
+use crate::messages::LibraryRef;
+use crate::platform::Platform;
+use crate::storage::{BlobStore, BlobStoreExt, StorageError};
+
+/// Every container Tessera writes, with what it holds (the kinds [`usage`] reports).
+pub const KINDS: &[(&str, &str)] = &[
+    ("imageinput", "uploads"),
+    ("sliceinput", "slice plans"),
+    ("sliceoutput", "slice outputs"),
+    ("imageoutput", "results"),
+    ("imagepreview", "previews"),
+    ("seekindex", "seek indexes"),
+    ("imagetiles", "zoom tiles"),
+    ("jobs", "job records"),
+    ("activejobs", "active job markers"),
+    ("clients", "client job lists"),
+    ("libraries", "tile libraries"),
+    ("librarysheets", "contact sheets"),
+    ("messagebodies", "large message bodies"),
+    ("health", "readiness probes"),
+];
+
+/// Blobs and bytes of one kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub blobs: u64,
+    pub bytes: u64,
+}
+
+/// Blobs and bytes in each container of [`KINDS`], in that order.
+pub async fn usage(blobs: &dyn BlobStore) -> Result<Vec<(&'static str, Usage)>, StorageError> {
+    let mut out = Vec::with_capacity(KINDS.len());
+    for (container, _) in KINDS {
+        let mut usage = Usage::default();
+        for meta in blobs.list_all(&format!("{container}/")).await? {
+            usage.blobs += 1;
+            usage.bytes += meta.size;
+        }
+        out.push((*container, usage));
+    }
+    Ok(out)
+}
+
+async fn delete_quietly(blobs: &dyn BlobStore, key: &str) -> Result<u64, StorageError> {
+    match blobs.delete(key).await {
+        Ok(()) => Ok(1),
+        Err(StorageError::NotFound(_)) => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+async fn delete_prefix(blobs: &dyn BlobStore, prefix: &str) -> Result<u64, StorageError> {
+    let mut deleted = 0;
+    for meta in blobs.list_all(prefix).await? {
+        deleted += delete_quietly(blobs, &meta.key).await?;
+    }
+    Ok(deleted)
+}
+
+/// Deletes what an ended job no longer needs: its slice plans and outputs, and its upload unless
+/// `keep_input`. Returns the blobs deleted.
+pub async fn release_intermediates(
+    blobs: &dyn BlobStore,
+    job: Uuid,
+    keep_input: bool,
+) -> Result<u64, StorageError> {
+    let mut deleted = delete_prefix(blobs, &BlobKey::slice_inputs_prefix(job)).await?;
+    deleted += delete_prefix(blobs, &BlobKey::slice_outputs_prefix(job)).await?;
+    if !keep_input {
+        deleted += delete_quietly(blobs, &BlobKey::ImageInput { job }.path()).await?;
+    }
+    Ok(deleted)
+}
+
+/// Deletes a job and everything it holds, its record last (so that a deletion cut short can be
+/// done again). Returns the blobs deleted.
+pub async fn delete_job(blobs: &dyn BlobStore, record: &JobRecord) -> Result<u64, StorageError> {
+    let job = record.id;
+    let output = BlobKey::ImageOutput { job }.path();
+    let mut deleted = release_intermediates(blobs, job, false).await?;
+    deleted += delete_prefix(blobs, &format!("imagetiles/{job}/")).await?;
+    for key in [
+        BlobKey::SeekIndex {
+            output: output.clone(),
+        }
+        .path(),
+        BlobKey::ImagePreview { job }.path(),
+        output,
+        BlobKey::ClientJob {
+            client: record.client_id,
+            job,
+        }
+        .path(),
+        BlobKey::ActiveJob { job }.path(),
+        BlobKey::JobRecord { job }.path(),
+    ] {
+        deleted += delete_quietly(blobs, &key).await?;
+    }
+    Ok(deleted)
+}
+
+/// How long results are kept (the `[retention]` section).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSettings {
+    /// Days a job and its result are kept after the job ended; 0 keeps them forever.
+    pub result_days: u64,
+}
+
+impl Default for RetentionSettings {
+    fn default() -> Self {
+        RetentionSettings { result_days: 30 }
+    }
+}
+
+impl RetentionSettings {
+    /// How long after its end a job is deleted; `None`: never.
+    pub fn retention(&self) -> Option<Duration> {
+        (self.result_days > 0).then(|| Duration::from_secs(self.result_days * 86_400))
+    }
+}
+
+/// When a job's result expires, `retention` after it ended (`None`: never).
+pub fn expires_at(record: &JobRecord, retention: Option<Duration>) -> Option<OffsetDateTime> {
+    Some(record.finished_at? + retention?)
+}
+
+/// What [`collect_garbage`] follows.
+#[derive(Debug, Clone, Copy)]
+pub struct GcOptions {
+    /// Ended jobs are deleted this long after they ended; `None` keeps them.
+    pub retention: Option<Duration>,
+    /// Keep the uploads of ended jobs.
+    pub keep_inputs: bool,
+    /// Blobs of a job with no record are left this long (a submission writes its upload first).
+    pub grace: Duration,
+}
+
+/// What one sweep removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// Ended jobs whose intermediates were left behind, now released.
+    pub released: u64,
+    /// Jobs deleted because their results expired.
+    pub expired: u64,
+    /// Blobs of jobs that have no record.
+    pub orphans: u64,
+    /// Library versions no longer current and used by no active job.
+    pub library_versions: u64,
+    /// Blobs deleted in all.
+    pub blobs: u64,
+}
+
+/// One sweep over storage: intermediates of ended jobs, blobs of jobs with no record, expired
+/// jobs, and library versions that are neither current nor used by an active job.
+pub async fn collect_garbage(
+    platform: &Platform,
+    options: GcOptions,
+) -> Result<GcReport, StorageError> {
+    let blobs = &*platform.blobs;
+    let jobs = platform.jobs();
+    let now = OffsetDateTime::now_utc();
+    let mut report = GcReport::default();
+
+    // Intermediates, by the job they belong to.
+    let mut owners: BTreeMap<Uuid, OffsetDateTime> = BTreeMap::new();
+    for container in ["imageinput/", "sliceinput/", "sliceoutput/"] {
+        for meta in blobs.list_all(container).await? {
+            let id = meta.key[container.len()..].split('/').next().unwrap_or("");
+            if let Ok(job) = id.parse::<Uuid>() {
+                let newest = owners.entry(job).or_insert(meta.last_modified);
+                *newest = (*newest).max(meta.last_modified);
+            }
+        }
+    }
+    for (job, newest) in owners {
+        match jobs.get(job).await {
+            Ok(record) if record.state.is_final() => {
+                let deleted = release_intermediates(blobs, job, options.keep_inputs).await?;
+                if deleted > 0 {
+                    report.released += 1;
+                    report.blobs += deleted;
+                }
+            }
+            Ok(_) => {}
+            Err(JobError::NotFound(_)) if now - newest >= options.grace => {
+                let deleted = release_intermediates(blobs, job, false).await?;
+                report.orphans += deleted;
+                report.blobs += deleted;
+            }
+            Err(JobError::NotFound(_)) => {}
+            Err(JobError::Corrupt(..)) => {}
+            Err(JobError::Storage(e)) => return Err(e),
+        }
+    }
+
+    // Expired results: a record's last write is no earlier than the job's end, so only records
+    // unchanged for the whole retention are read.
+    if let Some(retention) = options.retention {
+        for meta in blobs.list_all("jobs/").await? {
+            if now - meta.last_modified < retention {
+                continue;
+            }
+            let Some(job) = meta
+                .key
+                .strip_prefix("jobs/")
+                .and_then(|name| name.strip_suffix(".json"))
+                .and_then(|id| id.parse::<Uuid>().ok())
+            else {
+                continue;
+            };
+            let record = match jobs.get(job).await {
+                Ok(record) => record,
+                Err(JobError::Storage(e)) => return Err(e),
+                Err(_) => continue,
+            };
+            if expires_at(&record, Some(retention)).is_some_and(|at| at <= now) {
+                report.blobs += delete_job(blobs, &record).await?;
+                report.expired += 1;
+            }
+        }
+    }
+
+    // Library versions: the current one of each library stays, and any an active job names.
+    let mut in_use: HashSet<LibraryRef> = HashSet::new();
+    for marker in blobs.list_all(BlobKey::ACTIVE_JOBS_PREFIX).await? {
+        let id = &marker.key[BlobKey::ACTIVE_JOBS_PREFIX.len()..];
+        if let Ok(job) = id.parse::<Uuid>()
+            && let Ok(record) = jobs.get(job).await
+        {
+            in_use.insert(record.params.library.clone());
+        }
+    }
+    let catalog = platform.libraries();
+    for library in catalog.list().await.map_err(library_storage_error)? {
+        for version in 1..library.version {
+            let reference = LibraryRef {
+                id: library.id.clone(),
+                version,
+            };
+            if in_use.contains(&reference) {
+                continue;
+            }
+            let mut deleted =
+                delete_prefix(blobs, &format!("libraries/{}/v{version}/", library.id)).await?;
+            deleted += delete_quietly(
+                blobs,
+                &BlobKey::LibrarySheet {
+                    library: library.id.clone(),
+                    version,
+                }
+                .path(),
+            )
+            .await?;
+            if deleted > 0 {
+                report.library_versions += 1;
+                report.blobs += deleted;
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn library_storage_error(e: crate::libraries::LibraryError) -> StorageError {
+    match e {
+        crate::libraries::LibraryError::Storage(e) => e,
+        other => StorageError::Other(other.to_string()),
+    }
+}
