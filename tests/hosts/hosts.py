@@ -252,7 +252,9 @@ def wait_job(job_id, until=lambda v: v["state"] == "done", deadline=JOB_DEADLINE
         time.sleep(poll)
 
 
-def timed_job(cells=48, tile_size=16, slices=4):
+def timed_job(cells=128, tile_size=32, slices=4):
+    """A 4096 x 4096 mosaic: large enough that a fixed tenth of a second (fresh connections,
+    cold caches after an idle) does not swamp the comparison, small enough to stay quick."""
     started = time.monotonic()
     job_id = submit(cells, tile_size, slices)
     wait_job(job_id)
