@@ -715,3 +715,94 @@ async fn the_upload_forms_carry_their_limits_so_the_page_refuses_a_file_too_larg
     let libraries = app.get("/static/libraries.js").await.text().await.unwrap();
     assert!(libraries.contains("over the upload limit"), "{libraries}");
 }
+
+/// A PNG of `side` x `side` black pixels that really decodes to that: a few hundred kilobytes
+/// for 8000 x 8000 (192 MB of pixels), written row by row.
+fn png_that_decodes_huge(side: u32) -> Vec<u8> {
+    use std::io::Write;
+    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+        let mut crc = flate2::Crc::new();
+        crc.update(kind);
+        crc.update(data);
+        out.extend((data.len() as u32).to_be_bytes());
+        out.extend(kind);
+        out.extend(data);
+        out.extend(crc.sum().to_be_bytes());
+    }
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend(side.to_be_bytes());
+    ihdr.extend(side.to_be_bytes());
+    ihdr.extend([8, 2, 0, 0, 0]);
+    chunk(&mut out, b"IHDR", &ihdr);
+    let mut idat = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let row = vec![0u8; 1 + side as usize * 3];
+    for _ in 0..side {
+        idat.write_all(&row).unwrap();
+    }
+    chunk(&mut out, b"IDAT", &idat.finish().unwrap());
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tile_that_decodes_to_a_huge_image_is_skipped_with_the_reason() {
+    let app = spawn_app_with(test_settings(), false).await;
+    let huge = png_that_decodes_huge(8000);
+    assert!(huge.len() < 512 * 1024, "{} bytes", huge.len());
+    let mut entries: Vec<(String, Vec<u8>)> = tiles(30);
+    entries.push(("huge.png".into(), huge));
+    let refs: Vec<(&str, Vec<u8>)> = entries
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
+    let res = app.post_library(library_form(zip_of(&refs))).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let created: serde_json::Value = res.json().await.unwrap();
+    let skipped = created["report"]["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{created}");
+    assert_eq!(skipped[0]["name"], "huge.png");
+    let reason = skipped[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("8000x8000"), "{reason}");
+    assert_eq!(created["library"]["tiles"], 30, "{created}");
+}
+
+#[test]
+#[allow(unsafe_code)]
+fn tiles_that_decode_to_huge_images_are_skipped_in_bounded_memory() {
+    // Twenty of them in a folder indexed by a process of its own, whose peak memory is read
+    // from the kernel when it exits.
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in tiles(30) {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let huge = png_that_decodes_huge(8000);
+    for i in 0..20 {
+        std::fs::write(dir.path().join(format!("huge-{i:02}.png")), &huge).unwrap();
+    }
+    let out = dir.path().join("index.tsl");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["library", "index"])
+        .arg(dir.path())
+        .arg("-o")
+        .arg(&out)
+        .env("TESSERA_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid, and wait4 writes into it for the child just spawned.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; the pointers are to live locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "status {status}"
+    );
+    assert!(out.exists());
+    let peak_mib = usage.ru_maxrss / 1024;
+    assert!(peak_mib < 120, "peak resident memory {peak_mib} MiB");
+}

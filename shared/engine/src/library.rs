@@ -468,9 +468,20 @@ fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result<Prepared, 
     })
 }
 
+/// Largest tile image accepted, on either side: a file declaring more is skipped before decoding.
+pub const MAX_TILE_SIDE: u32 = 4096;
+/// Most memory one tile's decoder may allocate (a 4096 x 4096 RGBA8 image).
+pub const MAX_TILE_DECODE_BYTES: u64 = 64 << 20;
+
 /// Decodes an image file into its centre square, composited onto `background`, as packed RGB8.
+/// Tiles are decoded within [`MAX_TILE_SIDE`] and [`MAX_TILE_DECODE_BYTES`]: a tiny file that
+/// declares a huge image is refused from its header.
 pub(crate) fn decode_square(bytes: &[u8], background: [u8; 3]) -> Result<(usize, Vec<u8>), String> {
-    let rgba = decode_rgba(bytes)?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_TILE_SIDE);
+    limits.max_image_height = Some(MAX_TILE_SIDE);
+    limits.max_alloc = Some(MAX_TILE_DECODE_BYTES);
+    let rgba = decode_rgba_within(bytes, Some(limits))?;
     let (w, h) = (rgba.width() as usize, rgba.height() as usize);
     let side = w.min(h);
     if side == 0 {
@@ -493,11 +504,34 @@ pub(crate) fn decode_square(bytes: &[u8], background: [u8; 3]) -> Result<(usize,
 
 /// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied.
 pub(crate) fn decode_rgba(bytes: &[u8]) -> Result<image::RgbaImage, String> {
+    decode_rgba_within(bytes, None)
+}
+
+/// [`decode_rgba`] within `limits` (the image crate's defaults when `None`).
+fn decode_rgba_within(
+    bytes: &[u8],
+    limits: Option<image::Limits>,
+) -> Result<image::RgbaImage, String> {
     use image::ImageDecoder;
     let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| e.to_string())?;
+    // The header only; the limits are checked here, so that the reason names the size.
     let mut decoder = reader.into_decoder().map_err(|e| e.to_string())?;
+    if let Some(limits) = limits {
+        let (w, h) = decoder.dimensions();
+        let over = limits.max_image_width.is_some_and(|max| w > max)
+            || limits.max_image_height.is_some_and(|max| h > max);
+        if over {
+            let max = |m: Option<u32>| m.map_or("any".into(), |m| m.to_string());
+            return Err(format!(
+                "{w}x{h} pixels is over the {}x{} allowed",
+                max(limits.max_image_width),
+                max(limits.max_image_height)
+            ));
+        }
+        decoder.set_limits(limits).map_err(|e| e.to_string())?;
+    }
     let orientation = decoder
         .orientation()
         .unwrap_or(image::metadata::Orientation::NoTransforms);
