@@ -202,7 +202,7 @@ async fn install_default_library(
         return Ok(());
     }
     tracing::info!("importing the default tile library from {}", src.display());
-    let (record, report) = tessera_workers::import_library(platform, src, name)
+    let (record, report) = tessera_workers::import_library(platform, src, name, false)
         .await
         .context("cannot install the default tile library")?;
     tracing::info!(

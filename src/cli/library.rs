@@ -125,6 +125,10 @@ pub struct LibraryImportArgs {
     /// The library's name; its id is made from it (lowercase letters, digits, hyphens).
     #[arg(long)]
     pub name: String,
+    /// Publish a new version of a library that exists under this name (or its id); without it,
+    /// an existing library is refused.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 pub async fn import(
@@ -132,7 +136,8 @@ pub async fn import(
     platform: &tessera_shared::platform::Platform,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
-    let (record, report) = tessera_workers::import_library(platform, &args.src, &args.name).await?;
+    let (record, report) =
+        tessera_workers::import_library(platform, &args.src, &args.name, args.replace).await?;
     print_report(&report);
     println!(
         "library {} (\"{}\") version {}: {} tiles, index {} bytes, in {:.1} s",

@@ -65,7 +65,7 @@ pub(crate) async fn spawn_app_with(settings: WebSettings, workers: bool) -> Test
     let storage = EmbeddedStorage::open(dir.path()).unwrap();
     let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
     platform.ensure_queues().await.unwrap();
-    tessera_workers::import_library(&platform, &fixture("engine/tiles"), "emoji")
+    tessera_workers::import_library(&platform, &fixture("engine/tiles"), "emoji", false)
         .await
         .unwrap();
     let app = Application::build(platform.clone(), settings)
@@ -589,16 +589,53 @@ async fn libraries_are_listed_and_imported_from_zips_and_files() {
     let got: Value = app.get_library("my-tiles").await.json().await.unwrap();
     assert_eq!(got["version"], 1);
 
-    // Loose image files; the same name again makes version 2.
-    let mut form = Form::new().text("name", "My Tiles");
-    for (name, bytes) in tiles(3) {
-        form = form.part("files", Part::bytes(bytes).file_name(name));
-    }
-    let res = app.post_library(form).await;
+    // Loose image files under a name with the same id: refused, the library unchanged...
+    let loose = |name: &str, replace: Option<&str>| {
+        let mut form = Form::new().text("name", name.to_string());
+        if let Some(replace) = replace {
+            form = form.text("replace", replace.to_string());
+        }
+        for (name, bytes) in tiles(3) {
+            form = form.part("files", Part::bytes(bytes).file_name(name));
+        }
+        form
+    };
+    let res = app.post_library(loose("MY TILES!!", None)).await;
+    let (status, code) = error_code(res).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::CONFLICT, "library_exists")
+    );
+    let got: Value = app.get_library("my-tiles").await.json().await.unwrap();
+    assert_eq!(
+        (&got["version"], &got["name"]),
+        (&1.into(), &"My Tiles".into())
+    );
+
+    // ... unless it says replace: version 2.
+    let res = app.post_library(loose("My Tiles", Some("true"))).await;
     assert_eq!(res.status(), StatusCode::CREATED);
     let created: Value = res.json().await.unwrap();
     assert_eq!(created["library"]["version"], 2);
     assert_eq!(created["library"]["tiles"], 3);
+
+    // Replacements racing each other: each gets a version of its own, and the one recorded as
+    // current is the newest (it never rolls back).
+    let (a, b, c) = tokio::join!(
+        app.post_library(loose("My Tiles", Some("true"))),
+        app.post_library(loose("My Tiles", Some("true"))),
+        app.post_library(loose("My Tiles", Some("true"))),
+    );
+    let mut versions = Vec::new();
+    for res in [a, b, c] {
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let created: Value = res.json().await.unwrap();
+        versions.push(created["library"]["version"].as_u64().unwrap());
+    }
+    versions.sort();
+    assert_eq!(versions, vec![3, 4, 5]);
+    let got: Value = app.get_library("my-tiles").await.json().await.unwrap();
+    assert_eq!(got["version"], 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -184,9 +184,10 @@ impl Env {
 
     async fn library(&self) -> LibraryRecord {
         let name = format!("emoji {}", &Uuid::new_v4().simple().to_string()[..8]);
-        let (record, report) = import_library(&self.platform, &fixtures().join("tiles"), &name)
-            .await
-            .unwrap();
+        let (record, report) =
+            import_library(&self.platform, &fixtures().join("tiles"), &name, false)
+                .await
+                .unwrap();
         assert!(report.imported >= 30, "{report:?}");
         assert_eq!(record.tiles as usize, report.imported);
         record
@@ -886,10 +887,15 @@ async fn storage_returns_to_its_baseline(env: Env) {
         .await
         .unwrap();
     // A library imported again under its name: its first version is no longer needed.
-    let again = import_library(&env.platform, &fixtures().join("tiles"), &library.name)
-        .await
-        .unwrap()
-        .0;
+    let again = import_library(
+        &env.platform,
+        &fixtures().join("tiles"),
+        &library.name,
+        true,
+    )
+    .await
+    .unwrap()
+    .0;
     assert_eq!(again.version, library.version + 1);
 
     let record = env.platform.jobs().get(deleted).await.unwrap();

@@ -141,6 +141,9 @@ impl From<LibraryError> for ApiError {
                 ApiError::not_found("library_not_found", format!("no library {id:?}"))
             }
             LibraryError::BadId(_) => ApiError::bad_request("invalid_library_id", e.to_string()),
+            LibraryError::Exists { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "library_exists", e.to_string())
+            }
             LibraryError::Corrupt(..) => ApiError::internal(e),
             LibraryError::Storage(e) => ApiError::storage(e),
         }

@@ -33,6 +33,8 @@ pub struct WebSettings {
     pub max_library_files: u32,
     /// Largest total uncompressed size of a library archive, in bytes.
     pub max_library_uncompressed_bytes: u64,
+    /// Library uploads imported at once; more wait their turn (each decodes all its tiles).
+    pub max_concurrent_imports: usize,
     /// How often a live event stream re-reads its job record when nothing wakes it.
     pub events_poll_ms: u64,
     /// How long shutdown waits for requests and the imageresponse listener to finish.
@@ -87,6 +89,7 @@ impl Default for WebSettings {
             max_library_upload_bytes: 200 * 1024 * 1024,
             max_library_files: 20_000,
             max_library_uncompressed_bytes: 1024 * 1024 * 1024,
+            max_concurrent_imports: 1,
             events_poll_ms: 400,
             shutdown_grace_secs: 10,
             api_key: ApiKey::default(),

@@ -64,6 +64,7 @@ impl Application {
         let grace = Duration::from_secs(settings.shutdown_grace_secs);
         let workers = settings.workers;
         let guard = crate::auth::Guard::new(&settings.api_key);
+        let settings_imports = settings.max_concurrent_imports.max(1);
         let probes = web::Data::new(probes);
         let state = web::Data::new(AppState {
             guard: guard.clone(),
@@ -73,6 +74,7 @@ impl Application {
             decodes: Arc::new(Semaphore::new(
                 std::thread::available_parallelism().map_or(1, |n| n.get()),
             )),
+            imports: Arc::new(Semaphore::new(settings_imports)),
         });
         let mut server = HttpServer::new(move || {
             let guard = guard.clone();

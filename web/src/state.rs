@@ -18,6 +18,8 @@ pub struct AppState {
     pub changes: JobChanges,
     /// Image validations decoding at once (each may hold a whole decoded upload in memory).
     pub decodes: Arc<Semaphore>,
+    /// Library imports running at once (each decodes every tile of an upload).
+    pub imports: Arc<Semaphore>,
     /// The API key check (open when no key is configured).
     pub guard: crate::auth::Guard,
 }

@@ -15,6 +15,7 @@ pub async fn import_library(
     platform: &Platform,
     src: &Path,
     name: &str,
+    replace: bool,
 ) -> anyhow::Result<(LibraryRecord, ImportReport)> {
     let path = src.to_path_buf();
     let (index, tiles, report) = tokio::task::spawn_blocking(move || {
@@ -50,6 +51,7 @@ pub async fn import_library(
             report.duplicates.len() as u32,
             skipped,
             Bytes::from(index),
+            replace,
         )
         .await
         .with_context(|| format!("cannot store the tile library {id}"))?;

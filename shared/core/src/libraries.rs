@@ -57,6 +57,10 @@ impl LibraryRecord {
 pub enum LibraryError {
     #[error("library {0:?} not found")]
     NotFound(String),
+    #[error(
+        "a library with id {id:?} exists already ({name:?}): choose another name, or replace it"
+    )]
+    Exists { id: String, name: String },
     #[error("library id {0:?} must be 1 to 48 lowercase letters, digits and hyphens")]
     BadId(String),
     #[error("library record {0} is corrupt: {1}")]
@@ -118,7 +122,12 @@ impl LibraryCatalog {
         LibraryCatalog { blobs }
     }
 
-    /// Stores `index` as the next version of library `id` and returns its record.
+    /// Stores `index` as the next version of library `id` and returns its record. A library that
+    /// exists already is refused ([`LibraryError::Exists`]) unless `replace`.
+    ///
+    /// The record moves only forward: it is written under its ETag (or create-only), and a
+    /// publish that finds a newer version recorded meanwhile leaves that one current.
+    #[allow(clippy::too_many_arguments)]
     pub async fn publish(
         &self,
         id: &str,
@@ -127,9 +136,16 @@ impl LibraryCatalog {
         duplicates: u32,
         skipped: Vec<SkippedFile>,
         index: Bytes,
+        replace: bool,
     ) -> Result<LibraryRecord, LibraryError> {
         validate_library_id(id)?;
         let mut version = match self.get(id).await {
+            Ok(existing) if !replace => {
+                return Err(LibraryError::Exists {
+                    id: id.to_string(),
+                    name: existing.name,
+                });
+            }
             Ok(existing) => existing.version + 1,
             Err(LibraryError::NotFound(_)) => 1,
             Err(e) => return Err(e),
@@ -163,10 +179,39 @@ impl LibraryCatalog {
             created_at: OffsetDateTime::now_utc(),
         };
         let body = Bytes::from(serde_json::to_vec(&record).expect("records serialize"));
-        self.blobs
-            .put(&record_key(id), body, PutMode::Overwrite)
-            .await?;
-        Ok(record)
+        let index_key = BlobKey::LibraryIndex {
+            library: id.to_string(),
+            version,
+        }
+        .path();
+        loop {
+            let mode = match self.blobs.head(&record_key(id)).await {
+                Ok(meta) => {
+                    let current = self.get(id).await?;
+                    if !replace {
+                        // Created by a concurrent upload of the same name.
+                        let _ = self.blobs.delete(&index_key).await;
+                        return Err(LibraryError::Exists {
+                            id: id.to_string(),
+                            name: current.name,
+                        });
+                    }
+                    if current.version >= version {
+                        // A newer version is current already: it stays so (this one is
+                        // collected by the storage sweep).
+                        return Ok(record);
+                    }
+                    PutMode::IfMatch(meta.etag)
+                }
+                Err(StorageError::NotFound(_)) => PutMode::CreateNew,
+                Err(e) => return Err(e.into()),
+            };
+            match self.blobs.put(&record_key(id), body.clone(), mode).await {
+                Ok(_) => return Ok(record),
+                Err(StorageError::Precondition(_) | StorageError::AlreadyExists(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     pub async fn get(&self, id: &str) -> Result<LibraryRecord, LibraryError> {

@@ -194,7 +194,7 @@ fn parse_u32(
     Ok(value)
 }
 
-fn parse_bool(name: &str, text: Option<&str>) -> ApiResult<bool> {
+pub(crate) fn parse_bool(name: &str, text: Option<&str>) -> ApiResult<bool> {
     match text.map(str::to_ascii_lowercase).as_deref() {
         None | Some("" | "false" | "0" | "off" | "no") => Ok(false),
         Some("true" | "1" | "on" | "yes") => Ok(true),

@@ -16,7 +16,9 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 
-use tessera_shared::libraries::{LibraryError, LibraryRecord, SkippedFile, validate_library_id};
+use tessera_shared::libraries::{
+    LibraryError, LibraryRecord, SkippedFile, library_id_from_name, validate_library_id,
+};
 use tessera_shared::storage::StorageError;
 
 use crate::error::{ApiError, ApiResult};
@@ -67,6 +69,14 @@ struct Created {
     report: ImportSummary,
 }
 
+/// The text fields of an upload.
+#[derive(Debug, Default)]
+struct Fields {
+    name: Option<String>,
+    /// `true` publishes a new version of a library that exists under the name.
+    replace: Option<String>,
+}
+
 /// The files of one upload, on disk.
 struct Upload {
     _dir: tempfile::TempDir,
@@ -94,11 +104,13 @@ pub async fn create(
         bytes: 0,
         _dir: dir,
     };
-    let mut name = None;
-    read_parts(&mut payload, &state, &mut upload, &mut name).await?;
-    let name = name
+    let mut fields = Fields::default();
+    read_parts(&mut payload, &state, &mut upload, &mut fields).await?;
+    let name = fields
+        .name
         .filter(|n| !n.is_empty())
         .ok_or_else(|| ApiError::bad_request("missing_parameter", "name is required"))?;
+    let replace = super::jobs::parse_bool("replace", fields.replace.as_deref())?;
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(ApiError::bad_request(
             "out_of_range",
@@ -111,6 +123,26 @@ pub async fn create(
             "upload a .zip or image files with the library's tiles",
         ));
     }
+    // A name taken (by the same id: "Emoji" and "EMOJI!!" are one library) is refused before
+    // any work; publishing checks again, for uploads racing this one.
+    if !replace {
+        let id = library_id_from_name(&name);
+        match state.platform.libraries().get(&id).await {
+            Ok(existing) => {
+                let name = existing.name;
+                return Err(LibraryError::Exists { id, name }.into());
+            }
+            Err(LibraryError::NotFound(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // Imports run a few at a time (each decodes every tile on blocking threads).
+    let _permit = state
+        .imports
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(ApiError::internal)?;
     let max_files = settings.max_library_files;
     let max_unpacked = settings.max_library_uncompressed_bytes;
     let files_dir = upload.files.clone();
@@ -144,9 +176,10 @@ pub async fn create(
     })
     .await
     .map_err(ApiError::internal)??;
-    let (record, report) = tessera_workers::import_library(&state.platform, &upload.files, &name)
-        .await
-        .map_err(import_error)?;
+    let (record, report) =
+        tessera_workers::import_library(&state.platform, &upload.files, &name, replace)
+            .await
+            .map_err(import_error)?;
     tracing::info!(library = %record.id, version = record.version, tiles = record.tiles, "library imported");
     let summary = ImportSummary {
         imported: report.imported,
@@ -176,6 +209,10 @@ fn import_error(e: anyhow::Error) -> ApiError {
         if let Some(e) = cause.downcast_ref::<LibraryError>() {
             return match e {
                 LibraryError::BadId(_) => ApiError::bad_request("invalid_parameter", e.to_string()),
+                LibraryError::Exists { id, name } => ApiError::from(LibraryError::Exists {
+                    id: id.clone(),
+                    name: name.clone(),
+                }),
                 LibraryError::Storage(s) => ApiError::storage(s.clone()),
                 _ => ApiError::internal(e),
             };
@@ -196,12 +233,12 @@ async fn read_parts(
     payload: &mut Multipart,
     state: &AppState,
     upload: &mut Upload,
-    name: &mut Option<String>,
+    fields: &mut Fields,
 ) -> ApiResult<()> {
     let settings = &state.settings;
     while let Some(field) = payload.next().await {
         let mut field = field?;
-        if let Err(e) = read_part(settings, upload, name, &mut field).await {
+        if let Err(e) = read_part(settings, upload, fields, &mut field).await {
             // A broken multipart stream has ended and must not be polled again.
             if e.code != "bad_multipart" {
                 let budget = settings
@@ -218,24 +255,29 @@ async fn read_parts(
 async fn read_part(
     settings: &WebSettings,
     upload: &mut Upload,
-    name: &mut Option<String>,
+    fields: &mut Fields,
     field: &mut Field,
 ) -> ApiResult<()> {
     let field_name = field_name(field);
-    if field_name == "name" {
-        if name.is_some() {
+    let slot = match field_name.as_str() {
+        "name" => Some(&mut fields.name),
+        "replace" => Some(&mut fields.replace),
+        _ => None,
+    };
+    if let Some(slot) = slot {
+        if slot.is_some() {
             return Err(ApiError::bad_request(
                 "duplicate_field",
-                "field \"name\" is given twice",
+                format!("field {field_name:?} is given twice"),
             ));
         }
-        *name = Some(read_text(field, "name").await?);
+        *slot = Some(read_text(field, &field_name).await?);
         return Ok(());
     }
     let Some(original) = file_name(field) else {
         return Err(ApiError::bad_request(
             "unknown_field",
-            format!("unknown field {field_name:?}: send `name` and files"),
+            format!("unknown field {field_name:?}: send `name`, `replace` and files"),
         ));
     };
     upload.count += 1;
