@@ -796,3 +796,67 @@ async fn a_running_job_cannot_be_deleted() {
     );
     assert_eq!(app.get_job(&id).await.status(), StatusCode::OK);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_over_its_quota_of_active_jobs_gets_429_with_retry_after() {
+    // No workers: every job stays queued.
+    let app = spawn_app_with(test_settings(), false).await;
+    let client = Uuid::new_v4().to_string();
+    for _ in 0..4 {
+        let res = app
+            .post_job_with(job_form(astronaut()), &[("x-client-id", &client)])
+            .await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+    }
+    let res = app
+        .post_job_with(job_form(astronaut()), &[("x-client-id", &client)])
+        .await;
+    let retry_after: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry_after >= 1);
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::TOO_MANY_REQUESTS, "too_many_active_jobs".into())
+    );
+    // Nothing of the refused job was stored: still four markers.
+    let markers = app
+        .platform
+        .blobs
+        .list(&format!("clients/{client}/"), 100, None)
+        .await
+        .unwrap();
+    assert_eq!(markers.items.len(), 4);
+    // Another client is not held back.
+    let other = Uuid::new_v4().to_string();
+    let res = app
+        .post_job_with(job_form(astronaut()), &[("x-client-id", &other)])
+        .await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_job_frees_its_place_in_the_quota() {
+    let app = spawn_app_with(
+        WebSettings {
+            max_active_jobs_per_client: 1,
+            ..test_settings()
+        },
+        true,
+    )
+    .await;
+    let client = Uuid::new_v4().to_string();
+    for _ in 0..2 {
+        let res = app
+            .post_job_with(job_form(astronaut()), &[("x-client-id", &client)])
+            .await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+        let id = res.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(app.wait_until_finished(&id).await["state"], "done");
+    }
+}

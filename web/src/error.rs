@@ -18,6 +18,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// For a person; never carries internal details.
     pub message: String,
+    /// Seconds a client should wait before trying again (`Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -37,7 +39,14 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// The same error, asking the client to wait `after` before trying again.
+    pub fn retry_after(mut self, after: std::time::Duration) -> Self {
+        self.retry_after = Some(after.as_secs().max(1));
+        self
     }
 
     /// A request that cannot be understood: a missing, malformed or out-of-range parameter.
@@ -106,8 +115,14 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status);
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            response.insert_header(("Retry-After", "1"));
+        match self.retry_after {
+            Some(seconds) => {
+                response.insert_header(("Retry-After", seconds.to_string()));
+            }
+            None if self.status == StatusCode::SERVICE_UNAVAILABLE => {
+                response.insert_header(("Retry-After", "1"));
+            }
+            None => {}
         }
         response.json(Body {
             error: Inner {

@@ -35,6 +35,8 @@ pub struct WebSettings {
     pub max_library_uncompressed_bytes: u64,
     /// Library uploads imported at once; more wait their turn (each decodes all its tiles).
     pub max_concurrent_imports: usize,
+    /// Jobs one client may have running at once; more are answered 429 (0: no limit).
+    pub max_active_jobs_per_client: u32,
     /// How often a live event stream re-reads its job record when nothing wakes it.
     pub events_poll_ms: u64,
     /// How long shutdown waits for requests and the imageresponse listener to finish.
@@ -90,6 +92,7 @@ impl Default for WebSettings {
             max_library_files: 20_000,
             max_library_uncompressed_bytes: 1024 * 1024 * 1024,
             max_concurrent_imports: 1,
+            max_active_jobs_per_client: 4,
             events_poll_ms: 400,
             shutdown_grace_secs: 10,
             api_key: ApiKey::default(),

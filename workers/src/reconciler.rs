@@ -100,7 +100,7 @@ pub async fn sweep(platform: &Platform, stall: Duration) -> Result<SweepReport, 
             // deleted since: gone once it is older than a stall.
             Err(JobError::NotFound(_)) => {
                 if now - marker.last_modified >= stall {
-                    jobs.forget_active(job).await;
+                    jobs.forget_active(job, None).await;
                 }
                 continue;
             }
@@ -110,7 +110,7 @@ pub async fn sweep(platform: &Platform, stall: Duration) -> Result<SweepReport, 
             }
         };
         if record.state.is_final() {
-            jobs.forget_active(job).await;
+            jobs.forget_active(job, Some(record.client_id)).await;
             continue;
         }
         report.active += 1;

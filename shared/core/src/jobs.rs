@@ -274,14 +274,39 @@ impl JobStore {
         Ok(())
     }
 
-    /// Removes the active marker of an ended job. Best effort: a marker left behind is removed
-    /// by the reconciler's next sweep.
-    pub async fn forget_active(&self, job: Uuid) {
+    /// Notes that a job ended: its client's marker (if the client has one) turns from empty to
+    /// one byte, so that a listing of the client's markers counts its active jobs, and the
+    /// job's active marker goes. Best effort: a marker left behind is seen to by the
+    /// reconciler's next sweep, which calls this again.
+    pub async fn forget_active(&self, job: Uuid, client: Option<Uuid>) {
+        if let Some(client) = client {
+            let marker = BlobKey::ClientJob { client, job }.path();
+            if let Ok(meta) = self.blobs.head(&marker).await
+                && meta.size == 0
+                && let Err(e) = self
+                    .blobs
+                    .put(&marker, Bytes::from_static(b"e"), PutMode::Overwrite)
+                    .await
+            {
+                tracing::debug!(%job, error = %e, "client marker of an ended job left active");
+                return;
+            }
+        }
         let marker = BlobKey::ActiveJob { job }.path();
         match self.blobs.delete(&marker).await {
             Ok(()) | Err(StorageError::NotFound(_)) => {}
             Err(e) => tracing::debug!(%job, error = %e, "active marker of an ended job left"),
         }
+    }
+
+    /// Jobs of `client` not ended yet, counted from its markers (one listing).
+    pub async fn active_of_client(&self, client: Uuid) -> Result<usize, StorageError> {
+        use crate::storage::BlobStoreExt;
+        let markers = self
+            .blobs
+            .list_all(&BlobKey::client_jobs_prefix(client))
+            .await?;
+        Ok(markers.iter().filter(|m| m.size == 0).count())
     }
 
     /// The record as stored: one blob read.
@@ -324,7 +349,7 @@ impl JobStore {
                     if !was_final && record.state.is_final() {
                         metrics::counter!(crate::telemetry::JOBS_FINISHED, "state" => record.state.as_str())
                             .increment(1);
-                        self.forget_active(job).await;
+                        self.forget_active(job, Some(record.client_id)).await;
                     }
                     return Ok(record);
                 }

@@ -31,6 +31,9 @@ use crate::upload::{
 };
 use crate::view::{JobView, job_path};
 
+/// How long a client over its quota of active jobs is asked to wait (`Retry-After`).
+const QUOTA_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The cookie that names a browser's client id.
 pub const CLIENT_COOKIE: &str = "tessera_client";
 /// The header an API client may name its client id with.
@@ -208,6 +211,21 @@ pub(crate) fn parse_bool(name: &str, text: Option<&str>) -> ApiResult<bool> {
 /// Checks everything, then stores the input and the record and sends the request.
 async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiResult<JobRecord> {
     let settings = &state.settings;
+    let quota = settings.max_active_jobs_per_client;
+    if quota > 0 {
+        let active = state.platform.jobs().active_of_client(client).await?;
+        if active >= quota as usize {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_active_jobs",
+                format!(
+                    "{active} of your jobs are still running, the most allowed at once: submit \
+                     again when one has ended"
+                ),
+            )
+            .retry_after(QUOTA_RETRY_AFTER));
+        }
+    }
     let (image, input_name) = form.image.ok_or_else(|| missing("image"))?;
     let library_id = match form.library.filter(|l| !l.is_empty()) {
         Some(id) => id,
