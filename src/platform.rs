@@ -31,7 +31,12 @@ pub fn open(
 ) -> anyhow::Result<Platform> {
     let (queues, blobs, storage_host) = match settings.backend {
         Backend::Embedded => {
-            let storage = EmbeddedStorage::open(&settings.data_dir).with_context(|| {
+            let storage = EmbeddedStorage::open_with(
+                &settings.data_dir,
+                settings.durability.into(),
+                settings.min_free_bytes,
+            )
+            .with_context(|| {
                 format!(
                     "cannot open the data directory {}",
                     settings.data_dir.display()

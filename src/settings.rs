@@ -88,6 +88,30 @@ pub struct StorageSettings {
     /// An Azure Storage connection string (`UseDevelopmentStorage=true` for a local Azurite).
     /// A secret: never logged.
     pub azure_connection_string: String,
+    /// What an acknowledged write to the embedded backend survives: `process-crash` (data is
+    /// handed to the operating system) or `power-loss` (data is fsynced; SQLite's synchronous
+    /// mode FULL).
+    pub durability: DurabilitySetting,
+    /// Free space the embedded backend keeps on its disk: with less, submissions answer 507 and
+    /// `/readyz` says not ready, until space returns.
+    pub min_free_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum DurabilitySetting {
+    #[default]
+    ProcessCrash,
+    PowerLoss,
+}
+
+impl From<DurabilitySetting> for tessera_shared::storage::embedded::Durability {
+    fn from(d: DurabilitySetting) -> Self {
+        match d {
+            DurabilitySetting::ProcessCrash => Self::ProcessCrash,
+            DurabilitySetting::PowerLoss => Self::PowerLoss,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
@@ -103,6 +127,8 @@ impl Default for StorageSettings {
             backend: Backend::Embedded,
             data_dir: PathBuf::from("./tessera-data"),
             azure_connection_string: String::new(),
+            durability: DurabilitySetting::default(),
+            min_free_bytes: 256 << 20,
         }
     }
 }
@@ -118,6 +144,8 @@ impl std::fmt::Debug for StorageSettings {
             .field("backend", &self.backend)
             .field("data_dir", &self.data_dir)
             .field("azure_connection_string", &secret)
+            .field("durability", &self.durability)
+            .field("min_free_bytes", &self.min_free_bytes)
             .finish()
     }
 }

@@ -63,6 +63,16 @@ pub(crate) fn test_settings() -> WebSettings {
 pub(crate) async fn spawn_app_with(settings: WebSettings, workers: bool) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let storage = EmbeddedStorage::open(dir.path()).unwrap();
+    spawn_app_on(dir, storage, settings, workers).await
+}
+
+/// [`spawn_app_with`] over `storage`, kept in `dir`.
+pub(crate) async fn spawn_app_on(
+    dir: tempfile::TempDir,
+    storage: EmbeddedStorage,
+    settings: WebSettings,
+    workers: bool,
+) -> TestApp {
     let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
     platform.ensure_queues().await.unwrap();
     tessera_workers::import_library(&platform, &fixture("engine/tiles"), "emoji", false)
@@ -859,4 +869,55 @@ async fn an_ended_job_frees_its_place_in_the_quota() {
             .to_string();
         assert_eq!(app.wait_until_finished(&id).await["state"], "done");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_answers_507_and_not_ready_until_space_returns() {
+    // The disk counts as full while less than `keep` is free: set just under what is free now,
+    // then a file takes a gigabyte more.
+    let dir = tempfile::tempdir().unwrap();
+    let stat = rustix::fs::statvfs(dir.path()).unwrap();
+    let free = stat.f_bavail * stat.f_frsize;
+    let gib = 1u64 << 30;
+    assert!(
+        free > 3 * gib,
+        "the test needs 3 GiB free, {free} bytes are"
+    );
+    let keep = free - gib;
+    let storage = EmbeddedStorage::open_with(
+        dir.path(),
+        tessera_shared::storage::embedded::Durability::default(),
+        keep,
+    )
+    .unwrap();
+    let filler = dir.path().join("filler");
+    let app = spawn_app_on(dir, storage, test_settings(), false).await;
+    let client = Uuid::new_v4().to_string();
+    let as_client = [("x-client-id", client.as_str())];
+    let submit = || app.post_job_with(job_form(astronaut()), &as_client);
+    assert_eq!(submit().await.status(), StatusCode::ACCEPTED);
+    assert_eq!(app.readyz().await.status(), StatusCode::OK);
+
+    let file = std::fs::File::create(&filler).unwrap();
+    rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, 2 * gib).unwrap();
+    let res = submit().await;
+    assert_eq!(res.headers()["retry-after"], "60");
+    assert_eq!(
+        error_code(res).await,
+        (
+            StatusCode::INSUFFICIENT_STORAGE,
+            "insufficient_storage".into()
+        )
+    );
+    let res = app.readyz().await;
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = res.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("full"), "{message}");
+
+    // Space returns: so does the service, by itself.
+    drop(file);
+    std::fs::remove_file(&filler).unwrap();
+    assert_eq!(submit().await.status(), StatusCode::ACCEPTED);
+    assert_eq!(app.readyz().await.status(), StatusCode::OK);
 }

@@ -81,8 +81,22 @@ impl ApiError {
         )
     }
 
-    /// Storage failures: transient ones are 503 (worth retrying), the rest internal.
+    /// 507: storage has no room for what was sent; worth trying again later.
+    pub fn insufficient_storage(cause: impl std::fmt::Display) -> Self {
+        tracing::warn!(error = %cause, "storage full");
+        Self::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "insufficient_storage",
+            "storage is full; try again later",
+        )
+        .retry_after(std::time::Duration::from_secs(60))
+    }
+
+    /// Storage failures: full is 507, transient ones are 503 (worth retrying), the rest internal.
     pub fn storage(cause: StorageError) -> Self {
+        if let StorageError::Full(_) = cause {
+            return Self::insufficient_storage(cause);
+        }
         if cause.is_transient() {
             tracing::warn!(error = %cause, "storage unavailable");
             Self::new(

@@ -12,6 +12,7 @@ use anyhow::Context as _;
 
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::Shutdown;
+use tessera_shared::storage::StorageError;
 use tessera_shared::telemetry::{Exporter, Readiness, Role};
 
 use crate::error::ApiError;
@@ -56,11 +57,15 @@ pub async fn readyz(probes: web::Data<Probes>) -> HttpResponse {
     match probes.readiness.check().await {
         Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
         Err(e) => {
-            tracing::warn!(error = %e, "not ready: storage unreachable or not writable");
+            tracing::warn!(error = %e, "not ready: storage unreachable, not writable or full");
+            let reason = match e {
+                StorageError::Full(_) => "storage is full: less free space than it keeps",
+                _ => "storage is unreachable or not writable",
+            };
             let mut r = actix_web::ResponseError::error_response(&ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not_ready",
-                "storage is unreachable or not writable",
+                reason,
             ));
             r.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));

@@ -363,6 +363,10 @@ impl<T: QueueStore + ?Sized> QueueStore for Counted<T> {
 
 #[async_trait]
 impl<T: BlobStore + ?Sized> BlobStore for Counted<T> {
+    async fn writable_bytes(&self) -> Option<u64> {
+        self.inner.writable_bytes().await
+    }
+
     async fn put(&self, key: &str, data: Bytes, mode: PutMode) -> Result<BlobMeta> {
         self.accounting.record(Op::BlobWrite, container(key));
         self.inner.put(key, data, mode).await

@@ -225,6 +225,12 @@ impl Readiness {
     }
 
     pub async fn check(&self) -> Result<(), StorageError> {
+        // Free space is no storage transaction: checked on every probe.
+        if self.platform.blobs.writable_bytes().await == Some(0) {
+            return Err(StorageError::Full(
+                "less free space than storage.min_free_bytes on the data disk".into(),
+            ));
+        }
         let mut passed = self.passed.lock().await;
         if passed.is_some_and(|at| at.elapsed() < self.interval) {
             return Ok(());

@@ -24,7 +24,7 @@ mod power_loss {
 
     async fn backend() -> Backend {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let storage = EmbeddedStorage::open_with(dir.path(), Durability::PowerLoss)
+        let storage = EmbeddedStorage::open_with(dir.path(), Durability::PowerLoss, 0)
             .expect("open embedded storage");
         Backend::new(storage.queues(), storage.blobs(), dir)
     }

@@ -321,6 +321,15 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
 
     let input_blob = BlobKey::ImageInput { job }.path();
     let platform = &state.platform;
+    // Room for the upload, the slices and the result (the raw pixels are about both).
+    let needed = image.len() as u64 + u64::from(sizing.width) * u64::from(sizing.height) * 3;
+    if let Some(writable) = platform.blobs.writable_bytes().await
+        && writable < needed
+    {
+        return Err(ApiError::insufficient_storage(format!(
+            "{writable} bytes writable, the job needs about {needed}"
+        )));
+    }
     platform
         .blobs
         .put(&input_blob, image, PutMode::CreateNew)

@@ -52,6 +52,9 @@ pub enum StorageError {
     /// An argument outside what the service accepts (a batch of 33, a bad name, ...).
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// No space left to write: worth retrying once space returns, not at once.
+    #[error("storage is full: {0}")]
+    Full(String),
     /// Worth retrying: a timeout, a refused connection, a 5xx, "server busy".
     #[error("transient storage error: {0}")]
     Transient(String),
@@ -202,6 +205,12 @@ pub trait BlobStore: Send + Sync + Debug {
     async fn delete(&self, key: &str) -> Result<()>;
     /// Starts a block upload for a large blob: nothing is visible until `finish`.
     async fn upload(&self, key: &str) -> Result<Box<dyn BlobUpload>>;
+    /// Bytes that may still be written before storage counts as full, where that is bounded and
+    /// known (the embedded backend's disk, less the free space it keeps); `None` where storage
+    /// does not run out (an Azure account). Not a storage transaction.
+    async fn writable_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A large blob written in pieces (Azure: staged blocks, then a commit).

@@ -39,6 +39,8 @@ const STALE_TMP: Duration = Duration::from_secs(3600);
 #[derive(Debug, Clone)]
 pub struct EmbeddedBlobs {
     inner: Arc<Inner>,
+    /// Free space kept on the disk: below it, storage counts as full.
+    min_free_bytes: u64,
 }
 
 #[derive(Debug)]
@@ -107,8 +109,16 @@ impl Header {
 fn io_err(key: &str, e: io::Error) -> StorageError {
     match e.kind() {
         io::ErrorKind::NotFound => StorageError::NotFound(format!("blob {key}")),
+        _ if is_full(&e) => StorageError::Full(format!("blob {key}: {e}")),
         _ => StorageError::Other(format!("blob {key}: {e}")),
     }
+}
+
+/// Whether an I/O error says the disk (or the user's quota) is full.
+pub(crate) fn is_full(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::StorageFull
+        || e.kind() == io::ErrorKind::QuotaExceeded
+        || e.raw_os_error() == Some(28)
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
@@ -119,7 +129,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 
 impl EmbeddedBlobs {
     /// Opens (creating if needed) the blob folder, removing temporary files left by a crash.
-    pub fn open(root: &Path, durability: Durability) -> Result<Self> {
+    pub fn open(root: &Path, durability: Durability, min_free_bytes: u64) -> Result<Self> {
         let inner = Inner {
             fsync: durability == Durability::PowerLoss,
             root: root.to_path_buf(),
@@ -145,6 +155,7 @@ impl EmbeddedBlobs {
         }
         Ok(EmbeddedBlobs {
             inner: Arc::new(inner),
+            min_free_bytes,
         })
     }
 }
@@ -361,6 +372,16 @@ impl Inner {
 
 #[async_trait]
 impl BlobStore for EmbeddedBlobs {
+    async fn writable_bytes(&self) -> Option<u64> {
+        let root = self.inner.root.clone();
+        let stat = tokio::task::spawn_blocking(move || rustix::fs::statvfs(&root))
+            .await
+            .ok()?
+            .ok()?;
+        let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+        Some(free.saturating_sub(self.min_free_bytes))
+    }
+
     async fn put(&self, key: &str, data: Bytes, mode: PutMode) -> Result<BlobMeta> {
         let inner = self.inner.clone();
         let key = key.to_string();

@@ -47,17 +47,22 @@ impl EmbeddedStorage {
     /// Opens (creating if needed) the data directory. Blocks briefly on file system calls: call it
     /// at start-up, or from `spawn_blocking`.
     pub fn open(data_dir: &Path) -> Result<Self> {
-        Self::open_with(data_dir, Durability::default())
+        Self::open_with(data_dir, Durability::default(), 0)
     }
 
-    /// [`EmbeddedStorage::open`] with a chosen durability.
-    pub fn open_with(data_dir: &Path, durability: Durability) -> Result<Self> {
+    /// [`EmbeddedStorage::open`] with a chosen durability, counting the disk as full while less
+    /// than `min_free_bytes` are free ([`BlobStore::writable_bytes`]).
+    pub fn open_with(data_dir: &Path, durability: Durability, min_free_bytes: u64) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(|e| io_error(data_dir, e))?;
         let queues = Arc::new(EmbeddedQueues::open(
             &data_dir.join("queues.sqlite3"),
             durability,
         )?);
-        let blobs = Arc::new(EmbeddedBlobs::open(&data_dir.join("blobs"), durability)?);
+        let blobs = Arc::new(EmbeddedBlobs::open(
+            &data_dir.join("blobs"),
+            durability,
+            min_free_bytes,
+        )?);
         Ok(EmbeddedStorage {
             dir: data_dir.to_path_buf(),
             queues,
