@@ -170,8 +170,21 @@ impl Settings {
         if let Some(path) = file {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
-            let overlay: toml::Table = toml::from_str(&text)
-                .with_context(|| format!("config file {} is not valid TOML", path.display()))?;
+            // toml's message quotes the offending line, which may hold a secret: say where
+            // instead.
+            let overlay: toml::Table = toml::from_str(&text).map_err(|e| {
+                let at = e.span().map_or(String::new(), |span| {
+                    let before = &text[..span.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                    format!(" at line {line}, column {column}")
+                });
+                anyhow::anyhow!(
+                    "config file {} is not valid TOML{at}: {}",
+                    path.display(),
+                    e.message()
+                )
+            })?;
             merge(&mut tree, overlay);
         }
         for (name, value) in env {
@@ -315,6 +328,39 @@ mod tests {
         assert_eq!(s.storage.data_dir, PathBuf::from("/srv/b"));
         let s = Settings::load(Some(&file), env(&[("TESSERA_DATA", "/srv/c")])).unwrap();
         assert_eq!(s.storage.data_dir, PathBuf::from("/srv/c"));
+    }
+
+    #[test]
+    fn a_config_file_with_a_toml_error_never_prints_a_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tessera.toml");
+        for text in [
+            // An unterminated string, a missing `=`, a duplicate key.
+            "[storage]\nazure_connection_string = \"AccountKey=c2VjcmV0LXZhbHVl\n",
+            "[web]\napi_key \"c2VjcmV0LXZhbHVl\"\n",
+            "[web]\napi_key = \"c2VjcmV0LXZhbHVl\"\napi_key = \"c2VjcmV0LXZhbHVl\"\n",
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let err = format!("{:#}", Settings::load(Some(&file), env(&[])).unwrap_err());
+            assert!(!err.contains("c2VjcmV0"), "{err}");
+            assert!(err.contains("not valid TOML at line "), "{err}");
+        }
+    }
+
+    #[test]
+    fn storage_durability_and_free_space_are_settings() {
+        let s = Settings::load(
+            None,
+            env(&[
+                ("TESSERA_STORAGE__DURABILITY", "power-loss"),
+                ("TESSERA_STORAGE__MIN_FREE_BYTES", "1024"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.storage.durability, DurabilitySetting::PowerLoss);
+        assert_eq!(s.storage.min_free_bytes, 1024);
+        let err = Settings::load(None, env(&[("TESSERA_STORAGE__DURABILITY", "fsync")]));
+        assert!(err.is_err());
     }
 
     #[test]

@@ -413,3 +413,111 @@ async fn quality_figures_and_the_processors_seen() {
     assert!(page.contains("<td><code>test</code></td>"), "{page}");
     assert!(page.contains(&format!("<code>{listener}</code>")), "{page}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_key_cookies_need_this_site_images_stay_private_and_sign_in_is_limited() {
+    let settings = WebSettings {
+        port: 0,
+        workers: 1,
+        api_key: ApiKey::new(KEY),
+        ..WebSettings::default()
+    };
+    let mut app = spawn_app_with(settings, true).await;
+    app.client = no_redirect_client();
+    let origin = app.address.clone();
+    let sign_in = |key: &'static str| {
+        app.client
+            .post(app.url("/signin"))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .header("Origin", origin.clone())
+            .body(format!("key={}", key.replace(' ', "+")))
+            .send()
+    };
+    let res = sign_in(KEY).await.unwrap();
+    let session = res.headers()["set-cookie"].to_str().unwrap();
+    let session = session.split(';').next().unwrap().to_string();
+
+    // A post carrying only the session cookie must come from this site too.
+    let res = app
+        .post_job_with(job_form(astronaut()), &[("Cookie", &session)])
+        .await;
+    assert_eq!(res.status(), 403);
+    assert_eq!(error_code(res).await, "cross_site_request");
+    let res = app
+        .post_job_with(
+            job_form(astronaut()),
+            &[("Cookie", &session), ("X-Requested-With", "tessera")],
+        )
+        .await;
+    assert_eq!(res.status(), 202);
+    let id = res.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The mosaic's images are for this browser's cache only.
+    let with_cookie = [("Cookie", session.as_str())];
+    for _ in 0..1200 {
+        let job: Value = app
+            .get_with(&format!("/api/v1/jobs/{id}"), &with_cookie)
+            .await
+            .json()
+            .await
+            .unwrap();
+        if job["state"] == "done" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for path in ["result", "preview", "tiles/0/0/0"] {
+        let res = app
+            .get_with(&format!("/api/v1/jobs/{id}/{path}"), &with_cookie)
+            .await;
+        assert_eq!(res.status(), 200, "{path}");
+        let cache = res.headers()["cache-control"].to_str().unwrap();
+        assert!(
+            cache.starts_with("private") && !cache.contains("public"),
+            "{path}: {cache}"
+        );
+    }
+
+    // Sign-out: from this site only; the cookie goes.
+    let res = app
+        .client
+        .post(app.url("/signout"))
+        .header("Cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let res = app
+        .client
+        .post(app.url("/signout"))
+        .header("Cookie", &session)
+        .header("Origin", origin.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()["location"], "/signin");
+    let gone = res.headers()["set-cookie"].to_str().unwrap();
+    assert!(
+        gone.starts_with("tessera_session=;") && gone.contains("Max-Age=0"),
+        "{gone}"
+    );
+
+    // Wrong keys: five are answered, then the address waits, even with the right key.
+    for _ in 0..5 {
+        assert_eq!(sign_in("guess").await.unwrap().status(), 401);
+    }
+    let res = sign_in("guess").await.unwrap();
+    assert_eq!(res.status(), 429);
+    let wait: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert_eq!(error_code(res).await, "too_many_sign_in_attempts");
+    assert_eq!(sign_in(KEY).await.unwrap().status(), 429);
+}

@@ -6,6 +6,11 @@
 //! label under the key (never the key itself), so the pages' own `fetch` and `EventSource` calls
 //! to `/api/v1` carry it. Every comparison is constant-time. Without a key the service is open.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use actix_web::cookie::{Cookie, SameSite};
 use actix_web::dev::ServiceRequest;
 use actix_web::http::{StatusCode, header};
@@ -32,10 +37,18 @@ const SESSION_LABEL: &[u8] = b"tessera-web session v1";
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// Failed sign-ins one address may make per [`SIGN_IN_WINDOW`]; more are answered 429.
+const MAX_SIGN_IN_FAILURES: u32 = 5;
+const SIGN_IN_WINDOW: Duration = Duration::from_secs(60);
+/// Where browsers sign out.
+pub const SIGN_OUT_PATH: &str = "/signout";
+
 /// The key check every request passes through; cheap to clone.
 #[derive(Clone)]
 pub struct Guard {
     key: Option<Vec<u8>>,
+    /// Failed sign-ins by address, in the current window of each.
+    failures: Arc<Mutex<HashMap<IpAddr, (Instant, u32)>>>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -56,7 +69,30 @@ impl Guard {
     pub fn new(key: &ApiKey) -> Self {
         Guard {
             key: key.get().map(|k| k.as_bytes().to_vec()),
+            failures: Arc::default(),
         }
+    }
+
+    /// How long `from` must wait before trying to sign in again, if it has failed too often.
+    fn sign_in_blocked(&self, from: Option<IpAddr>) -> Option<Duration> {
+        let from = from?;
+        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let (start, count) = failures.get(&from)?;
+        let left = SIGN_IN_WINDOW.checked_sub(start.elapsed())?;
+        (*count >= MAX_SIGN_IN_FAILURES).then_some(left)
+    }
+
+    fn sign_in_failed(&self, from: Option<IpAddr>) {
+        let Some(from) = from else { return };
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if failures.len() > 4096 {
+            failures.retain(|_, (start, _)| start.elapsed() < SIGN_IN_WINDOW);
+        }
+        let entry = failures.entry(from).or_insert((Instant::now(), 0));
+        if entry.0.elapsed() >= SIGN_IN_WINDOW {
+            *entry = (Instant::now(), 0);
+        }
+        entry.1 += 1;
     }
 
     /// Whether a key is configured.
@@ -137,6 +173,23 @@ impl Guard {
     }
 }
 
+/// Behind a key, what is cacheable is cacheable by the browser alone: `public` becomes
+/// `private`, so that no shared cache hands a protected image to someone without the key.
+pub fn keep_private(headers: &mut header::HeaderMap) {
+    let Some(value) = headers
+        .get(header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return;
+    };
+    if value.contains("public") {
+        let private = value.replace("public", "private");
+        if let Ok(private) = header::HeaderValue::from_str(&private) {
+            headers.insert(header::CACHE_CONTROL, private);
+        }
+    }
+}
+
 /// The 401 an API call without the key gets.
 fn unauthorized() -> HttpResponse {
     let mut response = actix_web::ResponseError::error_response(&ApiError::new(
@@ -153,15 +206,39 @@ fn unauthorized() -> HttpResponse {
     response
 }
 
-/// Paths served without the key: health checks, static assets, the sign-in page.
+/// Paths served without the key: health checks, static assets, signing in and out.
 fn is_open(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | SIGN_IN_PATH) || path.starts_with("/static/")
+    matches!(path, "/healthz" | "/readyz" | SIGN_IN_PATH | SIGN_OUT_PATH)
+        || path.starts_with("/static/")
 }
 
-/// Registers the sign-in page.
+/// Registers the sign-in page and sign-out.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route(SIGN_IN_PATH, web::get().to(sign_in_page))
-        .route(SIGN_IN_PATH, web::post().to(sign_in));
+        .route(SIGN_IN_PATH, web::post().to(sign_in))
+        .route(SIGN_OUT_PATH, web::post().to(sign_out));
+}
+
+/// `POST /signout`: the session cookie goes; back to the sign-in page.
+async fn sign_out(req: HttpRequest) -> ApiResult<HttpResponse> {
+    if !same_origin(&req) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross_site_request",
+            "sign out from this site's own pages",
+        ));
+    }
+    let mut gone = Cookie::build(SESSION_COOKIE, "")
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .finish();
+    gone.make_removal();
+    Ok(HttpResponse::SeeOther()
+        .cookie(gone)
+        .insert_header((header::LOCATION, SIGN_IN_PATH))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish())
 }
 
 #[derive(Template)]
@@ -241,7 +318,18 @@ async fn sign_in(
             .insert_header((header::LOCATION, next))
             .finish());
     };
+    let from = req.peer_addr().map(|a| a.ip());
+    if let Some(wait) = guard.sign_in_blocked(from) {
+        tracing::warn!(?from, "sign-in refused: too many failed attempts");
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_sign_in_attempts",
+            "too many wrong keys from this address: wait a minute and try again",
+        )
+        .retry_after(wait));
+    }
     if !guard.key_matches(form.key.trim()) {
+        guard.sign_in_failed(from);
         tracing::info!("sign-in refused: wrong key");
         return sign_in_form(
             StatusCode::UNAUTHORIZED,

@@ -14,6 +14,7 @@ use tessera_shared::libraries::LibraryRecord;
 use tessera_shared::messages::{SLICES_RANGE, TILE_SIZE_RANGE};
 use tessera_shared::storage::StorageError;
 
+use crate::auth::SESSION_COOKIE;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::jobs::{CLIENT_COOKIE, job_id};
 use crate::routes::ops::{QueueDepth, SystemView, queue_depths, system_view};
@@ -44,14 +45,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// A cross-site request forgery defence for the API: a state-changing request that carries the
-/// client cookie must come from a script of this site (the `X-Requested-With` header, which a
-/// cross-site form cannot set) or name this site as its `Origin`. Requests without the cookie
-/// (API clients naming themselves with `X-Client-Id`, or none) hold no ambient authority.
+/// client cookie or the signed-in session cookie must come from a script of this site (the
+/// `X-Requested-With` header, which a cross-site form cannot set) or name this site as its
+/// `Origin`. Requests without either cookie (API clients naming themselves with `X-Client-Id`
+/// and sending the key in a header, or none) hold no ambient authority.
 pub fn forgery_check(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return None;
     }
-    req.cookie(CLIENT_COOKIE)?;
+    if req.cookie(CLIENT_COOKIE).is_none() && req.cookie(SESSION_COOKIE).is_none() {
+        return None;
+    }
     let headers = req.headers();
     if headers.contains_key(REQUESTED_WITH) || origin_is_host(headers) {
         return None;
@@ -59,7 +63,7 @@ pub fn forgery_check(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
     Some(ApiError::new(
         StatusCode::FORBIDDEN,
         "cross_site_request",
-        format!("a request with the {CLIENT_COOKIE} cookie must come from this site"),
+        "a request with this site's cookies must come from this site",
     ))
 }
 
@@ -344,6 +348,8 @@ struct SystemPage {
     processors: Vec<(String, (String, String), u32, u32)>,
     /// `(listener, last seen)` of each process listening for slices.
     listeners: Vec<(String, (String, String))>,
+    /// Whether the service has a key (then the page offers to sign out).
+    signed_in: bool,
 }
 
 /// A moment as `(machine-readable, readable)`: RFC 3339, and UTC to the second.
@@ -383,6 +389,7 @@ async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
         seen,
         processors,
         listeners,
+        signed_in: state.guard.required(),
     })
 }
 

@@ -95,8 +95,18 @@ impl Application {
                 })
                 .wrap_fn(move |req, srv| {
                     use futures_util::future::Either;
+                    let private = guard.required();
                     match guard.check(&req) {
-                        None => Either::Left(srv.call(req)),
+                        None => {
+                            let fut = srv.call(req);
+                            Either::Left(async move {
+                                let mut res = fut.await?;
+                                if private {
+                                    crate::auth::keep_private(res.headers_mut());
+                                }
+                                Ok(res)
+                            })
+                        }
                         Some(refused) => {
                             let response = req.into_response(refused);
                             Either::Right(std::future::ready(Ok(response)))
