@@ -31,6 +31,7 @@ pub(crate) struct TestApp {
     pub(crate) address: String,
     pub(crate) client: reqwest::Client,
     pub(crate) platform: Platform,
+    pub(crate) streams: tessera_web::StreamHub,
     stop_workers: ShutdownTrigger,
     server: tessera_web::ServerHandle,
     _dir: tempfile::TempDir,
@@ -83,6 +84,7 @@ pub(crate) async fn spawn_app_on(
         .unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     let server = app.handle();
+    let streams = app.streams();
     tokio::spawn(app.run_until_stopped());
     let (stop_workers, signal) = shutdown::channel();
     if workers {
@@ -113,6 +115,7 @@ pub(crate) async fn spawn_app_on(
         address,
         client: http_client(reqwest::Client::builder()),
         platform,
+        streams,
         stop_workers,
         server,
         _dir: dir,
@@ -920,4 +923,106 @@ async fn a_full_disk_answers_507_and_not_ready_until_space_returns() {
     std::fs::remove_file(&filler).unwrap();
     assert_eq!(submit().await.status(), StatusCode::ACCEPTED);
     assert_eq!(app.readyz().await.status(), StatusCode::OK);
+}
+
+/// Opens the job's event stream and reads its first event.
+async fn open_stream(app: &TestApp, id: &str, client: &str) -> reqwest::Response {
+    let mut res = app
+        .client
+        .get(app.url(&format!("/api/v1/jobs/{id}/events")))
+        .header("x-client-id", client)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let first = res.chunk().await.unwrap().unwrap();
+    assert!(first.starts_with(b"event: job"), "{first:?}");
+    res
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_streams_of_one_job_share_one_poller_and_end_at_shutdown() {
+    let poll = 100;
+    let settings = WebSettings {
+        events_poll_ms: poll,
+        max_streams_per_client: 64,
+        ..test_settings()
+    };
+    // No workers: the job stays queued, and its streams open.
+    let app = spawn_app_with(settings, false).await;
+    let id = app.submit(job_form(astronaut())).await;
+    let client = Uuid::new_v4().to_string();
+    let mut streams = Vec::new();
+    for _ in 0..50 {
+        streams.push(open_stream(&app, &id, &client).await);
+    }
+    assert_eq!(app.streams.counts(), (50, 1));
+
+    let window = Duration::from_secs(3);
+    let reads = |s: &tessera_shared::accounting::Snapshot| s.target_total("jobs");
+    let before = reads(&app.platform.accounting.snapshot());
+    tokio::time::sleep(window).await;
+    let after = reads(&app.platform.accounting.snapshot());
+    let per_minute = (after - before) * 60_000 / window.as_millis() as u64;
+    // One poller: a read (head and get: two transactions at most) per poll interval.
+    let one_poller = 2 * 60_000 / poll;
+    assert!(
+        per_minute <= one_poller,
+        "{per_minute} record reads a minute"
+    );
+    eprintln!("50 event streams of one job: {per_minute} record reads a minute (poll {poll} ms)");
+
+    // Shutdown ends every stream at once, rather than holding the stop for its grace period.
+    app.streams.close();
+    for mut stream in streams {
+        let end = tokio::time::timeout(Duration::from_secs(5), async {
+            while stream.chunk().await.unwrap().is_some() {}
+        })
+        .await;
+        assert!(end.is_ok(), "a stream still open after the close");
+    }
+    let res = app.get_events(&id).await;
+    assert_eq!(error_code(res).await.1, "shutting_down");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_streams_are_capped_per_client_and_in_all() {
+    let settings = WebSettings {
+        max_streams: 3,
+        max_streams_per_client: 2,
+        ..test_settings()
+    };
+    let app = spawn_app_with(settings, false).await;
+    let id = app.submit(job_form(astronaut())).await;
+    let (a, b, c) = (
+        Uuid::new_v4().to_string(),
+        Uuid::new_v4().to_string(),
+        Uuid::new_v4().to_string(),
+    );
+    let _a1 = open_stream(&app, &id, &a).await;
+    let _a2 = open_stream(&app, &id, &a).await;
+    let refused = |client: String| {
+        let app = &app;
+        let id = id.clone();
+        async move {
+            let res = app
+                .client
+                .get(app.url(&format!("/api/v1/jobs/{id}/events")))
+                .header("x-client-id", client)
+                .send()
+                .await
+                .unwrap();
+            assert!(res.headers().contains_key("retry-after"));
+            error_code(res).await
+        }
+    };
+    assert_eq!(
+        refused(a.clone()).await,
+        (StatusCode::TOO_MANY_REQUESTS, "too_many_streams".into())
+    );
+    let _b1 = open_stream(&app, &id, &b).await;
+    assert_eq!(
+        refused(c).await,
+        (StatusCode::TOO_MANY_REQUESTS, "too_many_streams".into())
+    );
 }

@@ -21,5 +21,6 @@ pub mod view;
 pub use actix_web::dev::ServerHandle;
 pub use error::ApiError;
 pub use ops_endpoint::{Probes, run_ops_endpoint};
+pub use routes::events::StreamHub;
 pub use settings::WebSettings;
 pub use startup::{Application, CONTENT_SECURITY_POLICY, run_web};

@@ -37,8 +37,12 @@ pub struct WebSettings {
     pub max_concurrent_imports: usize,
     /// Jobs one client may have running at once; more are answered 429 (0: no limit).
     pub max_active_jobs_per_client: u32,
-    /// How often a live event stream re-reads its job record when nothing wakes it.
+    /// How often a job's event streams (one poller per job) re-read its record when nothing
+    /// wakes them.
     pub events_poll_ms: u64,
+    /// Event streams open at once in this process, and per client (its id, or its address).
+    pub max_streams: usize,
+    pub max_streams_per_client: usize,
     /// How long shutdown waits for requests and the imageresponse listener to finish.
     pub shutdown_grace_secs: u64,
     /// A key every request must carry (except health checks and static assets); empty leaves
@@ -94,6 +98,8 @@ impl Default for WebSettings {
             max_concurrent_imports: 1,
             max_active_jobs_per_client: 4,
             events_poll_ms: 400,
+            max_streams: 1000,
+            max_streams_per_client: 8,
             shutdown_grace_secs: 10,
             api_key: ApiKey::default(),
             retention: Default::default(),

@@ -19,6 +19,7 @@ use tessera_shared::telemetry::Role;
 
 use crate::error::no_route;
 use crate::ops_endpoint::Probes;
+use crate::routes::events::StreamHub;
 use crate::settings::WebSettings;
 use crate::state::{AppState, JobChanges};
 
@@ -33,6 +34,7 @@ pub struct Application {
     server: Server,
     listener: ListenerHandle,
     grace: Duration,
+    streams: StreamHub,
 }
 
 impl Application {
@@ -65,6 +67,7 @@ impl Application {
         let workers = settings.workers;
         let guard = crate::auth::Guard::new(&settings.api_key);
         let settings_imports = settings.max_concurrent_imports.max(1);
+        let streams = StreamHub::new(platform.jobs(), changes.clone(), &settings);
         let probes = web::Data::new(probes);
         let state = web::Data::new(AppState {
             guard: guard.clone(),
@@ -75,6 +78,7 @@ impl Application {
                 std::thread::available_parallelism().map_or(1, |n| n.get()),
             )),
             imports: Arc::new(Semaphore::new(settings_imports)),
+            streams: streams.clone(),
         });
         let mut server = HttpServer::new(move || {
             let guard = guard.clone();
@@ -149,6 +153,7 @@ impl Application {
             server,
             listener,
             grace,
+            streams,
         })
     }
 
@@ -159,6 +164,11 @@ impl Application {
     /// A handle that stops the server (`stop(true)` lets requests finish).
     pub fn handle(&self) -> ServerHandle {
         self.server.handle()
+    }
+
+    /// The job event streams: [`StreamHub::close`] ends them, before a graceful stop.
+    pub fn streams(&self) -> StreamHub {
+        self.streams.clone()
     }
 
     /// Serves until the server is stopped, then stops the imageresponse listener.
@@ -189,9 +199,12 @@ pub async fn run_web(
     let app = Application::build_with(platform, settings, probes).await?;
     tracing::info!("web listening on http://{bind}:{}", app.port());
     let handle = app.handle();
+    let streams = app.streams();
     let stopper = tokio::spawn(async move {
         shutdown.fired().await;
         tracing::info!("web shutting down");
+        // Open event streams would hold the graceful stop for its whole grace period.
+        streams.close();
         handle.stop(true).await;
     });
     let result = app.run_until_stopped().await;

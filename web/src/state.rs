@@ -22,6 +22,8 @@ pub struct AppState {
     pub imports: Arc<Semaphore>,
     /// The API key check (open when no key is configured).
     pub guard: crate::auth::Guard,
+    /// The job event streams: one poller per job, caps, the end at shutdown.
+    pub streams: crate::routes::events::StreamHub,
 }
 
 /// An in-process signal that a job's record changed (sent by the imageresponse listener), so

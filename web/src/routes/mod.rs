@@ -1,6 +1,6 @@
 //! The HTTP routes: the REST API under `/api/v1`, and the health checks beside it.
 
-mod events;
+pub mod events;
 pub mod jobs;
 mod libraries;
 pub mod ops;
