@@ -71,13 +71,19 @@ submit() {
     started=$(now)
     id=$(curl -sf -F "image=@$TARGET" -F library=emoji -F "tile_size=$TILE" -F "cells=$CELLS" \
         -F "slices=$SLICES" "http://127.0.0.1:$port/api/v1/jobs" | json 'd["id"]')
-    # Polled with curl alone: a Python start per poll would take a core from the job.
+    # Polled with curl alone: a Python start per poll would take a core from the job. A job that
+    # hangs ends the run after JOB_DEADLINE seconds (default 600) instead of polling forever.
+    local deadline=$(( $(date +%s) + ${JOB_DEADLINE:-600} ))
     while :; do
         view=$(curl -sf "http://127.0.0.1:$port/api/v1/jobs/$id")
         case $view in
             *'"state":"done"'*) break ;;
             *'"state":"failed"'*) echo "job failed: $view" >&2; exit 1 ;;
         esac
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            echo "job $id not done within ${JOB_DEADLINE:-600} s: $view" >&2
+            exit 1
+        fi
         sleep 0.05
     done
     SECONDS_TAKEN=$(awk "BEGIN {printf \"%.2f\", $(now) - $started}")

@@ -21,9 +21,14 @@ if [ ! -d "$TILES" ]; then
   (cd "$tmp" && npm pack --silent "$EMOJI_PACKAGE" >/dev/null)
   tar -xzf "$tmp"/*.tgz -C "$tmp" package/img/google/64 package/LICENSE
   mkdir -p "$(dirname "$TILES")"
+  # A folder left by an interrupted run would take the new one inside it.
+  rm -rf "$TILES.partial"
   mv "$tmp/package/img/google/64" "$TILES.partial"
   cp "$tmp/package/LICENSE" "$TILES.partial/LICENSE.txt"
   mv "$TILES.partial" "$TILES"
+  # `exec` below replaces this shell, so the EXIT trap would never run.
+  rm -rf "$tmp"
+  trap - EXIT
 fi
 
 cargo build --release --quiet

@@ -702,6 +702,7 @@ fn spawn_child(
         .args([
             "runtime::child_process",
             "--exact",
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -735,8 +736,9 @@ fn expect_line(rx: &std::sync::mpsc::Receiver<String>, prefix: &str) -> String {
     }
 }
 
-/// The child's side of the two-process tests; does nothing in a normal test run.
+/// The child's side of the two-process tests, run by them alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "child process of the two-process runtime tests"]
 async fn child_process() {
     let Ok(role) = std::env::var(CHILD_ENV) else {
         return;

@@ -1,6 +1,24 @@
 //! The API's one error type. Every failure maps to a status on purpose and a stable `code`;
 //! clients get `{"error":{"code":"…","message":"…"}}`. Internal failures are 500 with a safe
 //! message, their cause logged here and never sent.
+//!
+//! # Error policy
+//!
+//! What a client sees:
+//! - its own mistakes: 400 (a parameter), 404 (an id), 409 (a name taken, a job still running),
+//!   413/415/422 (what it uploaded), with the field or the reason in the message;
+//! - limits: 429 with `Retry-After` (active jobs, event streams, sign-ins), 507 with
+//!   `Retry-After` when storage is full;
+//! - storage that is away for a moment (`StorageError::Transient`): 503 `storage_unavailable`
+//!   with `Retry-After`, worth retrying as is;
+//! - anything else on our side: 500 `internal`, the cause in the log, never in the answer.
+//!
+//! Behind the queues (the listener runtime, `tessera_shared::runtime`): a storage error is retried
+//! with back-off, its cause logged and carried with the message (`last_error`); a message whose
+//! handler says no attempt can succeed (it does not decode, names what does not exist, breaks a
+//! rule) is poison at once; a message over the poison threshold is poison with its last error. A
+//! poisoned message's job is failed with the reason, and a job that stalls anyway is failed by
+//! the reconciler: no job is left unfinished.
 
 use actix_web::error::JsonPayloadError;
 use actix_web::http::StatusCode;
