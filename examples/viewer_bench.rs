@@ -6,6 +6,9 @@
 //! each start the web app on that storage in a fresh process and time one cold request, with
 //! the process's peak resident memory over the request (VmHWM, reset just before it).
 
+// A benchmark tool: it reports on stdout and stderr, and stops at the first error.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

@@ -3,7 +3,8 @@
 #   - Azurite (pinned, from the npm registry) started on 127.0.0.1 and stopped at the end,
 #   - a Python virtual environment with Microsoft's azure-storage-queue SDK (interop tests),
 #     prometheus_client, Pillow and kubernetes-validate,
-#   - formatting and lint checks, then the whole cargo test suite against both storage backends,
+#   - formatting, lint and documentation checks, then the whole cargo test suite against both
+#     storage backends,
 #   - the deployment manifests' validation (scripts/test-deploy.sh),
 #   - as root: the container test (scripts/test-container.sh: Docker from Debian's packages) and
 #     the multi-host test (scripts/test-hosts.sh: network namespaces).
@@ -44,6 +45,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "cargo doc (warnings denied: broken links fail)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 step "cargo test"
 log=$(mktemp)

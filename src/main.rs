@@ -1,5 +1,8 @@
 //! `tessera`: one binary, every role, chosen by a subcommand.
 
+// The command line: its subcommands report on stdout and stderr (the libraries never print).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod cli;
 mod platform;
 mod roles;

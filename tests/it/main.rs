@@ -1,5 +1,8 @@
 //! Tessera's integration tests, in one binary so they link once.
 
+// Test helpers unwrap and print too: a panic is a failed test, with its cause.
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
+
 mod api;
 mod bad_input;
 mod browser;

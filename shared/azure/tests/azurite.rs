@@ -1,6 +1,9 @@
 //! The Azure backend against a running Azurite: what is particular to Azure (signing, URLs,
 //! block uploads, error mapping). The port's behaviours are in the workspace's conformance suite.
 
+// Test helpers unwrap and print too: a panic is a failed test, with its cause.
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,9 @@
 //! Composites every image of a folder onto a background colour and writes it as PNG (for tools
 //! that ignore transparency, e.g. metapixel): `flatten SRC DEST [RRGGBB]`.
 
+// A benchmark tool: it reports on stdout and stderr, and stops at the first error.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(src), Some(dest)) = (args.first(), args.get(1)) else {

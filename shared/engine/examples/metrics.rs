@@ -1,6 +1,9 @@
 //! Quality of any mosaic image (ours or another tool's), as `shared/tools/mosaic_metrics.py`
 //! measures it: `cargo run --release -p tessera-engine --example metrics -- TARGET MOSAIC COLS ROWS`.
 
+// A benchmark tool: it reports on stdout and stderr, and stops at the first error.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [target, mosaic, cols, rows] = args.as_slice() else {

@@ -2,6 +2,9 @@
 //! benchmarks: `cargo run --release -p tessera-engine --example mosaic -- TARGET LIBRARY OUT
 //! [cells|per-pixel] [tile-size] [radius] [blend]`.
 
+// A benchmark tool: it reports on stdout and stderr, and stops at the first error.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
+
 use std::time::Instant;
 
 use tessera_engine::*;

@@ -1,5 +1,8 @@
 //! Behaviour of the engine on small real fixtures (`tests/fixtures/engine`).
 
+// Test helpers unwrap and print too: a panic is a failed test, with its cause.
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::PathBuf;
 
 use proptest::prelude::*;

@@ -96,7 +96,7 @@ const LAST_ERROR: &str = "last_error";
 /// Longest cause carried in a message.
 const MAX_CAUSE_BYTES: usize = 1024;
 
-/// The cause of the last failed attempt, as a retry noted it in the body ([`with_last_error`]).
+/// The cause of the last failed attempt, as a retry noted it in the body.
 pub fn last_error(body: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(body).ok()?;
     value.get(LAST_ERROR)?.as_str().map(str::to_string)

@@ -1,6 +1,6 @@
 //! The storage ports: one small trait for queues, one for blobs, with semantic errors.
 //!
-//! Backends implement these at the bytes level ([`embedded`] on local disk, [`azure`] on Azure
+//! Backends implement these at the bytes level ([`embedded`] on local disk, `tessera_azure` on Azure
 //! Storage); everything above (typed queues, the listener runtime, the pipeline) works through them
 //! and never knows which backend it has. Both backends follow Azure Storage's semantics: visibility
 //! timeouts, dequeue counts, pop receipts that go stale, time to live, 64 KiB messages, batches of at
