@@ -9,7 +9,6 @@
 //! - the **image processors** ([`run_processors`]) take `slicerequest`: they render the slice's rows
 //!   with the tile library (cached by id and version), write the slice blob and send a
 //!   `SliceResponse`;
-//! - [`import_library`] puts a tile library's index into the configured store.
 //!
 //! Every handler is idempotent: outputs go to deterministic keys with create-only writes (or
 //! rewrites of identical bytes), completion is derived from what exists, and the job record only
@@ -17,7 +16,6 @@
 //! nothing in the result.
 
 mod controller;
-mod import;
 mod jobs;
 mod library_cache;
 mod processor;
@@ -26,7 +24,6 @@ mod settings;
 mod stitch;
 
 pub use controller::run_controller;
-pub use import::import_library;
 pub use jobs::{plan_options, slice_ranges};
 pub use library_cache::{LibraryCache, LibraryLoadError};
 pub use processor::run_processors;
@@ -34,6 +31,8 @@ pub use reconciler::{SweepReport, sweep as reconcile_stalled_jobs};
 pub use settings::{ControllerSettings, JobsSettings, ProcessorSettings};
 pub use stitch::{StitchError, stitch_png};
 pub use tessera_engine::ImportReport;
+/// Kept here too for the binary and the tests: the import itself lives in `tessera_shared`.
+pub use tessera_shared::library_import::{ImportError, import_library};
 
 use std::sync::Arc;
 

@@ -19,7 +19,7 @@ use tokio::io::AsyncWriteExt;
 use tessera_shared::libraries::{
     LibraryError, LibraryRecord, SkippedFile, library_id_from_name, validate_library_id,
 };
-use tessera_shared::storage::StorageError;
+use tessera_shared::library_import::{ImportError, import_library};
 
 use crate::error::{ApiError, ApiResult};
 use crate::settings::WebSettings;
@@ -176,10 +176,9 @@ pub async fn create(
     })
     .await
     .map_err(ApiError::internal)??;
-    let (record, report) =
-        tessera_workers::import_library(&state.platform, &upload.files, &name, replace)
-            .await
-            .map_err(import_error)?;
+    let (record, report) = import_library(&state.platform, &upload.files, &name, replace)
+        .await
+        .map_err(import_error)?;
     tracing::info!(library = %record.id, version = record.version, tiles = record.tiles, "library imported");
     let summary = ImportSummary {
         imported: report.imported,
@@ -203,29 +202,22 @@ pub async fn create(
         }))
 }
 
-/// Storage failures are ours; anything else means the files held no usable tile.
-fn import_error(e: anyhow::Error) -> ApiError {
-    for cause in e.chain() {
-        if let Some(e) = cause.downcast_ref::<LibraryError>() {
-            return match e {
-                LibraryError::BadId(_) => ApiError::bad_request("invalid_parameter", e.to_string()),
-                LibraryError::Exists { id, name } => ApiError::from(LibraryError::Exists {
-                    id: id.clone(),
-                    name: name.clone(),
-                }),
-                LibraryError::Storage(s) => ApiError::storage(s.clone()),
-                _ => ApiError::internal(e),
-            };
+/// The files' fault is 422; a name taken is 409; storage and a stopped import are ours.
+fn import_error(e: ImportError) -> ApiError {
+    match e {
+        ImportError::NoImages { .. } | ImportError::Source { .. } => {
+            tracing::info!(error = %e, "library upload refused");
+            ApiError::unprocessable(
+                "no_images",
+                "none of the uploaded images could be read as a tile",
+            )
         }
-        if let Some(e) = cause.downcast_ref::<StorageError>() {
-            return ApiError::storage(e.clone());
+        ImportError::Library(LibraryError::BadId(id)) => {
+            ApiError::bad_request("invalid_parameter", LibraryError::BadId(id).to_string())
         }
+        ImportError::Library(e) => e.into(),
+        ImportError::Stopped(_) => ApiError::internal(e),
     }
-    tracing::info!(error = %format!("{e:#}"), "library upload refused");
-    ApiError::unprocessable(
-        "no_images",
-        "none of the uploaded images could be read as a tile",
-    )
 }
 
 /// Reads every part; on a refusal, drains a bounded amount of what is left (see [`drain`]).
