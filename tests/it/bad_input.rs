@@ -14,7 +14,7 @@ use tessera_web::WebSettings;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use uuid::Uuid;
 
-use crate::api::{
+use crate::support::{
     TestApp, astronaut, job_form, png, png_bomb_header, spawn_app_with, test_settings, tiles,
     zip_of,
 };

@@ -33,7 +33,7 @@ fn connection_string() -> String {
 /// Runs the Python peer with one request; returns its answer.
 fn peer(request: Value) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/queue_peer.py");
-    let mut child = Command::new(crate::python())
+    let mut child = Command::new(crate::support::python())
         .arg(script)
         .env("TESSERA_AZURE_CONNECTION_STRING", connection_string())
         .stdin(Stdio::piped())
@@ -60,17 +60,10 @@ fn storage() -> AzureStorage {
     AzureStorage::from_connection_string(&connection_string(), AzureOptions::default()).unwrap()
 }
 
-fn unique_queue() -> String {
-    format!(
-        "interop-{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..12]
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_reads_what_tessera_sends() {
     let s = storage();
-    let q = unique_queue();
+    let q = crate::support::unique_name("interop");
     s.create_queue(&q).await.unwrap();
     let mut ids = Vec::new();
     for body in BODIES {
@@ -108,7 +101,7 @@ async fn python_sdk_reads_what_tessera_sends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tessera_reads_what_python_sdk_sends() {
     let s = storage();
-    let q = unique_queue();
+    let q = crate::support::unique_name("interop");
     s.create_queue(&q).await.unwrap();
     let q2 = q.clone();
     let answer = tokio::task::spawn_blocking(move || {

@@ -19,7 +19,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use crate::api::{TestApp, astronaut, fixture, job_form, spawn_app};
+use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers under `/api/v1`: the document must name each one.
 const ROUTES: [(&str, &str); 14] = [

@@ -59,7 +59,7 @@ for family in text_string_to_metric_families(sys.stdin.read()):
         out.append({"name": s.name, "labels": s.labels, "value": s.value, "type": family.type})
 print(json.dumps(out))
 "#;
-    let mut child = Command::new(crate::python())
+    let mut child = Command::new(crate::support::python())
         .args(["-c", PARSER])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -209,8 +209,8 @@ async fn every_role_is_probed_and_scraped_and_its_metrics_move_with_work() {
         String::from_utf8_lossy(&import.stderr)
     );
 
-    let web_port = crate::free_port();
-    let processor_port = crate::free_port();
+    let web_port = crate::support::free_port();
+    let processor_port = crate::support::free_port();
     let web = Role::spawn(&data, "web", &["--port", &web_port.to_string()], &[]);
     // Port 0: the controller picks a free port and says which.
     let controller = Role::spawn(&data, "controller", &[], &[("TESSERA_OPS__PORT", "0")]);

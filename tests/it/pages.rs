@@ -8,7 +8,7 @@ use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::PutMode;
 use uuid::Uuid;
 
-use crate::api::{TestApp, astronaut, fixture, job_form, sized_job_form, spawn_app};
+use crate::support::{TestApp, astronaut, fixture, job_form, sized_job_form, spawn_app};
 
 async fn html(app: &TestApp, path: &str, cookie: Option<Uuid>) -> (u16, String) {
     let mut req = app.client.get(app.url(path));

@@ -849,7 +849,7 @@ async fn storage_returns_to_its_baseline(env: Env) {
     use tessera_shared::lifecycle::{GcOptions, collect_garbage, delete_job};
     let library = env.library().await;
     let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
-    let baseline = crate::api::all_blob_keys(&env.platform).await;
+    let baseline = crate::support::all_blob_keys(&env.platform).await;
     let job = Job::small(3);
     let (deleted, expired) = (
         submit(&env.platform, library.reference(), &target_bytes(), &job).await,
@@ -859,14 +859,14 @@ async fn storage_returns_to_its_baseline(env: Env) {
         assert_done_record(&finished(&env.platform, id).await, &job, 3);
         // A done job holds its record and its result; its upload and slices go as it ends.
         wait_while("a done job's intermediates are still there", async || {
-            keys_of(&crate::api::all_blob_keys(&env.platform).await, id)
+            keys_of(&crate::support::all_blob_keys(&env.platform).await, id)
                 .iter()
                 .any(|k| k.starts_with("slice") || k.starts_with("imageinput"))
         })
         .await;
         let output = BlobKey::ImageOutput { job: id }.path();
         assert_eq!(
-            keys_of(&crate::api::all_blob_keys(&env.platform).await, id),
+            keys_of(&crate::support::all_blob_keys(&env.platform).await, id),
             vec![
                 output.clone(),
                 BlobKey::JobRecord { job: id }.path(),
@@ -900,7 +900,7 @@ async fn storage_returns_to_its_baseline(env: Env) {
 
     let record = env.platform.jobs().get(deleted).await.unwrap();
     delete_job(&*env.blobs, &record).await.unwrap();
-    assert!(keys_of(&crate::api::all_blob_keys(&env.platform).await, deleted).is_empty());
+    assert!(keys_of(&crate::support::all_blob_keys(&env.platform).await, deleted).is_empty());
     // The other expires (a retention of nothing), and the sweep takes the rest.
     let report = collect_garbage(
         &env.platform,
@@ -914,7 +914,7 @@ async fn storage_returns_to_its_baseline(env: Env) {
     .unwrap();
     assert!(report.expired >= 1 && report.orphans >= 1, "{report:?}");
     assert!(report.library_versions >= 1, "{report:?}");
-    let after = crate::api::all_blob_keys(&env.platform).await;
+    let after = crate::support::all_blob_keys(&env.platform).await;
     assert!(keys_of(&after, expired).is_empty(), "{after:?}");
     assert!(!after.contains(&orphan));
     let first_version = format!("libraries/{}/v{}/", library.id, library.version);
@@ -1139,24 +1139,8 @@ async fn job_poisoned_while_blob_writes_fail_ends_failed_with_the_cause() {
 // ---------------------------------------------------------------------------------------------
 // Separate processes
 
-/// A role's process, killed when dropped (a failing test leaves none behind).
-struct RoleProcess(std::process::Child);
-
-impl RoleProcess {
-    fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for RoleProcess {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// A `tessera` role in its own process, on Azurite.
-fn spawn_role(role: &str, extra: &[(&str, &str)]) -> RoleProcess {
+fn spawn_role(role: &str, extra: &[(&str, &str)]) -> crate::support::KillOnDrop {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
     command
         .arg(role)
@@ -1181,7 +1165,7 @@ fn spawn_role(role: &str, extra: &[(&str, &str)]) -> RoleProcess {
     for (key, value) in extra {
         command.env(key, value);
     }
-    RoleProcess(
+    crate::support::KillOnDrop(
         command
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start `tessera {role}`: {e}")),
@@ -1253,7 +1237,7 @@ async fn azurite_processes_killed_mid_job_lose_nothing() {
         require_role(role);
     }
     let library = env.library().await;
-    let port = crate::free_port().to_string();
+    let port = crate::support::free_port().to_string();
     let _web = spawn_role("web", &[("TESSERA_WEB__PORT", port.as_str())]);
     let one = [("TESSERA_PROCESSOR__PROCESSORS", "1")];
     let mut controller = spawn_role("controller", &[]);

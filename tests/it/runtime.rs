@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use crate::support::{KillOnDrop, unique_name};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -131,10 +133,6 @@ on_every_backend!(
     a_nudge_crosses_from_one_process_to_another,
 );
 
-fn unique_queue() -> String {
-    format!("rt-{}", &Uuid::new_v4().simple().to_string()[..12])
-}
-
 impl Store {
     fn queue(&self, name: &str, nudges: &Nudges) -> Queue<Ping> {
         Queue::new(self.queues.clone(), self.blobs.clone(), nudges.clone()).named(name)
@@ -183,7 +181,7 @@ async fn handles_each_message_once_and_counts_its_transactions(store: &Store) {
     let queues: Arc<dyn QueueStore> = Arc::new(accounting.wrap(store.queues.clone()));
     let blobs: Arc<dyn BlobStore> = Arc::new(accounting.wrap(store.blobs.clone()));
     let nudges = Nudges::local();
-    let name = unique_queue();
+    let name = unique_name("rt");
     let queue = Queue::<Ping>::new(queues, blobs, nudges).named(&name);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let jobs = Arc::new(Mutex::new(Vec::new()));
@@ -236,7 +234,7 @@ async fn handles_each_message_once_and_counts_its_transactions(store: &Store) {
 }
 
 async fn poison_path_end_to_end_with_the_reason_readable(store: &Store) {
-    let name = unique_queue();
+    let name = unique_name("rt");
     let queue = store.queue(&name, &Nudges::local());
     let attempts = Arc::new(AtomicU32::new(0));
     let hooked = Arc::new(Mutex::new(Vec::<PoisonRecord>::new()));
@@ -289,7 +287,7 @@ async fn poison_path_end_to_end_with_the_reason_readable(store: &Store) {
 }
 
 async fn handler_poison_and_malformed_bodies_go_straight_to_the_poison_queue(store: &Store) {
-    let name = unique_queue();
+    let name = unique_name("rt");
     let queue = store.queue(&name, &Nudges::local());
     let attempts = Arc::new(AtomicU32::new(0));
     let a = attempts.clone();
@@ -353,7 +351,7 @@ async fn handler_poison_and_malformed_bodies_go_straight_to_the_poison_queue(sto
 }
 
 async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease(store: &Store) {
-    let name = unique_queue();
+    let name = unique_name("rt");
     let queue = store.queue(&name, &Nudges::local());
     let attempts = Arc::new(AtomicU32::new(0));
     let a = attempts.clone();
@@ -413,7 +411,7 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease(store: &St
 }
 
 async fn a_panicking_handler_is_a_failed_attempt_not_a_dead_worker(store: &Store) {
-    let name = unique_queue();
+    let name = unique_name("rt");
     let queue = store.queue(&name, &Nudges::local());
     let attempts = Arc::new(AtomicU32::new(0));
     let a = attempts.clone();
@@ -446,7 +444,7 @@ async fn a_panicking_handler_is_a_failed_attempt_not_a_dead_worker(store: &Store
 }
 
 async fn graceful_shutdown_finishes_in_time_and_releases_the_rest(store: &Store) {
-    let name = unique_queue();
+    let name = unique_name("rt");
     let queue = store.queue(&name, &Nudges::local());
     let started = Arc::new(AtomicU32::new(0));
     let s = started.clone();
@@ -498,7 +496,7 @@ async fn graceful_shutdown_finishes_in_time_and_releases_the_rest(store: &Store)
     assert_eq!(again[0].dequeue_count, 2);
 
     // A handler that outlives the deadline is abandoned and its message released.
-    let name = unique_queue();
+    let name = unique_name("rt");
     let queue = store.queue(&name, &Nudges::local());
     let listener = Listener::new(queue.clone())
         .settings(ListenerSettings {
@@ -610,7 +608,7 @@ async fn idle_back_off_follows_the_seeded_schedule() {
         inner: store.queues.clone(),
         times: tx,
     });
-    let name = unique_queue();
+    let name = unique_name("rt");
     let nudges = Nudges::local();
     let queue = Queue::<Ping>::new(queues, store.blobs.clone(), nudges).named(&name);
     let (min, max) = (Duration::from_millis(100), Duration::from_secs(5));
@@ -641,16 +639,6 @@ async fn idle_back_off_follows_the_seeded_schedule() {
     listener.shutdown(Duration::from_secs(5)).await;
 }
 
-/// A child process killed when the test ends, passed or not.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A listener that polls once at start, then not again for 30 s (only a nudge can wake it
 /// sooner), and hands each ping's number to the receiver; returned after its first poll.
 async fn idle_listener(
@@ -679,7 +667,7 @@ async fn idle_listener(
 }
 
 async fn a_send_nudges_an_idle_listener_in_the_same_process(store: &Store) {
-    let name = unique_queue();
+    let name = unique_name("rt");
     let queue = store.queue(&name, &Nudges::local());
     let (listener, mut rx) = idle_listener(queue.clone()).await;
     queue.send(&ping(8)).await.unwrap();
@@ -795,7 +783,7 @@ async fn child_process() {
 }
 
 async fn a_message_in_hand_when_its_process_is_killed_is_delivered_again(store: &Store) {
-    let name = unique_queue();
+    let name = unique_name("rt");
     let queue = store.queue(&name, &Nudges::local());
     queue.ensure().await.unwrap();
     let sent = ping(41);
@@ -829,7 +817,7 @@ async fn a_message_in_hand_when_its_process_is_killed_is_delivered_again(store: 
 }
 
 async fn a_nudge_crosses_from_one_process_to_another(store: &Store) {
-    let name = unique_queue();
+    let name = unique_name("rt");
     let (child, lines) = spawn_child("nudged", store, &name);
     expect_line(&lines, "ready");
     let nudges = Nudges::cross_process(store.blobs.clone(), NudgeSettings::default());
@@ -856,7 +844,7 @@ async fn nudge_endpoint_advertises_its_address_and_a_datagram_flood_costs_bounde
     use tessera_shared::storage::BlobStoreExt;
 
     let store = embedded();
-    let name = unique_queue();
+    let name = unique_name("rt");
     let port = std::net::UdpSocket::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -15,8 +15,8 @@ use tessera_web::routes::preview::{preview_bin, preview_size};
 use tessera_web::routes::tiles::{TILE, level_size, top_level};
 use uuid::Uuid;
 
-use crate::api::{TestApp, astronaut, sized_job_form, spawn_app};
 use crate::browser::{in_chromium, script, wait_for};
+use crate::support::{TestApp, astronaut, sized_job_form, spawn_app};
 
 struct Image {
     width: u32,

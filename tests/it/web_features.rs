@@ -12,7 +12,7 @@ use tessera_web::WebSettings;
 use tessera_web::settings::ApiKey;
 use uuid::Uuid;
 
-use crate::api::{TestApp, astronaut, job_form, no_redirect_client, spawn_app, spawn_app_with};
+use crate::support::{TestApp, astronaut, job_form, no_redirect_client, spawn_app, spawn_app_with};
 
 pub(crate) const KEY: &str = "correct horse battery staple";
 

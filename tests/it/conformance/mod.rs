@@ -53,12 +53,12 @@ impl Backend {
 
 /// A queue name no other test uses.
 pub fn unique_queue() -> String {
-    format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+    crate::support::unique_name("t")
 }
 
 /// A blob container name no other test uses.
 pub fn unique_container() -> String {
-    format!("c-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+    crate::support::unique_name("c")
 }
 
 /// Expands to one test per behaviour listed, each calling `$factory` for a fresh backend.

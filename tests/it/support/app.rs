@@ -1,0 +1,272 @@
+//! The app under test: the web role bound on a free port over the embedded backend in a
+//! temporary directory, with (or without) a controller and a processor in the same process, and
+//! an HTTP client for it.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::Nudges;
+use tessera_shared::runtime::shutdown::{self, ShutdownTrigger};
+use tessera_shared::storage::embedded::EmbeddedStorage;
+use tessera_web::{Application, WebSettings};
+use tessera_workers::{ControllerSettings, ProcessorSettings};
+
+use super::files::fixture;
+
+pub(crate) struct TestApp {
+    pub(crate) address: String,
+    pub(crate) client: reqwest::Client,
+    pub(crate) platform: Platform,
+    pub(crate) streams: tessera_web::StreamHub,
+    stop_workers: ShutdownTrigger,
+    server: tessera_web::ServerHandle,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.stop_workers.fire();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(self.server.stop(false));
+        }
+    }
+}
+
+/// The app with the back-end roles running beside it.
+pub(crate) async fn spawn_app() -> TestApp {
+    spawn_app_with(test_settings(), true).await
+}
+
+pub(crate) fn test_settings() -> WebSettings {
+    WebSettings {
+        port: 0,
+        workers: 1,
+        events_poll_ms: 100,
+        ..WebSettings::default()
+    }
+}
+
+/// The app with `settings`; with `workers`, a controller and one processor run in-process.
+pub(crate) async fn spawn_app_with(settings: WebSettings, workers: bool) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = EmbeddedStorage::open(dir.path()).unwrap();
+    spawn_app_on(dir, storage, settings, workers).await
+}
+
+/// [`spawn_app_with`] over `storage`, kept in `dir`.
+pub(crate) async fn spawn_app_on(
+    dir: tempfile::TempDir,
+    storage: EmbeddedStorage,
+    settings: WebSettings,
+    workers: bool,
+) -> TestApp {
+    let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
+    platform.ensure_queues().await.unwrap();
+    tessera_workers::import_library(&platform, &fixture("engine/tiles"), "emoji", false)
+        .await
+        .unwrap();
+    let app = Application::build(platform.clone(), settings)
+        .await
+        .unwrap();
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let server = app.handle();
+    let streams = app.streams();
+    tokio::spawn(app.run_until_stopped());
+    let (stop_workers, signal) = shutdown::channel();
+    if workers {
+        let controller = ControllerSettings {
+            min_backoff_ms: 20,
+            max_backoff_ms: 200,
+            ..ControllerSettings::default()
+        };
+        let processor = ProcessorSettings {
+            processors: 1,
+            id: "test".into(),
+            min_backoff_ms: 20,
+            max_backoff_ms: 200,
+            ..ProcessorSettings::default()
+        };
+        tokio::spawn(tessera_workers::run_controller(
+            platform.clone(),
+            controller,
+            signal.clone(),
+        ));
+        tokio::spawn(tessera_workers::run_processors(
+            platform.clone(),
+            processor,
+            signal,
+        ));
+    }
+    TestApp {
+        address,
+        client: http_client(reqwest::Client::builder()),
+        platform,
+        streams,
+        stop_workers,
+        server,
+        _dir: dir,
+    }
+}
+
+/// The client `builder` makes, for plain HTTP.
+pub(crate) fn http_client(builder: reqwest::ClientBuilder) -> reqwest::Client {
+    // reqwest is built without a TLS provider of its own (see the Azure crate); plain HTTP
+    // still needs one installed to build a client. Fails harmlessly when one is installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    builder.build().unwrap()
+}
+
+/// A client that shows redirects rather than following them.
+pub(crate) fn no_redirect_client() -> reqwest::Client {
+    http_client(reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()))
+}
+
+/// A valid submission: the astronaut, 12 cells across, 8 px tiles, 3 slices.
+pub(crate) fn job_form(image: Vec<u8>) -> Form {
+    sized_job_form(image, 8, 12, 3)
+}
+
+/// A submission of `image` (named astronaut.png) from the emoji library, `cells` of
+/// `tile_size` px across, in `slices`.
+pub(crate) fn sized_job_form(image: Vec<u8>, tile_size: u32, cells: u32, slices: u32) -> Form {
+    Form::new()
+        .part("image", Part::bytes(image).file_name("astronaut.png"))
+        .text("library", "emoji")
+        .text("tile_size", tile_size.to_string())
+        .text("cells", cells.to_string())
+        .text("slices", slices.to_string())
+}
+
+impl TestApp {
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    /// A GET of `path` with `headers`.
+    pub(crate) async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = self.client.get(self.url(path));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.unwrap()
+    }
+
+    pub(crate) async fn post_job(&self, form: Form) -> reqwest::Response {
+        self.post_job_with(form, &[]).await
+    }
+
+    /// A job submission with `headers`.
+    pub(crate) async fn post_job_with(
+        &self,
+        form: Form,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = self.client.post(self.url("/api/v1/jobs")).multipart(form);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.unwrap()
+    }
+
+    pub(crate) async fn get_job(&self, id: &str) -> reqwest::Response {
+        self.get(&format!("/api/v1/jobs/{id}")).await
+    }
+
+    pub(crate) async fn get_result(&self, id: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        self.get_with(&format!("/api/v1/jobs/{id}/result"), headers)
+            .await
+    }
+
+    pub(crate) async fn get_events(&self, id: &str) -> reqwest::Response {
+        self.get(&format!("/api/v1/jobs/{id}/events")).await
+    }
+
+    pub(crate) async fn get_libraries(&self) -> reqwest::Response {
+        self.get("/api/v1/libraries").await
+    }
+
+    pub(crate) async fn get_library(&self, id: &str) -> reqwest::Response {
+        self.get(&format!("/api/v1/libraries/{id}")).await
+    }
+
+    pub(crate) async fn post_library(&self, form: Form) -> reqwest::Response {
+        self.client
+            .post(self.url("/api/v1/libraries"))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub(crate) async fn get_queues(&self) -> reqwest::Response {
+        self.get("/api/v1/queues").await
+    }
+
+    pub(crate) async fn healthz(&self) -> reqwest::Response {
+        self.get("/healthz").await
+    }
+
+    pub(crate) async fn readyz(&self) -> reqwest::Response {
+        self.get("/readyz").await
+    }
+
+    /// Submits `form`, which must be accepted, and returns the job's id.
+    pub(crate) async fn submit(&self, form: Form) -> String {
+        let res = self.post_job(form).await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+        let body: Value = res.json().await.unwrap();
+        body["id"].as_str().unwrap().to_string()
+    }
+
+    /// Polls the job until it has ended (a guard against hanging, not a timing assertion).
+    pub(crate) async fn wait_until_finished(&self, id: &str) -> Value {
+        for _ in 0..1200 {
+            let job: Value = self.get_job(id).await.json().await.unwrap();
+            if job["state"] == "done" || job["state"] == "failed" {
+                return job;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("job {id} did not finish");
+    }
+}
+
+pub(crate) async fn error_code(res: reqwest::Response) -> (StatusCode, String) {
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    let code = body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    (status, code)
+}
+
+/// Every blob key in storage, in the containers Tessera writes.
+pub(crate) async fn all_blob_keys(platform: &Platform) -> std::collections::BTreeSet<String> {
+    use tessera_shared::storage::BlobStoreExt;
+    let mut keys = std::collections::BTreeSet::new();
+    for (container, _) in tessera_shared::lifecycle::KINDS {
+        for meta in platform
+            .blobs
+            .list_all(&format!("{container}/"))
+            .await
+            .unwrap()
+        {
+            keys.insert(meta.key);
+        }
+    }
+    keys
+}

@@ -1,0 +1,56 @@
+//! What the integration tests share, in one place: the app under test (`app`), fixtures and
+//! made-up files (`files`), and here ports, names, Python and child processes.
+
+mod app;
+mod files;
+
+pub(crate) use app::*;
+pub(crate) use files::*;
+
+/// A name no other test uses: `prefix-` and 12 hex digits (a queue or a container).
+pub(crate) fn unique_name(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+/// A child process killed when the test ends, passed or not.
+pub(crate) struct KillOnDrop(pub std::process::Child);
+
+impl KillOnDrop {
+    pub(crate) fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A free port on the loopback interface.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The test venv's Python (`scripts/azurite.sh python`), or `TESSERA_TEST_PYTHON`.
+pub(crate) fn python() -> std::path::PathBuf {
+    let path = std::env::var_os("TESSERA_TEST_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/venv/bin/python")
+        });
+    assert!(
+        path.exists(),
+        "no Python at {}: run scripts/test.sh, or scripts/azurite.sh python (or set TESSERA_TEST_PYTHON)",
+        path.display()
+    );
+    path
+}
