@@ -16,7 +16,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
-use tessera_azure::connection::{DEV_ACCOUNT_KEY, DEV_ACCOUNT_NAME};
 use tessera_azure::{AzureOptions, AzureStorage};
 use tessera_shared::accounting::{Accounting, Op, Snapshot};
 use tessera_shared::messages::{Envelope, Message, QueueName};
@@ -44,7 +43,7 @@ pub enum BenchBackend {
 #[derive(Debug, clap::Args)]
 pub struct QueuesBenchArgs {
     /// Storage to measure: a fresh embedded data directory, or Azurite (TESSERA_AZURE_CONNECTION_STRING
-    /// when set, otherwise a local Azurite started and stopped by the benchmark).
+    /// when set, otherwise the one `scripts/azurite.sh start` runs on its default ports).
     #[arg(long, value_enum, default_value = "embedded")]
     pub backend: BenchBackend,
     /// Print one JSON object instead of a report.
@@ -131,7 +130,6 @@ struct Backend {
 
 enum Cleanup {
     Dir(PathBuf),
-    Azurite(tokio::process::Child),
     Nothing,
 }
 
@@ -151,30 +149,31 @@ impl Backend {
                 })
             }
             BenchBackend::Azurite => {
-                let (conn, cleanup, label) = match std::env::var("TESSERA_AZURE_CONNECTION_STRING")
-                {
+                // The Azurite `scripts/azurite.sh start` runs, or the account the environment names.
+                let (conn, label) = match std::env::var("TESSERA_AZURE_CONNECTION_STRING") {
                     Ok(conn) if !conn.trim().is_empty() => (
                         conn,
-                        Cleanup::Nothing,
                         "azurite (TESSERA_AZURE_CONNECTION_STRING)".to_string(),
                     ),
-                    _ => {
-                        let (conn, child) = start_azurite().await?;
-                        (
-                            conn,
-                            Cleanup::Azurite(child),
-                            "azurite (started by the benchmark)".to_string(),
-                        )
-                    }
+                    _ => (
+                        "UseDevelopmentStorage=true".to_string(),
+                        "azurite (scripts/azurite.sh)".to_string(),
+                    ),
                 };
                 let storage = AzureStorage::from_connection_string(&conn, AzureOptions::default())?;
+                if let Err(e) = storage.queues().list_queues().await {
+                    bail!(
+                        "no Azurite answers ({e}): start one with `scripts/azurite.sh start`, \
+                         or name an account in TESSERA_AZURE_CONNECTION_STRING"
+                    );
+                }
                 Ok(Backend {
                     queues: storage.queues(),
                     blobs: storage.blobs(),
                     child_args: Vec::new(),
                     child_env: vec![("TESSERA_AZURE_CONNECTION_STRING".into(), conn)],
                     label,
-                    cleanup,
+                    cleanup: Cleanup::Nothing,
                 })
             }
         }
@@ -185,81 +184,9 @@ impl Backend {
             Cleanup::Dir(dir) => {
                 let _ = tokio::fs::remove_dir_all(dir).await;
             }
-            Cleanup::Azurite(mut child) => {
-                let _ = child.kill().await;
-            }
             Cleanup::Nothing => {}
         }
     }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
-        .local_addr()?
-        .port())
-}
-
-/// Starts the pinned Azurite (tools/azurite) in memory on free ports; returns its connection
-/// string and the process, which the caller stops.
-async fn start_azurite() -> anyhow::Result<(String, tokio::process::Child)> {
-    let root = std::env::current_dir()?;
-    let bin = root.join("tools/azurite/node_modules/.bin/azurite");
-    if !bin.exists() {
-        let status = tokio::process::Command::new(root.join("scripts/azurite.sh"))
-            .arg("install")
-            .status()
-            .await
-            .context("scripts/azurite.sh install (run the benchmark from the repository root)")?;
-        if !status.success() {
-            bail!("scripts/azurite.sh install failed");
-        }
-    }
-    let (blob, queue, table) = (free_port()?, free_port()?, free_port()?);
-    let child = tokio::process::Command::new(&bin)
-        .args([
-            "--silent",
-            "--inMemoryPersistence",
-            "--disableTelemetry",
-            "--skipApiVersionCheck",
-        ])
-        .args(["--blobHost", "127.0.0.1", "--blobPort", &blob.to_string()])
-        .args([
-            "--queueHost",
-            "127.0.0.1",
-            "--queuePort",
-            &queue.to_string(),
-        ])
-        .args([
-            "--tableHost",
-            "127.0.0.1",
-            "--tablePort",
-            &table.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", queue))
-        .await
-        .is_err()
-        || tokio::net::TcpStream::connect(("127.0.0.1", blob))
-            .await
-            .is_err()
-    {
-        if Instant::now() > deadline {
-            bail!("Azurite did not answer within 30 s");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let conn = format!(
-        "DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT_NAME};\
-         AccountKey={DEV_ACCOUNT_KEY};\
-         BlobEndpoint=http://127.0.0.1:{blob}/{DEV_ACCOUNT_NAME};\
-         QueueEndpoint=http://127.0.0.1:{queue}/{DEV_ACCOUNT_NAME};"
-    );
-    Ok((conn, child))
 }
 
 /// The figures, as `--json` prints them.
