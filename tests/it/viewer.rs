@@ -11,8 +11,7 @@ use tessera_engine::{FragmentEncoder, Scanlines, SeekIndex};
 use tessera_shared::jobs::JobState;
 use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{BlobStore, PutMode};
-use tessera_web::routes::preview::{preview_bin, preview_size};
-use tessera_web::routes::tiles::{TILE, level_size, top_level};
+use tessera_web::mosaic::{TILE, level_size, preview_bin, preview_size, top_level};
 use uuid::Uuid;
 
 use crate::browser::{in_chromium, script, wait_for};

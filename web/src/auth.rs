@@ -13,16 +13,16 @@ use std::time::{Duration, Instant};
 
 use actix_web::cookie::{Cookie, SameSite};
 use actix_web::dev::ServiceRequest;
-use actix_web::http::{StatusCode, header};
+use actix_web::http::{Method, StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use sha2::Sha256;
 
+use crate::client::CLIENT_COOKIE;
 use crate::error::{ApiError, ApiResult};
 use crate::settings::ApiKey;
-use crate::state::AppState;
 
 /// The cookie a signed-in browser carries.
 pub const SESSION_COOKIE: &str = "tessera_session";
@@ -173,6 +173,47 @@ impl Guard {
     }
 }
 
+/// The header a script sends with a state-changing request (a cross-site form cannot).
+pub const REQUESTED_WITH: &str = "X-Requested-With";
+
+/// A cross-site request forgery defence for the API: a state-changing request that carries the
+/// client cookie or the signed-in session cookie must come from a script of this site (the
+/// `X-Requested-With` header, which a cross-site form cannot set) or name this site as its
+/// `Origin`. Requests without either cookie (API clients naming themselves with `X-Client-Id`
+/// and sending the key in a header, or none) hold no ambient authority.
+pub fn forgery_check(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return None;
+    }
+    if req.cookie(CLIENT_COOKIE).is_none() && req.cookie(SESSION_COOKIE).is_none() {
+        return None;
+    }
+    let headers = req.headers();
+    if headers.contains_key(REQUESTED_WITH) || origin_is_host(headers) {
+        return None;
+    }
+    Some(ApiError::new(
+        StatusCode::FORBIDDEN,
+        "cross_site_request",
+        "a request with this site's cookies must come from this site",
+    ))
+}
+
+/// Whether a request's `Origin` names the site it was sent to (its `Host`).
+pub(crate) fn origin_is_host(headers: &header::HeaderMap) -> bool {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+    match (host, origin) {
+        (Some(host), Some(origin)) => {
+            origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
+                == Some(host)
+        }
+        _ => false,
+    }
+}
+
 /// Behind a key, what is cacheable is cacheable by the browser alone: `public` becomes
 /// `private`, so that no shared cache hands a protected image to someone without the key.
 pub fn keep_private(headers: &mut header::HeaderMap) {
@@ -284,12 +325,9 @@ fn sign_in_form(status: StatusCode, page: &SignInPage) -> ApiResult<HttpResponse
 }
 
 /// `GET /signin`: the form (or, with no key configured, straight on).
-async fn sign_in_page(
-    query: web::Query<Next>,
-    state: web::Data<AppState>,
-) -> ApiResult<HttpResponse> {
+async fn sign_in_page(query: web::Query<Next>, guard: web::Data<Guard>) -> ApiResult<HttpResponse> {
     let next = local_path(query.next.as_deref());
-    if !state.guard.required() {
+    if !guard.required() {
         return Ok(HttpResponse::SeeOther()
             .insert_header((header::LOCATION, next))
             .finish());
@@ -302,7 +340,7 @@ async fn sign_in_page(
 async fn sign_in(
     req: HttpRequest,
     form: web::Form<SignIn>,
-    state: web::Data<AppState>,
+    guard: web::Data<Guard>,
 ) -> ApiResult<HttpResponse> {
     if !same_origin(&req) {
         return Err(ApiError::new(
@@ -312,7 +350,6 @@ async fn sign_in(
         ));
     }
     let next = local_path(form.next.as_deref());
-    let guard = &state.guard;
     let Some(value) = guard.session_value() else {
         return Ok(HttpResponse::SeeOther()
             .insert_header((header::LOCATION, next))
@@ -363,7 +400,7 @@ fn same_origin(req: &HttpRequest) -> bool {
     {
         return true;
     }
-    crate::pages::origin_is_host(headers)
+    origin_is_host(headers)
 }
 
 fn hex(bytes: &[u8]) -> String {

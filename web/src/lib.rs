@@ -6,21 +6,25 @@
 //! signal of job changes that live event streams wake on).
 
 pub mod auth;
+mod client;
 pub mod error;
 pub mod inspect;
 mod listener;
+pub mod mosaic;
 pub mod ops_endpoint;
 pub mod pages;
 pub mod routes;
 pub mod settings;
 mod startup;
 pub mod state;
+mod streams;
+mod system;
 mod upload;
 pub mod view;
 
 pub use actix_web::dev::ServerHandle;
 pub use error::ApiError;
 pub use ops_endpoint::{Probes, run_ops_endpoint};
-pub use routes::events::StreamHub;
 pub use settings::WebSettings;
 pub use startup::{Application, CONTENT_SECURITY_POLICY, run_web};
+pub use streams::StreamHub;

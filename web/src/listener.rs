@@ -12,7 +12,7 @@ use tessera_shared::runtime::{
 };
 use tessera_shared::storage::StorageError;
 
-use crate::state::JobChanges;
+use crate::streams::JobChanges;
 
 /// Attempts at marking a job failed when its response is poisoned (about an hour with back-off).
 const FATE_ATTEMPTS: u32 = 125;

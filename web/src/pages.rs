@@ -3,7 +3,7 @@
 //!
 //! The pages only read; everything they change goes through the JSON API with `fetch`.
 
-use actix_web::http::{Method, StatusCode, header};
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use uuid::Uuid;
@@ -14,19 +14,15 @@ use tessera_shared::libraries::LibraryRecord;
 use tessera_shared::messages::{SLICES_RANGE, TILE_SIZE_RANGE};
 use tessera_shared::storage::StorageError;
 
-use crate::auth::SESSION_COOKIE;
+use crate::client::{CLIENT_COOKIE, job_id};
 use crate::error::{ApiError, ApiResult};
-use crate::routes::jobs::{CLIENT_COOKIE, job_id};
-use crate::routes::ops::{QueueDepth, SystemView, queue_depths, system_view};
+use crate::mosaic::{level_size, top_level};
 use crate::routes::sheet::{sheet_size, sheet_url};
-use crate::routes::tiles::{level_size, top_level};
 use crate::state::AppState;
+use crate::system::{QueueDepth, SystemView, queue_depths, system_view};
 
 /// The OpenAPI document of `/api/v1`.
 pub const OPENAPI: &str = include_str!("openapi.json");
-
-/// The header a script sends with a state-changing request (a cross-site form cannot).
-pub const REQUESTED_WITH: &str = "X-Requested-With";
 
 /// Registers the pages, the static assets and the OpenAPI document.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -37,49 +33,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/system", web::get().to(system))
         .route("/api", web::get().to(api))
         .route("/api/v1/openapi.json", web::get().to(openapi))
-        .route(
-            "/api/v1/jobs/{id}/preview",
-            web::get().to(crate::routes::preview::get),
-        )
         .route("/static/{file}", web::get().to(asset));
-}
-
-/// A cross-site request forgery defence for the API: a state-changing request that carries the
-/// client cookie or the signed-in session cookie must come from a script of this site (the
-/// `X-Requested-With` header, which a cross-site form cannot set) or name this site as its
-/// `Origin`. Requests without either cookie (API clients naming themselves with `X-Client-Id`
-/// and sending the key in a header, or none) hold no ambient authority.
-pub fn forgery_check(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
-    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
-        return None;
-    }
-    if req.cookie(CLIENT_COOKIE).is_none() && req.cookie(SESSION_COOKIE).is_none() {
-        return None;
-    }
-    let headers = req.headers();
-    if headers.contains_key(REQUESTED_WITH) || origin_is_host(headers) {
-        return None;
-    }
-    Some(ApiError::new(
-        StatusCode::FORBIDDEN,
-        "cross_site_request",
-        "a request with this site's cookies must come from this site",
-    ))
-}
-
-/// Whether a request's `Origin` names the site it was sent to (its `Host`).
-pub(crate) fn origin_is_host(headers: &header::HeaderMap) -> bool {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
-    match (host, origin) {
-        (Some(host), Some(origin)) => {
-            origin
-                .strip_prefix("http://")
-                .or_else(|| origin.strip_prefix("https://"))
-                == Some(host)
-        }
-        _ => false,
-    }
 }
 
 fn page(template: &impl Template) -> ApiResult<HttpResponse> {

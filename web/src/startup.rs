@@ -19,9 +19,9 @@ use tessera_shared::telemetry::Role;
 
 use crate::error::no_route;
 use crate::ops_endpoint::Probes;
-use crate::routes::events::StreamHub;
 use crate::settings::WebSettings;
-use crate::state::{AppState, JobChanges};
+use crate::state::AppState;
+use crate::streams::{JobChanges, StreamHub};
 
 /// Content Security Policy for everything served: same-origin only, never framed.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; img-src 'self' data: blob:; \
@@ -85,11 +85,16 @@ impl Application {
             App::new()
                 .app_data(state.clone())
                 .app_data(probes.clone())
+                .app_data(web::Data::new(guard.clone()))
+                .configure(crate::error::configure_extractors)
+                .configure(crate::pages::configure)
+                .configure(crate::auth::configure)
+                .configure(crate::ops_endpoint::configure)
                 .configure(crate::routes::configure)
                 .default_service(web::to(no_route))
                 .wrap_fn(|req, srv| {
                     use futures_util::future::Either;
-                    match crate::pages::forgery_check(&req) {
+                    match crate::auth::forgery_check(&req) {
                         None => Either::Left(srv.call(req)),
                         Some(refused) => {
                             let response = req.error_response(refused);

@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{Semaphore, broadcast};
-use uuid::Uuid;
+use tokio::sync::Semaphore;
 
 use tessera_shared::platform::Platform;
 
@@ -15,7 +14,7 @@ use crate::settings::WebSettings;
 pub struct AppState {
     pub platform: Platform,
     pub settings: WebSettings,
-    pub changes: JobChanges,
+    pub changes: crate::streams::JobChanges,
     /// Image validations decoding at once (each may hold a whole decoded upload in memory).
     pub decodes: Arc<Semaphore>,
     /// Library imports running at once (each decodes every tile of an upload).
@@ -23,35 +22,5 @@ pub struct AppState {
     /// The API key check (open when no key is configured).
     pub guard: crate::auth::Guard,
     /// The job event streams: one poller per job, caps, the end at shutdown.
-    pub streams: crate::routes::events::StreamHub,
-}
-
-/// An in-process signal that a job's record changed (sent by the imageresponse listener), so
-/// live event streams answer at once instead of at their next poll.
-#[derive(Debug, Clone)]
-pub struct JobChanges {
-    tx: broadcast::Sender<Uuid>,
-}
-
-impl JobChanges {
-    pub fn new() -> Self {
-        JobChanges {
-            tx: broadcast::channel(256).0,
-        }
-    }
-
-    pub fn changed(&self, job: Uuid) {
-        // No receiver is fine: nobody is watching.
-        let _ = self.tx.send(job);
-    }
-
-    pub fn subscribe(&self) -> broadcast::Receiver<Uuid> {
-        self.tx.subscribe()
-    }
-}
-
-impl Default for JobChanges {
-    fn default() -> Self {
-        Self::new()
-    }
+    pub streams: crate::streams::StreamHub,
 }

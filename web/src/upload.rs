@@ -108,3 +108,15 @@ pub async fn drain(payload: &mut Multipart, field: Field, budget: u64) {
         };
     }
 }
+
+/// A form's yes-or-no field: absent or empty is no.
+pub(crate) fn parse_bool(name: &str, text: Option<&str>) -> ApiResult<bool> {
+    match text.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("" | "false" | "0" | "off" | "no") => Ok(false),
+        Some("true" | "1" | "on" | "yes") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(
+            "invalid_parameter",
+            format!("{name} must be true or false, not {other:?}"),
+        )),
+    }
+}

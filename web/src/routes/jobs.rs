@@ -23,21 +23,18 @@ use tessera_shared::messages::{
 };
 use tessera_shared::storage::PutMode;
 
+use crate::client::{CLIENT_COOKIE, client_id, job_id, named_client};
 use crate::error::{ApiError, ApiResult};
 use crate::inspect::inspect_target;
 use crate::state::AppState;
 use crate::upload::{
-    DRAIN_SLACK, drain, field_name, file_name, read_limited, read_text, require_multipart,
+    DRAIN_SLACK, drain, field_name, file_name, parse_bool, read_limited, read_text,
+    require_multipart,
 };
 use crate::view::{JobView, job_path};
 
 /// How long a client over its quota of active jobs is asked to wait (`Retry-After`).
 const QUOTA_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The cookie that names a browser's client id.
-pub const CLIENT_COOKIE: &str = "tessera_client";
-/// The header an API client may name its client id with.
-pub const CLIENT_HEADER: &str = "X-Client-Id";
 
 /// The fields of a submission, as sent.
 #[derive(Debug, Default)]
@@ -50,30 +47,6 @@ struct Form {
     slices: Option<String>,
     repeat_radius: Option<String>,
     blend: Option<String>,
-}
-
-/// The client id of a request, and whether it was minted here (then the response sets the cookie).
-fn client_id(req: &HttpRequest) -> ApiResult<(Uuid, bool)> {
-    if let Some(value) = req.headers().get(CLIENT_HEADER) {
-        let id = value
-            .to_str()
-            .ok()
-            .and_then(|v| Uuid::parse_str(v.trim()).ok())
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    "invalid_client_id",
-                    format!("{CLIENT_HEADER} must be a UUID"),
-                )
-            })?;
-        return Ok((id, false));
-    }
-    if let Some(id) = req
-        .cookie(CLIENT_COOKIE)
-        .and_then(|c| Uuid::parse_str(c.value()).ok())
-    {
-        return Ok((id, false));
-    }
-    Ok((Uuid::new_v4(), true))
 }
 
 pub async fn submit(
@@ -195,17 +168,6 @@ fn parse_u32(
         ));
     }
     Ok(value)
-}
-
-pub(crate) fn parse_bool(name: &str, text: Option<&str>) -> ApiResult<bool> {
-    match text.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("" | "false" | "0" | "off" | "no") => Ok(false),
-        Some("true" | "1" | "on" | "yes") => Ok(true),
-        Some(other) => Err(ApiError::bad_request(
-            "invalid_parameter",
-            format!("{name} must be true or false, not {other:?}"),
-        )),
-    }
 }
 
 /// Checks everything, then stores the input and the record and sends the request.
@@ -398,24 +360,12 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
     Ok(record)
 }
 
-/// Parses a job id from a path; anything that is not a UUID names no job.
-pub fn job_id(raw: &str) -> ApiResult<Uuid> {
-    Uuid::parse_str(raw)
-        .map_err(|_| ApiError::not_found("job_not_found", format!("no job {raw:?}")))
-}
-
 pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .json(JobView::new(&record, &state.settings.retention)))
-}
-
-/// The client a request names (`X-Client-Id`, or the browser's cookie), if any.
-fn named_client(req: &HttpRequest) -> ApiResult<Option<Uuid>> {
-    let (client, minted) = client_id(req)?;
-    Ok((!minted).then_some(client))
 }
 
 /// `DELETE /api/v1/jobs/{id}`: removes an ended job and everything it holds (record, result,

@@ -110,7 +110,7 @@ pub async fn create(
         .name
         .filter(|n| !n.is_empty())
         .ok_or_else(|| ApiError::bad_request("missing_parameter", "name is required"))?;
-    let replace = super::jobs::parse_bool("replace", fields.replace.as_deref())?;
+    let replace = crate::upload::parse_bool("replace", fields.replace.as_deref())?;
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(ApiError::bad_request(
             "out_of_range",

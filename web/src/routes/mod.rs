@@ -1,4 +1,4 @@
-//! The HTTP routes: the REST API under `/api/v1`, and the health checks beside it.
+//! The REST API under `/api/v1`.
 
 pub mod events;
 pub mod jobs;
@@ -13,18 +13,16 @@ use actix_web::web;
 
 use crate::error::no_route;
 
-/// Registers every route on an app.
+/// Registers the REST API under `/api/v1` (the app adds the pages, sign-in and health checks).
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.configure(crate::error::configure_extractors);
-    cfg.configure(crate::pages::configure);
-    cfg.configure(crate::auth::configure);
-    cfg.configure(crate::ops_endpoint::configure).service(
+    cfg.service(
         web::scope("/api/v1")
             .route("/jobs", web::post().to(jobs::submit))
             .route("/jobs/{id}", web::get().to(jobs::get))
             .route("/jobs/{id}", web::delete().to(jobs::delete))
             .route("/jobs/{id}/result", web::get().to(result::get))
             .route("/jobs/{id}/events", web::get().to(events::events))
+            .route("/jobs/{id}/preview", web::get().to(preview::get))
             .route(
                 "/jobs/{id}/tiles/{level}/{x}/{y}",
                 web::get().to(tiles::get),

@@ -1,4 +1,4 @@
-//! `GET /api/v1/jobs/{id}/preview`: the finished mosaic as a JPEG at most [`PREVIEW_MAX_SIDE`]
+//! `GET /api/v1/jobs/{id}/preview`: the finished mosaic as a JPEG at most [`crate::mosaic::PREVIEW_MAX_SIDE`]
 //! pixels on its longest side, made once and then kept beside the result.
 //!
 //! Made as a stream whatever the mosaic's size: the result is read in ranges and decoded row by
@@ -12,25 +12,10 @@ use bytes::Bytes;
 use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{PutMode, StorageError};
 
-use super::jobs::job_id;
-use super::tiles::{Shrink, Source, done_result, missing, result_size};
+use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
+use crate::mosaic::{Shrink, Source, done_result, missing, preview_bin, preview_size, result_size};
 use crate::state::AppState;
-
-/// The longest side of a preview, in pixels.
-pub const PREVIEW_MAX_SIDE: u32 = 1024;
-
-/// The size of the preview of a `width` x `height` mosaic.
-pub fn preview_size(width: u32, height: u32) -> (u32, u32) {
-    let scale = (f64::from(PREVIEW_MAX_SIDE) / f64::from(width.max(height))).min(1.0);
-    let side = |n: u32| ((f64::from(n) * scale).round() as u32).clamp(1, n);
-    (side(width), side(height))
-}
-
-/// The output pixel that input pixel `i` of `n` falls in, of `out`.
-pub fn preview_bin(i: u32, n: u32, out: u32) -> u32 {
-    (u64::from(i) * u64::from(out) / u64::from(n)) as u32
-}
 
 pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;

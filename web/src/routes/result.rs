@@ -12,9 +12,9 @@ use bytes::Bytes;
 use tessera_shared::jobs::JobState;
 use tessera_shared::storage::{BlobStore, StorageError};
 
-use super::jobs::job_id;
-use super::tiles::{done_result, missing};
+use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
+use crate::mosaic::{done_result, missing};
 use crate::state::AppState;
 
 /// Bytes read from the blob per chunk of the response.

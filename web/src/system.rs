@@ -1,0 +1,206 @@
+//! What the System page and `/api/v1/system` show: queue depths, the processors and listeners
+//! seen recently.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use time::{Duration, OffsetDateTime};
+
+use tessera_shared::jobs::JobError;
+use tessera_shared::messages::QueueName;
+use tessera_shared::runtime::nudge;
+use tessera_shared::storage::StorageError;
+
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+/// One work queue's approximate depth and its poison queue's.
+#[derive(Debug, Serialize)]
+pub struct QueueDepth {
+    pub name: &'static str,
+    pub depth: u64,
+    pub poison: String,
+    pub poison_depth: u64,
+}
+
+/// The approximate depth of the four work queues and their poison queues.
+pub async fn queue_depths(state: &AppState) -> ApiResult<Vec<QueueDepth>> {
+    let store = &state.platform.queues;
+    let mut out = Vec::new();
+    for name in QueueName::ALL {
+        let poison = name.poison();
+        out.push(QueueDepth {
+            name: name.as_str(),
+            depth: depth(store.approximate_depth(name.as_str()).await)?,
+            poison_depth: depth(store.approximate_depth(&poison).await)?,
+            poison,
+        });
+    }
+    Ok(out)
+}
+
+/// How far back "recently" reaches.
+pub const RECENT: Duration = Duration::hours(1);
+/// Job records read at most to find recent slices (the most recently written ones).
+pub const RECENT_JOBS: usize = 20;
+/// Pages of the job listing read at most (each up to [`LIST_PAGE`] records).
+const MAX_LIST_PAGES: usize = 20;
+const LIST_PAGE: usize = 1000;
+
+/// What the system knows of its processors, from storage it keeps anyway: the slices recent job
+/// records credit to each processor, and the wake-up registrations of the processes listening
+/// on the `slicerequest` queue. Costs a listing of the job records, [`RECENT_JOBS`] record reads
+/// at most, and one listing of the registrations.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SystemView {
+    /// How far back "recently" reaches, in minutes.
+    pub window_minutes: i64,
+    /// Job records read for this answer.
+    pub jobs_read: usize,
+    /// Processors (one per process: the name before a slice's `/slot`) that finished a slice
+    /// within the window, most recently seen first.
+    pub processors: Vec<ProcessorSeen>,
+    /// Processes registered for wake-up nudges on the `slicerequest` queue whose registration
+    /// was rewritten within its time-to-live.
+    pub slice_listeners: Vec<ListenerSeen>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessorSeen {
+    pub id: String,
+    /// When it last finished a slice.
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_seen: OffsetDateTime,
+    /// Slices it finished within the window (of the jobs read).
+    pub slices: u32,
+    /// Its slots (concurrent renders) seen at work.
+    pub slots: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ListenerSeen {
+    /// The process's registration id (not the processor name: registrations do not carry one).
+    pub listener: String,
+    /// When the registration was last rewritten (every few minutes while the process runs).
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_seen: OffsetDateTime,
+}
+
+/// Works out [`SystemView`] from storage.
+pub async fn system_view(state: &AppState) -> ApiResult<SystemView> {
+    let now = OffsetDateTime::now_utc();
+    let since = now - RECENT;
+    let blobs = &state.platform.blobs;
+
+    // The job records written most recently within the window.
+    let mut recent = Vec::new();
+    let mut token = None;
+    for _ in 0..MAX_LIST_PAGES {
+        let page = match blobs.list("jobs/", LIST_PAGE, token).await {
+            Ok(p) => p,
+            Err(StorageError::NotFound(_)) => break,
+            Err(e) => return Err(e.into()),
+        };
+        recent.extend(
+            page.items
+                .into_iter()
+                .filter(|m| m.last_modified >= since && m.key.ends_with(".json")),
+        );
+        match page.next {
+            Some(next) => token = Some(next),
+            None => break,
+        }
+    }
+    recent.sort_by_key(|m| std::cmp::Reverse(m.last_modified));
+    recent.truncate(RECENT_JOBS);
+
+    let mut seen: BTreeMap<String, (OffsetDateTime, u32, BTreeSet<String>)> = BTreeMap::new();
+    let mut jobs_read = 0;
+    for meta in &recent {
+        let Some(id) = meta
+            .key
+            .strip_prefix("jobs/")
+            .and_then(|k| k.strip_suffix(".json"))
+            .and_then(|k| uuid::Uuid::parse_str(k).ok())
+        else {
+            continue;
+        };
+        let record = match state.platform.jobs().get(id).await {
+            Ok(r) => r,
+            // Deleted since the listing, or not a record this version reads: nothing to learn.
+            Err(JobError::NotFound(_)) => continue,
+            Err(e) => {
+                tracing::debug!(job = %id, error = %e, "job record skipped");
+                continue;
+            }
+        };
+        jobs_read += 1;
+        for slice in record.slices.values() {
+            if slice.finished_at < since {
+                continue;
+            }
+            let (process, slot) = match slice.processor.rsplit_once('/') {
+                Some((p, s)) => (p.to_string(), s.to_string()),
+                None => (slice.processor.clone(), String::new()),
+            };
+            let entry = seen
+                .entry(process)
+                .or_insert((slice.finished_at, 0, BTreeSet::new()));
+            entry.0 = entry.0.max(slice.finished_at);
+            entry.1 += 1;
+            entry.2.insert(slot);
+        }
+    }
+    let mut processors: Vec<ProcessorSeen> = seen
+        .into_iter()
+        .map(|(id, (last_seen, slices, slots))| ProcessorSeen {
+            id,
+            last_seen,
+            slices,
+            slots: slots.len() as u32,
+        })
+        .collect();
+    processors.sort_by_key(|p| std::cmp::Reverse(p.last_seen));
+
+    // Wake-up registrations: one listing.
+    let ttl = Duration::try_from(nudge::NudgeSettings::default().ttl).unwrap_or(Duration::ZERO);
+    let prefix = format!(
+        "{}/listeners/{}/",
+        nudge::CONTAINER,
+        QueueName::SliceRequest.as_str()
+    );
+    let listed = match blobs.list(&prefix, LIST_PAGE, None).await {
+        Ok(p) => p.items,
+        Err(StorageError::NotFound(_)) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let mut slice_listeners: Vec<ListenerSeen> = listed
+        .into_iter()
+        .filter(|m| m.last_modified + ttl > now)
+        .filter_map(|m| {
+            let name = m.key.rsplit('/').next()?;
+            let listener = name.split('_').next()?.to_string();
+            Some(ListenerSeen {
+                listener,
+                last_seen: m.last_modified,
+            })
+        })
+        .collect();
+    slice_listeners.sort_by_key(|l| std::cmp::Reverse(l.last_seen));
+
+    Ok(SystemView {
+        window_minutes: RECENT.whole_minutes(),
+        jobs_read,
+        processors,
+        slice_listeners,
+    })
+}
+
+/// A queue that does not exist yet holds nothing.
+fn depth(result: Result<u64, StorageError>) -> ApiResult<u64> {
+    match result {
+        Ok(n) => Ok(n),
+        Err(StorageError::NotFound(_)) => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
