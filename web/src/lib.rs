@@ -9,6 +9,7 @@ pub mod auth;
 mod client;
 pub mod error;
 pub mod inspect;
+pub mod library_sheet;
 mod listener;
 pub mod mosaic;
 pub mod ops_endpoint;

@@ -16,8 +16,8 @@ use tessera_shared::storage::StorageError;
 
 use crate::client::{CLIENT_COOKIE, job_id};
 use crate::error::{ApiError, ApiResult};
+use crate::library_sheet::{sheet_size, sheet_url};
 use crate::mosaic::{level_size, top_level};
-use crate::routes::sheet::{sheet_size, sheet_url};
 use crate::state::AppState;
 use crate::system::{QueueDepth, SystemView, queue_depths, system_view};
 
