@@ -161,7 +161,7 @@ async fn a_browser_gets_a_client_cookie_and_keeps_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_routes_are_404_with_a_code() {
+async fn unknown_routes_are_404_and_unserved_methods_405() {
     // Unknown job ids have their own test in bad_input.rs.
     let app = spawn_app_with(test_settings(), false).await;
     let res = app.get("/api/v1/nothing-here").await;
@@ -169,6 +169,38 @@ async fn unknown_routes_are_404_with_a_code() {
         error_code(res).await,
         (StatusCode::NOT_FOUND, "no_route".to_string())
     );
+    // A path that exists, asked with a method it does not serve: 405, naming the ones it does.
+    let job = uuid::Uuid::new_v4();
+    for (method, path, allow) in [
+        (
+            reqwest::Method::POST,
+            format!("/api/v1/jobs/{job}"),
+            "GET, DELETE",
+        ),
+        (
+            reqwest::Method::PUT,
+            "/api/v1/libraries".to_string(),
+            "GET, POST",
+        ),
+        (reqwest::Method::GET, "/api/v1/jobs".to_string(), "POST"),
+        (reqwest::Method::DELETE, "/api/v1/queues".to_string(), "GET"),
+    ] {
+        let res = app
+            .client
+            .request(method.clone(), app.url(&path))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.headers()["allow"], allow, "{method} {path}");
+        assert_eq!(
+            error_code(res).await,
+            (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed".to_string()
+            ),
+            "{method} {path}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,28 +11,54 @@ pub mod tiles;
 
 use actix_web::web;
 
-use crate::error::no_route;
+use actix_web::http::StatusCode;
+
+use crate::error::{ApiError, no_route};
 
 /// Registers the REST API under `/api/v1` (the app adds the pages, sign-in and health checks).
+/// A method a path does not serve answers 405 with `Allow`; a path that does not exist, 404.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/api/v1")
-            .route("/jobs", web::post().to(jobs::submit))
-            .route("/jobs/{id}", web::get().to(jobs::get))
-            .route("/jobs/{id}", web::delete().to(jobs::delete))
-            .route("/jobs/{id}/result", web::get().to(result::get))
-            .route("/jobs/{id}/events", web::get().to(events::events))
-            .route("/jobs/{id}/preview", web::get().to(preview::get))
-            .route(
-                "/jobs/{id}/tiles/{level}/{x}/{y}",
-                web::get().to(tiles::get),
+            .service(resource("/jobs", "POST").route(web::post().to(jobs::submit)))
+            .service(
+                resource("/jobs/{id}", "GET, DELETE")
+                    .route(web::get().to(jobs::get))
+                    .route(web::delete().to(jobs::delete)),
             )
-            .route("/libraries", web::get().to(libraries::list))
-            .route("/libraries", web::post().to(libraries::create))
-            .route("/libraries/{id}", web::get().to(libraries::get))
-            .route("/libraries/{id}/sheet", web::get().to(sheet::get))
-            .route("/queues", web::get().to(ops::queues))
-            .route("/system", web::get().to(ops::system))
+            .service(resource("/jobs/{id}/result", "GET").route(web::get().to(result::get)))
+            .service(resource("/jobs/{id}/events", "GET").route(web::get().to(events::events)))
+            .service(resource("/jobs/{id}/preview", "GET").route(web::get().to(preview::get)))
+            .service(
+                resource("/jobs/{id}/tiles/{level}/{x}/{y}", "GET")
+                    .route(web::get().to(tiles::get)),
+            )
+            .service(
+                resource("/libraries", "GET, POST")
+                    .route(web::get().to(libraries::list))
+                    .route(web::post().to(libraries::create)),
+            )
+            .service(resource("/libraries/{id}", "GET").route(web::get().to(libraries::get)))
+            .service(resource("/libraries/{id}/sheet", "GET").route(web::get().to(sheet::get)))
+            .service(resource("/queues", "GET").route(web::get().to(ops::queues)))
+            .service(resource("/system", "GET").route(web::get().to(ops::system)))
             .default_service(web::to(no_route)),
     );
+}
+
+/// A path of the API whose other methods answer 405, naming the ones it serves (`allow`).
+fn resource(path: &str, allow: &'static str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(move || async move {
+        let error = ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("this path serves {allow}"),
+        );
+        let mut response = actix_web::ResponseError::error_response(&error);
+        response.headers_mut().insert(
+            actix_web::http::header::ALLOW,
+            actix_web::http::header::HeaderValue::from_static(allow),
+        );
+        response
+    }))
 }
