@@ -112,7 +112,7 @@ fn quoted(etag: &str) -> String {
 }
 
 fn missing(field: &str) -> StorageError {
-    StorageError::Other(format!("the service's answer has no {field}"))
+    StorageError::Other(format!("the service's answer has no {field}").into())
 }
 
 /// Runs a write, creating the container and trying once more if it did not exist.
@@ -354,7 +354,7 @@ impl BlobUpload for AzureUpload {
             ..Default::default()
         };
         let content = RequestContent::try_from(list)
-            .map_err(|e| StorageError::Other(format!("block list: {e}")))?;
+            .map_err(|e| StorageError::Other(format!("block list: {e}").into()))?;
         let committed = self
             .client
             .commit_block_list(

@@ -1,6 +1,7 @@
 //! From the SDK's errors to the ports' semantic ones.
 //!
-//! Messages carry the status and the service's error code, never a URL (it would hold the SAS).
+//! Messages carry the status and the service's error code, never a URL (it would hold the SAS);
+//! for the same reason the SDK's error is not kept as the source.
 
 use azure_core::error::ErrorKind;
 use azure_core::http::StatusCode;
@@ -21,9 +22,9 @@ pub(crate) fn map(e: azure_core::Error, what: &str) -> StorageError {
     let Some((status, code)) = http_failure(&e) else {
         return match e.kind() {
             ErrorKind::Connection | ErrorKind::Io => {
-                StorageError::Transient(format!("{what}: {}", describe(&e)))
+                StorageError::Transient(format!("{what}: {}", describe(&e)).into())
             }
-            _ => StorageError::Other(format!("{what}: {}", describe(&e))),
+            _ => StorageError::Other(format!("{what}: {}", describe(&e)).into()),
         };
     };
     let code_str = code.unwrap_or("");
@@ -34,16 +35,18 @@ pub(crate) fn map(e: azure_core::Error, what: &str) -> StorageError {
         (409, "BlobAlreadyExists" | "QueueAlreadyExists" | "ContainerAlreadyExists") => {
             StorageError::AlreadyExists(what.to_owned())
         }
-        (409, "QueueBeingDeleted" | "ContainerBeingDeleted") => StorageError::Transient(detail),
+        (409, "QueueBeingDeleted" | "ContainerBeingDeleted") => {
+            StorageError::Transient(detail.into())
+        }
         (412, _) => StorageError::Precondition(what.to_owned()),
         (413, _) | (_, "RequestBodyTooLarge" | "MessageTooLarge") => StorageError::TooLarge {
             size: 0,
             limit: tessera_shared::storage::MAX_MESSAGE_BYTES,
         },
         (400, _) => StorageError::Invalid(detail),
-        (408 | 429, _) => StorageError::Transient(detail),
-        (500..=599, _) => StorageError::Transient(detail),
-        _ => StorageError::Other(detail),
+        (408 | 429, _) => StorageError::Transient(detail.into()),
+        (500..=599, _) => StorageError::Transient(detail.into()),
+        _ => StorageError::Other(detail.into()),
     }
 }
 

@@ -67,7 +67,7 @@ fn message_content(body: &str) -> Result<RequestContent<QueueMessage, XmlFormat>
 }
 
 fn missing(field: &str) -> StorageError {
-    StorageError::Other(format!("the service's answer has no {field}"))
+    StorageError::Other(format!("the service's answer has no {field}").into())
 }
 
 fn time_or_now(t: Option<OffsetDateTime>) -> OffsetDateTime {
@@ -334,8 +334,8 @@ impl QueueStore for AzureStorage {
                 Err(e) => return Err(map(e, queue)),
             }
         }
-        Err(StorageError::Transient(format!(
-            "{queue}: clearing timed out repeatedly"
-        )))
+        Err(StorageError::Transient(
+            format!("{queue}: clearing timed out repeatedly").into(),
+        ))
     }
 }

@@ -357,7 +357,10 @@ impl JobStore {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(StorageError::Transient(format!("job {job}: too many concurrent updates")).into())
+        Err(
+            StorageError::Transient(format!("job {job}: too many concurrent updates").into())
+                .into(),
+        )
     }
 }
 

@@ -280,6 +280,6 @@ pub async fn collect_garbage(
 fn library_storage_error(e: crate::libraries::LibraryError) -> StorageError {
     match e {
         crate::libraries::LibraryError::Storage(e) => e,
-        other => StorageError::Other(other.to_string()),
+        other => StorageError::Other(other.to_string().into()),
     }
 }

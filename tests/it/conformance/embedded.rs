@@ -111,3 +111,30 @@ async fn embedded_queue_throughput() {
         rate(sent_in + consumed_in)
     );
 }
+
+/// A failed write keeps the operating system's error as its source, and says it in its message.
+#[tokio::test]
+async fn a_failed_write_keeps_its_cause_as_the_source() {
+    use tessera_shared::storage::{PutMode, StorageError};
+    let dir = tempfile::tempdir().unwrap();
+    let storage = EmbeddedStorage::open(dir.path()).unwrap();
+    let tmp = dir.path().join("blobs/.tmp");
+    std::fs::remove_dir_all(&tmp).unwrap();
+    std::fs::write(&tmp, b"").unwrap();
+    let err = storage
+        .blobs()
+        .put(
+            "cause/one",
+            bytes::Bytes::from_static(b"x"),
+            PutMode::Overwrite,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StorageError::Other(_)), "{err:?}");
+    let source = std::error::Error::source(&err).expect("a source");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("the io::Error");
+    assert_eq!(io.raw_os_error(), Some(20), "{io}");
+    assert!(err.to_string().contains("Not a directory"), "{err}");
+}

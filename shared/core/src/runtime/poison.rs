@@ -53,12 +53,11 @@ impl PoisonRecord {
             (Some(body), _) => Ok(body.clone()),
             (None, Some(key)) => {
                 let bytes = blobs.get(key).await?;
-                String::from_utf8(bytes.to_vec())
-                    .map_err(|e| StorageError::Other(format!("body blob {key} is not UTF-8: {e}")))
+                String::from_utf8(bytes.to_vec()).map_err(|e| {
+                    StorageError::Other(format!("body blob {key} is not UTF-8: {e}").into())
+                })
             }
-            (None, None) => Err(StorageError::Other(
-                "poison record carries no body".to_string(),
-            )),
+            (None, None) => Err(StorageError::Other("poison record carries no body".into())),
         }
     }
 }

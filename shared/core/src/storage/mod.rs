@@ -12,7 +12,7 @@
 pub mod embedded;
 
 use std::collections::HashMap;
-use std::fmt::Debug;
+use std::fmt::{self, Debug};
 use std::ops::Range;
 use std::time::Duration;
 
@@ -31,37 +31,122 @@ pub const DEFAULT_TIME_TO_LIVE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 
-/// What went wrong, by meaning rather than by backend.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+/// What went wrong, by meaning rather than by backend. The kinds that come from below (full,
+/// transient, other) keep the lower error as their `source()`, so a chain of causes reaches the
+/// operating system's or the HTTP client's own error.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StorageError {
     /// The queue, message or blob does not exist (or the message has expired).
-    #[error("not found: {0}")]
     NotFound(String),
     /// A create-only write met an existing blob.
-    #[error("already exists: {0}")]
     AlreadyExists(String),
     /// A conditional write's precondition (an ETag) no longer holds.
-    #[error("precondition failed: {0}")]
     Precondition(String),
     /// The pop receipt is stale: the message was received again or updated since.
-    #[error("pop receipt does not match for message {0}")]
     ReceiptMismatch(String),
     /// A message or request over a size limit.
-    #[error("too large: {size} bytes, the limit is {limit}")]
     TooLarge { size: usize, limit: usize },
     /// An argument outside what the service accepts (a batch of 33, a bad name, ...).
-    #[error("invalid request: {0}")]
     Invalid(String),
     /// No space left to write: worth retrying once space returns, not at once.
-    #[error("storage is full: {0}")]
-    Full(String),
+    Full(Cause),
     /// Worth retrying: a timeout, a refused connection, a 5xx, "server busy".
-    #[error("transient storage error: {0}")]
-    Transient(String),
+    Transient(Cause),
     /// Anything else: not worth retrying.
-    #[error("storage error: {0}")]
-    Other(String),
+    Other(Cause),
 }
+
+impl fmt::Display for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StorageError::NotFound(what) => write!(f, "not found: {what}"),
+            StorageError::AlreadyExists(what) => write!(f, "already exists: {what}"),
+            StorageError::Precondition(what) => write!(f, "precondition failed: {what}"),
+            StorageError::ReceiptMismatch(id) => {
+                write!(f, "pop receipt does not match for message {id}")
+            }
+            StorageError::TooLarge { size, limit } => {
+                write!(f, "too large: {size} bytes, the limit is {limit}")
+            }
+            StorageError::Invalid(what) => write!(f, "invalid request: {what}"),
+            StorageError::Full(cause) => write!(f, "storage is full: {cause}"),
+            StorageError::Transient(cause) => write!(f, "transient storage error: {cause}"),
+            StorageError::Other(cause) => write!(f, "storage error: {cause}"),
+        }
+    }
+}
+
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StorageError::Full(cause)
+            | StorageError::Transient(cause)
+            | StorageError::Other(cause) => cause.source.as_deref().map(|e| e as _),
+            _ => None,
+        }
+    }
+}
+
+/// What a storage error says, and the lower error behind it, if any (shared, so that errors stay
+/// cheap to clone). Two causes are equal when they say the same.
+#[derive(Debug, Clone)]
+pub struct Cause {
+    message: String,
+    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Cause {
+    /// `message`, with `source` as the error behind it.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Cause {
+            message: message.into(),
+            source: Some(std::sync::Arc::new(source)),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<String> for Cause {
+    fn from(message: String) -> Self {
+        Cause {
+            message,
+            source: None,
+        }
+    }
+}
+
+impl From<&str> for Cause {
+    fn from(message: &str) -> Self {
+        message.to_string().into()
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::ops::Deref for Cause {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for Cause {}
 
 impl StorageError {
     pub fn is_transient(&self) -> bool {

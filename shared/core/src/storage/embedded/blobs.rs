@@ -25,7 +25,7 @@ use time::OffsetDateTime;
 
 use super::Durability;
 use crate::storage::{
-    BlobMeta, BlobStore, BlobUpload, ListPage, PutMode, Result, StorageError, split_blob_key,
+    BlobMeta, BlobStore, BlobUpload, Cause, ListPage, PutMode, Result, StorageError, split_blob_key,
 };
 
 const MAGIC: &[u8; 4] = b"TSB1";
@@ -109,8 +109,8 @@ impl Header {
 fn io_err(key: &str, e: io::Error) -> StorageError {
     match e.kind() {
         io::ErrorKind::NotFound => StorageError::NotFound(format!("blob {key}")),
-        _ if is_full(&e) => StorageError::Full(format!("blob {key}: {e}")),
-        _ => StorageError::Other(format!("blob {key}: {e}")),
+        _ if is_full(&e) => StorageError::Full(Cause::with_source(format!("blob {key}: {e}"), e)),
+        _ => StorageError::Other(Cause::with_source(format!("blob {key}: {e}"), e)),
     }
 }
 
@@ -124,7 +124,7 @@ pub(crate) fn is_full(e: &io::Error) -> bool {
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| StorageError::Other(format!("blob task failed: {e}")))?
+        .map_err(|e| StorageError::Other(format!("blob task failed: {e}").into()))?
 }
 
 impl EmbeddedBlobs {
@@ -138,7 +138,7 @@ impl EmbeddedBlobs {
         };
         for dir in [&inner.tmp, &inner.locks] {
             fs::create_dir_all(dir)
-                .map_err(|e| StorageError::Other(format!("{}: {e}", dir.display())))?;
+                .map_err(|e| StorageError::Other(format!("{}: {e}", dir.display()).into()))?;
         }
         if let Ok(entries) = fs::read_dir(&inner.tmp) {
             for entry in entries.flatten() {
@@ -341,7 +341,7 @@ impl Inner {
         }
         let mut keys = Vec::new();
         self.walk(&dir, &base, &mut keys)
-            .map_err(|e| StorageError::Other(format!("listing {prefix}: {e}")))?;
+            .map_err(|e| StorageError::Other(format!("listing {prefix}: {e}").into()))?;
         keys.retain(|key| {
             key.starts_with(prefix) && after.is_none_or(|after| key.as_str() > after)
         });
@@ -513,7 +513,7 @@ struct EmbeddedUpload {
 impl EmbeddedUpload {
     fn take_file(&mut self) -> Result<File> {
         self.file.take().ok_or_else(|| {
-            StorageError::Other(format!("upload of blob {} failed earlier", self.key))
+            StorageError::Other(format!("upload of blob {} failed earlier", self.key).into())
         })
     }
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub use blobs::EmbeddedBlobs;
 pub use queues::EmbeddedQueues;
 
-use super::{BlobStore, QueueStore, Result, StorageError};
+use super::{BlobStore, Cause, QueueStore, Result, StorageError};
 
 /// What an acknowledged write survives.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -84,5 +84,5 @@ impl EmbeddedStorage {
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> StorageError {
-    StorageError::Other(format!("{}: {e}", path.display()))
+    StorageError::Other(Cause::with_source(format!("{}: {e}", path.display()), e))
 }

@@ -25,7 +25,7 @@ use tokio::sync::oneshot;
 
 use super::Durability;
 use crate::storage::{
-    DEFAULT_TIME_TO_LIVE, PeekedMessage, QueueStore, ReceivedMessage, Result, SendOptions,
+    Cause, DEFAULT_TIME_TO_LIVE, PeekedMessage, QueueStore, ReceivedMessage, Result, SendOptions,
     SentMessage, StorageError, UpdatedMessage, check_batch, check_body, check_visibility,
     validate_queue_name,
 };
@@ -81,10 +81,13 @@ impl EmbeddedQueues {
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(sql_error)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StorageError::Other(format!(
-                "{}: cannot use write-ahead logging (journal mode {mode})",
-                path.display()
-            )));
+            return Err(StorageError::Other(
+                format!(
+                    "{}: cannot use write-ahead logging (journal mode {mode})",
+                    path.display()
+                )
+                .into(),
+            ));
         }
         conn.execute_batch(match durability {
             // WAL with NORMAL: a commit is in the log file (the OS's cache) when it returns.
@@ -101,7 +104,9 @@ impl EmbeddedQueues {
         std::thread::Builder::new()
             .name("tessera-queues".into())
             .spawn(move || writer(conn, rx))
-            .map_err(|e| StorageError::Other(format!("cannot start the queue thread: {e}")))?;
+            .map_err(|e| {
+                StorageError::Other(format!("cannot start the queue thread: {e}").into())
+            })?;
         Ok(EmbeddedQueues {
             path: path.to_path_buf(),
             jobs,
@@ -234,9 +239,9 @@ fn wait_for_lock(retries: i32) -> bool {
 fn sql_error(e: rusqlite::Error) -> StorageError {
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
-            StorageError::Transient(format!("queue database busy: {e}"))
+            StorageError::Transient(Cause::with_source(format!("queue database busy: {e}"), e))
         }
-        _ => StorageError::Other(format!("queue database: {e}")),
+        _ => StorageError::Other(Cause::with_source(format!("queue database: {e}"), e)),
     }
 }
 
@@ -544,8 +549,9 @@ impl QueueStore for EmbeddedQueues {
                 .optional()?;
             Ok(match json {
                 None => Err(queue_not_found(&queue)),
-                Some(json) => serde_json::from_str(&json)
-                    .map_err(|e| StorageError::Other(format!("metadata of queue {queue}: {e}"))),
+                Some(json) => serde_json::from_str(&json).map_err(|e| {
+                    StorageError::Other(format!("metadata of queue {queue}: {e}").into())
+                }),
             })
         })
         .await
