@@ -24,15 +24,14 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
 
-from PIL import Image
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from tessera_client import FIXTURES, http, job_form, pixels, render_pixels, stop_group  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("TESSERA_BIN", ROOT / "target/debug/tessera")).resolve()
 AZURITE = ROOT / "tools/azurite/node_modules/.bin/azurite"
-FIXTURES = ROOT / "tests/fixtures/engine"
 IDLE_SECS = int(os.environ.get("IDLE_SECS", "150"))
 RUNS = int(os.environ.get("RUNS", "1"))
 ONE_HOST = os.environ.get("ONE_HOST") == "1"
@@ -65,6 +64,11 @@ def ns(host):
     return f"{PREFIX}-h{HOSTS[host]}"
 
 
+def distinct_hosts():
+    """One role name per namespace (with ONE_HOST=1, every role shares one)."""
+    return list({HOSTS[h]: h for h in HOSTS}.values())
+
+
 def ip(host):
     return f"{NET}.{HOSTS[host]}"
 
@@ -74,8 +78,7 @@ def sh(*args, check=True):
 
 
 def teardown_network():
-    for host in sorted(set(HOSTS.values())):
-        host = next(h for h, n in HOSTS.items() if n == host)
+    for host in distinct_hosts():
         pids = sh("ip", "netns", "pids", ns(host), check=False).stdout.split()
         for pid in pids:
             try:
@@ -100,8 +103,7 @@ def setup_network():
         sh("iptables", "-I", "FORWARD", "1", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT", check=False)
     sh("ip", "addr", "add", f"{HOST_ADDR}/24", "dev", BRIDGE)
     sh("ip", "link", "set", BRIDGE, "up")
-    for host in sorted(set(HOSTS.values())):
-        host = next(h for h, n in HOSTS.items() if n == host)
+    for host in distinct_hosts():
         name = ns(host)
         sh("ip", "netns", "add", name)
         sh("ip", "link", "add", name, "type", "veth", "peer", "name", "eth0", "netns", name)
@@ -152,15 +154,7 @@ def start_role(name, host, role, extra=None, args=()):
 
 def stop(name, sig=signal.SIGTERM):
     proc, _, _ = processes.pop(name)
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=45)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    stop_group(proc, sig)
 
 
 def kill_host(host):
@@ -173,12 +167,6 @@ def kill_host(host):
     for name in [n for n, (_, _, h) in processes.items() if h == host]:
         proc, _, _ = processes.pop(name)
         proc.wait(timeout=10)
-
-
-def http(method, url, body=None, headers=None, timeout=10):
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return response.status, response.read()
 
 
 def wait_ready(url, what, deadline=60):
@@ -196,38 +184,10 @@ def wait_ready(url, what, deadline=60):
 
 
 def submit(cells, tile_size, slices):
-    boundary = uuid.uuid4().hex
-    fields = {
-        "library": "tiles",
-        "cells": str(cells),
-        "tile_size": str(tile_size),
-        "slices": str(slices),
-        "repeat_radius": "1",
-        "blend": "0",
-    }
-    parts = []
-    for key, value in fields.items():
-        parts.append(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode()
-        )
-    image = (FIXTURES / "astronaut-48.png").read_bytes()
-    parts.append(
-        (
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"image\"; "
-            f"filename=\"astronaut.png\"\r\nContent-Type: image/png\r\n\r\n"
-        ).encode()
-        + image
-        + b"\r\n"
-    )
-    parts.append(f"--{boundary}--\r\n".encode())
-    status, body = http(
-        "POST",
-        f"{WEB}/api/v1/jobs",
-        b"".join(parts),
-        {"Content-Type": f"multipart/form-data; boundary={boundary}"},
-    )
-    assert status == 202, (status, body)
-    return json.loads(body)["id"]
+    body, content_type = job_form(cells, tile_size, slices)
+    status, answer = http("POST", f"{WEB}/api/v1/jobs", body, {"Content-Type": content_type})
+    assert status == 202, (status, answer)
+    return json.loads(answer)["id"]
 
 
 def job(job_id):
@@ -265,25 +225,11 @@ def result_pixels(job_id):
     _, body = http("GET", f"{WEB}/api/v1/jobs/{job_id}/result", timeout=60)
     path = LOGS / f"{job_id}.png"
     path.write_bytes(body)
-    with Image.open(path) as image:
-        return image.size, image.convert("RGB").tobytes()
+    return pixels(path)
 
 
 def local_render(cells, tile_size):
-    out = LOGS / f"render-{cells}-{tile_size}.png"
-    subprocess.run(
-        [
-            str(BIN), "render", str(FIXTURES / "astronaut-48.png"),
-            "-l", str(FIXTURES / "tiles"), "-o", str(out),
-            "--tile-size", str(tile_size), "--cells", str(cells),
-            "--repeat-radius", "1", "--blend", "0",
-        ],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "TESSERA_LOG": "warn"},
-    )
-    with Image.open(out) as image:
-        return image.size, image.convert("RGB").tobytes()
+    return render_pixels(BIN, LOGS / f"render-{cells}-{tile_size}.png", cells, tile_size)
 
 
 def check(name, passed, detail):

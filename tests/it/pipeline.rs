@@ -984,14 +984,23 @@ async fn active_markers(env: &Env) -> usize {
 
 const STALL: Duration = Duration::from_millis(1500);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stalled_job_is_driven_again_once_and_ends_done() {
+/// `job` submitted on a fresh embedded store and planned by a controller running alone: its
+/// slice requests wait on the queue.
+async fn planned_by_a_controller_alone(
+    job: &Job,
+) -> (Env, (ShutdownTrigger, JoinHandle<anyhow::Result<()>>), Uuid) {
     let env = embedded();
     let library = env.library().await;
     let controller = start_controller(&env.platform);
-    let job = Job::small(3);
-    let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+    let id = submit(&env.platform, library.reference(), &target_bytes(), job).await;
     wait_for_quality(&env.platform, id).await;
+    (env, controller, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_job_is_driven_again_once_and_ends_done() {
+    let job = Job::small(3);
+    let (env, controller, id) = planned_by_a_controller_alone(&job).await;
     assert_eq!(active_markers(&env).await, 1);
 
     // The slice requests are lost, and one slice's plan with them.
@@ -1037,17 +1046,7 @@ async fn stalled_job_is_driven_again_once_and_ends_done() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_stalled_again_after_being_driven_again_fails_with_the_reason() {
-    let env = embedded();
-    let library = env.library().await;
-    let controller = start_controller(&env.platform);
-    let id = submit(
-        &env.platform,
-        library.reference(),
-        &target_bytes(),
-        &Job::small(2),
-    )
-    .await;
-    wait_for_quality(&env.platform, id).await;
+    let (env, controller, id) = planned_by_a_controller_alone(&Job::small(2)).await;
     let slices = QueueName::SliceRequest.as_str();
     env.queues.clear(slices).await.unwrap();
 
@@ -1081,17 +1080,7 @@ async fn job_stalled_again_after_being_driven_again_fails_with_the_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_poisoned_while_blob_writes_fail_ends_failed_with_the_cause() {
-    let env = embedded();
-    let library = env.library().await;
-    let controller = start_controller(&env.platform);
-    let id = submit(
-        &env.platform,
-        library.reference(),
-        &target_bytes(),
-        &Job::small(2),
-    )
-    .await;
-    wait_for_quality(&env.platform, id).await;
+    let (env, controller, id) = planned_by_a_controller_alone(&Job::small(2)).await;
 
     // Blob writes fail from here on: the blob store's temp folder is replaced by a file.
     let tmp = env._dir.as_ref().unwrap().path().join("blobs/.tmp");

@@ -18,13 +18,18 @@ pub(crate) const KEY: &str = "correct horse battery staple";
 
 /// The web role alone (no workers) with an API key, and a client that does not follow redirects.
 pub(crate) async fn spawn_keyed_app() -> TestApp {
+    spawn_keyed_app_with(false).await
+}
+
+/// [`spawn_keyed_app`], with a controller and a processor too when `workers`.
+async fn spawn_keyed_app_with(workers: bool) -> TestApp {
     let settings = WebSettings {
         port: 0,
         workers: 1,
         api_key: ApiKey::new(KEY),
         ..WebSettings::default()
     };
-    let mut app = spawn_app_with(settings, false).await;
+    let mut app = spawn_app_with(settings, workers).await;
     app.client = no_redirect_client();
     app
 }
@@ -416,14 +421,7 @@ async fn quality_figures_and_the_processors_seen() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_a_key_cookies_need_this_site_images_stay_private_and_sign_in_is_limited() {
-    let settings = WebSettings {
-        port: 0,
-        workers: 1,
-        api_key: ApiKey::new(KEY),
-        ..WebSettings::default()
-    };
-    let mut app = spawn_app_with(settings, true).await;
-    app.client = no_redirect_client();
+    let app = spawn_keyed_app_with(true).await;
     let origin = app.address.clone();
     let sign_in = |key: &'static str| {
         app.client

@@ -28,12 +28,12 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from PIL import Image
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from tessera_client import FIXTURES, http, job_form, pixels, render_pixels, stop_group  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("TESSERA_BIN", ROOT / "target/release/tessera")).resolve()
 AZURITE = ROOT / "tools/azurite/node_modules/.bin/azurite"
-FIXTURES = ROOT / "tests/fixtures/engine"
 JOBS = int(os.environ.get("JOBS", "30"))
 MINUTES = float(os.environ.get("MINUTES", "3"))
 SEED = int(os.environ.get("SEED", "7"))
@@ -84,23 +84,8 @@ def start(name, argv, extra=None):
 
 def kill(name, sig=signal.SIGKILL):
     proc = processes.pop(name, None)
-    if proc is None:
-        return
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-def http(method, url, body=None, headers=None, timeout=30):
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return response.status, response.read()
+    if proc is not None:
+        stop_group(proc, sig, timeout=30)
 
 
 def wait_until(what, check, deadline=60):
@@ -124,24 +109,14 @@ def tessera(*args):
 
 
 def submit(size):
-    cells, tile, slices = size
-    boundary = uuid.uuid4().hex
-    fields = {"library": "tiles", "cells": cells, "tile_size": tile, "slices": slices,
-              "repeat_radius": 1, "blend": 0}
-    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
-             for k, v in fields.items()]
-    parts.append(
-        f'--{boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n'
-        f"Content-Type: image/png\r\n\r\n".encode()
-        + (FIXTURES / "astronaut-48.png").read_bytes() + b"\r\n")
-    parts.append(f"--{boundary}--\r\n".encode())
-    for attempt in range(60):
+    body, content_type = job_form(*size)
+    for _ in range(60):
         try:
-            status, body = http("POST", f"{WEB}/api/v1/jobs", b"".join(parts), {
-                "Content-Type": f"multipart/form-data; boundary={boundary}",
+            _, answer = http("POST", f"{WEB}/api/v1/jobs", body, {
+                "Content-Type": content_type,
                 "X-Client-Id": str(uuid.uuid4()),
-            })
-            return json.loads(body)["id"]
+            }, timeout=30)
+            return json.loads(answer)["id"]
         except (urllib.error.URLError, OSError) as e:
             # The front end answers 503 while storage is frozen: submit again, as a client would.
             time.sleep(1)
@@ -154,24 +129,13 @@ def job(job_id):
     return json.loads(body)
 
 
-def pixels(path):
-    with Image.open(path) as image:
-        return image.size, image.convert("RGB").tobytes()
-
-
 renders = {}
 
 
 def local_render(size):
     if size not in renders:
         cells, tile, _ = size
-        out = LOGS / f"render-{cells}-{tile}.png"
-        subprocess.run([str(BIN), "render", str(FIXTURES / "astronaut-48.png"),
-                        "-l", str(FIXTURES / "tiles"), "-o", str(out),
-                        "--tile-size", str(tile), "--cells", str(cells),
-                        "--repeat-radius", "1", "--blend", "0"],
-                       check=True, capture_output=True, env={**os.environ, "TESSERA_LOG": "warn"})
-        renders[size] = pixels(out)
+        renders[size] = render_pixels(BIN, LOGS / f"render-{cells}-{tile}.png", cells, tile)
     return renders[size]
 
 

@@ -14,9 +14,6 @@ use tessera_shared::storage::StorageError;
 
 use crate::streams::JobChanges;
 
-/// Attempts at marking a job failed when its response is poisoned (about an hour with back-off).
-const FATE_ATTEMPTS: u32 = 125;
-
 /// Starts the listener over `platform`'s `imageresponse` queue.
 pub async fn start(
     platform: Platform,
@@ -32,25 +29,25 @@ pub async fn start(
             async move {
                 let Some(job) = record.job_id else { return };
                 let reason = format!("the job's result could not be recorded: {}", record.reason);
-                // Storage may be down the moment the message goes: keep trying, with back-off,
-                // in a task of its own (the controllers' reconciler is the last resort).
-                tokio::spawn(async move {
-                    let mut delay = Duration::from_millis(500);
-                    for _ in 0..FATE_ATTEMPTS {
+                // Storage may be down the moment the message goes: keep trying, in a task of
+                // its own.
+                tokio::spawn(poison::record_fate(job, move || {
+                    let (platform, changes, reason) =
+                        (platform.clone(), changes.clone(), reason.clone());
+                    async move {
                         match platform
                             .jobs()
                             .update(job, |rec| rec.fail(reason.clone()))
                             .await
                         {
-                            Ok(_) | Err(JobError::NotFound(_)) => return changes.changed(job),
-                            Err(e) => {
-                                tracing::warn!(%job, error = %e, "poisoned job not marked failed yet")
+                            Ok(_) | Err(JobError::NotFound(_)) => {
+                                changes.changed(job);
+                                Ok(())
                             }
+                            Err(e) => Err(e),
                         }
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(30));
                     }
-                });
+                }));
             }
         })
     };

@@ -26,8 +26,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::jobs::{
-    counted, fail_job_persistently, give_up, job_failure, on_background_thread, plan_options,
-    slice_ranges, spent,
+    counted, fail_job, give_up, job_failure, on_background_thread, plan_options, slice_ranges,
+    spent,
 };
 use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ControllerSettings;
@@ -120,7 +120,10 @@ pub(crate) fn poison_hook(platform: Platform, what: &'static str) -> poison::Poi
         async move {
             let Some(job) = record.job_id else { return };
             let reason = format!("{what}: {}", record.reason);
-            tokio::spawn(async move { fail_job_persistently(&platform, job, &reason).await });
+            tokio::spawn(poison::record_fate(job, move || {
+                let (platform, reason) = (platform.clone(), reason.clone());
+                async move { fail_job(&platform, job, &reason).await }
+            }));
         }
     })
 }

@@ -112,31 +112,6 @@ pub(crate) async fn fail_job_if(
     Ok(ended)
 }
 
-/// Fails `job` with `reason`, retrying with back-off while storage fails, for up to
-/// [`FATE_RETRY_LIMIT`]: a poisoned message's job must not keep its state because storage was
-/// down the moment the message went (the reconciler is the last resort).
-pub(crate) async fn fail_job_persistently(platform: &Platform, job: Uuid, reason: &str) {
-    let started = std::time::Instant::now();
-    let mut delay = std::time::Duration::from_millis(500);
-    loop {
-        match fail_job(platform, job, reason).await {
-            Ok(()) => return,
-            Err(e) if started.elapsed() < FATE_RETRY_LIMIT => {
-                tracing::warn!(%job, error = %e, ?delay, "poisoned job not marked failed yet; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(std::time::Duration::from_secs(30));
-            }
-            Err(e) => {
-                tracing::error!(%job, error = %e, "poisoned job not marked failed; the reconciler will");
-                return;
-            }
-        }
-    }
-}
-
-/// How long a poison hook keeps trying to record its job's failure.
-const FATE_RETRY_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
-
 /// Fails the job for good and poisons the message; a storage error while recording it is retried.
 pub(crate) async fn give_up(platform: &Platform, job: Uuid, reason: String) -> Failure {
     match fail_job(platform, job, &reason).await {

@@ -11,6 +11,7 @@
 //! Under several controllers, the record's conditional write decides: the first to note the
 //! re-drive acts, the others find a record that changed a moment ago and leave it.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use tessera_shared::jobs::{JobError, JobRecord, JobState};
@@ -39,14 +40,7 @@ pub struct SweepReport {
 
 /// Sweeps every `sweep_interval` until `shutdown` fires.
 pub(crate) async fn run_reconciler(platform: Platform, settings: JobsSettings, shutdown: Shutdown) {
-    let interval = settings.sweep_interval();
-    loop {
-        // Controllers started together spread their sweeps.
-        let jitter = interval.mul_f64(rand::random::<f64>() * 0.25);
-        tokio::select! {
-            () = shutdown.fired() => return,
-            () = tokio::time::sleep(interval + jitter) => {}
-        }
+    while next_pass(settings.sweep_interval(), &shutdown).await {
         match sweep(&platform, settings.stall_timeout()).await {
             Ok(report) if report.redriven.is_empty() && report.failed.is_empty() => {}
             Ok(report) => tracing::info!(
@@ -67,12 +61,7 @@ pub(crate) async fn run_storage_gc(
     interval: Duration,
     shutdown: Shutdown,
 ) {
-    loop {
-        let jitter = interval.mul_f64(rand::random::<f64>() * 0.25);
-        tokio::select! {
-            () = shutdown.fired() => return,
-            () = tokio::time::sleep(interval + jitter) => {}
-        }
+    while next_pass(interval, &shutdown).await {
         match collect_garbage(&platform, options).await {
             Ok(report) if report.blobs == 0 => {}
             Ok(report) => tracing::info!(?report, "storage swept"),
@@ -81,16 +70,22 @@ pub(crate) async fn run_storage_gc(
     }
 }
 
+/// Waits `interval`, up to a quarter longer at random (controllers started together spread their
+/// passes); false when `shutdown` fires first.
+async fn next_pass(interval: Duration, shutdown: &Shutdown) -> bool {
+    let jitter = interval.mul_f64(rand::random::<f64>() * 0.25);
+    tokio::select! {
+        () = shutdown.fired() => false,
+        () = tokio::time::sleep(interval + jitter) => true,
+    }
+}
+
 /// One pass over the jobs not ended yet: re-drives or fails those stalled for `stall`.
 pub async fn sweep(platform: &Platform, stall: Duration) -> Result<SweepReport, StorageError> {
     let mut report = SweepReport::default();
     let jobs = platform.jobs();
     for marker in platform.blobs.list_all(BlobKey::ACTIVE_JOBS_PREFIX).await? {
-        let Some(job) = marker
-            .key
-            .strip_prefix(BlobKey::ACTIVE_JOBS_PREFIX)
-            .and_then(|id| id.parse::<Uuid>().ok())
-        else {
+        let Some(job) = BlobKey::active_job_of(&marker.key) else {
             continue;
         };
         let now = OffsetDateTime::now_utc();
@@ -117,21 +112,17 @@ pub async fn sweep(platform: &Platform, stall: Duration) -> Result<SweepReport, 
         if !record.stalled(now, stall) {
             continue;
         }
-        let outcome = if record.redriven_at.is_some() {
-            fail_stalled(platform, job, stall).await.map(|failed| {
-                if failed {
-                    report.failed.push(job)
-                }
-            })
+        let (acted, list) = if record.redriven_at.is_some() {
+            (fail_stalled(platform, job, stall).await, &mut report.failed)
         } else {
-            redrive(platform, job, stall).await.map(|redriven| {
-                if redriven {
-                    report.redriven.push(job)
-                }
-            })
+            (redrive(platform, job, stall).await, &mut report.redriven)
         };
-        if let Err(e) = outcome {
-            tracing::warn!(%job, error = %e, "stalled job not reconciled; next sweep retries");
+        match acted {
+            Ok(true) => list.push(job),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(%job, error = %e, "stalled job not reconciled; next sweep retries")
+            }
         }
     }
     Ok(report)
@@ -225,15 +216,15 @@ async fn resend_missing(platform: &Platform, record: &JobRecord) -> Result<(), S
             .await
             .map(drop);
     }
-    let plans = platform
+    let plans: HashSet<String> = platform
         .blobs
         .list_all(&BlobKey::slice_inputs_prefix(job))
-        .await?;
+        .await?
+        .into_iter()
+        .map(|meta| meta.key)
+        .collect();
     let plan_key = |seq| BlobKey::SliceInput { job, seq }.path();
-    if missing
-        .iter()
-        .any(|&seq| !plans.iter().any(|p| p.key == plan_key(seq)))
-    {
+    if missing.iter().any(|&seq| !plans.contains(&plan_key(seq))) {
         return plan_again().await;
     }
     for seq in missing {

@@ -260,20 +260,6 @@ impl JobStore {
         Ok(())
     }
 
-    /// Removes a job's record and its active marker (what else the job holds is the caller's).
-    pub async fn delete(&self, job: Uuid) -> Result<(), JobError> {
-        for key in [
-            BlobKey::ActiveJob { job }.path(),
-            BlobKey::JobRecord { job }.path(),
-        ] {
-            match self.blobs.delete(&key).await {
-                Ok(()) | Err(StorageError::NotFound(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
-    }
-
     /// Notes that a job ended: its client's marker (if the client has one) turns from empty to
     /// one byte, so that a listing of the client's markers counts its active jobs, and the
     /// job's active marker goes. Best effort: a marker left behind is seen to by the

@@ -47,13 +47,15 @@ impl BlobKey {
             BlobKey::ImageOutput { job } => format!("imageoutput/{job}"),
             BlobKey::ImagePreview { job } => format!("imagepreview/{job}"),
             BlobKey::SeekIndex { output } => format!("seekindex/{output}"),
-            BlobKey::ImageTile { job, level, x, y } => format!("imagetiles/{job}/{level}/{x}-{y}"),
-            BlobKey::JobRecord { job } => format!("jobs/{job}.json"),
+            BlobKey::ImageTile { job, level, x, y } => {
+                format!("{}{level}/{x}-{y}", Self::image_tiles_prefix(*job))
+            }
+            BlobKey::JobRecord { job } => format!("{}{job}.json", Self::JOB_RECORDS_PREFIX),
             BlobKey::LibraryIndex { library, version } => {
-                format!("libraries/{library}/v{version}/index")
+                format!("{}v{version}/index", Self::library_prefix(library))
             }
             BlobKey::LibrarySheet { library, version } => {
-                format!("librarysheets/{library}/v{version}.png")
+                format!("{}v{version}.png", Self::library_sheets_prefix(library))
             }
             BlobKey::MessageBody { queue, id } => format!("messagebodies/{queue}/{id}"),
             BlobKey::ClientJob { client, job } => format!("clients/{client}/{job}"),
@@ -63,6 +65,48 @@ impl BlobKey {
 
     /// The prefix under which the markers of jobs not ended yet live.
     pub const ACTIVE_JOBS_PREFIX: &str = "activejobs/";
+    /// The prefix under which job records live.
+    pub const JOB_RECORDS_PREFIX: &str = "jobs/";
+
+    /// The job an active marker's key names.
+    pub fn active_job_of(key: &str) -> Option<Uuid> {
+        key.strip_prefix(Self::ACTIVE_JOBS_PREFIX)?.parse().ok()
+    }
+
+    /// The job a record's key names.
+    pub fn job_of_record(key: &str) -> Option<Uuid> {
+        key.strip_prefix(Self::JOB_RECORDS_PREFIX)?
+            .strip_suffix(".json")?
+            .parse()
+            .ok()
+    }
+
+    /// The prefix under which a finished mosaic's zoom tiles live.
+    pub fn image_tiles_prefix(job: Uuid) -> String {
+        format!("imagetiles/{job}/")
+    }
+
+    /// The prefix under which a library's record and indexes live.
+    pub fn library_prefix(library: &str) -> String {
+        format!("libraries/{library}/")
+    }
+
+    /// The prefix under which a library's contact sheets live.
+    pub fn library_sheets_prefix(library: &str) -> String {
+        format!("librarysheets/{library}/")
+    }
+
+    /// The version a key of `library`'s index or contact sheet names (`None` for its record).
+    pub fn library_version_of(key: &str, library: &str) -> Option<u32> {
+        let rest = key
+            .strip_prefix(&Self::library_prefix(library))
+            .or_else(|| key.strip_prefix(&Self::library_sheets_prefix(library)))?;
+        rest.strip_prefix('v')?
+            .split(['/', '.'])
+            .next()?
+            .parse()
+            .ok()
+    }
 
     /// The prefix under which a client's job markers live.
     pub fn client_jobs_prefix(client: Uuid) -> String {
@@ -131,6 +175,35 @@ mod tests {
         for key in keys {
             split_blob_key(&key.path()).unwrap();
         }
+    }
+
+    #[test]
+    fn the_job_a_key_names_is_read_back() {
+        let job = Uuid::new_v4();
+        let record = BlobKey::JobRecord { job }.path();
+        let marker = BlobKey::ActiveJob { job }.path();
+        assert_eq!(BlobKey::job_of_record(&record), Some(job));
+        assert_eq!(BlobKey::active_job_of(&marker), Some(job));
+        assert_eq!(BlobKey::job_of_record(&marker), None);
+        assert_eq!(BlobKey::active_job_of("activejobs/not-a-uuid"), None);
+        let index = BlobKey::LibraryIndex {
+            library: "emoji".into(),
+            version: 7,
+        };
+        let sheet = BlobKey::LibrarySheet {
+            library: "emoji".into(),
+            version: 12,
+        };
+        assert_eq!(BlobKey::library_version_of(&index.path(), "emoji"), Some(7));
+        assert_eq!(
+            BlobKey::library_version_of(&sheet.path(), "emoji"),
+            Some(12)
+        );
+        assert_eq!(BlobKey::library_version_of(&index.path(), "emo"), None);
+        assert_eq!(
+            BlobKey::library_version_of("libraries/emoji/library.json", "emoji"),
+            None
+        );
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub struct LibraryCatalog {
 const PREFIX: &str = "libraries/";
 
 fn record_key(id: &str) -> String {
-    format!("{PREFIX}{id}/library.json")
+    format!("{}library.json", BlobKey::library_prefix(id))
 }
 
 /// Checks a library id: it becomes part of blob keys and URLs.

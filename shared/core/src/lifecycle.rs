@@ -6,7 +6,7 @@
 //! ([`release_intermediates`]); [`collect_garbage`] sweeps what a crash left behind, results past
 //! their retention, and old library versions. [`usage`] reports bytes by kind.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 
 use time::OffsetDateTime;
@@ -94,7 +94,7 @@ pub async fn delete_job(blobs: &dyn BlobStore, record: &JobRecord) -> Result<u64
     let job = record.id;
     let output = BlobKey::ImageOutput { job }.path();
     let mut deleted = release_intermediates(blobs, job, false).await?;
-    deleted += delete_prefix(blobs, &format!("imagetiles/{job}/")).await?;
+    deleted += delete_prefix(blobs, &BlobKey::image_tiles_prefix(job)).await?;
     for key in [
         BlobKey::SeekIndex {
             output: output.clone(),
@@ -213,16 +213,11 @@ pub async fn collect_garbage(
     // Expired results: a record's last write is no earlier than the job's end, so only records
     // unchanged for the whole retention are read.
     if let Some(retention) = options.retention {
-        for meta in blobs.list_all("jobs/").await? {
+        for meta in blobs.list_all(BlobKey::JOB_RECORDS_PREFIX).await? {
             if now - meta.last_modified < retention {
                 continue;
             }
-            let Some(job) = meta
-                .key
-                .strip_prefix("jobs/")
-                .and_then(|name| name.strip_suffix(".json"))
-                .and_then(|id| id.parse::<Uuid>().ok())
-            else {
+            let Some(job) = BlobKey::job_of_record(&meta.key) else {
                 continue;
             };
             let record = match jobs.get(job).await {
@@ -240,39 +235,43 @@ pub async fn collect_garbage(
     // Library versions: the current one of each library stays, and any an active job names.
     let mut in_use: HashSet<LibraryRef> = HashSet::new();
     for marker in blobs.list_all(BlobKey::ACTIVE_JOBS_PREFIX).await? {
-        let id = &marker.key[BlobKey::ACTIVE_JOBS_PREFIX.len()..];
-        if let Ok(job) = id.parse::<Uuid>()
+        if let Some(job) = BlobKey::active_job_of(&marker.key)
             && let Ok(record) = jobs.get(job).await
         {
             in_use.insert(record.params.library.clone());
         }
     }
-    let catalog = platform.libraries();
-    for library in catalog.list().await.map_err(library_storage_error)? {
-        for version in 1..library.version {
+    // One listing of each library's indexes and sheets finds the versions still stored.
+    for library in platform
+        .libraries()
+        .list()
+        .await
+        .map_err(library_storage_error)?
+    {
+        let mut stored = blobs
+            .list_all(&BlobKey::library_prefix(&library.id))
+            .await?;
+        stored.extend(
+            blobs
+                .list_all(&BlobKey::library_sheets_prefix(&library.id))
+                .await?,
+        );
+        let mut collected = BTreeSet::new();
+        for meta in stored {
+            let Some(version) = BlobKey::library_version_of(&meta.key, &library.id) else {
+                continue;
+            };
             let reference = LibraryRef {
                 id: library.id.clone(),
                 version,
             };
-            if in_use.contains(&reference) {
+            if version >= library.version || in_use.contains(&reference) {
                 continue;
             }
-            let mut deleted =
-                delete_prefix(blobs, &format!("libraries/{}/v{version}/", library.id)).await?;
-            deleted += delete_quietly(
-                blobs,
-                &BlobKey::LibrarySheet {
-                    library: library.id.clone(),
-                    version,
-                }
-                .path(),
-            )
-            .await?;
-            if deleted > 0 {
-                report.library_versions += 1;
-                report.blobs += deleted;
-            }
+            report.blobs += delete_quietly(blobs, &meta.key).await?;
+            collected.insert(version);
         }
+        report.library_versions += collected.len() as u64;
     }
     Ok(report)
 }

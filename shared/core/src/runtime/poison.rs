@@ -75,6 +75,39 @@ where
     Arc::new(move |record| Box::pin(f(record)))
 }
 
+/// How long a poison hook keeps trying to record its job's fate while storage fails.
+pub const FATE_RETRY_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Calls `record` until it succeeds, with back-off (half a second doubling to 30 s), for up to
+/// [`FATE_RETRY_LIMIT`]: a poisoned message's job must not keep its state because storage was
+/// down the moment the message went. The controllers' reconciler is the last resort.
+pub async fn record_fate<F, Fut, E>(job: Uuid, mut record: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: fmt::Display,
+{
+    let started = std::time::Instant::now();
+    let mut backoff = crate::runtime::backoff::Backoff::new(
+        std::time::Duration::from_millis(500),
+        std::time::Duration::from_secs(30),
+    );
+    loop {
+        match record().await {
+            Ok(()) => return,
+            Err(e) if started.elapsed() < FATE_RETRY_LIMIT => {
+                let delay = backoff.next_delay();
+                tracing::warn!(%job, error = %e, ?delay, "poisoned job's fate not recorded yet; retrying");
+                tokio::time::sleep(delay).await;
+            }
+            Err(e) => {
+                tracing::error!(%job, error = %e, "poisoned job's fate not recorded; the reconciler will");
+                return;
+            }
+        }
+    }
+}
+
 /// Reads `body.job_id` from an envelope, if there is one; every pipeline message has it.
 pub fn probe_job_id(body: &str) -> Option<Uuid> {
     #[derive(Deserialize)]

@@ -106,10 +106,6 @@ impl Cause {
             source: Some(std::sync::Arc::new(source)),
         }
     }
-
-    pub fn as_str(&self) -> &str {
-        &self.message
-    }
 }
 
 impl From<String> for Cause {
