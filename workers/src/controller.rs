@@ -377,9 +377,13 @@ impl Controller {
             JobState::Failed => return Ok(()),
             JobState::Done => {
                 // A redelivery may follow a crash between finishing the job and telling the
-                // front end. (A first delivery is a duplicate racing the announcement.)
-                if !record.announced && context.dequeue_count > 1 {
-                    self.announce(&local, client, &record).await?;
+                // front end, or releasing what the job no longer needs. (A first delivery is a
+                // duplicate racing the announcement.)
+                if context.dequeue_count > 1 {
+                    if !record.announced {
+                        self.announce(&local, client, &record).await?;
+                    }
+                    self.release(&local, job).await?;
                 }
                 return Ok(());
             }
@@ -497,13 +501,18 @@ impl Controller {
             .map_err(|e| job_failure(job, e))?;
         if finished {
             self.announce(&local, client, &record).await?;
-            // Best effort: what is left is swept by the storage gc.
-            let keep = self.settings.jobs.keep_inputs;
-            if let Err(e) = release_intermediates(&*local.blobs, job, keep).await {
-                tracing::warn!(%job, error = %e, "intermediates of a done job left for the gc");
-            }
+            self.release(&local, job).await?;
         }
         Ok(())
+    }
+
+    /// Deletes a done job's upload (unless kept), slice plans and outputs. Part of handling the
+    /// message that finished the job: a failure, or a crash before it, brings the message back.
+    async fn release(&self, platform: &Platform, job: Uuid) -> Result<(), Failure> {
+        release_intermediates(&*platform.blobs, job, self.settings.jobs.keep_inputs)
+            .await
+            .map(drop)
+            .map_err(|e| Failure::retry_because(format!("intermediates not released: {e}")))
     }
 
     /// Sends the `ImageResponse` of a finished job, then notes in the record that it went out.
