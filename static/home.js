@@ -128,11 +128,15 @@
     const data = new FormData();
     data.append("image", input.files[0], input.files[0].name);
     data.append("library", document.getElementById("library").value);
-    data.append("tile_size", tile.value);
+    // An empty box is left out: the server then uses its default.
+    const add = function (name, value) {
+      if (value !== "") data.append(name, value);
+    };
+    add("tile_size", tile.value);
     if (perPixel()) data.append("per_pixel", "true");
-    else data.append("cells", cells.value);
+    else add("cells", cells.value);
     ["slices", "repeat_radius", "blend"].forEach(function (name) {
-      data.append(name, document.getElementById(name).value);
+      add(name, document.getElementById(name).value);
     });
     button.disabled = true;
     let response;

@@ -369,6 +369,10 @@ async fn parameters_of_the_wrong_type_are_400_invalid_parameter() {
         ),
         ("blend", "0.5", "blend must be a whole number"),
         ("per_pixel", "maybe", "per_pixel must be true or false"),
+        // As the OpenAPI document says: a boolean is `true` or `false`, a number is digits.
+        ("per_pixel", "1", "per_pixel must be true or false"),
+        ("per_pixel", "", "per_pixel must be true or false"),
+        ("cells", "", "cells must be a whole number, not \"\""),
     ] {
         let res = app
             .post_job(with_image(astronaut()).text(name, value))

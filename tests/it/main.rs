@@ -7,6 +7,7 @@ mod api;
 mod bad_input;
 mod browser;
 mod conformance;
+mod contract;
 mod crash;
 mod interop;
 mod messages;

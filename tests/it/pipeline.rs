@@ -991,6 +991,8 @@ async fn planned_by_a_controller_alone(
 ) -> (Env, (ShutdownTrigger, JoinHandle<anyhow::Result<()>>), Uuid) {
     let env = embedded();
     let library = env.library().await;
+    // The controller makes the queues as it starts; the job is sent before it may have.
+    env.platform.ensure_queues().await.unwrap();
     let controller = start_controller(&env.platform);
     let id = submit(&env.platform, library.reference(), &target_bytes(), job).await;
     wait_for_quality(&env.platform, id).await;

@@ -203,13 +203,17 @@ async fn the_preview_and_every_level_of_tiles_match_the_result() {
             (StatusCode::NOT_FOUND, "tile_out_of_range".into())
         );
     }
-    let res = app
-        .get(&format!("/api/v1/jobs/{id}/tiles/{}/0/0", top + 1))
-        .await;
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::NOT_FOUND, "tile_out_of_range".into())
-    );
+    // Levels past the top, up to ones whose shrink factor overflows any integer.
+    for level in [top + 1, 64, 2_147_483_648, u32::MAX] {
+        let res = app
+            .get(&format!("/api/v1/jobs/{id}/tiles/{level}/0/0"))
+            .await;
+        assert_eq!(
+            error_code(res).await,
+            (StatusCode::NOT_FOUND, "tile_out_of_range".into()),
+            "level {level}"
+        );
+    }
     let res = app
         .get(&format!("/api/v1/jobs/{}/tiles/0/0/0", Uuid::new_v4()))
         .await;

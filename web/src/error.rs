@@ -24,6 +24,7 @@ use actix_web::error::JsonPayloadError;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use serde::Serialize;
+use utoipa::{ToResponse, ToSchema};
 
 use tessera_shared::jobs::JobError;
 use tessera_shared::libraries::LibraryError;
@@ -40,14 +41,27 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    error: Inner<'a>,
+/// The body of every error answer.
+#[derive(Serialize, ToSchema, ToResponse)]
+#[schema(as = Error)]
+#[response(description = "An error: a stable code and a message for people")]
+pub struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
 }
 
-#[derive(Serialize)]
-struct Inner<'a> {
+impl<'a> ErrorBody<'a> {
+    pub fn new(code: &'a str, message: &'a str) -> Self {
+        ErrorBody {
+            error: ErrorDetail { code, message },
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+struct ErrorDetail<'a> {
+    /// Stable and machine-readable: clients branch on it.
     code: &'a str,
+    /// For a person.
     message: &'a str,
 }
 
@@ -156,8 +170,8 @@ impl ResponseError for ApiError {
             }
             None => {}
         }
-        response.json(Body {
-            error: Inner {
+        response.json(ErrorBody {
+            error: ErrorDetail {
                 code: self.code,
                 message: &self.message,
             },

@@ -12,6 +12,7 @@ pub mod inspect;
 pub mod library_sheet;
 mod listener;
 pub mod mosaic;
+pub mod openapi;
 pub mod ops_endpoint;
 pub mod pages;
 pub mod routes;

@@ -51,6 +51,8 @@ pub fn top_level(width: u32, height: u32) -> u32 {
 
 /// The size of level `level` of a `width` x `height` image.
 pub fn level_size(width: u32, height: u32, level: u32) -> (u32, u32) {
+    // Past level 32 every side is one pixel (or none); the shift would overflow.
+    let level = level.min(40);
     let shrink = |n: u32| ((u64::from(n) + (1 << level) - 1) >> level) as u32;
     (shrink(width), shrink(height))
 }

@@ -21,10 +21,7 @@ use crate::mosaic::{level_size, top_level};
 use crate::state::AppState;
 use crate::system::{QueueDepth, SystemView, queue_depths, system_view};
 
-/// The OpenAPI document of `/api/v1`.
-pub const OPENAPI: &str = include_str!("openapi.json");
-
-/// Registers the pages, the static assets and the OpenAPI document.
+/// Registers the pages and the static assets.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(home))
         .route("/jobs", web::get().to(jobs))
@@ -32,7 +29,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/libraries", web::get().to(libraries))
         .route("/system", web::get().to(system))
         .route("/api", web::get().to(api))
-        .route("/api/v1/openapi.json", web::get().to(openapi))
         .route("/static/{file}", web::get().to(asset));
 }
 
@@ -362,7 +358,8 @@ struct ApiPage {
 
 /// Every documented operation: (path, method, summary, response codes).
 pub fn documented_operations() -> Vec<(String, String, String, Vec<String>)> {
-    let doc: serde_json::Value = serde_json::from_str(OPENAPI).unwrap_or_default();
+    let doc: serde_json::Value =
+        serde_json::from_str(crate::openapi::document_json()).unwrap_or_default();
     let mut out = Vec::new();
     if let Some(paths) = doc["paths"].as_object() {
         for (path, item) in paths {
@@ -393,12 +390,6 @@ async fn api() -> ApiResult<HttpResponse> {
         })
         .collect();
     page(&ApiPage { operations })
-}
-
-async fn openapi() -> HttpResponse {
-    HttpResponse::Ok()
-        .insert_header((header::CONTENT_TYPE, "application/json"))
-        .body(OPENAPI)
 }
 
 /// The static assets, compiled in: name, content type, bytes.

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use time::{Duration, OffsetDateTime};
+use utoipa::ToSchema;
 
 use tessera_shared::jobs::JobError;
 use tessera_shared::messages::QueueName;
@@ -15,12 +16,20 @@ use crate::error::ApiResult;
 use crate::state::AppState;
 
 /// One work queue's approximate depth and its poison queue's.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct QueueDepth {
+    /// `imagerequest`, `slicerequest`, `sliceresponse` or `imageresponse`.
     pub name: &'static str,
     pub depth: u64,
+    /// The name of its poison queue.
     pub poison: String,
     pub poison_depth: u64,
+}
+
+/// The answer of `GET /api/v1/queues`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueueList {
+    pub queues: Vec<QueueDepth>,
 }
 
 /// The approximate depth of the four work queues and their poison queues.
@@ -51,7 +60,8 @@ const LIST_PAGE: usize = 1000;
 /// records credit to each processor, and the wake-up registrations of the processes listening
 /// on the `slicerequest` queue. Costs a listing of the job records, [`RECENT_JOBS`] record reads
 /// at most, and one listing of the registrations.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = System)]
 pub struct SystemView {
     /// How far back "recently" reaches, in minutes.
     pub window_minutes: i64,
@@ -65,8 +75,9 @@ pub struct SystemView {
     pub slice_listeners: Vec<ListenerSeen>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ProcessorSeen {
+    /// The processor process (a slice's processor name without its `/slot`).
     pub id: String,
     /// When it last finished a slice.
     #[serde(with = "time::serde::rfc3339")]
@@ -77,7 +88,7 @@ pub struct ProcessorSeen {
     pub slots: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ListenerSeen {
     /// The process's registration id (not the processor name: registrations do not carry one).
     pub listener: String,

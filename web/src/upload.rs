@@ -109,11 +109,11 @@ pub async fn drain(payload: &mut Multipart, field: Field, budget: u64) {
     }
 }
 
-/// A form's yes-or-no field: absent or empty is no.
+/// A form's yes-or-no field: `true` or `false`, absent is `false`.
 pub(crate) fn parse_bool(name: &str, text: Option<&str>) -> ApiResult<bool> {
-    match text.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("" | "false" | "0" | "off" | "no") => Ok(false),
-        Some("true" | "1" | "on" | "yes") => Ok(true),
+    match text {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
         Some(other) => Err(ApiError::bad_request(
             "invalid_parameter",
             format!("{name} must be true or false, not {other:?}"),

@@ -5,69 +5,87 @@ use tessera_shared::lifecycle::{RetentionSettings, expires_at};
 
 use serde::Serialize;
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
-use tessera_shared::jobs::{JobQuality, JobRecord, OutputSize};
+use tessera_shared::jobs::{JobQuality, JobRecord, JobState, OutputSize};
 use tessera_shared::messages::{Grid, LibraryRef};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A job: its state, progress, parameters and, once known, its size and quality.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = Job)]
 pub struct JobView {
     pub id: Uuid,
-    pub state: &'static str,
+    pub state: JobState,
     pub progress: Progress,
     /// The mosaic's size (known from submission).
+    #[schema(required = true)]
     pub output: Option<OutputSize>,
     /// The mosaic's quality figures, null until the job is planned.
+    #[schema(required = true)]
     pub quality: Option<JobQuality>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(required = true)]
     pub finished_at: Option<OffsetDateTime>,
     /// When the job and its result will be deleted (null while it runs, or when kept forever).
     #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(required = true)]
     pub expires_at: Option<OffsetDateTime>,
+    /// The job's parameters as submitted (the library pinned to its version).
     pub params: ParamsView,
+    /// The slices rendered so far.
     pub slices: Vec<SliceView>,
     /// Storage transactions spent on the job, by role.
     pub transactions: BTreeMap<String, u64>,
+    /// Why the job failed (present once it has).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub error: Option<String>,
+    /// The result's path (present once the job is done).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub result_url: Option<String>,
     pub links: Links,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Progress {
     pub slices_done: u32,
     pub slices_total: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = JobParams)]
 pub struct ParamsView {
     pub library: LibraryRef,
     pub tile_size: u32,
     /// Cells across, or null in one-tile-per-pixel mode.
+    #[schema(required = true)]
     pub cells: Option<u32>,
     pub per_pixel: bool,
     pub slices: u32,
     pub repeat_radius: u32,
+    #[schema(maximum = 100)]
     pub blend: u8,
     pub input_name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = Slice)]
 pub struct SliceView {
     pub seq: u32,
+    /// The processor and slot that rendered it (`name/slot`).
     pub processor: String,
     pub render_ms: u64,
     #[serde(with = "time::serde::rfc3339")]
     pub finished_at: OffsetDateTime,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Links {
     #[serde(rename = "self")]
     pub this: String,
@@ -91,7 +109,7 @@ impl JobView {
         };
         JobView {
             id: r.id,
-            state: r.state.as_str(),
+            state: r.state,
             progress: Progress {
                 slices_done: r.slices_done(),
                 slices_total: r.slices_total,

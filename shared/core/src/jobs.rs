@@ -22,7 +22,9 @@ use crate::messages::{Grid, LibraryRef, RenderOptions};
 use crate::storage::{BlobStore, PutMode, StorageError};
 
 /// Where a job is in its life. Only ever moves forward, in this order; `Failed` and `Done` end it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
     Queued,
@@ -78,7 +80,7 @@ pub struct SliceRecord {
 }
 
 /// Sizes known once the controller has planned the job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OutputSize {
     pub width: u32,
     pub height: u32,
@@ -89,9 +91,11 @@ pub struct OutputSize {
 /// Quality figures of a job's mosaic on its cell grid, as the quality metric defines them:
 /// CIEDE2000 between each cell's target colour and the colour its tile renders there, and how
 /// tiles repeat. Worked out by the controller from the plan.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobQuality {
+    /// Mean CIEDE2000 colour difference between each cell's target colour and its tile.
     pub de00_mean: f64,
+    /// 95th percentile of the same.
     pub de00_p95: f64,
     /// Distinct tiles used.
     pub distinct: u32,

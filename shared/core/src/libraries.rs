@@ -16,14 +16,15 @@ use crate::messages::LibraryRef;
 use crate::storage::{BlobStore, BlobStoreExt, PutMode, StorageError};
 
 /// A file the import skipped, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SkippedFile {
     pub name: String,
     pub reason: String,
 }
 
 /// What the catalogue knows of a library's current version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = Library)]
 pub struct LibraryRecord {
     /// Stable id: lowercase letters, digits and hyphens.
     pub id: String,
@@ -35,8 +36,11 @@ pub struct LibraryRecord {
     pub tiles: u32,
     /// Pixel-identical duplicates merged on import.
     #[serde(default)]
+    #[schema(required = true)]
     pub duplicates: u32,
+    /// Files the import skipped, and why.
     #[serde(default)]
+    #[schema(required = true)]
     pub skipped: Vec<SkippedFile>,
     /// Size of the index blob in bytes.
     pub index_bytes: u64,

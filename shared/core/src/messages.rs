@@ -168,10 +168,11 @@ impl<M: Message> Envelope<M> {
 }
 
 /// A tile library at one version: processors cache a library's index by this pair.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LibraryRef {
     pub id: String,
+    #[schema(minimum = 1)]
     pub version: u32,
 }
 

@@ -14,9 +14,13 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::client::{client_or_address, job_id};
-use crate::error::ApiResult;
+use crate::error::{ApiResult, ErrorBody};
 use crate::state::AppState;
 use crate::streams::Seen;
+use crate::view::JobView;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{Object, OneOf, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -29,6 +33,74 @@ struct Stream {
     _seat: crate::streams::Seat,
 }
 
+/// One event of a job's stream, as OpenAPI 3.1 describes an event stream (its schema is that of
+/// each event): `event: job` with the job's JSON in `data` whenever it changes, or
+/// `event: error` with an error body when the job cannot be followed (it vanished, or storage
+/// failed for too long).
+pub struct JobEvent;
+
+impl PartialSchema for JobEvent {
+    fn schema() -> RefOr<Schema> {
+        /// An event named `name` whose data is JSON of the component `data`.
+        fn event(name: &str, data: &str) -> Schema {
+            let mut payload = Object::builder()
+                .schema_type(Type::String)
+                .content_media_type("application/json")
+                .build();
+            payload
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    "contentSchema".to_string(),
+                    serde_json::json!({ "$ref": format!("#/components/schemas/{data}") }),
+                );
+            Object::builder()
+                .property(
+                    "event",
+                    Object::builder()
+                        .schema_type(Type::String)
+                        .enum_values(Some([name])),
+                )
+                .required("event")
+                .property("data", payload)
+                .required("data")
+                .build()
+                .into()
+        }
+        OneOf::builder()
+            .item(event("job", "Job"))
+            .item(event("error", "Error"))
+            .into()
+    }
+}
+
+impl ToSchema for JobEvent {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((JobView::name().into(), JobView::schema()));
+        JobView::schemas(schemas);
+        schemas.push((ErrorBody::name().into(), ErrorBody::schema()));
+        ErrorBody::schemas(schemas);
+    }
+}
+
+/// Server-Sent Events: a `job` event with the job's JSON on every change, until done or failed.
+///
+/// Each event is described by the JobEvent schema; a comment line every 15 s keeps the stream
+/// open.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{id}/events",
+    operation_id = "job_events",
+    tag = "jobs",
+    params(("id" = uuid::Uuid, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "An event stream", content_type = "text/event-stream", body = JobEvent),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 429, description = "too_many_streams: the client or the server has as many event streams open as allowed", body = crate::error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn events(
     req: HttpRequest,
     path: web::Path<String>,
@@ -84,7 +156,8 @@ impl Stream {
                         ended,
                     } => {
                         self.done = ended;
-                        let data = serde_json::json!({"error": {"code": code, "message": message}});
+                        let data = serde_json::to_string(&ErrorBody::new(code, message))
+                            .unwrap_or_default();
                         return Some(Bytes::from(format!("event: error\ndata: {data}\n\n")));
                     }
                 }

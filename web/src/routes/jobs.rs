@@ -10,6 +10,7 @@ use actix_web::cookie::{Cookie, SameSite};
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use tessera_engine::{Grid as EngineGrid, PlanOptions, Sizing};
@@ -49,6 +50,63 @@ struct Form {
     blend: Option<String>,
 }
 
+// The fields of a job submission as the API documents them; the handler reads them as they
+// stream in (`Form`) and checks each against the same bounds.
+/// A job submission (`multipart/form-data`).
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobSubmission {
+    /// The target image: PNG, JPEG, WebP or GIF.
+    #[schema(value_type = String, format = Binary, min_length = 1)]
+    pub image: Vec<u8>,
+    /// Library id (the configured default when omitted or empty).
+    #[schema(required = false, pattern = r"^([a-z0-9][a-z0-9-]{0,47})?$")]
+    pub library: String,
+    /// Tile size in pixels (square tiles).
+    #[schema(required = false, minimum = 4, maximum = 256, default = 16)]
+    pub tile_size: u32,
+    /// Cells across (at most web.max_cells, 4096 by default); not with per_pixel.
+    #[schema(required = false, minimum = 1, maximum = 4096, default = 128)]
+    pub cells: u32,
+    /// One tile per pixel of the target.
+    #[schema(required = false, default = false)]
+    pub per_pixel: bool,
+    /// Slices to render in parallel (rounded to whole rows of cells; the default suits the size).
+    #[schema(required = false, minimum = 1, maximum = 1024)]
+    pub slices: u32,
+    /// No tile repeats within this many cells (at most web.max_repeat_radius, 16 by default).
+    #[schema(required = false, minimum = 0, maximum = 16, default = 1)]
+    pub repeat_radius: u32,
+    /// Percent of each cell's colour error corrected by tinting its tile.
+    #[schema(required = false, minimum = 0, maximum = 100, default = 0)]
+    pub blend: u8,
+}
+
+/// Submit a mosaic job.
+///
+/// Queued when every parameter, the library and the image check out; `Location` names the job.
+#[utoipa::path(
+    post,
+    path = "/api/v1/jobs",
+    operation_id = "submit_job",
+    tag = "jobs",
+    params(("X-Client-Id" = Option<Uuid>, Header, nullable = false, description = "The client id; otherwise the tessera_client cookie, minted when absent.")),
+    request_body(content = JobSubmission, content_type = "multipart/form-data"),
+    responses(
+        (status = 202, description = "Queued; Location names the job", body = JobView,
+            headers(("Location" = String, description = "The job's path"))),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 403, response = crate::error::ErrorBody),
+        (status = 413, response = crate::error::ErrorBody),
+        (status = 415, response = crate::error::ErrorBody),
+        (status = 422, response = crate::error::ErrorBody),
+        (status = 429, description = "too_many_active_jobs: the client (its cookie or X-Client-Id) has web.max_active_jobs_per_client jobs running", body = crate::error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+        (status = 503, response = crate::error::ErrorBody),
+        (status = 507, description = "insufficient_storage: no room for the job (the embedded backend keeps storage.min_free_bytes free)", body = crate::error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+    ),
+)]
 pub async fn submit(
     req: HttpRequest,
     mut payload: Multipart,
@@ -148,7 +206,7 @@ fn parse_u32(
     default: u32,
     range: std::ops::RangeInclusive<u32>,
 ) -> ApiResult<u32> {
-    let Some(text) = text.filter(|t| !t.is_empty()) else {
+    let Some(text) = text else {
         return Ok(default);
     };
     let value: u32 = text.parse().map_err(|_| {
@@ -196,7 +254,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
     };
     let tile_size = parse_u32("tile_size", form.tile_size.as_deref(), 16, TILE_SIZE_RANGE)?;
     let per_pixel = parse_bool("per_pixel", form.per_pixel.as_deref())?;
-    let cells_given = form.cells.as_deref().is_some_and(|c| !c.is_empty());
+    let cells_given = form.cells.is_some();
     if per_pixel && cells_given {
         return Err(ApiError::bad_request(
             "conflicting_parameters",
@@ -360,6 +418,19 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
     Ok(record)
 }
 
+/// A job's state and progress.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{id}",
+    operation_id = "get_job",
+    tag = "jobs",
+    params(("id" = Uuid, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job", body = JobView),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;
@@ -368,9 +439,31 @@ pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResu
         .json(JobView::new(&record, &state.settings.retention)))
 }
 
-/// `DELETE /api/v1/jobs/{id}`: removes an ended job and everything it holds (record, result,
-/// preview, zoom tiles, anything left of its upload and slices). Only the client that submitted
-/// it may (a browser deletes from its own list); a job still running answers 409.
+/// Delete an ended job and everything it holds.
+///
+/// Removes the job's record, result, preview, zoom tiles and anything left of its upload and
+/// slices; afterwards the job answers 404. Only the client that submitted the job may delete it
+/// (its tessera_client cookie or X-Client-Id): 403 not_your_job otherwise. A job still running
+/// answers 409 job_active. Without a deletion, an ended job is kept for retention.result_days
+/// (its expires_at).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/jobs/{id}",
+    operation_id = "delete_job",
+    tag = "jobs",
+    params(
+        ("id" = Uuid, Path, description = "The job's id"),
+        ("X-Client-Id" = Option<Uuid>, Header, nullable = false, description = "The client that submitted the job (or its tessera_client cookie)."),
+    ),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 403, response = crate::error::ErrorBody),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn delete(
     req: HttpRequest,
     path: web::Path<String>,

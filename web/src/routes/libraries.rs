@@ -15,6 +15,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
+use utoipa::ToSchema;
 
 use tessera_shared::libraries::{
     LibraryError, LibraryRecord, SkippedFile, library_id_from_name, validate_library_id,
@@ -29,11 +30,41 @@ use crate::upload::{DRAIN_SLACK, drain, field_name, file_name, read_text, requir
 const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "webp", "gif", "jfif"];
 const MAX_NAME_CHARS: usize = 100;
 
-pub async fn list(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let libraries = state.platform.libraries().list().await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "libraries": libraries })))
+/// The answer of `GET /api/v1/libraries`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LibraryList {
+    pub libraries: Vec<LibraryRecord>,
 }
 
+/// The tile libraries.
+#[utoipa::path(
+    get,
+    path = "/api/v1/libraries",
+    operation_id = "list_libraries",
+    tag = "libraries",
+    responses(
+        (status = 200, description = "Every library", body = LibraryList),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
+pub async fn list(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let libraries = state.platform.libraries().list().await?;
+    Ok(HttpResponse::Ok().json(LibraryList { libraries }))
+}
+
+/// One tile library.
+#[utoipa::path(
+    get,
+    path = "/api/v1/libraries/{id}",
+    operation_id = "get_library",
+    tag = "libraries",
+    params(("id" = String, Path, pattern = r"^[a-z0-9][a-z0-9-]{0,47}$", description = "The library's id")),
+    responses(
+        (status = 200, description = "The library", body = LibraryRecord),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let id = path.into_inner();
     if validate_library_id(&id).is_err() {
@@ -47,8 +78,10 @@ pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResu
 }
 
 /// What an import did, beside the library's record.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ImportReport)]
 pub struct ImportSummary {
+    /// Images imported.
     pub imported: usize,
     pub skipped: Vec<SkippedFile>,
     /// Pixel-identical duplicates merged: the dropped name and the name kept.
@@ -57,16 +90,38 @@ pub struct ImportSummary {
     pub ignored: usize,
 }
 
-#[derive(Debug, Serialize)]
+/// A pixel-identical duplicate merged on import.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Duplicate {
+    /// The file dropped.
     pub name: String,
+    /// The file kept in its place.
     pub kept: String,
 }
 
-#[derive(Debug, Serialize)]
-struct Created {
-    library: LibraryRecord,
-    report: ImportSummary,
+/// The answer of a library upload: the library and the import's report.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = LibraryCreated)]
+pub struct Created {
+    pub library: LibraryRecord,
+    pub report: ImportSummary,
+}
+
+// The fields of a library upload as the API documents them; the handler streams them to disk
+// as they come (`read_parts`).
+/// A library upload (`multipart/form-data`): its name and its tiles.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryUpload {
+    /// The library's name; its id is made from it.
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: String,
+    /// true: publish a new version of an existing library (default false).
+    #[schema(required = false, default = false)]
+    pub replace: bool,
+    /// One .zip or image files (PNG, JPEG, WebP or GIF).
+    #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
+    pub files: Vec<Vec<u8>>,
 }
 
 /// The text fields of an upload.
@@ -87,6 +142,30 @@ struct Upload {
     bytes: u64,
 }
 
+/// Create or replace a tile library from a .zip or image files.
+///
+/// The library's id is made from its name (lowercase letters, digits, hyphens: "Emoji" and
+/// "EMOJI!!" are the same library). A name whose library exists answers 409 library_exists
+/// unless replace is true, which publishes a new version (jobs submitted before keep the version
+/// they named). Tile images over 4096 x 4096 pixels are skipped, with the reason in the report.
+#[utoipa::path(
+    post,
+    path = "/api/v1/libraries",
+    operation_id = "create_library",
+    tag = "libraries",
+    request_body(content = LibraryUpload, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "Imported: the library and the import report", body = Created,
+            headers(("Location" = String, description = "The library's path"))),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 403, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 413, response = crate::error::ErrorBody),
+        (status = 415, response = crate::error::ErrorBody),
+        (status = 422, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn create(
     req: HttpRequest,
     mut payload: Multipart,

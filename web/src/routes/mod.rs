@@ -2,7 +2,7 @@
 
 pub mod events;
 pub mod jobs;
-mod libraries;
+pub mod libraries;
 pub mod ops;
 pub mod preview;
 pub mod result;
@@ -42,6 +42,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(resource("/libraries/{id}/sheet", "GET").route(web::get().to(sheet::get)))
             .service(resource("/queues", "GET").route(web::get().to(ops::queues)))
             .service(resource("/system", "GET").route(web::get().to(ops::system)))
+            .service(
+                resource("/openapi.json", "GET").route(web::get().to(crate::openapi::document)),
+            )
             .default_service(web::to(no_route)),
     );
 }

@@ -4,15 +4,38 @@ use actix_web::{HttpResponse, web};
 
 use crate::error::ApiResult;
 use crate::state::AppState;
-use crate::system::{queue_depths, system_view};
+use crate::system::{QueueList, SystemView, queue_depths, system_view};
 
-/// `GET /api/v1/queues`: approximate depth of the four work queues and their poison queues.
+/// Approximate depth of the work queues and their poison queues.
+#[utoipa::path(
+    get,
+    path = "/api/v1/queues",
+    operation_id = "list_queues",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The queues", body = QueueList),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn queues(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let out = queue_depths(&state).await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "queues": out })))
+    let queues = queue_depths(&state).await?;
+    Ok(HttpResponse::Ok().json(QueueList { queues }))
 }
 
-/// `GET /api/v1/system`: the processors seen recently and the processes listening for slices.
+/// The processors seen recently.
+///
+/// Those credited with slices in the most recently updated job records, and the processes
+/// registered to be woken for slice requests.
+#[utoipa::path(
+    get,
+    path = "/api/v1/system",
+    operation_id = "get_system",
+    tag = "operations",
+    responses(
+        (status = 200, description = "What storage shows of the processors", body = SystemView),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     Ok(HttpResponse::Ok().json(system_view(&state).await?))
 }

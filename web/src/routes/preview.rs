@@ -15,8 +15,23 @@ use tessera_shared::storage::{PutMode, StorageError};
 use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::{Shrink, Source, done_result, missing, preview_bin, preview_size, result_size};
+use crate::openapi::Binary;
 use crate::state::AppState;
 
+/// The finished mosaic as a JPEG at most 1024 px on its longest side.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{id}/preview",
+    operation_id = "get_preview",
+    tag = "results",
+    params(("id" = uuid::Uuid, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The preview", content_type = "image/jpeg", body = inline(Binary)),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;

@@ -15,11 +15,35 @@ use tessera_shared::storage::{BlobStore, StorageError};
 use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::{done_result, missing};
+use crate::openapi::Binary;
 use crate::state::AppState;
 
 /// Bytes read from the blob per chunk of the response.
 const CHUNK: u64 = 1 << 20;
 
+/// The finished mosaic (PNG), with byte ranges and ETag.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{id}/result",
+    operation_id = "get_result",
+    tag = "results",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The job's id"),
+        ("Range" = Option<String>, Header, nullable = false, description = "One byte range, e.g. bytes=0-1023"),
+        ("If-None-Match" = Option<String>, Header, nullable = false, description = "The ETag of the mosaic held"),
+    ),
+    responses(
+        (status = 200, description = "The mosaic", content_type = "image/png", body = inline(Binary),
+            headers(("ETag" = String), ("Accept-Ranges" = String))),
+        (status = 206, description = "The requested range (Content-Range names it)", content_type = "image/png", body = inline(Binary),
+            headers(("Content-Range" = String))),
+        (status = 304, description = "Not modified"),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 416, description = "The range is outside the mosaic (Content-Range: bytes */size)", body = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn get(
     req: HttpRequest,
     path: web::Path<String>,

@@ -17,6 +17,7 @@ use tessera_shared::storage::{PutMode, StorageError};
 
 use crate::error::{ApiError, ApiResult};
 use crate::library_sheet::{SHEET_TILE, sheet_size, spread};
+use crate::openapi::Binary;
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -29,7 +30,28 @@ fn etag(library: &str, version: u32) -> String {
     format!("\"sheet-{library}-v{version}\"")
 }
 
-/// `GET /api/v1/libraries/{id}/sheet[?version=N]`: the contact sheet as a PNG.
+/// A library's contact sheet: a PNG grid of a spread of its tiles.
+///
+/// At most 12 x 8 tiles of 32 px, filled down the columns, made once per version.
+#[utoipa::path(
+    get,
+    path = "/api/v1/libraries/{id}/sheet",
+    operation_id = "get_library_sheet",
+    tag = "libraries",
+    params(
+        ("id" = String, Path, pattern = r"^[a-z0-9][a-z0-9-]{0,47}$", description = "The library's id"),
+        ("version" = Option<u32>, Query, minimum = 1, maximum = 4294967295_u64, description = "A version of the library (then served as immutable); its current version when absent."),
+        ("If-None-Match" = Option<String>, Header, nullable = false, description = "The ETag of a sheet held; answered 304 when it is the one asked for."),
+    ),
+    responses(
+        (status = 200, description = "The sheet, with an ETag naming the library version", content_type = "image/png", body = inline(Binary),
+            headers(("ETag" = String))),
+        (status = 304, description = "The sheet named by If-None-Match is current"),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn get(
     req: HttpRequest,
     path: web::Path<String>,
@@ -43,6 +65,12 @@ pub async fn get(
     } else {
         "public"
     };
+    if query.version == Some(0) {
+        return Err(ApiError::bad_request(
+            "out_of_range",
+            "version must be 1 or more (versions start at 1)",
+        ));
+    }
     let (version, cache_control) = match query.version {
         Some(v) => (v, format!("{scope}, max-age=31536000, immutable")),
         // The current version may move on with a re-import: revalidate after a minute.
@@ -56,7 +84,12 @@ pub async fn get(
         .headers()
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag || t.trim() == "*"));
+        // `*` matches a sheet known to exist: the current version's (a version named in the
+        // query may not exist, and is only matched by its own tag).
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim() == tag || (t.trim() == "*" && query.version.is_none()))
+        });
     let response = |builder: &mut actix_web::HttpResponseBuilder| {
         builder
             .insert_header((header::ETAG, tag.clone()))

@@ -18,8 +18,38 @@ use tessera_shared::storage::{PutMode, StorageError};
 use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::*;
+use crate::openapi::Binary;
 use crate::state::AppState;
 
+/// One 256 px PNG tile of the finished mosaic's pyramid, made from the rows it needs.
+///
+/// Level 0 is the full resolution; level l is the mosaic shrunk by 2^l (each pixel the rounded
+/// mean of a 2^l square block, cut short at the right and bottom edges). Tile (x, y) of a level
+/// covers its pixels 256x to 256(x+1) across and 256y to 256(y+1) down; edge tiles are smaller.
+/// The top level is the smallest whose image fits in one tile. Tiles are immutable: a strong
+/// ETag and a year of caching.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{id}/tiles/{level}/{x}/{y}",
+    operation_id = "get_tile",
+    tag = "results",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The job's id"),
+        ("level" = u32, Path, description = "0 is the full resolution"),
+        ("x" = u32, Path, description = "The tile's column"),
+        ("y" = u32, Path, description = "The tile's row"),
+        ("If-None-Match" = Option<String>, Header, nullable = false, description = "The ETag of the tile held"),
+    ),
+    responses(
+        (status = 200, description = "The tile", content_type = "image/png", body = inline(Binary),
+            headers(("ETag" = String))),
+        (status = 304, description = "The tile named by If-None-Match has not changed"),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
 pub async fn get(
     req: HttpRequest,
     path: web::Path<(String, u32, u32, u32)>,
@@ -31,13 +61,19 @@ pub async fn get(
     let key = done_result(&record)?;
     let blobs = state.platform.blobs.clone();
     let (width, height) = result_size(&*blobs, &key, &record).await?;
-    let (lw, lh) = level_size(width, height, level);
     let top = top_level(width, height);
-    if level > top || x >= lw.div_ceil(TILE) || y >= lh.div_ceil(TILE) {
+    if level > top {
+        return Err(ApiError::not_found(
+            "tile_out_of_range",
+            format!("the mosaic has levels 0 to {top}, not {level}"),
+        ));
+    }
+    let (lw, lh) = level_size(width, height, level);
+    if x >= lw.div_ceil(TILE) || y >= lh.div_ceil(TILE) {
         return Err(ApiError::not_found(
             "tile_out_of_range",
             format!(
-                "the mosaic has levels 0 to {top}; level {level} is {} x {} tiles",
+                "level {level} of the mosaic is {} x {} tiles",
                 lw.div_ceil(TILE),
                 lh.div_ceil(TILE)
             ),

@@ -1,0 +1,120 @@
+//! The REST API's OpenAPI document (3.1), derived from the handlers' `#[utoipa::path]`
+//! annotations and the types they answer with, and served at `/api/v1/openapi.json`.
+
+use std::sync::OnceLock;
+
+use actix_web::HttpResponse;
+use actix_web::http::header;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use crate::routes::{events, jobs, libraries, ops, preview, result, sheet, tiles};
+
+/// The document's description: how errors look and how calls are authorised.
+const DESCRIPTION: &str = "Photo mosaics: upload a target image, pick a tile library, follow \
+the job, download the mosaic. Errors are JSON: {\"error\": {\"code\", \"message\"}}. A \
+state-changing request that carries the tessera_client cookie must send X-Requested-With or a \
+same-site Origin. When the server has an API key configured (web.api_key), every call needs it: \
+Authorization: Bearer KEY, X-API-Key: KEY, or the tessera_session cookie a browser gets by \
+signing in at /signin; a call without it is answered 401 with code unauthorized and \
+WWW-Authenticate: Bearer. Without a key configured the API is open.";
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Tessera", version = "1"),
+    paths(
+        jobs::submit,
+        jobs::get,
+        jobs::delete,
+        result::get,
+        tiles::get,
+        preview::get,
+        events::events,
+        libraries::list,
+        libraries::create,
+        libraries::get,
+        sheet::get,
+        ops::queues,
+        ops::system,
+        document,
+    ),
+    components(responses(crate::error::ErrorBody)),
+    modifiers(&Described),
+    security((), ("bearerAuth" = []), ("apiKeyHeader" = []), ("sessionCookie" = [])),
+)]
+pub struct ApiDoc;
+
+/// Adds what the derive cannot say: the description, the security schemes, and that a job gives
+/// either `cells` or `per_pixel: true`, not both.
+struct Described;
+
+impl Modify for Described {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        doc.info.description = Some(DESCRIPTION.to_string());
+        let components = doc.components.get_or_insert_with(Default::default);
+        if let Some(RefOr::T(Schema::Object(submission))) =
+            components.schemas.get_mut("JobSubmission")
+        {
+            submission
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    "anyOf".to_string(),
+                    serde_json::json!([
+                        { "properties": { "per_pixel": { "const": false } } },
+                        { "properties": { "cells": false } }
+                    ]),
+                );
+        }
+        components.add_security_scheme(
+            "bearerAuth",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("The API key (web.api_key), when the server has one."))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "apiKeyHeader",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        );
+        components.add_security_scheme(
+            "sessionCookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                "tessera_session",
+                "Set by signing in at /signin (a MAC of the key, never the key).",
+            ))),
+        );
+    }
+}
+
+/// The document as JSON, made once.
+pub fn document_json() -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| {
+        serde_json::to_string_pretty(&ApiDoc::openapi())
+            .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    })
+}
+
+/// Binary content (an image).
+#[derive(ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct Binary(pub Vec<u8>);
+
+/// `GET /api/v1/openapi.json`: this document.
+#[utoipa::path(
+    get,
+    path = "/api/v1/openapi.json",
+    operation_id = "get_openapi",
+    tag = "api",
+    responses((status = 200, description = "The OpenAPI document", body = serde_json::Value)),
+)]
+pub async fn document() -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .body(document_json())
+}
