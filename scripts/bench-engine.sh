@@ -2,8 +2,8 @@
 # The engine benchmark: `tessera render` against metapixel 1.0.2, same machine, same run.
 #
 # usage: scripts/bench-engine.sh [DATA_DIR]
-#   DATA_DIR holds tiles/emoji-noto, tiles/photos and targets/ as ../shared/datasets/fetch.sh
-#   writes them (run when the folder is missing). Default: ../data.
+#   DATA_DIR holds tiles/emoji-noto, tiles/photos and targets/ as scripts/fetch-data.sh
+#   writes them (run when the folder is missing). Default: data/ in the repository.
 # env:   OUT=DIR                  work and result folder (default target/bench-engine)
 #        TESSERA=PATH             the tessera binary (default: built here in release)
 #        SKIP_METAPIXEL=1         Tessera rows only
@@ -13,13 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DATA=${1:-../data}
+DATA=${1:-data}
 OUT=${OUT:-target/bench-engine}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
 if [ ! -d "$DATA/tiles/emoji-noto" ]; then
-    ../shared/datasets/fetch.sh "$DATA"
+    scripts/fetch-data.sh "$DATA"
 fi
 TARGET="$DATA/targets/skimage_astronaut.png"
 [ -f "$TARGET" ] || { echo "missing $TARGET" >&2; exit 1; }

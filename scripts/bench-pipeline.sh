@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DATA=${1:-../data}
+DATA=${1:-data}
 OUT=${OUT:-target/bench-pipeline}
 CELLS=${CELLS:-512}
 TILE=${TILE:-16}
@@ -28,7 +28,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
 if [ ! -d "$DATA/tiles/emoji-noto" ]; then
-    ../shared/datasets/fetch.sh "$DATA"
+    scripts/fetch-data.sh "$DATA"
 fi
 LIBRARY="$DATA/tiles/emoji-noto"
 TARGET="$DATA/targets/skimage_astronaut.png"
