@@ -448,20 +448,21 @@ fn quality_from_the_plan_agrees_with_measuring_the_render() {
             (planned.de00_p95 - measured.de00_p95).abs() < 0.75,
             "{planned} vs {measured}"
         );
-        assert_eq!(
-            (
-                planned.distinct,
-                planned.max_uses,
-                planned.dup_r1,
-                planned.dup_r5
-            ),
-            (
-                measured.distinct,
-                measured.max_uses,
-                measured.dup_r1,
-                measured.dup_r5
-            )
-        );
+        let repeats = |q: &tessera_engine::Quality| (q.distinct, q.max_uses, q.dup_r1, q.dup_r5);
+        if blend == 0 {
+            assert_eq!(repeats(&planned), repeats(&measured));
+        } else {
+            // Measured from pixels, a tile tinted two ways counts as two; the plan counts the
+            // tiles chosen, which no library can outnumber.
+            assert!(planned.distinct <= measured.distinct, "{planned} vs {measured}");
+            assert!(planned.dup_r1 >= measured.dup_r1, "{planned} vs {measured}");
+            assert!(planned.dup_r5 >= measured.dup_r5, "{planned} vs {measured}");
+        }
+        let mut chosen = plan.tiles().to_vec();
+        chosen.sort_unstable();
+        chosen.dedup();
+        assert_eq!(planned.distinct, chosen.len(), "blend {blend}");
+        assert!(planned.distinct <= lib.len());
     }
     // Rows cut from a plan are not a whole image.
     let plan = Plan::make(&t, lib, &opts(16, 8, 1)).unwrap();
