@@ -32,4 +32,5 @@ if [ ! -d "$TILES" ]; then
 fi
 
 cargo build --release --quiet
-exec target/release/tessera serve --default-library "$TILES" --default-library-name "Noto Emoji" "$@"
+# Cargo builds where CARGO_TARGET_DIR says, when it is set.
+exec "${CARGO_TARGET_DIR:-target}/release/tessera" serve --default-library "$TILES" --default-library-name "Noto Emoji" "$@"

@@ -36,6 +36,16 @@ struct Cli {
     /// A TOML config file; TESSERA_* environment variables override it.
     #[arg(long, global = true, value_name = "FILE", env = "TESSERA_CONFIG")]
     config: Option<PathBuf>,
+    /// Log lines on stderr: plain text (coloured only on a terminal), or one JSON object per
+    /// line for log collectors. TESSERA_LOG sets the level (e.g. debug, or tessera_web=debug).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = LogFormat::Text,
+        env = "TESSERA_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -67,6 +77,12 @@ enum Command {
     Config,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Debug, Subcommand)]
 enum LibraryCommand {
     /// Import a folder or .zip of images into the configured store as a named library.
@@ -80,7 +96,7 @@ enum LibraryCommand {
 fn main() -> anyhow::Result<()> {
     limit_malloc_arenas();
     let cli = Cli::parse();
-    init_tracing();
+    init_tracing(cli.log_format);
     let mut settings = Settings::load(cli.config.as_deref(), std::env::vars())?;
     if let Some(dir) = cli.data {
         settings.storage.data_dir = dir;
@@ -140,11 +156,20 @@ async fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> 
     }
 }
 
-fn init_tracing() {
+/// Logs to stderr: colour codes only when it is a terminal and `NO_COLOR` is not set, so a log
+/// written to a file or a pipe is plain text.
+fn init_tracing(format: LogFormat) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("TESSERA_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+        LogFormat::Text => {
+            let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            builder.with_ansi(colour).init()
+        }
+    }
 }

@@ -417,3 +417,55 @@ async fn scrape_all<const N: usize>(client: &reqwest::Client, bases: [&String; N
     }
     out
 }
+
+/// Logs written to a pipe or a file are plain text (no colour codes); `--log-format json`
+/// writes one JSON object per line with the level, the message and the fields.
+#[test]
+fn logs_are_plain_text_off_a_terminal_and_json_on_request() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine");
+    let import = |name: &str, format: Option<&str>| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+        command
+            .arg("--data")
+            .arg(dir.path().join("data"))
+            .args(["library", "import"])
+            .arg(fixtures.join("tiles"))
+            .args(["--name", name])
+            .env("TESSERA_LOG", "info")
+            .env_remove("TESSERA_STORAGE")
+            .env_remove("NO_COLOR")
+            .env_remove("TESSERA_LOG_FORMAT");
+        if let Some(format) = format {
+            command.args(["--log-format", format]);
+        }
+        let out = command.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let text = import("Plain", None);
+    assert!(text.contains("tile library imported"), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in a piped log: {text:?}"
+    );
+
+    let json = import("Json", Some("json"));
+    // The command's own report follows the log lines on stderr.
+    let lines: Vec<serde_json::Value> = json
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let imported = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "tile library imported")
+        .unwrap_or_else(|| panic!("no import line: {json}"));
+    assert_eq!(imported["level"], "INFO");
+    assert_eq!(imported["fields"]["library"], "json");
+    assert_eq!(imported["fields"]["tiles"], 41);
+}

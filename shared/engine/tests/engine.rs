@@ -454,7 +454,10 @@ fn quality_from_the_plan_agrees_with_measuring_the_render() {
         } else {
             // Measured from pixels, a tile tinted two ways counts as two; the plan counts the
             // tiles chosen, which no library can outnumber.
-            assert!(planned.distinct <= measured.distinct, "{planned} vs {measured}");
+            assert!(
+                planned.distinct <= measured.distinct,
+                "{planned} vs {measured}"
+            );
             assert!(planned.dup_r1 >= measured.dup_r1, "{planned} vs {measured}");
             assert!(planned.dup_r5 >= measured.dup_r5, "{planned} vs {measured}");
         }
