@@ -715,3 +715,141 @@ async fn event_streams_are_capped_per_client_and_in_all() {
         (StatusCode::TOO_MANY_REQUESTS, "too_many_streams".into())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_that_submitted_a_job_may_cancel_it_while_it_runs() {
+    let app = spawn_app().await;
+    let owner = Uuid::new_v4();
+    let id = app.queued_job(owner).await;
+    let cancel = |client: Option<Uuid>| {
+        let mut req = app
+            .client
+            .post(app.url(&format!("/api/v1/jobs/{id}/cancel")));
+        if let Some(client) = client {
+            req = req.header("X-Client-Id", client.to_string());
+        }
+        req.send()
+    };
+    // Another client, or none, may not.
+    for client in [None, Some(Uuid::new_v4())] {
+        let (status, code) = error_code(cancel(client).await.unwrap()).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (StatusCode::FORBIDDEN, "not_your_job")
+        );
+    }
+    let res = cancel(Some(owner)).await.unwrap();
+    assert_eq!(res.status(), 200);
+    let job: Value = res.json().await.unwrap();
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["error"], tessera_web::routes::jobs::CANCELLED);
+    let stored: Value = app.get_job(&id.to_string()).await.json().await.unwrap();
+    assert_eq!(stored["state"], "failed");
+    // An ended job is not cancelled again; it may be deleted.
+    let (status, code) = error_code(cancel(Some(owner)).await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (StatusCode::CONFLICT, "job_ended"));
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/v1/jobs/{id}")))
+        .header("X-Client-Id", owner.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 204);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn head_answers_wherever_get_does_with_the_headers_and_no_body() {
+    let app = spawn_app().await;
+    let id = app.submit(job_form(astronaut())).await;
+    app.wait_until_finished(&id).await;
+    for path in [
+        "/".to_string(),
+        "/libraries".to_string(),
+        format!("/jobs/{id}"),
+        format!("/api/v1/jobs/{id}"),
+        format!("/api/v1/jobs/{id}/result"),
+        format!("/api/v1/jobs/{id}/preview"),
+        format!("/api/v1/jobs/{id}/tiles/0/0/0"),
+        "/api/v1/libraries/emoji/sheet".to_string(),
+        "/static/style.css".to_string(),
+    ] {
+        let get = app.get(&path).await;
+        assert_eq!(get.status(), 200, "GET {path}");
+        let get_type = get.headers()["content-type"].clone();
+        let get_length = get.bytes().await.unwrap().len();
+        let head = app.client.head(app.url(&path)).send().await.unwrap();
+        assert_eq!(head.status(), 200, "HEAD {path}");
+        assert_eq!(head.headers()["content-type"], get_type, "HEAD {path}");
+        // Pages and job records may change between the two requests; files do not.
+        let fixed = path.starts_with("/static/")
+            || path.contains('.')
+            || path.contains("/tiles/")
+            || path.ends_with("/result")
+            || path.ends_with("/preview")
+            || path.ends_with("/sheet");
+        if fixed {
+            let length: usize = head.headers()["content-length"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(length, get_length, "HEAD {path}: the GET's length");
+        }
+        assert!(
+            head.bytes().await.unwrap().is_empty(),
+            "HEAD {path} sent a body"
+        );
+    }
+    // A range of the result, as a download manager asks before fetching.
+    let head = app
+        .client
+        .head(app.url(&format!("/api/v1/jobs/{id}/result")))
+        .header("Range", "bytes=0-99")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), 206);
+    assert_eq!(head.headers()["content-length"], "100");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_gets_an_error_page_in_words_and_the_api_keeps_json() {
+    let app = spawn_app().await;
+    let html = |path: &str| {
+        app.client
+            .get(app.url(path))
+            .header("Accept", "text/html,application/xhtml+xml")
+            .send()
+    };
+    for (path, says) in [
+        ("/nonexistent", "There is no page at /nonexistent."),
+        ("/jobs/not-a-job", "No job"),
+        (
+            "/jobs/00000000-0000-4000-8000-000000000000",
+            "00000000-0000-4000-8000-000000000000",
+        ),
+    ] {
+        let res = html(path).await.unwrap();
+        assert_eq!(res.status(), 404, "{path}");
+        assert!(
+            res.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html"),
+            "{path}"
+        );
+        let body = res.text().await.unwrap();
+        assert!(
+            body.contains("<h1>Not found</h1>") && body.contains(says),
+            "{path}: {body}"
+        );
+        assert!(body.contains("href=\"/\""), "{path}: a way back");
+    }
+    // The API answers JSON whatever the client accepts; so do pages asked for without HTML.
+    let res = html("/api/v1/jobs/not-a-job").await.unwrap();
+    assert_eq!(res.status(), 404);
+    assert_eq!(res.headers()["content-type"], "application/json");
+    let res = app.get("/nonexistent").await;
+    assert_eq!(res.headers()["content-type"], "application/json");
+}

@@ -19,10 +19,11 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 14] = [
+const ROUTES: [(&str, &str); 15] = [
     ("POST", "/api/v1/jobs"),
     ("GET", "/api/v1/jobs/{id}"),
     ("DELETE", "/api/v1/jobs/{id}"),
+    ("POST", "/api/v1/jobs/{id}/cancel"),
     ("GET", "/api/v1/jobs/{id}/result"),
     ("GET", "/api/v1/jobs/{id}/events"),
     ("GET", "/api/v1/jobs/{id}/preview"),
@@ -239,6 +240,7 @@ async fn call(
     let mut req = match method {
         "GET" => app.client.get(url),
         "DELETE" => app.client.delete(url),
+        "POST" if path.ends_with("/cancel") => app.client.post(url),
         "POST" => {
             let form = match (path.as_str(), valid) {
                 ("/api/v1/jobs", true) => job_form(astronaut()),
@@ -319,6 +321,8 @@ async fn every_documented_operation_answers_as_documented() {
         .unwrap()
         .to_string();
     app.wait_until_finished(&doomed).await;
+    // A job of the same client that stays queued, to be cancelled.
+    let held = app.queued_job(owner.parse().unwrap()).await;
     let as_owner = [(
         reqwest::header::HeaderName::from_static("x-client-id"),
         owner,
@@ -334,10 +338,13 @@ async fn every_documented_operation_answers_as_documented() {
             ("emoji".to_string(), "no-such-library".to_string())
         } else if method == "DELETE" {
             (doomed.clone(), Uuid::new_v4().to_string())
+        } else if path.ends_with("/cancel") {
+            (held.to_string(), Uuid::new_v4().to_string())
         } else {
             (job_id.clone(), Uuid::new_v4().to_string())
         };
-        let headers: &[_] = if method == "DELETE" { &as_owner } else { &[] };
+        let owned = method == "DELETE" || path.ends_with("/cancel");
+        let headers: &[_] = if owned { &as_owner } else { &[] };
         let first = call(&app, method, path, &good_id, true, headers).await;
         assert!(
             (200..300).contains(&first.status),
@@ -355,7 +362,12 @@ async fn every_documented_operation_answers_as_documented() {
             let not_owner = call(&app, method, path, &job_id, true, &[]).await;
             further.push((not_owner, Some(403)));
         }
-        if method == "POST" {
+        if path.ends_with("/cancel") {
+            let again = call(&app, method, path, &good_id, true, headers).await;
+            further.push((again, Some(409)));
+            let not_owner = call(&app, method, path, &good_id, true, &[]).await;
+            further.push((not_owner, Some(403)));
+        } else if method == "POST" {
             further.push((call(&app, method, path, &good_id, false, &[]).await, None));
         }
         if let Some(etag) = first.etag.clone().filter(|_| listed.contains_key("304")) {

@@ -28,6 +28,7 @@ WWW-Authenticate: Bearer. Without a key configured the API is open.";
         jobs::submit,
         jobs::get,
         jobs::delete,
+        jobs::cancel,
         result::get,
         tiles::get,
         preview::get,

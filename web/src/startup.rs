@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use actix_web::dev::{Server, ServerHandle, Service};
 use actix_web::middleware::DefaultHeaders;
-use actix_web::{App, HttpServer, web};
+use actix_web::{App, HttpMessage as _, HttpServer, web};
 use anyhow::Context as _;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
@@ -22,6 +22,11 @@ use crate::ops_endpoint::Probes;
 use crate::settings::WebSettings;
 use crate::state::AppState;
 use crate::streams::{JobChanges, StreamHub};
+
+/// Marks a request that came as HEAD (and is routed as GET): a handler may skip making a body
+/// nobody will receive.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadRequest;
 
 /// Content Security Policy for everything served: same-origin only, never framed.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; img-src 'self' data: blob:; \
@@ -92,6 +97,15 @@ impl Application {
                 .configure(crate::ops_endpoint::configure)
                 .configure(crate::routes::configure)
                 .default_service(web::to(no_route))
+                .wrap_fn(|mut req, srv| {
+                    // HEAD is answered wherever GET is: routed as GET, the body left unsent
+                    // (the connection knows the request was a HEAD).
+                    if req.method() == actix_web::http::Method::HEAD {
+                        req.head_mut().method = actix_web::http::Method::GET;
+                        req.extensions_mut().insert(HeadRequest);
+                    }
+                    srv.call(req)
+                })
                 .wrap_fn(|req, srv| {
                     use futures_util::future::Either;
                     match crate::auth::forgery_check(&req) {
@@ -146,6 +160,10 @@ impl Application {
                     }
                     .instrument(span)
                 })
+                .wrap(
+                    actix_web::middleware::ErrorHandlers::new()
+                        .default_handler(crate::pages::error_page),
+                )
         })
         .disable_signals()
         .shutdown_timeout(grace.as_secs());

@@ -270,3 +270,29 @@ pub(crate) async fn all_blob_keys(platform: &Platform) -> std::collections::BTre
     }
     keys
 }
+
+impl TestApp {
+    /// A job of `client` that stays queued: its record is stored, no request is sent.
+    pub(crate) async fn queued_job(&self, client: uuid::Uuid) -> uuid::Uuid {
+        use tessera_shared::jobs::{JobParams, JobRecord};
+        use tessera_shared::messages::{Grid, LibraryRef, RenderOptions};
+        let id = uuid::Uuid::new_v4();
+        let params = JobParams {
+            library: LibraryRef {
+                id: "emoji".into(),
+                version: 1,
+            },
+            tile_size: 16,
+            grid: Grid::Cells { across: 8 },
+            slices: 1,
+            options: RenderOptions::default(),
+            input_name: "held.png".into(),
+        };
+        self.platform
+            .jobs()
+            .create(&JobRecord::new(id, client, params))
+            .await
+            .unwrap();
+        id
+    }
+}

@@ -18,7 +18,7 @@ use tessera_shared::accounting;
 use tessera_shared::jobs::{JobParams, JobRecord, OutputSize};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::{LibraryError, validate_library_id};
-use tessera_shared::lifecycle::delete_job;
+use tessera_shared::lifecycle::{delete_job, release_intermediates};
 use tessera_shared::messages::{
     Envelope, Grid, ImageRequest, RenderOptions, SLICES_RANGE, TILE_SIZE_RANGE,
 };
@@ -491,4 +491,73 @@ pub async fn delete(
     tracing::info!(job = %id, blobs = deleted, "job deleted");
     state.changes.changed(id);
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// The reason a cancelled job gives.
+pub const CANCELLED: &str = "cancelled by the client that submitted it";
+
+/// Cancel a running job.
+///
+/// The job ends at once as failed, with the reason "cancelled by the client that submitted it";
+/// slices already rendering finish and are dropped, and what the job left in storage is freed.
+/// Only the client that submitted the job may cancel it (its tessera_client cookie or
+/// X-Client-Id): 403 not_your_job otherwise. A job that has already ended answers 409
+/// job_ended.
+#[utoipa::path(
+    post,
+    path = "/api/v1/jobs/{id}/cancel",
+    operation_id = "cancel_job",
+    tag = "jobs",
+    params(
+        ("id" = Uuid, Path, description = "The job's id"),
+        ("X-Client-Id" = Option<Uuid>, Header, nullable = false, description = "The client that submitted the job (or its tessera_client cookie)."),
+    ),
+    responses(
+        (status = 200, description = "Cancelled: the job, failed", body = JobView),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 403, response = crate::error::ErrorBody),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
+pub async fn cancel(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let id = job_id(&path)?;
+    let record = state.platform.jobs().get(id).await?;
+    if named_client(&req)? != Some(record.client_id) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_your_job",
+            "only the client that submitted a job may cancel it",
+        ));
+    }
+    let mut cancelled = false;
+    let record = state
+        .platform
+        .jobs()
+        .update(id, |r| {
+            cancelled = r.fail(CANCELLED);
+            cancelled
+        })
+        .await?;
+    if !cancelled {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "job_ended",
+            format!("the job has already ended ({})", record.state.as_str()),
+        ));
+    }
+    tracing::info!(job = %id, "job cancelled");
+    // Best effort: the reconciler's sweep frees what is left of an ended job anyway.
+    if let Err(e) = release_intermediates(&*state.platform.blobs, id, true).await {
+        tracing::warn!(job = %id, error = %e, "the cancelled job's intermediates are left to the sweep");
+    }
+    state.changes.changed(id);
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(JobView::new(&record, &state.settings.retention)))
 }

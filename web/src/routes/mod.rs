@@ -26,6 +26,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .route(web::get().to(jobs::get))
                     .route(web::delete().to(jobs::delete)),
             )
+            .service(resource("/jobs/{id}/cancel", "POST").route(web::post().to(jobs::cancel)))
             .service(resource("/jobs/{id}/result", "GET").route(web::get().to(result::get)))
             .service(resource("/jobs/{id}/events", "GET").route(web::get().to(events::events)))
             .service(resource("/jobs/{id}/preview", "GET").route(web::get().to(preview::get)))

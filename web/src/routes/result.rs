@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use actix_web::body::SizedStream;
 use actix_web::http::{StatusCode, header};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpMessage as _, HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 
 use tessera_shared::jobs::JobState;
@@ -16,6 +16,7 @@ use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::{done_result, missing};
 use crate::openapi::Binary;
+use crate::startup::HeadRequest;
 use crate::state::AppState;
 
 /// Bytes read from the blob per chunk of the response.
@@ -105,6 +106,24 @@ pub async fn get(
         _ => RangeRequest::Whole,
     };
     let blobs = state.platform.blobs.clone();
+    // A HEAD gets the headers (the size among them) without a read of the mosaic.
+    if req.extensions().contains::<HeadRequest>() {
+        let empty = || Box::pin(futures_util::stream::empty::<Result<Bytes, actix_web::Error>>());
+        match range {
+            RangeRequest::Whole => {
+                return Ok(response(StatusCode::OK).body(SizedStream::new(size, empty())));
+            }
+            RangeRequest::Part(start, end) => {
+                return Ok(response(StatusCode::PARTIAL_CONTENT)
+                    .insert_header((
+                        header::CONTENT_RANGE,
+                        format!("bytes {start}-{}/{size}", end - 1),
+                    ))
+                    .body(SizedStream::new(end - start, empty())));
+            }
+            RangeRequest::Unsatisfiable => {}
+        }
+    }
     match range {
         RangeRequest::Whole => {
             Ok(response(StatusCode::OK).body(SizedStream::new(size, stream(blobs, key, 0, size))))
