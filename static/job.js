@@ -20,6 +20,15 @@
   let full = null;
   let source = null;
 
+  // As the server writes sizes: 950 kB, 1.4 MB, 238 MB, 1.4 GB.
+  function sizeInWords(n) {
+    if (n < 1e3) return n + " bytes";
+    if (n < 1e6) return (n / 1e3).toFixed(0) + " kB";
+    if (n < 1e7) return (n / 1e6).toFixed(1) + " MB";
+    if (n < 1e9) return (n / 1e6).toFixed(0) + " MB";
+    return (n / 1e9).toFixed(1) + " GB";
+  }
+
   function seconds(ms) {
     return (ms / 1000).toFixed(1) + " s";
   }
@@ -59,6 +68,14 @@
       }
     });
     img.src = base + "/preview";
+    // The download's size, when the page was loaded before the mosaic was done.
+    const download = document.getElementById("download");
+    if (!/, [0-9.]+ [kMG]?B\)$|bytes\)$/.test(download.textContent)) {
+      fetch(base + "/result", { method: "HEAD", credentials: "same-origin" }).then(function (r) {
+        const n = Number(r.headers.get("Content-Length"));
+        if (r.ok && n > 0) download.textContent = "Download the full mosaic (PNG, " + sizeInWords(n) + ")";
+      }).catch(function () {});
+    }
     transactions.replaceChildren();
     const entries = Object.entries(job.transactions || {});
     let total = 0;

@@ -57,22 +57,56 @@
     });
   }
 
+  // Marks `field` as the one at fault (or none) and says why in the error box.
+  function fail(message, field) {
+    form.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
+    error.textContent = message;
+    error.hidden = false;
+    if (field) {
+      field.setAttribute("aria-invalid", "true");
+      field.focus();
+    }
+  }
+
+  // The list and contact sheets, read again from the page after an import.
+  async function refreshCatalogue() {
+    try {
+      const page = await fetch("/libraries", { credentials: "same-origin" });
+      const doc = new DOMParser().parseFromString(await page.text(), "text/html");
+      const fresh = doc.getElementById("catalogue");
+      if (fresh) document.getElementById("catalogue").replaceWith(fresh);
+    } catch (e) {
+      // The report says what was imported; the list catches up on the next visit.
+    }
+  }
+
   form.addEventListener("submit", async function (ev) {
     ev.preventDefault();
     error.hidden = true;
     report.hidden = true;
-    const files = document.getElementById("files").files;
+    const nameField = document.getElementById("name");
+    const filesField = document.getElementById("files");
+    if (!nameField.value.trim()) {
+      fail("Give the library a name.", nameField);
+      return;
+    }
+    if (!filesField.files.length) {
+      fail("Choose a .zip or some image files with the tiles.", filesField);
+      return;
+    }
+    form.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
+    const files = filesField.files;
     const limit = Number(form.dataset.maxUpload);
     let total = 0;
     for (const f of files) total += f.size;
     if (limit > 0 && total > limit) {
-      error.textContent = "The files come to " + (total / 1048576).toFixed(1) +
-        " MB, over the upload limit of " + (limit / 1048576).toFixed(1) + " MB.";
-      error.hidden = false;
+      fail("The files come to " + (total / 1048576).toFixed(1) +
+        " MB, over the upload limit of " + (limit / 1048576).toFixed(1) + " MB.", filesField);
       return;
     }
     const data = new FormData();
-    data.append("name", document.getElementById("name").value);
+    data.append("name", nameField.value);
+    if (document.getElementById("replace").checked) data.append("replace", "true");
     for (const f of files) data.append("files", f, f.name);
     const button = form.querySelector("button");
     button.disabled = true;
@@ -94,8 +128,17 @@
     if (!response.ok) {
       upload.hidden = true;
       status.textContent = "";
-      error.textContent = body && body.error ? body.error.message : "The server answered " + response.status + ".";
-      error.hidden = false;
+      const code = body && body.error ? body.error.code : "";
+      if (code === "library_exists") {
+        fail("A library of that name exists. Tick “Replace” to publish a new version of it, or choose another name.", nameField);
+      } else if (code === "no_images") {
+        fail("None of the files could be read as a tile: upload PNG, JPEG, WebP or GIF images, or a .zip of them.", filesField);
+      } else if (code === "upload_too_large" || response.status === 413) {
+        fail("The upload is over the server's limit: send fewer or smaller files.", filesField);
+      } else {
+        const message = body && body.error ? body.error.message : "the server answered " + response.status;
+        fail("The library was not imported: " + message + ".");
+      }
       return;
     }
     list.replaceChildren();
@@ -111,5 +154,6 @@
       " skipped); the report follows.";
     report.hidden = false;
     report.focus();
+    refreshCatalogue();
   });
 })();

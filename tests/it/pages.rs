@@ -261,7 +261,7 @@ async fn the_preview_is_a_downscaled_jpeg_of_the_mosaic() {
 
 /// The `src` of the thumbnail in the row of job `id` on the My jobs page, if it has one.
 fn thumbnail_of(body: &str, id: &str) -> Option<String> {
-    let row_start = body[..body.find(&format!(r#"href="/jobs/{id}""#))?].rfind("<tr>")?;
+    let row_start = body[..body.find(&format!(r#"href="/jobs/{id}""#))?].rfind("<tr")?;
     let row = &body[row_start..];
     let row = &row[..row.find("</tr>")?];
     let img = &row[row.find("<img ")?..];

@@ -103,6 +103,66 @@ pub fn error_page<B>(
     ))
 }
 
+/// A size in bytes as people read it: "238 MB", "1.4 GB", "950 kB".
+fn bytes_in_words(bytes: u64) -> String {
+    let b = bytes as f64;
+    match bytes {
+        0..1_000 => format!("{bytes} bytes"),
+        1_000..1_000_000 => format!("{:.0} kB", b / 1e3),
+        1_000_000..10_000_000 => format!("{:.1} MB", b / 1e6),
+        10_000_000..1_000_000_000 => format!("{:.0} MB", b / 1e6),
+        _ => format!("{:.1} GB", b / 1e9),
+    }
+}
+
+/// A time span in words, as a person says how long ago something happened.
+fn ago(span: time::Duration) -> String {
+    let seconds = span.whole_seconds().max(0);
+    let (n, unit) = match seconds {
+        0..45 => return "just now".to_string(),
+        45..5400 => ((seconds + 30) / 60, "minute"),
+        5400..129_600 => ((seconds + 1800) / 3600, "hour"),
+        129_600..3_888_000 => ((seconds + 43_200) / 86_400, "day"),
+        _ => ((seconds + 1_296_000) / 2_592_000, "month"),
+    };
+    format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ago;
+    use time::Duration;
+
+    #[test]
+    fn sizes_read_as_people_say_them() {
+        for (bytes, words) in [
+            (512, "512 bytes"),
+            (950_400, "950 kB"),
+            (1_450_000, "1.4 MB"),
+            (238_123_456, "238 MB"),
+            (1_400_000_000, "1.4 GB"),
+        ] {
+            assert_eq!(super::bytes_in_words(bytes), words);
+        }
+    }
+
+    #[test]
+    fn spans_read_as_people_say_them() {
+        for (span, words) in [
+            (Duration::seconds(3), "just now"),
+            (Duration::seconds(50), "1 minute ago"),
+            (Duration::minutes(59), "59 minutes ago"),
+            (Duration::minutes(100), "2 hours ago"),
+            (Duration::hours(30), "1 day ago"),
+            (Duration::hours(37), "2 days ago"),
+            (Duration::days(60), "2 months ago"),
+            (Duration::seconds(-5), "just now"),
+        ] {
+            assert_eq!(ago(span), words, "{span}");
+        }
+    }
+}
+
 /// `text` with its first letter in upper case.
 fn capitalised(text: &str) -> String {
     let mut chars = text.chars();
@@ -173,7 +233,11 @@ async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
 #[template(path = "job.html")]
 struct JobPage {
     id: Uuid,
+    /// The uploaded image's file name.
+    input_name: String,
     state: &'static str,
+    /// The result's size in words, once the job is done.
+    download_size: Option<String>,
     has_quality: bool,
     /// Empty until the job is planned (the page's script fills them in then).
     quality: QualityFigures,
@@ -207,8 +271,20 @@ impl From<&JobQuality> for QualityFigures {
 async fn job(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;
+    let download_size = match (&record.result_blob, record.state) {
+        (Some(key), JobState::Done) => state
+            .platform
+            .blobs
+            .head(key)
+            .await
+            .ok()
+            .map(|meta| bytes_in_words(meta.size)),
+        _ => None,
+    };
     page(&JobPage {
         id,
+        input_name: record.params.input_name.clone(),
+        download_size,
         state: record.state.as_str(),
         has_quality: record.quality.is_some(),
         quality: record
@@ -221,9 +297,13 @@ async fn job(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<H
 
 struct JobRow {
     id: Uuid,
+    /// When it was submitted: RFC 3339, and in words relative to now.
     created: String,
+    created_ago: String,
     input_name: String,
     state: &'static str,
+    /// Still running (it may be cancelled) or ended (it may be deleted).
+    running: bool,
     done: u32,
     total: u32,
     size: String,
@@ -318,6 +398,7 @@ async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpRes
     }
     records.sort_by_key(|r| std::cmp::Reverse(r.created_at));
     records.truncate(MAX_LISTED_JOBS);
+    let now = time::OffsetDateTime::now_utc();
     let jobs = records
         .iter()
         .map(|r| JobRow {
@@ -326,8 +407,14 @@ async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpRes
                 .created_at
                 .format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),
-            input_name: r.params.input_name.clone(),
+            created_ago: ago(now - r.created_at),
+            input_name: if r.params.input_name.is_empty() {
+                "(unnamed image)".to_string()
+            } else {
+                r.params.input_name.clone()
+            },
             state: r.state.as_str(),
+            running: !r.state.is_final(),
             done: r.slices_done(),
             total: r.slices_total,
             size: r
@@ -473,7 +560,7 @@ async fn api() -> ApiResult<HttpResponse> {
 }
 
 /// The static assets, compiled in: name, content type, bytes.
-const ASSETS: [(&str, &str, &str); 4] = [
+const ASSETS: [(&str, &str, &str); 5] = [
     (
         "style.css",
         "text/css; charset=utf-8",
@@ -493,6 +580,11 @@ const ASSETS: [(&str, &str, &str); 4] = [
         "libraries.js",
         "text/javascript; charset=utf-8",
         include_str!("../../static/libraries.js"),
+    ),
+    (
+        "jobs.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../static/jobs.js"),
     ),
 ];
 

@@ -26,6 +26,21 @@ pub struct QueueDepth {
     pub poison_depth: u64,
 }
 
+impl QueueDepth {
+    /// What the queue's messages are waiting for, in a sentence for the System page.
+    pub fn purpose(&self) -> &'static str {
+        match self.name {
+            "imagerequest" => "New jobs waiting for the job controller to cut them into slices.",
+            "slicerequest" => "Slices waiting for an image processor to render them.",
+            "sliceresponse" => "Rendered slices waiting for the job controller to stitch them.",
+            "imageresponse" => {
+                "Finished mosaics waiting for the web front end to mark the job done."
+            }
+            _ => "",
+        }
+    }
+}
+
 /// The answer of `GET /api/v1/queues`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct QueueList {
