@@ -18,33 +18,107 @@
     return form.querySelector('input[name="grid"]:checked').value === "per_pixel";
   }
 
+  const maxPixels = Number(form.dataset.maxOutputPixels) || 0;
+  const maxSlicePixels = Number(form.dataset.maxSlicePixels) || 0;
+  const warning = document.getElementById("output-warning");
+  const slicesUsed = document.getElementById("slices-used");
+  // The form's fields: their labels, for messages, and their bounds (from the inputs).
+  const LABELS = {
+    image: "Target image", library: "Tile library", tile_size: "Tile size",
+    cells: "Cells across", per_pixel: "One tile per pixel", slices: "Slices",
+    repeat_radius: "Repetition radius", blend: "Blend",
+  };
+
+  function megapixels(pixels) {
+    const mp = pixels / 1e6;
+    if (mp < 0.1) return mp.toFixed(2);
+    if (mp < 100) return mp.toFixed(1);
+    return Math.round(mp).toLocaleString("en");
+  }
+
+  // A number field's value, or a reason it has none: {value} or {message, field}.
+  function number(id) {
+    const field = document.getElementById(id);
+    const text = field.value.trim();
+    const min = Number(field.min);
+    const max = Number(field.max);
+    const range = min + " to " + max;
+    if (text === "") return { message: "Enter the " + LABELS[id].toLowerCase() + " (" + range + ").", field: field };
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      return { message: LABELS[id] + " must be a whole number from " + range + ".", field: field };
+    }
+    return { value: value };
+  }
+
+  // Marks the fields at fault (none: clears every mark).
+  function mark(fields) {
+    form.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
+    (fields || []).forEach(function (el) { if (el) el.setAttribute("aria-invalid", "true"); });
+  }
+
+  // The output size, its limit, and the slices the server will use; returns a problem that
+  // stops the submission ({message, fields}) or null.
   function update() {
     cells.disabled = perPixel();
+    warning.hidden = true;
+    slicesUsed.textContent = "";
     if (!size) {
       output.textContent = "choose an image";
-      return;
+      return null;
     }
-    const t = parseInt(tile.value, 10);
-    if (!(t > 0)) {
+    const t = number("tile_size");
+    if (t.message) {
       output.textContent = "choose a tile size";
-      return;
+      return { message: t.message, fields: [t.field] };
     }
     let cols, rows;
     if (perPixel()) {
       cols = size.w;
       rows = size.h;
     } else {
-      cols = parseInt(cells.value, 10);
-      if (!(cols > 0)) {
+      const c = number("cells");
+      if (c.message) {
         output.textContent = "choose how many cells across";
-        return;
+        return { message: c.message, fields: [c.field] };
       }
+      cols = c.value;
       rows = Math.max(1, Math.round((cols * size.h) / size.w));
     }
-    const w = cols * t;
-    const h = rows * t;
-    output.textContent = w + " × " + h + " px (" + cols + " × " + rows + " tiles, " +
-      ((w * h) / 1e6).toFixed(1) + " megapixels)";
+    const w = cols * t.value;
+    const h = rows * t.value;
+    const pixels = w * h;
+    output.textContent = w.toLocaleString("en") + " × " + h.toLocaleString("en") + " px (" +
+      cols.toLocaleString("en") + " × " + rows.toLocaleString("en") + " tiles, " +
+      megapixels(pixels) + " megapixels" + (maxPixels ? ", of at most " + megapixels(maxPixels) : "") + ")";
+    const s = number("slices");
+    if (!s.message) {
+      const needed = maxSlicePixels ? Math.ceil(pixels / maxSlicePixels) : 1;
+      const used = Math.max(1, Math.min(rows, Math.max(s.value, needed)));
+      let why = "";
+      if (used > s.value) {
+        why = ": a slice holds at most " + megapixels(maxSlicePixels) + " megapixels, so this size needs " + used;
+      } else if (used < s.value) {
+        why = ": at most one per row of cells, and the grid has " + rows + (rows === 1 ? " row" : " rows");
+      }
+      slicesUsed.textContent = "The server will use " + used + (used === 1 ? " slice" : " slices") + why + ".";
+    }
+    if (maxPixels && pixels > maxPixels) {
+      const fields = perPixel() ? [tile] : [cells, tile];
+      warning.textContent = "That is over this server's limit of " + megapixels(maxPixels) +
+        " megapixels: " + (perPixel() ? "use smaller tiles or a smaller image" : "use fewer cells or smaller tiles") + ".";
+      warning.hidden = false;
+      return { message: warning.textContent, fields: fields };
+    }
+    return null;
+  }
+
+  // Refreshes the figures, and the submit button and field marks with them.
+  function refresh() {
+    const problem = update();
+    button.disabled = Boolean(problem && problem.fields && !warning.hidden);
+    if (!problem) mark([]);
+    else if (!warning.hidden) mark(problem.fields);
   }
 
   function showFile(file) {
@@ -53,19 +127,19 @@
     natural.textContent = "";
     if (!file) {
       preview.hidden = true;
-      update();
+      refresh();
       return;
     }
     objectUrl = URL.createObjectURL(file);
     preview.onload = function () {
       size = { w: preview.naturalWidth, h: preview.naturalHeight };
       natural.textContent = file.name + ": " + size.w + " × " + size.h + " px";
-      update();
+      refresh();
     };
     preview.onerror = function () {
       preview.hidden = true;
       natural.textContent = file.name + ": the browser cannot show this image";
-      update();
+      refresh();
     };
     preview.src = objectUrl;
     preview.hidden = false;
@@ -98,45 +172,96 @@
       strip.alt = "Sample tiles of " + option.textContent.replace(/ \(\d+ tiles\)$/, "");
     });
   }
-  form.addEventListener("input", update);
-  form.addEventListener("change", update);
+  form.addEventListener("input", refresh);
+  form.addEventListener("change", refresh);
 
   function megabytes(n) {
     return (n / 1048576).toFixed(1) + " MB";
   }
 
-  function fail(message) {
+  function fail(message, fields) {
     error.textContent = message;
     error.hidden = false;
     button.disabled = false;
+    mark(fields);
+    if (fields && fields[0]) fields[0].focus();
+  }
+
+  function capitalised(text) {
+    return text.charAt(0).toUpperCase() + text.slice(1);
+  }
+
+  // The server's answer in words, and the field it is about. The API's codes are stable;
+  // its messages name fields as the API does, so they are put in the form's words here.
+  function explain(status, body) {
+    const error = body && body.error ? body.error : { code: "", message: "the server answered " + status };
+    const field = function (name) { return name === "image" ? input : document.getElementById(name); };
+    const named = Object.keys(LABELS).find(function (name) {
+      return error.message === name || error.message.startsWith(name + " ");
+    });
+    switch (error.code) {
+      case "missing_parameter": case "invalid_parameter": case "out_of_range":
+      case "duplicate_field": case "unknown_field":
+        if (named) {
+          return { message: LABELS[named] + error.message.slice(named.length) + ".", fields: [field(named)] };
+        }
+        break;
+      case "conflicting_parameters":
+        return { message: "Choose either cells across or one tile per pixel.", fields: [cells] };
+      case "output_too_large":
+        return { message: "The mosaic would be larger than this server makes: use fewer cells or smaller tiles.", fields: [cells, tile] };
+      case "library_too_small":
+        return { message: capitalised(error.message) + ".", fields: [document.getElementById("repeat_radius")] };
+      case "unknown_library":
+        return { message: "That library is gone: reload the page and choose another.", fields: [document.getElementById("library")] };
+      case "upload_too_large": case "empty_upload": case "not_an_image": case "unsupported_format":
+      case "corrupt_image": case "image_too_large": case "unsupported_media_type":
+        return { message: capitalised(error.message) + ".", fields: [input] };
+      case "too_many_active_jobs":
+        return { message: "You have as many mosaics in the making as this server allows at once: submit again when one has finished (see My jobs)." };
+      case "insufficient_storage":
+        return { message: "The server has no room for another mosaic just now: try again later." };
+      case "storage_unavailable":
+        return { message: "The server's storage is not answering: try again in a moment." };
+    }
+    return { message: capitalised(error.message) + "." };
   }
 
   form.addEventListener("submit", async function (ev) {
     ev.preventDefault();
     error.hidden = true;
     if (!input.files.length) {
-      fail("Choose an image first.");
-      input.focus();
+      fail("Choose an image first.", [input]);
       return;
     }
     const limit = Number(form.dataset.maxUpload);
     if (limit > 0 && input.files[0].size > limit) {
       fail("The image is " + megabytes(input.files[0].size) + ", over the upload limit of " +
-        megabytes(limit) + ".");
+        megabytes(limit) + ".", [input]);
       return;
     }
+    const numbers = ["tile_size", "slices", "repeat_radius", "blend"].concat(perPixel() ? [] : ["cells"]);
+    for (const id of numbers) {
+      const n = number(id);
+      if (n.message) {
+        fail(n.message, [n.field]);
+        return;
+      }
+    }
+    const problem = update();
+    if (problem) {
+      fail(problem.message, problem.fields);
+      return;
+    }
+    mark([]);
     const data = new FormData();
     data.append("image", input.files[0], input.files[0].name);
     data.append("library", document.getElementById("library").value);
-    // An empty box is left out: the server then uses its default.
-    const add = function (name, value) {
-      if (value !== "") data.append(name, value);
-    };
-    add("tile_size", tile.value);
+    data.append("tile_size", tile.value.trim());
     if (perPixel()) data.append("per_pixel", "true");
-    else add("cells", cells.value);
+    else data.append("cells", cells.value.trim());
     ["slices", "repeat_radius", "blend"].forEach(function (name) {
-      add(name, document.getElementById(name).value);
+      data.append(name, document.getElementById(name).value.trim());
     });
     button.disabled = true;
     let response;
@@ -148,7 +273,7 @@
         headers: { "X-Requested-With": "tessera" },
       });
     } catch (e) {
-      fail("The server could not be reached.");
+      fail("The server could not be reached: check the connection and try again.");
       return;
     }
     let body = null;
@@ -157,9 +282,8 @@
       window.location.assign("/jobs/" + encodeURIComponent(body.id));
       return;
     }
-    const message = body && body.error && body.error.message ? body.error.message
-      : body && body.message ? body.message : "The server answered " + response.status + ".";
-    fail(message);
+    const explained = explain(response.status, body);
+    fail(explained.message, explained.fields);
   });
-  update();
+  refresh();
 })();

@@ -196,6 +196,10 @@ struct Home {
     max_radius: u32,
     /// The upload limit, so the page can refuse a file that is too large before sending it.
     max_upload_bytes: u64,
+    /// The largest mosaic the server makes, and the pixels of one slice at most: the page
+    /// shows the output size against the first and the slices the server will use.
+    max_output_pixels: u64,
+    max_slice_pixels: u64,
 }
 
 async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -226,6 +230,8 @@ async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
         max_radius: s.max_repeat_radius,
         max_upload_bytes: s.max_upload_bytes,
+        max_output_pixels: s.max_output_pixels,
+        max_slice_pixels: tessera_shared::messages::DEFAULT_MAX_SLICE_PIXELS,
     })
 }
 

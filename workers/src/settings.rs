@@ -107,7 +107,7 @@ impl Default for ControllerSettings {
             response_concurrency: 16,
             stitch_band_bytes: 4 << 20,
             library_cache: 4,
-            max_slice_pixels: 1 << 25,
+            max_slice_pixels: tessera_shared::messages::DEFAULT_MAX_SLICE_PIXELS,
             batch_size: listener.batch_size,
             visibility_timeout_ms: millis(listener.visibility_timeout),
             renewal_interval_ms: millis(listener.renewal_interval),

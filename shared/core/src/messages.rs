@@ -288,6 +288,9 @@ pub enum JobOutcome {
 pub const TILE_SIZE_RANGE: std::ops::RangeInclusive<u32> = 4..=256;
 /// Slices a job may be cut into.
 pub const SLICES_RANGE: std::ops::RangeInclusive<u32> = 1..=1024;
+/// Output pixels of one slice at most, unless the controller is set otherwise: a job asking for
+/// fewer slices gets more (and never more slices than rows of cells).
+pub const DEFAULT_MAX_SLICE_PIXELS: u64 = 1 << 25;
 
 fn check_common(tile_size: u32, options: &RenderOptions) -> Result<(), String> {
     if !TILE_SIZE_RANGE.contains(&tile_size) {
