@@ -188,77 +188,184 @@
   }
   listen();
 
-  // The viewer: wheel zoom around the pointer, drag to pan, keys for the same. `scale` is screen
-  // pixels per preview pixel; zoomed in past the preview's own resolution, 256 px tiles of the
-  // pyramid (level 0: full resolution, level l: shrunk by 2^l) cover the visible area.
+  // The viewer. `scale` is screen pixels per preview pixel. Zoomed in past the preview's own
+  // resolution, 256 px tiles of the pyramid (level 0: full resolution, level l: shrunk by 2^l)
+  // cover the visible area. Tiles are fetched with a signal, so those no view needs any more
+  // are cancelled; loaded tiles of other levels stay underneath until the wanted level has
+  // arrived; once it has, the next finer level around the view is fetched ahead (into the
+  // HTTP cache: tiles are immutable). `data-sharp` says when the wanted level is all shown.
   const viewer = document.getElementById("viewer");
   const TILE = 256;
+  // Tile requests wait until the view has been still this long: a fast zoom asks only for
+  // the level it ends on.
+  const SETTLE_MS = 60;
+  const PREFETCH_MAX = 24;
   const layer = document.createElement("div");
   layer.style.position = "absolute";
   layer.style.inset = "0";
   layer.style.pointerEvents = "none";
   viewer.appendChild(layer);
+  // key "level/x/y" -> {img, level, tx, ty, loaded, abort}
   const tiles = new Map();
+  const prefetched = new Map();
   let scale = 1;
+  let fitScale = 1;
   let x = 0;
   let y = 0;
-  let pending = false;
+  let frame = false;
+  let settle = null;
+
   function topLevel() {
     let level = 0;
     while (level < 31 && (Math.max(full.w, full.h) - 1) / Math.pow(2, level) >= TILE) level++;
     return level;
   }
-  function drawTiles() {
-    pending = false;
-    const wanted = new Set();
-    // Screen pixels per full-resolution pixel.
-    const s = img.naturalWidth && full ? scale * img.naturalWidth / full.w : 0;
+  // Screen pixels per full-resolution pixel.
+  function fullScale() {
+    return img.naturalWidth && full ? scale * img.naturalWidth / full.w : 0;
+  }
+  // The level the view wants (null: the preview is enough), and the tiles of `level` that
+  // cover the view grown by `margin` tiles.
+  function wantedLevel() {
+    const s = fullScale();
     const previewLevel = full && img.naturalWidth ? Math.log2(full.w / img.naturalWidth) : 0;
-    if (s > 0 && previewLevel > 0 && scale > 1.01) {
-      const level = Math.max(0, Math.min(topLevel(), Math.floor(-Math.log2(s))));
-      // Only levels finer than the preview add anything.
-      if (level < previewLevel - 0.01) {
-        const span = TILE * Math.pow(2, level);
-        const x0 = Math.max(0, Math.floor(-x / s / span));
-        const y0 = Math.max(0, Math.floor(-y / s / span));
-        const x1 = Math.min(Math.ceil(full.w / span), Math.ceil((viewer.clientWidth - x) / s / span));
-        const y1 = Math.min(Math.ceil(full.h / span), Math.ceil((viewer.clientHeight - y) / s / span));
-        for (let ty = y0; ty < y1; ty++) {
-          for (let tx = x0; tx < x1; tx++) {
-            const key = level + "/" + tx + "/" + ty;
-            wanted.add(key);
-            let t = tiles.get(key);
-            if (!t) {
-              t = document.createElement("img");
-              t.alt = "";
-              t.draggable = false;
-              t.style.visibility = "hidden";
-              t.addEventListener("load", function () { t.style.visibility = "visible"; });
-              t.src = base + "/tiles/" + key;
-              layer.appendChild(t);
-              tiles.set(key, t);
-            }
-            const k = Math.pow(2, level) * s;
-            t.style.imageRendering = k > 1.5 ? "pixelated" : "auto";
-            t.style.transform = "translate(" + (x + tx * span * s) + "px," + (y + ty * span * s) +
-              "px) scale(" + k + ")";
+    if (!(s > 0) || previewLevel <= 0 || scale <= fitScale * 1.01) return null;
+    const level = Math.max(0, Math.min(topLevel(), Math.floor(-Math.log2(s))));
+    return level < previewLevel - 0.01 ? level : null;
+  }
+  function cover(level, margin) {
+    const s = fullScale();
+    const span = TILE * Math.pow(2, level);
+    return {
+      x0: Math.max(0, Math.floor(-x / s / span) - margin),
+      y0: Math.max(0, Math.floor(-y / s / span) - margin),
+      x1: Math.min(Math.ceil(full.w / span), Math.ceil((viewer.clientWidth - x) / s / span) + margin),
+      y1: Math.min(Math.ceil(full.h / span), Math.ceil((viewer.clientHeight - y) / s / span) + margin),
+    };
+  }
+  function tileUrl(key) {
+    return base + "/tiles/" + key;
+  }
+  function place(t) {
+    const s = fullScale();
+    const span = TILE * Math.pow(2, t.level);
+    const k = Math.pow(2, t.level) * s;
+    t.img.style.imageRendering = k > 1.5 ? "pixelated" : "auto";
+    t.img.style.transform = "translate(" + (x + t.tx * span * s) + "px," + (y + t.ty * span * s) +
+      "px) scale(" + k + ")";
+  }
+  function drop(key) {
+    const t = tiles.get(key);
+    if (!t) return;
+    if (t.abort) t.abort.abort();
+    if (t.img.src.startsWith("blob:")) URL.revokeObjectURL(t.img.src);
+    t.img.remove();
+    tiles.delete(key);
+  }
+  function request(key, level, tx, ty) {
+    const t = { img: document.createElement("img"), level: level, tx: tx, ty: ty, loaded: false, abort: new AbortController() };
+    t.img.alt = "";
+    t.img.draggable = false;
+    t.img.dataset.tile = key;
+    t.img.style.visibility = "hidden";
+    // Finer levels above coarser ones.
+    t.img.style.zIndex = String(64 - level);
+    layer.appendChild(t.img);
+    tiles.set(key, t);
+    place(t);
+    fetch(tileUrl(key), { signal: t.abort.signal, credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.blob(); })
+      .then(function (blob) {
+        if (tiles.get(key) !== t) return;
+        t.abort = null;
+        t.img.addEventListener("load", function () {
+          t.loaded = true;
+          t.img.style.visibility = "visible";
+          schedule();
+        }, { once: true });
+        t.img.src = URL.createObjectURL(blob);
+      })
+      .catch(function () {
+        if (tiles.get(key) === t) t.abort = null;
+      });
+  }
+  // Fetches the next finer level around the view ahead of a zoom, a few at a time.
+  function prefetch(level) {
+    if (level <= 0) return;
+    const next = level - 1;
+    const r = cover(next, 0);
+    let started = 0;
+    for (let ty = r.y0; ty < r.y1 && started < PREFETCH_MAX; ty++) {
+      for (let tx = r.x0; tx < r.x1 && started < PREFETCH_MAX; tx++) {
+        const key = next + "/" + tx + "/" + ty;
+        if (prefetched.has(key) || tiles.has(key)) continue;
+        const abort = new AbortController();
+        prefetched.set(key, abort);
+        started++;
+        fetch(tileUrl(key), { signal: abort.signal, credentials: "same-origin", priority: "low" })
+          .then(function (r) { return r.blob(); })
+          .catch(function () { prefetched.delete(key); });
+      }
+    }
+  }
+  function drawTiles() {
+    frame = false;
+    const level = wantedLevel();
+    const wanted = new Set();
+    let missing = 0;
+    if (level !== null) {
+      const r = cover(level, 0);
+      for (let ty = r.y0; ty < r.y1; ty++) {
+        for (let tx = r.x0; tx < r.x1; tx++) {
+          const key = level + "/" + tx + "/" + ty;
+          wanted.add(key);
+          const t = tiles.get(key);
+          if (!t) {
+            missing++;
+            if (!settle) request(key, level, tx, ty);
+          } else if (!t.loaded) {
+            missing++;
           }
         }
       }
     }
+    // Other tiles: unfinished ones are cancelled; loaded ones stay under the wanted level
+    // while it is incomplete, if they are in view.
+    const shown = viewer.getBoundingClientRect();
     tiles.forEach(function (t, key) {
-      if (!wanted.has(key)) {
-        t.remove();
-        tiles.delete(key);
+      if (wanted.has(key)) return place(t);
+      if (!t.loaded || missing === 0 || level === null) return drop(key);
+      place(t);
+      const b = t.img.getBoundingClientRect();
+      if (b.right < shown.left || b.left > shown.right || b.bottom < shown.top || b.top > shown.bottom) drop(key);
+    });
+    // Prefetches no longer near the view are cancelled.
+    prefetched.forEach(function (abort, key) {
+      if (level === null || Number(key.split("/")[0]) !== level - 1) {
+        abort.abort();
+        prefetched.delete(key);
       }
     });
+    const sharp = missing === 0 && !settle;
+    viewer.dataset.sharp = String(sharp);
+    if (sharp && level !== null) prefetch(level);
   }
-  function apply() {
-    img.style.transform = "translate(" + x + "px," + y + "px) scale(" + scale + ")";
-    if (!pending) {
-      pending = true;
+  function schedule() {
+    if (!frame) {
+      frame = true;
       requestAnimationFrame(drawTiles);
     }
+  }
+  // Called on every change of the view.
+  function apply() {
+    img.style.transform = "translate(" + x + "px," + y + "px) scale(" + scale + ")";
+    // Zoomed in, one finger pans the mosaic; at the fitted size it scrolls the page.
+    viewer.style.touchAction = scale > fitScale * 1.01 ? "none" : "pan-y";
+    viewer.dataset.sharp = "false";
+    viewer.dataset.zoom = (scale / fitScale).toFixed(3);
+    if (settle) clearTimeout(settle);
+    settle = setTimeout(function () { settle = null; schedule(); }, SETTLE_MS);
+    schedule();
   }
   function maxScale() {
     // Down to 8 screen pixels per full-resolution pixel.
@@ -266,16 +373,20 @@
     return Math.max(32, 8 * ratio);
   }
   function zoomAt(factor, cx, cy) {
-    const next = Math.min(maxScale(), Math.max(0.05, scale * factor));
+    const next = Math.min(maxScale(), Math.max(fitScale / 2, scale * factor));
     const f = next / scale;
     x = cx - (cx - x) * f;
     y = cy - (cy - y) * f;
     scale = next;
     apply();
   }
+  function zoomCentre(factor) {
+    zoomAt(factor, viewer.clientWidth / 2, viewer.clientHeight / 2);
+  }
   function fit() {
     if (!img.naturalWidth) return;
-    scale = Math.min(viewer.clientWidth / img.naturalWidth, viewer.clientHeight / img.naturalHeight, 1);
+    fitScale = Math.min(viewer.clientWidth / img.naturalWidth, viewer.clientHeight / img.naturalHeight, 1);
+    scale = fitScale;
     x = (viewer.clientWidth - img.naturalWidth * scale) / 2;
     y = (viewer.clientHeight - img.naturalHeight * scale) / 2;
     apply();
@@ -288,26 +399,77 @@
   viewer.addEventListener("wheel", function (ev) {
     ev.preventDefault();
     const r = viewer.getBoundingClientRect();
-    zoomAt(ev.deltaY < 0 ? 1.2 : 1 / 1.2, ev.clientX - r.left, ev.clientY - r.top);
+    // Lines and pages as pixels; a trackpad's small steps zoom a little, a wheel's notch 20 %.
+    const delta = ev.deltaY * (ev.deltaMode === 1 ? 40 : ev.deltaMode === 2 ? 800 : 1);
+    const factor = Math.exp(-Math.max(-200, Math.min(200, delta)) * 0.0018);
+    zoomAt(factor, ev.clientX - r.left, ev.clientY - r.top);
   }, { passive: false });
-  let drag = null;
+
+  // Pointers: one drags, two pinch (zoom about their midpoint, and pan with it).
+  const pointers = new Map();
+  let gesture = null;
+  function startGesture() {
+    const p = Array.from(pointers.values());
+    if (p.length === 1) {
+      gesture = { px: p[0].x, py: p[0].y, x: x, y: y };
+    } else if (p.length >= 2) {
+      gesture = {
+        distance: Math.hypot(p[1].x - p[0].x, p[1].y - p[0].y) || 1,
+        mx: (p[0].x + p[1].x) / 2,
+        my: (p[0].y + p[1].y) / 2,
+        scale: scale,
+        x: x,
+        y: y,
+      };
+    } else {
+      gesture = null;
+    }
+  }
   viewer.addEventListener("pointerdown", function (ev) {
-    drag = { px: ev.clientX, py: ev.clientY, x: x, y: y };
-    viewer.setPointerCapture(ev.pointerId);
+    const r = viewer.getBoundingClientRect();
+    pointers.set(ev.pointerId, { x: ev.clientX - r.left, y: ev.clientY - r.top });
+    try {
+      viewer.setPointerCapture(ev.pointerId);
+    } catch (e) {
+      // A pointer the browser no longer tracks: the gesture works without capture.
+    }
+    startGesture();
   });
   viewer.addEventListener("pointermove", function (ev) {
-    if (!drag) return;
-    x = drag.x + ev.clientX - drag.px;
-    y = drag.y + ev.clientY - drag.py;
+    if (!pointers.has(ev.pointerId) || !gesture) return;
+    const r = viewer.getBoundingClientRect();
+    pointers.set(ev.pointerId, { x: ev.clientX - r.left, y: ev.clientY - r.top });
+    const p = Array.from(pointers.values());
+    if (p.length === 1) {
+      x = gesture.x + p[0].x - gesture.px;
+      y = gesture.y + p[0].y - gesture.py;
+    } else {
+      const distance = Math.hypot(p[1].x - p[0].x, p[1].y - p[0].y) || 1;
+      const mx = (p[0].x + p[1].x) / 2;
+      const my = (p[0].y + p[1].y) / 2;
+      const next = Math.min(maxScale(), Math.max(fitScale / 2, gesture.scale * distance / gesture.distance));
+      const f = next / gesture.scale;
+      // The point under the first midpoint stays under the fingers' midpoint.
+      x = mx - (gesture.mx - gesture.x) * f;
+      y = my - (gesture.my - gesture.y) * f;
+      scale = next;
+    }
     apply();
   });
-  viewer.addEventListener("pointerup", function () { drag = null; });
+  function release(ev) {
+    if (!pointers.delete(ev.pointerId)) return;
+    startGesture();
+  }
+  viewer.addEventListener("pointerup", release);
+  viewer.addEventListener("pointercancel", release);
+  viewer.addEventListener("dblclick", function (ev) {
+    const r = viewer.getBoundingClientRect();
+    zoomAt(2, ev.clientX - r.left, ev.clientY - r.top);
+  });
   viewer.addEventListener("keydown", function (ev) {
-    const cx = viewer.clientWidth / 2;
-    const cy = viewer.clientHeight / 2;
     const step = 40;
-    if (ev.key === "+" || ev.key === "=") zoomAt(1.2, cx, cy);
-    else if (ev.key === "-") zoomAt(1 / 1.2, cx, cy);
+    if (ev.key === "+" || ev.key === "=") zoomCentre(1.2);
+    else if (ev.key === "-") zoomCentre(1 / 1.2);
     else if (ev.key === "0") fit();
     else if (ev.key === "ArrowLeft") { x += step; apply(); }
     else if (ev.key === "ArrowRight") { x -= step; apply(); }
@@ -316,5 +478,21 @@
     else return;
     ev.preventDefault();
   });
-  window.addEventListener("resize", apply);
+  document.getElementById("zoom-in").addEventListener("click", function () { zoomCentre(1.5); });
+  document.getElementById("zoom-out").addEventListener("click", function () { zoomCentre(1 / 1.5); });
+  document.getElementById("zoom-fit").addEventListener("click", fit);
+  const fullScreen = document.getElementById("full-screen");
+  if (!document.fullscreenEnabled) fullScreen.hidden = true;
+  fullScreen.addEventListener("click", function () {
+    if (document.fullscreenElement) document.exitFullscreen();
+    else viewer.requestFullscreen().catch(function () {});
+  });
+  document.addEventListener("fullscreenchange", function () {
+    fullScreen.textContent = document.fullscreenElement ? "Exit full screen" : "Full screen";
+    fit();
+  });
+  window.addEventListener("resize", function () {
+    if (scale <= fitScale * 1.01) fit();
+    else apply();
+  });
 })();

@@ -56,12 +56,13 @@ fn start_driver() -> Driver {
     Driver { child, port }
 }
 
-async fn connect(driver: &Driver, profile: &Path) -> Client {
+/// The phone the mobile tests hold: a 360 px wide touch screen (the narrowest in common use).
+pub(crate) const PHONE: (u32, u32) = (360, 740);
+
+async fn connect(driver: &Driver, profile: &Path, phone: bool) -> Client {
     let mut caps = serde_json::Map::new();
     caps.insert("browserName".into(), json!("chrome"));
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
+    let mut options = json!({
             "binary": CHROMIUM,
             "args": [
                 "--headless",
@@ -75,8 +76,14 @@ async fn connect(driver: &Driver, profile: &Path) -> Client {
                 "--window-size=1280,1000",
                 format!("--user-data-dir={}", profile.display()),
             ]
-        }),
-    );
+    });
+    if phone {
+        options["mobileEmulation"] = json!({
+            "deviceMetrics": { "width": PHONE.0, "height": PHONE.1, "pixelRatio": 3.0, "touch": true },
+            "userAgent": "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Mobile Safari/537.36"
+        });
+    }
+    caps.insert("goog:chromeOptions".into(), options);
     let url = format!("http://127.0.0.1:{}", driver.port);
     let mut last = None;
     // chromedriver takes a moment to listen.
@@ -100,8 +107,23 @@ pub(crate) async fn in_chromium<F>(profile: &Path, steps: impl FnOnce(Client) ->
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    in_browser(profile, false, steps).await
+}
+
+/// [`in_chromium`] as a phone: [`PHONE`]'s screen, touch input, a mobile user agent.
+pub(crate) async fn in_chromium_phone<F>(profile: &Path, steps: impl FnOnce(Client) -> F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    in_browser(profile, true, steps).await
+}
+
+async fn in_browser<F>(profile: &Path, phone: bool, steps: impl FnOnce(Client) -> F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
     let driver = start_driver();
-    let browser = connect(&driver, profile).await;
+    let browser = connect(&driver, profile, phone).await;
     let steps = tokio::spawn(steps(browser.clone())).await;
     let _ = browser.close().await;
     drop(driver);
@@ -119,7 +141,7 @@ fn artifacts() -> PathBuf {
     dir
 }
 
-async fn screenshot(browser: &Client, name: &str) {
+pub(crate) async fn screenshot(browser: &Client, name: &str) {
     let png = browser.screenshot().await.unwrap();
     std::fs::write(artifacts().join(name), png).unwrap();
 }

@@ -403,21 +403,23 @@ async fn zooming_past_the_preview_loads_full_resolution_tiles_in_chromium() {
                  return true",
             )
             .await;
+            // Sharp: every tile of the level the view wants is shown, and no other.
             let loaded = wait_for(
                 &browser,
                 &format!(
                     "const t = {tiles}; \
-                     return t.length > 0 && t.every(i => i.complete && i.naturalWidth > 0) \
-                       ? t.map(i => new URL(i.src).pathname) : null"
+                     return document.getElementById('viewer').dataset.sharp === 'true' \
+                       && t.length > 0 && t.every(i => i.complete && i.naturalWidth > 0) \
+                       ? t.map(i => i.dataset.tile) : null"
                 ),
                 Duration::from_secs(30),
                 "full-resolution tiles loading",
             )
             .await;
-            let paths: Vec<String> = serde_json::from_value(loaded).unwrap();
+            let keys: Vec<String> = serde_json::from_value(loaded).unwrap();
             assert!(
-                paths.iter().all(|p| p.contains("/tiles/0/")),
-                "zoomed in 12x, the viewer shows level 0: {paths:?}"
+                keys.iter().all(|k| k.starts_with("0/")),
+                "zoomed in 12x, the viewer shows level 0: {keys:?}"
             );
             // The tiles cover the viewer's middle, where the zoom centred.
             let covered = script(
@@ -435,4 +437,169 @@ async fn zooming_past_the_preview_loads_full_resolution_tiles_in_chromium() {
     })
     .await;
     assert!(full.width > 1024);
+}
+
+/// A phone, by touch: no page is wider than the screen; on the job page the viewer's buttons
+/// zoom and fit, two fingers pinch to zoom, one finger pans the zoomed mosaic and, at the fitted
+/// size, scrolls the page instead of moving the mosaic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch() {
+    use fantoccini::actions::{InputSource, PointerAction, TouchActions};
+
+    let app = spawn_app().await;
+    let (id, _) = finished_job(&app).await;
+    let work = tempfile::tempdir().unwrap();
+    let base = app.address.clone();
+    crate::browser::in_chromium_phone(work.path(), |browser| async move {
+        for path in [
+            "/".to_string(),
+            format!("/jobs/{id}"),
+            "/jobs".to_string(),
+            "/libraries".to_string(),
+            "/system".to_string(),
+            "/api".to_string(),
+            "/nonexistent".to_string(),
+        ] {
+            browser.goto(&format!("{base}{path}")).await.unwrap();
+            let widths = script(
+                &browser,
+                "return [document.documentElement.scrollWidth, window.innerWidth]",
+            )
+            .await;
+            assert_eq!(
+                widths[0], widths[1],
+                "{path}: the page is wider than the phone's {} px",
+                crate::browser::PHONE.0
+            );
+        }
+
+        browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
+        wait_for(
+            &browser,
+            "const i = document.getElementById('mosaic'); \
+             return i.complete && i.naturalWidth > 0 && document.getElementById('viewer').dataset.zoom",
+            Duration::from_secs(30),
+            "the preview in the viewer",
+        )
+        .await;
+        let zoom = |b: fantoccini::Client| async move {
+            let z = script(&b, "return Number(document.getElementById('viewer').dataset.zoom)").await;
+            z.as_f64().unwrap()
+        };
+        let left = |b: fantoccini::Client| async move {
+            let l = script(&b, "return document.getElementById('mosaic').getBoundingClientRect().left").await;
+            l.as_f64().unwrap()
+        };
+        assert_eq!(zoom(browser.clone()).await, 1.0, "fitted at first");
+
+        // The buttons, by tapping them.
+        browser
+            .find(fantoccini::Locator::Id("zoom-in"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert!((zoom(browser.clone()).await - 1.5).abs() < 0.01);
+        browser
+            .find(fantoccini::Locator::Id("zoom-fit"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert_eq!(zoom(browser.clone()).await, 1.0);
+
+        // The viewer's centre, in the viewport, scrolled into view.
+        let centre = script(
+            &browser,
+            "const v = document.getElementById('viewer'); v.scrollIntoView({block: 'center'}); \
+             const r = v.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]",
+        )
+        .await;
+        let (cx, cy) = (centre[0].as_f64().unwrap(), centre[1].as_f64().unwrap());
+
+        // Two fingers, 60 px apart, spread to 180 px apart: three times the zoom.
+        let finger = |name: &str, from: f64, to: f64| {
+            TouchActions::new(name.into())
+                .then(PointerAction::MoveTo { duration: None, x: cx + from, y: cy })
+                .then(PointerAction::Down { button: 0 })
+                .then(PointerAction::MoveTo {
+                    duration: Some(Duration::from_millis(300)),
+                    x: cx + to,
+                    y: cy,
+                })
+                .then(PointerAction::Up { button: 0 })
+        };
+        browser
+            .perform_actions(fantoccini::actions::Actions::from(finger("left", -30.0, -90.0))
+                .and(finger("right", 30.0, 90.0)))
+            .await
+            .unwrap();
+        let pinched = zoom(browser.clone()).await;
+        assert!((2.5..3.5).contains(&pinched), "a pinch to three times zoomed {pinched}x");
+
+        // One finger, zoomed in: the mosaic moves with it, the page stays.
+        let (before, scrolled) = (left(browser.clone()).await, script(&browser, "return window.scrollY").await);
+        let drag = TouchActions::new("one".into())
+            .then(PointerAction::MoveTo { duration: None, x: cx, y: cy })
+            .then(PointerAction::Down { button: 0 })
+            .then(PointerAction::MoveTo { duration: Some(Duration::from_millis(300)), x: cx + 80.0, y: cy })
+            .then(PointerAction::Up { button: 0 });
+        browser.perform_actions(drag).await.unwrap();
+        let moved = left(browser.clone()).await - before;
+        assert!((70.0..90.0).contains(&moved), "the mosaic followed the finger by {moved} px");
+        assert_eq!(script(&browser, "return window.scrollY").await, scrolled);
+
+        // Fitted again, a swipe down scrolls the page back up (there is the job's status above
+        // the viewer) and leaves the mosaic where it is.
+        browser
+            .find(fantoccini::Locator::Id("zoom-fit"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let centre = script(
+            &browser,
+            "const v = document.getElementById('viewer'); v.scrollIntoView({block: 'end'}); \
+             const r = v.getBoundingClientRect(); \
+             return [r.left + r.width / 2, r.top + r.height / 2, window.scrollY]",
+        )
+        .await;
+        let (cx, cy, scroll_before) = (
+            centre[0].as_f64().unwrap(),
+            centre[1].as_f64().unwrap(),
+            centre[2].as_f64().unwrap(),
+        );
+        let before = left(browser.clone()).await;
+        let swipe = TouchActions::new("swipe".into())
+            .then(PointerAction::MoveTo {
+                duration: None,
+                x: cx,
+                y: cy - 100.0,
+            })
+            .then(PointerAction::Down { button: 0 })
+            .then(PointerAction::MoveTo {
+                duration: Some(Duration::from_millis(300)),
+                x: cx,
+                y: cy + 100.0,
+            })
+            .then(PointerAction::Up { button: 0 });
+        browser.perform_actions(swipe).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let scroll_after = script(&browser, "return window.scrollY")
+            .await
+            .as_f64()
+            .unwrap();
+        assert!(
+            scroll_after < scroll_before - 50.0,
+            "the page scrolled from {scroll_before} to {scroll_after}"
+        );
+        assert_eq!(zoom(browser.clone()).await, 1.0);
+        let shifted = (left(browser.clone()).await - before).abs();
+        assert!(shifted < 1.0, "the mosaic moved {shifted} px within the viewer");
+        crate::browser::screenshot(&browser, "phone-job.png").await;
+    })
+    .await;
 }
