@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The viewer benchmark: time-to-sharp after a fast zoom on a 1-gigapixel mosaic.
+#
+# Makes the mosaic with `tessera serve` (release build, embedded storage in a temporary folder):
+# the astronaut, 2048 x 2048 cells of 16 px of the Noto emoji, 32768 x 32768 px. Then runs
+# scripts/bench-viewer.mjs against its job page in headless Chromium and prints each run and
+# the median.
+#
+# usage: scripts/bench-viewer.sh [DATA_DIR]     (DATA_DIR as for scripts/bench-engine.sh)
+# env:   RUNS=N (default 5), TESSERA=PATH (default: built here in release), JOB_DEADLINE=SECONDS
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DATA=${1:-data}
+RUNS=${RUNS:-5}
+JOB_DEADLINE=${JOB_DEADLINE:-1800}
+if [ ! -d "$DATA/tiles/emoji-noto" ]; then
+    scripts/fetch-data.sh "$DATA" --no-photos
+fi
+TARGET="$DATA/targets/skimage_astronaut.png"
+[ -x /usr/bin/chromium ] || { echo "needs Chromium at /usr/bin/chromium (apt-get install chromium)" >&2; exit 1; }
+(cd tests/audit && { [ -d node_modules/puppeteer-core ] || npm ci --no-audit --no-fund --loglevel=error; })
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+if [ -z "${TESSERA:-}" ]; then
+    cargo build --release --bin tessera
+    TESSERA="$CARGO_TARGET_DIR/release/tessera"
+fi
+
+work=$(mktemp -d)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$TESSERA" serve --data "$work/data" --port "$port" \
+    --default-library "$DATA/tiles/emoji-noto" --default-library-name "Noto Emoji" >"$work/serve.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
+base="http://127.0.0.1:$port"
+for _ in $(seq 1 600); do
+    curl -sf "$base/readyz" >/dev/null 2>&1 && break
+    sleep 0.2
+done
+
+job=$(curl -sf -F "image=@$TARGET" -F cells=2048 -F tile_size=16 "$base/api/v1/jobs" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+echo "job $job: 32768 x 32768 px, rendering..." >&2
+started=$(date +%s)
+while :; do
+    state=$(curl -sf "$base/api/v1/jobs/$job" | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')
+    [ "$state" = done ] && break
+    [ "$state" = failed ] && { echo "the job failed" >&2; exit 1; }
+    [ $(( $(date +%s) - started )) -lt "$JOB_DEADLINE" ] || { echo "the job did not finish in $JOB_DEADLINE s" >&2; exit 1; }
+    sleep 2
+done
+size=$(curl -sfI "$base/api/v1/jobs/$job/result" | awk 'tolower($1) == "content-length:" { print $2 }' | tr -d '\r')
+echo "done in $(( $(date +%s) - started )) s; the PNG is $(( size / 1000000 )) MB" >&2
+node scripts/bench-viewer.mjs "$base" "$job" "$RUNS"
