@@ -4,7 +4,7 @@
 // every tile of the level it wants is shown (`data-sharp`). Each run zooms on another point,
 // in a fresh browser context (empty cache), so its tiles are asked for the first time.
 //
-// usage: node scripts/bench-viewer.mjs BASE_URL JOB_ID [RUNS]
+// usage: [NOTCHES=24] node scripts/bench-viewer.mjs BASE_URL JOB_ID [RUNS]
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +19,8 @@ if (!base || !job) {
   process.exit(2);
 }
 const runs = Number(runsArg || 5);
-const NOTCHES = 24;
+// Wheel notches per zoom (NOTCHES=8 ends on a coarse level of the pyramid).
+const NOTCHES = Number(process.env.NOTCHES || 24);
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROME_PATH || "/usr/bin/chromium",
   headless: true,
@@ -48,6 +49,7 @@ try {
       const i = document.getElementById("mosaic");
       return i && i.complete && i.naturalWidth > 0 && document.getElementById("viewer").dataset.zoom;
     }, { timeout: 60000 });
+    await page.$eval("#viewer", (v) => v.scrollIntoView({ block: "center" }));
     const box = await (await page.$("#viewer")).boundingBox();
     // A different point of the mosaic each run, away from the edges.
     const fx = [0.5, 0.3, 0.7, 0.4, 0.6, 0.35, 0.65][run % 7];
@@ -63,6 +65,7 @@ try {
       window.__sharpAt - window.__lastWheel,
       Number(document.getElementById("viewer").dataset.zoom),
     ]);
+    if (!(zoom > 2)) throw new Error(`the wheel did not zoom (zoom ${zoom})`);
     results.push({ run: run + 1, ms: Math.round(ms), zoom, tileRequests });
     console.log(`run ${run + 1}: sharp ${Math.round(ms)} ms after the last notch (zoom ${zoom.toFixed(1)}x, ${tileRequests} tile requests)`);
     await context.close();
