@@ -570,12 +570,25 @@ async fn job_matches_local_render(env: Env) {
         (quality.de00_mean - measured.de00_mean).abs() < 0.3,
         "{quality:?} vs {measured}"
     );
-    assert_eq!(quality.distinct as usize, measured.distinct);
-    assert_eq!(quality.max_uses as usize, measured.max_uses);
-    assert_eq!(
-        (quality.dup_r1, quality.dup_r5),
-        (measured.dup_r1, measured.dup_r5)
-    );
+    if job.options.blend_percent == 0 {
+        assert_eq!(quality.distinct as usize, measured.distinct);
+        assert_eq!(quality.max_uses as usize, measured.max_uses);
+        assert_eq!(
+            (quality.dup_r1, quality.dup_r5),
+            (measured.dup_r1, measured.dup_r5)
+        );
+    } else {
+        // Measured from pixels, a tile tinted two ways by the blend counts twice; the record
+        // counts the tiles chosen.
+        assert!(
+            quality.distinct as usize <= measured.distinct,
+            "{quality:?} vs {measured}"
+        );
+        assert!(
+            quality.dup_r5 >= measured.dup_r5,
+            "{quality:?} vs {measured}"
+        );
+    }
     env.assert_queues_empty().await;
     let responses = roles.responses_for(id);
     assert_eq!(responses.len(), 1, "{responses:?}");

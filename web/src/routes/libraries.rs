@@ -113,8 +113,8 @@ pub struct Created {
 #[derive(serde::Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LibraryUpload {
-    /// The library's name; its id is made from it.
-    #[schema(min_length = 1, max_length = 100)]
+    /// The library's name (not blank); its id is made from it.
+    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
     pub name: String,
     /// true: publish a new version of an existing library (default false).
     #[schema(required = false, default = false)]
