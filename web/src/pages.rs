@@ -121,8 +121,8 @@ fn ago(span: time::Duration) -> String {
     let (n, unit) = match seconds {
         0..45 => return "just now".to_string(),
         45..5400 => ((seconds + 30) / 60, "minute"),
-        5400..129_600 => ((seconds + 1800) / 3600, "hour"),
-        129_600..3_888_000 => ((seconds + 43_200) / 86_400, "day"),
+        5400..79_200 => ((seconds + 1800) / 3600, "hour"),
+        79_200..3_888_000 => ((seconds + 43_200) / 86_400, "day"),
         _ => ((seconds + 1_296_000) / 2_592_000, "month"),
     };
     format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
