@@ -15,6 +15,7 @@ pub mod mosaic;
 pub mod openapi;
 pub mod ops_endpoint;
 pub mod pages;
+mod pyramid;
 pub mod routes;
 pub mod settings;
 mod startup;

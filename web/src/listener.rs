@@ -66,6 +66,7 @@ pub async fn start(
                 let job = message.body.job_id;
                 let record = finish(&platform, message.body).await?;
                 tracing::info!(%job, state = record.state.as_str(), "job finished");
+                crate::pyramid::warm_in_background(platform.blobs.clone(), &record);
                 changes.changed(job);
                 Ok(())
             }

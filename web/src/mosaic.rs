@@ -310,3 +310,14 @@ impl Shrink {
         Some(out)
     }
 }
+
+/// A tile as PNG (fast compression: tiles are made while a viewer waits).
+pub(crate) fn encode_png(pixels: &[u8], width: u32, height: u32) -> ApiResult<bytes::Bytes> {
+    use image::ImageEncoder;
+    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+    let mut out = Vec::new();
+    PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
+        .write_image(pixels, width, height, image::ExtendedColorType::Rgb8)
+        .map_err(ApiError::internal)?;
+    Ok(bytes::Bytes::from(out))
+}

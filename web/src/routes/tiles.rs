@@ -142,7 +142,7 @@ pub async fn get(
 
 /// Makes tile `(x, y)` of `level` (level 0), or the whole row `y` of tiles of `level` (above 0),
 /// as PNGs with their column numbers.
-fn make_tiles(
+pub(crate) fn make_tiles(
     source: &Source,
     handle: &tokio::runtime::Handle,
     level: u32,
@@ -198,14 +198,4 @@ fn make_tiles(
         tiles.push((tx, encode_png(&pixels, tile_cols.len() as u32, tile_h)?));
     }
     Ok(tiles)
-}
-
-fn encode_png(pixels: &[u8], width: u32, height: u32) -> ApiResult<Bytes> {
-    use image::ImageEncoder;
-    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
-    let mut out = Vec::new();
-    PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
-        .write_image(pixels, width, height, image::ExtendedColorType::Rgb8)
-        .map_err(ApiError::internal)?;
-    Ok(Bytes::from(out))
 }
