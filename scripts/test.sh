@@ -3,8 +3,10 @@
 #   - Azurite (pinned, from the npm registry) started on 127.0.0.1 and stopped at the end,
 #   - a Python virtual environment with Microsoft's azure-storage-queue SDK (interop tests),
 #     prometheus_client, Pillow and kubernetes-validate,
+#   - the UI audit's npm packages (tests/audit: Lighthouse, axe-core),
 #   - formatting, lint and documentation checks, then the whole cargo test suite against both
-#     storage backends,
+#     storage backends (with the browser tests and the Schemathesis run),
+#   - the UI audit (scripts/test-audit.sh: Lighthouse and axe-core on every page),
 #   - the deployment manifests' validation (scripts/test-deploy.sh),
 #   - as root: the container test (scripts/test-container.sh: Docker from Debian's packages) and
 #     the multi-host test (scripts/test-hosts.sh: network namespaces).
@@ -40,6 +42,10 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
   fi
 fi
 
+step "the UI audit's npm packages (Lighthouse, axe-core)"
+command -v npm >/dev/null || { echo "npm not found: install Node.js (the UI audit needs it)" >&2; exit 2; }
+(cd tests/audit && npm ci --no-audit --no-fund --loglevel=error >&2)
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -54,6 +60,9 @@ log=$(mktemp)
 trap 'rm -f "$log"; scripts/azurite.sh stop >/dev/null 2>&1' EXIT
 status=0
 cargo test --workspace "$@" 2>&1 | tee "$log" || status=$?
+
+step "UI audit: Lighthouse and axe-core in Chromium"
+TESSERA_BIN=target/debug/tessera scripts/test-audit.sh 2>&1 | tee -a "$log" || status=$?
 
 step "deployment manifests (Kubernetes and KEDA schemas)"
 scripts/test-deploy.sh 2>&1 | tee -a "$log" || status=$?
