@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The engine benchmark: `tessera render` against metapixel 1.0.2, same machine, same run.
+# The engine benchmark: `tessera render` against metapixel 1.0.2 and phomo (phomo-cli from
+# crates.io), same machine, same run.
 #
 # usage: scripts/bench-engine.sh [DATA_DIR]
 #   DATA_DIR holds tiles/emoji-noto, tiles/photos and targets/ as scripts/fetch-data.sh
@@ -8,7 +9,9 @@
 #        TESSERA=PATH             the tessera binary (default: built here in release)
 #        SKIP_METAPIXEL=1         Tessera rows only
 #        SKIP_SLOW_METAPIXEL=1    skip metapixel's one-tile-per-pixel runs (about 90 s each)
-# Needs GNU time (/usr/bin/time) and metapixel (installed with apt-get when missing).
+#        SKIP_PHOMO=1             no phomo rows (phomo-cli is built into $OUT/phomo when missing)
+# Needs GNU time (/usr/bin/time), metapixel (installed with apt-get when missing) and Python 3
+# (Pillow in a virtual environment under $OUT, to cut the photo crops library).
 # Prints a Markdown table (also written to $OUT/table.md) for BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +42,16 @@ cargo build --release -p tessera-engine --example metrics --example flatten
 METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
 FLATTEN="$CARGO_TARGET_DIR/release/examples/flatten"
 
+# A library of thousands of photos: 24 crops of each shared photo (scripts/make-crops.py).
+if [ ! -d "$DATA/tiles/photo-crops" ]; then
+    [ -x "$OUT/venv/bin/python" ] || { python3 -m venv "$OUT/venv" && "$OUT/venv/bin/pip" install -q pillow; }
+    "$OUT/venv/bin/python" scripts/make-crops.py "$DATA/tiles/photos" "$DATA/tiles/photo-crops" 24
+fi
+PHOMO="$OUT/phomo/bin/phomo"
+if [ -z "${SKIP_PHOMO:-}" ] && [ ! -x "$PHOMO" ]; then
+    cargo install --quiet phomo-cli --version 0.6.3 --root "$OUT/phomo" || cargo install --quiet phomo-cli --root "$OUT/phomo"
+fi
+
 ROWS="$OUT/rows.md"
 : > "$ROWS"
 
@@ -63,12 +76,13 @@ row() {
         q=$("$METRICS" "$TARGET" "$image" "$cols" "$rows")
         local de=$(sed -E 's/.*de00_mean=([0-9.]+).*/\1/' <<< "$q")
         local p95=$(sed -E 's/.*de00_p95=([0-9.]+).*/\1/' <<< "$q")
+        local ssim=$(sed -E 's/.*ssim_view=([0-9.]+|none).*/\1/' <<< "$q")
         local r1=$(sed -E 's/.*dup_r1=([0-9.]+).*/\1/' <<< "$q")
         local r5=$(sed -E 's/.*dup_r5=([0-9.]+).*/\1/' <<< "$q")
-        printf '| %s | %s | %s | %s | %.2f | %.2f | %.1f %% | %.1f %% |\n' "$label" "$WALL" "$CPU" "$RSS" \
-            "$de" "$p95" "$(awk "BEGIN {print $r1 * 100}")" "$(awk "BEGIN {print $r5 * 100}")" | tee -a "$ROWS"
+        printf '| %s | %s | %s | %s | %.2f | %.2f | %s | %.1f %% | %.1f %% |\n' "$label" "$WALL" "$CPU" "$RSS" \
+            "$de" "$p95" "$ssim" "$(awk "BEGIN {print $r1 * 100}")" "$(awk "BEGIN {print $r5 * 100}")" | tee -a "$ROWS"
     else
-        printf '| %s | %s | %s | %s | | | | |\n' "$label" "$WALL" "$CPU" "$RSS" | tee -a "$ROWS"
+        printf '| %s | %s | %s | %s | | | | | |\n' "$label" "$WALL" "$CPU" "$RSS" | tee -a "$ROWS"
     fi
 }
 
@@ -128,10 +142,23 @@ if [ -z "${SKIP_METAPIXEL:-}" ] && [ -z "${SKIP_SLOW_METAPIXEL:-}" ]; then
 fi
 grid_a photos
 
+# (c) every tile at most once: 64 x 64 cells of 8 px (512 x 512) from the photo crops, against
+# phomo's auction and Hungarian solvers (tiles resized to the cell, its default L1 metric).
+measure tessera-index-crops "$TESSERA" library index "$DATA/tiles/photo-crops" -o "$OUT/crops.idx" -q
+row "tessera library index (photo crops, $(ls "$DATA/tiles/photo-crops" | wc -l) files)" "" 0 0
+tessera_run c-crops-once "$OUT/crops.idx" 64 64 --cells 64 --tile-size 8 --repeat-radius 0 --max-uses 1
+if [ -z "${SKIP_PHOMO:-}" ]; then
+    for solver in auction hungarian; do
+        measure "c-phomo-$solver" "$PHOMO" -q "$TARGET" "$DATA/tiles/photo-crops" "$OUT/c-phomo-$solver.png" \
+            --grid-size 64,64 --resize-tiles --solver "$solver"
+        row "phomo, $solver" "$OUT/c-phomo-$solver.png" 64 64
+    done
+fi
+
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 {
-    echo "| run | wall s | CPU s | peak RSS MB | mean CIEDE2000 | p95 CIEDE2000 | identical tile within 1 | within 5 |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| run | wall s | CPU s | peak RSS MB | mean CIEDE2000 | p95 CIEDE2000 | ssim_view | identical tile within 1 | within 5 |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     cat "$ROWS"
 } > "$OUT/table.md"
 echo

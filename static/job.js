@@ -106,6 +106,7 @@
     const figures = {
       "q-de00-mean": q.de00_mean.toFixed(2),
       "q-de00-p95": q.de00_p95.toFixed(2),
+      "q-ssim-view": q.ssim_view == null ? "not measured" : q.ssim_view.toFixed(3),
       "q-distinct": String(q.distinct),
       "q-max-uses": String(q.max_uses),
       "q-dup-r1": share(q.dup_r1),

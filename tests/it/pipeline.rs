@@ -570,6 +570,8 @@ async fn job_matches_local_render(env: Env) {
         (quality.de00_mean - measured.de00_mean).abs() < 0.3,
         "{quality:?} vs {measured}"
     );
+    let (recorded, seen) = (quality.ssim_view.unwrap(), measured.ssim_view.unwrap());
+    assert!((recorded - seen).abs() < 0.01, "{quality:?} vs {measured}");
     if job.options.blend_percent == 0 {
         assert_eq!(quality.distinct as usize, measured.distinct);
         assert_eq!(quality.max_uses as usize, measured.max_uses);

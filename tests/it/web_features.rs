@@ -333,6 +333,7 @@ async fn quality_figures_and_the_processors_seen() {
     let quality = JobQuality {
         de00_mean: 4.25125,
         de00_p95: 7.5,
+        ssim_view: Some(0.71),
         distinct: 17,
         max_uses: 9,
         dup_r1: 0.125,
@@ -355,6 +356,7 @@ async fn quality_figures_and_the_processors_seen() {
     assert_eq!(view["quality"]["de00_mean"], 4.25125);
     assert_eq!(view["quality"]["distinct"], 17);
     assert_eq!(view["quality"]["dup_r5"], 0.5);
+    assert_eq!(view["quality"]["ssim_view"], 0.71);
     let page = app.get(&format!("/jobs/{id}")).await.text().await.unwrap();
     assert!(
         page.contains(r#"<section id="quality" class="card" aria-labelledby="quality-title">"#),
@@ -363,6 +365,7 @@ async fn quality_figures_and_the_processors_seen() {
     for shown in [
         r#"<dt>Mean colour difference (CIEDE2000)</dt><dd id="q-de00-mean">4.25</dd>"#,
         r#"<dd id="q-de00-p95">7.50</dd>"#,
+        r#"<dt>Likeness from afar (SSIM)</dt><dd id="q-ssim-view">0.710</dd>"#,
         r#"<dt>Distinct tiles used</dt><dd id="q-distinct">17</dd>"#,
         r#"<dt>Most uses of one tile</dt><dd id="q-max-uses">9</dd>"#,
         r#"<dd id="q-dup-r1">12.5 %</dd>"#,

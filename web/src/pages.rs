@@ -254,6 +254,7 @@ struct JobPage {
 struct QualityFigures {
     de00_mean: String,
     de00_p95: String,
+    ssim_view: String,
     distinct: String,
     max_uses: String,
     dup_r1: String,
@@ -266,6 +267,9 @@ impl From<&JobQuality> for QualityFigures {
         QualityFigures {
             de00_mean: format!("{:.2}", q.de00_mean),
             de00_p95: format!("{:.2}", q.de00_p95),
+            ssim_view: q
+                .ssim_view
+                .map_or_else(|| "not measured".into(), |s| format!("{s:.3}")),
             distinct: q.distinct.to_string(),
             max_uses: q.max_uses.to_string(),
             dup_r1: share(q.dup_r1),

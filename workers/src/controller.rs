@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tessera_engine::{
-    Error as EngineError, FRAGMENT_HEADER_BYTES, Plan, PlanOptions, Sizing, TileCache,
+    Error as EngineError, FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing, TileCache,
     decode_target, plan_quality,
 };
 use tessera_shared::jobs::{
@@ -256,12 +256,12 @@ impl Controller {
                 }
             }
         }
-        let plan = match planner.await {
-            Ok(Ok(plan)) => plan,
+        let (plan, target) = match planner.await {
+            Ok(Ok(planned)) => planned,
             Ok(Err(e)) => return Err(give_up(&local, job, e.to_string()).await),
             Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
         };
-        let quality = job_quality(plan, quality_tiles)
+        let quality = job_quality(plan, target, quality_tiles)
             .await
             .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
             .ok();
@@ -548,13 +548,18 @@ impl Controller {
 
 /// The quality figures of a whole plan. Nothing waits for them, so they are worked out at a low
 /// priority, after the slices' rendering; a failure here costs the figures, not the job.
-async fn job_quality(plan: Plan, tiles: Arc<TileCache<'static>>) -> Result<JobQuality, String> {
-    let quality = on_background_thread(15, move || plan_quality(&plan, &tiles))
+async fn job_quality(
+    plan: Plan,
+    target: RgbImage,
+    tiles: Arc<TileCache<'static>>,
+) -> Result<JobQuality, String> {
+    let quality = on_background_thread(15, move || plan_quality(&plan, &tiles, &target))
         .await?
         .map_err(|e| e.to_string())?;
     Ok(JobQuality {
         de00_mean: quality.de00_mean,
         de00_p95: quality.de00_p95,
+        ssim_view: quality.ssim_view,
         distinct: quality.distinct as u32,
         max_uses: quality.max_uses as u32,
         dup_r1: quality.dup_r1,
@@ -571,14 +576,14 @@ enum Planned {
 }
 
 /// Decodes the target and plans the whole image, sending each slice's rows on `slices` as soon
-/// as they are final; returns the whole plan.
+/// as they are final; returns the whole plan and the decoded target.
 fn plan_job(
     input: &[u8],
     tiles: &TileCache,
     options: &PlanOptions,
     (slice_count, max_slice_pixels): (u32, u64),
     slices: &tokio::sync::mpsc::Sender<Planned>,
-) -> Result<Plan, EngineError> {
+) -> Result<(Plan, RgbImage), EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
     let library = tiles.library();
     let target = decode_target(input, library.background())?;
@@ -608,5 +613,5 @@ fn plan_job(
         }
         Ok(())
     })?;
-    Ok(plan)
+    Ok((plan, target))
 }

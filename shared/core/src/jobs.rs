@@ -97,6 +97,11 @@ pub struct JobQuality {
     pub de00_mean: f64,
     /// 95th percentile of the same.
     pub de00_p95: f64,
+    /// SSIM of the mosaic's and target's lightness seen from a distance (up to 1, higher is
+    /// better): how well the mosaic keeps the photo's form. Absent on grids under 2 cells a side
+    /// or over a million cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssim_view: Option<f64>,
     /// Distinct tiles used.
     pub distinct: u32,
     /// Uses of the most used tile.

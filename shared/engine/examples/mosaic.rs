@@ -1,6 +1,6 @@
 //! A mosaic from the engine alone, with timings per stage and the quality metric, for
 //! benchmarks: `cargo run --release -p tessera-engine --example mosaic -- TARGET LIBRARY OUT
-//! [cells|per-pixel] [tile-size] [radius] [blend]`.
+//! [cells|per-pixel] [tile-size] [radius] [blend]`, matching options from the environment.
 
 // A benchmark tool: it reports on stdout and stderr, and stops at the first error.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
@@ -8,6 +8,15 @@
 use std::time::Instant;
 
 use tessera_engine::*;
+
+/// A matching option from the environment (STRUCTURE_WEIGHT, LIGHTNESS_WEIGHT, GRADIENT_WEIGHT,
+/// REFINE_PASSES, CANDIDATES, MAX_USES), for tuning.
+fn env<T: std::str::FromStr>(name: &str) -> Result<Option<T>, String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.parse().map_err(|_| format!("{name}={v} does not parse")))
+        .transpose()
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,22 +31,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(n) => Grid::Cells(n.parse()?),
         None => Grid::Cells(128),
     };
+    let defaults = PlanOptions::default();
     let opts = PlanOptions {
         grid,
         tile_size: args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(16),
         repeat_radius: args.get(5).map(|s| s.parse()).transpose()?.unwrap_or(1),
         blend: args.get(6).map(|s| s.parse()).transpose()?.unwrap_or(0),
-        structure_weight: std::env::var("STRUCTURE_WEIGHT")
-            .ok()
-            .map(|s| s.parse())
-            .transpose()?
-            .unwrap_or(0.5),
-        candidates: std::env::var("CANDIDATES")
-            .ok()
-            .map(|s| s.parse())
-            .transpose()?
-            .unwrap_or(24),
-        ..PlanOptions::default()
+        max_uses: env("MAX_USES")?,
+        structure_weight: env("STRUCTURE_WEIGHT")?.unwrap_or(defaults.structure_weight),
+        lightness_weight: env("LIGHTNESS_WEIGHT")?.unwrap_or(defaults.lightness_weight),
+        gradient_weight: env("GRADIENT_WEIGHT")?.unwrap_or(defaults.gradient_weight),
+        refine_passes: env("REFINE_PASSES")?.unwrap_or(defaults.refine_passes),
+        candidates: env("CANDIDATES")?.unwrap_or(defaults.candidates),
+        ..defaults
     };
     let t0 = Instant::now();
     let (library, report) = Library::open(args[1].as_ref(), &ImportOptions::default())?;

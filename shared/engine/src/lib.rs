@@ -17,11 +17,14 @@ pub mod plan;
 pub mod render;
 mod resample;
 pub mod seek;
+mod view;
 
 pub use fragment::{
     FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,
     encode_png_fragment, point_interval,
 };
+/// The decoded target image type.
+pub use image::RgbImage;
 pub use library::{ImportOptions, ImportReport, Library, decode_target};
 pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file, plan_quality};
 pub use output::{
@@ -31,6 +34,7 @@ pub use output::{
 pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
 pub use render::{TileCache, render_band, render_band_into, render_band_serial, render_to_sink};
 pub use seek::{IdatData, Scanlines, SeekIndex, SeekPoint, Span};
+pub use view::{VIEW_MAX_CELLS, VIEW_SCALE};
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,7 @@
 //! The quality metric, as `shared/tools/mosaic_metrics.py` defines it: CIEDE2000 between target
-//! and mosaic, both area-averaged to the cell grid (mean and 95th percentile), and the share of
-//! cells whose tile (identified by its pixels) appears again within radius 1 and 5.
+//! and mosaic, both area-averaged to the cell grid (mean and 95th percentile), the SSIM of the
+//! two seen from a distance (`ssim_view`, see [`crate::view`]), and the share of cells whose tile
+//! (identified by its pixels) appears again within radius 1 and 5.
 //! [`MosaicCells`] is a band sink, so a mosaic is measured as it streams out.
 
 use std::collections::HashMap;
@@ -12,6 +13,7 @@ use crate::output::BandSink;
 use crate::plan::Plan;
 use crate::render::{TileCache, blend_shift};
 use crate::resample::AreaResampler;
+use crate::view::{VIEW_MAX_CELLS, VIEW_SCALE, ViewAccumulator, lightness, ssim_view, target_view};
 use rayon::prelude::*;
 
 /// Objective quality of a mosaic on its cell grid.
@@ -20,6 +22,9 @@ pub struct Quality {
     pub cells: usize,
     pub de00_mean: f64,
     pub de00_p95: f64,
+    /// SSIM of L* seen from a distance (higher is better, 1 at most); None on grids under 2
+    /// cells a side or over [`VIEW_MAX_CELLS`] cells.
+    pub ssim_view: Option<f64>,
     /// Distinct tiles used.
     pub distinct: usize,
     /// Uses of the most used tile.
@@ -34,9 +39,11 @@ impl std::fmt::Display for Quality {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "de00_mean={:.4} de00_p95={:.4} cells={} distinct={} max_uses={} dup_r1={:.4} dup_r5={:.4}",
+            "de00_mean={:.4} de00_p95={:.4} ssim_view={} cells={} distinct={} max_uses={} dup_r1={:.4} dup_r5={:.4}",
             self.de00_mean,
             self.de00_p95,
+            self.ssim_view
+                .map_or_else(|| "none".to_string(), |s| format!("{s:.4}")),
             self.cells,
             self.distinct,
             self.max_uses,
@@ -55,6 +62,7 @@ pub struct MosaicCells {
     ch: usize,
     sums: Vec<[u64; 3]>,
     hashes: Vec<Fnv>,
+    view: Option<ViewAccumulator>,
     next_row: usize,
 }
 
@@ -80,6 +88,7 @@ impl MosaicCells {
             ch: h / r,
             sums: vec![[0; 3]; c * r],
             hashes: vec![Fnv::new(); c * r],
+            view: (c * r <= VIEW_MAX_CELLS).then(|| ViewAccumulator::new(w, h, c, r)),
             next_row: 0,
         })
     }
@@ -110,12 +119,16 @@ impl MosaicCells {
                 *table.entry(h.finish()).or_insert(next)
             })
             .collect();
-        Ok(summarize(de, &ids, c, r))
+        let ssim = self.view.as_ref().and_then(|v| {
+            let t = target_view(target, c, r);
+            ssim_view(&t, &v.lightness(), c * VIEW_SCALE, r * VIEW_SCALE)
+        });
+        Ok(summarize(de, ssim, &ids, c, r))
     }
 }
 
 /// The figures from each cell's colour difference and an identity per cell's tile.
-fn summarize(mut de: Vec<f64>, ids: &[u32], c: usize, r: usize) -> Quality {
+fn summarize(mut de: Vec<f64>, ssim_view: Option<f64>, ids: &[u32], c: usize, r: usize) -> Quality {
     let de00_mean = de.iter().sum::<f64>() / de.len() as f64;
     de.sort_by(f64::total_cmp);
     let pos = 0.95 * (de.len() - 1) as f64;
@@ -141,6 +154,7 @@ fn summarize(mut de: Vec<f64>, ids: &[u32], c: usize, r: usize) -> Quality {
         cells: c * r,
         de00_mean,
         de00_p95,
+        ssim_view,
         distinct: counts.len(),
         max_uses: counts.values().copied().max().unwrap_or(0),
         dup_r1: dup(1),
@@ -148,12 +162,16 @@ fn summarize(mut de: Vec<f64>, ids: &[u32], c: usize, r: usize) -> Quality {
     }
 }
 
-/// The quality figures of the mosaic a whole plan renders, worked out from the plan alone: each
-/// cell's target colour against its tile's mean at the plan's tile size, blend included, and the
-/// repeats of the tiles chosen. Agrees with measuring the rendered mosaic up to the rounding of
+/// The quality figures of the mosaic a whole plan renders, worked out from the plan and target
+/// without rendering: each cell's target colour against its tile's mean at the plan's tile size,
+/// blend included, the view from each tile's block means, and the repeats of the tiles chosen. Agrees with measuring the rendered mosaic up to the rounding of
 /// cell colours, and without blend on the repeats too (measured from pixels, a tile tinted two
 /// ways counts twice).
-pub fn plan_quality(plan: &Plan, cache: &TileCache) -> Result<Quality, Error> {
+pub fn plan_quality(
+    plan: &Plan,
+    cache: &TileCache,
+    target: &image::RgbImage,
+) -> Result<Quality, Error> {
     let (c, r) = (plan.cols() as usize, plan.total_rows() as usize);
     if plan.row_range() != (0..plan.total_rows()) || c == 0 || r == 0 {
         return Err(Error::InvalidOption(
@@ -186,9 +204,31 @@ pub fn plan_quality(plan: &Plan, cache: &TileCache) -> Result<Quality, Error> {
             )
         })
         .collect();
+    let ssim = (c * r <= VIEW_MAX_CELLS)
+        .then(|| {
+            const V: usize = VIEW_SCALE;
+            let vw = c * V;
+            let mut rgb = vec![0f32; vw * r * V * 3];
+            rgb.par_chunks_mut(vw * V * 3)
+                .enumerate()
+                .for_each(|(cy, band)| {
+                    for cx in 0..c {
+                        let i = cy * c + cx;
+                        let t = plan.tiles()[i];
+                        let blocks = cache.block_means(t, shift(t, plan.colours()[i]), V);
+                        for (b, p) in blocks.iter().enumerate() {
+                            let at = ((b / V) * vw + cx * V + b % V) * 3;
+                            band[at..at + 3].copy_from_slice(p);
+                        }
+                    }
+                });
+            let t = target_view(target, c, r);
+            ssim_view(&t, &lightness(&rgb), vw, r * V)
+        })
+        .flatten();
     // Repeats count the tiles chosen: a tile tinted differently in two cells (blend) is still
     // the same tile, and one photo shown twice.
-    Ok(summarize(de, plan.tiles(), c, r))
+    Ok(summarize(de, ssim, plan.tiles(), c, r))
 }
 
 impl BandSink for MosaicCells {
@@ -200,6 +240,9 @@ impl BandSink for MosaicCells {
             return Err(Error::InvalidOption("rows do not fit the mosaic".into()));
         }
         for row in rows.chunks_exact(row_bytes) {
+            if let Some(view) = &mut self.view {
+                view.add_row(row);
+            }
             let cy = self.next_row / self.ch;
             for cx in 0..self.cols {
                 let cell = &row[cx * self.cw * 3..(cx + 1) * self.cw * 3];

@@ -45,8 +45,19 @@ pub struct PlanOptions {
     pub max_output_pixels: u64,
     /// Candidates taken from the colour index per cell before re-ranking on structure.
     pub candidates: usize,
-    /// Weight of the sub-grid (structure) term against the mean colour term in re-ranking.
+    /// Weight of the sub-grid pattern term (each sub-cell's Lab around the cell's mean) against
+    /// the squared CIEDE2000 of the means.
     pub structure_weight: f32,
+    /// Weight of the sub-grid lightness term (mean squared L* difference over the sub-cells):
+    /// tiles whose light and dark parts sit where the cell's do.
+    pub lightness_weight: f32,
+    /// Weight of the lightness-gradient term: for each neighbouring cell already placed, the
+    /// squared difference between the mosaic's and the target's step in L* from there. Keeps
+    /// edges and smooth areas as the photo has them, which is what reads from a distance.
+    pub gradient_weight: f32,
+    /// Local-improvement passes after each batch of rows is assigned: every cell takes the
+    /// candidate that lowers its cost given all its neighbours, within the repetition limits.
+    pub refine_passes: u32,
 }
 
 impl Default for PlanOptions {
@@ -58,8 +69,11 @@ impl Default for PlanOptions {
             max_uses: None,
             blend: 0,
             max_output_pixels: DEFAULT_MAX_OUTPUT_PIXELS,
-            candidates: 16,
-            structure_weight: 0.02,
+            candidates: 64,
+            structure_weight: 0.0,
+            lightness_weight: 0.2,
+            gradient_weight: 0.5,
+            refine_passes: 2,
         }
     }
 }
@@ -248,6 +262,13 @@ impl Plan {
             colours: vec![[0u8; 3]; cols * rows],
         };
         let mut uses = vec![0u32; if opts.max_uses.is_some() { n } else { 0 }];
+        let mut grid = Assigner {
+            library,
+            opts,
+            cols,
+            target_l: vec![0.0; cols * rows],
+            mosaic_l: vec![0.0; cols * rows],
+        };
         const CHUNK: usize = 16;
         for y0 in (0..rows).step_by(CHUNK) {
             let y1 = (y0 + CHUNK).min(rows);
@@ -292,41 +313,26 @@ impl Plan {
                         mean: srgb_to_lab32(rgb),
                         subs,
                     };
-                    let ranked = rank(
-                        &desc,
-                        library,
-                        &tree,
-                        ncand,
-                        opts.structure_weight,
-                        &mut memo.scratch,
-                    );
+                    let ranked = rank(&desc, library, &tree, ncand, opts, &mut memo.scratch);
                     let out = (desc, colour, ranked);
                     memo.last = Some((raw, out.clone()));
                     out
                 })
                 .collect();
-            // ...then assign in scan order, so each cell sees the tiles already placed around it.
+            // ...then assign in scan order, so each cell sees the tiles already placed around it,
+            // and improve the batch's cells with their whole neighbourhood known.
+            let mut lists = Vec::with_capacity(described.len());
             for (i, (desc, colour, ranked)) in described.into_iter().enumerate() {
                 let (y, x) = (y0 + i / cols, i % cols);
-                let ok = |t: u32, tiles: &[u32], uses: &[u32]| {
-                    opts.max_uses.is_none_or(|cap| uses[t as usize] < cap)
-                        && !near(tiles, cols, x, y, r, t)
-                };
-                let tiles = &mut plan.tiles;
-                let mut pick = ranked.iter().copied().find(|&t| ok(t, tiles, &uses));
+                let here = y * cols + x;
+                grid.target_l[here] = desc.mean[0];
+                plan.colours[here] = colour;
+                let mut pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
                 let mut width = ncand;
-                let mut scratch = Vec::new();
                 while pick.is_none() && width < n {
                     width = (width * 4).min(n);
-                    let wider = rank(
-                        &desc,
-                        library,
-                        &tree,
-                        width,
-                        opts.structure_weight,
-                        &mut scratch,
-                    );
-                    pick = wider.into_iter().find(|&t| ok(t, tiles, &uses));
+                    let wider = rank(&desc, library, &tree, width, opts, &mut Vec::new());
+                    pick = grid.best(&plan.tiles, &uses, x, y, &wider, None);
                 }
                 let Some(t) = pick else {
                     return Err(Error::LibraryTooSmall {
@@ -337,10 +343,25 @@ impl Plan {
                             .into(),
                     });
                 };
-                tiles[y * cols + x] = t;
-                plan.colours[y * cols + x] = colour;
-                if let Some(u) = uses.get_mut(t as usize) {
-                    *u += 1;
+                grid.place(&mut plan.tiles, &mut uses, here, t);
+                lists.push(ranked);
+            }
+            for _ in 0..opts.refine_passes {
+                let mut changed = false;
+                for (i, ranked) in lists.iter().enumerate() {
+                    let (y, x) = (y0 + i / cols, i % cols);
+                    let here = y * cols + x;
+                    let current = plan.tiles[here];
+                    if let Some(t) = grid.best(&plan.tiles, &uses, x, y, ranked, Some(current))
+                        && t != current
+                    {
+                        grid.unplace(&mut uses, current);
+                        grid.place(&mut plan.tiles, &mut uses, here, t);
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
                 }
             }
             ready(&plan, y1 as u32)?;
@@ -519,8 +540,8 @@ impl Plan {
     }
 }
 
-/// A described cell: descriptors, sRGB colour, and candidate tiles best first.
-type Matched = (CellDesc, [u8; 3], Vec<u32>);
+/// A described cell: descriptors, sRGB colour, and candidate tiles with their cost, best first.
+type Matched = (CellDesc, [u8; 3], Vec<(f32, u32)>);
 
 /// Per-worker scratch space of the matcher and its last cell (sub-grid sRGB and result).
 #[derive(Default)]
@@ -529,56 +550,132 @@ struct Memo {
     last: Option<(Vec<f32>, Matched)>,
 }
 
-/// Candidates for one cell: the `width` nearest tiles by mean colour, re-ranked on mean colour
-/// plus the sub-grid structure, best first.
+/// Candidates for one cell with their cost: the `width` nearest tiles by mean colour, re-ranked
+/// on the squared CIEDE2000 of the means plus the sub-grid terms, best first.
 fn rank(
     desc: &CellDesc,
     library: &Library,
     tree: &KdTree,
     width: usize,
-    structure_weight: f32,
+    opts: &PlanOptions,
     scratch: &mut Vec<(f32, u32)>,
-) -> Vec<u32> {
+) -> Vec<(f32, u32)> {
     tree.nearest(&desc.mean, width, scratch);
     let k2 = desc.subs.len() as f32;
+    let q = desc.mean;
     let mut scored: Vec<(f32, u32)> = scratch
         .iter()
         .map(|&(_, t)| {
             let m = library.means()[t as usize];
-            let q = desc.mean;
             let de = ciede2000(
                 [q[0] as f64, q[1] as f64, q[2] as f64],
                 [m[0] as f64, m[1] as f64, m[2] as f64],
             ) as f32;
-            // Structure: each sub-grid's pattern around its own mean, so the mean colour
-            // difference is not counted twice.
-            let s: f32 = library
-                .sub_grid(t)
-                .iter()
-                .zip(&desc.subs)
-                .map(|(a, b)| {
-                    let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
-                    d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
-                })
-                .sum();
-            (de * de + structure_weight * s / k2, t)
+            // Structure: each sub-cell's pattern around its own mean (so the mean colour
+            // difference is not counted twice), and each sub-cell's lightness.
+            let (mut pattern, mut light) = (0f32, 0f32);
+            for (a, b) in library.sub_grid(t).iter().zip(&desc.subs) {
+                let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
+                pattern += d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                light += (a[0] - b[0]) * (a[0] - b[0]);
+            }
+            let structure = (opts.structure_weight * pattern + opts.lightness_weight * light) / k2;
+            (de * de + structure, t)
         })
         .collect();
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    scored.into_iter().map(|(_, t)| t).collect()
+    scored
 }
 
-/// True if tile `t` already sits within Chebyshev distance `r` of `(x, y)` among the cells
-/// before it in scan order.
-fn near(tiles: &[u32], cols: usize, x: usize, y: usize, r: usize, t: u32) -> bool {
-    if r == 0 {
-        return false;
+/// The sequential part of matching: which candidate a cell takes, given the tiles placed around
+/// it (cells not placed yet hold `u32::MAX`), the repetition limits and the lightness steps.
+struct Assigner<'a> {
+    library: &'a Library,
+    opts: &'a PlanOptions,
+    cols: usize,
+    /// Each placed cell's target L*, and the L* of the tile it holds.
+    target_l: Vec<f32>,
+    mosaic_l: Vec<f32>,
+}
+
+impl Assigner<'_> {
+    /// The candidate of least cost that the limits allow at `(x, y)`; `current` is the tile the
+    /// cell holds now (it does not count against itself), if any.
+    fn best(
+        &self,
+        tiles: &[u32],
+        uses: &[u32],
+        x: usize,
+        y: usize,
+        ranked: &[(f32, u32)],
+        current: Option<u32>,
+    ) -> Option<u32> {
+        let here = y * self.cols + x;
+        let mut best: Option<(f32, u32)> = None;
+        for &(score, t) in ranked {
+            // Candidates are sorted by score and the gradient term is never negative.
+            if best.is_some_and(|(b, _)| score >= b) {
+                break;
+            }
+            let free = Some(t) == current
+                || (self.opts.max_uses.is_none_or(|cap| uses[t as usize] < cap)
+                    && !self.repeats(tiles, x, y, t));
+            if !free {
+                continue;
+            }
+            let cost = score + self.opts.gradient_weight * self.gradient(tiles, here, t);
+            if best.is_none_or(|(b, bt)| cost < b || (cost == b && t < bt)) {
+                best = Some((cost, t));
+            }
+        }
+        best.map(|(_, t)| t)
     }
-    let (x0, x1) = (x.saturating_sub(r), (x + r).min(cols - 1));
-    for yy in y.saturating_sub(r)..y {
-        if tiles[yy * cols + x0..=yy * cols + x1].contains(&t) {
-            return true;
+
+    /// Sum over the placed neighbours of the squared difference between the mosaic's and the
+    /// target's step in L* from there to `here`, were `here` to hold `t`.
+    fn gradient(&self, tiles: &[u32], here: usize, t: u32) -> f32 {
+        if self.opts.gradient_weight == 0.0 {
+            return 0.0;
+        }
+        let (y, x) = (here / self.cols, here % self.cols);
+        let l = self.library.means()[t as usize][0];
+        let rows = tiles.len() / self.cols;
+        let mut sum = 0.0;
+        for yy in y.saturating_sub(1)..=(y + 1).min(rows - 1) {
+            for xx in x.saturating_sub(1)..=(x + 1).min(self.cols - 1) {
+                let j = yy * self.cols + xx;
+                if j != here && tiles[j] != u32::MAX {
+                    let d = (l - self.mosaic_l[j]) - (self.target_l[here] - self.target_l[j]);
+                    sum += d * d;
+                }
+            }
+        }
+        sum
+    }
+
+    /// True if tile `t` sits in another placed cell within the repeat radius of `(x, y)`.
+    fn repeats(&self, tiles: &[u32], x: usize, y: usize, t: u32) -> bool {
+        let r = self.opts.repeat_radius as usize;
+        if r == 0 {
+            return false;
+        }
+        let rows = tiles.len() / self.cols;
+        let (x0, x1) = (x.saturating_sub(r), (x + r).min(self.cols - 1));
+        (y.saturating_sub(r)..=(y + r).min(rows - 1))
+            .any(|yy| (x0..=x1).any(|xx| (yy, xx) != (y, x) && tiles[yy * self.cols + xx] == t))
+    }
+
+    fn place(&mut self, tiles: &mut [u32], uses: &mut [u32], here: usize, t: u32) {
+        tiles[here] = t;
+        self.mosaic_l[here] = self.library.means()[t as usize][0];
+        if let Some(u) = uses.get_mut(t as usize) {
+            *u += 1;
         }
     }
-    tiles[y * cols + x0..y * cols + x].contains(&t)
+
+    fn unplace(&self, uses: &mut [u32], t: u32) {
+        if let Some(u) = uses.get_mut(t as usize) {
+            *u -= 1;
+        }
+    }
 }

@@ -9,7 +9,7 @@ use crate::Error;
 use crate::library::Library;
 use crate::output::BandSink;
 use crate::plan::Plan;
-use crate::resample::resize_square;
+use crate::resample::{area_taps, resize_square};
 
 /// Tile renditions at one tile size, made on first use (Lanczos3 from the stored rendition) and
 /// kept for the next bands. Holds only the tiles a plan actually uses.
@@ -88,6 +88,28 @@ impl<'a> TileCache<'a> {
         }
         let n = (tile.pixels.len() / 3) as f64;
         sum.map(|s| s as f64 / n)
+    }
+
+    /// Area means of tile `t` at this size over `k x k` blocks, row-major, with `shift` added to
+    /// every pixel (clamped, as rendering clamps).
+    pub(crate) fn block_means(&self, t: u32, shift: [i32; 3], k: usize) -> Vec<[f32; 3]> {
+        let tile = self.get(t);
+        let s = self.size as usize;
+        let taps = area_taps(s, k);
+        let mut out = vec![[0f32; 3]; k * k];
+        for (b, acc) in out.iter_mut().enumerate() {
+            let (by, bx) = (b / k, b % k);
+            for (j, wy) in taps.weights[by].iter().enumerate() {
+                let y = taps.start[by] + j;
+                for (i, wx) in taps.weights[bx].iter().enumerate() {
+                    let p = &tile.pixels[(y * s + taps.start[bx] + i) * 3..];
+                    for c in 0..3 {
+                        acc[c] += wy * wx * (p[c] as i32 + shift[c]).clamp(0, 255) as f32;
+                    }
+                }
+            }
+        }
+        out
     }
 
     fn get(&self, t: u32) -> &Rendition {

@@ -3,9 +3,9 @@
 //! exact area average for describing targets.
 
 /// Per output coordinate: first source index and the normalised weights from there.
-struct Taps {
-    start: Vec<usize>,
-    weights: Vec<Vec<f32>>,
+pub(crate) struct Taps {
+    pub(crate) start: Vec<usize>,
+    pub(crate) weights: Vec<Vec<f32>>,
 }
 
 fn lanczos3(x: f64) -> f64 {
@@ -42,7 +42,7 @@ fn lanczos_taps(src: usize, dst: usize) -> Taps {
     Taps { start, weights }
 }
 
-fn area_taps(src: usize, dst: usize) -> Taps {
+pub(crate) fn area_taps(src: usize, dst: usize) -> Taps {
     let scale = src as f64 / dst as f64;
     let mut start = Vec::with_capacity(dst);
     let mut weights = Vec::with_capacity(dst);
