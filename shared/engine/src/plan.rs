@@ -313,7 +313,16 @@ impl Plan {
                         mean: srgb_to_lab32(rgb),
                         subs,
                     };
-                    let ranked = rank(&desc, library, &tree, ncand, opts, &mut memo.scratch);
+                    // A cell with no inner structure (one target pixel or less, as in a
+                    // per-pixel grid) gives the structure terms little to choose by: a quarter
+                    // of the candidates do, unless a use cap needs the room.
+                    let flat = desc.subs.windows(2).all(|w| w[0] == w[1]);
+                    let width = if flat && opts.max_uses.is_none() {
+                        ncand.div_ceil(4)
+                    } else {
+                        ncand
+                    };
+                    let ranked = rank(&desc, library, &tree, width, opts, &mut memo.scratch);
                     let out = (desc, colour, ranked);
                     memo.last = Some((raw, out.clone()));
                     out
