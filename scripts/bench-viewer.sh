@@ -27,30 +27,16 @@ if [ -z "${TESSERA:-}" ]; then
     TESSERA="$CARGO_TARGET_DIR/release/tessera"
 fi
 
+. scripts/local-server.sh
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$TESSERA" serve --data "$work/data" --port "$port" \
-    --default-library "$DATA/tiles/emoji-noto" --default-library-name "Noto Emoji" >"$work/serve.log" 2>&1 &
-server=$!
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
-base="http://127.0.0.1:$port"
-for _ in $(seq 1 600); do
-    curl -sf "$base/readyz" >/dev/null 2>&1 && break
-    sleep 0.2
-done
+trap 'kill "${SERVER:-}" 2>/dev/null; wait "${SERVER:-}" 2>/dev/null; rm -rf "$work"' EXIT
+start_server "$TESSERA" "$work" "$DATA/tiles/emoji-noto" "Noto Emoji"
 
-job=$(curl -sf -F "image=@$TARGET" -F cells=2048 -F tile_size=16 "$base/api/v1/jobs" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+job=$(submit_job "$TARGET" cells=2048 tile_size=16)
 echo "job $job: 32768 x 32768 px, rendering..." >&2
 started=$(date +%s)
-while :; do
-    state=$(curl -sf "$base/api/v1/jobs/$job" | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')
-    [ "$state" = done ] && break
-    [ "$state" = failed ] && { echo "the job failed" >&2; exit 1; }
-    [ $(( $(date +%s) - started )) -lt "$JOB_DEADLINE" ] || { echo "the job did not finish in $JOB_DEADLINE s" >&2; exit 1; }
-    sleep 2
-done
-size=$(curl -sfI "$base/api/v1/jobs/$job/result" | awk 'tolower($1) == "content-length:" { print $2 }' | tr -d '\r')
+wait_for_job "$job" "$JOB_DEADLINE" 2
+size=$(curl -sfI "$BASE/api/v1/jobs/$job/result" | awk 'tolower($1) == "content-length:" { print $2 }' | tr -d '\r')
 echo "done in $(( $(date +%s) - started )) s; the PNG is $(( size / 1000000 )) MB" >&2
 # The web role makes the pyramid's upper levels once the job is done: measure after that, as a
 # person opening the finished job a few seconds later would.
@@ -61,5 +47,5 @@ done
 grep "upper pyramid levels" "$work/serve.log" | sed 's/.*INFO //' >&2 || true
 # Deep (full resolution), middle (level 2) and shallow (level 3) zooms.
 for notches in 24 14 8; do
-    NOTCHES=$notches node scripts/bench-viewer.mjs "$base" "$job" "$RUNS"
+    NOTCHES=$notches node scripts/bench-viewer.mjs "$BASE" "$job" "$RUNS"
 done

@@ -15,24 +15,10 @@ BIN=${TESSERA_BIN:-target/debug/tessera}
 command -v node >/dev/null || { echo "test-audit.sh: needs Node.js" >&2; exit 2; }
 [ -d tests/audit/node_modules/lighthouse ] || (cd tests/audit && npm ci --no-audit --no-fund --loglevel=error >&2)
 
+. scripts/local-server.sh
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-TESSERA_LOG=warn "$BIN" serve --data "$work/data" --port "$port" \
-    --default-library tests/fixtures/engine/tiles --default-library-name Emoji >"$work/serve.log" 2>&1 &
-server=$!
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
-base="http://127.0.0.1:$port"
-for _ in $(seq 1 300); do
-    curl -sf "$base/readyz" >/dev/null 2>&1 && break
-    sleep 0.2
-done
-job=$(curl -sf -F image=@tests/fixtures/engine/astronaut-48.png -F cells=48 -F repeat_radius=0 \
-    "$base/api/v1/jobs" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
-for _ in $(seq 1 600); do
-    state=$(curl -sf "$base/api/v1/jobs/$job" | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')
-    [ "$state" = done ] && break
-    [ "$state" = failed ] && { echo "test-audit.sh: the job failed" >&2; exit 1; }
-    sleep 0.2
-done
-[ "$state" = done ] || { echo "test-audit.sh: the job did not finish in 2 minutes" >&2; exit 1; }
-node tests/audit/audit.mjs "$base" "$job" target/audit
+trap 'kill "${SERVER:-}" 2>/dev/null; wait "${SERVER:-}" 2>/dev/null; rm -rf "$work"' EXIT
+TESSERA_LOG=warn start_server "$BIN" "$work" tests/fixtures/engine/tiles Emoji
+job=$(submit_job tests/fixtures/engine/astronaut-48.png cells=48 repeat_radius=0)
+wait_for_job "$job" 120 0.2
+node tests/audit/audit.mjs "$BASE" "$job" target/audit

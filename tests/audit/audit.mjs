@@ -9,6 +9,7 @@ import path from "node:path";
 import lighthouse from "lighthouse";
 import * as chromeLauncher from "chrome-launcher";
 import puppeteer from "puppeteer-core";
+import desktopConfig from "lighthouse/core/config/desktop-config.js";
 
 const [base, job, outDir = "target/audit"] = process.argv.slice(2);
 if (!base || !job) {
@@ -41,9 +42,7 @@ try {
     for (const formFactor of ["mobile", "desktop"]) {
       let best = null;
       for (let attempt = 0; attempt < 2; attempt++) {
-        const config = formFactor === "desktop"
-          ? (await import("lighthouse/core/config/desktop-config.js")).default
-          : undefined;
+        const config = formFactor === "desktop" ? desktopConfig : undefined;
         const result = await lighthouse(base + url, {
           port: chrome.port,
           output: "json",

@@ -12,7 +12,7 @@ use crate::hash::Fnv;
 use crate::output::BandSink;
 use crate::plan::Plan;
 use crate::render::{TileCache, blend_shift};
-use crate::resample::AreaResampler;
+use crate::resample::{AreaResampler, area_taps};
 use crate::view::{VIEW_MAX_CELLS, VIEW_SCALE, ViewAccumulator, lightness, ssim_view, target_view};
 use rayon::prelude::*;
 
@@ -164,9 +164,9 @@ fn summarize(mut de: Vec<f64>, ssim_view: Option<f64>, ids: &[u32], c: usize, r:
 
 /// The quality figures of the mosaic a whole plan renders, worked out from the plan and target
 /// without rendering: each cell's target colour against its tile's mean at the plan's tile size,
-/// blend included, the view from each tile's block means, and the repeats of the tiles chosen. Agrees with measuring the rendered mosaic up to the rounding of
-/// cell colours, and without blend on the repeats too (measured from pixels, a tile tinted two
-/// ways counts twice).
+/// blend included, the view from each tile's block means, and the repeats of the tiles chosen.
+/// Agrees with measuring the rendered mosaic up to the rounding of cell colours, and without
+/// blend on the repeats too (measured from pixels, a tile tinted two ways counts twice).
 pub fn plan_quality(
     plan: &Plan,
     cache: &TileCache,
@@ -208,6 +208,7 @@ pub fn plan_quality(
         .then(|| {
             const V: usize = VIEW_SCALE;
             let vw = c * V;
+            let taps = area_taps(plan.tile_size() as usize, V);
             let mut rgb = vec![0f32; vw * r * V * 3];
             rgb.par_chunks_mut(vw * V * 3)
                 .enumerate()
@@ -215,7 +216,7 @@ pub fn plan_quality(
                     for cx in 0..c {
                         let i = cy * c + cx;
                         let t = plan.tiles()[i];
-                        let blocks = cache.block_means(t, shift(t, plan.colours()[i]), V);
+                        let blocks = cache.block_means(t, shift(t, plan.colours()[i]), &taps);
                         for (b, p) in blocks.iter().enumerate() {
                             let at = ((b / V) * vw + cx * V + b % V) * 3;
                             band[at..at + 3].copy_from_slice(p);

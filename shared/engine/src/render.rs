@@ -9,7 +9,7 @@ use crate::Error;
 use crate::library::Library;
 use crate::output::BandSink;
 use crate::plan::Plan;
-use crate::resample::{area_taps, resize_square};
+use crate::resample::{Taps, resize_square};
 
 /// Tile renditions at one tile size, made on first use (Lanczos3 from the stored rendition) and
 /// kept for the next bands. Holds only the tiles a plan actually uses.
@@ -90,12 +90,12 @@ impl<'a> TileCache<'a> {
         sum.map(|s| s as f64 / n)
     }
 
-    /// Area means of tile `t` at this size over `k x k` blocks, row-major, with `shift` added to
-    /// every pixel (clamped, as rendering clamps).
-    pub(crate) fn block_means(&self, t: u32, shift: [i32; 3], k: usize) -> Vec<[f32; 3]> {
+    /// Area means of tile `t` at this size over blocks, row-major, with `shift` added to every
+    /// pixel (clamped, as rendering clamps); `taps` (`area_taps(size, k)`) give `k x k` blocks.
+    pub(crate) fn block_means(&self, t: u32, shift: [i32; 3], taps: &Taps) -> Vec<[f32; 3]> {
         let tile = self.get(t);
         let s = self.size as usize;
-        let taps = area_taps(s, k);
+        let k = taps.start.len();
         let mut out = vec![[0f32; 3]; k * k];
         for (b, acc) in out.iter_mut().enumerate() {
             let (by, bx) = (b / k, b % k);

@@ -161,6 +161,21 @@ fn crop_square(src: &[u8], side: usize, off: usize, new_side: usize) -> Vec<u8> 
     out
 }
 
+/// One RGB8 row through horizontal taps: `out` (packed RGB `f32`) gets, per tap, the weighted
+/// sum of the pixels under it.
+pub(crate) fn area_row(taps: &Taps, row: &[u8], out: &mut [f32]) {
+    for (x, px) in out.chunks_exact_mut(3).enumerate() {
+        let mut acc = [0f32; 3];
+        for (j, wx) in taps.weights[x].iter().enumerate() {
+            let p = &row[(taps.start[x] + j) * 3..];
+            acc[0] += wx * p[0] as f32;
+            acc[1] += wx * p[1] as f32;
+            acc[2] += wx * p[2] as f32;
+        }
+        px.copy_from_slice(&acc);
+    }
+}
+
 /// Exact area average of rows `[row0, row1)` of an RGB8 image resized to `dw` x `dh`, as `f32`
 /// sRGB values (0 to 255), computed only from the source rows those output rows cover.
 pub struct AreaResampler {
@@ -187,17 +202,11 @@ impl AreaResampler {
             let o = &mut out[oy * dw * 3..(oy + 1) * dw * 3];
             for (k, wy) in self.ty.weights[y].iter().enumerate() {
                 let sy = self.ty.start[y] + k;
-                let row = &src[sy * self.w * 3..(sy + 1) * self.w * 3];
-                for x in 0..dw {
-                    let mut acc = [0f32; 3];
-                    for (j, wx) in self.tx.weights[x].iter().enumerate() {
-                        let p = &row[(self.tx.start[x] + j) * 3..];
-                        acc[0] += wx * p[0] as f32;
-                        acc[1] += wx * p[1] as f32;
-                        acc[2] += wx * p[2] as f32;
-                    }
-                    hrow[x * 3..x * 3 + 3].copy_from_slice(&acc);
-                }
+                area_row(
+                    &self.tx,
+                    &src[sy * self.w * 3..(sy + 1) * self.w * 3],
+                    &mut hrow,
+                );
                 for (a, b) in o.iter_mut().zip(&hrow) {
                     *a += wy * b;
                 }

@@ -6,12 +6,14 @@
 use rayon::prelude::*;
 
 use crate::color::srgb_to_lab;
-use crate::resample::{AreaResampler, Taps, area_taps};
+use crate::resample::{AreaResampler, Taps, area_row, area_taps};
 
 /// Pixels per cell side at which the view is compared.
 pub const VIEW_SCALE: usize = 4;
-/// The largest grid (in cells) whose view is measured: its L* planes take
-/// `16 x 4` bytes per cell each, so larger grids report no `ssim_view`.
+/// The largest grid (in cells) whose view is measured; larger grids report no `ssim_view`. A
+/// cell is 16 view samples, and measuring holds about 44 bytes per sample at its peak (the
+/// mosaic's RGB sums, both L* planes, both blurred planes and one blur pass), so about 700 MB
+/// at this limit.
 pub const VIEW_MAX_CELLS: usize = 1 << 20;
 
 const SIGMA: f64 = 2.0;
@@ -91,98 +93,99 @@ fn ssim(a: &[f64], b: &[f64], w: usize, h: usize) -> f64 {
     let cov_norm = np / (np - 1.0);
     let (c1, c2) = ((0.01 * DATA_RANGE).powi(2), (0.03 * DATA_RANGE).powi(2));
     let (ow, oh) = (w - WINDOW + 1, h - WINDOW + 1);
-    // Horizontal window sums of a, b, a², b², ab, then vertical sums of those per window row.
-    let hsums: Vec<[f64; 5]> = (0..h)
-        .into_par_iter()
-        .flat_map_iter(|y| {
-            let (ra, rb) = (&a[y * w..(y + 1) * w], &b[y * w..(y + 1) * w]);
-            (0..ow).map(move |x| {
-                let mut s = [0f64; 5];
-                for i in x..x + WINDOW {
-                    let (p, q) = (ra[i], rb[i]);
-                    s[0] += p;
-                    s[1] += q;
-                    s[2] += p * p;
-                    s[3] += q * q;
-                    s[4] += p * q;
-                }
-                s
-            })
-        })
-        .collect();
-    let total: f64 = (0..oh)
-        .into_par_iter()
-        .map(|y| {
-            let mut row_total = 0.0;
-            for x in 0..ow {
-                let mut s = [0f64; 5];
-                for yy in y..y + WINDOW {
-                    let v = hsums[yy * ow + x];
-                    for c in 0..5 {
-                        s[c] += v[c];
-                    }
-                }
-                let [ua, ub, uaa, ubb, uab] = s.map(|v| v / np);
-                let va = cov_norm * (uaa - ua * ua);
-                let vb = cov_norm * (ubb - ub * ub);
-                let vab = cov_norm * (uab - ua * ub);
-                row_total += ((2.0 * ua * ub + c1) * (2.0 * vab + c2))
-                    / ((ua * ua + ub * ub + c1) * (va + vb + c2));
+    // Horizontal window sums of a, b, a², b², ab for one row.
+    let hsums = |y: usize| {
+        let (ra, rb) = (&a[y * w..(y + 1) * w], &b[y * w..(y + 1) * w]);
+        (0..ow).map(move |x| {
+            let mut s = [0f64; 5];
+            for i in x..x + WINDOW {
+                let (p, q) = (ra[i], rb[i]);
+                s[0] += p;
+                s[1] += q;
+                s[2] += p * p;
+                s[3] += q * q;
+                s[4] += p * q;
             }
-            row_total
+            s
+        })
+    };
+    // Bands of output rows in parallel, each with the horizontal sums of its own rows only, so
+    // memory stays small whatever the image's size.
+    const BAND: usize = 32;
+    let total: f64 = (0..oh.div_ceil(BAND))
+        .into_par_iter()
+        .map(|band| {
+            let (y0, y1) = (band * BAND, ((band + 1) * BAND).min(oh));
+            let rows: Vec<[f64; 5]> = (y0..y1 + WINDOW - 1).flat_map(hsums).collect();
+            let mut band_total = 0.0;
+            for y in 0..y1 - y0 {
+                for x in 0..ow {
+                    let mut s = [0f64; 5];
+                    for yy in y..y + WINDOW {
+                        let v = rows[yy * ow + x];
+                        for c in 0..5 {
+                            s[c] += v[c];
+                        }
+                    }
+                    let [ua, ub, uaa, ubb, uab] = s.map(|v| v / np);
+                    let va = cov_norm * (uaa - ua * ua);
+                    let vb = cov_norm * (ubb - ub * ub);
+                    let vab = cov_norm * (uab - ua * ub);
+                    band_total += ((2.0 * ua * ub + c1) * (2.0 * vab + c2))
+                        / ((ua * ua + ub * ub + c1) * (va + vb + c2));
+                }
+            }
+            band_total
         })
         .sum();
     total / (ow * oh) as f64
 }
 
 /// A mosaic area-averaged to the view scale as its rows stream by: `width x height` pixels onto
-/// `cols x rows` cells of [`VIEW_SCALE`]² samples each.
+/// `cols x rows` cells of [`VIEW_SCALE`]² samples each, with the weights [`AreaResampler`] uses.
 pub(crate) struct ViewAccumulator {
     tx: Taps,
-    scale_y: f64,
+    /// Per source row: the view rows it falls in and its weight in each.
+    into: Vec<Vec<(usize, f32)>>,
     sums: Vec<f32>,
+    hrow: Vec<f32>,
     next_row: usize,
 }
 
 impl ViewAccumulator {
     pub(crate) fn new(width: usize, height: usize, cols: usize, rows: usize) -> Self {
         let (vw, vh) = (cols * VIEW_SCALE, rows * VIEW_SCALE);
+        let ty = area_taps(height, vh);
+        let mut into = vec![Vec::new(); height];
+        for (i, weights) in ty.weights.iter().enumerate() {
+            for (j, &w) in weights.iter().enumerate() {
+                if w > 0.0 {
+                    into[ty.start[i] + j].push((i, w));
+                }
+            }
+        }
         Self {
             tx: area_taps(width, vw),
-            scale_y: height as f64 / vh as f64,
+            into,
             sums: vec![0f32; vw * vh * 3],
+            hrow: vec![0f32; vw * 3],
             next_row: 0,
         }
     }
 
     /// Adds one RGB8 pixel row.
     pub(crate) fn add_row(&mut self, row: &[u8]) {
-        let vw = self.tx.start.len();
-        let y = self.next_row as f64;
+        area_row(&self.tx, row, &mut self.hrow);
+        let span = self.hrow.len();
+        for &(i, wy) in &self.into[self.next_row] {
+            for (d, s) in self.sums[i * span..(i + 1) * span]
+                .iter_mut()
+                .zip(&self.hrow)
+            {
+                *d += wy * s;
+            }
+        }
         self.next_row += 1;
-        let mut hrow = vec![0f32; vw * 3];
-        for (x, out) in hrow.chunks_exact_mut(3).enumerate() {
-            for (j, wx) in self.tx.weights[x].iter().enumerate() {
-                let p = &row[(self.tx.start[x] + j) * 3..];
-                out[0] += wx * p[0] as f32;
-                out[1] += wx * p[1] as f32;
-                out[2] += wx * p[2] as f32;
-            }
-        }
-        let vh = self.sums.len() / (vw * 3);
-        let mut i = (y / self.scale_y) as usize;
-        while i < vh && (i as f64) * self.scale_y < y + 1.0 {
-            let overlap =
-                ((i + 1) as f64 * self.scale_y).min(y + 1.0) - (i as f64 * self.scale_y).max(y);
-            if overlap > 0.0 {
-                let wy = (overlap / self.scale_y) as f32;
-                let dst = &mut self.sums[i * vw * 3..(i + 1) * vw * 3];
-                for (d, s) in dst.iter_mut().zip(&hrow) {
-                    *d += wy * s;
-                }
-            }
-            i += 1;
-        }
     }
 
     /// The L* image at the view scale.
