@@ -331,7 +331,7 @@ impl Plan {
             // ...then assign in scan order, so each cell sees the tiles already placed around it,
             // and improve the batch's cells with their whole neighbourhood known.
             let mut lists = Vec::with_capacity(described.len());
-            for (i, (desc, colour, ranked)) in described.into_iter().enumerate() {
+            for (i, (desc, colour, mut ranked)) in described.into_iter().enumerate() {
                 let (y, x) = (y0 + i / cols, i % cols);
                 let here = y * cols + x;
                 grid.target_l[here] = desc.mean[0];
@@ -340,8 +340,8 @@ impl Plan {
                 let mut width = ncand;
                 while pick.is_none() && width < n {
                     width = (width * 4).min(n);
-                    let wider = rank(&desc, library, &tree, width, opts, &mut Vec::new());
-                    pick = grid.best(&plan.tiles, &uses, x, y, &wider, None);
+                    ranked = rank(&desc, library, &tree, width, opts, &mut Vec::new());
+                    pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
                 }
                 let Some(t) = pick else {
                     return Err(Error::LibraryTooSmall {
@@ -353,6 +353,8 @@ impl Plan {
                     });
                 };
                 grid.place(&mut plan.tiles, &mut uses, here, t);
+                // The refinement chooses from the list the tile came from, so a cell that had to
+                // look wider keeps its tile among the choices.
                 lists.push(ranked);
             }
             for _ in 0..opts.refine_passes {
