@@ -1,6 +1,6 @@
 //! The quality metric, as `shared/tools/mosaic_metrics.py` defines it: CIEDE2000 between target
 //! and mosaic, both area-averaged to the cell grid (mean and 95th percentile), the SSIM of the
-//! two seen from a distance (`ssim_view`, see [`crate::view`]), and the share of cells whose tile
+//! two seen from a distance (`ssim_view`, see `view.rs`), and the share of cells whose tile
 //! (identified by its pixels) appears again within radius 1 and 5.
 //! [`MosaicCells`] is a band sink, so a mosaic is measured as it streams out.
 
