@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use tessera_engine::{
-    BandSink, Grid, ImportOptions, Library, MosaicCells, OutputFormat, Plan, PlanOptions, Sizing,
-    TeeSink, TileCache, decode_target, file_sink, render_to_sink,
+    BandSink, DziSink, Grid, ImportOptions, Library, MosaicCells, OutputFormat, Plan, PlanOptions,
+    Sizing, TileCache, decode_target, file_sink, render_to_sink,
 };
 
 use super::library::{import_with_bar, parse_colour, print_report, progress_bar};
@@ -20,6 +20,7 @@ use super::library::{import_with_bar, parse_colour, print_report, progress_bar};
   tessera render portrait.jpg -l emoji.idx -o mosaic.jpg --cells 200 --tile-size 24 --quality 85
   tessera render icon.png -l photos.zip -o big.png --per-pixel --tile-size 16
   tessera render portrait.jpg -l emoji.idx -o mosaic.png --repeat-radius 3 --blend 20 --plan plan.csv
+  tessera render portrait.jpg -l emoji.idx --cells 400 --dzi site/   # site/mosaic.dzi + tiles
 
 The output is (cells x tile size) pixels across; rows follow the target's aspect ratio.
 --per-pixel makes one cell per target pixel (output = target size x tile size).")]
@@ -30,8 +31,12 @@ pub struct RenderArgs {
     #[arg(short, long, value_name = "LIBRARY")]
     pub library: PathBuf,
     /// Output image, .png or .jpg.
-    #[arg(short, long, value_name = "OUT")]
-    pub output: PathBuf,
+    #[arg(short, long, value_name = "OUT", required_unless_present = "dzi")]
+    pub output: Option<PathBuf>,
+    /// Also (or instead) write a Deep Zoom pyramid for static hosting: DIR/mosaic.dzi and the
+    /// tiles in DIR/mosaic_files/, as OpenSeadragon and other Deep Zoom viewers read them.
+    #[arg(long, value_name = "DIR")]
+    pub dzi: Option<PathBuf>,
     /// Tile size in output pixels (4 to 256).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(4..=256))]
     pub tile_size: u32,
@@ -72,7 +77,11 @@ pub struct RenderArgs {
 
 pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     let started = Instant::now();
-    let format = OutputFormat::from_path(&args.output, args.quality)?;
+    let format = args
+        .output
+        .as_deref()
+        .map(|path| OutputFormat::from_path(path, args.quality))
+        .transpose()?;
     let opts = PlanOptions {
         tile_size: args.tile_size,
         grid: if args.per_pixel {
@@ -114,46 +123,82 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     }
 
     let cache = TileCache::new(&library, plan.tile_size());
-    let mut sink = file_sink(&args.output, plan.width(), plan.total_height(), format)?;
+    let (width, height) = (plan.width(), plan.total_height());
+    let mut cells = if args.metrics {
+        Some(MosaicCells::new(
+            width,
+            height,
+            plan.cols(),
+            plan.total_rows(),
+        )?)
+    } else {
+        None
+    };
+    // The image encoder goes last: it takes each band by value.
+    let mut sinks: Vec<Box<dyn BandSink + '_>> = Vec::new();
+    if let Some(dir) = &args.dzi {
+        sinks.push(Box::new(
+            DziSink::create(dir, "mosaic", width, height).with_context(|| {
+                format!("cannot write a Deep Zoom pyramid in {}", dir.display())
+            })?,
+        ));
+    }
+    if let Some(cells) = &mut cells {
+        sinks.push(Box::new(cells));
+    }
+    if let (Some(path), Some(format)) = (&args.output, format) {
+        sinks.push(file_sink(path, width, height, format)?);
+    }
     let bar = progress_bar(args.quiet, "rendering");
     let progress = |done: u32, total: u32| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
     // Bands of about 4 MB (at least one row of cells) keep memory flat whatever the height.
-    let band_cells =
-        ((4 << 20) / (plan.width() as u64 * 3 * plan.tile_size() as u64)).max(1) as u32;
-    let quality = if args.metrics {
-        let mut cells = MosaicCells::new(
-            plan.width(),
-            plan.total_height(),
-            plan.cols(),
-            plan.total_rows(),
-        )?;
-        let mut tee = TeeSink {
-            first: &mut sink,
-            second: &mut cells,
-        };
-        render_to_sink(&plan, &cache, &mut tee, band_cells, &progress)?;
-        tee.finish()?;
-        Some(cells.quality(&target)?)
-    } else {
-        render_to_sink(&plan, &cache, &mut sink, band_cells, &progress)?;
-        sink.finish()?;
-        None
-    };
+    let band_cells = ((4 << 20) / (width as u64 * 3 * plan.tile_size() as u64)).max(1) as u32;
+    let mut all = AllSinks(sinks);
+    render_to_sink(&plan, &cache, &mut all, band_cells, &progress)?;
+    all.finish()?;
+    drop(all);
+    let quality = cells.map(|c| c.quality(&target)).transpose()?;
     bar.finish_and_clear();
+    let written: Vec<String> = (args.output.iter().map(|p| p.display().to_string()))
+        .chain(
+            args.dzi
+                .iter()
+                .map(|d| d.join("mosaic.dzi").display().to_string()),
+        )
+        .collect();
     eprintln!(
-        "wrote {} ({} x {} px) in {:.2} s",
-        args.output.display(),
-        plan.width(),
-        plan.total_height(),
+        "wrote {} ({width} x {height} px) in {:.2} s",
+        written.join(" and "),
         started.elapsed().as_secs_f64()
     );
     if let Some(q) = quality {
         println!("{q}");
     }
     Ok(())
+}
+
+/// Every band to each of several sinks (outputs and the quality metric).
+struct AllSinks<'a>(Vec<Box<dyn BandSink + 'a>>);
+
+impl BandSink for AllSinks<'_> {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), tessera_engine::Error> {
+        self.0.iter_mut().try_for_each(|s| s.write_rows(rows))
+    }
+
+    fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), tessera_engine::Error> {
+        let Some((last, others)) = self.0.split_last_mut() else {
+            return Ok(());
+        };
+        others.iter_mut().try_for_each(|s| s.write_rows(&rows))?;
+        last.write_owned(rows)
+    }
+
+    fn finish(&mut self) -> Result<(), tessera_engine::Error> {
+        self.0.iter_mut().try_for_each(|s| s.finish())
+    }
 }
 
 fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 15] = [
+const ROUTES: [(&str, &str); 17] = [
     ("POST", "/api/v1/jobs"),
     ("GET", "/api/v1/jobs/{id}"),
     ("DELETE", "/api/v1/jobs/{id}"),
@@ -28,6 +28,8 @@ const ROUTES: [(&str, &str); 15] = [
     ("GET", "/api/v1/jobs/{id}/events"),
     ("GET", "/api/v1/jobs/{id}/preview"),
     ("GET", "/api/v1/jobs/{id}/tiles/{level}/{x}/{y}"),
+    ("GET", "/api/v1/jobs/{id}/dzi"),
+    ("GET", "/api/v1/jobs/{id}/dzi_files/{level}/{tile}"),
     ("GET", "/api/v1/libraries"),
     ("POST", "/api/v1/libraries"),
     ("GET", "/api/v1/libraries/{id}"),
@@ -235,7 +237,9 @@ async fn call(
     headers: &[(reqwest::header::HeaderName, String)],
 ) -> Answer {
     // Tile (0, 0) of level 0 exists for every mosaic.
-    let path = path.replace("{level}/{x}/{y}", "0/0/0");
+    let path = path
+        .replace("{level}/{x}/{y}", "0/0/0")
+        .replace("{level}/{tile}", "0/0_0.png");
     let url = app.url(&path.replace("{id}", id));
     let mut req = match method {
         "GET" => app.client.get(url),

@@ -603,3 +603,144 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
     })
     .await;
 }
+
+/// The attribute `name` of the first element that has it, in a Deep Zoom descriptor.
+fn xml_attribute(xml: &str, name: &str) -> String {
+    let at = xml
+        .find(&format!(" {name}=\""))
+        .unwrap_or_else(|| panic!("{name} in {xml}"));
+    let rest = &xml[at + name.len() + 3..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+/// Where OpenSeadragon's DziTileSource looks for the tiles of a descriptor at `url`: the last
+/// path segment loses its extension and gains `_files/`.
+fn osd_tiles_url(url: &str) -> String {
+    let (dir, file) = url.rsplit_once('/').unwrap();
+    let stem = file.split_once('.').map_or(file, |(stem, _)| stem);
+    format!("{dir}/{stem}_files/")
+}
+
+/// A Deep Zoom viewer reads the descriptor, then asks for `LEVEL/X_Y.png` beside it: every tile
+/// it may ask for is there, is the block mean of the result, and addresses past the pyramid are
+/// refused in words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deep_zoom_viewer_finds_the_descriptor_and_its_tiles() {
+    let app = spawn_app().await;
+    let (id, result) = finished_job(&app).await;
+    let url = format!("/api/v1/jobs/{id}/dzi");
+    let res = app.get(&url).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "application/xml");
+    assert_eq!(res.headers()["access-control-allow-origin"], "*");
+    let xml = res.text().await.unwrap();
+    assert!(
+        xml.contains("http://schemas.microsoft.com/deepzoom/2008"),
+        "{xml}"
+    );
+    assert_eq!(xml_attribute(&xml, "Format"), "png");
+    assert_eq!(xml_attribute(&xml, "Overlap"), "0");
+    let tile_size: u32 = xml_attribute(&xml, "TileSize").parse().unwrap();
+    let width: u32 = xml_attribute(&xml, "Width").parse().unwrap();
+    let height: u32 = xml_attribute(&xml, "Height").parse().unwrap();
+    assert_eq!((width, height), (result.width, result.height));
+    // As OpenSeadragon counts: the full resolution is level ceil(log2(max side)).
+    let max_level = f64::from(width.max(height)).log2().ceil() as u32;
+    let tiles = osd_tiles_url(&url);
+    assert_eq!(tiles, format!("/api/v1/jobs/{id}/dzi_files/"));
+    for level in [max_level, max_level - 1, max_level - 4, 1, 0] {
+        let scale = 0.5f64.powi((max_level - level) as i32);
+        let (lw, lh) = (
+            (f64::from(width) * scale).ceil() as u32,
+            (f64::from(height) * scale).ceil() as u32,
+        );
+        let whole = result.level(max_level - level);
+        assert_eq!((whole.width, whole.height), (lw, lh), "level {level}");
+        let (cols, rows) = (lw.div_ceil(tile_size), lh.div_ceil(tile_size));
+        for (x, y) in [(0, 0), (cols - 1, rows - 1), (cols / 2, 0)] {
+            let png = bytes_of(&app, &format!("{tiles}{level}/{x}_{y}.png")).await;
+            let tile = Image::decode(&png);
+            let want = whole.crop(
+                x * tile_size,
+                y * tile_size,
+                ((x + 1) * tile_size).min(lw),
+                ((y + 1) * tile_size).min(lh),
+            );
+            assert_eq!((tile.width, tile.height), (want.width, want.height));
+            assert!(
+                tile.pixels == want.pixels,
+                "level {level} tile {x}_{y} differs"
+            );
+        }
+    }
+    let past = app.get(&format!("{tiles}{}/0_0.png", max_level + 1)).await;
+    assert_eq!(
+        error_code(past).await,
+        (StatusCode::NOT_FOUND, "tile_out_of_range".into())
+    );
+    let beside = app.get(&format!("{tiles}{max_level}/9_0.png")).await;
+    assert_eq!(beside.status(), StatusCode::NOT_FOUND);
+    let misnamed = app.get(&format!("{tiles}{max_level}/0-0.jpg")).await;
+    assert_eq!(
+        error_code(misnamed).await,
+        (StatusCode::BAD_REQUEST, "bad_tile_name".into())
+    );
+}
+
+/// `tessera render --dzi` writes the same pyramid to disk: the descriptor and every tile of
+/// every level, each the block mean of the image it writes beside it.
+#[test]
+fn render_writes_a_deep_zoom_folder_beside_the_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("astronaut.png");
+    std::fs::write(&target, astronaut()).unwrap();
+    let out = dir.path().join("mosaic.png");
+    let site = dir.path().join("site");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("render")
+        .arg(&target)
+        .arg("-l")
+        .arg(crate::support::fixture("engine/tiles"))
+        .args(["--cells", "37", "--tile-size", "12", "--quiet", "-o"])
+        .arg(&out)
+        .arg("--dzi")
+        .arg(&site)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let result = Image::decode(&std::fs::read(&out).unwrap());
+    let xml = std::fs::read_to_string(site.join("mosaic.dzi")).unwrap();
+    assert_eq!(xml_attribute(&xml, "Width"), result.width.to_string());
+    assert_eq!(xml_attribute(&xml, "Height"), result.height.to_string());
+    let max_level = f64::from(result.width.max(result.height)).log2().ceil() as u32;
+    let mut files = 0;
+    for level in 0..=max_level {
+        let whole = result.level(max_level - level);
+        for entry in std::fs::read_dir(site.join(format!("mosaic_files/{level}"))).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            let (x, y) = name.strip_suffix(".png").unwrap().split_once('_').unwrap();
+            let (x, y): (u32, u32) = (x.parse().unwrap(), y.parse().unwrap());
+            let tile = Image::decode(&std::fs::read(&path).unwrap());
+            let want = whole.crop(
+                x * TILE,
+                y * TILE,
+                ((x + 1) * TILE).min(whole.width),
+                ((y + 1) * TILE).min(whole.height),
+            );
+            assert!(tile.pixels == want.pixels, "{level}/{name} differs");
+            files += 1;
+        }
+        let expected = whole.width.div_ceil(TILE) * whole.height.div_ceil(TILE);
+        assert_eq!(
+            std::fs::read_dir(site.join(format!("mosaic_files/{level}")))
+                .unwrap()
+                .count() as u32,
+            expected,
+            "level {level}"
+        );
+    }
+    assert!(files > max_level as usize + 3, "{files} tiles");
+}

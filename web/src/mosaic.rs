@@ -35,27 +35,9 @@ pub fn preview_bin(i: u32, n: u32, out: u32) -> u32 {
     (u64::from(i) * u64::from(out) / u64::from(n)) as u32
 }
 
-/// Pixels on a side of a full tile.
-pub const TILE: u32 = 256;
+pub use tessera_engine::pyramid::{PYRAMID_TILE as TILE, level_size, top_level};
 /// Bytes per ranged read when decoding.
 const READ_BYTES: usize = 1 << 20;
-
-/// The levels of a `width` x `height` pyramid: `0..=top`.
-pub fn top_level(width: u32, height: u32) -> u32 {
-    let mut level = 0;
-    while level < 31 && (width.max(height) - 1) >> level >= TILE {
-        level += 1;
-    }
-    level
-}
-
-/// The size of level `level` of a `width` x `height` image.
-pub fn level_size(width: u32, height: u32, level: u32) -> (u32, u32) {
-    // Past level 32 every side is one pixel (or none); the shift would overflow.
-    let level = level.min(40);
-    let shrink = |n: u32| ((u64::from(n) + (1 << level) - 1) >> level) as u32;
-    (shrink(width), shrink(height))
-}
 
 /// The key of a done job's result; 409 for a job not done.
 pub(crate) fn done_result(record: &JobRecord) -> ApiResult<String> {
@@ -313,11 +295,7 @@ impl Shrink {
 
 /// A tile as PNG (fast compression: tiles are made while a viewer waits).
 pub(crate) fn encode_png(pixels: &[u8], width: u32, height: u32) -> ApiResult<bytes::Bytes> {
-    use image::ImageEncoder;
-    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
-    let mut out = Vec::new();
-    PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
-        .write_image(pixels, width, height, image::ExtendedColorType::Rgb8)
-        .map_err(ApiError::internal)?;
-    Ok(bytes::Bytes::from(out))
+    tessera_engine::pyramid::encode_png_rgb(pixels, width, height)
+        .map(bytes::Bytes::from)
+        .map_err(ApiError::internal)
 }

@@ -2,10 +2,9 @@
 //! that a viewer zooming to a coarse level finds its tiles kept instead of waiting for the rows
 //! under a whole band of the level to be inflated.
 //!
-//! One decode of the result feeds every level: level 1 sums 2 x 2 blocks of pixels, each level
-//! above sums 2 x 2 blocks of the sums below. Sums compose exactly, so each pixel is the rounded
-//! mean of its 2^l block (cut short at the right and bottom edges), the same as a tile made
-//! alone (`routes::tiles`). Memory holds one row of sums and one band of 256 rows per level.
+//! One decode of the result feeds every level, through the engine's [`Pyramid`]: each pixel is
+//! the rounded mean of its 2^l block, the same as a tile made alone (`routes::tiles`). The levels
+//! go on past the top of the zoom pyramid down to one pixel, for Deep Zoom viewers.
 
 use std::sync::Arc;
 
@@ -17,7 +16,10 @@ use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{BlobStore, PutMode};
 
 use crate::error::ApiResult;
-use crate::mosaic::{Source, TILE, encode_png, level_size, top_level};
+use tessera_engine::Pyramid;
+use tessera_engine::pyramid::dzi_max_level;
+
+use crate::mosaic::{Source, decode_err, encode_png};
 
 /// Mosaics from this many pixels get their upper levels made when done (smaller ones make a
 /// band of a level within a fraction of a second when it is first asked for).
@@ -26,7 +28,7 @@ pub const WARM_MIN_PIXELS: u64 = 1 << 27;
 /// One mosaic at a time: each decode takes a core.
 static WARMING: Semaphore = Semaphore::const_new(1);
 
-/// Makes and keeps levels 1 and up of `record`'s mosaic in the background, if it is done and
+/// Makes and keeps levels 1 and up (to one pixel) of `record`'s mosaic in the background, if it is done and
 /// big enough; failures are logged (tiles are then made when asked for).
 pub(crate) fn warm_in_background(blobs: Arc<dyn BlobStore>, record: &JobRecord) {
     let (Some(output), Some(key)) = (record.output, record.result_blob.clone()) else {
@@ -52,7 +54,8 @@ pub(crate) fn warm_in_background(blobs: Arc<dyn BlobStore>, record: &JobRecord) 
         };
         let made = tokio::task::spawn_blocking(move || {
             let mut tiles = 0u64;
-            upper_levels(&source, &handle, |level, x, y, png| {
+            let last = dzi_max_level(source.width, source.height);
+            upper_levels(&source, &handle, (1, last), |level, x, y, png| {
                 let key = BlobKey::ImageTile { job, level, x, y }.path();
                 handle
                     .block_on(blobs.put(&key, png, PutMode::Overwrite))
@@ -76,116 +79,33 @@ pub(crate) fn warm_in_background(blobs: Arc<dyn BlobStore>, record: &JobRecord) 
     });
 }
 
-/// One level's state: the sums of the output row being gathered, and the rows made since the
-/// last band of tiles.
-struct Level {
-    level: u32,
-    width: u32,
-    height: u32,
-    sums: Vec<u64>,
-    band: Vec<u8>,
-    band_rows: u32,
-}
-
-/// Calls `keep(level, x, y, png)` for every tile of levels 1 to the top, from one decode.
+/// Calls `keep(level, x, y, png)` for every tile of levels `first..=last`, from one decode.
 pub(crate) fn upper_levels(
     source: &Source,
     handle: &tokio::runtime::Handle,
+    (first, last): (u32, u32),
     mut keep: impl FnMut(u32, u32, u32, Bytes) -> ApiResult<()>,
 ) -> ApiResult<()> {
-    let (width, height) = (source.width, source.height);
-    let top = top_level(width, height);
-    if top == 0 {
-        return Ok(());
-    }
-    let mut levels: Vec<Level> = (1..=top)
-        .map(|level| {
-            let (w, h) = level_size(width, height, level);
-            Level {
-                level,
-                width: w,
-                height: h,
-                sums: vec![0; w as usize * 3],
-                band: Vec::new(),
-                band_rows: 0,
-            }
-        })
-        .collect();
+    let mut pyramid = Pyramid::new(source.width, source.height, first, last);
+    let mut tiles = Vec::new();
     let mut failed = None;
-    source.rows(handle, 0..height, |y, row| {
+    source.rows(handle, 0..source.height, |_, row| {
         if failed.is_some() {
             return;
         }
-        let sums = &mut levels[0].sums;
-        for (x, px) in row.chunks_exact(3).enumerate() {
-            let at = (x >> 1) * 3;
-            sums[at] += u64::from(px[0]);
-            sums[at + 1] += u64::from(px[1]);
-            sums[at + 2] += u64::from(px[2]);
-        }
-        if (y % 2 == 1 || y + 1 == height)
-            && let Err(e) = row_done(&mut levels, 0, y >> 1, (width, height), &mut keep)
-        {
+        let made = pyramid
+            .push_row(row, &mut tiles)
+            .map_err(decode_err)
+            .and_then(|()| {
+                tiles.drain(..).try_for_each(|t| {
+                    keep(t.level, t.x, t.y, encode_png(&t.pixels, t.width, t.height)?)
+                })
+            });
+        if let Err(e) = made {
             failed = Some(e);
         }
     })?;
     failed.map_or(Ok(()), Err)
-}
-
-/// Output row `row` of `levels[i]` has all its sums: makes its pixels, cuts a band of tiles when
-/// it has 256 rows (or is the last), and adds the sums into the level above.
-fn row_done(
-    levels: &mut [Level],
-    i: usize,
-    row: u32,
-    (width, height): (u32, u32),
-    keep: &mut impl FnMut(u32, u32, u32, Bytes) -> ApiResult<()>,
-) -> ApiResult<()> {
-    let (below, above) = levels.split_at_mut(i + 1);
-    let this = &mut below[i];
-    let block = 1u64 << this.level;
-    let rows_in = (u64::from(height) - u64::from(row) * block).min(block);
-    for (j, px) in this.sums.chunks_exact(3).enumerate() {
-        let cols_in = (u64::from(width) - j as u64 * block).min(block);
-        let n = cols_in * rows_in;
-        this.band
-            .extend(px.iter().map(|&s| ((s + n / 2) / n) as u8));
-    }
-    this.band_rows += 1;
-    if let Some(next) = above.first_mut() {
-        for (j, px) in this.sums.chunks_exact(3).enumerate() {
-            let at = (j >> 1) * 3;
-            next.sums[at] += px[0];
-            next.sums[at + 1] += px[1];
-            next.sums[at + 2] += px[2];
-        }
-    }
-    this.sums.iter_mut().for_each(|s| *s = 0);
-    let last = row + 1 == this.height;
-    if this.band_rows == TILE || last {
-        let ty = row / TILE;
-        let w = this.width as usize;
-        for tx in 0..this.width.div_ceil(TILE) {
-            let (a, b) = (
-                (tx * TILE) as usize * 3,
-                ((tx + 1) * TILE).min(this.width) as usize * 3,
-            );
-            let pixels: Vec<u8> = this
-                .band
-                .chunks_exact(w * 3)
-                .flat_map(|r| &r[a..b])
-                .copied()
-                .collect();
-            let png = encode_png(&pixels, ((b - a) / 3) as u32, this.band_rows)?;
-            keep(this.level, tx, ty, png)?;
-        }
-        this.band.clear();
-        this.band_rows = 0;
-    }
-    if !above.is_empty() && (row % 2 == 1 || last) {
-        row_done(levels, i + 1, row >> 1, (width, height), keep)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -236,7 +156,8 @@ mod tests {
         let handle = tokio::runtime::Handle::current();
         let made = tokio::task::spawn_blocking(move || {
             let mut made = BTreeMap::new();
-            upper_levels(&source, &handle, |level, x, y, png| {
+            let top = top_level(width, height);
+            upper_levels(&source, &handle, (1, top), |level, x, y, png| {
                 assert!(
                     made.insert((level, x, y), png).is_none(),
                     "{level}/{x}/{y} twice"

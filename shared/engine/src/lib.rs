@@ -14,6 +14,7 @@ pub mod library;
 pub mod metrics;
 pub mod output;
 pub mod plan;
+pub mod pyramid;
 pub mod render;
 mod resample;
 pub mod seek;
@@ -32,6 +33,7 @@ pub use output::{
     file_sink,
 };
 pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
+pub use pyramid::{DziSink, Pyramid, PyramidTile};
 pub use render::{TileCache, render_band, render_band_into, render_band_serial, render_to_sink};
 pub use seek::{IdatData, Scanlines, SeekIndex, SeekPoint, Span};
 pub use view::{VIEW_MAX_CELLS, VIEW_SCALE};

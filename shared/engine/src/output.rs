@@ -39,6 +39,20 @@ impl<S: BandSink + ?Sized> BandSink for Box<S> {
     }
 }
 
+impl<S: BandSink + ?Sized> BandSink for &mut S {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        (**self).write_rows(rows)
+    }
+
+    fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
+        (**self).write_owned(rows)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        (**self).finish()
+    }
+}
+
 /// Output encodings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {

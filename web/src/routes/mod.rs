@@ -1,5 +1,6 @@
 //! The REST API under `/api/v1`.
 
+pub mod dzi;
 pub mod events;
 pub mod jobs;
 pub mod libraries;
@@ -33,6 +34,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(
                 resource("/jobs/{id}/tiles/{level}/{x}/{y}", "GET")
                     .route(web::get().to(tiles::get)),
+            )
+            .service(resource("/jobs/{id}/dzi", "GET").route(web::get().to(dzi::descriptor)))
+            .service(
+                resource("/jobs/{id}/dzi_files/{level}/{tile}", "GET")
+                    .route(web::get().to(dzi::tile)),
             )
             .service(
                 resource("/libraries", "GET, POST")

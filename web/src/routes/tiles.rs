@@ -12,6 +12,7 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 
+use tessera_engine::pyramid::dzi_max_level;
 use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{PutMode, StorageError};
 
@@ -19,6 +20,7 @@ use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::*;
 use crate::openapi::Binary;
+use crate::pyramid::upper_levels;
 use crate::state::AppState;
 
 /// One 256 px PNG tile of the finished mosaic's pyramid, made from the rows it needs.
@@ -56,24 +58,57 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let (id, level, x, y) = path.into_inner();
-    let id = job_id(&id)?;
+    serve(&req, &state, &id, Levels::Zoom, level, x, y).await
+}
+
+/// Which levels an address may name.
+#[derive(Clone, Copy)]
+pub(crate) enum Levels {
+    /// The zoom pyramid: up to the first level that fits in one tile.
+    Zoom,
+    /// Deep Zoom's, numbered from one pixel (0) to the full resolution.
+    DeepZoom,
+}
+
+/// Answers for tile `(x, y)` of `level` of job `id`'s mosaic, numbered as `levels` says.
+pub(crate) async fn serve(
+    req: &HttpRequest,
+    state: &AppState,
+    id: &str,
+    levels: Levels,
+    level: u32,
+    x: u32,
+    y: u32,
+) -> ApiResult<HttpResponse> {
+    let id = job_id(id)?;
     let record = state.platform.jobs().get(id).await?;
     let key = done_result(&record)?;
     let blobs = state.platform.blobs.clone();
     let (width, height) = result_size(&*blobs, &key, &record).await?;
     let top = top_level(width, height);
-    if level > top {
-        return Err(ApiError::not_found(
-            "tile_out_of_range",
-            format!("the mosaic has levels 0 to {top}, not {level}"),
-        ));
-    }
+    let deepest = dzi_max_level(width, height);
+    let level = match levels {
+        Levels::Zoom if level <= top => level,
+        Levels::DeepZoom if level <= deepest => deepest - level,
+        Levels::Zoom => {
+            return Err(ApiError::not_found(
+                "tile_out_of_range",
+                format!("the mosaic has levels 0 to {top}, not {level}"),
+            ));
+        }
+        Levels::DeepZoom => {
+            return Err(ApiError::not_found(
+                "tile_out_of_range",
+                format!("the mosaic has Deep Zoom levels 0 to {deepest}, not {level}"),
+            ));
+        }
+    };
     let (lw, lh) = level_size(width, height, level);
     if x >= lw.div_ceil(TILE) || y >= lh.div_ceil(TILE) {
         return Err(ApiError::not_found(
             "tile_out_of_range",
             format!(
-                "level {level} of the mosaic is {} x {} tiles",
+                "that level of the mosaic is {} x {} tiles",
                 lw.div_ceil(TILE),
                 lh.div_ceil(TILE)
             ),
@@ -85,7 +120,8 @@ pub async fn get(
         let mut r = HttpResponse::build(status);
         r.insert_header((header::CONTENT_TYPE, "image/png"))
             .insert_header((header::ETAG, etag.clone()))
-            .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"));
+            .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+            .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"));
         r
     };
     if let Some(tags) = req.headers().get(header::IF_NONE_MATCH) {
@@ -117,19 +153,35 @@ pub async fn get(
         height,
     };
     let handle = tokio::runtime::Handle::current();
-    let tiles = tokio::task::spawn_blocking(move || make_tiles(&source, &handle, level, x, y))
-        .await
-        .map_err(ApiError::internal)??;
+    let tiles = tokio::task::spawn_blocking(move || {
+        if level > top {
+            // Levels past the top are a few small tiles, all made from one decode.
+            let mut made = Vec::new();
+            upper_levels(&source, &handle, (top + 1, deepest), |l, tx, ty, png| {
+                made.push((l, tx, ty, png));
+                Ok(())
+            })?;
+            Ok(made)
+        } else {
+            make_tiles(&source, &handle, level, x, y).map(|row| {
+                row.into_iter()
+                    .map(|(tx, png)| (level, tx, y, png))
+                    .collect()
+            })
+        }
+    })
+    .await
+    .map_err(ApiError::internal)??;
     let mut wanted = Bytes::new();
-    for (tx, png) in tiles {
-        if tx == x {
+    for (l, tx, ty, png) in tiles {
+        if (l, tx, ty) == (level, x, y) {
             wanted = png.clone();
         }
         let key = BlobKey::ImageTile {
             job: id,
-            level,
+            level: l,
             x: tx,
-            y,
+            y: ty,
         }
         .path();
         // Kept for the next viewer; failing to keep it costs only a later decode.
