@@ -18,6 +18,8 @@
   let shown = false;
   // The mosaic's full size, once done: tiles are loaded when zoomed past the preview.
   let full = null;
+  // The mosaic's size and cell grid, once it is done.
+  let grid = null;
   let source = null;
 
   // As the server writes sizes: 950 kB, 1.4 MB, 238 MB, 1.4 GB.
@@ -58,7 +60,10 @@
   function showResult(job) {
     if (shown) return;
     shown = true;
-    if (job.output) full = { w: job.output.width, h: job.output.height };
+    if (job.output) {
+      full = { w: job.output.width, h: job.output.height };
+      grid = { w: job.output.width, h: job.output.height, cols: job.output.cols, rows: job.output.rows };
+    }
     result.hidden = false;
     // The downscaled preview; the full mosaic when there is none (a very large one).
     img.addEventListener("error", function () {
@@ -495,5 +500,76 @@
   window.addEventListener("resize", function () {
     if (scale <= fitScale * 1.01) fit();
     else apply();
+  });
+
+  // "Which photo is this?": the cell under a resting mouse, a tap, or (Enter) the view's
+  // centre is looked up in the job's cell map and named below the viewer, with its thumbnail.
+  const cellInfo = document.getElementById("cell-info");
+  const cells = new Map();
+  let shownCell = null;
+  let hover = null;
+  function cellAt(sx, sy) {
+    if (!grid || !img.naturalWidth) return null;
+    const fx = (sx - x) / scale * grid.w / img.naturalWidth;
+    const fy = (sy - y) / scale * grid.w / img.naturalWidth;
+    const col = Math.floor(fx * grid.cols / grid.w);
+    const row = Math.floor(fy * grid.rows / grid.h);
+    if (col < 0 || row < 0 || col >= grid.cols || row >= grid.rows) return null;
+    return row + "/" + col;
+  }
+  function showCell(key) {
+    if (!key || key === shownCell) return;
+    shownCell = key;
+    let found = cells.get(key);
+    if (!found) {
+      found = fetch(base + "/cells/" + key, { credentials: "same-origin" })
+        .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); });
+      cells.set(key, found);
+      found.catch(function () { cells.delete(key); });
+    }
+    found.then(function (cell) {
+      if (shownCell !== key) return;
+      document.getElementById("cell-caption").textContent = cell.caption;
+      document.getElementById("cell-name").textContent = cell.name;
+      document.getElementById("cell-row").textContent = String(cell.row + 1);
+      document.getElementById("cell-col").textContent = String(cell.col + 1);
+      const thumb = document.getElementById("cell-thumb");
+      thumb.src = cell.thumbnail;
+      thumb.alt = cell.caption;
+      cellInfo.hidden = false;
+      viewer.dataset.cell = key;
+    }).catch(function () {});
+  }
+  viewer.addEventListener("pointermove", function (ev) {
+    if (ev.pointerType !== "mouse" || pointers.size > 0) return;
+    const r = viewer.getBoundingClientRect();
+    const key = cellAt(ev.clientX - r.left, ev.clientY - r.top);
+    clearTimeout(hover);
+    hover = setTimeout(function () { showCell(key); }, 120);
+  });
+  viewer.addEventListener("pointerleave", function () { clearTimeout(hover); });
+  let press = null;
+  viewer.addEventListener("pointerdown", function (ev) {
+    // A second finger makes a pinch, not a tap.
+    press = pointers.size > 1 ? null : { x: ev.clientX, y: ev.clientY, at: Date.now() };
+  });
+  viewer.addEventListener("pointerup", function (ev) {
+    // A tap: little movement, short, and no other finger down.
+    if (!press || pointers.size > 0) {
+      press = null;
+      return;
+    }
+    const still = Math.hypot(ev.clientX - press.x, ev.clientY - press.y) < 8;
+    if (still && Date.now() - press.at < 500) {
+      const r = viewer.getBoundingClientRect();
+      showCell(cellAt(ev.clientX - r.left, ev.clientY - r.top));
+    }
+    press = null;
+  });
+  viewer.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Enter") return;
+    const r = viewer.getBoundingClientRect();
+    showCell(cellAt(r.width / 2, r.height / 2));
+    ev.preventDefault();
   });
 })();

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 17] = [
+const ROUTES: [(&str, &str); 19] = [
     ("POST", "/api/v1/jobs"),
     ("GET", "/api/v1/jobs/{id}"),
     ("DELETE", "/api/v1/jobs/{id}"),
@@ -29,6 +29,8 @@ const ROUTES: [(&str, &str); 17] = [
     ("GET", "/api/v1/jobs/{id}/preview"),
     ("GET", "/api/v1/jobs/{id}/tiles/{level}/{x}/{y}"),
     ("GET", "/api/v1/jobs/{id}/dzi"),
+    ("GET", "/api/v1/jobs/{id}/cells/{row}/{col}"),
+    ("GET", "/api/v1/jobs/{id}/cells/{row}/{col}/thumbnail"),
     ("GET", "/api/v1/jobs/{id}/dzi_files/{level}/{tile}"),
     ("GET", "/api/v1/libraries"),
     ("POST", "/api/v1/libraries"),
@@ -239,7 +241,8 @@ async fn call(
     // Tile (0, 0) of level 0 exists for every mosaic.
     let path = path
         .replace("{level}/{x}/{y}", "0/0/0")
-        .replace("{level}/{tile}", "0/0_0.png");
+        .replace("{level}/{tile}", "0/0_0.png")
+        .replace("{row}/{col}", "1/2");
     let url = app.url(&path.replace("{id}", id));
     let mut req = match method {
         "GET" => app.client.get(url),

@@ -744,3 +744,177 @@ fn render_writes_a_deep_zoom_folder_beside_the_image() {
     }
     assert!(files > max_level as usize + 3, "{files} tiles");
 }
+
+/// Every cell of a finished mosaic names the tile the engine's own plan put there (same target,
+/// library and options), with its caption; its thumbnail is the cell cut from the result; cells
+/// past the grid and jobs not done are refused in words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_cell_names_the_photo_the_plan_put_there() {
+    use tessera_engine::{Grid, ImportOptions, Library, Plan, PlanOptions, decode_target};
+
+    let app = spawn_app().await;
+    let form = sized_job_form(astronaut(), 8, 24, 2)
+        .text("repeat_radius", "1")
+        .text("blend", "0");
+    let id = app.submit(form).await;
+    let done = app.wait_until_finished(&id).await;
+    assert_eq!(done["state"], "done", "{done}");
+    let (cols, rows) = (
+        done["output"]["cols"].as_u64().unwrap() as u32,
+        done["output"]["rows"].as_u64().unwrap() as u32,
+    );
+    let (library, _) = Library::import(
+        &crate::support::fixture("engine/tiles"),
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let target = decode_target(&astronaut(), library.background()).unwrap();
+    let options = PlanOptions {
+        tile_size: 8,
+        grid: Grid::Cells(24),
+        repeat_radius: 1,
+        ..PlanOptions::default()
+    };
+    let plan = Plan::make(&target, &library, &options).unwrap();
+    assert_eq!((plan.cols(), plan.total_rows()), (cols, rows));
+    let result = Image::decode(&bytes_of(&app, &format!("/api/v1/jobs/{id}/result")).await);
+    for row in 0..rows {
+        for col in 0..cols {
+            let res = app
+                .get(&format!("/api/v1/jobs/{id}/cells/{row}/{col}"))
+                .await;
+            assert_eq!(res.status(), 200);
+            let cell: Value = res.json().await.unwrap();
+            let tile = plan.tiles()[(row * cols + col) as usize];
+            assert_eq!(cell["name"], library.name(tile), "cell {row}, {col}");
+            assert_eq!(cell["caption"], library.caption(tile));
+            assert_eq!(cell["tile"], tile);
+            assert_eq!(
+                (cell["x"].as_u64(), cell["y"].as_u64()),
+                (Some(u64::from(col * 8)), Some(u64::from(row * 8)))
+            );
+            if (row + col) % 7 == 0 {
+                let thumb = cell["thumbnail"].as_str().unwrap();
+                let png = Image::decode(&bytes_of(&app, thumb).await);
+                let want = result.crop(col * 8, row * 8, col * 8 + 8, row * 8 + 8);
+                assert!(png.pixels == want.pixels, "thumbnail of {row}, {col}");
+            }
+        }
+    }
+    for path in [format!("cells/{rows}/0"), format!("cells/0/{cols}")] {
+        let res = app.get(&format!("/api/v1/jobs/{id}/{path}")).await;
+        assert_eq!(
+            error_code(res).await,
+            (StatusCode::NOT_FOUND, "cell_out_of_range".into())
+        );
+    }
+    let held = app.queued_job(Uuid::new_v4()).await;
+    let res = app.get(&format!("/api/v1/jobs/{held}/cells/0/0")).await;
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::CONFLICT, "job_not_done".into())
+    );
+}
+
+/// In Chromium, resting the mouse on a tile, or focusing the viewer and pressing Enter, names
+/// the photo in that cell below the viewer, with its thumbnail, as the cell lookup says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pointing_at_a_tile_names_its_photo_in_chromium() {
+    use fantoccini::actions::{InputSource, MouseActions, PointerAction};
+
+    let app = spawn_app().await;
+    let (id, _) = finished_job(&app).await;
+    let work = tempfile::tempdir().unwrap();
+    let base = app.address.clone();
+    in_chromium(work.path(), |browser| {
+        async move {
+            browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
+            wait_for(
+                &browser,
+                "const i = document.getElementById('mosaic'); \
+                 return i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0",
+                Duration::from_secs(30),
+                "the preview loading",
+            )
+            .await;
+            let hidden = script(
+                &browser,
+                "return document.getElementById('cell-info').hidden",
+            )
+            .await;
+            assert_eq!(hidden, true, "nothing named before pointing");
+            // The mouse rests a third of the way into the viewer.
+            let viewer = browser
+                .find(fantoccini::Locator::Id("viewer"))
+                .await
+                .unwrap();
+            let mouse = MouseActions::new("mouse".into())
+                .then(PointerAction::MoveToElement {
+                    element: viewer.clone(),
+                    duration: Some(Duration::from_millis(50)),
+                    x: -60.0,
+                    y: -40.0,
+                })
+                .then(PointerAction::Pause {
+                    duration: Duration::from_millis(400),
+                });
+            browser.perform_actions(mouse).await.unwrap();
+            let shown = wait_for(
+                &browser,
+                "const t = document.getElementById('cell-thumb'); \
+                 return !document.getElementById('cell-info').hidden && t.complete \
+                   && t.naturalWidth > 0 ? [document.getElementById('viewer').dataset.cell, \
+                   document.getElementById('cell-caption').textContent, \
+                   document.getElementById('cell-name').textContent, t.naturalWidth] : null",
+                Duration::from_secs(20),
+                "the pointed tile named",
+            )
+            .await;
+            let (key, caption, name, thumb): (String, String, String, u32) =
+                serde_json::from_value(shown).unwrap();
+            let cell: Value = reqwest::get(format!("{base}/api/v1/jobs/{id}/cells/{key}"))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(
+                (caption.as_str(), name.as_str()),
+                (
+                    cell["caption"].as_str().unwrap(),
+                    cell["name"].as_str().unwrap()
+                )
+            );
+            assert_eq!(thumb, 16, "the thumbnail is the 16 px cell");
+            // Left of the centre by 60 px of a fitted 1280 px mosaic: not the middle column.
+            let (row, col): (u32, u32) = {
+                let (r, c) = key.split_once('/').unwrap();
+                (r.parse().unwrap(), c.parse().unwrap())
+            };
+            assert!(col < 40 && row < 40, "{key}");
+            // From the keyboard: Enter names the tile at the view's centre.
+            script(
+                &browser,
+                "const v = document.getElementById('viewer'); v.focus(); \
+                 v.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); \
+                 return true",
+            )
+            .await;
+            let centre = wait_for(
+                &browser,
+                &format!(
+                    "const k = document.getElementById('viewer').dataset.cell; \
+                     return k !== '{key}' ? k : null"
+                ),
+                Duration::from_secs(20),
+                "the centre tile named",
+            )
+            .await;
+            let centre: String = serde_json::from_value(centre).unwrap();
+            let (r, c) = centre.split_once('/').unwrap();
+            let (r, c): (u32, u32) = (r.parse().unwrap(), c.parse().unwrap());
+            assert!((39..=40).contains(&r) && (39..=40).contains(&c), "{centre}");
+        }
+    })
+    .await;
+}

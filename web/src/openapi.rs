@@ -10,7 +10,7 @@ use utoipa::openapi::schema::Schema;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use crate::routes::{dzi, events, jobs, libraries, ops, preview, result, sheet, tiles};
+use crate::routes::{cells, dzi, events, jobs, libraries, ops, preview, result, sheet, tiles};
 
 /// The document's description: how errors look and how calls are authorised.
 const DESCRIPTION: &str = "Photo mosaics: upload a target image, pick a tile library, follow \
@@ -32,6 +32,8 @@ WWW-Authenticate: Bearer. Without a key configured the API is open.";
         result::get,
         tiles::get,
         dzi::descriptor,
+        cells::get,
+        cells::thumbnail,
         dzi::tile,
         preview::get,
         events::events,

@@ -84,6 +84,7 @@ impl Application {
             )),
             imports: Arc::new(Semaphore::new(settings_imports)),
             streams: streams.clone(),
+            cell_maps: Default::default(),
         });
         let mut server = HttpServer::new(move || {
             let guard = guard.clone();

@@ -21,6 +21,8 @@ pub struct AppState {
     pub imports: Arc<Semaphore>,
     /// The API key check (open when no key is configured).
     pub guard: crate::auth::Guard,
+    /// Cell maps read lately, for viewers asking which tile is where.
+    pub cell_maps: crate::routes::cells::CellMaps,
     /// The job event streams: one poller per job, caps, the end at shutdown.
     pub streams: crate::streams::StreamHub,
 }

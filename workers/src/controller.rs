@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tessera_engine::{
-    Error as EngineError, FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing, TileCache,
-    decode_target, plan_quality,
+    CellMap, Error as EngineError, FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing,
+    TileCache, decode_target, plan_quality,
 };
 use tessera_shared::jobs::{
     JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
@@ -261,6 +261,17 @@ impl Controller {
             Ok(Err(e)) => return Err(give_up(&local, job, e.to_string()).await),
             Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
         };
+        // Which tile went where, kept with the job for viewers that ask of a cell.
+        let map = CellMap::from_plan(&plan, quality_tiles.library())
+            .map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
+        local
+            .blobs
+            .put(
+                &BlobKey::CellMap { job }.path(),
+                Bytes::from(map.to_bytes()),
+                PutMode::Overwrite,
+            )
+            .await?;
         let quality = job_quality(plan, target, quality_tiles)
             .await
             .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))

@@ -24,6 +24,9 @@ pub enum BlobKey {
         x: u32,
         y: u32,
     },
+    /// Which tile went in each cell of a job's mosaic, with names and captions (an engine
+    /// `CellMap`), kept as long as the job.
+    CellMap { job: Uuid },
     /// A job's record: state, progress, parameters.
     JobRecord { job: Uuid },
     /// A tile library's index at one version.
@@ -50,6 +53,7 @@ impl BlobKey {
             BlobKey::ImageTile { job, level, x, y } => {
                 format!("{}{level}/{x}-{y}", Self::image_tiles_prefix(*job))
             }
+            BlobKey::CellMap { job } => format!("cellmaps/{job}"),
             BlobKey::JobRecord { job } => format!("{}{job}.json", Self::JOB_RECORDS_PREFIX),
             BlobKey::LibraryIndex { library, version } => {
                 format!("{}v{version}/index", Self::library_prefix(library))
@@ -153,6 +157,7 @@ mod tests {
                 x: 3,
                 y: 4,
             },
+            BlobKey::CellMap { job },
             BlobKey::JobRecord { job },
             BlobKey::LibraryIndex {
                 library: "emoji".into(),

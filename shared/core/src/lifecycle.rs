@@ -27,6 +27,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ("imagepreview", "previews"),
     ("seekindex", "seek indexes"),
     ("imagetiles", "zoom tiles"),
+    ("cellmaps", "cell maps"),
     ("jobs", "job records"),
     ("activejobs", "active job markers"),
     ("clients", "client job lists"),
@@ -101,6 +102,7 @@ pub async fn delete_job(blobs: &dyn BlobStore, record: &JobRecord) -> Result<u64
         }
         .path(),
         BlobKey::ImagePreview { job }.path(),
+        BlobKey::CellMap { job }.path(),
         output,
         BlobKey::ClientJob {
             client: record.client_id,

@@ -6,6 +6,7 @@
 //! processor, [`render_band`] turns such rows into pixels (byte-identical to the same rows of a
 //! whole render), and a [`BandSink`] such as [`PngSink`] or [`JpegSink`] encodes bands as they come.
 
+pub mod cells;
 pub mod color;
 pub mod fragment;
 mod hash;
@@ -20,6 +21,7 @@ mod resample;
 pub mod seek;
 mod view;
 
+pub use cells::{CellMap, CellSource};
 pub use fragment::{
     FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,
     encode_png_fragment, point_interval,
@@ -74,6 +76,8 @@ pub enum Error {
         needed: usize,
         hint: String,
     },
+    #[error("bad captions: {0}")]
+    Captions(String),
     #[error("invalid option: {0}")]
     InvalidOption(String),
     #[error("cannot encode the output: {0}")]

@@ -13,7 +13,15 @@ use crate::resample::resize_square;
 
 const MAGIC: &[u8; 8] = b"TSRLIB\0\n";
 /// Version of the index blob layout; bumped whenever the layout or descriptors change.
-pub const INDEX_FORMAT_VERSION: u32 = 1;
+/// Version 2 added captions after the renditions; version 1 indexes still load (no captions).
+pub const INDEX_FORMAT_VERSION: u32 = 2;
+
+/// The file in a library's folder or archive that gives its tiles captions, one `file,caption`
+/// line each (CSV; an optional `file,caption` header). Tiles without one are captioned from
+/// their file name.
+pub const CAPTIONS_FILE: &str = "captions.csv";
+/// The longest caption, in characters.
+pub const MAX_CAPTION_CHARS: usize = 300;
 
 const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "webp", "gif", "jfif"];
 
@@ -63,6 +71,8 @@ pub struct Library {
     subs: Vec<Lab>,
     /// Packed RGB8 renditions, `rendition_size` square, one after another.
     pixels: Vec<u8>,
+    /// One per tile; empty: none given (see [`Library::caption`]).
+    captions: Vec<String>,
     version: u64,
 }
 
@@ -91,7 +101,15 @@ impl Library {
             let mut files = Vec::new();
             walk(path, path, &mut files)?;
             files.sort();
+            let captions = match files.iter().find(|f| is_captions_file(f)) {
+                Some(f) => {
+                    let at = path.join(f);
+                    Some(std::fs::read(&at).map_err(|e| Error::io(&at, e))?)
+                }
+                None => None,
+            };
             let (images, ignored) = split_images(files, |f| f.as_str());
+            let listed: Vec<String> = images.clone();
             let total = images.len();
             let done = std::sync::atomic::AtomicUsize::new(0);
             let results: Vec<_> = images
@@ -105,7 +123,7 @@ impl Library {
                     (name.clone(), r)
                 })
                 .collect();
-            Ok(assemble(results, ignored, opts))
+            with_captions(assemble(results, ignored, opts), captions, &listed)
         } else {
             let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
             let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
@@ -118,7 +136,18 @@ impl Library {
                 }
             }
             names.sort();
+            let captions = match names.iter().find(|(n, _)| is_captions_file(n)) {
+                Some((_, i)) => {
+                    let mut bytes = Vec::new();
+                    zip.by_index(*i)
+                        .and_then(|mut e| Ok(e.read_to_end(&mut bytes)?))
+                        .map_err(|e| Error::Archive(format!("{CAPTIONS_FILE}: {e}")))?;
+                    Some(bytes)
+                }
+                None => None,
+            };
             let (images, ignored) = split_images(names, |(n, _)| n.as_str());
+            let listed: Vec<String> = images.iter().map(|(n, _)| n.clone()).collect();
             let total = images.len();
             let mut results = Vec::with_capacity(total);
             // Decode in chunks so that memory holds a bounded number of compressed files.
@@ -139,7 +168,7 @@ impl Library {
                 }));
                 progress(results.len(), total);
             }
-            Ok(assemble(results, ignored, opts))
+            with_captions(assemble(results, ignored, opts), captions, &listed)
         }
     }
 
@@ -158,6 +187,15 @@ impl Library {
             })
             .collect();
         Ok(assemble(results, 0, opts))
+    }
+
+    /// What to call tile `tile`: its caption, else its file name without folders and extension,
+    /// with `_` and `-` read as spaces.
+    pub fn caption(&self, tile: u32) -> String {
+        match self.captions.get(tile as usize) {
+            Some(c) if !c.is_empty() => c.clone(),
+            _ => caption_from_name(self.name(tile)),
+        }
     }
 
     /// Number of tiles.
@@ -241,6 +279,11 @@ impl Library {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&self.pixels);
+        for i in 0..self.names.len() {
+            let caption = self.captions.get(i).map_or("", String::as_str);
+            out.extend_from_slice(&(caption.len() as u32).to_le_bytes());
+            out.extend_from_slice(caption.as_bytes());
+        }
         out
     }
 
@@ -277,7 +320,7 @@ impl Library {
             at: MAGIC.len(),
         };
         let version = r.u32()?;
-        if version != INDEX_FORMAT_VERSION {
+        if !(1..=INDEX_FORMAT_VERSION).contains(&version) {
             return Err(Error::IndexVersion {
                 found: version,
                 supported: INDEX_FORMAT_VERSION,
@@ -333,6 +376,21 @@ impl Library {
         let px = (rendition_size as usize).pow(2) * 3 * n;
         let start = r.at;
         r.take(px)?;
+        let pixels = start..r.at;
+        let mut captions = Vec::new();
+        if version >= 2 {
+            captions.reserve(n.min(1 << 20));
+            for _ in 0..n {
+                let len = r.u32()? as usize;
+                let s = std::str::from_utf8(r.take(len)?)
+                    .map_err(|_| Error::BadIndex("caption is not UTF-8".into()))?;
+                captions.push(s.to_string());
+            }
+            // None given reads as none stored, as an import without captions holds.
+            if captions.iter().all(String::is_empty) {
+                captions.clear();
+            }
+        }
         if r.at != body.len() {
             return Err(Error::BadIndex("trailing bytes".into()));
         }
@@ -344,9 +402,10 @@ impl Library {
             means,
             subs,
             pixels: Vec::new(),
+            captions,
             version: digest,
         };
-        Ok((library, start..r.at))
+        Ok((library, pixels))
     }
 
     /// Saves [`Library::to_bytes`] to a file.
@@ -373,13 +432,14 @@ impl Library {
     }
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
+/// Reads a saved blob front to back; an error past its end.
+pub(crate) struct Reader<'a> {
+    pub(crate) b: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.b.len());
         let end = end.ok_or_else(|| Error::BadIndex("truncated".into()))?;
         let s = &self.b[self.at..end];
@@ -387,7 +447,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn u32(&mut self) -> Result<u32, Error> {
+    pub(crate) fn u32(&mut self) -> Result<u32, Error> {
         Ok(u32::from_le_bytes(
             self.take(4)?.try_into().expect("4 bytes"),
         ))
@@ -594,6 +654,7 @@ fn assemble(
         means: Vec::with_capacity(kept.len()),
         subs: Vec::with_capacity(kept.len() * k * k),
         pixels: Vec::with_capacity(kept.len() * s * s * 3),
+        captions: Vec::new(),
         version: 0,
     };
     for (p, (mean, subs)) in kept.into_iter().zip(described) {
@@ -604,6 +665,129 @@ fn assemble(
     }
     lib.version = Fnv::digest(&lib.body_bytes());
     (lib, report)
+}
+
+fn is_captions_file(name: &str) -> bool {
+    name.eq_ignore_ascii_case(CAPTIONS_FILE)
+}
+
+/// A caption made from a file name: no folders or extension, `_` and `-` as spaces.
+fn caption_from_name(name: &str) -> String {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let stem = base.rsplit_once('.').map_or(base, |(stem, _)| stem);
+    let words: Vec<&str> = stem
+        .split(['_', '-', ' '])
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.is_empty() {
+        base.to_string()
+    } else {
+        words.join(" ")
+    }
+}
+
+/// Gives the tiles of an import the captions of its captions file, if it has one. `listed` are
+/// the image files found: a caption for one of them that did not become a tile (unreadable, or a
+/// duplicate) is dropped; a caption for a file not there is an error.
+fn with_captions(
+    (mut library, report): (Library, ImportReport),
+    csv: Option<Vec<u8>>,
+    listed: &[String],
+) -> Result<(Library, ImportReport), Error> {
+    let Some(csv) = csv else {
+        return Ok((library, report));
+    };
+    let tiles: std::collections::HashMap<&str, usize> = library
+        .names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let mut captions = vec![String::new(); library.names.len()];
+    for (line, file, caption) in parse_captions(&csv)? {
+        match tiles.get(file.as_str()) {
+            Some(&i) => captions[i] = caption,
+            None if listed.contains(&file) => {}
+            None => {
+                return Err(Error::Captions(format!(
+                    "{CAPTIONS_FILE} line {line}: there is no image {file:?} in the library"
+                )));
+            }
+        }
+    }
+    drop(tiles);
+    library.captions = captions;
+    library.version = Fnv::digest(&library.body_bytes());
+    Ok((library, report))
+}
+
+/// The `(line, file, caption)` rows of a captions file: CSV with two columns, fields optionally
+/// in double quotes (`""` for a quote), an optional `file,caption` header, blank lines skipped.
+fn parse_captions(bytes: &[u8]) -> Result<Vec<(usize, String, String)>, Error> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| Error::Captions(format!("{CAPTIONS_FILE} is not UTF-8 text")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut rows = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let bad = |why: &str| Error::Captions(format!("{CAPTIONS_FILE} line {line}: {why}"));
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let fields = split_csv_line(raw).ok_or_else(|| bad("an unclosed quote"))?;
+        let [file, caption] = fields.as_slice() else {
+            return Err(bad(&format!(
+                "{} fields; each line is file,caption (quote a caption with commas)",
+                fields.len()
+            )));
+        };
+        let (file, caption) = (file.trim(), caption.trim());
+        if line == 1 && file.eq_ignore_ascii_case("file") && caption.eq_ignore_ascii_case("caption")
+        {
+            continue;
+        }
+        if file.is_empty() || caption.is_empty() {
+            return Err(bad("a file name and a caption are both needed"));
+        }
+        if caption.chars().count() > MAX_CAPTION_CHARS {
+            return Err(bad(&format!(
+                "the caption is over {MAX_CAPTION_CHARS} characters"
+            )));
+        }
+        if caption.chars().any(char::is_control) {
+            return Err(bad("the caption has control characters"));
+        }
+        rows.push((line, file.to_string(), caption.to_string()));
+    }
+    Ok(rows)
+}
+
+/// The fields of one CSV line; `None` if a quote is left open.
+fn split_csv_line(line: &str) -> Option<Vec<String>> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            (true, '"') => quoted = false,
+            (false, '"') if field.trim().is_empty() => {
+                field.clear();
+                quoted = true;
+            }
+            (false, ',') => fields.push(std::mem::take(&mut field)),
+            (_, c) => field.push(c),
+        }
+    }
+    if quoted {
+        return None;
+    }
+    fields.push(field);
+    Some(fields)
 }
 
 /// Mean colour and `k x k` sub-grid means of a square RGB8 image, averaged in sRGB (as the eye

@@ -650,3 +650,106 @@ fn exif_orientation_is_respected() {
     );
     assert!(!red(px(1, 2, s - 3)));
 }
+
+/// A folder with the first `n` fixture tiles and a captions file.
+fn captioned_folder(n: usize, captions: &str) -> (tempfile::TempDir, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(fixtures().join("tiles"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    names.truncate(n);
+    for name in &names {
+        std::fs::copy(fixtures().join("tiles").join(name), dir.path().join(name)).unwrap();
+    }
+    std::fs::write(dir.path().join("captions.csv"), captions).unwrap();
+    (dir, names)
+}
+
+/// Captions come from `captions.csv` (header, quotes and commas allowed), others from the file
+/// name; they survive the index, and a broken or stray line is refused with its line number.
+#[test]
+fn tiles_carry_captions_from_the_csv_or_their_file_name() {
+    let probe = captioned_folder(3, "");
+    let names = probe.1.clone();
+    let csv = format!(
+        "file,caption\n{},\"Keycap, zero\"\n\n{},\"A \"\"flag\"\"\"\nbroken.png,Never read\n",
+        names[0], names[1]
+    );
+    let (dir, _) = captioned_folder(3, &csv);
+    std::fs::write(dir.path().join("broken.png"), b"not an image").unwrap();
+    let (lib, report) = Library::import(dir.path(), &ImportOptions::default()).unwrap();
+    assert_eq!(report.imported, 3);
+    assert_eq!(report.skipped.len(), 1);
+    let caption = |name: &str| {
+        let i = lib.names().iter().position(|n| n == name).unwrap();
+        lib.caption(i as u32)
+    };
+    assert_eq!(caption(&names[0]), "Keycap, zero");
+    assert_eq!(caption(&names[1]), "A \"flag\"");
+    // No caption given: the file name, without extension, dashes read as spaces.
+    let stem = names[2].trim_end_matches(".png").replace('-', " ");
+    assert_eq!(caption(&names[2]), stem);
+    let again = Library::from_bytes(&lib.to_bytes()).unwrap();
+    assert_eq!(again.caption(0), lib.caption(0));
+    assert_eq!(again.version(), lib.version());
+
+    for (csv, says) in [
+        (
+            "nope.png,A caption\n".to_string(),
+            "line 1: there is no image \"nope.png\"",
+        ),
+        (format!("{},a,b\n", names[0]), "line 1: 3 fields"),
+        (
+            format!("file,caption\n{},\"open\n", names[0]),
+            "line 2: an unclosed quote",
+        ),
+        (
+            format!("{},\n", names[0]),
+            "line 1: a file name and a caption are both needed",
+        ),
+        (
+            format!("{},{}\n", names[0], "x".repeat(301)),
+            "over 300 characters",
+        ),
+    ] {
+        let (dir, _) = captioned_folder(3, &csv);
+        let err = Library::import(dir.path(), &ImportOptions::default()).unwrap_err();
+        assert!(matches!(err, Error::Captions(_)), "{err}");
+        assert!(err.to_string().contains(says), "{err} should say {says}");
+    }
+}
+
+/// The cell map names, for every cell, the tile the plan put there, and survives its bytes;
+/// corrupt bytes are refused.
+#[test]
+fn the_cell_map_says_which_tile_is_in_each_cell() {
+    let lib = library_cached();
+    let plan = Plan::make(&target(), lib, &opts(12, 8, 1)).unwrap();
+    let map = CellMap::from_plan(&plan, lib).unwrap();
+    assert_eq!(
+        (map.cols(), map.rows(), map.tile_size()),
+        (12, plan.total_rows(), 8)
+    );
+    let tiles = plan.tiles();
+    for row in 0..map.rows() {
+        for col in 0..map.cols() {
+            let tile = tiles[(row * map.cols() + col) as usize];
+            let source = map.at(row, col).unwrap();
+            assert_eq!(source.tile, tile);
+            assert_eq!(source.name, lib.name(tile));
+            assert_eq!(source.caption, lib.caption(tile));
+        }
+    }
+    assert!(map.at(map.rows(), 0).is_none() && map.at(0, 12).is_none());
+    let distinct: std::collections::BTreeSet<u32> = tiles.iter().copied().collect();
+    assert_eq!(map.sources().len(), distinct.len());
+    let bytes = map.to_bytes();
+    assert_eq!(CellMap::from_bytes(&bytes).unwrap(), map);
+    let mut corrupt = bytes.clone();
+    corrupt[40] ^= 1;
+    assert!(CellMap::from_bytes(&corrupt).is_err());
+    assert!(CellMap::from_bytes(&bytes[..bytes.len() - 9]).is_err());
+    assert!(CellMap::from_plan(&plan.rows(0..2).unwrap(), lib).is_err());
+}

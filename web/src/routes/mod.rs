@@ -1,5 +1,6 @@
 //! The REST API under `/api/v1`.
 
+pub mod cells;
 pub mod dzi;
 pub mod events;
 pub mod jobs;
@@ -34,6 +35,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(
                 resource("/jobs/{id}/tiles/{level}/{x}/{y}", "GET")
                     .route(web::get().to(tiles::get)),
+            )
+            .service(
+                resource("/jobs/{id}/cells/{row}/{col}", "GET").route(web::get().to(cells::get)),
+            )
+            .service(
+                resource("/jobs/{id}/cells/{row}/{col}/thumbnail", "GET")
+                    .route(web::get().to(cells::thumbnail)),
             )
             .service(resource("/jobs/{id}/dzi", "GET").route(web::get().to(dzi::descriptor)))
             .service(

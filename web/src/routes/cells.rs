@@ -1,0 +1,228 @@
+//! "Which photo is this?": `GET /api/v1/jobs/{id}/cells/{row}/{col}` names the tile in one cell
+//! of a finished mosaic, from the cell map the controller keeps with the job, and
+//! `.../thumbnail` shows that cell as it is in the mosaic.
+//!
+//! A viewer asks as the pointer moves, so the web role keeps the last few maps it read.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use serde::Serialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use tessera_engine::CellMap;
+use tessera_shared::keys::BlobKey;
+use tessera_shared::storage::StorageError;
+
+use crate::client::job_id;
+use crate::error::{ApiError, ApiResult};
+use crate::mosaic::{Source, done_result, encode_png, read_index, result_size};
+use crate::openapi::Binary;
+use crate::state::AppState;
+
+/// Cell maps read lately (they never change once written).
+#[derive(Debug, Default, Clone)]
+pub struct CellMaps(Arc<Mutex<VecDeque<HeldMap>>>);
+
+/// A job's map, read once.
+type HeldMap = (Uuid, Arc<CellMap>);
+
+/// Maps kept at once.
+const KEPT_MAPS: usize = 8;
+
+impl CellMaps {
+    fn get(&self, job: Uuid) -> Option<Arc<CellMap>> {
+        let held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        held.iter()
+            .find(|(id, _)| *id == job)
+            .map(|(_, m)| m.clone())
+    }
+
+    fn keep(&self, job: Uuid, map: Arc<CellMap>) {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if held.len() >= KEPT_MAPS {
+            held.pop_front();
+        }
+        held.push_back((job, map));
+    }
+}
+
+/// One cell of a finished mosaic and the tile in it.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = Cell)]
+pub struct CellView {
+    pub row: u32,
+    pub col: u32,
+    /// The cell's left edge in the mosaic, in pixels.
+    pub x: u32,
+    /// The cell's top edge in the mosaic, in pixels.
+    pub y: u32,
+    /// The cell's side, in pixels.
+    pub size: u32,
+    /// The tile's index in the library version the job used.
+    pub tile: u32,
+    /// The tile's file name in its library.
+    pub name: String,
+    /// Its caption: from the library's captions.csv, else made from the file name.
+    pub caption: String,
+    /// The cell as it is in the mosaic, as PNG.
+    pub thumbnail: String,
+}
+
+/// The tile in one cell of the finished mosaic: its file name and caption.
+///
+/// Rows and columns count cells from the top left, from 0 (the job's `output.cols` and
+/// `output.rows` give the grid).
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{id}/cells/{row}/{col}",
+    operation_id = "get_cell",
+    tag = "results",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The job's id"),
+        ("row" = u32, Path, description = "The cell's row, from 0 at the top"),
+        ("col" = u32, Path, description = "The cell's column, from 0 at the left"),
+    ),
+    responses(
+        (status = 200, description = "The cell and its tile", body = CellView),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
+pub async fn get(
+    path: web::Path<(String, u32, u32)>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (id, row, col) = path.into_inner();
+    let id = job_id(&id)?;
+    let map = cell_map(&state, id).await?;
+    let source = map.at(row, col).ok_or_else(|| out_of_range(&map))?;
+    let size = map.tile_size();
+    let view = CellView {
+        row,
+        col,
+        x: col * size,
+        y: row * size,
+        size,
+        tile: source.tile,
+        name: source.name.clone(),
+        caption: source.caption.clone(),
+        thumbnail: format!("/api/v1/jobs/{id}/cells/{row}/{col}/thumbnail"),
+    };
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        .json(view))
+}
+
+/// One cell of the finished mosaic as PNG, as it is in the mosaic (a tile, tinted if the job
+/// blended).
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{id}/cells/{row}/{col}/thumbnail",
+    operation_id = "get_cell_thumbnail",
+    tag = "results",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The job's id"),
+        ("row" = u32, Path, description = "The cell's row, from 0 at the top"),
+        ("col" = u32, Path, description = "The cell's column, from 0 at the left"),
+    ),
+    responses(
+        (status = 200, description = "The cell", content_type = "image/png", body = inline(Binary)),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
+pub async fn thumbnail(
+    path: web::Path<(String, u32, u32)>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (id, row, col) = path.into_inner();
+    let id = job_id(&id)?;
+    let map = cell_map(&state, id).await?;
+    if map.at(row, col).is_none() {
+        return Err(out_of_range(&map));
+    }
+    let record = state.platform.jobs().get(id).await?;
+    let key = done_result(&record)?;
+    let blobs = state.platform.blobs.clone();
+    let (width, height) = result_size(&*blobs, &key, &record).await?;
+    let size = map.tile_size();
+    let (x0, y0) = (col * size, row * size);
+    let (x1, y1) = ((x0 + size).min(width), (y0 + size).min(height));
+    if x0 >= x1 || y0 >= y1 {
+        return Err(out_of_range(&map));
+    }
+    let _slot = state.decodes.acquire().await.map_err(ApiError::internal)?;
+    let index = read_index(&*blobs, &key).await?;
+    let source = Source {
+        blobs,
+        key,
+        index,
+        width,
+        height,
+    };
+    let handle = tokio::runtime::Handle::current();
+    let png = tokio::task::spawn_blocking(move || {
+        let mut pixels = Vec::with_capacity(((x1 - x0) * (y1 - y0) * 3) as usize);
+        source.rows(&handle, y0..y1, |_, row| {
+            pixels.extend_from_slice(&row[x0 as usize * 3..x1 as usize * 3]);
+        })?;
+        encode_png(&pixels, x1 - x0, y1 - y0)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "image/png"))
+        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        .body(png))
+}
+
+fn out_of_range(map: &CellMap) -> ApiError {
+    ApiError::not_found(
+        "cell_out_of_range",
+        format!(
+            "the mosaic is {} cells across and {} down, counted from 0",
+            map.cols(),
+            map.rows()
+        ),
+    )
+}
+
+/// The cell map of done job `job`: 409 while it is not done, 404 for a job made before maps
+/// were kept.
+async fn cell_map(state: &AppState, job: Uuid) -> ApiResult<Arc<CellMap>> {
+    if let Some(map) = state.cell_maps.get(job) {
+        return Ok(map);
+    }
+    let record = state.platform.jobs().get(job).await?;
+    done_result(&record)?;
+    let bytes = match state
+        .platform
+        .blobs
+        .get(&BlobKey::CellMap { job }.path())
+        .await
+    {
+        Ok(bytes) => bytes,
+        Err(StorageError::NotFound(_)) => {
+            return Err(ApiError::not_found(
+                "cells_missing",
+                "this job keeps no record of its cells: it was made before they were kept",
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let map = tokio::task::spawn_blocking(move || CellMap::from_bytes(&bytes))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    let map = Arc::new(map);
+    state.cell_maps.keep(job, map.clone());
+    Ok(map)
+}
