@@ -26,7 +26,7 @@
   const LABELS = {
     image: "Target image", library: "Tile library", tile_size: "Tile size",
     cells: "Cells across", per_pixel: "One tile per pixel", slices: "Slices",
-    repeat_radius: "Repetition radius", blend: "Blend",
+    repeat_radius: "Repetition radius", blend: "Blend", flip: "Mirror tiles", rotate: "Turn tiles",
   };
 
   function megapixels(pixels) {
@@ -262,6 +262,9 @@
     else data.append("cells", cells.value.trim());
     ["slices", "repeat_radius", "blend"].forEach(function (name) {
       data.append(name, document.getElementById(name).value.trim());
+    });
+    ["flip", "rotate"].forEach(function (name) {
+      if (document.getElementById(name).checked) data.append(name, "true");
     });
     button.disabled = true;
     let response;

@@ -531,6 +531,8 @@
       if (shownCell !== key) return;
       document.getElementById("cell-caption").textContent = cell.caption;
       document.getElementById("cell-name").textContent = cell.name;
+      document.getElementById("cell-turned").textContent =
+        cell.transform && cell.transform !== "none" ? " (placed " + cell.transform + ")" : "";
       document.getElementById("cell-row").textContent = String(cell.row + 1);
       document.getElementById("cell-col").textContent = String(cell.col + 1);
       const thumb = document.getElementById("cell-thumb");

@@ -21,6 +21,7 @@ use super::library::{import_with_bar, parse_colour, print_report, progress_bar};
   tessera render icon.png -l photos.zip -o big.png --per-pixel --tile-size 16
   tessera render portrait.jpg -l emoji.idx -o mosaic.png --repeat-radius 3 --blend 20 --plan plan.csv
   tessera render portrait.jpg -l emoji.idx --cells 400 --dzi site/   # site/mosaic.dzi + tiles
+  tessera render portrait.jpg -l photos.idx -o mosaic.png --flip --rotate --max-uses 1
 
 The output is (cells x tile size) pixels across; rows follow the target's aspect ratio.
 --per-pixel makes one cell per target pixel (output = target size x tile size).")]
@@ -55,7 +56,16 @@ pub struct RenderArgs {
     /// Move each tile toward its cell's colour, 0 to 100 %.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub blend: u8,
-    /// Also write the plan as CSV (row, col, tile, file name).
+    /// Tiles may be mirrored left-right, where that fits the cell better.
+    #[arg(long)]
+    pub flip: bool,
+    /// Tiles may be turned by 90, 180 or 270 degrees, where that fits the cell better (with
+    /// --flip: all 8 symmetries of the square). A turned tile still counts as that tile for
+    /// --repeat-radius and --max-uses.
+    #[arg(long)]
+    pub rotate: bool,
+    /// Also write the plan as CSV (row, col, tile, file name, transform: none, flip, rot90, ...,
+    /// flip+rot270; flip mirrors left-right before the clockwise turn).
     #[arg(long, value_name = "PLAN.csv")]
     pub plan: Option<PathBuf>,
     /// JPEG quality, 1 to 100.
@@ -93,6 +103,8 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         max_uses: args.max_uses,
         blend: args.blend,
         max_output_pixels: args.max_pixels,
+        flip: args.flip,
+        rotate: args.rotate,
         ..PlanOptions::default()
     };
     let target_bytes = std::fs::read(&args.target)

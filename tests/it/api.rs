@@ -15,6 +15,26 @@ use uuid::Uuid;
 use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_with_flip_and_rotate_carries_them_to_done() {
+    let app = spawn_app().await;
+    let form = job_form(astronaut())
+        .text("flip", "true")
+        .text("rotate", "true");
+    let res = app.post_job(form).await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let job: Value = res.json().await.unwrap();
+    assert_eq!(job["params"]["flip"], true);
+    assert_eq!(job["params"]["rotate"], true);
+    let id = job["id"].as_str().unwrap().to_string();
+    let job = app.wait_until_finished(&id).await;
+    assert_eq!(job["state"], "done", "{job}");
+    assert_eq!(
+        (&job["params"]["flip"], &job["params"]["rotate"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_runs_to_done_and_its_result_streams_whole_and_in_ranges() {
     let app = spawn_app().await;
     let res = app.post_job(job_form(astronaut())).await;
@@ -28,6 +48,10 @@ async fn a_job_runs_to_done_and_its_result_streams_whole_and_in_ranges() {
     assert_eq!(job["output"]["height"], 96);
     assert_eq!(job["params"]["library"]["id"], "emoji");
     assert_eq!(job["params"]["slices"], 3);
+    assert_eq!(
+        (&job["params"]["flip"], &job["params"]["rotate"]),
+        (&Value::Bool(false), &Value::Bool(false))
+    );
 
     // The event stream sends the job as it changes and ends once it is done.
     let events = app.get_events(&id).await;
@@ -438,6 +462,7 @@ async fn a_done_job_holds_only_its_result_and_deleting_it_leaves_nothing() {
     assert_eq!(
         kinds,
         [
+            "cellmaps",
             "clients",
             "imageoutput",
             "imagepreview",

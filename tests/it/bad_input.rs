@@ -372,6 +372,8 @@ async fn parameters_of_the_wrong_type_are_400_invalid_parameter() {
         // As the OpenAPI document says: a boolean is `true` or `false`, a number is digits.
         ("per_pixel", "1", "per_pixel must be true or false"),
         ("per_pixel", "", "per_pixel must be true or false"),
+        ("flip", "yes", "flip must be true or false, not \"yes\""),
+        ("rotate", "1", "rotate must be true or false"),
         ("cells", "", "cells must be a whole number, not \"\""),
     ] {
         let res = app

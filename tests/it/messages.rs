@@ -42,6 +42,13 @@ fn slice_request_golden() {
     assert_eq!((m.body.seq, m.body.count), (2, 8));
     assert_eq!(m.body.options.max_uses, Some(40));
     assert_eq!(m.body.options.blend_percent, 25);
+    assert!(m.body.options.flip && m.body.options.rotate);
+    // Written before tile transforms existed: both default to off.
+    let older = golden("slice_request.json").replace(", \"flip\": true, \"rotate\": true", "");
+    let older = Envelope::<SliceRequest>::decode(&older).unwrap();
+    assert!(!older.body.options.flip && !older.body.options.rotate);
+    let text = golden("slice_request.json").replace("\"flip\": true", "\"flip\": 1");
+    assert!(Envelope::<SliceRequest>::decode(&text).is_err());
 }
 
 #[test]

@@ -440,7 +440,8 @@ mod validation {
             "params": {
                 "library": { "id": "emoji", "version": 1 },
                 "tile_size": 16, "cells": 4, "per_pixel": false, "slices": 2,
-                "repeat_radius": 1, "blend": 0, "input_name": "a.png"
+                "repeat_radius": 1, "blend": 0, "flip": false, "rotate": true,
+                "input_name": "a.png"
             },
             "slices": [],
             "transactions": { "web": 3 },

@@ -59,6 +59,16 @@ async fn pages_render_with_their_assets() {
         );
     }
     assert!(home.contains(r#"role="alert""#));
+    for id in ["flip", "rotate"] {
+        assert!(
+            home.contains(&format!(r#"type="checkbox" id="{id}" name="{id}""#)),
+            "no checkbox {id}"
+        );
+        assert!(
+            home.contains(&format!(r#"id="{id}-help""#)),
+            "no help for {id}"
+        );
+    }
     assert!(home.contains(r#"<script src="/static/home.js">"#));
 
     for (path, needle) in [

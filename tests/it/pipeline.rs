@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tempfile::TempDir;
 use tessera_engine::{
-    Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions, TileCache, VecSink,
+    Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions, TileCache, Transform, VecSink,
     decode_target, evaluate, render_to_sink,
 };
 use tessera_shared::jobs::{JobParams, JobQuality, JobRecord, JobState};
@@ -73,13 +73,15 @@ impl Job {
                 repeat_radius: 1,
                 blend_percent: 15,
                 max_uses: None,
+                flip: false,
+                rotate: false,
             },
         }
     }
 }
 
-/// The engine called directly, as `tessera render` does: RGB8 pixels and the size.
-fn local_render(job: &Job) -> (u32, u32, Vec<u8>) {
+/// The engine's plan for a job, as `tessera render` makes it, with the library it matched.
+fn local_plan(job: &Job) -> (Library, Plan) {
     let (library, _) =
         Library::import(&fixtures().join("tiles"), &ImportOptions::default()).unwrap();
     let target = decode_target(&target_bytes(), library.background()).unwrap();
@@ -89,9 +91,17 @@ fn local_render(job: &Job) -> (u32, u32, Vec<u8>) {
         repeat_radius: job.options.repeat_radius,
         max_uses: job.options.max_uses,
         blend: job.options.blend_percent,
+        flip: job.options.flip,
+        rotate: job.options.rotate,
         ..PlanOptions::default()
     };
     let plan = Plan::make(&target, &library, &options).unwrap();
+    (library, plan)
+}
+
+/// The engine called directly, as `tessera render` does: RGB8 pixels and the size.
+fn local_render(job: &Job) -> (u32, u32, Vec<u8>) {
+    let (library, plan) = local_plan(job);
     let cache = TileCache::new(&library, plan.tile_size());
     let mut sink = VecSink::default();
     render_to_sink(&plan, &cache, &mut sink, 4, &|_, _| {}).unwrap();
@@ -792,6 +802,44 @@ async fn azurite_job_matches_a_local_render() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_with_flip_and_rotate_matches_a_local_render() {
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
+    let mut job = Job::small(3);
+    job.options.flip = true;
+    job.options.rotate = true;
+    let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+    let record = finished(&env.platform, id).await;
+    assert_done_record(&record, &job, 3);
+    assert!(record.params.options.flip && record.params.options.rotate);
+    let pixels = result_pixels(&env.platform, id).await;
+    assert_same_pixels(&pixels, &local_render(&job), "pipeline vs local render");
+
+    // The transforms are in use: some cells hold a mirrored or turned tile, and the picture
+    // differs from the job without them.
+    let (lib, plan) = local_plan(&job);
+    let turned = plan
+        .transforms()
+        .iter()
+        .filter(|&&t| t != Transform::NONE)
+        .count();
+    assert!(turned >= 32, "only {turned} cells turned");
+    let plain = Job::small(3);
+    assert_ne!(pixels.2, local_render(&plain).2);
+    let mut csv = Vec::new();
+    plan.write_csv(&lib, &mut csv).unwrap();
+    let csv = String::from_utf8(csv).unwrap();
+    assert!(csv.starts_with("row,col,tile,name,transform\n"), "{csv}");
+    assert!(
+        csv.lines().any(|l| l.ends_with(",flip+rot90")),
+        "no cell flipped and turned"
+    );
+    env.assert_queues_empty().await;
+    roles.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slice_count_does_not_change_the_pixels() {
     let env = embedded();
     let library = env.library().await;
@@ -883,6 +931,7 @@ async fn storage_returns_to_its_baseline(env: Env) {
         assert_eq!(
             keys_of(&crate::support::all_blob_keys(&env.platform).await, id),
             vec![
+                BlobKey::CellMap { job: id }.path(),
                 output.clone(),
                 BlobKey::JobRecord { job: id }.path(),
                 BlobKey::SeekIndex { output }.path(),

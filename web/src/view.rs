@@ -71,6 +71,10 @@ pub struct ParamsView {
     pub repeat_radius: u32,
     #[schema(maximum = 100)]
     pub blend: u8,
+    /// Tiles may be mirrored left-right.
+    pub flip: bool,
+    /// Tiles may be turned by quarter turns.
+    pub rotate: bool,
     pub input_name: String,
 }
 
@@ -128,6 +132,8 @@ impl JobView {
                 slices: r.params.slices,
                 repeat_radius: r.params.options.repeat_radius,
                 blend: r.params.options.blend_percent,
+                flip: r.params.options.flip,
+                rotate: r.params.options.rotate,
                 input_name: r.params.input_name.clone(),
             },
             slices: r

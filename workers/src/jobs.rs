@@ -25,6 +25,8 @@ pub fn plan_options(tile_size: u32, grid: Grid, options: &RenderOptions) -> Plan
         repeat_radius: options.repeat_radius,
         max_uses: options.max_uses,
         blend: options.blend_percent,
+        flip: options.flip,
+        rotate: options.rotate,
         ..PlanOptions::default()
     }
 }

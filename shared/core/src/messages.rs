@@ -197,6 +197,12 @@ pub struct RenderOptions {
     /// An optional cap on the number of uses of any one tile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_uses: Option<u32>,
+    /// Tiles may be mirrored left-right (absent: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flip: bool,
+    /// Tiles may be turned by quarter turns (absent: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rotate: bool,
 }
 
 impl Default for RenderOptions {
@@ -205,6 +211,8 @@ impl Default for RenderOptions {
             repeat_radius: 1,
             blend_percent: 0,
             max_uses: None,
+            flip: false,
+            rotate: false,
         }
     }
 }

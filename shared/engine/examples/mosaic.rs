@@ -10,7 +10,7 @@ use std::time::Instant;
 use tessera_engine::*;
 
 /// A matching option from the environment (STRUCTURE_WEIGHT, LIGHTNESS_WEIGHT, GRADIENT_WEIGHT,
-/// REFINE_PASSES, CANDIDATES, MAX_USES), for tuning.
+/// REFINE_PASSES, CANDIDATES, MAX_USES; FLIP=1 and ROTATE=1 allow tile transforms), for tuning.
 fn env<T: std::str::FromStr>(name: &str) -> Result<Option<T>, String> {
     std::env::var(name)
         .ok()
@@ -43,6 +43,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         gradient_weight: env("GRADIENT_WEIGHT")?.unwrap_or(defaults.gradient_weight),
         refine_passes: env("REFINE_PASSES")?.unwrap_or(defaults.refine_passes),
         candidates: env("CANDIDATES")?.unwrap_or(defaults.candidates),
+        flip: env::<u8>("FLIP")?.is_some_and(|v| v != 0),
+        rotate: env::<u8>("ROTATE")?.is_some_and(|v| v != 0),
         ..defaults
     };
     let t0 = Instant::now();

@@ -2,10 +2,11 @@
 //! can say which photo a cell shows, after the library version it came from is gone.
 //!
 //! The map holds, for each cell, an index into a table of the tiles the plan used (library index,
-//! file name, caption), and is saved as one blob with a digest, like plans and indexes.
+//! file name, caption) and how the tile is turned, and is saved as one blob with a digest, like plans and indexes.
 
 use crate::hash::Fnv;
 use crate::library::Reader;
+use crate::transform::Transform;
 use crate::{Error, Library, Plan};
 
 const MAGIC: &[u8; 8] = b"TSRCELL\n";
@@ -30,6 +31,8 @@ pub struct CellMap {
     tile_size: u32,
     /// Row-major, an index into `sources` per cell.
     cells: Vec<u32>,
+    /// Row-major, how each cell's tile is turned.
+    transforms: Vec<Transform>,
     sources: Vec<CellSource>,
 }
 
@@ -66,6 +69,7 @@ impl CellMap {
             rows: plan.total_rows(),
             tile_size: plan.tile_size(),
             cells,
+            transforms: plan.transforms().to_vec(),
             sources,
         })
     }
@@ -90,6 +94,14 @@ impl CellMap {
         }
         let i = self.cells[row as usize * self.cols as usize + col as usize];
         self.sources.get(i as usize)
+    }
+
+    /// How the tile at `row`, `col` is turned; `None` outside the grid.
+    pub fn transform(&self, row: u32, col: u32) -> Option<Transform> {
+        if row >= self.rows || col >= self.cols {
+            return None;
+        }
+        Some(self.transforms[row as usize * self.cols as usize + col as usize])
     }
 
     /// Distinct tiles used.
@@ -120,6 +132,7 @@ impl CellMap {
         for c in &self.cells {
             out.extend_from_slice(&c.to_le_bytes());
         }
+        out.extend(self.transforms.iter().map(|t| t.as_u8()));
         let digest = Fnv::digest(&out);
         out.extend_from_slice(&digest.to_le_bytes());
         out
@@ -169,6 +182,12 @@ impl CellMap {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
             .collect();
+        let transforms = r
+            .take(n)
+            .map_err(truncated)?
+            .iter()
+            .map(|&b| Transform::from_u8(b).ok_or_else(|| bad("unknown transform")))
+            .collect::<Result<Vec<_>, _>>()?;
         if r.at != body.len() || cells.iter().any(|&c| c as usize >= sources.len()) {
             return Err(bad("inconsistent"));
         }
@@ -177,6 +196,7 @@ impl CellMap {
             rows,
             tile_size,
             cells,
+            transforms,
             sources,
         })
     }

@@ -19,6 +19,7 @@ pub mod pyramid;
 pub mod render;
 mod resample;
 pub mod seek;
+pub mod transform;
 mod view;
 
 pub use cells::{CellMap, CellSource};
@@ -38,6 +39,7 @@ pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
 pub use pyramid::{DziSink, Pyramid, PyramidTile};
 pub use render::{TileCache, render_band, render_band_into, render_band_serial, render_to_sink};
 pub use seek::{IdatData, Scanlines, SeekIndex, SeekPoint, Span};
+pub use transform::Transform;
 pub use view::{VIEW_MAX_CELLS, VIEW_SCALE};
 
 use std::path::{Path, PathBuf};

@@ -165,8 +165,9 @@ fn summarize(mut de: Vec<f64>, ssim_view: Option<f64>, ids: &[u32], c: usize, r:
 /// The quality figures of the mosaic a whole plan renders, worked out from the plan and target
 /// without rendering: each cell's target colour against its tile's mean at the plan's tile size,
 /// blend included, the view from each tile's block means, and the repeats of the tiles chosen.
-/// Agrees with measuring the rendered mosaic up to the rounding of cell colours, and without
-/// blend on the repeats too (measured from pixels, a tile tinted two ways counts twice).
+/// Tiles are seen under their transforms, as rendered. Agrees with measuring the rendered mosaic
+/// up to the rounding of cell colours, and without blend or transforms on the repeats too
+/// (measured from pixels, a tile tinted or turned two ways counts twice).
 pub fn plan_quality(
     plan: &Plan,
     cache: &TileCache,
@@ -216,7 +217,8 @@ pub fn plan_quality(
                     for cx in 0..c {
                         let i = cy * c + cx;
                         let t = plan.tiles()[i];
-                        let blocks = cache.block_means(t, shift(t, plan.colours()[i]), &taps);
+                        let turn = plan.transforms()[i];
+                        let blocks = cache.block_means(t, turn, shift(t, plan.colours()[i]), &taps);
                         for (b, p) in blocks.iter().enumerate() {
                             let at = ((b / V) * vw + cx * V + b % V) * 3;
                             band[at..at + 3].copy_from_slice(p);
@@ -227,7 +229,7 @@ pub fn plan_quality(
             ssim_view(&t, &lightness(&rgb), vw, r * V)
         })
         .flatten();
-    // Repeats count the tiles chosen: a tile tinted differently in two cells (blend) is still
+    // Repeats count the tiles chosen: a tile tinted or turned differently in two cells is still
     // the same tile, and one photo shown twice.
     Ok(summarize(de, ssim, plan.tiles(), c, r))
 }

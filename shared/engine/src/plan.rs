@@ -11,10 +11,12 @@ use crate::hash::Fnv;
 use crate::kdtree::KdTree;
 use crate::library::Library;
 use crate::resample::AreaResampler;
+use crate::transform::Transform;
 
 const MAGIC: &[u8; 8] = b"TSRPLAN\n";
-/// Version of the plan blob layout.
-pub const PLAN_FORMAT_VERSION: u32 = 1;
+/// Version of the plan blob layout: 2 added each cell's transform (version 1 still loads, every
+/// cell untransformed).
+pub const PLAN_FORMAT_VERSION: u32 = 2;
 
 /// Smallest and largest tile size in output pixels.
 pub const TILE_SIZES: std::ops::RangeInclusive<u32> = 4..=256;
@@ -58,6 +60,12 @@ pub struct PlanOptions {
     /// Local-improvement passes after each batch of rows is assigned: every cell takes the
     /// candidate that lowers its cost given all its neighbours, within the repetition limits.
     pub refine_passes: u32,
+    /// Tiles may be mirrored left-right.
+    pub flip: bool,
+    /// Tiles may be turned by 90, 180 or 270 degrees (with `flip`, all 8 symmetries of the
+    /// square). Each candidate tile is placed under the transform that best fits the cell's
+    /// sub-grid; repetition limits count the tile whatever its transform.
+    pub rotate: bool,
 }
 
 impl Default for PlanOptions {
@@ -74,6 +82,8 @@ impl Default for PlanOptions {
             lightness_weight: 0.2,
             gradient_weight: 0.5,
             refine_passes: 2,
+            flip: false,
+            rotate: false,
         }
     }
 }
@@ -151,6 +161,7 @@ pub struct Plan {
     library_version: u64,
     tiles: Vec<u32>,
     colours: Vec<[u8; 3]>,
+    transforms: Vec<Transform>,
 }
 
 /// Descriptors of one cell of the target.
@@ -251,6 +262,11 @@ impl Plan {
         );
         let src = target.as_raw();
         let ncand = opts.candidates.clamp(1, n);
+        // Each allowed transform as the permutation of a tile's sub-grid it makes.
+        let turns: Vec<(Transform, Vec<usize>)> = Transform::allowed(opts.flip, opts.rotate)
+            .into_iter()
+            .map(|t| (t, t.permutation(k)))
+            .collect();
         let mut plan = Plan {
             cols: size.cols,
             total_rows: size.rows,
@@ -260,6 +276,7 @@ impl Plan {
             library_version: library.version(),
             tiles: vec![u32::MAX; cols * rows],
             colours: vec![[0u8; 3]; cols * rows],
+            transforms: vec![Transform::NONE; cols * rows],
         };
         let mut uses = vec![0u32; if opts.max_uses.is_some() { n } else { 0 }];
         let mut grid = Assigner {
@@ -322,7 +339,15 @@ impl Plan {
                     } else {
                         ncand
                     };
-                    let ranked = rank(&desc, library, &tree, width, opts, &mut memo.scratch);
+                    let ranked = rank(
+                        &desc,
+                        library,
+                        &tree,
+                        width,
+                        opts,
+                        &turns,
+                        &mut memo.scratch,
+                    );
                     let out = (desc, colour, ranked);
                     memo.last = Some((raw, out.clone()));
                     out
@@ -340,10 +365,10 @@ impl Plan {
                 let mut width = ncand;
                 while pick.is_none() && width < n {
                     width = (width * 4).min(n);
-                    ranked = rank(&desc, library, &tree, width, opts, &mut Vec::new());
+                    ranked = rank(&desc, library, &tree, width, opts, &turns, &mut Vec::new());
                     pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
                 }
-                let Some(t) = pick else {
+                let Some(pick) = pick else {
                     return Err(Error::LibraryTooSmall {
                         tiles: n,
                         needed: n + 1,
@@ -352,7 +377,7 @@ impl Plan {
                             .into(),
                     });
                 };
-                grid.place(&mut plan.tiles, &mut uses, here, t);
+                grid.place(&mut plan, &mut uses, here, pick);
                 // The refinement chooses from the list the tile came from, so a cell that had to
                 // look wider keeps its tile among the choices.
                 lists.push(ranked);
@@ -362,12 +387,12 @@ impl Plan {
                 for (i, ranked) in lists.iter().enumerate() {
                     let (y, x) = (y0 + i / cols, i % cols);
                     let here = y * cols + x;
-                    let current = plan.tiles[here];
-                    if let Some(t) = grid.best(&plan.tiles, &uses, x, y, ranked, Some(current))
-                        && t != current
+                    let current = (plan.tiles[here], plan.transforms[here]);
+                    if let Some(pick) = grid.best(&plan.tiles, &uses, x, y, ranked, Some(current.0))
+                        && pick != current
                     {
-                        grid.unplace(&mut uses, current);
-                        grid.place(&mut plan.tiles, &mut uses, here, t);
+                        grid.unplace(&mut uses, current.0);
+                        grid.place(&mut plan, &mut uses, here, pick);
                         changed = true;
                     }
                 }
@@ -411,6 +436,11 @@ impl Plan {
         &self.tiles
     }
 
+    /// Transform of every held cell's tile, row-major.
+    pub fn transforms(&self) -> &[Transform] {
+        &self.transforms
+    }
+
     /// Target colour (sRGB mean) of every held cell, row-major.
     pub fn colours(&self) -> &[[u8; 3]] {
         &self.colours
@@ -442,13 +472,15 @@ impl Plan {
             first_row: range.start,
             tiles: self.tiles[a..b].to_vec(),
             colours: self.colours[a..b].to_vec(),
+            transforms: self.transforms[a..b].to_vec(),
             ..*self
         })
     }
 
-    /// Serializes the plan: magic, format version, header, tiles, colours and a digest.
+    /// Serializes the plan: magic, format version, header, tiles, colours, transforms and a
+    /// digest.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(48 + self.tiles.len() * 7 + 8);
+        let mut out = Vec::with_capacity(48 + self.tiles.len() * 8 + 8);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&PLAN_FORMAT_VERSION.to_le_bytes());
         for v in [
@@ -468,6 +500,7 @@ impl Plan {
         for c in &self.colours {
             out.extend_from_slice(c);
         }
+        out.extend(self.transforms.iter().map(|t| t.as_u8()));
         let d = Fnv::digest(&out);
         out.extend_from_slice(&d.to_le_bytes());
         out
@@ -485,7 +518,7 @@ impl Plan {
         let (body, tail) = bytes.split_at(bytes.len() - 8);
         let u32_at = |at: usize| u32::from_le_bytes(body[at..at + 4].try_into().expect("4 bytes"));
         let version = u32_at(8);
-        if version != PLAN_FORMAT_VERSION {
+        if version != PLAN_FORMAT_VERSION && version != 1 {
             return Err(bad(&format!(
                 "format version {version}, this build reads {PLAN_FORMAT_VERSION}"
             )));
@@ -498,7 +531,9 @@ impl Plan {
         let blend = body[32];
         let library_version = u64::from_le_bytes(body[33..41].try_into().expect("8 bytes"));
         let cells = cols as usize * count as usize;
-        if body.len() != 41 + cells * 7
+        // Bytes per cell: a tile, a colour and (from version 2) a transform.
+        let per_cell = if version == 1 { 7 } else { 8 };
+        if body.len() != 41 + cells * per_cell
             || first_row as u64 + count as u64 > total_rows as u64
             || !TILE_SIZES.contains(&tile_size)
             || blend > 100
@@ -509,10 +544,19 @@ impl Plan {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
             .collect();
-        let colours = body[41 + cells * 4..]
+        let colours = body[41 + cells * 4..41 + cells * 7]
             .chunks_exact(3)
             .map(|c| [c[0], c[1], c[2]])
             .collect();
+        let transforms = if version == 1 {
+            vec![Transform::NONE; cells]
+        } else {
+            body[41 + cells * 7..]
+                .iter()
+                .map(|&b| Transform::from_u8(b))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad("a cell's transform is not one of the 8 (0 to 7)"))?
+        };
         Ok(Plan {
             cols,
             total_rows,
@@ -522,14 +566,17 @@ impl Plan {
             library_version,
             tiles,
             colours,
+            transforms,
         })
     }
 
-    /// Writes the plan as CSV: `row,col,tile,name` (name quoted where needed).
+    /// Writes the plan as CSV: `row,col,tile,name,transform` (name quoted where needed;
+    /// transform as [`Transform::name`]: `none`, `flip`, `rot90`, ..., `flip+rot270`, where flip
+    /// mirrors left-right before the clockwise turn).
     pub fn write_csv(&self, library: &Library, mut w: impl std::io::Write) -> std::io::Result<()> {
-        writeln!(w, "row,col,tile,name")?;
+        writeln!(w, "row,col,tile,name,transform")?;
         let c = self.cols as usize;
-        for (i, &t) in self.tiles.iter().enumerate() {
+        for (i, (&t, tr)) in self.tiles.iter().zip(&self.transforms).enumerate() {
             let name = library
                 .names()
                 .get(t as usize)
@@ -542,7 +589,7 @@ impl Plan {
             };
             writeln!(
                 w,
-                "{},{},{t},{name}",
+                "{},{},{t},{name},{tr}",
                 self.first_row as usize + i / c,
                 i % c
             )?;
@@ -551,8 +598,11 @@ impl Plan {
     }
 }
 
-/// A described cell: descriptors, sRGB colour, and candidate tiles with their cost, best first.
-type Matched = (CellDesc, [u8; 3], Vec<(f32, u32)>);
+/// Candidate tiles of a cell with their cost and the transform they take, best first.
+type Ranked = Vec<(f32, u32, Transform)>;
+
+/// A described cell: descriptors, sRGB colour, and its ranked candidates.
+type Matched = (CellDesc, [u8; 3], Ranked);
 
 /// Per-worker scratch space of the matcher and its last cell (sub-grid sRGB and result).
 #[derive(Default)]
@@ -562,19 +612,22 @@ struct Memo {
 }
 
 /// Candidates for one cell with their cost: the `width` nearest tiles by mean colour, re-ranked
-/// on the squared CIEDE2000 of the means plus the sub-grid terms, best first.
+/// on the squared CIEDE2000 of the means plus the sub-grid terms, best first. Each tile takes
+/// the transform of `turns` (each with its sub-grid permutation) whose sub-grid fits best; a
+/// transform leaves the mean, so the colour term and the gradient term do not depend on it.
 fn rank(
     desc: &CellDesc,
     library: &Library,
     tree: &KdTree,
     width: usize,
     opts: &PlanOptions,
+    turns: &[(Transform, Vec<usize>)],
     scratch: &mut Vec<(f32, u32)>,
-) -> Vec<(f32, u32)> {
+) -> Ranked {
     tree.nearest(&desc.mean, width, scratch);
     let k2 = desc.subs.len() as f32;
     let q = desc.mean;
-    let mut scored: Vec<(f32, u32)> = scratch
+    let mut scored: Ranked = scratch
         .iter()
         .map(|&(_, t)| {
             let m = library.means()[t as usize];
@@ -584,14 +637,23 @@ fn rank(
             ) as f32;
             // Structure: each sub-cell's pattern around its own mean (so the mean colour
             // difference is not counted twice), and each sub-cell's lightness.
-            let (mut pattern, mut light) = (0f32, 0f32);
-            for (a, b) in library.sub_grid(t).iter().zip(&desc.subs) {
-                let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
-                pattern += d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                light += (a[0] - b[0]) * (a[0] - b[0]);
+            let sub = library.sub_grid(t);
+            let mut best = (f32::INFINITY, Transform::NONE);
+            for (turn, perm) in turns {
+                let (mut pattern, mut light) = (0f32, 0f32);
+                for (&j, b) in perm.iter().zip(&desc.subs) {
+                    let a = sub[j];
+                    let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
+                    pattern += d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    light += (a[0] - b[0]) * (a[0] - b[0]);
+                }
+                let structure =
+                    (opts.structure_weight * pattern + opts.lightness_weight * light) / k2;
+                if structure < best.0 {
+                    best = (structure, *turn);
+                }
             }
-            let structure = (opts.structure_weight * pattern + opts.lightness_weight * light) / k2;
-            (de * de + structure, t)
+            (de * de + best.0, t, best.1)
         })
         .collect();
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -610,22 +672,22 @@ struct Assigner<'a> {
 }
 
 impl Assigner<'_> {
-    /// The candidate of least cost that the limits allow at `(x, y)`; `current` is the tile the
-    /// cell holds now (it does not count against itself), if any.
+    /// The candidate of least cost that the limits allow at `(x, y)`, with its transform;
+    /// `current` is the tile the cell holds now (it does not count against itself), if any.
     fn best(
         &self,
         tiles: &[u32],
         uses: &[u32],
         x: usize,
         y: usize,
-        ranked: &[(f32, u32)],
+        ranked: &[(f32, u32, Transform)],
         current: Option<u32>,
-    ) -> Option<u32> {
+    ) -> Option<(u32, Transform)> {
         let here = y * self.cols + x;
-        let mut best: Option<(f32, u32)> = None;
-        for &(score, t) in ranked {
+        let mut best: Option<(f32, u32, Transform)> = None;
+        for &(score, t, turn) in ranked {
             // Candidates are sorted by score and the gradient term is never negative.
-            if best.is_some_and(|(b, _)| score >= b) {
+            if best.is_some_and(|(b, _, _)| score >= b) {
                 break;
             }
             let free = Some(t) == current
@@ -635,11 +697,11 @@ impl Assigner<'_> {
                 continue;
             }
             let cost = score + self.opts.gradient_weight * self.gradient(tiles, here, t);
-            if best.is_none_or(|(b, bt)| cost < b || (cost == b && t < bt)) {
-                best = Some((cost, t));
+            if best.is_none_or(|(b, bt, _)| cost < b || (cost == b && t < bt)) {
+                best = Some((cost, t, turn));
             }
         }
-        best.map(|(_, t)| t)
+        best.map(|(_, t, turn)| (t, turn))
     }
 
     /// Sum over the placed neighbours of the squared difference between the mosaic's and the
@@ -676,8 +738,15 @@ impl Assigner<'_> {
             .any(|yy| (x0..=x1).any(|xx| (yy, xx) != (y, x) && tiles[yy * self.cols + xx] == t))
     }
 
-    fn place(&mut self, tiles: &mut [u32], uses: &mut [u32], here: usize, t: u32) {
-        tiles[here] = t;
+    fn place(
+        &mut self,
+        plan: &mut Plan,
+        uses: &mut [u32],
+        here: usize,
+        (t, turn): (u32, Transform),
+    ) {
+        plan.tiles[here] = t;
+        plan.transforms[here] = turn;
         self.mosaic_l[here] = self.library.means()[t as usize][0];
         if let Some(u) = uses.get_mut(t as usize) {
             *u += 1;
@@ -688,5 +757,60 @@ impl Assigner<'_> {
         if let Some(u) = uses.get_mut(t as usize) {
             *u -= 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            cols: 2,
+            total_rows: 3,
+            first_row: 1,
+            tile_size: 8,
+            blend: 20,
+            library_version: 0x1234,
+            tiles: vec![0, 1, 2, 3],
+            colours: vec![[1, 2, 3]; 4],
+            transforms: [0, 5, 7, 2]
+                .map(|b| Transform::from_u8(b).unwrap())
+                .to_vec(),
+        }
+    }
+
+    /// `body` with its digest, as [`Plan::to_bytes`] ends it.
+    fn sealed(mut body: Vec<u8>) -> Vec<u8> {
+        let d = Fnv::digest(&body);
+        body.extend_from_slice(&d.to_le_bytes());
+        body
+    }
+
+    #[test]
+    fn transforms_round_trip_and_bad_ones_are_refused() {
+        let p = plan();
+        let bytes = p.to_bytes();
+        assert_eq!(Plan::from_bytes(&bytes).unwrap(), p);
+        let mut body = bytes[..bytes.len() - 8].to_vec();
+        let last = body.len() - 1;
+        body[last] = 8;
+        let err = Plan::from_bytes(&sealed(body)).unwrap_err();
+        assert!(err.to_string().contains("transform"), "{err}");
+    }
+
+    #[test]
+    fn version_1_plans_load_untransformed() {
+        let p = plan();
+        let bytes = p.to_bytes();
+        // Version 1: no transform bytes.
+        let mut body = bytes[..bytes.len() - 8 - 4].to_vec();
+        body[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let old = Plan::from_bytes(&sealed(body)).unwrap();
+        assert_eq!(old.tiles(), p.tiles());
+        assert_eq!(old.transforms(), [Transform::NONE; 4]);
+        // A version 2 plan cut short of its transforms does not pass for one.
+        let short = sealed(bytes[..bytes.len() - 8 - 4].to_vec());
+        assert!(Plan::from_bytes(&short).is_err());
     }
 }

@@ -10,9 +10,11 @@ use crate::library::Library;
 use crate::output::BandSink;
 use crate::plan::Plan;
 use crate::resample::{Taps, resize_square};
+use crate::transform::Transform;
 
 /// Tile renditions at one tile size, made on first use (Lanczos3 from the stored rendition) and
-/// kept for the next bands. Holds only the tiles a plan actually uses.
+/// kept for the next bands, as are their transformed copies. Holds only the tiles (and
+/// transforms) a plan actually uses.
 pub struct TileCache<'a> {
     library: LibraryHandle<'a>,
     size: u32,
@@ -39,6 +41,19 @@ impl std::ops::Deref for LibraryHandle<'_> {
 struct Rendition {
     pixels: Box<[u8]>,
     mean: [u8; 3],
+    /// The pixels under each transform but the first ([`Transform::NONE`]), made on first use.
+    turned: [OnceLock<Box<[u8]>>; 7],
+}
+
+impl Rendition {
+    /// The pixels of a `side` square rendition under `turn` (the mean is the same under all).
+    fn pixels(&self, turn: Transform, side: usize) -> &[u8] {
+        match turn.as_u8() {
+            0 => &self.pixels,
+            i => self.turned[i as usize - 1]
+                .get_or_init(|| turn.apply(&self.pixels, side, 3).into_boxed_slice()),
+        }
+    }
 }
 
 impl<'a> TileCache<'a> {
@@ -90,11 +105,18 @@ impl<'a> TileCache<'a> {
         sum.map(|s| s as f64 / n)
     }
 
-    /// Area means of tile `t` at this size over blocks, row-major, with `shift` added to every
-    /// pixel (clamped, as rendering clamps); `taps` (`area_taps(size, k)`) give `k x k` blocks.
-    pub(crate) fn block_means(&self, t: u32, shift: [i32; 3], taps: &Taps) -> Vec<[f32; 3]> {
-        let tile = self.get(t);
+    /// Area means of tile `t` under `turn` at this size over blocks, row-major, with `shift`
+    /// added to every pixel (clamped, as rendering clamps); `taps` (`area_taps(size, k)`) give
+    /// `k x k` blocks.
+    pub(crate) fn block_means(
+        &self,
+        t: u32,
+        turn: Transform,
+        shift: [i32; 3],
+        taps: &Taps,
+    ) -> Vec<[f32; 3]> {
         let s = self.size as usize;
+        let pixels = self.get(t).pixels(turn, s);
         let k = taps.start.len();
         let mut out = vec![[0f32; 3]; k * k];
         for (b, acc) in out.iter_mut().enumerate() {
@@ -102,7 +124,7 @@ impl<'a> TileCache<'a> {
             for (j, wy) in taps.weights[by].iter().enumerate() {
                 let y = taps.start[by] + j;
                 for (i, wx) in taps.weights[bx].iter().enumerate() {
-                    let p = &tile.pixels[(y * s + taps.start[bx] + i) * 3..];
+                    let p = &pixels[(y * s + taps.start[bx] + i) * 3..];
                     for c in 0..3 {
                         acc[c] += wy * wx * (p[c] as i32 + shift[c]).clamp(0, 255) as f32;
                     }
@@ -131,6 +153,7 @@ impl<'a> TileCache<'a> {
             Rendition {
                 pixels: pixels.into_boxed_slice(),
                 mean,
+                turned: Default::default(),
             }
         })
     }
@@ -207,9 +230,10 @@ fn render_into(
         for cx in 0..cols {
             let i = cy * cols + cx;
             let tile = cache.get(plan.tiles()[i]);
+            let pixels = tile.pixels(plan.transforms()[i], ts);
             let shift = (blend != 0).then(|| blend_shift(tile.mean, plan.colours()[i], blend));
             for y in 0..ts {
-                let src = &tile.pixels[y * ts * 3..(y + 1) * ts * 3];
+                let src = &pixels[y * ts * 3..(y + 1) * ts * 3];
                 let dst = &mut band[y * row_bytes + cx * ts * 3..y * row_bytes + (cx + 1) * ts * 3];
                 match shift {
                     None => dst.copy_from_slice(src),

@@ -188,6 +188,167 @@ fn plans_are_deterministic_and_round_trip() {
     let csv = String::from_utf8(csv).unwrap();
     assert_eq!(csv.lines().count(), 1 + 24 * 24);
     assert!(csv.lines().nth(1).unwrap().starts_with("0,0,"));
+    assert_eq!(csv.lines().next(), Some("row,col,tile,name,transform"));
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",none")));
+}
+
+#[test]
+fn plans_with_transforms_are_deterministic_and_round_trip() {
+    let lib = library_cached();
+    let t = target();
+    for (flip, rotate) in [(true, false), (false, true), (true, true)] {
+        let o = PlanOptions {
+            flip,
+            rotate,
+            ..opts(24, 8, 1)
+        };
+        let a = Plan::make(&t, lib, &o).unwrap();
+        assert_eq!(a, Plan::make(&t, lib, &o).unwrap());
+        let allowed = Transform::allowed(flip, rotate);
+        assert!(a.transforms().iter().all(|t| allowed.contains(t)));
+        let turned = a.transforms().iter().filter(|&&t| t != Transform::NONE);
+        assert!(
+            turned.count() > 24,
+            "flip {flip} rotate {rotate}: few cells turned"
+        );
+        assert_no_repeat_within(&a, 1);
+        let bytes = a.to_bytes();
+        assert_eq!(Plan::from_bytes(&bytes).unwrap(), a);
+        let rows = a.rows(5..9).unwrap();
+        assert_eq!(rows.transforms(), &a.transforms()[5 * 24..9 * 24]);
+        assert_eq!(Plan::from_bytes(&rows.to_bytes()).unwrap(), rows);
+        let mut csv = Vec::new();
+        a.write_csv(lib, &mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        for (line, turn) in csv.lines().skip(1).zip(a.transforms()) {
+            assert_eq!(line.rsplit(',').next(), Some(turn.name()), "{line}");
+        }
+    }
+}
+
+/// A 64 px tile of four flat quadrants, lightness all different: red, green / blue, white.
+fn quadrants() -> image::RgbImage {
+    image::RgbImage::from_fn(64, 64, |x, y| {
+        image::Rgb(match (x < 32, y < 32) {
+            (true, true) => [200, 0, 0],
+            (false, true) => [0, 200, 0],
+            (true, false) => [0, 0, 200],
+            (false, false) => [255, 255, 255],
+        })
+    })
+}
+
+#[test]
+fn a_turned_cell_takes_the_turned_tile_and_renders_it_turned() {
+    let tile = quadrants();
+    let mut png = Vec::new();
+    tile.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    let (lib, _) =
+        Library::from_files(vec![("q.png".into(), png)], &ImportOptions::default()).unwrap();
+    // A target of two cells: the tile turned clockwise, then the tile mirrored.
+    let (rot90, flip) = (Transform::new(false, 1), Transform::new(true, 0));
+    let target = image::RgbImage::from_fn(128, 64, |x, y| {
+        let (turn, x) = if x < 64 { (rot90, x) } else { (flip, x - 64) };
+        let (sx, sy) = turn.source(64, x as usize, y as usize);
+        *tile.get_pixel(sx as u32, sy as u32)
+    });
+    let o = PlanOptions {
+        flip: true,
+        rotate: true,
+        ..opts(2, 16, 0)
+    };
+    let plan = Plan::make(&target, &lib, &o).unwrap();
+    assert_eq!(plan.transforms(), [rot90, flip]);
+    let plain = Plan::make(&target, &lib, &opts(2, 16, 0)).unwrap();
+    assert_eq!(plain.transforms(), [Transform::NONE; 2]);
+
+    let cache = TileCache::new(&lib, 16);
+    let turned = render_band(&plan, &cache).unwrap();
+    let as_is = render_band(&plain, &cache).unwrap();
+    // Cell `c` of a 2-cell, 16 px band as a 16 px square.
+    let cell = |band: &[u8], c: usize| -> Vec<u8> {
+        (0..16)
+            .flat_map(|y| band[(y * 32 + c * 16) * 3..(y * 32 + c * 16 + 16) * 3].to_vec())
+            .collect()
+    };
+    let tile16 = cell(&as_is, 0);
+    assert_eq!(cell(&turned, 0), rot90.apply(&tile16, 16, 3));
+    assert_eq!(cell(&turned, 1), flip.apply(&tile16, 16, 3));
+    // Red sits top-left in the tile, top-right once turned clockwise.
+    assert_eq!(&cell(&turned, 0)[15 * 3..16 * 3], &[200, 0, 0]);
+
+    // The plan's quality sees the turned tiles, as measuring the render does.
+    let planned = plan_quality(&plan, &cache, &target).unwrap();
+    let measured = evaluate(
+        &target,
+        &image::RgbImage::from_raw(32, 16, turned).unwrap(),
+        2,
+        1,
+    )
+    .unwrap();
+    assert!(
+        (planned.de00_mean - measured.de00_mean).abs() < 0.25,
+        "{planned} vs {measured}"
+    );
+    let as_is_q = plan_quality(&plain, &cache, &target).unwrap();
+    assert!(planned.de00_mean <= as_is_q.de00_mean + 0.25);
+}
+
+#[test]
+fn quality_from_a_plan_with_transforms_agrees_with_measuring_the_render() {
+    let lib = library_cached();
+    let t = target();
+    for blend in [0, 40] {
+        let plan = Plan::make(
+            &t,
+            lib,
+            &PlanOptions {
+                blend,
+                flip: true,
+                rotate: true,
+                ..opts(16, 8, 1)
+            },
+        )
+        .unwrap();
+        let cache = TileCache::new(lib, 8);
+        let mut cells = MosaicCells::new(plan.width(), plan.total_height(), 16, 16).unwrap();
+        render_to_sink(&plan, &cache, &mut cells, 4, &|_, _| {}).unwrap();
+        let measured = cells.quality(&t).unwrap();
+        let planned = plan_quality(&plan, &cache, &t).unwrap();
+        assert!(
+            (planned.de00_mean - measured.de00_mean).abs() < 0.25,
+            "blend {blend}: {planned} vs {measured}"
+        );
+        let (ps, ms) = (planned.ssim_view.unwrap(), measured.ssim_view.unwrap());
+        assert!(
+            (ps - ms).abs() < 0.01,
+            "blend {blend}: {planned} vs {measured}"
+        );
+        // The plan counts a tile turned two ways as one tile.
+        assert!(planned.distinct <= measured.distinct);
+    }
+}
+
+#[test]
+fn turning_tiles_keeps_the_view() {
+    let lib = library_cached();
+    let t = target();
+    let plain = Plan::make(&t, lib, &opts(24, 8, 1)).unwrap();
+    assert!(plain.transforms().iter().all(|&t| t == Transform::NONE));
+    // Each cell takes a tile's best fitting transform: what is seen from afar does not suffer.
+    let cache = TileCache::new(lib, 8);
+    let q0 = plan_quality(&plain, &cache, &t).unwrap();
+    let both = PlanOptions {
+        flip: true,
+        rotate: true,
+        ..opts(24, 8, 1)
+    };
+    let q1 = plan_quality(&Plan::make(&t, lib, &both).unwrap(), &cache, &t).unwrap();
+    assert!(
+        q1.ssim_view.unwrap() > q0.ssim_view.unwrap() - 0.01,
+        "{q0} vs {q1}"
+    );
 }
 
 fn assert_no_repeat_within(plan: &Plan, r: usize) {
@@ -538,9 +699,12 @@ proptest! {
         cuts in proptest::collection::btree_set(1u32..18, 0..6),
         blend in 0u8..=100,
         serialize in any::<bool>(),
+        flip in any::<bool>(),
+        rotate in any::<bool>(),
     ) {
         let lib = library_cached();
-        let plan = Plan::make(&target(), lib, &PlanOptions { blend, ..opts(13, 6, 1) }).unwrap();
+        let o = PlanOptions { blend, flip, rotate, ..opts(13, 6, 1) };
+        let plan = Plan::make(&target(), lib, &o).unwrap();
         prop_assert_eq!(plan.total_rows(), 13);
         let cache = TileCache::new(lib, 6);
         let whole = render_band(&plan, &cache).unwrap();
@@ -726,7 +890,13 @@ fn tiles_carry_captions_from_the_csv_or_their_file_name() {
 #[test]
 fn the_cell_map_says_which_tile_is_in_each_cell() {
     let lib = library_cached();
-    let plan = Plan::make(&target(), lib, &opts(12, 8, 1)).unwrap();
+    let options = PlanOptions {
+        flip: true,
+        rotate: true,
+        ..opts(12, 8, 1)
+    };
+    let plan = Plan::make(&target(), lib, &options).unwrap();
+    assert!(plan.transforms().iter().any(|&t| t != Transform::NONE));
     let map = CellMap::from_plan(&plan, lib).unwrap();
     assert_eq!(
         (map.cols(), map.rows(), map.tile_size()),
@@ -740,6 +910,8 @@ fn the_cell_map_says_which_tile_is_in_each_cell() {
             assert_eq!(source.tile, tile);
             assert_eq!(source.name, lib.name(tile));
             assert_eq!(source.caption, lib.caption(tile));
+            let turned = plan.transforms()[(row * map.cols() + col) as usize];
+            assert_eq!(map.transform(row, col), Some(turned));
         }
     }
     assert!(map.at(map.rows(), 0).is_none() && map.at(0, 12).is_none());

@@ -68,6 +68,9 @@ pub struct CellView {
     pub name: String,
     /// Its caption: from the library's captions.csv, else made from the file name.
     pub caption: String,
+    /// How the tile is placed: `none`, or mirrored and/or turned (`flip`, `rot90`, `flip+rot90`,
+    /// ...; the mirror left-right first, then the clockwise turn) when the job allowed it.
+    pub transform: String,
     /// The cell as it is in the mosaic, as PNG.
     pub thumbnail: String,
 }
@@ -112,6 +115,10 @@ pub async fn get(
         tile: source.tile,
         name: source.name.clone(),
         caption: source.caption.clone(),
+        transform: map
+            .transform(row, col)
+            .map_or("none", |t| t.name())
+            .to_string(),
         thumbnail: format!("/api/v1/jobs/{id}/cells/{row}/{col}/thumbnail"),
     };
     Ok(HttpResponse::Ok()

@@ -48,6 +48,8 @@ struct Form {
     slices: Option<String>,
     repeat_radius: Option<String>,
     blend: Option<String>,
+    flip: Option<String>,
+    rotate: Option<String>,
 }
 
 // The fields of a job submission as the API documents them; the handler reads them as they
@@ -80,6 +82,14 @@ pub struct JobSubmission {
     /// Percent of each cell's colour error corrected by tinting its tile.
     #[schema(required = false, minimum = 0, maximum = 100, default = 0)]
     pub blend: u8,
+    /// Tiles may be mirrored left-right where that fits their cell better.
+    #[schema(required = false, default = false)]
+    pub flip: bool,
+    /// Tiles may be turned by 90, 180 or 270 degrees where that fits their cell better (with
+    /// flip: all 8 symmetries of the square). A turned tile still counts as itself for the
+    /// repetition radius.
+    #[schema(required = false, default = false)]
+    pub rotate: bool,
 }
 
 /// Submit a mosaic job.
@@ -178,6 +188,8 @@ async fn read_field(form: &mut Form, field: &mut Field, limit: u64) -> ApiResult
         "slices" => &mut form.slices,
         "repeat_radius" => &mut form.repeat_radius,
         "blend" => &mut form.blend,
+        "flip" => &mut form.flip,
+        "rotate" => &mut form.rotate,
         _ => {
             return Err(ApiError::bad_request(
                 "unknown_field",
@@ -277,6 +289,8 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         0..=settings.max_repeat_radius,
     )?;
     let blend = parse_u32("blend", form.blend.as_deref(), 0, 0..=100)? as u8;
+    let flip = parse_bool("flip", form.flip.as_deref())?;
+    let rotate = parse_bool("rotate", form.rotate.as_deref())?;
     if validate_library_id(&library_id).is_err() {
         return Err(ApiError::unprocessable(
             "unknown_library",
@@ -358,6 +372,8 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         repeat_radius,
         blend_percent: blend,
         max_uses: None,
+        flip,
+        rotate,
     };
     let mut record = JobRecord::new(
         job,
