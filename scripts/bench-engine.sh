@@ -123,6 +123,7 @@ metapixel_run() {
 grid_a() {
     local lib=$1
     tessera_run "a-$lib-r1" "$OUT/$lib.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1
+    tessera_run "a-$lib-r1-turned" "$OUT/$lib.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1 --flip --rotate
     tessera_run "a-$lib-r0" "$OUT/$lib.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 0
     tessera_run "a-$lib-r5" "$OUT/$lib.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 5
     if [ -z "${SKIP_METAPIXEL:-}" ]; then
@@ -147,6 +148,7 @@ grid_a photos
 measure tessera-index-crops "$TESSERA" library index "$DATA/tiles/photo-crops" -o "$OUT/crops.idx" -q
 row "tessera library index (photo crops, $(ls "$DATA/tiles/photo-crops" | wc -l) files)" "" 0 0
 tessera_run c-crops-once "$OUT/crops.idx" 64 64 --cells 64 --tile-size 8 --repeat-radius 0 --max-uses 1
+tessera_run c-crops-once-turned "$OUT/crops.idx" 64 64 --cells 64 --tile-size 8 --repeat-radius 0 --max-uses 1 --flip --rotate
 if [ -z "${SKIP_PHOMO:-}" ]; then
     for solver in auction hungarian; do
         measure "c-phomo-$solver" "$PHOMO" -q "$TARGET" "$DATA/tiles/photo-crops" "$OUT/c-phomo-$solver.png" \
