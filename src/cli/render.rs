@@ -221,9 +221,8 @@ fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
             .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
             .is_ok_and(|n| Library::is_index(&head[..n]));
     if is_index {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        return Library::from_vec(bytes)
+        // Renditions stay in the file: a mosaic reads only the tiles it uses.
+        return Library::open_index(path)
             .with_context(|| format!("cannot load the index {}", path.display()));
     }
     let opts = ImportOptions {

@@ -151,6 +151,7 @@ impl CellMap {
         let mut r = Reader {
             b: body,
             at: MAGIC.len(),
+            short: false,
         };
         let truncated = |_| bad("truncated");
         let version = r.u32().map_err(truncated)?;

@@ -1,8 +1,11 @@
 //! Tile libraries: import from a folder or a .zip, describe each tile, keep pre-scaled renditions,
-//! and save or load the whole index as one versioned byte blob that processors cache by version.
+//! and save or load the whole index as one versioned byte blob that processors cache by version
+//! (or open a saved index leaving the renditions in the file, read as tiles are used).
 
-use std::io::Read;
+use std::borrow::Cow;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -70,10 +73,59 @@ pub struct Library {
     /// `grid * grid` Lab means per tile, row-major.
     subs: Vec<Lab>,
     /// Packed RGB8 renditions, `rendition_size` square, one after another.
-    pixels: Vec<u8>,
+    pixels: Renditions,
     /// One per tile; empty: none given (see [`Library::caption`]).
     captions: Vec<String>,
     version: u64,
+}
+
+/// Where a library's renditions are: in memory, or left in the saved index they were opened
+/// from and read one tile at a time when asked for ([`Library::open_index`]).
+#[derive(Debug, Clone)]
+enum Renditions {
+    Memory(Vec<u8>),
+    File {
+        file: Arc<Mutex<std::fs::File>>,
+        /// Where the renditions start in the file, and their total length.
+        start: u64,
+        len: usize,
+    },
+}
+
+impl Renditions {
+    /// `len` bytes from `at` (relative to the first rendition).
+    fn range(&self, at: usize, len: usize) -> Cow<'_, [u8]> {
+        match self {
+            Renditions::Memory(pixels) => Cow::Borrowed(&pixels[at..at + len]),
+            Renditions::File { file, start, .. } => {
+                let mut out = vec![0u8; len];
+                let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+                f.seek(SeekFrom::Start(start + at as u64))
+                    .and_then(|_| f.read_exact(&mut out))
+                    .unwrap_or_else(|e| {
+                        panic!("the tile index could no longer be read ({e}); it was checked when opened")
+                    });
+                Cow::Owned(out)
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Renditions::Memory(pixels) => pixels.len(),
+            Renditions::File { len, .. } => *len,
+        }
+    }
+
+    fn all(&self) -> Cow<'_, [u8]> {
+        self.range(0, self.len())
+    }
+}
+
+impl PartialEq for Renditions {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.all() == other.all()
+    }
 }
 
 /// One tile prepared from one file.
@@ -248,10 +300,25 @@ impl Library {
         &self.subs[tile as usize * k2..(tile as usize + 1) * k2]
     }
 
-    /// The stored square RGB8 rendition of one tile.
-    pub fn rendition(&self, tile: u32) -> &[u8] {
+    /// The stored square RGB8 rendition of one tile. A library opened with
+    /// [`Library::open_index`] reads it from its file, and panics if the file can no longer be
+    /// read.
+    pub fn rendition(&self, tile: u32) -> Cow<'_, [u8]> {
+        assert!(
+            (tile as usize) < self.len(),
+            "tile {tile} is not in the library"
+        );
         let n = (self.rendition_size * self.rendition_size * 3) as usize;
-        &self.pixels[tile as usize * n..(tile as usize + 1) * n]
+        self.pixels.range(tile as usize * n, n)
+    }
+
+    /// Bytes of renditions held in memory: all of them, or none for a library opened with
+    /// [`Library::open_index`].
+    pub fn resident_rendition_bytes(&self) -> usize {
+        match &self.pixels {
+            Renditions::Memory(pixels) => pixels.len(),
+            Renditions::File { .. } => 0,
+        }
     }
 
     /// Serializes the whole index into one blob: magic, format version, options, tiles, and a
@@ -278,7 +345,7 @@ impl Library {
         for v in self.means.iter().chain(&self.subs).flatten() {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        out.extend_from_slice(&self.pixels);
+        out.extend_from_slice(&self.pixels.all());
         for i in 0..self.names.len() {
             let caption = self.captions.get(i).map_or("", String::as_str);
             out.extend_from_slice(&(caption.len() as u32).to_le_bytes());
@@ -295,7 +362,7 @@ impl Library {
     /// Loads an index saved by [`Library::to_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Library, Error> {
         let (mut library, pixels) = Self::parse(bytes)?;
-        library.pixels = bytes[pixels].to_vec();
+        library.pixels = Renditions::Memory(bytes[pixels].to_vec());
         Ok(library)
     }
 
@@ -306,26 +373,13 @@ impl Library {
         bytes.truncate(pixels.end);
         bytes.drain(..pixels.start);
         bytes.shrink_to_fit();
-        library.pixels = bytes;
+        library.pixels = Renditions::Memory(bytes);
         Ok(library)
     }
 
     /// Checks and reads an index, all but the renditions, whose place in `bytes` it returns.
     fn parse(bytes: &[u8]) -> Result<(Library, std::ops::Range<usize>), Error> {
-        if !Self::is_index(bytes) {
-            return Err(Error::BadIndex("not a tile index (bad magic)".into()));
-        }
-        let mut r = Reader {
-            b: bytes,
-            at: MAGIC.len(),
-        };
-        let version = r.u32()?;
-        if !(1..=INDEX_FORMAT_VERSION).contains(&version) {
-            return Err(Error::IndexVersion {
-                found: version,
-                supported: INDEX_FORMAT_VERSION,
-            });
-        }
+        let version = check_magic_and_version(bytes)?;
         if bytes.len() < 8 + MAGIC.len() + 4 {
             return Err(Error::BadIndex("truncated".into()));
         }
@@ -336,7 +390,26 @@ impl Library {
                 "digest mismatch: the index is corrupt or truncated".into(),
             ));
         }
-        r.b = body;
+        let mut r = Reader {
+            b: body,
+            at: MAGIC.len() + 4,
+            short: false,
+        };
+        let (mut library, pixels) = Self::parse_body(&mut r, body.len(), digest, version)?;
+        if version >= 2 {
+            library.captions = read_captions(&body[pixels.end..], library.names.len())?;
+        }
+        Ok((library, pixels))
+    }
+
+    /// Reads the options, names and descriptors from `r` (past the magic and format version) and
+    /// returns the place of the renditions in a body of `body_len` bytes, which `r` need not hold.
+    fn parse_body(
+        r: &mut Reader,
+        body_len: usize,
+        digest: u64,
+        version: u32,
+    ) -> Result<(Library, std::ops::Range<usize>), Error> {
         let grid = r.take(1)?[0];
         let rendition_size = r.u32()?;
         let bg = r.take(3)?;
@@ -375,23 +448,12 @@ impl Library {
         let subs = lab(n * k2)?;
         let px = (rendition_size as usize).pow(2) * 3 * n;
         let start = r.at;
-        r.take(px)?;
-        let pixels = start..r.at;
-        let mut captions = Vec::new();
-        if version >= 2 {
-            captions.reserve(n.min(1 << 20));
-            for _ in 0..n {
-                let len = r.u32()? as usize;
-                let s = std::str::from_utf8(r.take(len)?)
-                    .map_err(|_| Error::BadIndex("caption is not UTF-8".into()))?;
-                captions.push(s.to_string());
-            }
-            // None given reads as none stored, as an import without captions holds.
-            if captions.iter().all(String::is_empty) {
-                captions.clear();
-            }
+        let end = start.saturating_add(px);
+        if end > body_len {
+            return Err(Error::BadIndex("truncated".into()));
         }
-        if r.at != body.len() {
+        // Version 1 ends with the renditions; later versions have captions after them.
+        if version == 1 && end != body_len {
             return Err(Error::BadIndex("trailing bytes".into()));
         }
         let library = Library {
@@ -401,11 +463,80 @@ impl Library {
             names,
             means,
             subs,
-            pixels: Vec::new(),
-            captions,
+            pixels: Renditions::Memory(Vec::new()),
+            captions: Vec::new(),
             version: digest,
         };
-        Ok((library, pixels))
+        Ok((library, start..end))
+    }
+
+    /// Opens a saved index and keeps its renditions in the file: only the names and descriptors
+    /// are held in memory, and a tile's rendition is read when it is asked for (a mosaic uses
+    /// few of a large library's tiles). The whole file is checked against its digest here; it
+    /// must not be rewritten in place while the library is open (replacing it is fine).
+    pub fn open_index(path: &Path) -> Result<Library, Error> {
+        let io = |e| Error::io(path, e);
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let mut head = vec![0u8; (MAGIC.len() + 4).min(len as usize)];
+        file.read_exact(&mut head).map_err(io)?;
+        let version = check_magic_and_version(&head)?;
+        if len < (8 + MAGIC.len() + 4) as u64 {
+            return Err(Error::BadIndex("truncated".into()));
+        }
+        let body_len = usize::try_from(len - 8)
+            .map_err(|_| Error::BadIndex("too large for this machine".into()))?;
+
+        // The digest, streamed: whole words until the last chunk, as Fnv::digest takes them.
+        file.rewind().map_err(io)?;
+        let mut fnv = Fnv::new();
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut left = body_len;
+        while left > 0 {
+            let part = &mut chunk[..left.min(1 << 20)];
+            file.read_exact(part).map_err(io)?;
+            fnv.update(part);
+            left -= part.len();
+        }
+        let mut tail = [0u8; 8];
+        file.read_exact(&mut tail).map_err(io)?;
+        let digest = u64::from_le_bytes(tail);
+        if fnv.finish() != digest {
+            return Err(Error::BadIndex(
+                "digest mismatch: the index is corrupt or truncated".into(),
+            ));
+        }
+
+        // Names and descriptors: read a prefix, longer until they fit in it.
+        let mut want = 1usize << 20;
+        let (mut library, pixels) = loop {
+            let head_len = want.min(body_len);
+            head.resize(head_len, 0);
+            file.rewind().map_err(io)?;
+            file.read_exact(&mut head).map_err(io)?;
+            let mut r = Reader {
+                b: &head,
+                at: MAGIC.len() + 4,
+                short: false,
+            };
+            match Self::parse_body(&mut r, body_len, digest, version) {
+                Err(_) if r.short && head_len < body_len => want = want.saturating_mul(4),
+                parsed => break parsed?,
+            }
+        };
+        if version >= 2 {
+            let mut rest = vec![0u8; body_len - pixels.end];
+            file.seek(std::io::SeekFrom::Start(pixels.end as u64))
+                .map_err(io)?;
+            file.read_exact(&mut rest).map_err(io)?;
+            library.captions = read_captions(&rest, library.names.len())?;
+        }
+        library.pixels = Renditions::File {
+            file: Arc::new(Mutex::new(file)),
+            start: pixels.start as u64,
+            len: pixels.len(),
+        };
+        Ok(library)
     }
 
     /// Saves [`Library::to_bytes`] to a file.
@@ -413,7 +544,8 @@ impl Library {
         std::fs::write(path, self.to_bytes()).map_err(|e| Error::io(path, e))
     }
 
-    /// Opens a library from a saved index, a folder or a `.zip`, whichever `path` is.
+    /// Opens a library from a saved index ([`Library::open_index`]: renditions read when
+    /// needed), a folder or a `.zip`, whichever `path` is.
     pub fn open(
         path: &Path,
         opts: &ImportOptions,
@@ -423,8 +555,7 @@ impl Library {
             let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
             let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
             if Self::is_index(&head[..n]) {
-                let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-                return Ok((Self::from_bytes(&bytes)?, None));
+                return Ok((Self::open_index(path)?, None));
             }
         }
         let (lib, report) = Self::import(path, opts)?;
@@ -436,11 +567,14 @@ impl Library {
 pub(crate) struct Reader<'a> {
     pub(crate) b: &'a [u8],
     pub(crate) at: usize,
+    /// Set when a read ran past the end of `b`.
+    pub(crate) short: bool,
 }
 
 impl<'a> Reader<'a> {
     pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.b.len());
+        self.short |= end.is_none();
         let end = end.ok_or_else(|| Error::BadIndex("truncated".into()))?;
         let s = &self.b[self.at..end];
         self.at = end;
@@ -452,6 +586,48 @@ impl<'a> Reader<'a> {
             self.take(4)?.try_into().expect("4 bytes"),
         ))
     }
+}
+
+/// The captions section of an index (format 2 on): one length-prefixed string per tile, filling
+/// `bytes` exactly. All empty reads as none, as an import without captions holds.
+fn read_captions(bytes: &[u8], tiles: usize) -> Result<Vec<String>, Error> {
+    let mut r = Reader {
+        b: bytes,
+        at: 0,
+        short: false,
+    };
+    let mut captions = Vec::with_capacity(tiles.min(1 << 20));
+    for _ in 0..tiles {
+        let len = r.u32()? as usize;
+        let s = std::str::from_utf8(r.take(len)?)
+            .map_err(|_| Error::BadIndex("caption is not UTF-8".into()))?;
+        captions.push(s.to_string());
+    }
+    if r.at != bytes.len() {
+        return Err(Error::BadIndex("trailing bytes".into()));
+    }
+    if captions.iter().all(String::is_empty) {
+        captions.clear();
+    }
+    Ok(captions)
+}
+
+/// The magic, then a format version this build reads, which it returns.
+fn check_magic_and_version(bytes: &[u8]) -> Result<u32, Error> {
+    if !Library::is_index(bytes) {
+        return Err(Error::BadIndex("not a tile index (bad magic)".into()));
+    }
+    let version = bytes
+        .get(MAGIC.len()..MAGIC.len() + 4)
+        .ok_or_else(|| Error::BadIndex("truncated".into()))?;
+    let version = u32::from_le_bytes(version.try_into().expect("4 bytes"));
+    if !(1..=INDEX_FORMAT_VERSION).contains(&version) {
+        return Err(Error::IndexVersion {
+            found: version,
+            supported: INDEX_FORMAT_VERSION,
+        });
+    }
+    Ok(version)
 }
 
 fn check_options(opts: &ImportOptions) -> Result<(), Error> {
@@ -653,16 +829,18 @@ fn assemble(
         names: Vec::with_capacity(kept.len()),
         means: Vec::with_capacity(kept.len()),
         subs: Vec::with_capacity(kept.len() * k * k),
-        pixels: Vec::with_capacity(kept.len() * s * s * 3),
+        pixels: Renditions::Memory(Vec::new()),
         captions: Vec::new(),
         version: 0,
     };
+    let mut pixels = Vec::with_capacity(kept.len() * s * s * 3);
     for (p, (mean, subs)) in kept.into_iter().zip(described) {
         lib.names.push(p.name);
         lib.means.push(mean);
         lib.subs.extend(subs);
-        lib.pixels.extend_from_slice(&p.rendition);
+        pixels.extend_from_slice(&p.rendition);
     }
+    lib.pixels = Renditions::Memory(pixels);
     lib.version = Fnv::digest(&lib.body_bytes());
     (lib, report)
 }

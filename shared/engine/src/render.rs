@@ -138,7 +138,7 @@ impl<'a> TileCache<'a> {
         self.tiles[t as usize].get_or_init(|| {
             let base = self.library.rendition(t);
             let pixels = resize_square(
-                base,
+                &base,
                 self.library.rendition_size() as usize,
                 self.size as usize,
             );

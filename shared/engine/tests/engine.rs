@@ -168,6 +168,71 @@ fn folder_zip_and_saved_index_give_the_same_library() {
 }
 
 #[test]
+fn an_index_opened_from_its_file_reads_renditions_when_used_and_renders_the_same() {
+    let lib = library_cached();
+    let dir = std::env::temp_dir().join(format!("tessera-engine-lazy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let idx = dir.join("tiles.idx");
+    lib.save(&idx).unwrap();
+
+    let opened = Library::open_index(&idx).unwrap();
+    assert_eq!(opened.resident_rendition_bytes(), 0);
+    assert_eq!(lib.resident_rendition_bytes(), lib.len() * 64 * 64 * 3);
+    assert_eq!(&opened, lib);
+    assert_eq!(opened.version(), lib.version());
+    assert_eq!(opened.to_bytes(), lib.to_bytes());
+    for t in [0, 7, lib.len() as u32 - 1] {
+        assert_eq!(opened.rendition(t), lib.rendition(t));
+    }
+
+    // Same plan, same pixels, with and without blending.
+    for blend in [0, 30] {
+        let o = PlanOptions {
+            blend,
+            ..opts(24, 8, 1)
+        };
+        let plan = Plan::make(&target(), lib, &o).unwrap();
+        assert_eq!(
+            Plan::make(&target(), &opened, &o).unwrap().to_bytes(),
+            plan.to_bytes()
+        );
+        let in_memory = render_band(&plan, &TileCache::new(lib, 8)).unwrap();
+        let from_file = render_band(&plan, &TileCache::new(&opened, 8)).unwrap();
+        assert!(in_memory == from_file, "renders differ (blend {blend})");
+    }
+
+    // A longer prefix than the first read is needed: names of a few kB each.
+    let files: Vec<_> = tile_files()
+        .into_iter()
+        .take(3)
+        .enumerate()
+        .map(|(i, (_, bytes))| (format!("{i}-{}.png", "n".repeat(600_000)), bytes))
+        .collect();
+    let (long, _) = Library::from_files(files, &ImportOptions::default()).unwrap();
+    long.save(&idx).unwrap();
+    assert_eq!(Library::open_index(&idx).unwrap(), long);
+
+    // Checked like a loaded blob: a flipped bit, a cut file, a future format.
+    let blob = lib.to_bytes();
+    let mut corrupt = blob.clone();
+    corrupt[blob.len() - 100] ^= 1;
+    std::fs::write(&idx, &corrupt).unwrap();
+    assert!(matches!(Library::open_index(&idx), Err(Error::BadIndex(_))));
+    std::fs::write(&idx, &blob[..blob.len() / 2]).unwrap();
+    assert!(matches!(Library::open_index(&idx), Err(Error::BadIndex(_))));
+    std::fs::write(&idx, &blob[..10]).unwrap();
+    assert!(matches!(Library::open_index(&idx), Err(Error::BadIndex(_))));
+    let mut future = blob;
+    future[8] = 99;
+    std::fs::write(&idx, &future).unwrap();
+    assert!(matches!(
+        Library::open_index(&idx),
+        Err(Error::IndexVersion { found: 99, .. })
+    ));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn plans_are_deterministic_and_round_trip() {
     let lib = library_cached();
     let t = target();
@@ -771,7 +836,8 @@ fn a_gif_contributes_its_first_frame() {
     let (lib, report) =
         Library::from_files(vec![("anim.gif".into(), gif)], &ImportOptions::default()).unwrap();
     assert_eq!(report.imported, 1);
-    let p = &lib.rendition(0)[..3];
+    let rendition = lib.rendition(0);
+    let p = &rendition[..3];
     assert!(p[0] > 150 && p[2] < 80, "first frame is red, got {p:?}");
 }
 
@@ -858,6 +924,14 @@ fn tiles_carry_captions_from_the_csv_or_their_file_name() {
     let again = Library::from_bytes(&lib.to_bytes()).unwrap();
     assert_eq!(again.caption(0), lib.caption(0));
     assert_eq!(again.version(), lib.version());
+    // Opened from a file, renditions left in it: the captions are read all the same.
+    let saved = dir.path().join("captioned.idx");
+    lib.save(&saved).unwrap();
+    let opened = Library::open_index(&saved).unwrap();
+    for tile in 0..lib.len() as u32 {
+        assert_eq!(opened.caption(tile), lib.caption(tile));
+    }
+    assert_eq!(opened.version(), lib.version());
 
     for (csv, says) in [
         (
