@@ -1402,3 +1402,46 @@ async fn azurite_processes_killed_mid_job_lose_nothing() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// The workers' library cache keeps to its memory budget: past it, the least recently used
+/// version goes (with its resized tiles); the version in use stays whatever its size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_cache_keeps_to_its_memory_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = EmbeddedStorage::open(dir.path()).unwrap();
+    let platform = Platform::new(
+        storage.queues(),
+        storage.blobs(),
+        tessera_shared::runtime::Nudges::local(),
+    );
+    let mut refs = Vec::new();
+    for name in ["one", "two"] {
+        let (record, _) =
+            tessera_workers::import_library(&platform, &fixtures().join("tiles"), name, false)
+                .await
+                .unwrap();
+        refs.push(record.reference());
+    }
+    let (one, two) = (&refs[0], &refs[1]);
+    let roomy = tessera_workers::LibraryCache::new(platform.libraries(), 4, 1 << 30);
+    let size = roomy.get(one).await.unwrap().memory_bytes();
+    assert!(
+        size > 41 * 64 * 64 * 3,
+        "{size} bytes for 41 tiles of 64 px"
+    );
+    roomy.get(two).await.unwrap();
+    assert_eq!(roomy.held(), vec![one.clone(), two.clone()]);
+
+    // Room for one version and a half: each load lets the other go.
+    let tight = tessera_workers::LibraryCache::new(platform.libraries(), 4, size * 3 / 2);
+    tight.tiles(one, 16).await.unwrap();
+    assert_eq!(tight.held(), vec![one.clone()]);
+    tight.get(two).await.unwrap();
+    assert_eq!(tight.held(), vec![two.clone()]);
+    tight.tiles(one, 16).await.unwrap();
+    assert_eq!(tight.held(), vec![one.clone()]);
+    // No room at all: the version in use is still kept.
+    let none = tessera_workers::LibraryCache::new(platform.libraries(), 4, 0);
+    none.get(two).await.unwrap();
+    assert_eq!(none.held(), vec![two.clone()]);
+}

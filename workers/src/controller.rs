@@ -43,6 +43,7 @@ pub async fn run_controller(
     let libraries = Arc::new(LibraryCache::new(
         platform.libraries(),
         settings.library_cache,
+        settings.library_cache_mib << 20,
     ));
     run_controller_with(platform, settings, libraries, shutdown).await
 }

@@ -52,6 +52,10 @@ pub async fn run_workers(
     let libraries = Arc::new(LibraryCache::new(
         platform.libraries(),
         controller.library_cache.max(processors.library_cache),
+        controller
+            .library_cache_mib
+            .max(processors.library_cache_mib)
+            << 20,
     ));
     if let Some(library) = warm {
         let cache = libraries.clone();

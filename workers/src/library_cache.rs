@@ -32,10 +32,12 @@ const TILE_CACHES: usize = 2;
 const MAX_KEPT_TILE_SIZE: u32 = 64;
 
 /// A small least-recently-used cache of decoded libraries, and of their tiles resized for the
-/// most recent tile sizes.
+/// most recent tile sizes. It keeps at most `capacity` versions and, past the one in use, no more
+/// than `budget` bytes of them: one version of a 100,000-tile library holds over a gigabyte.
 pub struct LibraryCache {
     catalog: LibraryCatalog,
     capacity: usize,
+    budget: u64,
     slots: Mutex<VecDeque<(LibraryRef, Slot)>>,
     tiles: Mutex<VecDeque<((LibraryRef, u32), Tiles)>>,
 }
@@ -44,15 +46,19 @@ impl std::fmt::Debug for LibraryCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LibraryCache")
             .field("capacity", &self.capacity)
+            .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
 }
 
 impl LibraryCache {
-    pub fn new(catalog: LibraryCatalog, capacity: usize) -> Self {
+    /// At most `capacity` versions and `budget` bytes of them (the one in use is kept whatever
+    /// its size).
+    pub fn new(catalog: LibraryCatalog, capacity: usize, budget: u64) -> Self {
         LibraryCache {
             catalog,
             capacity: capacity.max(1),
+            budget,
             slots: Mutex::new(VecDeque::new()),
             tiles: Mutex::new(VecDeque::new()),
         }
@@ -115,7 +121,10 @@ impl LibraryCache {
             })
             .await;
         match library {
-            Ok(library) => Ok(library.clone()),
+            Ok(library) => {
+                self.trim(reference);
+                Ok(library.clone())
+            }
             Err(e) => {
                 // A failed load is not cached: the next request tries again.
                 self.forget(reference);
@@ -138,6 +147,55 @@ impl LibraryCache {
             slots.pop_front();
         }
         slot
+    }
+
+    /// Drops the least recently used versions other than `keep` while those loaded hold more
+    /// than the budget, with their resized tiles (which would hold them alive).
+    fn trim(&self, keep: &LibraryRef) {
+        let dropped: Vec<LibraryRef> = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let held = |slots: &VecDeque<(LibraryRef, Slot)>| -> u64 {
+                slots
+                    .iter()
+                    .filter_map(|(_, slot)| slot.get())
+                    .map(|library| library.memory_bytes())
+                    .sum()
+            };
+            let mut dropped = Vec::new();
+            while held(&slots) > self.budget {
+                let Some(at) = slots
+                    .iter()
+                    .position(|(r, slot)| r != keep && slot.initialized())
+                else {
+                    break;
+                };
+                let (reference, _) = slots.remove(at).expect("position is in range");
+                dropped.push(reference);
+            }
+            dropped
+        };
+        if dropped.is_empty() {
+            return;
+        }
+        let mut tiles = self.tiles.lock().unwrap_or_else(|e| e.into_inner());
+        tiles.retain(|((r, _), _)| !dropped.contains(r));
+        for reference in &dropped {
+            tracing::info!(
+                library = %reference.id,
+                version = reference.version,
+                "tile library let go: the cache is over its memory budget"
+            );
+        }
+    }
+
+    /// Versions held decoded now, least recently used first.
+    pub fn held(&self) -> Vec<LibraryRef> {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots
+            .iter()
+            .filter(|(_, slot)| slot.initialized())
+            .map(|(r, _)| r.clone())
+            .collect()
     }
 
     fn forget(&self, reference: &LibraryRef) {

@@ -33,6 +33,7 @@ pub async fn run_processors(
     let libraries = Arc::new(LibraryCache::new(
         platform.libraries(),
         settings.library_cache,
+        settings.library_cache_mib << 20,
     ));
     run_processors_with(platform, settings, libraries, shutdown).await
 }

@@ -38,6 +38,8 @@ pub struct ControllerSettings {
     pub stitch_band_bytes: usize,
     /// Tile library versions kept decoded in memory.
     pub library_cache: usize,
+    /// Memory those versions may take, in MiB; the version in use is kept whatever its size.
+    pub library_cache_mib: u64,
     /// Largest slice in output pixels: a job asking for fewer, larger slices is cut into more,
     /// so a processor's memory (one compressed slice) does not grow with the image.
     pub max_slice_pixels: u64,
@@ -107,6 +109,7 @@ impl Default for ControllerSettings {
             response_concurrency: 16,
             stitch_band_bytes: 4 << 20,
             library_cache: 4,
+            library_cache_mib: 2048,
             max_slice_pixels: tessera_shared::messages::DEFAULT_MAX_SLICE_PIXELS,
             batch_size: listener.batch_size,
             visibility_timeout_ms: millis(listener.visibility_timeout),
@@ -132,6 +135,8 @@ pub struct ProcessorSettings {
     pub id: String,
     /// Tile library versions kept decoded in memory.
     pub library_cache: usize,
+    /// Memory those versions may take, in MiB; the version in use is kept whatever its size.
+    pub library_cache_mib: u64,
     pub batch_size: usize,
     pub visibility_timeout_ms: u64,
     pub renewal_interval_ms: u64,
@@ -148,6 +153,7 @@ impl Default for ProcessorSettings {
             processors: 0,
             id: String::new(),
             library_cache: 2,
+            library_cache_mib: 1024,
             batch_size: 4,
             visibility_timeout_ms: millis(listener.visibility_timeout),
             renewal_interval_ms: millis(listener.renewal_interval),

@@ -250,6 +250,23 @@ impl Library {
         }
     }
 
+    /// Bytes the library holds in memory: renditions (unless left in their file), descriptors,
+    /// names and captions.
+    pub fn memory_bytes(&self) -> u64 {
+        let renditions = match &self.pixels {
+            Renditions::Memory(v) => v.len(),
+            Renditions::File { .. } => 0,
+        };
+        let descriptors = (self.means.len() + self.subs.len()) * std::mem::size_of::<Lab>();
+        let text: usize = self
+            .names
+            .iter()
+            .chain(&self.captions)
+            .map(|s| s.len() + std::mem::size_of::<String>())
+            .sum();
+        (renditions + descriptors + text) as u64
+    }
+
     /// Number of tiles.
     pub fn len(&self) -> usize {
         self.names.len()
