@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use tessera_engine::{
-    BandSink, DziSink, Grid, ImportOptions, Library, MosaicCells, OutputFormat, Plan, PlanOptions,
-    Sizing, TileCache, decode_target, file_sink, render_to_sink,
+    AdaptivePlan, BandSink, DziSink, Grid, ImportOptions, Library, MosaicCells, OutputFormat, Plan,
+    PlanOptions, Sizing, TileCache, decode_target, file_sink, render_to_sink,
 };
 
 use super::library::{import_with_bar, parse_colour, print_report, progress_bar};
@@ -64,6 +64,11 @@ pub struct RenderArgs {
     /// --repeat-radius and --max-uses.
     #[arg(long)]
     pub rotate: bool,
+    /// Adaptive tile sizes, MIN..MAX px (as 8..32; MAX a power-of-two multiple of MIN): large
+    /// tiles where the photo is flat, small where it is detailed, no more tiles than the uniform
+    /// grid of --cells and --tile-size has.
+    #[arg(long, value_name = "MIN..MAX", conflicts_with_all = ["per_pixel", "plan"])]
+    pub adaptive: Option<tessera_engine::AdaptiveSizes>,
     /// Also write the plan as CSV (row, col, tile, file name, transform: none, flip, rot90, ...,
     /// flip+rot270; flip mirrors left-right before the clockwise turn).
     #[arg(long, value_name = "PLAN.csv")]
@@ -122,27 +127,53 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     let library = load_library(&args)?;
 
     let bar = progress_bar(args.quiet, "matching");
-    let plan = Plan::make_with_progress(&target, &library, &opts, &|done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })?;
+    let layout = match args.adaptive {
+        Some(sizes) => {
+            let adaptive = AdaptivePlan::make(&target, &library, &opts, sizes)?;
+            eprintln!(
+                "adaptive: {} tiles of {} to {} px (the uniform grid has {}): output {} x {} px",
+                adaptive.leaves().len(),
+                sizes.min,
+                sizes.max,
+                size.cols as u64 * size.rows as u64,
+                adaptive.width(),
+                adaptive.height()
+            );
+            Layout::Adaptive(adaptive)
+        }
+        None => Layout::Uniform(Plan::make_with_progress(
+            &target,
+            &library,
+            &opts,
+            &|done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )?),
+    };
     bar.finish_and_clear();
-    if let Some(csv) = &args.plan {
+    if let (Some(csv), Layout::Uniform(plan)) = (&args.plan, &layout) {
         let file = std::fs::File::create(csv)
             .with_context(|| format!("cannot create {}", csv.display()))?;
         plan.write_csv(&library, std::io::BufWriter::new(file))
             .with_context(|| format!("cannot write {}", csv.display()))?;
     }
 
-    let cache = TileCache::new(&library, plan.tile_size());
-    let (width, height) = (plan.width(), plan.total_height());
+    // The quality metric's grid: the plan's cells, or the smallest squares of an adaptive one.
+    let (width, height, grid) = match &layout {
+        Layout::Uniform(plan) => (
+            plan.width(),
+            plan.total_height(),
+            (plan.cols(), plan.total_rows()),
+        ),
+        Layout::Adaptive(a) => (
+            a.width(),
+            a.height(),
+            (a.width() / a.sizes().min, a.height() / a.sizes().min),
+        ),
+    };
     let mut cells = if args.metrics {
-        Some(MosaicCells::new(
-            width,
-            height,
-            plan.cols(),
-            plan.total_rows(),
-        )?)
+        Some(MosaicCells::new(width, height, grid.0, grid.1)?)
     } else {
         None
     };
@@ -166,10 +197,17 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    // Bands of about 4 MB (at least one row of cells) keep memory flat whatever the height.
-    let band_cells = ((4 << 20) / (width as u64 * 3 * plan.tile_size() as u64)).max(1) as u32;
     let mut all = AllSinks(sinks);
-    render_to_sink(&plan, &cache, &mut all, band_cells, &progress)?;
+    match &layout {
+        Layout::Uniform(plan) => {
+            let cache = TileCache::new(&library, plan.tile_size());
+            // Bands of about 4 MB (at least one row of cells) keep memory flat whatever the height.
+            let band_cells =
+                ((4 << 20) / (width as u64 * 3 * plan.tile_size() as u64)).max(1) as u32;
+            render_to_sink(plan, &cache, &mut all, band_cells, &progress)?;
+        }
+        Layout::Adaptive(adaptive) => adaptive.render_to_sink(&library, &mut all)?,
+    }
     all.finish()?;
     drop(all);
     let quality = cells.map(|c| c.quality(&target)).transpose()?;
@@ -190,6 +228,12 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         println!("{q}");
     }
     Ok(())
+}
+
+/// A uniform grid of cells, or adaptive squares.
+enum Layout {
+    Uniform(Plan),
+    Adaptive(AdaptivePlan),
 }
 
 /// Every band to each of several sinks (outputs and the quality metric).

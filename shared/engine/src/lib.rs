@@ -6,6 +6,7 @@
 //! processor, [`render_band`] turns such rows into pixels (byte-identical to the same rows of a
 //! whole render), and a [`BandSink`] such as [`PngSink`] or [`JpegSink`] encodes bands as they come.
 
+pub mod adaptive;
 pub mod cells;
 pub mod color;
 pub mod fragment;
@@ -22,6 +23,7 @@ pub mod seek;
 pub mod transform;
 mod view;
 
+pub use adaptive::{AdaptivePlan, AdaptiveSizes, Leaf};
 pub use cells::{CellMap, CellSource};
 pub use fragment::{
     FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,

@@ -166,9 +166,9 @@ pub struct Plan {
 
 /// Descriptors of one cell of the target.
 #[derive(Clone)]
-struct CellDesc {
-    mean: Lab,
-    subs: Vec<Lab>,
+pub(crate) struct CellDesc {
+    pub(crate) mean: Lab,
+    pub(crate) subs: Vec<Lab>,
 }
 
 /// The fewest distinct tiles a `cols` x `rows` grid needs so that no tile repeats within
@@ -599,7 +599,7 @@ impl Plan {
 }
 
 /// Candidate tiles of a cell with their cost and the transform they take, best first.
-type Ranked = Vec<(f32, u32, Transform)>;
+pub(crate) type Ranked = Vec<(f32, u32, Transform)>;
 
 /// A described cell: descriptors, sRGB colour, and its ranked candidates.
 type Matched = (CellDesc, [u8; 3], Ranked);
@@ -615,7 +615,7 @@ struct Memo {
 /// on the squared CIEDE2000 of the means plus the sub-grid terms, best first. Each tile takes
 /// the transform of `turns` (each with its sub-grid permutation) whose sub-grid fits best; a
 /// transform leaves the mean, so the colour term and the gradient term do not depend on it.
-fn rank(
+pub(crate) fn rank(
     desc: &CellDesc,
     library: &Library,
     tree: &KdTree,

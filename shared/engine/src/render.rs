@@ -134,6 +134,12 @@ impl<'a> TileCache<'a> {
         out
     }
 
+    /// Tile `t` at this size under `turn` (RGB8, row-major) and its mean colour.
+    pub fn turned(&self, t: u32, turn: Transform) -> (&[u8], [u8; 3]) {
+        let tile = self.get(t);
+        (tile.pixels(turn, self.size as usize), tile.mean)
+    }
+
     fn get(&self, t: u32) -> &Rendition {
         self.tiles[t as usize].get_or_init(|| {
             let base = self.library.rendition(t);

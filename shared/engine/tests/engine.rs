@@ -999,3 +999,94 @@ fn the_cell_map_says_which_tile_is_in_each_cell() {
     assert!(CellMap::from_bytes(&bytes[..bytes.len() - 9]).is_err());
     assert!(CellMap::from_plan(&plan.rows(0..2).unwrap(), lib).is_err());
 }
+
+/// The adaptive quadtree covers the output exactly once with squares from the smallest to the
+/// largest size, uses no more tiles than the uniform grid, puts small squares where the photo is
+/// detailed, keeps identical tiles apart, and renders the same bytes whatever rows of blocks a
+/// band holds.
+#[test]
+fn adaptive_squares_cover_the_mosaic_within_the_budget_and_render_the_same_in_any_band() {
+    let lib = library_cached();
+    let sizes: AdaptiveSizes = "4..16".parse().unwrap();
+    let options = PlanOptions {
+        flip: true,
+        ..opts(24, 8, 1)
+    };
+    let uniform = Plan::make(&target(), lib, &options).unwrap();
+    let plan = AdaptivePlan::make(&target(), lib, &options, sizes).unwrap();
+    let leaves = plan.leaves();
+    assert!(
+        leaves.len() <= uniform.tiles().len(),
+        "{} leaves",
+        leaves.len()
+    );
+    let blocks = (plan.width() / 16 * plan.height() / 16) as usize;
+    assert!(
+        leaves.len() > blocks,
+        "the tree split: {} leaves",
+        leaves.len()
+    );
+    assert_eq!(plan.tile_sizes(), vec![4, 8, 16]);
+    assert!(plan.width() >= uniform.width() && plan.width() - uniform.width() < 16);
+    let (w, h) = (plan.width() as usize, plan.height() as usize);
+    let mut cover = vec![u32::MAX; w * h];
+    for (i, leaf) in leaves.iter().enumerate() {
+        for y in leaf.y..leaf.y + leaf.size {
+            for x in leaf.x..leaf.x + leaf.size {
+                let at = y as usize * w + x as usize;
+                assert_eq!(cover[at], u32::MAX, "pixel {x}, {y} twice");
+                cover[at] = i as u32;
+            }
+        }
+    }
+    assert!(cover.iter().all(|&c| c != u32::MAX), "every pixel covered");
+    // Touching squares (radius 1) never hold the same tile.
+    for a in leaves {
+        for b in leaves {
+            let gap_x =
+                (b.x as i64 - (a.x + a.size) as i64).max(a.x as i64 - (b.x + b.size) as i64);
+            let gap_y =
+                (b.y as i64 - (a.y + a.size) as i64).max(a.y as i64 - (b.y + b.size) as i64);
+            if a != b && gap_x <= 0 && gap_y <= 0 {
+                assert_ne!(a.tile, b.tile, "{a:?} and {b:?} touch");
+            }
+        }
+    }
+    // Any cut into rows of blocks renders the same bytes as the whole.
+    let caches: Vec<TileCache> = plan
+        .tile_sizes()
+        .into_iter()
+        .map(|s| TileCache::new(lib, s))
+        .collect();
+    let rows = plan.block_rows();
+    let whole = plan.render_rows(&caches, 0..rows).unwrap();
+    assert_eq!(whole.len(), w * h * 3);
+    for step in [1, 2, 3] {
+        let mut parts = Vec::new();
+        for first in (0..rows).step_by(step) {
+            parts.extend(
+                plan.render_rows(&caches, first..(first + step as u32).min(rows))
+                    .unwrap(),
+            );
+        }
+        assert!(parts == whole, "bands of {step} rows of blocks");
+    }
+    // Each square shows its tile, resized to the square and turned as planned.
+    for leaf in leaves {
+        let cache = TileCache::new(lib, leaf.size);
+        let (tile, _) = cache.turned(leaf.tile, leaf.transform);
+        let size = leaf.size as usize;
+        for y in 0..size {
+            let at = ((leaf.y as usize + y) * w + leaf.x as usize) * 3;
+            assert!(whole[at..at + size * 3] == tile[y * size * 3..(y + 1) * size * 3]);
+        }
+    }
+    // Determinism.
+    assert_eq!(
+        AdaptivePlan::make(&target(), lib, &options, sizes).unwrap(),
+        plan
+    );
+    assert!(
+        AdaptivePlan::make(&target(), lib, &options, AdaptiveSizes { min: 4, max: 12 }).is_err()
+    );
+}

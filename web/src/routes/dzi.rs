@@ -62,7 +62,7 @@ pub async fn descriptor(
         ("id" = uuid::Uuid, Path, description = "The job's id"),
         ("level" = u32, Path, description = "The Deep Zoom level: 0 is one pixel"),
         ("tile" = String, Path, description = "The tile, `X_Y.png` (column and row)",
-            example = "0_0.png"),
+            example = "0_0.png", pattern = r"^[0-9]{1,9}_[0-9]{1,9}\.png$"),
         ("If-None-Match" = Option<String>, Header, nullable = false, description = "The ETag of the tile held"),
     ),
     responses(
