@@ -5,23 +5,30 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use tessera_engine::{ImportOptions, ImportReport, Library};
+use tessera_engine::{ImportOptions, ImportReport, Library, TileShape};
 
 /// Import a folder or .zip of images and save the tile index to a file.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tessera library index ~/emoji -o emoji.idx
   tessera library index photos.zip -o photos.idx --rendition-size 128 --background 000000
-  tessera render portrait.jpg -l emoji.idx -o mosaic.png")]
+  tessera library index ~/photos -o photos43.idx --shape 4:3
+  tessera render portrait.jpg -l emoji.idx -o mosaic.png
+  tessera render portrait.jpg -l photos43.idx -o mosaic.png --tile-size 24x18")]
 pub struct LibraryIndexArgs {
     /// A folder (searched recursively) or a .zip of images: JPEG, PNG, WebP, GIF (first frame).
     pub src: PathBuf,
     /// Where to write the index.
     #[arg(short, long, value_name = "INDEX")]
     pub output: PathBuf,
-    /// Side in pixels of the stored renditions tiles are rendered from.
+    /// Long side in pixels of the stored renditions tiles are rendered from.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(4..=512))]
     pub rendition_size: u32,
+    /// Shape of the tiles, width:height (1:1, 4:3, 3:2, 2:3, ...): each image is cropped to
+    /// its centre at this shape. Render with a tile size of the same shape (4:3: --tile-size
+    /// 24x18, 32x24, ...).
+    #[arg(long, default_value = "1:1", value_parser = parse_shape)]
+    pub shape: TileShape,
     /// Side of the sub-grid each tile is described by (3 = 3x3 Lab means).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub grid: u8,
@@ -39,6 +46,7 @@ pub fn run(args: LibraryIndexArgs) -> anyhow::Result<()> {
         background: args.background,
         grid: args.grid,
         rendition_size: args.rendition_size,
+        shape: args.shape,
     };
     let (library, report) = import_with_bar(&args.src, &opts, args.quiet)?;
     library
@@ -46,8 +54,9 @@ pub fn run(args: LibraryIndexArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot save the index to {}", args.output.display()))?;
     print_report(&report);
     eprintln!(
-        "saved {} tiles to {} (version {}) in {:.1} s",
+        "saved {} tiles of shape {} to {} (version {}) in {:.1} s",
         library.len(),
+        library.shape(),
         args.output.display(),
         library.version_hex(),
         started.elapsed().as_secs_f64()
@@ -100,6 +109,11 @@ pub fn progress_bar(quiet: bool, what: &'static str) -> indicatif::ProgressBar {
     bar.set_style(style);
     bar.set_message(what);
     bar
+}
+
+/// Parses `--shape`: `W:H`.
+pub fn parse_shape(s: &str) -> Result<TileShape, String> {
+    TileShape::parse(s).map_err(|e| e.to_string())
 }
 
 /// Parses `RRGGBB` (with or without `#`).

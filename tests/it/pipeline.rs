@@ -86,7 +86,7 @@ fn local_plan(job: &Job) -> (Library, Plan) {
         Library::import(&fixtures().join("tiles"), &ImportOptions::default()).unwrap();
     let target = decode_target(&target_bytes(), library.background()).unwrap();
     let options = PlanOptions {
-        tile_size: job.tile_size,
+        tile_size: tessera_engine::TileSize::square(job.tile_size),
         grid: EngineGrid::Cells(job.cells),
         repeat_radius: job.options.repeat_radius,
         max_uses: job.options.max_uses,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tessera_engine::{
     CellMap, Error as EngineError, FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing,
-    TileCache, decode_target, plan_quality,
+    TileCache, TileSize, decode_target, plan_quality,
 };
 use tessera_shared::jobs::{
     JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
@@ -190,7 +190,11 @@ impl Controller {
             }
             Err(e) => return Err(e.into()),
         };
-        let options = plan_options(request.tile_size, request.grid, &request.options);
+        let options = plan_options(
+            TileSize::square(request.tile_size),
+            request.grid,
+            &request.options,
+        );
         let tiles = match self
             .libraries
             .tiles(&request.library, options.tile_size)

@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use tessera_engine::{Grid as EngineGrid, PlanOptions, Sizing};
+use tessera_engine::{Grid as EngineGrid, PlanOptions, Sizing, TileSize};
 use tessera_shared::accounting;
 use tessera_shared::jobs::{JobParams, JobRecord, OutputSize};
 use tessera_shared::keys::BlobKey;
@@ -321,7 +321,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         Grid::Cells { across: cells }
     };
     let plan_options = PlanOptions {
-        tile_size,
+        tile_size: TileSize::square(tile_size),
         grid: match grid {
             Grid::PerPixel => EngineGrid::PerPixel,
             Grid::Cells { across } => EngineGrid::Cells(across),
