@@ -132,6 +132,7 @@ pub fn parse_colour(s: &str) -> Result<[u8; 3], String> {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tessera library import ~/emoji --name Emoji
+  tessera library import ~/photos --name 'Photos 4:3' --shape 4:3
   TESSERA_STORAGE=azure tessera library import photos.zip --name 'Holiday photos'")]
 pub struct LibraryImportArgs {
     /// A folder (searched recursively) or a .zip of images: JPEG, PNG, WebP, GIF (first frame).
@@ -143,6 +144,10 @@ pub struct LibraryImportArgs {
     /// an existing library is refused.
     #[arg(long)]
     pub replace: bool,
+    /// Shape of the tiles, width:height (1:1, 4:3, 3:2, 2:3, ...): each image is cropped to
+    /// its centre at this shape; jobs on the library use tiles of this shape.
+    #[arg(long, default_value = "1:1", value_parser = parse_shape)]
+    pub shape: TileShape,
 }
 
 pub async fn import(
@@ -151,14 +156,16 @@ pub async fn import(
 ) -> anyhow::Result<()> {
     let started = Instant::now();
     let (record, report) =
-        tessera_workers::import_library(platform, &args.src, &args.name, args.replace).await?;
+        tessera_workers::import_library(platform, &args.src, &args.name, args.shape, args.replace)
+            .await?;
     print_report(&report);
     println!(
-        "library {} (\"{}\") version {}: {} tiles, index {} bytes, in {:.1} s",
+        "library {} (\"{}\") version {}: {} tiles of shape {}, index {} bytes, in {:.1} s",
         record.id,
         record.name,
         record.version,
         record.tiles,
+        record.shape,
         record.index_bytes,
         started.elapsed().as_secs_f64()
     );

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tessera_engine::{
     CellMap, Error as EngineError, FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing,
-    TileCache, TileSize, decode_target, plan_quality,
+    TileCache, decode_target, plan_quality,
 };
 use tessera_shared::jobs::{
     JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
@@ -190,11 +190,7 @@ impl Controller {
             }
             Err(e) => return Err(e.into()),
         };
-        let options = plan_options(
-            TileSize::square(request.tile_size),
-            request.grid,
-            &request.options,
-        );
+        let options = plan_options(request.tile(), request.grid, &request.options);
         let tiles = match self
             .libraries
             .tiles(&request.library, options.tile_size)
@@ -321,6 +317,7 @@ impl Controller {
             plan_blob: key,
             library: request.library.clone(),
             tile_size: request.tile_size,
+            tile_height: request.tile_height,
             options: request.options,
         };
         platform
@@ -344,6 +341,7 @@ impl Controller {
             JobParams {
                 library: request.library.clone(),
                 tile_size: request.tile_size,
+                tile_height: request.tile_height,
                 grid: request.grid,
                 slices: request.slices,
                 options: request.options,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use tessera_engine::{FragmentEncoder, Plan, TileSize, render_band_serial};
+use tessera_engine::{FragmentEncoder, Plan, render_band_serial};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
@@ -154,11 +154,11 @@ impl Processor {
             };
             let plan = Plan::from_bytes(&plan_bytes)
                 .map_err(|e| Failure::poison(format!("{what}: {e}")))?;
-            if plan.tile_size() != TileSize::square(request.tile_size) {
+            if plan.tile_size() != request.tile() {
                 return Err(Failure::poison(format!(
                     "{what}: the plan has {} px tiles, the request {} px",
                     plan.tile_size(),
-                    request.tile_size
+                    request.tile()
                 )));
             }
             let cache = match self
