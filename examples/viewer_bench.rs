@@ -126,6 +126,7 @@ async fn make(dir: &Path, side: u32) {
             version: 1,
         },
         tile_size: CELL,
+        tile_height: None,
         grid: Grid::Cells {
             across: side / CELL,
         },

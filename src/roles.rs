@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use tessera_engine::TileShape;
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::{self, Shutdown};
 use tessera_shared::telemetry::Role;
@@ -202,9 +203,10 @@ async fn install_default_library(
         return Ok(());
     }
     tracing::info!("importing the default tile library from {}", src.display());
-    let (record, report) = tessera_workers::import_library(platform, src, name, false)
-        .await
-        .context("cannot install the default tile library")?;
+    let (record, report) =
+        tessera_workers::import_library(platform, src, name, TileShape::SQUARE, false)
+            .await
+            .context("cannot install the default tile library")?;
     tracing::info!(
         "library {} ready: {} tiles ({} files skipped)",
         record.id,

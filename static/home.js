@@ -51,6 +51,57 @@
     return { value: value };
   }
 
+  function gcd(a, b) { return b ? gcd(b, a % b) : a; }
+
+  // The shape of w x h in lowest terms, as "4:3".
+  function shapeOf(w, h) {
+    const g = gcd(w, h);
+    return w / g + ":" + h / g;
+  }
+
+  // The chosen library's tile shape ("1:1" when it says none).
+  function libraryShape() {
+    const select = document.getElementById("library");
+    const option = select && select.options[select.selectedIndex];
+    return (option && option.dataset.shape) || "1:1";
+  }
+
+  // A tile size of `shape` close in area to w x h, as the field takes it: "21", "24x18".
+  function sizeOfShape(shape, w, h) {
+    const [a, b] = shape.split(":").map(Number);
+    const min = Number(tile.dataset.min), max = Number(tile.dataset.max);
+    let k = Math.max(1, Math.round(Math.sqrt((w * h) / (a * b))));
+    while (Math.min(a, b) * k < min) k += 1;
+    while (k > 1 && Math.max(a, b) * k > max) k -= 1;
+    return a === b ? String(a * k) : a * k + "x" + b * k;
+  }
+
+  // The tile size field: {w, h} or a reason it has none: {message, field}.
+  function tileSize() {
+    const text = tile.value.trim();
+    const min = Number(tile.dataset.min);
+    const max = Number(tile.dataset.max);
+    const range = min + " to " + max;
+    if (text === "") return { message: "Enter the tile size (" + range + " pixels, or width x height such as 24x18).", field: tile };
+    const m = /^(\d+)(?:x(\d+))?$/.exec(text);
+    if (!m) {
+      return { message: "Tile size must be one number (16) or width x height (24x18).", field: tile };
+    }
+    const w = Number(m[1]), h = m[2] === undefined ? w : Number(m[2]);
+    if (w < min || w > max || h < min || h > max) {
+      return { message: "Each side of a tile must be " + range + " pixels.", field: tile };
+    }
+    const shape = shapeOf(w, h), wanted = libraryShape();
+    if (shape !== wanted) {
+      return {
+        message: "Tiles of " + text + " are " + shape + ", but this library's tiles are " + wanted +
+          ": use " + sizeOfShape(wanted, w, h) + " or a library of shape " + shape + ".",
+        field: tile,
+      };
+    }
+    return { w: w, h: h };
+  }
+
   // Marks the fields at fault (none: clears every mark).
   function mark(fields) {
     form.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
@@ -67,7 +118,7 @@
       output.textContent = "choose an image";
       return null;
     }
-    const t = number("tile_size");
+    const t = tileSize();
     if (t.message) {
       output.textContent = "choose a tile size";
       return { message: t.message, fields: [t.field] };
@@ -83,10 +134,13 @@
         return { message: c.message, fields: [c.field] };
       }
       cols = c.value;
-      rows = Math.max(1, Math.round((cols * size.h) / size.w));
+      // As the server sizes it: rows keep the photo's shape with cells of the tiles' shape.
+      let exact = (cols * size.h) / size.w;
+      if (t.w !== t.h) exact *= t.w / t.h;
+      rows = Math.max(1, Math.round(exact));
     }
-    const w = cols * t.value;
-    const h = rows * t.value;
+    const w = cols * t.w;
+    const h = rows * t.h;
     const pixels = w * h;
     output.textContent = w.toLocaleString("en") + " × " + h.toLocaleString("en") + " px (" +
       cols.toLocaleString("en") + " × " + rows.toLocaleString("en") + " tiles, " +
@@ -162,6 +216,14 @@
   // The strip of sample tiles follows the chosen library.
   const library = document.getElementById("library");
   const strip = document.getElementById("sample-strip");
+  // A library of another shape: the tile size follows it, at about the same size.
+  function followLibrary() {
+    const t = /^(\d+)(?:x(\d+))?$/.exec(tile.value.trim());
+    const w = t ? Number(t[1]) : 16, h = t && t[2] !== undefined ? Number(t[2]) : w;
+    if (shapeOf(w, h) !== libraryShape()) tile.value = sizeOfShape(libraryShape(), w, h);
+  }
+  followLibrary();
+  library.addEventListener("change", function () { followLibrary(); refresh(); });
   if (strip) {
     library.addEventListener("change", function () {
       const option = library.options[library.selectedIndex];
@@ -169,7 +231,7 @@
       strip.removeAttribute("width");
       strip.removeAttribute("height");
       strip.src = "/api/v1/libraries/" + encodeURIComponent(option.value) + "/sheet";
-      strip.alt = "Sample tiles of " + option.textContent.replace(/ \(\d+ tiles\)$/, "");
+      strip.alt = "Sample tiles of " + option.textContent.replace(/ \(\d+ tiles(, \d+:\d+)?\)$/, "");
     });
   }
   form.addEventListener("input", refresh);
@@ -212,6 +274,8 @@
         return { message: "The mosaic would be larger than this server makes: use fewer cells or smaller tiles.", fields: [cells, tile] };
       case "library_too_small":
         return { message: capitalised(error.message) + ".", fields: [document.getElementById("repeat_radius")] };
+      case "shape_mismatch":
+        return { message: capitalised(error.message) + ".", fields: [tile] };
       case "unknown_library":
         return { message: "That library is gone: reload the page and choose another.", fields: [document.getElementById("library")] };
       case "upload_too_large": case "empty_upload": case "not_an_image": case "unsupported_format":
@@ -240,7 +304,12 @@
         megabytes(limit) + ".", [input]);
       return;
     }
-    const numbers = ["tile_size", "slices", "repeat_radius", "blend"].concat(perPixel() ? [] : ["cells"]);
+    const t = tileSize();
+    if (t.message) {
+      fail(t.message, [t.field]);
+      return;
+    }
+    const numbers = ["slices", "repeat_radius", "blend"].concat(perPixel() ? [] : ["cells"]);
     for (const id of numbers) {
       const n = number(id);
       if (n.message) {

@@ -106,6 +106,7 @@
     }
     const data = new FormData();
     data.append("name", nameField.value);
+    data.append("shape", document.getElementById("shape").value);
     if (document.getElementById("replace").checked) data.append("replace", "true");
     for (const f of files) data.append("files", f, f.name);
     const button = form.querySelector("button");

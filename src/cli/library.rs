@@ -5,23 +5,30 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use tessera_engine::{ImportOptions, ImportReport, Library};
+use tessera_engine::{ImportOptions, ImportReport, Library, TileShape};
 
 /// Import a folder or .zip of images and save the tile index to a file.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tessera library index ~/emoji -o emoji.idx
   tessera library index photos.zip -o photos.idx --rendition-size 128 --background 000000
-  tessera render portrait.jpg -l emoji.idx -o mosaic.png")]
+  tessera library index ~/photos -o photos43.idx --shape 4:3
+  tessera render portrait.jpg -l emoji.idx -o mosaic.png
+  tessera render portrait.jpg -l photos43.idx -o mosaic.png --tile-size 24x18")]
 pub struct LibraryIndexArgs {
     /// A folder (searched recursively) or a .zip of images: JPEG, PNG, WebP, GIF (first frame).
     pub src: PathBuf,
     /// Where to write the index.
     #[arg(short, long, value_name = "INDEX")]
     pub output: PathBuf,
-    /// Side in pixels of the stored renditions tiles are rendered from.
+    /// Long side in pixels of the stored renditions tiles are rendered from.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(4..=512))]
     pub rendition_size: u32,
+    /// Shape of the tiles, width:height (1:1, 4:3, 3:2, 2:3, ...): each image is cropped to
+    /// its centre at this shape. Render with a tile size of the same shape (4:3: --tile-size
+    /// 24x18, 32x24, ...).
+    #[arg(long, default_value = "1:1", value_parser = parse_shape)]
+    pub shape: TileShape,
     /// Side of the sub-grid each tile is described by (3 = 3x3 Lab means).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub grid: u8,
@@ -39,6 +46,7 @@ pub fn run(args: LibraryIndexArgs) -> anyhow::Result<()> {
         background: args.background,
         grid: args.grid,
         rendition_size: args.rendition_size,
+        shape: args.shape,
     };
     let (library, report) = import_with_bar(&args.src, &opts, args.quiet)?;
     library
@@ -46,8 +54,9 @@ pub fn run(args: LibraryIndexArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot save the index to {}", args.output.display()))?;
     print_report(&report);
     eprintln!(
-        "saved {} tiles to {} (version {}) in {:.1} s",
+        "saved {} tiles of shape {} to {} (version {}) in {:.1} s",
         library.len(),
+        library.shape(),
         args.output.display(),
         library.version_hex(),
         started.elapsed().as_secs_f64()
@@ -102,6 +111,11 @@ pub fn progress_bar(quiet: bool, what: &'static str) -> indicatif::ProgressBar {
     bar
 }
 
+/// Parses `--shape`: `W:H`.
+pub fn parse_shape(s: &str) -> Result<TileShape, String> {
+    TileShape::parse(s).map_err(|e| e.to_string())
+}
+
 /// Parses `RRGGBB` (with or without `#`).
 pub fn parse_colour(s: &str) -> Result<[u8; 3], String> {
     let hex = s.trim_start_matches('#');
@@ -118,6 +132,7 @@ pub fn parse_colour(s: &str) -> Result<[u8; 3], String> {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tessera library import ~/emoji --name Emoji
+  tessera library import ~/photos --name 'Photos 4:3' --shape 4:3
   TESSERA_STORAGE=azure tessera library import photos.zip --name 'Holiday photos'")]
 pub struct LibraryImportArgs {
     /// A folder (searched recursively) or a .zip of images: JPEG, PNG, WebP, GIF (first frame).
@@ -129,6 +144,10 @@ pub struct LibraryImportArgs {
     /// an existing library is refused.
     #[arg(long)]
     pub replace: bool,
+    /// Shape of the tiles, width:height (1:1, 4:3, 3:2, 2:3, ...): each image is cropped to
+    /// its centre at this shape; jobs on the library use tiles of this shape.
+    #[arg(long, default_value = "1:1", value_parser = parse_shape)]
+    pub shape: TileShape,
 }
 
 pub async fn import(
@@ -137,14 +156,16 @@ pub async fn import(
 ) -> anyhow::Result<()> {
     let started = Instant::now();
     let (record, report) =
-        tessera_workers::import_library(platform, &args.src, &args.name, args.replace).await?;
+        tessera_workers::import_library(platform, &args.src, &args.name, args.shape, args.replace)
+            .await?;
     print_report(&report);
     println!(
-        "library {} (\"{}\") version {}: {} tiles, index {} bytes, in {:.1} s",
+        "library {} (\"{}\") version {}: {} tiles of shape {}, index {} bytes, in {:.1} s",
         record.id,
         record.name,
         record.version,
         record.tiles,
+        record.shape,
         record.index_bytes,
         started.elapsed().as_secs_f64()
     );

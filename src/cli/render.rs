@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use tessera_engine::{
     AdaptivePlan, BandSink, DziSink, Grid, ImportOptions, Library, MosaicCells, OutputFormat, Plan,
-    PlanOptions, Sizing, TileCache, decode_target, file_sink, render_to_sink,
+    PlanOptions, Sizing, TileCache, TileShape, TileSize, decode_target, file_sink, render_to_sink,
 };
 
 use super::library::{import_with_bar, parse_colour, print_report, progress_bar};
@@ -22,9 +22,13 @@ use super::library::{import_with_bar, parse_colour, print_report, progress_bar};
   tessera render portrait.jpg -l emoji.idx -o mosaic.png --repeat-radius 3 --blend 20 --plan plan.csv
   tessera render portrait.jpg -l emoji.idx --cells 400 --dzi site/   # site/mosaic.dzi + tiles
   tessera render portrait.jpg -l photos.idx -o mosaic.png --flip --rotate --max-uses 1
+  tessera render portrait.jpg -l ~/photos -o mosaic.png --tile-size 24x18   # 4:3 tiles
 
-The output is (cells x tile size) pixels across; rows follow the target's aspect ratio.
---per-pixel makes one cell per target pixel (output = target size x tile size).")]
+The output is (cells x tile width) pixels across; rows follow the target's aspect ratio.
+--per-pixel makes one cell per target pixel (output = target size x tile size).
+Tiles of W x H pixels are crops of that shape: a folder or .zip is imported at it (24x18 crops
+each photo to 4:3), and a saved index must have been made with that shape
+(`tessera library index ... --shape 4:3`).")]
 pub struct RenderArgs {
     /// The image to reproduce (JPEG, PNG, WebP, GIF).
     pub target: PathBuf,
@@ -38,9 +42,10 @@ pub struct RenderArgs {
     /// tiles in DIR/mosaic_files/, as OpenSeadragon and other Deep Zoom viewers read them.
     #[arg(long, value_name = "DIR")]
     pub dzi: Option<PathBuf>,
-    /// Tile size in output pixels (4 to 256).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(4..=256))]
-    pub tile_size: u32,
+    /// Tile size in output pixels: 16 for square tiles, or WxH such as 24x18 (each side 4 to
+    /// 256). The tiles' shape must be the library's.
+    #[arg(long, default_value = "16", value_name = "SIZE", value_parser = parse_tile_size)]
+    pub tile_size: TileSize,
     /// Cells across; rows follow the aspect ratio.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub cells: u32,
@@ -60,8 +65,9 @@ pub struct RenderArgs {
     #[arg(long)]
     pub flip: bool,
     /// Tiles may be turned by 90, 180 or 270 degrees, where that fits the cell better (with
-    /// --flip: all 8 symmetries of the square). A turned tile still counts as that tile for
-    /// --repeat-radius and --max-uses.
+    /// --flip: all 8 symmetries of the square). Tiles that are not square (--tile-size 24x18)
+    /// turn by 180 degrees only, the one turn that keeps their shape. A turned tile still counts
+    /// as that tile for --repeat-radius and --max-uses.
     #[arg(long)]
     pub rotate: bool,
     /// Adaptive tile sizes, MIN..MAX px (as 8..32; MAX a power-of-two multiple of MIN): large
@@ -123,6 +129,12 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         "{} x {} cells of {} px: output {} x {} px",
         size.cols, size.rows, size.tile_size, size.width, size.height
     );
+    if opts.rotate && !opts.tile_size.is_square() {
+        eprintln!(
+            "{} px tiles are not square: --rotate turns them by 180 degrees only",
+            opts.tile_size
+        );
+    }
 
     let library = load_library(&args)?;
 
@@ -203,7 +215,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             let cache = TileCache::new(&library, plan.tile_size());
             // Bands of about 4 MB (at least one row of cells) keep memory flat whatever the height.
             let band_cells =
-                ((4 << 20) / (width as u64 * 3 * plan.tile_size() as u64)).max(1) as u32;
+                ((4 << 20) / (width as u64 * 3 * plan.tile_size().height as u64)).max(1) as u32;
             render_to_sink(plan, &cache, &mut all, band_cells, &progress)?;
         }
         Layout::Adaptive(adaptive) => adaptive.render_to_sink(&library, &mut all)?,
@@ -266,14 +278,36 @@ fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
             .is_ok_and(|n| Library::is_index(&head[..n]));
     if is_index {
         // Renditions stay in the file: a mosaic reads only the tiles it uses.
-        return Library::open_index(path)
-            .with_context(|| format!("cannot load the index {}", path.display()));
+        let library = Library::open_index(path)
+            .with_context(|| format!("cannot load the index {}", path.display()))?;
+        let wanted = args.tile_size.shape();
+        if library.shape() != wanted {
+            anyhow::bail!(
+                "the index {} holds {} tiles but --tile-size {} is {wanted}: give a tile size of \
+                 shape {}, or index the tiles again with `tessera library index SRC -o INDEX \
+                 --shape {wanted}`",
+                path.display(),
+                library.shape(),
+                args.tile_size,
+                library.shape()
+            );
+        }
+        return Ok(library);
     }
+    // A folder or .zip: each photo is cropped to the tiles' shape.
+    let shape = TileShape::new(args.tile_size.width, args.tile_size.height)
+        .with_context(|| format!("--tile-size {}", args.tile_size))?;
     let opts = ImportOptions {
         background: args.background,
+        shape,
         ..ImportOptions::default()
     };
     let (library, report) = import_with_bar(path, &opts, args.quiet)?;
     print_report(&report);
     Ok(library)
+}
+
+/// Parses `--tile-size`: `16` or `24x18`.
+fn parse_tile_size(s: &str) -> Result<TileSize, String> {
+    TileSize::parse(s).map_err(|e| e.to_string())
 }

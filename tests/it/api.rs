@@ -878,3 +878,122 @@ async fn a_browser_gets_an_error_page_in_words_and_the_api_keeps_json() {
     let res = app.get("/nonexistent").await;
     assert_eq!(res.headers()["content-type"], "application/json");
 }
+
+/// A 4:3 library: uploaded with `shape`, shown with it, and its jobs take 4:3 tiles (24x18)
+/// end to end; a square tile size on it, a 4:3 one on a square library and malformed sizes and
+/// shapes are refused with a clear answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oblong_tiles_from_upload_to_a_done_job() {
+    let app = spawn_app().await;
+    let upload = |shape: &str| {
+        let mut form = Form::new()
+            .text("name", "Four by three")
+            .text("shape", shape.to_string());
+        for (name, bytes) in tiles(30) {
+            form = form.part("files", Part::bytes(bytes).file_name(name));
+        }
+        form
+    };
+    for (shape, says) in [
+        ("4x3", "width:height"),
+        ("9:1", "elongated"),
+        ("0:1", "at least 1"),
+    ] {
+        let res = app.post_library(upload(shape)).await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{shape}");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_parameter");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{shape}: {message}");
+    }
+    let res = app.post_library(upload("8:6")).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let created: Value = res.json().await.unwrap();
+    assert_eq!(created["library"]["shape"], "4:3", "{created}");
+    let got: Value = app.get_library("four-by-three").await.json().await.unwrap();
+    assert_eq!(got["shape"], "4:3");
+    let emoji: Value = app.get_library("emoji").await.json().await.unwrap();
+    assert_eq!(emoji["shape"], "1:1");
+
+    let form = |library: &str, tile_size: &str| {
+        Form::new()
+            .part("image", Part::bytes(astronaut()).file_name("astronaut.png"))
+            .text("library", library.to_string())
+            .text("tile_size", tile_size.to_string())
+            .text("cells", "10")
+            .text("slices", "2")
+    };
+    for (library, tile_size, status, code) in [
+        (
+            "four-by-three",
+            "16",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "shape_mismatch",
+        ),
+        (
+            "emoji",
+            "24x18",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "shape_mismatch",
+        ),
+        (
+            "four-by-three",
+            "24x",
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "four-by-three",
+            "24X18",
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "four-by-three",
+            "24x300",
+            StatusCode::BAD_REQUEST,
+            "out_of_range",
+        ),
+    ] {
+        let res = app.post_job(form(library, tile_size)).await;
+        assert_eq!(res.status(), status, "{library} {tile_size}");
+        let body: Value = res.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(body["error"]["code"], code, "{library} {tile_size}: {body}");
+        assert!(message.contains("tile_size"), "{message}");
+        if code == "shape_mismatch" {
+            assert!(
+                message.contains("4:3") && message.contains("1:1"),
+                "{message}"
+            );
+        }
+    }
+
+    let id = app.submit(form("four-by-three", "24x18")).await;
+    let done = app.wait_until_finished(&id).await;
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["params"]["tile_size"], 24);
+    assert_eq!(done["params"]["tile_height"], 18);
+    // A square target in 4:3 cells: 10 across, 13 down.
+    let output = &done["output"];
+    assert_eq!(
+        (output["cols"].as_u64(), output["rows"].as_u64()),
+        (Some(10), Some(13))
+    );
+    assert_eq!(
+        (output["width"].as_u64(), output["height"].as_u64()),
+        (Some(240), Some(234))
+    );
+    let cell: Value = app
+        .get(&format!("/api/v1/jobs/{id}/cells/2/3"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!((&cell["x"], &cell["y"]), (&72.into(), &36.into()), "{cell}");
+    assert_eq!(
+        (&cell["size"], &cell["height"]),
+        (&24.into(), &18.into()),
+        "{cell}"
+    );
+}

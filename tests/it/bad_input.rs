@@ -360,7 +360,7 @@ async fn parameters_of_the_wrong_type_are_400_invalid_parameter() {
         (
             "tile_size",
             "abc",
-            "tile_size must be a whole number, not \"abc\"",
+            "tile_size must be a whole number of pixels (16) or width x height (24x18), not \"abc\"",
         ),
         (
             "repeat_radius",

@@ -6,6 +6,7 @@
 mod api;
 mod bad_input;
 mod browser;
+mod cli;
 mod conformance;
 mod contract;
 mod crash;

@@ -35,6 +35,25 @@ fn image_request_golden() {
     assert_eq!(m.body.library.id, "emoji-noto");
 }
 
+/// Oblong tiles: the height beside the width. Square tiles carry no height, so the messages of
+/// square jobs read as they always have, and messages from before oblong tiles read as square.
+#[test]
+fn image_request_with_oblong_tiles_golden() {
+    let m = round_trip::<ImageRequest>("image_request_oblong.json");
+    assert_eq!((m.body.tile_size, m.body.tile_height), (24, Some(18)));
+    assert_eq!(m.body.tile().to_string(), "24x18");
+    let square = round_trip::<ImageRequest>("image_request.json");
+    assert_eq!(square.body.tile_height, None);
+    assert_eq!(square.body.tile().to_string(), "16");
+    let text =
+        golden("image_request_oblong.json").replace("\"tile_height\": 18", "\"tile_height\": 300");
+    let err = Envelope::<ImageRequest>::decode(&text).unwrap_err();
+    assert!(err.to_string().contains("tile_height 300"), "{err}");
+    let text = golden("image_request_oblong.json")
+        .replace("\"tile_height\": 18", "\"tile_height\": \"18\"");
+    assert!(Envelope::<ImageRequest>::decode(&text).is_err());
+}
+
 #[test]
 fn slice_request_golden() {
     let m = round_trip::<SliceRequest>("slice_request.json");

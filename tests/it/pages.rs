@@ -43,7 +43,10 @@ async fn pages_render_with_their_assets() {
     let app = spawn_app().await;
     let (status, home) = html(&app, "/", None).await;
     assert_eq!(status, 200);
-    assert!(home.contains(r#"<option value="emoji">"#), "{home}");
+    assert!(
+        home.contains(r#"<option value="emoji" data-shape="1:1">"#),
+        "{home}"
+    );
     for id in [
         "image",
         "library",

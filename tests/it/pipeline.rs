@@ -15,15 +15,15 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tempfile::TempDir;
 use tessera_engine::{
-    Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions, TileCache, Transform, VecSink,
-    decode_target, evaluate, render_to_sink,
+    Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions, TileCache, TileShape, TileSize,
+    Transform, VecSink, decode_target, evaluate, render_to_sink,
 };
 use tessera_shared::jobs::{JobParams, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::LibraryRecord;
 use tessera_shared::messages::{
     Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, LibraryRef, QueueName, RenderOptions,
-    SliceRequest,
+    SliceRequest, tile_height_field,
 };
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::{self, ShutdownTrigger};
@@ -59,6 +59,7 @@ fn target_bytes() -> Vec<u8> {
 struct Job {
     cells: u32,
     tile_size: u32,
+    tile_height: u32,
     slices: u32,
     options: RenderOptions,
 }
@@ -68,6 +69,7 @@ impl Job {
         Job {
             cells: 32,
             tile_size: 8,
+            tile_height: 8,
             slices,
             options: RenderOptions {
                 repeat_radius: 1,
@@ -80,13 +82,26 @@ impl Job {
     }
 }
 
-/// The engine's plan for a job, as `tessera render` makes it, with the library it matched.
+impl Job {
+    fn tile(&self) -> TileSize {
+        TileSize {
+            width: self.tile_size,
+            height: self.tile_height,
+        }
+    }
+}
+
+/// The engine's plan for a job, as `tessera render` makes it (the tiles imported at the tile
+/// size's shape), with the library it matched.
 fn local_plan(job: &Job) -> (Library, Plan) {
-    let (library, _) =
-        Library::import(&fixtures().join("tiles"), &ImportOptions::default()).unwrap();
+    let import = ImportOptions {
+        shape: TileShape::new(job.tile_size, job.tile_height).unwrap(),
+        ..ImportOptions::default()
+    };
+    let (library, _) = Library::import(&fixtures().join("tiles"), &import).unwrap();
     let target = decode_target(&target_bytes(), library.background()).unwrap();
     let options = PlanOptions {
-        tile_size: job.tile_size,
+        tile_size: job.tile(),
         grid: EngineGrid::Cells(job.cells),
         repeat_radius: job.options.repeat_radius,
         max_uses: job.options.max_uses,
@@ -193,11 +208,16 @@ impl Env {
     }
 
     async fn library(&self) -> LibraryRecord {
+        self.library_of_shape(TileShape::SQUARE).await
+    }
+
+    /// The fixture tiles cropped to `shape`.
+    async fn library_of_shape(&self, shape: TileShape) -> LibraryRecord {
         let name = format!("emoji {}", &Uuid::new_v4().simple().to_string()[..8]);
-        let (record, report) =
-            import_library(&self.platform, &fixtures().join("tiles"), &name, false)
-                .await
-                .unwrap();
+        let tiles = fixtures().join("tiles");
+        let (record, report) = import_library(&self.platform, &tiles, &name, shape, false)
+            .await
+            .unwrap();
         assert!(report.imported >= 30, "{report:?}");
         assert_eq!(record.tiles as usize, report.imported);
         record
@@ -433,6 +453,7 @@ async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Jo
     let params = JobParams {
         library: library.clone(),
         tile_size: job.tile_size,
+        tile_height: tile_height_field(job.tile()),
         grid,
         slices: job.slices,
         options: job.options,
@@ -448,6 +469,7 @@ async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Jo
         input_blob: input,
         library,
         tile_size: job.tile_size,
+        tile_height: tile_height_field(job.tile()),
         grid,
         slices: job.slices,
         options: job.options,
@@ -541,6 +563,8 @@ fn assert_done_record(record: &JobRecord, job: &Job, slices: u32) {
     );
     let output = record.output.expect("output size");
     assert_eq!(output.width, job.cells * job.tile_size);
+    assert_eq!(output.height, output.rows * job.tile_height);
+    assert_eq!(record.params.tile(), job.tile());
     assert_eq!(output.cols, job.cells);
     assert_eq!(
         record.result_blob.as_deref(),
@@ -632,6 +656,7 @@ async fn failing_slice_is_poisoned(env: Env) {
     let params = JobParams {
         library: library.reference(),
         tile_size: job.tile_size,
+        tile_height: None,
         grid: Grid::Cells { across: job.cells },
         slices: 2,
         options: job.options,
@@ -664,6 +689,7 @@ async fn failing_slice_is_poisoned(env: Env) {
                 plan_blob,
                 library: library.reference(),
                 tile_size: job.tile_size,
+                tile_height: None,
                 options: job.options,
             },
         )
@@ -839,6 +865,53 @@ async fn job_with_flip_and_rotate_matches_a_local_render() {
     roles.stop().await;
 }
 
+/// 24 x 18 tiles on a 4:3 library: the pipeline's result is the engine's render, byte for byte,
+/// with tiles mirrored and turned by the half turn only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_with_oblong_tiles_matches_a_local_render() {
+    let env = embedded();
+    let library = env.library_of_shape(TileShape::new(4, 3).unwrap()).await;
+    assert_eq!(library.shape, "4:3");
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
+    let mut job = Job::small(3);
+    (job.cells, job.tile_size, job.tile_height) = (12, 24, 18);
+    job.options.flip = true;
+    job.options.rotate = true;
+    let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+    let record = finished(&env.platform, id).await;
+    assert_done_record(&record, &job, 3);
+    let pixels = result_pixels(&env.platform, id).await;
+    let local = local_render(&job);
+    // A square target in 4:3 cells: 12 across, 16 down, an output about square.
+    assert_eq!((local.0, local.1), (288, 288));
+    assert_same_pixels(&pixels, &local, "pipeline vs local render");
+    let (_, plan) = local_plan(&job);
+    assert!(plan.transforms().iter().all(|t| t.quarter_turns() % 2 == 0));
+    assert!(plan.transforms().iter().any(|t| t.quarter_turns() == 2));
+    env.assert_queues_empty().await;
+    roles.stop().await;
+}
+
+/// A request whose tile shape is not its library's (sent to the queue, past the API's check)
+/// fails the job with a reason that names both shapes, and goes to the poison queue: no retry
+/// can help it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_of_another_shape_than_its_library_fails_clearly() {
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(1)).await;
+    let mut job = Job::small(2);
+    (job.tile_size, job.tile_height) = (24, 18);
+    let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+    let record = finished(&env.platform, id).await;
+    assert_eq!(record.state, JobState::Failed, "{record:#?}");
+    let reason = record.error.unwrap_or_default();
+    assert!(reason.contains("4:3") && reason.contains("1:1"), "{reason}");
+    let poison = QueueName::ImageRequest.poison();
+    assert_eq!(env.depths().await[&poison], 1);
+    roles.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slice_count_does_not_change_the_pixels() {
     let env = embedded();
@@ -955,6 +1028,7 @@ async fn storage_returns_to_its_baseline(env: Env) {
         &env.platform,
         &fixtures().join("tiles"),
         &library.name,
+        TileShape::SQUARE,
         true,
     )
     .await
@@ -1310,6 +1384,7 @@ async fn azurite_processes_killed_mid_job_lose_nothing() {
     let job = Job {
         cells: 48,
         tile_size: 64,
+        tile_height: 64,
         slices: 48,
         options: RenderOptions::default(),
     };
@@ -1416,10 +1491,15 @@ async fn the_library_cache_keeps_to_its_memory_budget() {
     );
     let mut refs = Vec::new();
     for name in ["one", "two"] {
-        let (record, _) =
-            tessera_workers::import_library(&platform, &fixtures().join("tiles"), name, false)
-                .await
-                .unwrap();
+        let (record, _) = tessera_workers::import_library(
+            &platform,
+            &fixtures().join("tiles"),
+            name,
+            tessera_engine::TileShape::SQUARE,
+            false,
+        )
+        .await
+        .unwrap();
         refs.push(record.reference());
     }
     let (one, two) = (&refs[0], &refs[1]);
@@ -1434,11 +1514,17 @@ async fn the_library_cache_keeps_to_its_memory_budget() {
 
     // Room for one version and a half: each load lets the other go.
     let tight = tessera_workers::LibraryCache::new(platform.libraries(), 4, size * 3 / 2);
-    tight.tiles(one, 16).await.unwrap();
+    tight
+        .tiles(one, tessera_engine::TileSize::square(16))
+        .await
+        .unwrap();
     assert_eq!(tight.held(), vec![one.clone()]);
     tight.get(two).await.unwrap();
     assert_eq!(tight.held(), vec![two.clone()]);
-    tight.tiles(one, 16).await.unwrap();
+    tight
+        .tiles(one, tessera_engine::TileSize::square(16))
+        .await
+        .unwrap();
     assert_eq!(tight.held(), vec![one.clone()]);
     // No room at all: the version in use is still kept.
     let none = tessera_workers::LibraryCache::new(platform.libraries(), 4, 0);

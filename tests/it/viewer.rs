@@ -770,7 +770,7 @@ async fn each_cell_names_the_photo_the_plan_put_there() {
     .unwrap();
     let target = decode_target(&astronaut(), library.background()).unwrap();
     let options = PlanOptions {
-        tile_size: 8,
+        tile_size: tessera_engine::TileSize::square(8),
         grid: Grid::Cells(24),
         repeat_radius: 1,
         ..PlanOptions::default()

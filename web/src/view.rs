@@ -62,7 +62,10 @@ pub struct Progress {
 #[schema(as = JobParams)]
 pub struct ParamsView {
     pub library: LibraryRef,
+    /// Tile width in pixels (the side, for square tiles).
     pub tile_size: u32,
+    /// Tile height in pixels (`tile_size`, for square tiles).
+    pub tile_height: u32,
     /// Cells across, or null in one-tile-per-pixel mode.
     #[schema(required = true)]
     pub cells: Option<u32>,
@@ -73,7 +76,7 @@ pub struct ParamsView {
     pub blend: u8,
     /// Tiles may be mirrored left-right.
     pub flip: bool,
-    /// Tiles may be turned by quarter turns.
+    /// Tiles may be turned by quarter turns (tiles that are not square: by the half turn only).
     pub rotate: bool,
     pub input_name: String,
 }
@@ -127,6 +130,7 @@ impl JobView {
             params: ParamsView {
                 library: r.params.library.clone(),
                 tile_size: r.params.tile_size,
+                tile_height: r.params.tile().height,
                 cells,
                 per_pixel,
                 slices: r.params.slices,

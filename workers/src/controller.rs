@@ -191,7 +191,7 @@ impl Controller {
             }
             Err(e) => return Err(e.into()),
         };
-        let options = plan_options(request.tile_size, request.grid, &request.options);
+        let options = plan_options(request.tile(), request.grid, &request.options);
         let tiles = match self
             .libraries
             .tiles(&request.library, options.tile_size)
@@ -318,6 +318,7 @@ impl Controller {
             plan_blob: key,
             library: request.library.clone(),
             tile_size: request.tile_size,
+            tile_height: request.tile_height,
             options: request.options,
         };
         platform
@@ -341,6 +342,7 @@ impl Controller {
             JobParams {
                 library: request.library.clone(),
                 tile_size: request.tile_size,
+                tile_height: request.tile_height,
                 grid: request.grid,
                 slices: request.slices,
                 options: request.options,

@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use tessera_engine::{Grid as EngineGrid, PlanOptions};
+use tessera_engine::{Grid as EngineGrid, PlanOptions, TileSize};
 use tessera_shared::accounting::Accounting;
 use tessera_shared::jobs::{JobError, JobRecord};
 use tessera_shared::lifecycle::release_intermediates;
@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 /// The engine's plan options for a job's tile size, grid and options (the engine's defaults for
 /// everything a job does not choose), as `tessera render` uses them.
-pub fn plan_options(tile_size: u32, grid: Grid, options: &RenderOptions) -> PlanOptions {
+pub fn plan_options(tile_size: TileSize, grid: Grid, options: &RenderOptions) -> PlanOptions {
     PlanOptions {
         tile_size,
         grid: match grid {

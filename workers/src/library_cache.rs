@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use tessera_engine::{Library, TileCache};
+use tessera_engine::{Library, TileCache, TileSize};
 use tessera_shared::libraries::{LibraryCatalog, LibraryError};
 use tessera_shared::messages::LibraryRef;
 use tokio::sync::OnceCell;
@@ -27,9 +27,10 @@ type Tiles = Arc<TileCache<'static>>;
 
 /// Tile sizes kept resized at once (each holds only the tiles its jobs used).
 const TILE_CACHES: usize = 2;
-/// Largest tile size kept between slices: a library's tiles at 64 px take about as much memory
-/// as its renditions; larger ones are resized per slice (their render dwarfs the resizing).
-const MAX_KEPT_TILE_SIZE: u32 = 64;
+/// Largest tile area kept between slices: a library's tiles at 64 x 64 px take about as much
+/// memory as its renditions; larger ones are resized per slice (their render dwarfs the
+/// resizing).
+const MAX_KEPT_TILE_AREA: u64 = 64 * 64;
 
 /// A small least-recently-used cache of decoded libraries, and of their tiles resized for the
 /// most recent tile sizes. It keeps at most `capacity` versions and, past the one in use, no more
@@ -39,7 +40,7 @@ pub struct LibraryCache {
     capacity: usize,
     budget: u64,
     slots: Mutex<VecDeque<(LibraryRef, Slot)>>,
-    tiles: Mutex<VecDeque<((LibraryRef, u32), Tiles)>>,
+    tiles: Mutex<VecDeque<((LibraryRef, TileSize), Tiles)>>,
 }
 
 impl std::fmt::Debug for LibraryCache {
@@ -64,15 +65,15 @@ impl LibraryCache {
         }
     }
 
-    /// The library's tiles at `size` px, shared by every slice (and the controller, in one
+    /// The library's tiles at `size`, shared by every slice (and the controller, in one
     /// process) that renders them: a tile is resized once, not once per slice.
     pub async fn tiles(
         &self,
         reference: &LibraryRef,
-        size: u32,
+        size: TileSize,
     ) -> Result<Tiles, LibraryLoadError> {
         let library = self.get(reference).await?;
-        if size > MAX_KEPT_TILE_SIZE {
+        if size.area() > MAX_KEPT_TILE_AREA {
             return Ok(Arc::new(TileCache::shared(library, size)));
         }
         let key = (reference.clone(), size);

@@ -155,11 +155,11 @@ impl Processor {
             };
             let plan = Plan::from_bytes(&plan_bytes)
                 .map_err(|e| Failure::poison(format!("{what}: {e}")))?;
-            if plan.tile_size() != request.tile_size {
+            if plan.tile_size() != request.tile() {
                 return Err(Failure::poison(format!(
                     "{what}: the plan has {} px tiles, the request {} px",
                     plan.tile_size(),
-                    request.tile_size
+                    request.tile()
                 )));
             }
             let cache = match self
@@ -185,7 +185,7 @@ impl Processor {
                 // A few cell rows at a time, compressed as they come: memory holds a band of
                 // pixels and the compressed slice, not the slice's pixels.
                 let range = plan.row_range();
-                let row_bytes = plan.width() as usize * 3 * plan.tile_size() as usize;
+                let row_bytes = plan.width() as usize * 3 * plan.tile_size().height as usize;
                 let step = (RENDER_BAND_BYTES / row_bytes.max(1)).max(1) as u32;
                 let mut fragment = FragmentEncoder::new(plan.width(), row_bytes * range.len() / 4)?;
                 let mut band = Vec::new();

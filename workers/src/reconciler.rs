@@ -181,6 +181,7 @@ async fn resend_missing(platform: &Platform, record: &JobRecord) -> Result<(), S
             input_blob: BlobKey::ImageInput { job }.path(),
             library: params.library.clone(),
             tile_size: params.tile_size,
+            tile_height: params.tile_height,
             grid: params.grid,
             slices: params.slices,
             options: params.options,
@@ -235,6 +236,7 @@ async fn resend_missing(platform: &Platform, record: &JobRecord) -> Result<(), S
             plan_blob: plan_key(seq),
             library: params.library.clone(),
             tile_size: params.tile_size,
+            tile_height: params.tile_height,
             options: params.options,
         };
         platform

@@ -61,13 +61,25 @@ impl JobState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobParams {
     pub library: LibraryRef,
+    /// Width of a tile in output pixels.
     pub tile_size: u32,
+    /// Height of a tile in output pixels; absent for square tiles (records from before
+    /// oblong tiles have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile_height: Option<u32>,
     pub grid: Grid,
     pub slices: u32,
     pub options: RenderOptions,
     /// The uploaded file's name, as the client gave it (display only).
     #[serde(default)]
     pub input_name: String,
+}
+
+impl JobParams {
+    /// The job's tile size.
+    pub fn tile(&self) -> tessera_engine::TileSize {
+        crate::messages::tile_size(self.tile_size, self.tile_height)
+    }
 }
 
 /// One rendered slice.
@@ -384,6 +396,7 @@ mod tests {
                     version: 1,
                 },
                 tile_size: 16,
+                tile_height: None,
                 grid: Grid::Cells { across: 32 },
                 slices: 4,
                 options: RenderOptions::default(),

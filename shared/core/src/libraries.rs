@@ -34,6 +34,15 @@ pub struct LibraryRecord {
     pub version: u32,
     /// Tiles in the index.
     pub tiles: u32,
+    /// Shape of the tiles, width:height in lowest terms (`1:1`, `4:3`, `2:3`, ...): each image
+    /// is cropped to its centre at this shape, and jobs use tiles of this shape.
+    #[serde(default = "square")]
+    #[schema(
+        required = true,
+        pattern = r"^[1-9][0-9]*:[1-9][0-9]*$",
+        example = "4:3"
+    )]
+    pub shape: String,
     /// Pixel-identical duplicates merged on import.
     #[serde(default)]
     #[schema(required = true)]
@@ -48,7 +57,16 @@ pub struct LibraryRecord {
     pub created_at: OffsetDateTime,
 }
 
+fn square() -> String {
+    tessera_engine::TileShape::SQUARE.to_string()
+}
+
 impl LibraryRecord {
+    /// The shape of the library's tiles (square if the record holds none that reads).
+    pub fn tile_shape(&self) -> tessera_engine::TileShape {
+        tessera_engine::TileShape::parse(&self.shape).unwrap_or_default()
+    }
+
     pub fn reference(&self) -> LibraryRef {
         LibraryRef {
             id: self.id.clone(),
@@ -136,6 +154,7 @@ impl LibraryCatalog {
         &self,
         id: &str,
         name: &str,
+        shape: tessera_engine::TileShape,
         tiles: u32,
         duplicates: u32,
         skipped: Vec<SkippedFile>,
@@ -177,6 +196,7 @@ impl LibraryCatalog {
             name: name.to_string(),
             version,
             tiles,
+            shape: shape.to_string(),
             duplicates,
             skipped,
             index_bytes,

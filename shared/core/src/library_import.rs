@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use tessera_engine::{ImportOptions, ImportReport, Library};
+use tessera_engine::{ImportOptions, ImportReport, Library, TileShape};
 
 use crate::libraries::{LibraryError, LibraryRecord, SkippedFile, library_id_from_name};
 use crate::platform::Platform;
@@ -35,17 +35,23 @@ pub enum ImportError {
 }
 
 /// Imports the images at `src` (a folder, searched recursively, or a .zip) and publishes them as
-/// the next version of the library named `name` (its id made from the name); an existing library
-/// is refused unless `replace`. Decoding and describing the tiles runs on a blocking thread.
+/// the next version of the library named `name` (its id made from the name), each image cropped
+/// to `shape`; an existing library is refused unless `replace`. Decoding and describing the tiles
+/// runs on a blocking thread.
 pub async fn import_library(
     platform: &Platform,
     src: &Path,
     name: &str,
+    shape: TileShape,
     replace: bool,
 ) -> Result<(LibraryRecord, ImportReport), ImportError> {
     let path = src.to_path_buf();
+    let options = ImportOptions {
+        shape,
+        ..ImportOptions::default()
+    };
     let (index, tiles, report) = tokio::task::spawn_blocking(move || {
-        let (library, report) = Library::import(&path, &ImportOptions::default())?;
+        let (library, report) = Library::import(&path, &options)?;
         Ok::<_, tessera_engine::Error>((library.to_bytes(), library.len(), report))
     })
     .await
@@ -75,6 +81,7 @@ pub async fn import_library(
         .publish(
             &id,
             name,
+            shape,
             tiles as u32,
             report.duplicates.len() as u32,
             skipped,
@@ -86,6 +93,7 @@ pub async fn import_library(
         library = %record.id,
         version = record.version,
         tiles = record.tiles,
+        shape = %record.shape,
         bytes = record.index_bytes,
         "tile library imported"
     );

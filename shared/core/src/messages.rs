@@ -6,6 +6,7 @@
 //! is a [`DecodeError`], which the queue runtime treats as poison (never retried).
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use tessera_engine::TileSize;
 use uuid::Uuid;
 
 /// The envelope version this build writes and the only one it reads.
@@ -225,8 +226,11 @@ pub struct ImageRequest {
     /// Blob key of the uploaded target image.
     pub input_blob: String,
     pub library: LibraryRef,
-    /// Edge of one tile in output pixels.
+    /// Width of one tile in output pixels.
     pub tile_size: u32,
+    /// Height of one tile in output pixels; absent for square tiles (the width).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile_height: Option<u32>,
     pub grid: Grid,
     /// Into how many slices (bands of cell rows) the job is cut.
     pub slices: u32,
@@ -247,7 +251,11 @@ pub struct SliceRequest {
     /// Blob key of the plan for this slice's rows of cells.
     pub plan_blob: String,
     pub library: LibraryRef,
+    /// Width of one tile in output pixels.
     pub tile_size: u32,
+    /// Height of one tile in output pixels; absent for square tiles (the width).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile_height: Option<u32>,
     pub options: RenderOptions,
 }
 
@@ -300,13 +308,30 @@ pub const SLICES_RANGE: std::ops::RangeInclusive<u32> = 1..=1024;
 /// fewer slices gets more (and never more slices than rows of cells).
 pub const DEFAULT_MAX_SLICE_PIXELS: u64 = 1 << 25;
 
-fn check_common(tile_size: u32, options: &RenderOptions) -> Result<(), String> {
-    if !TILE_SIZE_RANGE.contains(&tile_size) {
-        return Err(format!(
-            "tile_size {tile_size} is outside {}..={}",
-            TILE_SIZE_RANGE.start(),
-            TILE_SIZE_RANGE.end()
-        ));
+/// The tile size of `tile_size` (the width) and `tile_height` (absent: square), as the
+/// messages and job records carry it.
+pub fn tile_size(tile_size: u32, tile_height: Option<u32>) -> TileSize {
+    TileSize {
+        width: tile_size,
+        height: tile_height.unwrap_or(tile_size),
+    }
+}
+
+/// The `tile_height` field for `size`: none for square tiles, so that their messages and records
+/// read as they always have (and as processors from before oblong tiles read them).
+pub fn tile_height_field(size: TileSize) -> Option<u32> {
+    (!size.is_square()).then_some(size.height)
+}
+
+fn check_common(size: TileSize, options: &RenderOptions) -> Result<(), String> {
+    for (name, side) in [("tile_size", size.width), ("tile_height", size.height)] {
+        if !TILE_SIZE_RANGE.contains(&side) {
+            return Err(format!(
+                "{name} {side} is outside {}..={}",
+                TILE_SIZE_RANGE.start(),
+                TILE_SIZE_RANGE.end()
+            ));
+        }
     }
     if options.blend_percent > 100 {
         return Err(format!(
@@ -317,12 +342,26 @@ fn check_common(tile_size: u32, options: &RenderOptions) -> Result<(), String> {
     Ok(())
 }
 
+impl ImageRequest {
+    /// The job's tile size.
+    pub fn tile(&self) -> TileSize {
+        tile_size(self.tile_size, self.tile_height)
+    }
+}
+
+impl SliceRequest {
+    /// The job's tile size.
+    pub fn tile(&self) -> TileSize {
+        tile_size(self.tile_size, self.tile_height)
+    }
+}
+
 impl Message for ImageRequest {
     const QUEUE: QueueName = QueueName::ImageRequest;
     const KIND: &'static str = "ImageRequest";
 
     fn validate(&self) -> Result<(), String> {
-        check_common(self.tile_size, &self.options)?;
+        check_common(self.tile(), &self.options)?;
         if !SLICES_RANGE.contains(&self.slices) {
             return Err(format!(
                 "slices {} is outside {}..={}",
@@ -342,7 +381,7 @@ impl Message for SliceRequest {
     const KIND: &'static str = "SliceRequest";
 
     fn validate(&self) -> Result<(), String> {
-        check_common(self.tile_size, &self.options)?;
+        check_common(self.tile(), &self.options)?;
         if self.seq >= self.count {
             return Err(format!(
                 "slice {} of {} does not exist",

@@ -1,6 +1,9 @@
 //! A mosaic from the engine alone, with timings per stage and the quality metric, for
 //! benchmarks: `cargo run --release -p tessera-engine --example mosaic -- TARGET LIBRARY OUT
 //! [cells|per-pixel] [tile-size] [radius] [blend]`, matching options from the environment.
+//! The tile size is `16` or `24x18`; a folder or .zip library is imported at the tile size's
+//! shape (SHAPE=4:3 to say it, the same), and KEPT=1 reports the mean share of each photo's
+//! area that the crop keeps.
 
 // A benchmark tool: it reports on stdout and stderr, and stops at the first error.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
@@ -34,7 +37,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let defaults = PlanOptions::default();
     let opts = PlanOptions {
         grid,
-        tile_size: args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(16),
+        tile_size: args
+            .get(4)
+            .map(|s| TileSize::parse(s))
+            .transpose()?
+            .unwrap_or(TileSize::square(16)),
         repeat_radius: args.get(5).map(|s| s.parse()).transpose()?.unwrap_or(1),
         blend: args.get(6).map(|s| s.parse()).transpose()?.unwrap_or(0),
         max_uses: env("MAX_USES")?,
@@ -48,7 +55,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..defaults
     };
     let t0 = Instant::now();
-    let (library, report) = Library::open(args[1].as_ref(), &ImportOptions::default())?;
+    let shape = env::<String>("SHAPE")?
+        .map(|s| TileShape::parse(&s))
+        .transpose()?
+        .unwrap_or(opts.tile_size.shape());
+    let import = ImportOptions {
+        shape,
+        ..ImportOptions::default()
+    };
+    let (library, report) = Library::open(args[1].as_ref(), &import)?;
     let t_lib = t0.elapsed();
     if let Some(r) = report {
         eprintln!(
@@ -90,6 +105,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sink.finish()?;
     }
     let t_render = t2.elapsed();
+    if std::env::var("KEPT").is_ok_and(|v| v == "1") {
+        let (mean, n) = kept(args[1].as_ref(), library.shape())?;
+        println!(
+            "kept={mean:.4} of each photo's area at {} ({n} photos)",
+            library.shape()
+        );
+    }
     eprintln!(
         "library {:.3}s plan {:.3}s render {:.3}s total {:.3}s ({}x{} cells, {}x{} px)",
         t_lib.as_secs_f64(),
@@ -105,4 +127,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", cells.quality(&target)?);
     }
     Ok(())
+}
+
+/// Mean share of each image's area (as displayed: EXIF orientation applied) that a centre crop
+/// of `shape` keeps, over the images of a folder, and how many there are.
+fn kept(
+    folder: &std::path::Path,
+    shape: TileShape,
+) -> Result<(f64, usize), Box<dyn std::error::Error>> {
+    use image::ImageDecoder;
+    let mut shares = Vec::new();
+    let mut dirs = vec![folder.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let Ok(reader) = image::ImageReader::open(&path).and_then(|r| r.with_guessed_format())
+            else {
+                continue;
+            };
+            let Ok(mut decoder) = reader.into_decoder() else {
+                continue;
+            };
+            let (mut w, mut h) = decoder.dimensions();
+            use image::metadata::Orientation::*;
+            if matches!(
+                decoder.orientation(),
+                Ok(Rotate90 | Rotate270 | Rotate90FlipH | Rotate270FlipH)
+            ) {
+                (w, h) = (h, w);
+            }
+            shares.push(shape.kept(w as usize, h as usize));
+        }
+    }
+    let n = shares.len().max(1) as f64;
+    Ok((shares.iter().sum::<f64>() / n, shares.len()))
 }

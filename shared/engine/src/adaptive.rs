@@ -21,6 +21,7 @@ use crate::library::Library;
 use crate::plan::{CellDesc, PlanOptions, Sizing, TILE_SIZES, rank};
 use crate::render::{TileCache, blend_shift};
 use crate::resample::AreaResampler;
+use crate::shape::TileSize;
 use crate::transform::Transform;
 use crate::{BandSink, Error};
 
@@ -211,6 +212,13 @@ impl AdaptivePlan {
         sizes: AdaptiveSizes,
     ) -> Result<AdaptivePlan, Error> {
         sizes.check()?;
+        if !library.shape().is_square() || !opts.tile_size.is_square() {
+            return Err(Error::InvalidOption(format!(
+                "adaptive tiles are square: the library's tiles are {} and the tile size {}",
+                library.shape(),
+                opts.tile_size
+            )));
+        }
         let uniform = Sizing::new(target.width(), target.height(), opts)?;
         let budget = uniform.cols as usize * uniform.rows as usize;
         let (bw, bh) = (
@@ -266,9 +274,9 @@ impl AdaptivePlan {
         squares.sort_by_key(|s| (s.y / per_block, s.y, s.x));
         let n = library.len();
         let tree = KdTree::new(library.means());
-        let turns: Vec<(Transform, Vec<usize>)> = Transform::allowed(opts.flip, opts.rotate)
+        let turns: Vec<(Transform, Vec<usize>)> = Transform::allowed(opts.flip, opts.rotate, true)
             .into_iter()
-            .map(|t| (t, t.permutation(k)))
+            .map(|t| (t, t.permutation(k, k)))
             .collect();
         let ncand = opts.candidates.clamp(1, n);
         // Descriptors and rankings in parallel; the choices, which depend on the squares placed
@@ -418,7 +426,7 @@ impl AdaptivePlan {
                 for leaf in leaves {
                     let cache = caches
                         .iter()
-                        .find(|c| c.tile_size() == leaf.size)
+                        .find(|c| c.tile_size() == TileSize::square(leaf.size))
                         .ok_or_else(|| {
                             Error::InvalidOption(format!("no tiles of {} px to render", leaf.size))
                         })?;
@@ -452,7 +460,7 @@ impl AdaptivePlan {
         let caches: Vec<TileCache> = self
             .tile_sizes()
             .into_iter()
-            .map(|size| TileCache::new(library, size))
+            .map(|size| TileCache::new(library, TileSize::square(size)))
             .collect();
         let rows = self.block_rows();
         let step = ((8 << 20) / (self.width as usize * 3 * self.sizes.max as usize)).max(1) as u32;

@@ -6,11 +6,13 @@
 
 use crate::hash::Fnv;
 use crate::library::Reader;
+use crate::shape::TileSize;
 use crate::transform::Transform;
 use crate::{Error, Library, Plan};
 
 const MAGIC: &[u8; 8] = b"TSRCELL\n";
-const FORMAT_VERSION: u32 = 1;
+/// Version 2 added the cell height after the width (version 1 maps load with square cells).
+const FORMAT_VERSION: u32 = 2;
 
 /// One tile a mosaic uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +30,7 @@ pub struct CellSource {
 pub struct CellMap {
     cols: u32,
     rows: u32,
-    tile_size: u32,
+    tile_size: TileSize,
     /// Row-major, an index into `sources` per cell.
     cells: Vec<u32>,
     /// Row-major, how each cell's tile is turned.
@@ -82,8 +84,8 @@ impl CellMap {
         self.rows
     }
 
-    /// The side of a cell in the mosaic, in pixels.
-    pub fn tile_size(&self) -> u32 {
+    /// The size of a cell in the mosaic, in pixels.
+    pub fn tile_size(&self) -> TileSize {
         self.tile_size
     }
 
@@ -117,7 +119,8 @@ impl CellMap {
             FORMAT_VERSION,
             self.cols,
             self.rows,
-            self.tile_size,
+            self.tile_size.width,
+            self.tile_size.height,
             self.sources.len() as u32,
         ] {
             out.extend_from_slice(&v.to_le_bytes());
@@ -155,11 +158,18 @@ impl CellMap {
         };
         let truncated = |_| bad("truncated");
         let version = r.u32().map_err(truncated)?;
-        if version != FORMAT_VERSION {
+        if !(1..=FORMAT_VERSION).contains(&version) {
             return Err(bad("unknown format version"));
         }
-        let [cols, rows, tile_size, count] = [(); 4].map(|()| r.u32().map_err(truncated));
-        let (cols, rows, tile_size, count) = (cols?, rows?, tile_size?, count? as usize);
+        let [cols, rows, width] = [(); 3].map(|()| r.u32().map_err(truncated));
+        let (cols, rows, width) = (cols?, rows?, width?);
+        let height = if version >= 2 {
+            r.u32().map_err(truncated)?
+        } else {
+            width
+        };
+        let tile_size = TileSize::new(width, height).map_err(|_| bad("tile size"))?;
+        let count = r.u32().map_err(truncated)? as usize;
         let mut sources = Vec::with_capacity(count.min(1 << 20));
         for _ in 0..count {
             let tile = r.u32().map_err(truncated)?;

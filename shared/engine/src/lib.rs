@@ -20,6 +20,7 @@ pub mod pyramid;
 pub mod render;
 mod resample;
 pub mod seek;
+pub mod shape;
 pub mod transform;
 mod view;
 
@@ -41,6 +42,7 @@ pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
 pub use pyramid::{DziSink, Pyramid, PyramidTile};
 pub use render::{TileCache, render_band, render_band_into, render_band_serial, render_to_sink};
 pub use seek::{IdatData, Scanlines, SeekIndex, SeekPoint, Span};
+pub use shape::{MAX_ASPECT, TileShape, TileSize};
 pub use transform::Transform;
 pub use view::{VIEW_MAX_CELLS, VIEW_SCALE};
 
@@ -70,6 +72,9 @@ pub enum Error {
     PlanMismatch(String),
     #[error("tile size {0} px is out of range: use 4 to 256 px")]
     TileSize(u32),
+    /// The tiles' shape is not the library's: the message names both and what to do.
+    #[error("the tile shape does not fit the library: {0}")]
+    ShapeMismatch(String),
     #[error(
         "the output would be {width} x {height} px, over the limit of {limit} pixels: use fewer cells, a smaller tile size or raise the limit"
     )]

@@ -12,12 +12,14 @@ use rayon::prelude::*;
 use crate::Error;
 use crate::color::{Lab, srgb_to_lab32};
 use crate::hash::Fnv;
-use crate::resample::resize_square;
+use crate::resample::resize;
+use crate::shape::TileShape;
 
 const MAGIC: &[u8; 8] = b"TSRLIB\0\n";
 /// Version of the index blob layout; bumped whenever the layout or descriptors change.
-/// Version 2 added captions after the renditions; version 1 indexes still load (no captions).
-pub const INDEX_FORMAT_VERSION: u32 = 2;
+/// Version 2 added captions after the renditions; version 3 the tile shape after the
+/// background. Versions 1 (no captions) and 2 still load, as square libraries.
+pub const INDEX_FORMAT_VERSION: u32 = 3;
 
 /// The file in a library's folder or archive that gives its tiles captions, one `file,caption`
 /// line each (CSV; an optional `file,caption` header). Tiles without one are captioned from
@@ -35,8 +37,10 @@ pub struct ImportOptions {
     pub background: [u8; 3],
     /// Side of the descriptor's sub-grid (k x k Lab means per tile).
     pub grid: u8,
-    /// Side in pixels of the stored square rendition each tile size is resized from.
+    /// Long side in pixels of the stored rendition each tile size is resized from.
     pub rendition_size: u32,
+    /// Shape of the tiles: each image is cropped to its centre at this aspect ratio.
+    pub shape: TileShape,
 }
 
 impl Default for ImportOptions {
@@ -45,6 +49,7 @@ impl Default for ImportOptions {
             background: [255, 255, 255],
             grid: 3,
             rendition_size: 64,
+            shape: TileShape::SQUARE,
         }
     }
 }
@@ -68,11 +73,12 @@ pub struct Library {
     grid: u8,
     rendition_size: u32,
     background: [u8; 3],
+    shape: TileShape,
     names: Vec<String>,
     means: Vec<Lab>,
     /// `grid * grid` Lab means per tile, row-major.
     subs: Vec<Lab>,
-    /// Packed RGB8 renditions, `rendition_size` square, one after another.
+    /// Packed RGB8 renditions of [`Library::rendition_dims`], one after another.
     pixels: Renditions,
     /// One per tile; empty: none given (see [`Library::caption`]).
     captions: Vec<String>,
@@ -290,8 +296,20 @@ impl Library {
         self.grid as usize
     }
 
+    /// The long side of the renditions, in pixels.
     pub fn rendition_size(&self) -> u32 {
         self.rendition_size
+    }
+
+    /// Width and height of the renditions, in pixels: the shape with
+    /// [`Library::rendition_size`] on its long side.
+    pub fn rendition_dims(&self) -> (u32, u32) {
+        self.shape.fit(self.rendition_size)
+    }
+
+    /// The shape every tile is cropped to; a plan's tiles must have it.
+    pub fn shape(&self) -> TileShape {
+        self.shape
     }
 
     pub fn background(&self) -> [u8; 3] {
@@ -317,15 +335,16 @@ impl Library {
         &self.subs[tile as usize * k2..(tile as usize + 1) * k2]
     }
 
-    /// The stored square RGB8 rendition of one tile. A library opened with
-    /// [`Library::open_index`] reads it from its file, and panics if the file can no longer be
-    /// read.
+    /// The stored RGB8 rendition of one tile, [`Library::rendition_dims`] in size. A library
+    /// opened with [`Library::open_index`] reads it from its file, and panics if the file can no
+    /// longer be read.
     pub fn rendition(&self, tile: u32) -> Cow<'_, [u8]> {
         assert!(
             (tile as usize) < self.len(),
             "tile {tile} is not in the library"
         );
-        let n = (self.rendition_size * self.rendition_size * 3) as usize;
+        let (w, h) = self.rendition_dims();
+        let n = (w * h * 3) as usize;
         self.pixels.range(tile as usize * n, n)
     }
 
@@ -354,6 +373,8 @@ impl Library {
         out.push(self.grid);
         out.extend_from_slice(&self.rendition_size.to_le_bytes());
         out.extend_from_slice(&self.background);
+        out.extend_from_slice(&self.shape.width().to_le_bytes());
+        out.extend_from_slice(&self.shape.height().to_le_bytes());
         out.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
         for name in &self.names {
             out.extend_from_slice(&(name.len() as u32).to_le_bytes());
@@ -431,10 +452,23 @@ impl Library {
         let rendition_size = r.u32()?;
         let bg = r.take(3)?;
         let background = [bg[0], bg[1], bg[2]];
+        let shape = if version >= 3 {
+            let (w, h) = (r.u32()?, r.u32()?);
+            let shape = TileShape::new(w, h).map_err(|e| Error::BadIndex(e.to_string()))?;
+            if (shape.width(), shape.height()) != (w, h) {
+                return Err(Error::BadIndex(format!(
+                    "tile shape {w}:{h} is not in lowest terms"
+                )));
+            }
+            shape
+        } else {
+            TileShape::SQUARE
+        };
         let opts = ImportOptions {
             background,
             grid,
             rendition_size,
+            shape,
         };
         check_options(&opts).map_err(|e| Error::BadIndex(e.to_string()))?;
         let n = r.u32()? as usize;
@@ -463,7 +497,10 @@ impl Library {
         };
         let means = lab(n)?;
         let subs = lab(n * k2)?;
-        let px = (rendition_size as usize).pow(2) * 3 * n;
+        let (rw, rh) = shape.fit(rendition_size);
+        let px = (rw as usize * rh as usize * 3)
+            .checked_mul(n)
+            .ok_or_else(|| Error::BadIndex("size".into()))?;
         let start = r.at;
         let end = start.saturating_add(px);
         if end > body_len {
@@ -477,6 +514,7 @@ impl Library {
             grid,
             rendition_size,
             background,
+            shape,
             names,
             means,
             subs,
@@ -660,6 +698,14 @@ fn check_options(opts: &ImportOptions) -> Result<(), Error> {
             opts.rendition_size
         )));
     }
+    let (w, h) = opts.shape.fit(opts.rendition_size);
+    if w.min(h) < opts.grid as u32 {
+        return Err(Error::InvalidOption(format!(
+            "{w} x {h} px renditions (shape {}) are too small for a {} x {} descriptor grid: \
+             raise the rendition size",
+            opts.shape, opts.grid, opts.grid
+        )));
+    }
     Ok(())
 }
 
@@ -704,16 +750,16 @@ fn split_images<T>(files: Vec<T>, name: impl Fn(&T) -> &str) -> (Vec<T>, usize) 
     (images, ignored)
 }
 
-/// Decodes (EXIF orientation applied), crops the centre square, composites onto the background
-/// and resizes to the rendition size.
+/// Decodes (EXIF orientation applied), crops the centre to the library's shape, composites onto
+/// the background and resizes to the rendition size.
 fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result<Prepared, String> {
-    let square = decode_square(bytes, opts.background)?;
-    let (side, px) = square;
+    let (w, h, px) = decode_crop(bytes, opts.background, opts.shape)?;
     let identity = (
-        Fnv::digest_seeded(&px, side as u64),
-        Fnv::digest_seeded(&px, !(side as u64)),
+        Fnv::digest_seeded(&px, w as u64),
+        Fnv::digest_seeded(&px, !(h as u64)),
     );
-    let rendition = resize_square(&px, side, opts.rendition_size as usize);
+    let (rw, rh) = opts.shape.fit(opts.rendition_size);
+    let rendition = resize(&px, w, h, rw as usize, rh as usize);
     Ok(Prepared {
         name: String::new(),
         identity,
@@ -726,25 +772,28 @@ pub const MAX_TILE_SIDE: u32 = 4096;
 /// Most memory one tile's decoder may allocate (a 4096 x 4096 RGBA8 image).
 pub const MAX_TILE_DECODE_BYTES: u64 = 64 << 20;
 
-/// Decodes an image file into its centre square, composited onto `background`, as packed RGB8.
-/// Tiles are decoded within [`MAX_TILE_SIDE`] and [`MAX_TILE_DECODE_BYTES`]: a tiny file that
-/// declares a huge image is refused from its header.
-pub(crate) fn decode_square(bytes: &[u8], background: [u8; 3]) -> Result<(usize, Vec<u8>), String> {
+/// Decodes an image file into its largest centre crop of `shape`, composited onto `background`,
+/// as `(width, height, packed RGB8)`. Tiles are decoded within [`MAX_TILE_SIDE`] and
+/// [`MAX_TILE_DECODE_BYTES`]: a tiny file that declares a huge image is refused from its header.
+pub(crate) fn decode_crop(
+    bytes: &[u8],
+    background: [u8; 3],
+    shape: TileShape,
+) -> Result<(usize, usize, Vec<u8>), String> {
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(MAX_TILE_SIDE);
     limits.max_image_height = Some(MAX_TILE_SIDE);
     limits.max_alloc = Some(MAX_TILE_DECODE_BYTES);
     let rgba = decode_rgba_within(bytes, Some(limits))?;
     let (w, h) = (rgba.width() as usize, rgba.height() as usize);
-    let side = w.min(h);
-    if side == 0 {
+    if w == 0 || h == 0 {
         return Err("empty image".into());
     }
-    let (x0, y0) = ((w - side) / 2, (h - side) / 2);
+    let (x0, y0, cw, ch) = shape.crop(w, h);
     let raw = rgba.as_raw();
-    let mut out = Vec::with_capacity(side * side * 3);
-    for y in y0..y0 + side {
-        for p in raw[(y * w + x0) * 4..(y * w + x0 + side) * 4].chunks_exact(4) {
+    let mut out = Vec::with_capacity(cw * ch * 3);
+    for y in y0..y0 + ch {
+        for p in raw[(y * w + x0) * 4..(y * w + x0 + cw) * 4].chunks_exact(4) {
             let a = p[3] as u32;
             for c in 0..3 {
                 let v = (p[c] as u32 * a + background[c] as u32 * (255 - a) + 127) / 255;
@@ -752,7 +801,7 @@ pub(crate) fn decode_square(bytes: &[u8], background: [u8; 3]) -> Result<(usize,
             }
         }
     }
-    Ok((side, out))
+    Ok((cw, ch, out))
 }
 
 /// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied.
@@ -834,15 +883,17 @@ fn assemble(
     }
     report.imported = kept.len();
     let k = opts.grid as usize;
-    let s = opts.rendition_size as usize;
+    let (rw, rh) = opts.shape.fit(opts.rendition_size);
+    let (rw, rh) = (rw as usize, rh as usize);
     let described: Vec<(Lab, Vec<Lab>)> = kept
         .par_iter()
-        .map(|p| describe(&p.rendition, s, k))
+        .map(|p| describe(&p.rendition, rw, rh, k))
         .collect();
     let mut lib = Library {
         grid: opts.grid,
         rendition_size: opts.rendition_size,
         background: opts.background,
+        shape: opts.shape,
         names: Vec::with_capacity(kept.len()),
         means: Vec::with_capacity(kept.len()),
         subs: Vec::with_capacity(kept.len() * k * k),
@@ -850,7 +901,7 @@ fn assemble(
         captions: Vec::new(),
         version: 0,
     };
-    let mut pixels = Vec::with_capacity(kept.len() * s * s * 3);
+    let mut pixels = Vec::with_capacity(kept.len() * rw * rh * 3);
     for (p, (mean, subs)) in kept.into_iter().zip(described) {
         lib.names.push(p.name);
         lib.means.push(mean);
@@ -985,15 +1036,15 @@ fn split_csv_line(line: &str) -> Option<Vec<String>> {
     Some(fields)
 }
 
-/// Mean colour and `k x k` sub-grid means of a square RGB8 image, averaged in sRGB (as the eye
+/// Mean colour and `k x k` sub-grid means of a `w x h` RGB8 image, averaged in sRGB (as the eye
 /// sees it from a distance and as the quality metric measures) and converted to Lab.
-pub(crate) fn describe(px: &[u8], side: usize, k: usize) -> (Lab, Vec<Lab>) {
+pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> (Lab, Vec<Lab>) {
     let mut sums = vec![[0u64; 4]; k * k];
-    for y in 0..side {
-        let gy = y * k / side;
-        for x in 0..side {
-            let gx = x * k / side;
-            let p = &px[(y * side + x) * 3..];
+    for y in 0..h {
+        let gy = y * k / h;
+        for x in 0..w {
+            let gx = x * k / w;
+            let p = &px[(y * w + x) * 3..];
             let s = &mut sums[gy * k + gx];
             s[0] += p[0] as u64;
             s[1] += p[1] as u64;
@@ -1012,11 +1063,99 @@ pub(crate) fn describe(px: &[u8], side: usize, k: usize) -> (Lab, Vec<Lab>) {
             srgb_to_lab32([s[0] as f64 / n, s[1] as f64 / n, s[2] as f64 / n])
         })
         .collect();
-    let n = (side * side) as f64;
+    let n = (w * h) as f64;
     let mean = srgb_to_lab32([
         total[0] as f64 / n,
         total[1] as f64 / n,
         total[2] as f64 / n,
     ]);
     (mean, subs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(w: u32, h: u32, seed: u32) -> Vec<u8> {
+        let img = image::RgbImage::from_fn(w, h, |x, y| {
+            image::Rgb([
+                (x * 7 + seed) as u8,
+                (y * 5 + seed * 3) as u8,
+                (x ^ y) as u8,
+            ])
+        });
+        let mut out = Vec::new();
+        img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+            .unwrap();
+        out
+    }
+
+    fn library(shape: TileShape) -> Library {
+        let files = (0..3)
+            .map(|i| (format!("t{i}.png"), png(40 + i * 10, 30, i)))
+            .collect();
+        let options = ImportOptions {
+            shape,
+            ..ImportOptions::default()
+        };
+        Library::from_files(files, &options).unwrap().0
+    }
+
+    fn sealed(mut body: Vec<u8>) -> Vec<u8> {
+        let digest = Fnv::digest(&body);
+        body.extend_from_slice(&digest.to_le_bytes());
+        body
+    }
+
+    /// A square library's bytes in the layout of format `version` (1 or 2): no shape, and in
+    /// version 1 no captions.
+    fn legacy(lib: &Library, version: u32) -> Vec<u8> {
+        let mut body = lib.body_bytes();
+        body[8..12].copy_from_slice(&version.to_le_bytes());
+        body.drain(20..28);
+        if version == 1 {
+            body.truncate(body.len() - 4 * lib.len());
+        }
+        sealed(body)
+    }
+
+    #[test]
+    fn version_1_and_2_indexes_load_as_square() {
+        let lib = library(TileShape::SQUARE);
+        for version in [1, 2] {
+            let old = Library::from_bytes(&legacy(&lib, version)).unwrap();
+            assert_eq!(old.shape(), TileShape::SQUARE);
+            assert_eq!(old.names(), lib.names());
+            assert_eq!(old.means(), lib.means());
+            assert_eq!(old.rendition(2), lib.rendition(2));
+        }
+    }
+
+    #[test]
+    fn the_shape_round_trips_and_a_bad_one_is_refused() {
+        let lib = library(TileShape::new(3, 2).unwrap());
+        assert_eq!(lib.rendition_dims(), (64, 43));
+        assert_eq!(Library::from_bytes(&lib.to_bytes()).unwrap(), lib);
+        let with_shape = |w: u32, h: u32| {
+            let mut body = lib.body_bytes();
+            body[20..24].copy_from_slice(&w.to_le_bytes());
+            body[24..28].copy_from_slice(&h.to_le_bytes());
+            Library::from_bytes(&sealed(body)).unwrap_err().to_string()
+        };
+        assert!(with_shape(6, 4).contains("lowest terms"));
+        assert!(with_shape(9, 1).contains("elongated"));
+        assert!(with_shape(0, 1).contains("at least 1"));
+    }
+
+    #[test]
+    fn renditions_too_small_for_the_grid_are_refused() {
+        let options = ImportOptions {
+            shape: TileShape::new(4, 1).unwrap(),
+            rendition_size: 16,
+            grid: 8,
+            ..ImportOptions::default()
+        };
+        let err = Library::from_files(vec![], &options).unwrap_err();
+        assert!(err.to_string().contains("16 x 4 px"), "{err}");
+    }
 }

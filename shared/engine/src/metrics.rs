@@ -186,6 +186,14 @@ pub fn plan_quality(
     {
         return Err(Error::PlanMismatch("a tile is not in the library".into()));
     }
+    if plan.tile_size() != cache.tile_size() {
+        return Err(Error::PlanMismatch(format!(
+            "the plan has {} px tiles, the tile cache {} px",
+            plan.tile_size(),
+            cache.tile_size()
+        )));
+    }
+    cache.check_shape()?;
     let blend = plan.blend() as i32;
     let shift = |t: u32, cell: [u8; 3]| {
         if blend == 0 {
@@ -209,7 +217,11 @@ pub fn plan_quality(
         .then(|| {
             const V: usize = VIEW_SCALE;
             let vw = c * V;
-            let taps = area_taps(plan.tile_size() as usize, V);
+            // Each cell is V x V view samples whatever its shape, as the rendered mosaic is
+            // measured (see `view.rs`).
+            let size = plan.tile_size();
+            let tx = area_taps(size.width as usize, V);
+            let ty = area_taps(size.height as usize, V);
             let mut rgb = vec![0f32; vw * r * V * 3];
             rgb.par_chunks_mut(vw * V * 3)
                 .enumerate()
@@ -218,7 +230,8 @@ pub fn plan_quality(
                         let i = cy * c + cx;
                         let t = plan.tiles()[i];
                         let turn = plan.transforms()[i];
-                        let blocks = cache.block_means(t, turn, shift(t, plan.colours()[i]), &taps);
+                        let blocks =
+                            cache.block_means(t, turn, shift(t, plan.colours()[i]), (&tx, &ty));
                         for (b, p) in blocks.iter().enumerate() {
                             let at = ((b / V) * vw + cx * V + b % V) * 3;
                             band[at..at + 3].copy_from_slice(p);

@@ -11,14 +11,15 @@ use crate::hash::Fnv;
 use crate::kdtree::KdTree;
 use crate::library::Library;
 use crate::resample::AreaResampler;
+use crate::shape::{TileSize, check_shape};
 use crate::transform::Transform;
 
 const MAGIC: &[u8; 8] = b"TSRPLAN\n";
-/// Version of the plan blob layout: 2 added each cell's transform (version 1 still loads, every
-/// cell untransformed).
-pub const PLAN_FORMAT_VERSION: u32 = 2;
+/// Version of the plan blob layout: 2 added each cell's transform, 3 the tile height after the
+/// tile width. Versions 1 (every cell untransformed) and 2 still load, with square tiles.
+pub const PLAN_FORMAT_VERSION: u32 = 3;
 
-/// Smallest and largest tile size in output pixels.
+/// Smallest and largest tile side in output pixels.
 pub const TILE_SIZES: std::ops::RangeInclusive<u32> = 4..=256;
 /// Default output limit: one gigapixel.
 pub const DEFAULT_MAX_OUTPUT_PIXELS: u64 = 1 << 30;
@@ -26,16 +27,19 @@ pub const DEFAULT_MAX_OUTPUT_PIXELS: u64 = 1 << 30;
 /// How the target is cut into cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grid {
-    /// This many cells across; rows follow the target's aspect ratio.
+    /// This many cells across; rows follow the target's aspect ratio (with non-square cells,
+    /// fewer or more rows, so that the output keeps the target's shape).
     Cells(u32),
-    /// One cell per target pixel (output = target size x tile size).
+    /// One cell per target pixel (output = target size x tile size: non-square tiles stretch
+    /// the output by their shape).
     PerPixel,
 }
 
 /// Options of a mosaic: everything that, with the target and library, fixes the plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanOptions {
-    pub tile_size: u32,
+    /// Cell size in output pixels; its shape must be the library's.
+    pub tile_size: TileSize,
     pub grid: Grid,
     /// No identical tile within this Chebyshev distance in cells; 0 allows any repetition.
     pub repeat_radius: u32,
@@ -63,15 +67,16 @@ pub struct PlanOptions {
     /// Tiles may be mirrored left-right.
     pub flip: bool,
     /// Tiles may be turned by 90, 180 or 270 degrees (with `flip`, all 8 symmetries of the
-    /// square). Each candidate tile is placed under the transform that best fits the cell's
-    /// sub-grid; repetition limits count the tile whatever its transform.
+    /// square); tiles that are not square turn by 180 degrees only. Each candidate tile is
+    /// placed under the transform that best fits the cell's sub-grid; repetition limits count
+    /// the tile whatever its transform.
     pub rotate: bool,
 }
 
 impl Default for PlanOptions {
     fn default() -> Self {
         Self {
-            tile_size: 16,
+            tile_size: TileSize::square(16),
             grid: Grid::Cells(128),
             repeat_radius: 1,
             max_uses: None,
@@ -93,7 +98,7 @@ impl Default for PlanOptions {
 pub struct Sizing {
     pub cols: u32,
     pub rows: u32,
-    pub tile_size: u32,
+    pub tile_size: TileSize,
     pub width: u32,
     pub height: u32,
 }
@@ -101,9 +106,8 @@ pub struct Sizing {
 impl Sizing {
     /// Works out the grid and output size, checking the tile size and the output limit.
     pub fn new(target_w: u32, target_h: u32, opts: &PlanOptions) -> Result<Sizing, Error> {
-        if !TILE_SIZES.contains(&opts.tile_size) {
-            return Err(Error::TileSize(opts.tile_size));
-        }
+        opts.tile_size.check()?;
+        let tile = opts.tile_size;
         if opts.blend > 100 {
             return Err(Error::InvalidOption(format!(
                 "blend {} % (0 to 100)",
@@ -121,14 +125,17 @@ impl Sizing {
                 ));
             }
             Grid::Cells(c) => {
-                let rows = (c as f64 * target_h as f64 / target_w as f64)
-                    .round()
-                    .max(1.0);
-                (c, rows.min(u32::MAX as f64) as u32)
+                let mut rows = c as f64 * target_h as f64 / target_w as f64;
+                // Cells that are not square: as many rows as keep the output's shape the
+                // target's. (Square cells skip the step, so their sizing is as it always was.)
+                if !tile.is_square() {
+                    rows *= tile.width as f64 / tile.height as f64;
+                }
+                (c, rows.round().max(1.0).min(u32::MAX as f64) as u32)
             }
         };
-        let width = cols as u64 * opts.tile_size as u64;
-        let height = rows as u64 * opts.tile_size as u64;
+        let width = cols as u64 * tile.width as u64;
+        let height = rows as u64 * tile.height as u64;
         if width * height > opts.max_output_pixels
             || width > u32::MAX as u64
             || height > u32::MAX as u64
@@ -142,7 +149,7 @@ impl Sizing {
         Ok(Sizing {
             cols,
             rows,
-            tile_size: opts.tile_size,
+            tile_size: tile,
             width: width as u32,
             height: height as u32,
         })
@@ -156,7 +163,7 @@ pub struct Plan {
     cols: u32,
     total_rows: u32,
     first_row: u32,
-    tile_size: u32,
+    tile_size: TileSize,
     blend: u8,
     library_version: u64,
     tiles: Vec<u32>,
@@ -215,6 +222,7 @@ impl Plan {
         ready: &mut dyn FnMut(&Plan, u32) -> Result<(), Error>,
     ) -> Result<Plan, Error> {
         let size = Sizing::new(target.width(), target.height(), opts)?;
+        check_shape(size.tile_size, library.shape())?;
         let (cols, rows) = (size.cols as usize, size.rows as usize);
         let n = library.len();
         if n == 0 {
@@ -263,10 +271,12 @@ impl Plan {
         let src = target.as_raw();
         let ncand = opts.candidates.clamp(1, n);
         // Each allowed transform as the permutation of a tile's sub-grid it makes.
-        let turns: Vec<(Transform, Vec<usize>)> = Transform::allowed(opts.flip, opts.rotate)
-            .into_iter()
-            .map(|t| (t, t.permutation(k)))
-            .collect();
+        let square = size.tile_size.is_square();
+        let turns: Vec<(Transform, Vec<usize>)> =
+            Transform::allowed(opts.flip, opts.rotate, square)
+                .into_iter()
+                .map(|t| (t, t.permutation(k, k)))
+                .collect();
         let mut plan = Plan {
             cols: size.cols,
             total_rows: size.rows,
@@ -419,7 +429,8 @@ impl Plan {
         self.first_row..self.first_row + (self.tiles.len() / self.cols as usize) as u32
     }
 
-    pub fn tile_size(&self) -> u32 {
+    /// Cell size in output pixels.
+    pub fn tile_size(&self) -> TileSize {
         self.tile_size
     }
 
@@ -448,12 +459,17 @@ impl Plan {
 
     /// Output width in pixels.
     pub fn width(&self) -> u32 {
-        self.cols * self.tile_size
+        self.cols * self.tile_size.width
     }
 
     /// Height in pixels of the whole output.
     pub fn total_height(&self) -> u32 {
-        self.total_rows * self.tile_size
+        self.total_rows * self.tile_size.height
+    }
+
+    /// Height in pixels of the rows this plan holds.
+    pub fn band_height(&self) -> u32 {
+        self.row_range().len() as u32 * self.tile_size.height
     }
 
     /// The grid rows `range` (absolute row numbers, within [`Plan::row_range`]) as a plan of
@@ -488,7 +504,8 @@ impl Plan {
             self.total_rows,
             self.first_row,
             self.row_range().len() as u32,
-            self.tile_size,
+            self.tile_size.width,
+            self.tile_size.height,
         ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
@@ -518,45 +535,68 @@ impl Plan {
         let (body, tail) = bytes.split_at(bytes.len() - 8);
         let u32_at = |at: usize| u32::from_le_bytes(body[at..at + 4].try_into().expect("4 bytes"));
         let version = u32_at(8);
-        if version != PLAN_FORMAT_VERSION && version != 1 {
+        if !(1..=PLAN_FORMAT_VERSION).contains(&version) {
             return Err(bad(&format!(
-                "format version {version}, this build reads {PLAN_FORMAT_VERSION}"
+                "format version {version}, this build reads 1 to {PLAN_FORMAT_VERSION}"
             )));
         }
         if Fnv::digest(body) != u64::from_le_bytes(tail.try_into().expect("8 bytes")) {
             return Err(bad("digest mismatch: the plan is corrupt or truncated"));
         }
-        let (cols, total_rows, first_row, count, tile_size) =
+        let (cols, total_rows, first_row, count, tile_width) =
             (u32_at(12), u32_at(16), u32_at(20), u32_at(24), u32_at(28));
-        let blend = body[32];
-        let library_version = u64::from_le_bytes(body[33..41].try_into().expect("8 bytes"));
+        // Version 3 has the tile height next; earlier plans are square.
+        let (tile_height, at) = if version >= 3 {
+            if body.len() < 45 {
+                return Err(bad("truncated"));
+            }
+            (u32_at(32), 36)
+        } else {
+            (tile_width, 32)
+        };
+        let tile_size = TileSize {
+            width: tile_width,
+            height: tile_height,
+        };
+        let blend = body[at];
+        let library_version = u64::from_le_bytes(body[at + 1..at + 9].try_into().expect("8 bytes"));
+        let start = at + 9;
         let cells = cols as usize * count as usize;
         // Bytes per cell: a tile, a colour and (from version 2) a transform.
         let per_cell = if version == 1 { 7 } else { 8 };
-        if body.len() != 41 + cells * per_cell
+        if Some(body.len()) != cells.checked_mul(per_cell).map(|n| n + start)
             || first_row as u64 + count as u64 > total_rows as u64
-            || !TILE_SIZES.contains(&tile_size)
+            || tile_size.check().is_err()
             || blend > 100
         {
             return Err(bad("inconsistent header"));
         }
-        let tiles = body[41..41 + cells * 4]
+        let tiles = body[start..start + cells * 4]
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
             .collect();
-        let colours = body[41 + cells * 4..41 + cells * 7]
+        let colours = body[start + cells * 4..start + cells * 7]
             .chunks_exact(3)
             .map(|c| [c[0], c[1], c[2]])
             .collect();
-        let transforms = if version == 1 {
+        let transforms: Vec<Transform> = if version == 1 {
             vec![Transform::NONE; cells]
         } else {
-            body[41 + cells * 7..]
+            body[start + cells * 7..]
                 .iter()
                 .map(|&b| Transform::from_u8(b))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| bad("a cell's transform is not one of the 8 (0 to 7)"))?
         };
+        if let Some(t) = transforms
+            .iter()
+            .find(|t| !t.keeps_shape(tile_size.is_square()))
+        {
+            return Err(bad(&format!(
+                "a cell's tile is turned by {t}, which {tile_size} px tiles cannot take (only \
+                 square tiles turn by a quarter)"
+            )));
+        }
         Ok(Plan {
             cols,
             total_rows,
@@ -764,17 +804,17 @@ impl Assigner<'_> {
 mod tests {
     use super::*;
 
-    fn plan() -> Plan {
+    fn plan(tile_size: TileSize) -> Plan {
         Plan {
             cols: 2,
             total_rows: 3,
             first_row: 1,
-            tile_size: 8,
+            tile_size,
             blend: 20,
             library_version: 0x1234,
             tiles: vec![0, 1, 2, 3],
             colours: vec![[1, 2, 3]; 4],
-            transforms: [0, 5, 7, 2]
+            transforms: [0, 6, 2, 4]
                 .map(|b| Transform::from_u8(b).unwrap())
                 .to_vec(),
         }
@@ -787,9 +827,22 @@ mod tests {
         body
     }
 
+    /// A square plan's bytes in the layout of format `version` (1 or 2): no tile height, and in
+    /// version 1 no transforms.
+    fn legacy(p: &Plan, version: u32) -> Vec<u8> {
+        let bytes = p.to_bytes();
+        let mut body = bytes[..bytes.len() - 8].to_vec();
+        body[8..12].copy_from_slice(&version.to_le_bytes());
+        body.drain(32..36);
+        if version == 1 {
+            body.truncate(body.len() - p.tiles.len());
+        }
+        sealed(body)
+    }
+
     #[test]
     fn transforms_round_trip_and_bad_ones_are_refused() {
-        let p = plan();
+        let p = plan(TileSize::square(8));
         let bytes = p.to_bytes();
         assert_eq!(Plan::from_bytes(&bytes).unwrap(), p);
         let mut body = bytes[..bytes.len() - 8].to_vec();
@@ -800,17 +853,37 @@ mod tests {
     }
 
     #[test]
-    fn version_1_plans_load_untransformed() {
-        let p = plan();
+    fn oblong_tiles_round_trip_and_refuse_quarter_turns() {
+        let p = plan(TileSize::new(24, 18).unwrap());
         let bytes = p.to_bytes();
-        // Version 1: no transform bytes.
-        let mut body = bytes[..bytes.len() - 8 - 4].to_vec();
-        body[8..12].copy_from_slice(&1u32.to_le_bytes());
-        let old = Plan::from_bytes(&sealed(body)).unwrap();
-        assert_eq!(old.tiles(), p.tiles());
-        assert_eq!(old.transforms(), [Transform::NONE; 4]);
+        let back = Plan::from_bytes(&bytes).unwrap();
+        assert_eq!(back, p);
+        assert_eq!((back.width(), back.total_height()), (48, 54));
+        assert_eq!(back.rows(1..3).unwrap().band_height(), 36);
+        // A quarter turn (rot90 = 1) in a cell of an oblong plan.
+        let mut body = bytes[..bytes.len() - 8].to_vec();
+        let last = body.len() - 1;
+        body[last] = 1;
+        let err = Plan::from_bytes(&sealed(body)).unwrap_err();
+        assert!(err.to_string().contains("rot90"), "{err}");
+        // A tile height out of range.
+        let mut body = bytes[..bytes.len() - 8].to_vec();
+        body[32..36].copy_from_slice(&300u32.to_le_bytes());
+        assert!(Plan::from_bytes(&sealed(body)).is_err());
+    }
+
+    #[test]
+    fn version_1_and_2_plans_load_square() {
+        let p = plan(TileSize::square(8));
+        let v2 = Plan::from_bytes(&legacy(&p, 2)).unwrap();
+        assert_eq!(v2, p);
+        let v1 = Plan::from_bytes(&legacy(&p, 1)).unwrap();
+        assert_eq!(v1.tiles(), p.tiles());
+        assert_eq!(v1.tile_size(), TileSize::square(8));
+        assert_eq!(v1.transforms(), [Transform::NONE; 4]);
         // A version 2 plan cut short of its transforms does not pass for one.
-        let short = sealed(bytes[..bytes.len() - 8 - 4].to_vec());
+        let v2 = legacy(&p, 2);
+        let short = sealed(v2[..v2.len() - 8 - 4].to_vec());
         assert!(Plan::from_bytes(&short).is_err());
     }
 }

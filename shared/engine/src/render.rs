@@ -9,15 +9,17 @@ use crate::Error;
 use crate::library::Library;
 use crate::output::BandSink;
 use crate::plan::Plan;
-use crate::resample::{Taps, resize_square};
+use crate::resample::{Taps, resize};
+use crate::shape::{TileSize, check_shape};
 use crate::transform::Transform;
 
-/// Tile renditions at one tile size, made on first use (Lanczos3 from the stored rendition) and
+/// Tile renditions at one tile size (of the library's shape: [`render_band`] and the quality
+/// measures refuse another), made on first use (Lanczos3 from the stored rendition) and
 /// kept for the next bands, as are their transformed copies. Holds only the tiles (and
 /// transforms) a plan actually uses.
 pub struct TileCache<'a> {
     library: LibraryHandle<'a>,
-    size: u32,
+    size: TileSize,
     tiles: Vec<OnceLock<Rendition>>,
 }
 
@@ -46,18 +48,20 @@ struct Rendition {
 }
 
 impl Rendition {
-    /// The pixels of a `side` square rendition under `turn` (the mean is the same under all).
-    fn pixels(&self, turn: Transform, side: usize) -> &[u8] {
+    /// The pixels of a rendition of `size` under `turn` (the mean is the same under all).
+    fn pixels(&self, turn: Transform, size: TileSize) -> &[u8] {
         match turn.as_u8() {
             0 => &self.pixels,
-            i => self.turned[i as usize - 1]
-                .get_or_init(|| turn.apply(&self.pixels, side, 3).into_boxed_slice()),
+            i => self.turned[i as usize - 1].get_or_init(|| {
+                let (w, h) = (size.width as usize, size.height as usize);
+                turn.apply(&self.pixels, w, h, 3).into_boxed_slice()
+            }),
         }
     }
 }
 
 impl<'a> TileCache<'a> {
-    pub fn new(library: &'a Library, size: u32) -> Self {
+    pub fn new(library: &'a Library, size: TileSize) -> Self {
         Self {
             library: LibraryHandle::Borrowed(library),
             size,
@@ -67,7 +71,7 @@ impl<'a> TileCache<'a> {
 
     /// A cache holding its library, to be kept and shared (by the slices of a job, say): each
     /// tile is resized once however many bands use it.
-    pub fn shared(library: Arc<Library>, size: u32) -> TileCache<'static> {
+    pub fn shared(library: Arc<Library>, size: TileSize) -> TileCache<'static> {
         TileCache {
             tiles: (0..library.len()).map(|_| OnceLock::new()).collect(),
             library: LibraryHandle::Shared(library),
@@ -79,8 +83,13 @@ impl<'a> TileCache<'a> {
         &self.library
     }
 
-    pub fn tile_size(&self) -> u32 {
+    pub fn tile_size(&self) -> TileSize {
         self.size
+    }
+
+    /// An error unless this cache's tiles have its library's shape.
+    pub fn check_shape(&self) -> Result<(), Error> {
+        check_shape(self.size, self.library.shape())
     }
 
     /// Mean sRGB colour of tile `t` at this size.
@@ -106,25 +115,25 @@ impl<'a> TileCache<'a> {
     }
 
     /// Area means of tile `t` under `turn` at this size over blocks, row-major, with `shift`
-    /// added to every pixel (clamped, as rendering clamps); `taps` (`area_taps(size, k)`) give
-    /// `k x k` blocks.
+    /// added to every pixel (clamped, as rendering clamps); `tx` (`area_taps(width, k)`) and
+    /// `ty` (`area_taps(height, k)`) give `k x k` blocks.
     pub(crate) fn block_means(
         &self,
         t: u32,
         turn: Transform,
         shift: [i32; 3],
-        taps: &Taps,
+        (tx, ty): (&Taps, &Taps),
     ) -> Vec<[f32; 3]> {
-        let s = self.size as usize;
-        let pixels = self.get(t).pixels(turn, s);
-        let k = taps.start.len();
+        let w = self.size.width as usize;
+        let pixels = self.get(t).pixels(turn, self.size);
+        let k = tx.start.len();
         let mut out = vec![[0f32; 3]; k * k];
         for (b, acc) in out.iter_mut().enumerate() {
             let (by, bx) = (b / k, b % k);
-            for (j, wy) in taps.weights[by].iter().enumerate() {
-                let y = taps.start[by] + j;
-                for (i, wx) in taps.weights[bx].iter().enumerate() {
-                    let p = &pixels[(y * s + taps.start[bx] + i) * 3..];
+            for (j, wy) in ty.weights[by].iter().enumerate() {
+                let y = ty.start[by] + j;
+                for (i, wx) in tx.weights[bx].iter().enumerate() {
+                    let p = &pixels[(y * w + tx.start[bx] + i) * 3..];
                     for c in 0..3 {
                         acc[c] += wy * wx * (p[c] as i32 + shift[c]).clamp(0, 255) as f32;
                     }
@@ -137,16 +146,19 @@ impl<'a> TileCache<'a> {
     /// Tile `t` at this size under `turn` (RGB8, row-major) and its mean colour.
     pub fn turned(&self, t: u32, turn: Transform) -> (&[u8], [u8; 3]) {
         let tile = self.get(t);
-        (tile.pixels(turn, self.size as usize), tile.mean)
+        (tile.pixels(turn, self.size), tile.mean)
     }
 
     fn get(&self, t: u32) -> &Rendition {
         self.tiles[t as usize].get_or_init(|| {
             let base = self.library.rendition(t);
-            let pixels = resize_square(
+            let (rw, rh) = self.library.rendition_dims();
+            let pixels = resize(
                 &base,
-                self.library.rendition_size() as usize,
-                self.size as usize,
+                rw as usize,
+                rh as usize,
+                self.size.width as usize,
+                self.size.height as usize,
             );
             let mut sum = [0u64; 3];
             for p in pixels.chunks_exact(3) {
@@ -154,7 +166,7 @@ impl<'a> TileCache<'a> {
                     sum[c] += p[c] as u64;
                 }
             }
-            let n = (self.size * self.size) as u64;
+            let n = self.size.area();
             let mean = sum.map(|s| ((s + n / 2) / n) as u8);
             Rendition {
                 pixels: pixels.into_boxed_slice(),
@@ -180,6 +192,7 @@ fn check(plan: &Plan, cache: &TileCache) -> Result<(), Error> {
             cache.size
         )));
     }
+    cache.check_shape()?;
     if let Some(&t) = plan
         .tiles()
         .iter()
@@ -192,9 +205,9 @@ fn check(plan: &Plan, cache: &TileCache) -> Result<(), Error> {
     Ok(())
 }
 
-/// Renders every row the plan holds: `rows x tile_size` pixel rows of `width` RGB8 pixels.
+/// Renders every row the plan holds: `rows x tile height` pixel rows of `width` RGB8 pixels.
 pub fn render_band(plan: &Plan, cache: &TileCache) -> Result<Vec<u8>, Error> {
-    let len = plan.width() as usize * 3 * plan.row_range().len() * plan.tile_size() as usize;
+    let len = plan.width() as usize * 3 * plan.band_height() as usize;
     let mut out = vec![0u8; len];
     render_band_into(plan, cache, &mut out)?;
     Ok(out)
@@ -204,7 +217,7 @@ pub fn render_band(plan: &Plan, cache: &TileCache) -> Result<Vec<u8>, Error> {
 /// reused from band to band is not cleared again): for callers that already run one band per
 /// core (the image processors), so rendering leaves rayon's threads to the planner.
 pub fn render_band_serial(plan: &Plan, cache: &TileCache, out: &mut Vec<u8>) -> Result<(), Error> {
-    let len = plan.width() as usize * 3 * plan.row_range().len() * plan.tile_size() as usize;
+    let len = plan.width() as usize * 3 * plan.band_height() as usize;
     out.resize(len, 0);
     render_into(plan, cache, out, false)
 }
@@ -222,10 +235,11 @@ fn render_into(
     parallel: bool,
 ) -> Result<(), Error> {
     check(plan, cache)?;
-    let ts = plan.tile_size() as usize;
+    let size = plan.tile_size();
+    let (tw, th) = (size.width as usize, size.height as usize);
     let cols = plan.cols() as usize;
     let row_bytes = plan.width() as usize * 3;
-    let cell_row_bytes = row_bytes * ts;
+    let cell_row_bytes = row_bytes * th;
     if out.len() != cell_row_bytes * plan.row_range().len() {
         return Err(Error::InvalidOption(
             "band buffer has the wrong size".into(),
@@ -236,11 +250,11 @@ fn render_into(
         for cx in 0..cols {
             let i = cy * cols + cx;
             let tile = cache.get(plan.tiles()[i]);
-            let pixels = tile.pixels(plan.transforms()[i], ts);
+            let pixels = tile.pixels(plan.transforms()[i], size);
             let shift = (blend != 0).then(|| blend_shift(tile.mean, plan.colours()[i], blend));
-            for y in 0..ts {
-                let src = &pixels[y * ts * 3..(y + 1) * ts * 3];
-                let dst = &mut band[y * row_bytes + cx * ts * 3..y * row_bytes + (cx + 1) * ts * 3];
+            for y in 0..th {
+                let src = &pixels[y * tw * 3..(y + 1) * tw * 3];
+                let dst = &mut band[y * row_bytes + cx * tw * 3..y * row_bytes + (cx + 1) * tw * 3];
                 match shift {
                     None => dst.copy_from_slice(src),
                     Some(s) => {

@@ -101,16 +101,16 @@ fn resample_rgb8(src: &[u8], w: usize, h: usize, tx: &Taps, ty: &Taps) -> Vec<u8
     dst
 }
 
-/// Averages a square RGB8 image over exact integer blocks (`factor` x `factor`), rounding.
-fn box_reduce(src: &[u8], side: usize, factor: usize) -> (Vec<u8>, usize) {
-    let out_side = side / factor;
+/// Averages an RGB8 image over exact integer blocks (`factor` x `factor`), rounding.
+fn box_reduce(src: &[u8], w: usize, h: usize, factor: usize) -> (Vec<u8>, usize, usize) {
+    let (ow, oh) = (w / factor, h / factor);
     let n = (factor * factor) as u32;
-    let mut dst = vec![0u8; out_side * out_side * 3];
-    for oy in 0..out_side {
-        for ox in 0..out_side {
+    let mut dst = vec![0u8; ow * oh * 3];
+    for oy in 0..oh {
+        for ox in 0..ow {
             let mut acc = [0u32; 3];
             for y in oy * factor..(oy + 1) * factor {
-                let row = &src[(y * side + ox * factor) * 3..(y * side + (ox + 1) * factor) * 3];
+                let row = &src[(y * w + ox * factor) * 3..(y * w + (ox + 1) * factor) * 3];
                 for p in row.chunks_exact(3) {
                     acc[0] += p[0] as u32;
                     acc[1] += p[1] as u32;
@@ -118,45 +118,47 @@ fn box_reduce(src: &[u8], side: usize, factor: usize) -> (Vec<u8>, usize) {
                 }
             }
             for c in 0..3 {
-                dst[(oy * out_side + ox) * 3 + c] = ((acc[c] + n / 2) / n) as u8;
+                dst[(oy * ow + ox) * 3 + c] = ((acc[c] + n / 2) / n) as u8;
             }
         }
     }
-    (dst, out_side)
+    (dst, ow, oh)
 }
 
-/// Resizes a square RGB8 image of `side` px to `out` px with Lanczos3. Large reductions first
-/// average exact blocks down to at least three times the output size, which changes nothing
-/// visible and keeps the filter short.
-pub fn resize_square(src: &[u8], side: usize, out: usize) -> Vec<u8> {
-    if side == out {
+/// Resizes an RGB8 image of `w` x `h` px to `dw` x `dh` px with Lanczos3. Large reductions
+/// first average exact blocks down to at least three times the output size, which changes
+/// nothing visible and keeps the filter short.
+pub fn resize(src: &[u8], w: usize, h: usize, dw: usize, dh: usize) -> Vec<u8> {
+    if (w, h) == (dw, dh) {
         return src.to_vec();
     }
-    let factor = side / (3 * out);
-    let (reduced, rside);
-    let (s, sd) = if factor >= 2 {
-        let cropped_side = (side / factor) * factor;
+    let factor = (w / (3 * dw)).min(h / (3 * dh));
+    let reduced;
+    let (s, sw, sh) = if factor >= 2 {
+        let (cw, ch) = ((w / factor) * factor, (h / factor) * factor);
         let cropped;
-        let base = if cropped_side != side {
-            let off = (side - cropped_side) / 2;
-            cropped = crop_square(src, side, off, cropped_side);
+        let base = if (cw, ch) != (w, h) {
+            cropped = crop(src, w, ((w - cw) / 2, (h - ch) / 2), (cw, ch));
             &cropped[..]
         } else {
             src
         };
-        (reduced, rside) = box_reduce(base, cropped_side, factor);
-        (&reduced[..], rside)
+        let (rw, rh);
+        (reduced, rw, rh) = box_reduce(base, cw, ch, factor);
+        (&reduced[..], rw, rh)
     } else {
-        (src, side)
+        (src, w, h)
     };
-    let t = lanczos_taps(sd, out);
-    resample_rgb8(s, sd, sd, &t, &t)
+    let tx = lanczos_taps(sw, dw);
+    let ty = lanczos_taps(sh, dh);
+    resample_rgb8(s, sw, sh, &tx, &ty)
 }
 
-fn crop_square(src: &[u8], side: usize, off: usize, new_side: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(new_side * new_side * 3);
-    for y in off..off + new_side {
-        out.extend_from_slice(&src[(y * side + off) * 3..(y * side + off + new_side) * 3]);
+/// The `(w, h)` region at `(x0, y0)` of an RGB8 image `width` px wide.
+fn crop(src: &[u8], width: usize, (x0, y0): (usize, usize), (w, h): (usize, usize)) -> Vec<u8> {
+    let mut out = Vec::with_capacity(w * h * 3);
+    for y in y0..y0 + h {
+        out.extend_from_slice(&src[(y * width + x0) * 3..(y * width + x0 + w) * 3]);
     }
     out
 }
@@ -237,11 +239,15 @@ mod tests {
         let src = vec![77u8; 64 * 64 * 3];
         for out in [4, 16, 33, 64, 200] {
             assert!(
-                resize_square(&src, 64, out).iter().all(|&v| v == 77),
+                resize(&src, 64, 64, out, out).iter().all(|&v| v == 77),
                 "{out}"
             );
         }
         let big = vec![9u8; 1000 * 1000 * 3];
-        assert!(resize_square(&big, 1000, 64).iter().all(|&v| v == 9));
+        assert!(resize(&big, 1000, 1000, 64, 64).iter().all(|&v| v == 9));
+        let wide = vec![33u8; 400 * 300 * 3];
+        let out = resize(&wide, 400, 300, 24, 18);
+        assert_eq!(out.len(), 24 * 18 * 3);
+        assert!(out.iter().all(|&v| v == 33));
     }
 }

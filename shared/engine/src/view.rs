@@ -1,5 +1,7 @@
 //! `ssim_view` of the quality metric (`shared/tools/mosaic_metrics.py`): how alike target and
-//! mosaic look from across the room. Both are area-averaged to [`VIEW_SCALE`] pixels per cell,
+//! mosaic look from across the room. Both are area-averaged to [`VIEW_SCALE`] x [`VIEW_SCALE`]
+//! samples per cell, whatever the cell's shape (a 24 x 18 px cell is 4 x 4 samples of 6 x 4.5
+//! px: the view keeps the cell grid, so both images are compared cell for cell),
 //! turned into CIELAB L*, blurred (Gaussian, sigma 2 px, edges repeated) and compared with the
 //! SSIM of 7 x 7 windows (data range 100, sample covariance), as scikit-image computes it.
 
@@ -8,7 +10,7 @@ use rayon::prelude::*;
 use crate::color::srgb_to_lab;
 use crate::resample::{AreaResampler, Taps, area_row, area_taps};
 
-/// Pixels per cell side at which the view is compared.
+/// Samples per cell side at which the view is compared.
 pub const VIEW_SCALE: usize = 4;
 /// The largest grid (in cells) whose view is measured; larger grids report no `ssim_view`. A
 /// cell is 16 view samples, and measuring holds about 44 bytes per sample at its peak (the

@@ -36,7 +36,7 @@ fn target() -> image::RgbImage {
 fn opts(cells: u32, tile_size: u32, radius: u32) -> PlanOptions {
     PlanOptions {
         grid: Grid::Cells(cells),
-        tile_size,
+        tile_size: TileSize::square(tile_size),
         repeat_radius: radius,
         ..PlanOptions::default()
     }
@@ -196,8 +196,8 @@ fn an_index_opened_from_its_file_reads_renditions_when_used_and_renders_the_same
             Plan::make(&target(), &opened, &o).unwrap().to_bytes(),
             plan.to_bytes()
         );
-        let in_memory = render_band(&plan, &TileCache::new(lib, 8)).unwrap();
-        let from_file = render_band(&plan, &TileCache::new(&opened, 8)).unwrap();
+        let in_memory = render_band(&plan, &TileCache::new(lib, TileSize::square(8))).unwrap();
+        let from_file = render_band(&plan, &TileCache::new(&opened, TileSize::square(8))).unwrap();
         assert!(in_memory == from_file, "renders differ (blend {blend})");
     }
 
@@ -269,7 +269,7 @@ fn plans_with_transforms_are_deterministic_and_round_trip() {
         };
         let a = Plan::make(&t, lib, &o).unwrap();
         assert_eq!(a, Plan::make(&t, lib, &o).unwrap());
-        let allowed = Transform::allowed(flip, rotate);
+        let allowed = Transform::allowed(flip, rotate, true);
         assert!(a.transforms().iter().all(|t| allowed.contains(t)));
         let turned = a.transforms().iter().filter(|&&t| t != Transform::NONE);
         assert!(
@@ -315,7 +315,7 @@ fn a_turned_cell_takes_the_turned_tile_and_renders_it_turned() {
     let (rot90, flip) = (Transform::new(false, 1), Transform::new(true, 0));
     let target = image::RgbImage::from_fn(128, 64, |x, y| {
         let (turn, x) = if x < 64 { (rot90, x) } else { (flip, x - 64) };
-        let (sx, sy) = turn.source(64, x as usize, y as usize);
+        let (sx, sy) = turn.source(64, 64, x as usize, y as usize);
         *tile.get_pixel(sx as u32, sy as u32)
     });
     let o = PlanOptions {
@@ -328,7 +328,7 @@ fn a_turned_cell_takes_the_turned_tile_and_renders_it_turned() {
     let plain = Plan::make(&target, &lib, &opts(2, 16, 0)).unwrap();
     assert_eq!(plain.transforms(), [Transform::NONE; 2]);
 
-    let cache = TileCache::new(&lib, 16);
+    let cache = TileCache::new(&lib, TileSize::square(16));
     let turned = render_band(&plan, &cache).unwrap();
     let as_is = render_band(&plain, &cache).unwrap();
     // Cell `c` of a 2-cell, 16 px band as a 16 px square.
@@ -338,8 +338,8 @@ fn a_turned_cell_takes_the_turned_tile_and_renders_it_turned() {
             .collect()
     };
     let tile16 = cell(&as_is, 0);
-    assert_eq!(cell(&turned, 0), rot90.apply(&tile16, 16, 3));
-    assert_eq!(cell(&turned, 1), flip.apply(&tile16, 16, 3));
+    assert_eq!(cell(&turned, 0), rot90.apply(&tile16, 16, 16, 3));
+    assert_eq!(cell(&turned, 1), flip.apply(&tile16, 16, 16, 3));
     // Red sits top-left in the tile, top-right once turned clockwise.
     assert_eq!(&cell(&turned, 0)[15 * 3..16 * 3], &[200, 0, 0]);
 
@@ -376,7 +376,7 @@ fn quality_from_a_plan_with_transforms_agrees_with_measuring_the_render() {
             },
         )
         .unwrap();
-        let cache = TileCache::new(lib, 8);
+        let cache = TileCache::new(lib, TileSize::square(8));
         let mut cells = MosaicCells::new(plan.width(), plan.total_height(), 16, 16).unwrap();
         render_to_sink(&plan, &cache, &mut cells, 4, &|_, _| {}).unwrap();
         let measured = cells.quality(&t).unwrap();
@@ -402,7 +402,7 @@ fn turning_tiles_keeps_the_view() {
     let plain = Plan::make(&t, lib, &opts(24, 8, 1)).unwrap();
     assert!(plain.transforms().iter().all(|&t| t == Transform::NONE));
     // Each cell takes a tile's best fitting transform: what is seen from afar does not suffer.
-    let cache = TileCache::new(lib, 8);
+    let cache = TileCache::new(lib, TileSize::square(8));
     let q0 = plan_quality(&plain, &cache, &t).unwrap();
     let both = PlanOptions {
         flip: true,
@@ -462,7 +462,7 @@ fn matching_on_form_keeps_more_of_the_photo_seen_from_afar() {
     let seen = |o: &PlanOptions| {
         let plan = Plan::make(&t, lib, o).unwrap();
         assert_no_repeat_within(&plan, o.repeat_radius as usize);
-        plan_quality(&plan, &TileCache::new(lib, 8), &t).unwrap()
+        plan_quality(&plan, &TileCache::new(lib, TileSize::square(8)), &t).unwrap()
     };
     for radius in [0, 1] {
         let form = seen(&opts(24, 8, radius));
@@ -537,7 +537,7 @@ fn limits_give_clear_errors() {
     // Per-pixel: output = source size x tile size.
     let per_pixel = PlanOptions {
         grid: Grid::PerPixel,
-        tile_size: 4,
+        tile_size: TileSize::square(4),
         ..PlanOptions::default()
     };
     let s = Sizing::new(48, 30, &per_pixel).unwrap();
@@ -546,7 +546,7 @@ fn limits_give_clear_errors() {
         Sizing {
             cols: 48,
             rows: 30,
-            tile_size: 4,
+            tile_size: TileSize::square(4),
             width: 192,
             height: 120
         }
@@ -567,7 +567,7 @@ fn streaming_png_and_jpeg_match_the_render() {
         },
     )
     .unwrap();
-    let cache = TileCache::new(lib, 8);
+    let cache = TileCache::new(lib, TileSize::square(8));
     let whole = render_band(&plan, &cache).unwrap();
     #[derive(Clone, Default)]
     struct W(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
@@ -648,7 +648,7 @@ fn blend_moves_tiles_toward_the_cell_colour_and_the_metric_sees_it() {
             },
         )
         .unwrap();
-        let cache = TileCache::new(lib, 8);
+        let cache = TileCache::new(lib, TileSize::square(8));
         let mut cells = MosaicCells::new(plan.width(), plan.total_height(), 16, 16).unwrap();
         render_to_sink(&plan, &cache, &mut cells, 4, &|_, _| {}).unwrap();
         cells.quality(&t).unwrap()
@@ -685,7 +685,7 @@ fn quality_from_the_plan_agrees_with_measuring_the_render() {
             },
         )
         .unwrap();
-        let cache = TileCache::new(lib, 8);
+        let cache = TileCache::new(lib, TileSize::square(8));
         let mut cells = MosaicCells::new(plan.width(), plan.total_height(), 16, 16).unwrap();
         render_to_sink(&plan, &cache, &mut cells, 4, &|_, _| {}).unwrap();
         let measured = cells.quality(&t).unwrap();
@@ -725,7 +725,14 @@ fn quality_from_the_plan_agrees_with_measuring_the_render() {
     }
     // Rows cut from a plan are not a whole image.
     let plan = Plan::make(&t, lib, &opts(16, 8, 1)).unwrap();
-    assert!(plan_quality(&plan.rows(0..4).unwrap(), &TileCache::new(lib, 8), &t).is_err());
+    assert!(
+        plan_quality(
+            &plan.rows(0..4).unwrap(),
+            &TileCache::new(lib, TileSize::square(8)),
+            &t
+        )
+        .is_err()
+    );
 }
 
 #[test]
@@ -771,7 +778,7 @@ proptest! {
         let o = PlanOptions { blend, flip, rotate, ..opts(13, 6, 1) };
         let plan = Plan::make(&target(), lib, &o).unwrap();
         prop_assert_eq!(plan.total_rows(), 13);
-        let cache = TileCache::new(lib, 6);
+        let cache = TileCache::new(lib, TileSize::square(6));
         let whole = render_band(&plan, &cache).unwrap();
         // Into a reused, larger buffer with stale bytes: the same pixels.
         let mut reused = vec![7u8; whole.len() + 99];
@@ -787,7 +794,7 @@ proptest! {
                 rows = Plan::from_bytes(&rows.to_bytes()).unwrap();
             }
             // A fresh cache, as on another processor.
-            stitched.extend(render_band(&rows, &TileCache::new(lib, 6)).unwrap());
+            stitched.extend(render_band(&rows, &TileCache::new(lib, TileSize::square(6))).unwrap());
         }
         prop_assert!(stitched == whole);
     }
@@ -802,7 +809,7 @@ proptest! {
     ) {
         let lib = library_cached();
         let plan = Plan::make(&target(), lib, &opts(13, 6, 1)).unwrap();
-        let whole = render_band(&plan, &TileCache::new(lib, 6)).unwrap();
+        let whole = render_band(&plan, &TileCache::new(lib, TileSize::square(6))).unwrap();
         let mut bounds = vec![0];
         bounds.extend(cuts);
         bounds.push(13);
@@ -810,7 +817,7 @@ proptest! {
         for w in bounds.windows(2) {
             // Each band rendered and compressed on its own, as on another processor.
             let rows = plan.rows(w[0]..w[1]).unwrap();
-            let pixels = render_band(&rows, &TileCache::new(lib, 6)).unwrap();
+            let pixels = render_band(&rows, &TileCache::new(lib, TileSize::square(6))).unwrap();
             png.write_fragment(&encode_png_fragment(&pixels, plan.width()).unwrap()).unwrap();
         }
         let png = png.finish().unwrap();
@@ -974,7 +981,7 @@ fn the_cell_map_says_which_tile_is_in_each_cell() {
     let map = CellMap::from_plan(&plan, lib).unwrap();
     assert_eq!(
         (map.cols(), map.rows(), map.tile_size()),
-        (12, plan.total_rows(), 8)
+        (12, plan.total_rows(), TileSize::square(8))
     );
     let tiles = plan.tiles();
     for row in 0..map.rows() {
@@ -1056,7 +1063,7 @@ fn adaptive_squares_cover_the_mosaic_within_the_budget_and_render_the_same_in_an
     let caches: Vec<TileCache> = plan
         .tile_sizes()
         .into_iter()
-        .map(|s| TileCache::new(lib, s))
+        .map(|s| TileCache::new(lib, TileSize::square(s)))
         .collect();
     let rows = plan.block_rows();
     let whole = plan.render_rows(&caches, 0..rows).unwrap();
@@ -1073,7 +1080,7 @@ fn adaptive_squares_cover_the_mosaic_within_the_budget_and_render_the_same_in_an
     }
     // Each square shows its tile, resized to the square and turned as planned.
     for leaf in leaves {
-        let cache = TileCache::new(lib, leaf.size);
+        let cache = TileCache::new(lib, TileSize::square(leaf.size));
         let (tile, _) = cache.turned(leaf.tile, leaf.transform);
         let size = leaf.size as usize;
         for y in 0..size {
@@ -1089,4 +1096,274 @@ fn adaptive_squares_cover_the_mosaic_within_the_budget_and_render_the_same_in_an
     assert!(
         AdaptivePlan::make(&target(), lib, &options, AdaptiveSizes { min: 4, max: 12 }).is_err()
     );
+}
+
+// Non-square tiles.
+
+fn four_three() -> TileShape {
+    TileShape::new(4, 3).unwrap()
+}
+
+/// The fixture tiles imported at 4:3.
+fn library_4_3() -> &'static Library {
+    static LIB: std::sync::OnceLock<Library> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let options = ImportOptions {
+            shape: four_three(),
+            ..ImportOptions::default()
+        };
+        Library::import(&fixtures().join("tiles"), &options)
+            .unwrap()
+            .0
+    })
+}
+
+fn oblong(cells: u32, width: u32, height: u32, radius: u32) -> PlanOptions {
+    PlanOptions {
+        tile_size: TileSize::new(width, height).unwrap(),
+        ..opts(cells, 8, radius)
+    }
+}
+
+/// A `w x h` PNG whose red grows left to right and green top to bottom, to see what a crop kept.
+fn ramps(w: u32, h: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x * 255 / (w - 1)) as u8, (y * 255 / (h - 1)) as u8, 90])
+    });
+    let mut png = Vec::new();
+    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    png
+}
+
+#[test]
+fn a_4_3_library_keeps_4_3_crops_not_squashed_squares() {
+    let options = ImportOptions {
+        shape: four_three(),
+        ..ImportOptions::default()
+    };
+    // A 4:3 photo is kept whole; a 2:1 one loses its sides; a 3:4 one its top and bottom.
+    let files = vec![
+        ("a-landscape.png".to_string(), ramps(120, 90)),
+        ("b-wide.png".to_string(), ramps(160, 60)),
+        ("c-portrait.png".to_string(), ramps(90, 120)),
+    ];
+    let (lib, _) = Library::from_files(files, &options).unwrap();
+    assert_eq!(lib.shape(), four_three());
+    assert_eq!(lib.rendition_dims(), (64, 48));
+    let px = |t: u32, x: usize, y: usize| {
+        let at = (y * 64 + x) * 3;
+        [lib.rendition(t)[at], lib.rendition(t)[at + 1]]
+    };
+    // Red spans the whole ramp across, green the whole ramp down: nothing cropped.
+    let (left, right) = (px(0, 0, 24)[0], px(0, 63, 24)[0]);
+    assert!(left < 8 && right > 247, "{left} {right}");
+    let (top, bottom) = (px(0, 32, 0)[1], px(0, 32, 47)[1]);
+    assert!(top < 8 && bottom > 247, "{top} {bottom}");
+    // 160 x 60 at 4:3 keeps the middle 80 x 60: red from about 64 to 191, green all of it.
+    let (left, right) = (px(1, 0, 24)[0], px(1, 63, 24)[0]);
+    assert!(
+        (60..=70).contains(&left) && (185..=195).contains(&right),
+        "{left} {right}"
+    );
+    assert!(px(1, 32, 0)[1] < 8 && px(1, 32, 47)[1] > 247);
+    // 90 x 120 at 4:3 keeps the middle 90 x 68: red all of it, green from about 64 to 191.
+    assert!(px(2, 0, 24)[0] < 8 && px(2, 63, 24)[0] > 247);
+    let (top, bottom) = (px(2, 32, 0)[1], px(2, 32, 47)[1]);
+    assert!(
+        (55..=75).contains(&top) && (180..=200).contains(&bottom),
+        "{top} {bottom}"
+    );
+    // The same files at 1:1 are square crops.
+    let (square, _) = Library::from_files(
+        vec![("a.png".to_string(), ramps(120, 90))],
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(square.rendition_dims(), (64, 64));
+    assert_ne!(square.version(), lib.version());
+    // The shape survives the index.
+    let back = Library::from_bytes(&lib.to_bytes()).unwrap();
+    assert_eq!(back, lib);
+    assert_eq!(back.shape().to_string(), "4:3");
+}
+
+#[test]
+fn oblong_sizing_keeps_the_aspect_ratio() {
+    let s = Sizing::new(300, 200, &oblong(30, 24, 18, 1)).unwrap();
+    // 30 cells of 24 px across; rows of 18 px so that the output stays about 3:2.
+    assert_eq!((s.cols, s.rows, s.width, s.height), (30, 27, 720, 486));
+    let ratio = s.width as f64 / s.height as f64;
+    assert!((ratio - 1.5).abs() < 0.02, "{ratio}");
+    let tall = Sizing::new(300, 200, &oblong(30, 18, 24, 1)).unwrap();
+    assert_eq!((tall.rows, tall.width, tall.height), (15, 540, 360));
+    // Per pixel: a cell per target pixel, each 8 x 6.
+    let per_pixel = PlanOptions {
+        grid: Grid::PerPixel,
+        ..oblong(1, 8, 6, 1)
+    };
+    let s = Sizing::new(48, 30, &per_pixel).unwrap();
+    assert_eq!((s.cols, s.rows, s.width, s.height), (48, 30, 384, 180));
+    // Each side is checked.
+    let bad = PlanOptions {
+        tile_size: TileSize {
+            width: 24,
+            height: 300,
+        },
+        ..opts(30, 8, 1)
+    };
+    assert!(matches!(
+        Sizing::new(300, 200, &bad),
+        Err(Error::TileSize(300))
+    ));
+}
+
+#[test]
+fn an_oblong_plan_renders_round_trips_and_refuses_quarter_turns() {
+    let lib = library_4_3();
+    let t = target();
+    let o = PlanOptions {
+        flip: true,
+        rotate: true,
+        ..oblong(16, 8, 6, 1)
+    };
+    let plan = Plan::make(&t, lib, &o).unwrap();
+    assert_eq!(plan.tile_size(), TileSize::new(8, 6).unwrap());
+    assert_eq!((plan.cols(), plan.total_rows()), (16, 21));
+    assert_eq!((plan.width(), plan.total_height()), (128, 126));
+    assert_no_repeat_within(&plan, 1);
+    // Turned by the half turn and mirrored, never by a quarter turn.
+    let allowed = Transform::allowed(true, true, false);
+    assert!(plan.transforms().iter().all(|t| allowed.contains(t)));
+    assert!(plan.transforms().iter().any(|t| t.quarter_turns() == 2));
+    assert_eq!(Plan::from_bytes(&plan.to_bytes()).unwrap(), plan);
+    let cache = TileCache::new(lib, plan.tile_size());
+    let pixels = render_band(&plan, &cache).unwrap();
+    assert_eq!(pixels.len(), 128 * 126 * 3);
+    // Each cell is its tile's rendition at 8 x 6, as turned.
+    let cell = |c: usize, r: usize| -> Vec<u8> {
+        (0..6)
+            .flat_map(|y| {
+                let at = ((r * 6 + y) * 128 + c * 8) * 3;
+                pixels[at..at + 24].to_vec()
+            })
+            .collect()
+    };
+    let one = Plan::make(
+        &t,
+        lib,
+        &PlanOptions {
+            flip: false,
+            rotate: false,
+            ..o.clone()
+        },
+    )
+    .unwrap();
+    let plain = render_band(&one, &cache).unwrap();
+    let first = one.tiles()[0];
+    let (i, turn) = plan
+        .tiles()
+        .iter()
+        .zip(plan.transforms())
+        .enumerate()
+        .find_map(|(i, (&t, &turn))| (t == first && turn != Transform::NONE).then_some((i, turn)))
+        .unwrap_or((0, Transform::NONE));
+    if plan.tiles()[i] == first {
+        let as_is: Vec<u8> = (0..6)
+            .flat_map(|y| plain[y * 128 * 3..y * 128 * 3 + 24].to_vec())
+            .collect();
+        assert_eq!(cell(i % 16, i / 16), turn.apply(&as_is, 8, 6, 3));
+    }
+}
+
+#[test]
+fn a_tile_shape_other_than_the_librarys_is_refused() {
+    let t = target();
+    // 4:3 tiles from a square library, square tiles from a 4:3 one.
+    let err = Plan::make(&t, library_cached(), &oblong(16, 24, 18, 1)).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::ShapeMismatch(_)), "{text}");
+    assert!(text.contains("4:3") && text.contains("1:1"), "{text}");
+    let err = Plan::make(&t, library_4_3(), &opts(16, 16, 1)).unwrap_err();
+    assert!(matches!(err, Error::ShapeMismatch(_)), "{err}");
+    // 3:2 tiles from a 4:3 library.
+    let err = Plan::make(&t, library_4_3(), &oblong(16, 24, 16, 1)).unwrap_err();
+    assert!(err.to_string().contains("3:2"), "{err}");
+    // A cache of another shape cannot render or measure a plan.
+    let plan = Plan::make(&t, library_4_3(), &oblong(16, 8, 6, 1)).unwrap();
+    let square = TileCache::new(library_4_3(), TileSize::square(8));
+    assert!(render_band(&plan, &square).is_err());
+    assert!(plan_quality(&plan, &square, &t).is_err());
+}
+
+#[test]
+fn oblong_quality_from_the_plan_agrees_with_measuring_the_render() {
+    let lib = library_4_3();
+    let t = target();
+    for (blend, flip, rotate) in [(0, false, false), (40, true, true)] {
+        let o = PlanOptions {
+            blend,
+            flip,
+            rotate,
+            ..oblong(16, 12, 9, 1)
+        };
+        let plan = Plan::make(&t, lib, &o).unwrap();
+        let cache = TileCache::new(lib, plan.tile_size());
+        let (c, r) = (plan.cols(), plan.total_rows());
+        let mut cells = MosaicCells::new(plan.width(), plan.total_height(), c, r).unwrap();
+        render_to_sink(&plan, &cache, &mut cells, 4, &|_, _| {}).unwrap();
+        let measured = cells.quality(&t).unwrap();
+        let planned = plan_quality(&plan, &cache, &t).unwrap();
+        assert!(
+            (planned.de00_mean - measured.de00_mean).abs() < 0.25,
+            "blend {blend}: {planned} vs {measured}"
+        );
+        let (ps, ms) = (planned.ssim_view.unwrap(), measured.ssim_view.unwrap());
+        assert!(
+            (ps - ms).abs() < 0.01,
+            "blend {blend}: {planned} vs {measured}"
+        );
+        if blend == 0 && !flip {
+            assert_eq!(planned.distinct, measured.distinct);
+            assert_eq!(planned.dup_r1, measured.dup_r1);
+        }
+    }
+}
+
+#[test]
+fn an_oblong_cell_map_keeps_both_sides() {
+    let lib = library_4_3();
+    let plan = Plan::make(&target(), lib, &oblong(12, 24, 18, 1)).unwrap();
+    let map = CellMap::from_plan(&plan, lib).unwrap();
+    assert_eq!(map.tile_size(), TileSize::new(24, 18).unwrap());
+    assert_eq!(CellMap::from_bytes(&map.to_bytes()).unwrap(), map);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn oblong_bands_render_byte_identical_to_the_whole(
+        cuts in proptest::collection::btree_set(1u32..18, 0..6),
+        blend in 0u8..=100,
+        flip in any::<bool>(),
+        rotate in any::<bool>(),
+    ) {
+        let lib = library_4_3();
+        let o = PlanOptions { blend, flip, rotate, ..oblong(13, 8, 6, 1) };
+        let plan = Plan::make(&target(), lib, &o).unwrap();
+        let rows = plan.total_rows();
+        let whole = render_band(&plan, &TileCache::new(lib, plan.tile_size())).unwrap();
+        let mut bounds = vec![0];
+        bounds.extend(cuts.into_iter().filter(|&c| c < rows));
+        bounds.push(rows);
+        let mut stitched = Vec::new();
+        for w in bounds.windows(2) {
+            let band = Plan::from_bytes(&plan.rows(w[0]..w[1]).unwrap().to_bytes()).unwrap();
+            // A fresh cache, as on another processor.
+            let cache = TileCache::new(lib, band.tile_size());
+            stitched.extend(render_band(&band, &cache).unwrap());
+        }
+        prop_assert!(stitched == whole);
+    }
 }

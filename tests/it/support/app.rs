@@ -65,7 +65,9 @@ pub(crate) async fn spawn_app_on(
 ) -> TestApp {
     let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
     platform.ensure_queues().await.unwrap();
-    tessera_workers::import_library(&platform, &fixture("engine/tiles"), "emoji", false)
+    let tiles = fixture("engine/tiles");
+    let square = tessera_engine::TileShape::SQUARE;
+    tessera_workers::import_library(&platform, &tiles, "emoji", square, false)
         .await
         .unwrap();
     let app = Application::build(platform.clone(), settings)
@@ -283,6 +285,7 @@ impl TestApp {
                 version: 1,
             },
             tile_size: 16,
+            tile_height: None,
             grid: Grid::Cells { across: 8 },
             slices: 1,
             options: RenderOptions::default(),

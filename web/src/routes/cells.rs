@@ -60,8 +60,10 @@ pub struct CellView {
     pub x: u32,
     /// The cell's top edge in the mosaic, in pixels.
     pub y: u32,
-    /// The cell's side, in pixels.
+    /// The cell's width in pixels (its side, for square cells).
     pub size: u32,
+    /// The cell's height in pixels (`size`, for square cells).
+    pub height: u32,
     /// The tile's index in the library version the job used.
     pub tile: u32,
     /// The tile's file name in its library.
@@ -109,9 +111,10 @@ pub async fn get(
     let view = CellView {
         row,
         col,
-        x: col * size,
-        y: row * size,
-        size,
+        x: col * size.width,
+        y: row * size.height,
+        size: size.width,
+        height: size.height,
         tile: source.tile,
         name: source.name.clone(),
         caption: source.caption.clone(),
@@ -161,8 +164,8 @@ pub async fn thumbnail(
     let blobs = state.platform.blobs.clone();
     let (width, height) = result_size(&*blobs, &key, &record).await?;
     let size = map.tile_size();
-    let (x0, y0) = (col * size, row * size);
-    let (x1, y1) = ((x0 + size).min(width), (y0 + size).min(height));
+    let (x0, y0) = (col * size.width, row * size.height);
+    let (x1, y1) = ((x0 + size.width).min(width), (y0 + size.height).min(height));
     if x0 >= x1 || y0 >= y1 {
         return Err(out_of_range(&map));
     }

@@ -13,14 +13,14 @@ use futures_util::StreamExt;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use tessera_engine::{Grid as EngineGrid, PlanOptions, Sizing};
+use tessera_engine::{Grid as EngineGrid, PlanOptions, Sizing, TileSize};
 use tessera_shared::accounting;
 use tessera_shared::jobs::{JobParams, JobRecord, OutputSize};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::{LibraryError, validate_library_id};
 use tessera_shared::lifecycle::{delete_job, release_intermediates};
 use tessera_shared::messages::{
-    Envelope, Grid, ImageRequest, RenderOptions, SLICES_RANGE, TILE_SIZE_RANGE,
+    Envelope, Grid, ImageRequest, RenderOptions, SLICES_RANGE, TILE_SIZE_RANGE, tile_height_field,
 };
 use tessera_shared::storage::PutMode;
 
@@ -64,9 +64,11 @@ pub struct JobSubmission {
     /// Library id (the configured default when omitted or empty).
     #[schema(required = false, pattern = r"^([a-z0-9][a-z0-9-]{0,47})?$")]
     pub library: String,
-    /// Tile size in pixels (square tiles).
-    #[schema(required = false, minimum = 4, maximum = 256, default = 16)]
-    pub tile_size: u32,
+    /// Tile size in pixels: `16` for square tiles, or width x height such as `24x18` (each
+    /// side 4 to 256). The tiles' shape must be the library's (`24x18` is 4:3; a square library
+    /// takes square tiles).
+    #[schema(value_type = String, required = false, default = "16", example = "24x18", pattern = r"^(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])(?:x(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$")]
+    pub tile_size: String,
     /// Cells across (at most web.max_cells, 4096 by default); not with per_pixel.
     #[schema(required = false, minimum = 1, maximum = 4096, default = 128)]
     pub cells: u32,
@@ -86,8 +88,8 @@ pub struct JobSubmission {
     #[schema(required = false, default = false)]
     pub flip: bool,
     /// Tiles may be turned by 90, 180 or 270 degrees where that fits their cell better (with
-    /// flip: all 8 symmetries of the square). A turned tile still counts as itself for the
-    /// repetition radius.
+    /// flip: all 8 symmetries of the square); tiles that are not square turn by 180 degrees
+    /// only. A turned tile still counts as itself for the repetition radius.
     #[schema(required = false, default = false)]
     pub rotate: bool,
 }
@@ -212,6 +214,30 @@ fn missing(name: &str) -> ApiError {
     ApiError::bad_request("missing_parameter", format!("{name} is required"))
 }
 
+/// Reads `tile_size`: `16` or `24x18` (16 when absent).
+fn parse_tile_size(text: Option<&str>) -> ApiResult<TileSize> {
+    let Some(text) = text else {
+        return Ok(TileSize::square(16));
+    };
+    TileSize::parse(text).map_err(|e| match e {
+        tessera_engine::Error::TileSize(side) => ApiError::bad_request(
+            "out_of_range",
+            format!(
+                "tile_size must be {} to {} pixels a side, not {side} (in {text:?})",
+                TILE_SIZE_RANGE.start(),
+                TILE_SIZE_RANGE.end()
+            ),
+        ),
+        _ => ApiError::bad_request(
+            "invalid_parameter",
+            format!(
+                "tile_size must be a whole number of pixels (16) or width x height (24x18), not \
+                 {text:?}"
+            ),
+        ),
+    })
+}
+
 fn parse_u32(
     name: &str,
     text: Option<&str>,
@@ -264,7 +290,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         None if !settings.default_library.is_empty() => settings.default_library.clone(),
         None => return Err(missing("library")),
     };
-    let tile_size = parse_u32("tile_size", form.tile_size.as_deref(), 16, TILE_SIZE_RANGE)?;
+    let tile_size = parse_tile_size(form.tile_size.as_deref())?;
     let per_pixel = parse_bool("per_pixel", form.per_pixel.as_deref())?;
     let cells_given = form.cells.is_some();
     if per_pixel && cells_given {
@@ -351,6 +377,20 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
             ),
         ));
     }
+    if tile_size.shape() != library.tile_shape() {
+        return Err(ApiError::unprocessable(
+            "shape_mismatch",
+            format!(
+                "tile_size {tile_size} makes {} tiles, but the library {:?} holds {} tiles: give \
+                 a tile_size of shape {} or choose a library of shape {}",
+                tile_size.shape(),
+                library.id,
+                library.shape,
+                library.shape,
+                tile_size.shape()
+            ),
+        ));
+    }
     let library = library.reference();
 
     let input_blob = BlobKey::ImageInput { job }.path();
@@ -380,7 +420,8 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         client,
         JobParams {
             library: library.clone(),
-            tile_size,
+            tile_size: tile_size.width,
+            tile_height: tile_height_field(tile_size),
             grid,
             slices,
             options,
@@ -407,7 +448,8 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         job_id: job,
         input_blob,
         library,
-        tile_size,
+        tile_size: tile_size.width,
+        tile_height: tile_height_field(tile_size),
         grid,
         slices,
         options,

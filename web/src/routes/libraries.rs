@@ -17,6 +17,7 @@ use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
 
+use tessera_engine::TileShape;
 use tessera_shared::libraries::{
     LibraryError, LibraryRecord, SkippedFile, library_id_from_name, validate_library_id,
 };
@@ -119,6 +120,16 @@ pub struct LibraryUpload {
     /// true: publish a new version of an existing library (default false).
     #[schema(required = false, default = false)]
     pub replace: bool,
+    /// Shape of the tiles, width:height (`1:1` by default; `4:3`, `3:2`, `3:4`, `2:3`, ..., at
+    /// most 4:1 either way): each image is cropped to its centre at this shape, and jobs on
+    /// the library use tiles of this shape (a tile_size of 24x18 for 4:3).
+    #[schema(
+        required = false,
+        default = "1:1",
+        pattern = r"^[1-9][0-9]{0,2}:[1-9][0-9]{0,2}$",
+        example = "4:3"
+    )]
+    pub shape: String,
     /// One .zip or image files (PNG, JPEG, WebP or GIF).
     #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
     pub files: Vec<Vec<u8>>,
@@ -130,6 +141,8 @@ struct Fields {
     name: Option<String>,
     /// `true` publishes a new version of a library that exists under the name.
     replace: Option<String>,
+    /// The tiles' shape, `W:H`.
+    shape: Option<String>,
 }
 
 /// The files of one upload, on disk.
@@ -190,6 +203,11 @@ pub async fn create(
         .filter(|n| !n.is_empty())
         .ok_or_else(|| ApiError::bad_request("missing_parameter", "name is required"))?;
     let replace = crate::upload::parse_bool("replace", fields.replace.as_deref())?;
+    let shape = match fields.shape.as_deref() {
+        None | Some("") => TileShape::SQUARE,
+        Some(text) => TileShape::parse(text)
+            .map_err(|e| ApiError::bad_request("invalid_parameter", format!("shape: {e}")))?,
+    };
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(ApiError::bad_request(
             "out_of_range",
@@ -255,7 +273,7 @@ pub async fn create(
     })
     .await
     .map_err(ApiError::internal)??;
-    let (record, report) = import_library(&state.platform, &upload.files, &name, replace)
+    let (record, report) = import_library(&state.platform, &upload.files, &name, shape, replace)
         .await
         .map_err(import_error)?;
     tracing::info!(library = %record.id, version = record.version, tiles = record.tiles, "library imported");
@@ -333,6 +351,7 @@ async fn read_part(
     let slot = match field_name.as_str() {
         "name" => Some(&mut fields.name),
         "replace" => Some(&mut fields.replace),
+        "shape" => Some(&mut fields.shape),
         _ => None,
     };
     if let Some(slot) = slot {

@@ -146,7 +146,8 @@ async fn sheet(state: &AppState, id: &str, version: u32) -> ApiResult<Bytes> {
 
 /// Draws the sheet. Tiles go down the columns in library order, so every row (the home page's
 /// strip shows the first) is itself a spread of the whole library. Empty places show the
-/// library's background colour.
+/// library's background colour. Tiles that are not square are drawn whole, centred in their
+/// square place on the background.
 fn make_sheet(library: &Library) -> ApiResult<Vec<u8>> {
     let tiles = u32::try_from(library.len()).unwrap_or(u32::MAX);
     let picks = spread(tiles);
@@ -154,26 +155,24 @@ fn make_sheet(library: &Library) -> ApiResult<Vec<u8>> {
     let cols = width / SHEET_TILE;
     let rows = height / SHEET_TILE;
     let mut sheet = image::RgbImage::from_pixel(width, height, image::Rgb(library.background()));
-    let side = library.rendition_size();
+    let (rw, rh) = library.rendition_dims();
+    let (fw, fh) = library.shape().fit(SHEET_TILE);
+    let (dx, dy) = ((SHEET_TILE - fw) / 2, (SHEET_TILE - fh) / 2);
     for (n, &tile) in picks.iter().enumerate() {
         let n = n as u32;
         let (col, row) = (n / rows, n % rows);
         if col >= cols {
             break;
         }
-        let rendition = image::RgbImage::from_raw(side, side, library.rendition(tile).to_vec())
+        let rendition = image::RgbImage::from_raw(rw, rh, library.rendition(tile).to_vec())
             .ok_or_else(|| ApiError::internal("a rendition has the wrong size"))?;
-        let small = image::imageops::resize(
-            &rendition,
-            SHEET_TILE,
-            SHEET_TILE,
-            image::imageops::FilterType::Triangle,
-        );
+        let small =
+            image::imageops::resize(&rendition, fw, fh, image::imageops::FilterType::Triangle);
         image::imageops::replace(
             &mut sheet,
             &small,
-            i64::from(col * SHEET_TILE),
-            i64::from(row * SHEET_TILE),
+            i64::from(col * SHEET_TILE + dx),
+            i64::from(row * SHEET_TILE + dy),
         );
     }
     let mut out = Vec::new();

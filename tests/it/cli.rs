@@ -1,0 +1,187 @@
+//! `tessera render` and `tessera library index` with tiles that are not square.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use tessera_engine::{
+    Grid, ImportOptions, Library, Plan, PlanOptions, TileCache, TileShape, TileSize, VecSink,
+    decode_target, render_to_sink,
+};
+
+use crate::support::{astronaut, fixture};
+
+fn tessera<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn render(target: &Path, library: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<&OsStr> = vec![
+        "render".as_ref(),
+        target.as_os_str(),
+        "-l".as_ref(),
+        library.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--quiet".as_ref(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    tessera(args)
+}
+
+/// `tessera library index TILES -o INDEX --shape SHAPE`.
+fn index(tiles: &Path, index: &Path, shape: &str) -> Output {
+    let args: [&OsStr; 8] = [
+        "library".as_ref(),
+        "index".as_ref(),
+        tiles.as_os_str(),
+        "-o".as_ref(),
+        index.as_os_str(),
+        "--shape".as_ref(),
+        shape.as_ref(),
+        "--quiet".as_ref(),
+    ];
+    tessera(args)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `--tile-size 24x18` from a folder crops the tiles to 4:3 and renders what the engine renders;
+/// `--rotate` then turns tiles by the half turn only.
+#[test]
+fn render_takes_oblong_tiles_from_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("astronaut.png");
+    std::fs::write(&target, astronaut()).unwrap();
+    let (out, csv) = (dir.path().join("mosaic.png"), dir.path().join("plan.csv"));
+    let tiles = fixture("engine/tiles");
+    let plan_csv = csv.to_str().unwrap();
+    let args = [
+        "--cells",
+        "10",
+        "--tile-size",
+        "24x18",
+        "--flip",
+        "--rotate",
+        "--plan",
+        plan_csv,
+    ];
+    let done = render(&target, &tiles, &out, &args);
+    assert!(done.status.success(), "{}", stderr(&done));
+    let image = image::open(&out).unwrap().to_rgb8();
+
+    let options = ImportOptions {
+        shape: TileShape::new(4, 3).unwrap(),
+        ..ImportOptions::default()
+    };
+    let (library, _) = Library::import(&tiles, &options).unwrap();
+    let plan_options = PlanOptions {
+        tile_size: TileSize::new(24, 18).unwrap(),
+        grid: Grid::Cells(10),
+        flip: true,
+        rotate: true,
+        ..PlanOptions::default()
+    };
+    let target = decode_target(&astronaut(), library.background()).unwrap();
+    let plan = Plan::make(&target, &library, &plan_options).unwrap();
+    // A square target, 4:3 cells: 10 across, 13 down, so the output stays about square.
+    assert_eq!((plan.cols(), plan.total_rows()), (10, 13));
+    let mut sink = VecSink::default();
+    let cache = TileCache::new(&library, plan.tile_size());
+    render_to_sink(&plan, &cache, &mut sink, 4, &|_, _| {}).unwrap();
+    assert_eq!(image.dimensions(), (240, 234));
+    assert!(
+        image.as_raw() == &sink.pixels,
+        "the CLI's render differs from the engine's"
+    );
+
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let turns: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap())
+        .collect();
+    assert_eq!(turns.len(), 130);
+    assert!(
+        turns
+            .iter()
+            .all(|t| ["none", "flip", "rot180", "flip+rot180"].contains(t)),
+        "{csv}"
+    );
+}
+
+#[test]
+fn render_refuses_malformed_tile_sizes_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("astronaut.png");
+    std::fs::write(&target, astronaut()).unwrap();
+    let out = dir.path().join("mosaic.png");
+    for (size, says) in [
+        ("24x", "width x height"),
+        ("x18", "width x height"),
+        ("24x18x2", "width x height"),
+        ("3x18", "4 to 256"),
+        ("24x300", "4 to 256"),
+        ("256x8", "too elongated"),
+    ] {
+        let done = render(
+            &target,
+            &fixture("engine/tiles"),
+            &out,
+            &["--tile-size", size],
+        );
+        assert!(!done.status.success(), "{size}");
+        let text = stderr(&done);
+        assert!(text.contains(says), "{size}: {text}");
+    }
+}
+
+/// A saved index keeps its shape: rendering it at another shape is refused, naming both and
+/// what to do.
+#[test]
+fn a_saved_index_renders_only_at_its_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("astronaut.png");
+    std::fs::write(&target, astronaut()).unwrap();
+    let index_path = dir.path().join("tiles43.idx");
+    let tiles = fixture("engine/tiles");
+    let made = index(&tiles, &index_path, "4:3");
+    assert!(made.status.success(), "{}", stderr(&made));
+    let library = Library::from_bytes(&std::fs::read(&index_path).unwrap()).unwrap();
+    assert_eq!(library.shape().to_string(), "4:3");
+
+    let out = dir.path().join("mosaic.png");
+    let done = render(
+        &target,
+        &index_path,
+        &out,
+        &["--cells", "8", "--tile-size", "16x12"],
+    );
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert_eq!(
+        image::open(&out).unwrap().to_rgb8().dimensions(),
+        (128, 132)
+    );
+
+    let refused = render(
+        &target,
+        &index_path,
+        &out,
+        &["--cells", "8", "--tile-size", "16"],
+    );
+    assert!(!refused.status.success());
+    let text = stderr(&refused);
+    assert!(
+        text.contains("4:3") && text.contains("1:1") && text.contains("--shape"),
+        "{text}"
+    );
+
+    let bad = index(&tiles, &index_path, "4x3");
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("width:height"), "{}", stderr(&bad));
+}
