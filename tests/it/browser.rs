@@ -199,8 +199,30 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     let image = fixture("engine/astronaut-48.png").canonicalize().unwrap();
     let input = browser.find(Locator::Id("image")).await.unwrap();
     input.send_keys(&image.display().to_string()).await.unwrap();
-    set_value(browser, "tile_size", "8").await;
+    // Oblong tiles on a library of square ones: refused in the page, in words, on the field.
+    set_value(browser, "tile_size", "24x18").await;
     set_value(browser, "cells", "12").await;
+    let shown = wait_for(
+        browser,
+        "const t = document.getElementById('output-size').textContent; \
+         return t === 'choose a tile size' ? t : null",
+        Duration::from_secs(10),
+        "the oblong tile size refused",
+    )
+    .await;
+    assert_eq!(shown, "choose a tile size");
+    click(browser, "#submit-form button[type=submit]").await;
+    let said = wait_for(
+        browser,
+        "const t = document.getElementById('tile_size'); \
+         return location.pathname === '/' && t.getAttribute('aria-invalid') === 'true' \
+           && document.body.innerText.includes(\"this library's tiles are 1:1\") ? true : null",
+        Duration::from_secs(10),
+        "the mismatch explained on the field",
+    )
+    .await;
+    assert_eq!(said, true);
+    set_value(browser, "tile_size", "8").await;
     set_value(browser, "slices", "3").await;
     // The output size is worked out in the page from the image's natural size.
     let size = wait_for(

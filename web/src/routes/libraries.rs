@@ -205,8 +205,22 @@ pub async fn create(
     let replace = crate::upload::parse_bool("replace", fields.replace.as_deref())?;
     let shape = match fields.shape.as_deref() {
         None | Some("") => TileShape::SQUARE,
-        Some(text) => TileShape::parse(text)
-            .map_err(|e| ApiError::bad_request("invalid_parameter", format!("shape: {e}")))?,
+        Some(text) => TileShape::parse(text).map_err(|e| {
+            // Written as the document says (W:H, 1 to 3 digits each) but not a shape tiles can
+            // take (too elongated): the request is understood and refused.
+            let well_formed = text.split_once(':').is_some_and(|(w, h)| {
+                [w, h].iter().all(|v| {
+                    (1..=3).contains(&v.len())
+                        && !v.starts_with('0')
+                        && v.bytes().all(|b| b.is_ascii_digit())
+                })
+            });
+            if well_formed {
+                ApiError::unprocessable("shape_out_of_range", format!("shape: {e}"))
+            } else {
+                ApiError::bad_request("invalid_parameter", format!("shape: {e}"))
+            }
+        })?,
     };
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(ApiError::bad_request(
