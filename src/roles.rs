@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tessera_engine::TileShape;
+use tessera_engine::ImportOptions;
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::{self, Shutdown};
 use tessera_shared::telemetry::Role;
@@ -204,7 +204,7 @@ async fn install_default_library(
     }
     tracing::info!("importing the default tile library from {}", src.display());
     let (record, report) =
-        tessera_workers::import_library(platform, src, name, TileShape::SQUARE, false)
+        tessera_workers::import_library(platform, src, name, ImportOptions::default(), false)
             .await
             .context("cannot install the default tile library")?;
     tracing::info!(

@@ -107,6 +107,7 @@
     const data = new FormData();
     data.append("name", nameField.value);
     data.append("shape", document.getElementById("shape").value);
+    data.append("background", document.getElementById("background").value);
     if (document.getElementById("replace").checked) data.append("replace", "true");
     for (const f of files) data.append("files", f, f.name);
     const button = form.querySelector("button");

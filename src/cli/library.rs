@@ -118,13 +118,7 @@ pub fn parse_shape(s: &str) -> Result<TileShape, String> {
 
 /// Parses `RRGGBB` (with or without `#`).
 pub fn parse_colour(s: &str) -> Result<[u8; 3], String> {
-    let hex = s.trim_start_matches('#');
-    let bad = || format!("{s:?} is not a colour: use RRGGBB hex, e.g. ffffff");
-    if hex.len() != 6 || !hex.is_ascii() {
-        return Err(bad());
-    }
-    let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| bad());
-    Ok([byte(0)?, byte(2)?, byte(4)?])
+    tessera_engine::parse_hex_colour(s)
 }
 
 /// Import a folder or .zip of images into the configured store as a named library (a new
@@ -148,6 +142,9 @@ pub struct LibraryImportArgs {
     /// its centre at this shape; jobs on the library use tiles of this shape.
     #[arg(long, default_value = "1:1", value_parser = parse_shape)]
     pub shape: TileShape,
+    /// Colour transparent parts of tiles are laid over, RRGGBB hex.
+    #[arg(long, default_value = "ffffff", value_parser = parse_colour)]
+    pub background: [u8; 3],
 }
 
 pub async fn import(
@@ -155,9 +152,18 @@ pub async fn import(
     platform: &tessera_shared::platform::Platform,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
-    let (record, report) =
-        tessera_workers::import_library(platform, &args.src, &args.name, args.shape, args.replace)
-            .await?;
+    let (record, report) = tessera_workers::import_library(
+        platform,
+        &args.src,
+        &args.name,
+        tessera_engine::ImportOptions {
+            shape: args.shape,
+            background: args.background,
+            ..tessera_engine::ImportOptions::default()
+        },
+        args.replace,
+    )
+    .await?;
     print_report(&report);
     println!(
         "library {} (\"{}\") version {}: {} tiles of shape {}, index {} bytes, in {:.1} s",

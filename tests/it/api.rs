@@ -998,3 +998,49 @@ async fn oblong_tiles_from_upload_to_a_done_job() {
         "{cell}"
     );
 }
+
+/// Transparent tiles are laid over the background the upload chooses (`#RRGGBB` as a browser's
+/// colour input sends it, or `RRGGBB`), seen in the library's contact sheet; a colour that is not
+/// one is refused in words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transparent_tiles_are_laid_over_the_chosen_background() {
+    use image::ImageEncoder as _;
+
+    let app = spawn_app().await;
+    let mut clear = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut clear)
+        .write_image(&[0u8; 32 * 32 * 4], 32, 32, image::ExtendedColorType::Rgba8)
+        .unwrap();
+    let upload = |name: &str, background: &str| {
+        Form::new()
+            .text("name", name.to_string())
+            .text("background", background.to_string())
+            .part("files", Part::bytes(clear.clone()).file_name("clear.png"))
+    };
+    let res = app.post_library(upload("Clear", "red")).await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_parameter");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("background"),
+        "{body}"
+    );
+    for (name, background, colour) in [
+        ("Clear red", "#ff0000", [255, 0, 0]),
+        ("Clear teal", "008080", [0, 128, 128]),
+    ] {
+        let res = app.post_library(upload(name, background)).await;
+        assert_eq!(res.status(), StatusCode::CREATED, "{background}");
+        let created: Value = res.json().await.unwrap();
+        let id = created["library"]["id"].as_str().unwrap().to_string();
+        let sheet = app.get(&format!("/api/v1/libraries/{id}/sheet")).await;
+        assert_eq!(sheet.status(), StatusCode::OK);
+        let sheet = image::load_from_memory(&sheet.bytes().await.unwrap())
+            .unwrap()
+            .to_rgb8();
+        assert_eq!(sheet.get_pixel(16, 16).0, colour, "{background}");
+    }
+}

@@ -215,7 +215,11 @@ impl Env {
     async fn library_of_shape(&self, shape: TileShape) -> LibraryRecord {
         let name = format!("emoji {}", &Uuid::new_v4().simple().to_string()[..8]);
         let tiles = fixtures().join("tiles");
-        let (record, report) = import_library(&self.platform, &tiles, &name, shape, false)
+        let options = ImportOptions {
+            shape,
+            ..ImportOptions::default()
+        };
+        let (record, report) = import_library(&self.platform, &tiles, &name, options, false)
             .await
             .unwrap();
         assert!(report.imported >= 30, "{report:?}");
@@ -1028,7 +1032,7 @@ async fn storage_returns_to_its_baseline(env: Env) {
         &env.platform,
         &fixtures().join("tiles"),
         &library.name,
-        TileShape::SQUARE,
+        ImportOptions::default(),
         true,
     )
     .await
@@ -1495,7 +1499,7 @@ async fn the_library_cache_keeps_to_its_memory_budget() {
             &platform,
             &fixtures().join("tiles"),
             name,
-            tessera_engine::TileShape::SQUARE,
+            tessera_engine::ImportOptions::default(),
             false,
         )
         .await

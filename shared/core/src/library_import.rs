@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use tessera_engine::{ImportOptions, ImportReport, Library, TileShape};
+use tessera_engine::{ImportOptions, ImportReport, Library};
 
 use crate::libraries::{LibraryError, LibraryRecord, SkippedFile, library_id_from_name};
 use crate::platform::Platform;
@@ -35,21 +35,19 @@ pub enum ImportError {
 }
 
 /// Imports the images at `src` (a folder, searched recursively, or a .zip) and publishes them as
-/// the next version of the library named `name` (its id made from the name), each image cropped
-/// to `shape`; an existing library is refused unless `replace`. Decoding and describing the tiles
+/// the next version of the library named `name` (its id made from the name), each image prepared
+/// as `options` say (cropped to their shape, transparent parts laid over their background); an
+/// existing library is refused unless `replace`. Decoding and describing the tiles
 /// runs on a blocking thread.
 pub async fn import_library(
     platform: &Platform,
     src: &Path,
     name: &str,
-    shape: TileShape,
+    options: ImportOptions,
     replace: bool,
 ) -> Result<(LibraryRecord, ImportReport), ImportError> {
     let path = src.to_path_buf();
-    let options = ImportOptions {
-        shape,
-        ..ImportOptions::default()
-    };
+    let shape = options.shape;
     let (index, tiles, report) = tokio::task::spawn_blocking(move || {
         let (library, report) = Library::import(&path, &options)?;
         Ok::<_, tessera_engine::Error>((library.to_bytes(), library.len(), report))

@@ -32,7 +32,7 @@ pub use fragment::{
 };
 /// The decoded target image type.
 pub use image::RgbImage;
-pub use library::{ImportOptions, ImportReport, Library, decode_target};
+pub use library::{ImportOptions, ImportReport, Library, decode_target, parse_hex_colour};
 pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file, plan_quality};
 pub use output::{
     BandSink, JpegSink, OutputFormat, ParallelPngSink, PngSink, TeeSink, ThreadedSink, VecSink,

@@ -913,6 +913,18 @@ fn assemble(
     (lib, report)
 }
 
+/// A colour written as `RRGGBB` hex, with or without a leading `#` (as a browser's colour input
+/// gives it).
+pub fn parse_hex_colour(text: &str) -> Result<[u8; 3], String> {
+    let hex = text.strip_prefix('#').unwrap_or(text);
+    let bad = || format!("{text:?} is not a colour: write RRGGBB hex, as ffffff");
+    if hex.len() != 6 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(bad());
+    }
+    let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| bad());
+    Ok([byte(0)?, byte(2)?, byte(4)?])
+}
+
 fn is_captions_file(name: &str) -> bool {
     name.eq_ignore_ascii_case(CAPTIONS_FILE)
 }

@@ -66,8 +66,8 @@ pub(crate) async fn spawn_app_on(
     let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
     platform.ensure_queues().await.unwrap();
     let tiles = fixture("engine/tiles");
-    let square = tessera_engine::TileShape::SQUARE;
-    tessera_workers::import_library(&platform, &tiles, "emoji", square, false)
+    let options = tessera_engine::ImportOptions::default();
+    tessera_workers::import_library(&platform, &tiles, "emoji", options, false)
         .await
         .unwrap();
     let app = Application::build(platform.clone(), settings)

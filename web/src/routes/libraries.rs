@@ -17,7 +17,7 @@ use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
 
-use tessera_engine::TileShape;
+use tessera_engine::{ImportOptions, TileShape, parse_hex_colour};
 use tessera_shared::libraries::{
     LibraryError, LibraryRecord, SkippedFile, library_id_from_name, validate_library_id,
 };
@@ -130,6 +130,15 @@ pub struct LibraryUpload {
         example = "4:3"
     )]
     pub shape: String,
+    /// The colour transparent parts of the images are laid over, RRGGBB hex (a leading `#` is
+    /// allowed; `ffffff` by default).
+    #[schema(
+        required = false,
+        default = "ffffff",
+        pattern = r"^#?[0-9A-Fa-f]{6}$",
+        example = "ffffff"
+    )]
+    pub background: String,
     /// One .zip or image files (PNG, JPEG, WebP or GIF).
     #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
     pub files: Vec<Vec<u8>>,
@@ -143,6 +152,8 @@ struct Fields {
     replace: Option<String>,
     /// The tiles' shape, `W:H`.
     shape: Option<String>,
+    /// The colour transparent parts are laid over, `RRGGBB` (or `#RRGGBB`).
+    background: Option<String>,
 }
 
 /// The files of one upload, on disk.
@@ -222,6 +233,11 @@ pub async fn create(
             }
         })?,
     };
+    let background = match fields.background.as_deref() {
+        None | Some("") => ImportOptions::default().background,
+        Some(text) => parse_hex_colour(text)
+            .map_err(|e| ApiError::bad_request("invalid_parameter", format!("background: {e}")))?,
+    };
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(ApiError::bad_request(
             "out_of_range",
@@ -287,7 +303,12 @@ pub async fn create(
     })
     .await
     .map_err(ApiError::internal)??;
-    let (record, report) = import_library(&state.platform, &upload.files, &name, shape, replace)
+    let options = ImportOptions {
+        shape,
+        background,
+        ..ImportOptions::default()
+    };
+    let (record, report) = import_library(&state.platform, &upload.files, &name, options, replace)
         .await
         .map_err(import_error)?;
     tracing::info!(library = %record.id, version = record.version, tiles = record.tiles, "library imported");
@@ -366,6 +387,7 @@ async fn read_part(
         "name" => Some(&mut fields.name),
         "replace" => Some(&mut fields.replace),
         "shape" => Some(&mut fields.shape),
+        "background" => Some(&mut fields.background),
         _ => None,
     };
     if let Some(slot) = slot {
@@ -381,7 +403,9 @@ async fn read_part(
     let Some(original) = file_name(field) else {
         return Err(ApiError::bad_request(
             "unknown_field",
-            format!("unknown field {field_name:?}: send `name`, `replace` and files"),
+            format!(
+                "unknown field {field_name:?}: send `name`, `replace`, `shape`, `background` and files"
+            ),
         ));
     };
     upload.count += 1;
