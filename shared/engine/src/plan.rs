@@ -406,6 +406,13 @@ impl Plan {
                         changed = true;
                     }
                 }
+                // Ejections: a cell takes a better tile held by the one neighbour that blocks
+                // it under the radius, and that neighbour moves to its own next best.
+                if opts.repeat_radius > 0 && opts.max_uses.is_none() {
+                    for (i, ranked) in lists.iter().enumerate() {
+                        changed |= grid.eject(&mut plan, &lists, (y0, i), ranked);
+                    }
+                }
                 if !changed {
                     break;
                 }
@@ -742,6 +749,76 @@ impl Assigner<'_> {
             }
         }
         best.map(|(_, t, turn)| (t, turn))
+    }
+
+    /// Cell `i` of the batch starting at row `y0` takes a candidate better than its tile that
+    /// only one neighbour of the same batch blocks (by holding it within the radius), if that
+    /// neighbour's next best choice leaves the two of them with less cost; true if it did.
+    fn eject(
+        &mut self,
+        plan: &mut Plan,
+        lists: &[Ranked],
+        (y0, i): (usize, usize),
+        ranked: &[(f32, u32, Transform)],
+    ) -> bool {
+        let cols = self.cols;
+        let (y, x) = (y0 + i / cols, i % cols);
+        let here = y * cols + x;
+        let (cur, cur_turn) = (plan.tiles[here], plan.transforms[here]);
+        let score_of = |list: &[(f32, u32, Transform)], t: u32| {
+            list.iter().find(|c| c.1 == t).map(|c| c.0)
+        };
+        let Some(cur_score) = score_of(ranked, cur) else {
+            return false;
+        };
+        let g = self.opts.gradient_weight;
+        let cur_cost = cur_score + g * self.gradient(&plan.tiles, here, cur);
+        let r = self.opts.repeat_radius as usize;
+        let rows = plan.tiles.len() / cols;
+        for &(score, t, turn) in ranked {
+            if score >= cur_cost {
+                break;
+            }
+            if t == cur {
+                continue;
+            }
+            let mut blockers = (y.saturating_sub(r)..=(y + r).min(rows - 1)).flat_map(|yy| {
+                (x.saturating_sub(r)..=(x + r).min(cols - 1)).map(move |xx| yy * cols + xx)
+            });
+            let mut holding = blockers.by_ref().filter(|&j| j != here && plan.tiles[j] == t);
+            let (Some(n), None) = (holding.next(), holding.next()) else {
+                continue;
+            };
+            if n < y0 * cols {
+                continue;
+            }
+            let list = &lists[n - y0 * cols];
+            let Some(n_score) = score_of(list, t) else {
+                continue;
+            };
+            let n_turn = plan.transforms[n];
+            let before = cur_cost + n_score + g * self.gradient(&plan.tiles, n, t);
+            let (ny, nx) = (n / cols, n % cols);
+            self.place(plan, &mut [], here, (t, turn));
+            plan.tiles[n] = u32::MAX;
+            let alt = self.best(&plan.tiles, &[], nx, ny, list, None);
+            plan.tiles[n] = t;
+            if let Some((a, a_turn)) = alt
+                && let Some(a_score) = score_of(list, a)
+            {
+                self.place(plan, &mut [], n, (a, a_turn));
+                let after = score
+                    + g * self.gradient(&plan.tiles, here, t)
+                    + a_score
+                    + g * self.gradient(&plan.tiles, n, a);
+                if after < before - 1e-3 && !self.repeats(&plan.tiles, x, y, t) {
+                    return true;
+                }
+                self.place(plan, &mut [], n, (t, n_turn));
+            }
+            self.place(plan, &mut [], here, (cur, cur_turn));
+        }
+        false
     }
 
     /// Sum over the placed neighbours of the squared difference between the mosaic's and the
