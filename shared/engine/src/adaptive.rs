@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use crate::color::{Lab, srgb_to_lab32};
 use crate::kdtree::KdTree;
 use crate::library::Library;
-use crate::plan::{CellDesc, PlanOptions, Sizing, TILE_SIZES, rank};
+use crate::plan::{CellDesc, PlanOptions, Sizing, TILE_SIZES, empty_library, no_tile_fits, rank};
 use crate::render::{TileCache, blend_shift};
 use crate::resample::AreaResampler;
 use crate::shape::TileSize;
@@ -243,11 +243,7 @@ impl AdaptivePlan {
         }
         let n = library.len();
         if n == 0 {
-            return Err(Error::LibraryTooSmall {
-                tiles: 0,
-                needed: 1,
-                hint: "the library holds no readable image".into(),
-            });
+            return Err(empty_library());
         }
         let k = library.grid();
         let per_block = (sizes.max / sizes.min) as usize;
@@ -337,13 +333,7 @@ impl AdaptivePlan {
                     .copied();
             }
             let Some((_, tile, transform)) = pick else {
-                return Err(Error::LibraryTooSmall {
-                    tiles: n,
-                    needed: n + 1,
-                    hint: "no tile satisfies the repeat radius and use cap here: lower \
-                           --repeat-radius, raise the use cap or add tiles"
-                        .into(),
-                });
+                return Err(no_tile_fits(n));
             };
             if let Some(u) = uses.get_mut(tile as usize) {
                 *u += 1;

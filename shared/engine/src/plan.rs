@@ -178,6 +178,26 @@ pub(crate) struct CellDesc {
     pub(crate) subs: Vec<Lab>,
 }
 
+/// A library with no tile cannot fill any cell.
+pub(crate) fn empty_library() -> Error {
+    Error::LibraryTooSmall {
+        tiles: 0,
+        needed: 1,
+        hint: "the library holds no readable image".into(),
+    }
+}
+
+/// Every one of a library's `n` tiles is ruled out for a cell by the repetition limits.
+pub(crate) fn no_tile_fits(n: usize) -> Error {
+    Error::LibraryTooSmall {
+        tiles: n,
+        needed: n + 1,
+        hint: "no tile satisfies the repeat radius and use cap here: lower --repeat-radius, \
+               raise the use cap or add tiles"
+            .into(),
+    }
+}
+
 /// The fewest distinct tiles a `cols` x `rows` grid needs so that no tile repeats within
 /// `repeat_radius` cells (the cells already placed around a cell, in the order cells are filled,
 /// must all differ from it). At least 1: an empty library cannot fill any grid.
@@ -226,11 +246,7 @@ impl Plan {
         let (cols, rows) = (size.cols as usize, size.rows as usize);
         let n = library.len();
         if n == 0 {
-            return Err(Error::LibraryTooSmall {
-                tiles: 0,
-                needed: 1,
-                hint: "the library holds no readable image".into(),
-            });
+            return Err(empty_library());
         }
         let r = opts.repeat_radius as usize;
         if r > 0 {
@@ -379,13 +395,7 @@ impl Plan {
                     pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
                 }
                 let Some(pick) = pick else {
-                    return Err(Error::LibraryTooSmall {
-                        tiles: n,
-                        needed: n + 1,
-                        hint: "no tile satisfies the repeat radius and use cap here: lower \
-                               --repeat-radius, raise the use cap or add tiles"
-                            .into(),
-                    });
+                    return Err(no_tile_fits(n));
                 };
                 grid.place(&mut plan, &mut uses, here, pick);
                 // The refinement chooses from the list the tile came from, so a cell that had to
@@ -765,9 +775,8 @@ impl Assigner<'_> {
         let (y, x) = (y0 + i / cols, i % cols);
         let here = y * cols + x;
         let (cur, cur_turn) = (plan.tiles[here], plan.transforms[here]);
-        let score_of = |list: &[(f32, u32, Transform)], t: u32| {
-            list.iter().find(|c| c.1 == t).map(|c| c.0)
-        };
+        let score_of =
+            |list: &[(f32, u32, Transform)], t: u32| list.iter().find(|c| c.1 == t).map(|c| c.0);
         let Some(cur_score) = score_of(ranked, cur) else {
             return false;
         };
@@ -785,7 +794,9 @@ impl Assigner<'_> {
             let mut blockers = (y.saturating_sub(r)..=(y + r).min(rows - 1)).flat_map(|yy| {
                 (x.saturating_sub(r)..=(x + r).min(cols - 1)).map(move |xx| yy * cols + xx)
             });
-            let mut holding = blockers.by_ref().filter(|&j| j != here && plan.tiles[j] == t);
+            let mut holding = blockers
+                .by_ref()
+                .filter(|&j| j != here && plan.tiles[j] == t);
             let (Some(n), None) = (holding.next(), holding.next()) else {
                 continue;
             };
