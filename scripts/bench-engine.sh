@@ -20,6 +20,8 @@ DATA=${1:-data}
 OUT=${OUT:-target/bench-engine}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+BENCH_DIR=$OUT
+. scripts/bench-lib.sh
 
 if [ ! -d "$DATA/tiles/emoji-noto" ]; then
     scripts/fetch-data.sh "$DATA"
@@ -43,10 +45,7 @@ METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
 FLATTEN="$CARGO_TARGET_DIR/release/examples/flatten"
 
 # A library of thousands of photos: 24 crops of each shared photo (scripts/make-crops.py).
-if [ ! -d "$DATA/tiles/photo-crops" ]; then
-    [ -x "$OUT/venv/bin/python" ] || { python3 -m venv "$OUT/venv" && "$OUT/venv/bin/pip" install -q pillow; }
-    "$OUT/venv/bin/python" scripts/make-crops.py "$DATA/tiles/photos" "$DATA/tiles/photo-crops" 24
-fi
+photo_crops "$DATA"
 PHOMO="$OUT/phomo/bin/phomo"
 if [ -z "${SKIP_PHOMO:-}" ] && [ ! -x "$PHOMO" ]; then
     cargo install --quiet phomo-cli --version 0.6.3 --root "$OUT/phomo" || cargo install --quiet phomo-cli --root "$OUT/phomo"
@@ -54,20 +53,6 @@ fi
 
 ROWS="$OUT/rows.md"
 : > "$ROWS"
-
-# measure NAME CMD...: runs CMD under GNU time; sets WALL, CPU (user + sys) and RSS (MB).
-measure() {
-    local name=$1
-    shift
-    /usr/bin/time -v -o "$OUT/$name.time" "$@" > "$OUT/$name.log" 2>&1 || {
-        cat "$OUT/$name.log" >&2
-        exit 1
-    }
-    WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ {
-        n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.2f", s }' "$OUT/$name.time")
-    CPU=$(awk -F': ' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.2f", u + s}' "$OUT/$name.time")
-    RSS=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$OUT/$name.time")
-}
 
 # row LABEL IMAGE COLS ROWS: measures IMAGE and appends a table row with the last timings.
 row() {

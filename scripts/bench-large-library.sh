@@ -23,6 +23,8 @@ TILES=${TILES:-100000}
 RUNS=${RUNS:-3}
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
+BENCH_DIR=$WORK
+. scripts/bench-lib.sh
 
 [ -d "$DATA/tiles/photos" ] || scripts/fetch-data.sh "$DATA"
 TARGET="$DATA/targets/skimage_astronaut.png"
@@ -43,31 +45,12 @@ LIBRARY_MEMORY="$CARGO_TARGET_DIR/release/examples/library-memory"
 # The libraries: name and folder. The crops are made once (the count is checked every run).
 LARGE="$WORK/photo-crops-$TILES"
 if [ "$(find "$LARGE" -maxdepth 1 -name '*.jpg' 2>/dev/null | wc -l)" != "$TILES" ]; then
-    [ -x "$WORK/venv/bin/python" ] || { python3 -m venv "$WORK/venv" && "$WORK/venv/bin/pip" install -q pillow; }
     rm -rf "$LARGE"
-    "$WORK/venv/bin/python" scripts/make-crops.py --total "$TILES" "$DATA/tiles/photos" "$LARGE" 64
+    crops --total "$TILES" "$DATA/tiles/photos" "$LARGE" 64
 fi
-if [ ! -d "$DATA/tiles/photo-crops" ]; then
-    [ -x "$WORK/venv/bin/python" ] || { python3 -m venv "$WORK/venv" && "$WORK/venv/bin/pip" install -q pillow; }
-    "$WORK/venv/bin/python" scripts/make-crops.py "$DATA/tiles/photos" "$DATA/tiles/photo-crops" 24
-fi
+photo_crops "$DATA"
 LIBS=(emoji crops large)
 declare -A DIR=([emoji]="$DATA/tiles/emoji-noto" [crops]="$DATA/tiles/photo-crops" [large]="$LARGE")
-
-# measure NAME CMD...: runs CMD under GNU time into $WORK/NAME.{time,log}; sets WALL, CPU
-# (user + sys, s) and RSS (MB).
-measure() {
-    local name=$1
-    shift
-    /usr/bin/time -v -o "$WORK/$name.time" "$@" > "$WORK/$name.log" 2>&1 || {
-        cat "$WORK/$name.log" >&2
-        exit 1
-    }
-    WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ {
-        n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.2f", s }' "$WORK/$name.time")
-    CPU=$(awk -F': ' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.2f", u + s}' "$WORK/$name.time")
-    RSS=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$WORK/$name.time")
-}
 
 # median V...: the median of the numbers given.
 median() {

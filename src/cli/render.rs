@@ -8,7 +8,8 @@ use std::time::Instant;
 use anyhow::Context as _;
 use tessera_engine::{
     AdaptivePlan, BandSink, DziSink, Grid, ImportOptions, Library, MosaicCells, OutputFormat, Plan,
-    PlanOptions, Sizing, TileCache, TileShape, TileSize, decode_target, file_sink, render_to_sink,
+    PlanOptions, Sizing, TeeSink, TileCache, TileShape, TileSize, decode_target, file_sink,
+    render_to_sink,
 };
 
 use super::library::{import_with_bar, parse_colour, print_report, progress_bar};
@@ -209,7 +210,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let mut all = AllSinks(sinks);
+    let mut all = TeeSink(sinks);
     match &layout {
         Layout::Uniform(plan) => {
             let cache = TileCache::new(&library, plan.tile_size());
@@ -248,35 +249,9 @@ enum Layout {
     Adaptive(AdaptivePlan),
 }
 
-/// Every band to each of several sinks (outputs and the quality metric).
-struct AllSinks<'a>(Vec<Box<dyn BandSink + 'a>>);
-
-impl BandSink for AllSinks<'_> {
-    fn write_rows(&mut self, rows: &[u8]) -> Result<(), tessera_engine::Error> {
-        self.0.iter_mut().try_for_each(|s| s.write_rows(rows))
-    }
-
-    fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), tessera_engine::Error> {
-        let Some((last, others)) = self.0.split_last_mut() else {
-            return Ok(());
-        };
-        others.iter_mut().try_for_each(|s| s.write_rows(&rows))?;
-        last.write_owned(rows)
-    }
-
-    fn finish(&mut self) -> Result<(), tessera_engine::Error> {
-        self.0.iter_mut().try_for_each(|s| s.finish())
-    }
-}
-
 fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
     let path = &args.library;
-    let mut head = [0u8; 8];
-    let is_index = path.is_file()
-        && std::fs::File::open(path)
-            .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-            .is_ok_and(|n| Library::is_index(&head[..n]));
-    if is_index {
+    if Library::is_index_file(path) {
         // Renditions stay in the file: a mosaic reads only the tiles it uses.
         let library = Library::open_index(path)
             .with_context(|| format!("cannot load the index {}", path.display()))?;
@@ -295,6 +270,7 @@ fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
         return Ok(library);
     }
     // A folder or .zip: each photo is cropped to the tiles' shape.
+    // TileShape::new also refuses shapes too elongated for a library.
     let shape = TileShape::new(args.tile_size.width, args.tile_size.height)
         .with_context(|| format!("--tile-size {}", args.tile_size))?;
     let opts = ImportOptions {

@@ -174,6 +174,18 @@ pub(crate) async fn wait_for(browser: &Client, js: &str, deadline: Duration, wha
 }
 
 /// Clicks the element `css` selects.
+/// Waits for the job page's mosaic image (the preview, or the full mosaic) to load; its width.
+pub(crate) async fn mosaic_loaded(browser: &Client, deadline: Duration) -> Value {
+    wait_for(
+        browser,
+        "const i = document.getElementById('mosaic'); \
+         return i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0",
+        deadline,
+        "the mosaic loading",
+    )
+    .await
+}
+
 async fn click(browser: &Client, css: &str) {
     browser
         .find(Locator::Css(css))
@@ -281,14 +293,7 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     .unwrap();
     let days = (expires - time::OffsetDateTime::now_utc()).whole_hours();
     assert!((29 * 24..=30 * 24).contains(&days), "expires in {days} h");
-    let width = wait_for(
-        browser,
-        "const i = document.getElementById('mosaic'); \
-         return i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0",
-        Duration::from_secs(20),
-        "the mosaic loading",
-    )
-    .await;
+    let width = mosaic_loaded(browser, Duration::from_secs(20)).await;
     assert_eq!(width, 96);
     let transactions = script(
         browser,

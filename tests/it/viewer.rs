@@ -14,7 +14,7 @@ use tessera_shared::storage::{BlobStore, PutMode};
 use tessera_web::mosaic::{TILE, level_size, preview_bin, preview_size, top_level};
 use uuid::Uuid;
 
-use crate::browser::{in_chromium, script, wait_for};
+use crate::browser::{in_chromium, mosaic_loaded, script, wait_for};
 use crate::support::{TestApp, astronaut, sized_job_form, spawn_app};
 
 struct Image {
@@ -382,14 +382,7 @@ async fn zooming_past_the_preview_loads_full_resolution_tiles_in_chromium() {
     in_chromium(work.path(), |browser| {
         async move {
             browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
-            let width = wait_for(
-                &browser,
-                "const i = document.getElementById('mosaic'); \
-                 return i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0",
-                Duration::from_secs(30),
-                "the preview loading",
-            )
-            .await;
+            let width = mosaic_loaded(&browser, Duration::from_secs(30)).await;
             assert_eq!(width, 1024);
             let tiles = "[...document.querySelectorAll('#viewer img:not(#mosaic)')]";
             let none = script(&browser, &format!("return {tiles}.length")).await;
@@ -829,14 +822,7 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
     in_chromium(work.path(), |browser| {
         async move {
             browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
-            wait_for(
-                &browser,
-                "const i = document.getElementById('mosaic'); \
-                 return i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0",
-                Duration::from_secs(30),
-                "the preview loading",
-            )
-            .await;
+            mosaic_loaded(&browser, Duration::from_secs(30)).await;
             let hidden = script(
                 &browser,
                 "return document.getElementById('cell-info').hidden",

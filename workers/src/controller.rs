@@ -262,14 +262,21 @@ impl Controller {
             Ok(Err(e)) => return Err(give_up(&local, job, e.to_string()).await),
             Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
         };
-        // Which tile went where, kept with the job for viewers that ask of a cell.
-        let map = CellMap::from_plan(&plan, quality_tiles.library())
-            .map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
+        // Which tile went where, kept with the job for viewers that ask of a cell: a pass over
+        // every cell, made off the runtime's threads.
+        let library = quality_tiles.clone();
+        let (plan, map) = tokio::task::spawn_blocking(move || {
+            let map = CellMap::from_plan(&plan, library.library()).map(|m| m.to_bytes());
+            (plan, map)
+        })
+        .await
+        .map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
+        let map = map.map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
         local
             .blobs
             .put(
                 &BlobKey::CellMap { job }.path(),
-                Bytes::from(map.to_bytes()),
+                Bytes::from(map),
                 PutMode::Overwrite,
             )
             .await?;

@@ -95,6 +95,8 @@ impl LibraryCache {
     /// The library at `reference`, downloading and decoding it on first use.
     pub async fn get(&self, reference: &LibraryRef) -> Result<Arc<Library>, LibraryLoadError> {
         let slot = self.slot(reference);
+        // Only a load changes what the cache holds, so only a load can take it over budget.
+        let loaded = std::sync::atomic::AtomicBool::new(false);
         let library = slot
             .get_or_try_init(|| async {
                 let bytes = self.catalog.index(reference).await.map_err(|e| match e {
@@ -118,12 +120,15 @@ impl LibraryCache {
                     tiles = library.len(),
                     "tile library loaded"
                 );
+                loaded.store(true, std::sync::atomic::Ordering::Relaxed);
                 Ok::<_, LibraryLoadError>(Arc::new(library))
             })
             .await;
         match library {
             Ok(library) => {
-                self.trim(reference);
+                if loaded.into_inner() {
+                    self.trim(reference);
+                }
                 Ok(library.clone())
             }
             Err(e) => {
@@ -155,22 +160,18 @@ impl LibraryCache {
     fn trim(&self, keep: &LibraryRef) {
         let dropped: Vec<LibraryRef> = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            let held = |slots: &VecDeque<(LibraryRef, Slot)>| -> u64 {
-                slots
-                    .iter()
-                    .filter_map(|(_, slot)| slot.get())
-                    .map(|library| library.memory_bytes())
-                    .sum()
-            };
+            let bytes = |slot: &Slot| slot.get().map_or(0, |library| library.memory_bytes());
+            let mut held: u64 = slots.iter().map(|(_, slot)| bytes(slot)).sum();
             let mut dropped = Vec::new();
-            while held(&slots) > self.budget {
+            while held > self.budget {
                 let Some(at) = slots
                     .iter()
                     .position(|(r, slot)| r != keep && slot.initialized())
                 else {
                     break;
                 };
-                let (reference, _) = slots.remove(at).expect("position is in range");
+                let (reference, slot) = slots.remove(at).expect("position is in range");
+                held -= bytes(&slot);
                 dropped.push(reference);
             }
             dropped

@@ -94,10 +94,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let measure = std::env::var("MEASURE").is_ok_and(|v| v == "1");
     let cache = TileCache::new(&library, plan.tile_size());
     if measure {
-        let mut tee = TeeSink {
-            first: &mut sink,
-            second: &mut cells,
-        };
+        let mut tee = TeeSink(vec![Box::new(&mut cells), Box::new(&mut sink)]);
         render_to_sink(&plan, &cache, &mut tee, 16, &|_, _| {})?;
         tee.finish()?;
     } else {

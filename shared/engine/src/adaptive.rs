@@ -19,7 +19,7 @@ use crate::color::{Lab, srgb_to_lab32};
 use crate::kdtree::KdTree;
 use crate::library::Library;
 use crate::plan::{CellDesc, PlanOptions, Sizing, TILE_SIZES, empty_library, no_tile_fits, rank};
-use crate::render::{TileCache, blend_shift};
+use crate::render::{TileCache, blend_shift, copy_tile};
 use crate::resample::AreaResampler;
 use crate::shape::TileSize;
 use crate::transform::Transform;
@@ -424,21 +424,14 @@ impl AdaptivePlan {
                     let shift = (blend != 0).then(|| blend_shift(mean, leaf.colour, blend));
                     let s = leaf.size as usize;
                     let top = leaf.y as usize - row as usize * max;
-                    for y in 0..s {
-                        let src = &tile[y * s * 3..(y + 1) * s * 3];
-                        let at = (top + y) * row_bytes + leaf.x as usize * 3;
-                        let dst = &mut pixels[at..at + s * 3];
-                        match shift {
-                            None => dst.copy_from_slice(src),
-                            Some(d) => {
-                                for (o, p) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
-                                    for c in 0..3 {
-                                        o[c] = (i32::from(p[c]) + d[c]).clamp(0, 255) as u8;
-                                    }
-                                }
-                            }
-                        }
-                    }
+                    copy_tile(
+                        pixels,
+                        row_bytes,
+                        (leaf.x as usize, top),
+                        tile,
+                        (s, s),
+                        shift,
+                    );
                 }
                 Ok::<(), Error>(())
             })?;

@@ -167,7 +167,6 @@ impl Library {
                 None => None,
             };
             let (images, ignored) = split_images(files, |f| f.as_str());
-            let listed: Vec<String> = images.clone();
             let total = images.len();
             let done = std::sync::atomic::AtomicUsize::new(0);
             let results: Vec<_> = images
@@ -181,7 +180,8 @@ impl Library {
                     (name.clone(), r)
                 })
                 .collect();
-            with_captions(assemble(results, ignored, opts), captions, &listed)
+            let listed = images.iter().map(String::as_str);
+            with_captions(assemble(results, ignored, opts), captions, listed)
         } else {
             let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
             let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
@@ -205,7 +205,6 @@ impl Library {
                 None => None,
             };
             let (images, ignored) = split_images(names, |(n, _)| n.as_str());
-            let listed: Vec<String> = images.iter().map(|(n, _)| n.clone()).collect();
             let total = images.len();
             let mut results = Vec::with_capacity(total);
             // Decode in chunks so that memory holds a bounded number of compressed files.
@@ -226,7 +225,8 @@ impl Library {
                 }));
                 progress(results.len(), total);
             }
-            with_captions(assemble(results, ignored, opts), captions, &listed)
+            let listed = images.iter().map(|(n, _)| n.as_str());
+            with_captions(assemble(results, ignored, opts), captions, listed)
         }
     }
 
@@ -244,7 +244,9 @@ impl Library {
                 (name, r)
             })
             .collect();
-        Ok(assemble(results, 0, opts))
+        let (mut library, report) = assemble(results, 0, opts);
+        library.seal();
+        Ok((library, report))
     }
 
     /// What to call tile `tile`: its caption, else its file name without folders and extension,
@@ -256,13 +258,15 @@ impl Library {
         }
     }
 
+    /// Sets the version from the serialized body, once the library is complete.
+    fn seal(&mut self) {
+        self.version = Fnv::digest(&self.body_bytes());
+    }
+
     /// Bytes the library holds in memory: renditions (unless left in their file), descriptors,
     /// names and captions.
     pub fn memory_bytes(&self) -> u64 {
-        let renditions = match &self.pixels {
-            Renditions::Memory(v) => v.len(),
-            Renditions::File { .. } => 0,
-        };
+        let renditions = self.resident_rendition_bytes();
         let descriptors = (self.means.len() + self.subs.len()) * std::mem::size_of::<Lab>();
         let text: usize = self
             .names
@@ -395,6 +399,16 @@ impl Library {
     /// True if `bytes` starts like a saved index (any format version).
     pub fn is_index(bytes: &[u8]) -> bool {
         bytes.starts_with(MAGIC)
+    }
+
+    /// True if `path` is a file that starts like a saved index (a folder or an unreadable path
+    /// is not).
+    pub fn is_index_file(path: &Path) -> bool {
+        let mut head = [0u8; 8];
+        path.is_file()
+            && std::fs::File::open(path)
+                .and_then(|mut f| f.read(&mut head))
+                .is_ok_and(|n| Self::is_index(&head[..n]))
     }
 
     /// Loads an index saved by [`Library::to_bytes`].
@@ -605,13 +619,8 @@ impl Library {
         path: &Path,
         opts: &ImportOptions,
     ) -> Result<(Library, Option<ImportReport>), Error> {
-        if path.is_file() {
-            let mut head = [0u8; 8];
-            let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-            let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
-            if Self::is_index(&head[..n]) {
-                return Ok((Self::open_index(path)?, None));
-            }
+        if Self::is_index_file(path) {
+            return Ok((Self::open_index(path)?, None));
         }
         let (lib, report) = Self::import(path, opts)?;
         Ok((lib, Some(report)))
@@ -856,6 +865,8 @@ pub fn decode_target(bytes: &[u8], background: [u8; 3]) -> Result<image::RgbImag
     Ok(image::RgbImage::from_raw(w, h, out).expect("sized buffer"))
 }
 
+/// The library of the prepared files, in name order, with duplicates merged; not sealed yet (its
+/// version is set by [`Library::seal`] once captions are in).
 fn assemble(
     results: Vec<(String, Result<Prepared, String>)>,
     ignored: usize,
@@ -909,7 +920,6 @@ fn assemble(
         pixels.extend_from_slice(&p.rendition);
     }
     lib.pixels = Renditions::Memory(pixels);
-    lib.version = Fnv::digest(&lib.body_bytes());
     (lib, report)
 }
 
@@ -944,17 +954,20 @@ fn caption_from_name(name: &str) -> String {
     }
 }
 
-/// Gives the tiles of an import the captions of its captions file, if it has one. `listed` are
-/// the image files found: a caption for one of them that did not become a tile (unreadable, or a
-/// duplicate) is dropped; a caption for a file not there is an error.
-fn with_captions(
+/// Gives the tiles of an import the captions of its captions file, if it has one, and seals
+/// the library. `listed` are the image files found: a caption for one of them that did not
+/// become a tile (unreadable, or a duplicate) is dropped; a caption for a file not there is an
+/// error.
+fn with_captions<'a>(
     (mut library, report): (Library, ImportReport),
     csv: Option<Vec<u8>>,
-    listed: &[String],
+    listed: impl Iterator<Item = &'a str>,
 ) -> Result<(Library, ImportReport), Error> {
     let Some(csv) = csv else {
+        library.seal();
         return Ok((library, report));
     };
+    let listed: std::collections::HashSet<&str> = listed.collect();
     let tiles: std::collections::HashMap<&str, usize> = library
         .names
         .iter()
@@ -965,7 +978,7 @@ fn with_captions(
     for (line, file, caption) in parse_captions(&csv)? {
         match tiles.get(file.as_str()) {
             Some(&i) => captions[i] = caption,
-            None if listed.contains(&file) => {}
+            None if listed.contains(file.as_str()) => {}
             None => {
                 return Err(Error::Captions(format!(
                     "{CAPTIONS_FILE} line {line}: there is no image {file:?} in the library"
@@ -975,7 +988,7 @@ fn with_captions(
     }
     drop(tiles);
     library.captions = captions;
-    library.version = Fnv::digest(&library.body_bytes());
+    library.seal();
     Ok((library, report))
 }
 

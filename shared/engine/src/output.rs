@@ -378,26 +378,25 @@ impl BandSink for VecSink {
     }
 }
 
-/// Sends every band to two sinks (e.g. an encoder and the quality metric).
-pub struct TeeSink<'a> {
-    pub first: &'a mut dyn BandSink,
-    pub second: &'a mut dyn BandSink,
-}
+/// Sends every band to each of several sinks in order (e.g. the quality metric, a Deep Zoom
+/// pyramid and an encoder); the last takes each band by value, so an encoder goes last.
+pub struct TeeSink<'a>(pub Vec<Box<dyn BandSink + 'a>>);
 
 impl BandSink for TeeSink<'_> {
     fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
-        self.second.write_rows(rows)?;
-        self.first.write_rows(rows)
+        self.0.iter_mut().try_for_each(|s| s.write_rows(rows))
     }
 
     fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
-        self.second.write_rows(&rows)?;
-        self.first.write_owned(rows)
+        let Some((last, others)) = self.0.split_last_mut() else {
+            return Ok(());
+        };
+        others.iter_mut().try_for_each(|s| s.write_rows(&rows))?;
+        last.write_owned(rows)
     }
 
     fn finish(&mut self) -> Result<(), Error> {
-        self.second.finish()?;
-        self.first.finish()
+        self.0.iter_mut().try_for_each(|s| s.finish())
     }
 }
 

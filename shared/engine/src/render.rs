@@ -252,20 +252,7 @@ fn render_into(
             let tile = cache.get(plan.tiles()[i]);
             let pixels = tile.pixels(plan.transforms()[i], size);
             let shift = (blend != 0).then(|| blend_shift(tile.mean, plan.colours()[i], blend));
-            for y in 0..th {
-                let src = &pixels[y * tw * 3..(y + 1) * tw * 3];
-                let dst = &mut band[y * row_bytes + cx * tw * 3..y * row_bytes + (cx + 1) * tw * 3];
-                match shift {
-                    None => dst.copy_from_slice(src),
-                    Some(s) => {
-                        for (d, p) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
-                            for k in 0..3 {
-                                d[k] = (p[k] as i32 + s[k]).clamp(0, 255) as u8;
-                            }
-                        }
-                    }
-                }
-            }
+            copy_tile(band, row_bytes, (cx * tw, 0), pixels, (tw, th), shift);
         }
     };
     if parallel {
@@ -278,6 +265,32 @@ fn render_into(
             .for_each(cell_row);
     }
     Ok(())
+}
+
+/// Copies a `w x h` tile (RGB8) into `band` (rows of `row_bytes`) with its top left at pixel
+/// `(x, y)`, adding `shift` to every channel (clamped) when the tile is blended.
+pub(crate) fn copy_tile(
+    band: &mut [u8],
+    row_bytes: usize,
+    (x, y): (usize, usize),
+    tile: &[u8],
+    (w, h): (usize, usize),
+    shift: Option<[i32; 3]>,
+) {
+    for (ty, src) in tile.chunks_exact(w * 3).take(h).enumerate() {
+        let at = (y + ty) * row_bytes + x * 3;
+        let dst = &mut band[at..at + w * 3];
+        match shift {
+            None => dst.copy_from_slice(src),
+            Some(s) => {
+                for (d, p) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
+                    for k in 0..3 {
+                        d[k] = (p[k] as i32 + s[k]).clamp(0, 255) as u8;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// What blending `blend` % toward the cell colour `cell` adds to each channel of a tile whose

@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use tessera_engine::CellMap;
+use tessera_shared::jobs::JobRecord;
 use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::StorageError;
 
@@ -105,7 +106,7 @@ pub async fn get(
 ) -> ApiResult<HttpResponse> {
     let (id, row, col) = path.into_inner();
     let id = job_id(&id)?;
-    let map = cell_map(&state, id).await?;
+    let map = cell_map(&state, id, None).await?;
     let source = map.at(row, col).ok_or_else(|| out_of_range(&map))?;
     let size = map.tile_size();
     let view = CellView {
@@ -155,12 +156,12 @@ pub async fn thumbnail(
 ) -> ApiResult<HttpResponse> {
     let (id, row, col) = path.into_inner();
     let id = job_id(&id)?;
-    let map = cell_map(&state, id).await?;
+    let record = state.platform.jobs().get(id).await?;
+    let key = done_result(&record)?;
+    let map = cell_map(&state, id, Some(&record)).await?;
     if map.at(row, col).is_none() {
         return Err(out_of_range(&map));
     }
-    let record = state.platform.jobs().get(id).await?;
-    let key = done_result(&record)?;
     let blobs = state.platform.blobs.clone();
     let (width, height) = result_size(&*blobs, &key, &record).await?;
     let size = map.tile_size();
@@ -205,14 +206,20 @@ fn out_of_range(map: &CellMap) -> ApiError {
     )
 }
 
-/// The cell map of done job `job`: 409 while it is not done, 404 for a job made before maps
-/// were kept.
-async fn cell_map(state: &AppState, job: Uuid) -> ApiResult<Arc<CellMap>> {
+/// The cell map of done job `job` (whose record the caller may have read already): 409 while
+/// it is not done, 404 for a job made before maps were kept.
+async fn cell_map(
+    state: &AppState,
+    job: Uuid,
+    record: Option<&JobRecord>,
+) -> ApiResult<Arc<CellMap>> {
     if let Some(map) = state.cell_maps.get(job) {
         return Ok(map);
     }
-    let record = state.platform.jobs().get(job).await?;
-    done_result(&record)?;
+    match record {
+        Some(record) => done_result(record)?,
+        None => done_result(&state.platform.jobs().get(job).await?)?,
+    };
     let bytes = match state
         .platform
         .blobs

@@ -1,0 +1,29 @@
+# Shared by the benchmark scripts (sourced, not run). BENCH_DIR is the script's work folder.
+
+# measure NAME CMD...: runs CMD under GNU time into $BENCH_DIR/NAME.{time,log}; sets WALL (s),
+# CPU (user + sys, s) and RSS (peak, MB). A failing command stops the benchmark with its log.
+measure() {
+    local name=$1
+    shift
+    /usr/bin/time -v -o "$BENCH_DIR/$name.time" "$@" > "$BENCH_DIR/$name.log" 2>&1 || {
+        cat "$BENCH_DIR/$name.log" >&2
+        exit 1
+    }
+    WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ {
+        n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.2f", s }' "$BENCH_DIR/$name.time")
+    CPU=$(awk -F': ' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.2f", u + s}' "$BENCH_DIR/$name.time")
+    RSS=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$BENCH_DIR/$name.time")
+}
+
+# crops ARGS...: scripts/make-crops.py ARGS, with Pillow in a virtual environment under
+# $BENCH_DIR (made on first use).
+crops() {
+    [ -x "$BENCH_DIR/venv/bin/python" ] || { python3 -m venv "$BENCH_DIR/venv" && "$BENCH_DIR/venv/bin/pip" install -q pillow; }
+    "$BENCH_DIR/venv/bin/python" scripts/make-crops.py "$@"
+}
+
+# photo_crops DATA: the library of thousands of photos the engine benchmarks share, 24 crops of
+# each photo in DATA/tiles/photos, made into DATA/tiles/photo-crops once.
+photo_crops() {
+    [ -d "$1/tiles/photo-crops" ] || crops "$1/tiles/photos" "$1/tiles/photo-crops" 24
+}
