@@ -8,11 +8,12 @@ use std::time::Instant;
 use anyhow::Context as _;
 use tessera_engine::{
     AdaptivePlan, BandSink, DziSink, Grid, ImportOptions, Library, MosaicCells, OutputFormat, Plan,
-    PlanOptions, Sizing, TeeSink, TileCache, TileShape, TileSize, decode_target, file_sink,
+    PlanOptions, Sizing, TeeSink, TileBackground, TileCache, TileShape, TileSize, decode_target,
+    file_sink, hex_colour, lay_over,
     render_to_sink,
 };
 
-use super::library::{import_with_bar, parse_colour, print_report, progress_bar};
+use super::library::{import_with_bar, print_report, progress_bar};
 
 /// Make a photo mosaic of TARGET from the tiles of LIBRARY.
 #[derive(Debug, clap::Args)]
@@ -86,9 +87,12 @@ pub struct RenderArgs {
     /// Refuse outputs larger than this many pixels.
     #[arg(long, default_value_t = tessera_engine::DEFAULT_MAX_OUTPUT_PIXELS, value_name = "PIXELS")]
     pub max_pixels: u64,
-    /// Background for transparent tiles and targets, RRGGBB hex (for libraries imported here).
-    #[arg(long, default_value = "ffffff", value_parser = parse_colour)]
-    pub background: [u8; 3],
+    /// What transparent tiles (and a transparent target) lie over: a colour as RRGGBB hex, or
+    /// auto, the one (black, a grey, white or the photo's mean colour) over which the tiles come
+    /// nearest the photo. Without it, tiles keep the background they were indexed over, and a
+    /// folder or .zip is imported over white.
+    #[arg(long, value_name = "RRGGBB|auto", value_parser = TileBackground::parse)]
+    pub background: Option<TileBackground>,
     /// Print the quality metric (CIEDE2000 on the cell grid, repeats) after rendering.
     #[arg(long)]
     pub metrics: bool,
@@ -121,7 +125,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     };
     let target_bytes = std::fs::read(&args.target)
         .with_context(|| format!("cannot read {}", args.target.display()))?;
-    let target = decode_target(&target_bytes, args.background)
+    let target = decode_target(&target_bytes, args.colour())
         .with_context(|| format!("cannot decode {}", args.target.display()))?;
     drop(target_bytes);
     // Check the size before the (possibly long) import.
@@ -138,6 +142,14 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     }
 
     let library = load_library(&args)?;
+    let background = args
+        .background
+        .unwrap_or_default()
+        .resolve(&target, &library);
+    if let Some(bg) = background {
+        eprintln!("transparent tiles over #{}", hex_colour(bg));
+    }
+    let library = lay_over(&library, background);
 
     let bar = progress_bar(args.quiet, "matching");
     let layout = match args.adaptive {
@@ -249,6 +261,17 @@ enum Layout {
     Adaptive(AdaptivePlan),
 }
 
+impl RenderArgs {
+    /// The colour `--background` gives, or white (for a transparent target, and for tiles
+    /// imported here before `auto` chooses).
+    fn colour(&self) -> [u8; 3] {
+        match self.background {
+            Some(TileBackground::Colour(c)) => c,
+            _ => [255, 255, 255],
+        }
+    }
+}
+
 fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
     let path = &args.library;
     if Library::is_index_file(path) {
@@ -274,7 +297,7 @@ fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
     let shape = TileShape::new(args.tile_size.width, args.tile_size.height)
         .with_context(|| format!("--tile-size {}", args.tile_size))?;
     let opts = ImportOptions {
-        background: args.background,
+        background: args.colour(),
         shape,
         ..ImportOptions::default()
     };

@@ -13,7 +13,7 @@ use std::time::Instant;
 use tessera_engine::*;
 
 /// A matching option from the environment (STRUCTURE_WEIGHT, LIGHTNESS_WEIGHT, GRADIENT_WEIGHT,
-/// REFINE_PASSES, CANDIDATES, MAX_USES; FLIP=1 and ROTATE=1 allow tile transforms), for tuning.
+/// REFINE_PASSES, CANDIDATES, MAX_USES; BACKGROUND=auto or RRGGBB for transparent tiles; FLIP=1 and ROTATE=1 allow tile transforms), for tuning.
 fn env<T: std::str::FromStr>(name: &str) -> Result<Option<T>, String> {
     std::env::var(name)
         .ok()
@@ -75,6 +75,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let target = decode_target(&std::fs::read(&args[0])?, [255, 255, 255])?;
     let t1 = Instant::now();
+    let background = env::<String>("BACKGROUND")?
+        .map(|s| TileBackground::parse(&s))
+        .transpose()?
+        .unwrap_or_default()
+        .resolve(&target, &library);
+    if let Some(bg) = background {
+        eprintln!("tiles over #{}", hex_colour(bg));
+    }
+    let library = lay_over(&library, background);
     let plan = Plan::make(&target, &library, &opts)?;
     let t_plan = t1.elapsed();
     let t2 = Instant::now();

@@ -7,6 +7,7 @@
 //! whole render), and a [`BandSink`] such as [`PngSink`] or [`JpegSink`] encodes bands as they come.
 
 pub mod adaptive;
+pub mod background;
 pub mod cells;
 pub mod color;
 pub mod fragment;
@@ -25,6 +26,7 @@ pub mod transform;
 mod view;
 
 pub use adaptive::{AdaptivePlan, AdaptiveSizes, Leaf};
+pub use background::{TileBackground, choose_background, lay_over};
 pub use cells::{CellMap, CellSource};
 pub use fragment::{
     FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,
@@ -32,7 +34,9 @@ pub use fragment::{
 };
 /// The decoded target image type.
 pub use image::RgbImage;
-pub use library::{ImportOptions, ImportReport, Library, decode_target, parse_hex_colour};
+pub use library::{
+    ImportOptions, ImportReport, Library, decode_target, hex_colour, parse_hex_colour,
+};
 pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file, plan_quality};
 pub use output::{
     BandSink, JpegSink, OutputFormat, ParallelPngSink, PngSink, TeeSink, ThreadedSink, VecSink,

@@ -18,8 +18,10 @@ use crate::shape::TileShape;
 const MAGIC: &[u8; 8] = b"TSRLIB\0\n";
 /// Version of the index blob layout; bumped whenever the layout or descriptors change.
 /// Version 2 added captions after the renditions; version 3 the tile shape after the
-/// background. Versions 1 (no captions) and 2 still load, as square libraries.
-pub const INDEX_FORMAT_VERSION: u32 = 3;
+/// background; version 4 the renditions' transparency after the renditions, so that tiles can be
+/// laid over another background ([`Library::over`]). Versions 1 (no captions), 2 (square) and 3
+/// still load, as opaque libraries.
+pub const INDEX_FORMAT_VERSION: u32 = 4;
 
 /// The file in a library's folder or archive that gives its tiles captions, one `file,caption`
 /// line each (CSV; an optional `file,caption` header). Tiles without one are captioned from
@@ -78,8 +80,11 @@ pub struct Library {
     means: Vec<Lab>,
     /// `grid * grid` Lab means per tile, row-major.
     subs: Vec<Lab>,
-    /// Packed RGB8 renditions of [`Library::rendition_dims`], one after another.
+    /// Packed RGB8 renditions of [`Library::rendition_dims`], one after another, composited
+    /// onto `background`.
     pixels: Renditions,
+    /// The renditions' opacity, a byte per pixel in the same order; `None`: all opaque.
+    alpha: Option<Vec<u8>>,
     /// One per tile; empty: none given (see [`Library::caption`]).
     captions: Vec<String>,
     version: u64,
@@ -139,6 +144,8 @@ struct Prepared {
     name: String,
     identity: (u64, u64),
     rendition: Vec<u8>,
+    /// The rendition's opacity, if any of the image is transparent.
+    alpha: Option<Vec<u8>>,
 }
 
 impl Library {
@@ -266,7 +273,7 @@ impl Library {
     /// Bytes the library holds in memory: renditions (unless left in their file), descriptors,
     /// names and captions.
     pub fn memory_bytes(&self) -> u64 {
-        let renditions = self.resident_rendition_bytes();
+        let renditions = self.resident_rendition_bytes() + self.alpha.as_ref().map_or(0, Vec::len);
         let descriptors = (self.means.len() + self.subs.len()) * std::mem::size_of::<Lab>();
         let text: usize = self
             .names
@@ -352,6 +359,73 @@ impl Library {
         self.pixels.range(tile as usize * n, n)
     }
 
+    /// True if some tile has transparent parts, which [`Library::over`] can lay over another
+    /// background (libraries indexed before format 4 count as opaque).
+    pub fn is_transparent(&self) -> bool {
+        self.alpha.is_some()
+    }
+
+    /// This library with its transparent parts laid over `background` instead: renditions and
+    /// descriptors remade, names, captions and version kept (a plan records the background it
+    /// was made over). `None` if nothing would change: an opaque library, or its own background.
+    pub fn over(&self, background: [u8; 3]) -> Option<Library> {
+        let alpha = self.alpha.as_ref()?;
+        if background == self.background {
+            return None;
+        }
+        let (rw, rh) = self.rendition_dims();
+        let (rw, rh) = (rw as usize, rh as usize);
+        let k = self.grid();
+        let shift = [0, 1, 2].map(|c| background[c] as i32 - self.background[c] as i32);
+        let tiles: Vec<(Vec<u8>, (Lab, Vec<Lab>))> = (0..self.len())
+            .into_par_iter()
+            .map(|t| {
+                let mut px = self.rendition(t as u32).into_owned();
+                let a = &alpha[t * rw * rh..(t + 1) * rw * rh];
+                recomposite(&mut px, a, shift);
+                let described = describe(&px, rw, rh, k);
+                (px, described)
+            })
+            .collect();
+        let mut pixels = Vec::with_capacity(self.len() * rw * rh * 3);
+        let (mut means, mut subs) = (Vec::with_capacity(self.len()), Vec::new());
+        for (px, (mean, sub)) in tiles {
+            pixels.extend_from_slice(&px);
+            means.push(mean);
+            subs.extend(sub);
+        }
+        Some(Library {
+            grid: self.grid,
+            rendition_size: self.rendition_size,
+            background,
+            shape: self.shape,
+            names: self.names.clone(),
+            means,
+            subs,
+            pixels: Renditions::Memory(pixels),
+            alpha: self.alpha.clone(),
+            captions: self.captions.clone(),
+            version: self.version,
+        })
+    }
+
+    /// Each tile's mean sRGB colour and mean opacity (0 to 1); opaque libraries have 1 for all.
+    pub(crate) fn colours_and_cover(&self) -> Vec<([f64; 3], f64)> {
+        let (rw, rh) = self.rendition_dims();
+        let n = (rw * rh) as usize;
+        (0..self.len())
+            .into_par_iter()
+            .map(|t| {
+                let px = self.rendition(t as u32);
+                let cover = self.alpha.as_ref().map_or(1.0, |a| {
+                    a[t * n..(t + 1) * n].iter().map(|&v| v as f64).sum::<f64>()
+                        / (255.0 * n as f64)
+                });
+                (area_mean(&px), cover)
+            })
+            .collect()
+    }
+
     /// Bytes of renditions held in memory: all of them, or none for a library opened with
     /// [`Library::open_index`].
     pub fn resident_rendition_bytes(&self) -> usize {
@@ -388,6 +462,13 @@ impl Library {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&self.pixels.all());
+        match &self.alpha {
+            Some(alpha) => {
+                out.push(1);
+                out.extend_from_slice(alpha);
+            }
+            None => out.push(0),
+        }
         for i in 0..self.names.len() {
             let caption = self.captions.get(i).map_or("", String::as_str);
             out.extend_from_slice(&(caption.len() as u32).to_le_bytes());
@@ -449,7 +530,8 @@ impl Library {
         };
         let (mut library, pixels) = Self::parse_body(&mut r, body.len(), digest, version)?;
         if version >= 2 {
-            library.captions = read_captions(&body[pixels.end..], library.names.len())?;
+            let rest = library.read_alpha(&body[pixels.end..], version)?;
+            library.captions = read_captions(rest, library.names.len())?;
         }
         Ok((library, pixels))
     }
@@ -533,6 +615,7 @@ impl Library {
             means,
             subs,
             pixels: Renditions::Memory(Vec::new()),
+            alpha: None,
             captions: Vec::new(),
             version: digest,
         };
@@ -598,7 +681,8 @@ impl Library {
             file.seek(std::io::SeekFrom::Start(pixels.end as u64))
                 .map_err(io)?;
             file.read_exact(&mut rest).map_err(io)?;
-            library.captions = read_captions(&rest, library.names.len())?;
+            let rest = library.read_alpha(&rest, version)?;
+            library.captions = read_captions(rest, library.names.len())?;
         }
         library.pixels = Renditions::File {
             file: Arc::new(Mutex::new(file)),
@@ -649,6 +733,32 @@ impl<'a> Reader<'a> {
         Ok(u32::from_le_bytes(
             self.take(4)?.try_into().expect("4 bytes"),
         ))
+    }
+}
+
+impl Library {
+    /// Reads the transparency section (format 4 on) from the start of `bytes`, the part of an
+    /// index after the renditions, and returns what follows it.
+    fn read_alpha<'a>(&mut self, bytes: &'a [u8], version: u32) -> Result<&'a [u8], Error> {
+        if version < 4 {
+            return Ok(bytes);
+        }
+        let (&flag, rest) = bytes
+            .split_first()
+            .ok_or_else(|| Error::BadIndex("truncated".into()))?;
+        match flag {
+            0 => Ok(rest),
+            1 => {
+                let (rw, rh) = self.rendition_dims();
+                let len = (rw as usize * rh as usize)
+                    .checked_mul(self.len())
+                    .filter(|&len| len <= rest.len())
+                    .ok_or_else(|| Error::BadIndex("truncated".into()))?;
+                self.alpha = Some(rest[..len].to_vec());
+                Ok(&rest[len..])
+            }
+            _ => Err(Error::BadIndex(format!("bad transparency flag {flag}"))),
+        }
     }
 }
 
@@ -762,17 +872,27 @@ fn split_images<T>(files: Vec<T>, name: impl Fn(&T) -> &str) -> (Vec<T>, usize) 
 /// Decodes (EXIF orientation applied), crops the centre to the library's shape, composites onto
 /// the background and resizes to the rendition size.
 fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result<Prepared, String> {
-    let (w, h, px) = decode_crop(bytes, opts.background, opts.shape)?;
+    let (w, h, px, alpha) = decode_crop(bytes, opts.background, opts.shape)?;
     let identity = (
         Fnv::digest_seeded(&px, w as u64),
         Fnv::digest_seeded(&px, !(h as u64)),
     );
     let (rw, rh) = opts.shape.fit(opts.rendition_size);
     let rendition = resize(&px, w, h, rw as usize, rh as usize);
+    // Opacity resized as the colours are (as grey, one channel kept): compositing then
+    // resizing is linear in the background, so the rendition can be laid over another later.
+    let alpha = alpha.map(|a| {
+        let grey: Vec<u8> = a.iter().flat_map(|&v| [v, v, v]).collect();
+        resize(&grey, w, h, rw as usize, rh as usize)
+            .into_iter()
+            .step_by(3)
+            .collect()
+    });
     Ok(Prepared {
         name: String::new(),
         identity,
         rendition,
+        alpha,
     })
 }
 
@@ -782,13 +902,13 @@ pub const MAX_TILE_SIDE: u32 = 4096;
 pub const MAX_TILE_DECODE_BYTES: u64 = 64 << 20;
 
 /// Decodes an image file into its largest centre crop of `shape`, composited onto `background`,
-/// as `(width, height, packed RGB8)`. Tiles are decoded within [`MAX_TILE_SIDE`] and
+/// as `(width, height, packed RGB8, opacity if any pixel is not opaque)`. Tiles are decoded within [`MAX_TILE_SIDE`] and
 /// [`MAX_TILE_DECODE_BYTES`]: a tiny file that declares a huge image is refused from its header.
 pub(crate) fn decode_crop(
     bytes: &[u8],
     background: [u8; 3],
     shape: TileShape,
-) -> Result<(usize, usize, Vec<u8>), String> {
+) -> Result<(usize, usize, Vec<u8>, Option<Vec<u8>>), String> {
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(MAX_TILE_SIDE);
     limits.max_image_height = Some(MAX_TILE_SIDE);
@@ -801,6 +921,7 @@ pub(crate) fn decode_crop(
     let (x0, y0, cw, ch) = shape.crop(w, h);
     let raw = rgba.as_raw();
     let mut out = Vec::with_capacity(cw * ch * 3);
+    let mut alpha = Vec::with_capacity(cw * ch);
     for y in y0..y0 + ch {
         for p in raw[(y * w + x0) * 4..(y * w + x0 + cw) * 4].chunks_exact(4) {
             let a = p[3] as u32;
@@ -808,9 +929,11 @@ pub(crate) fn decode_crop(
                 let v = (p[c] as u32 * a + background[c] as u32 * (255 - a) + 127) / 255;
                 out.push(v as u8);
             }
+            alpha.push(p[3]);
         }
     }
-    Ok((cw, ch, out))
+    let opaque = alpha.iter().all(|&a| a == 255);
+    Ok((cw, ch, out, (!opaque).then_some(alpha)))
 }
 
 /// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied.
@@ -909,17 +1032,27 @@ fn assemble(
         means: Vec::with_capacity(kept.len()),
         subs: Vec::with_capacity(kept.len() * k * k),
         pixels: Renditions::Memory(Vec::new()),
+        alpha: None,
         captions: Vec::new(),
         version: 0,
     };
     let mut pixels = Vec::with_capacity(kept.len() * rw * rh * 3);
+    let transparent = kept.iter().any(|p| p.alpha.is_some());
+    let mut alpha = Vec::with_capacity(if transparent { kept.len() * rw * rh } else { 0 });
     for (p, (mean, subs)) in kept.into_iter().zip(described) {
         lib.names.push(p.name);
         lib.means.push(mean);
         lib.subs.extend(subs);
         pixels.extend_from_slice(&p.rendition);
+        if transparent {
+            match &p.alpha {
+                Some(a) => alpha.extend_from_slice(a),
+                None => alpha.resize(alpha.len() + rw * rh, 255),
+            }
+        }
     }
     lib.pixels = Renditions::Memory(pixels);
+    lib.alpha = transparent.then_some(alpha);
     (lib, report)
 }
 
@@ -933,6 +1066,11 @@ pub fn parse_hex_colour(text: &str) -> Result<[u8; 3], String> {
     }
     let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| bad());
     Ok([byte(0)?, byte(2)?, byte(4)?])
+}
+
+/// A colour as `rrggbb` hex, as [`parse_hex_colour`] reads it.
+pub fn hex_colour(c: [u8; 3]) -> String {
+    format!("{:02x}{:02x}{:02x}", c[0], c[1], c[2])
 }
 
 fn is_captions_file(name: &str) -> bool {
@@ -1061,6 +1199,32 @@ fn split_csv_line(line: &str) -> Option<Vec<String>> {
     Some(fields)
 }
 
+/// Lays RGB8 `px`, composited with opacity `alpha` onto one background, over another that is
+/// `shift` away from it (per channel).
+fn recomposite(px: &mut [u8], alpha: &[u8], shift: [i32; 3]) {
+    for (p, &a) in px.chunks_exact_mut(3).zip(alpha) {
+        let clear = 255 - a as i32;
+        for c in 0..3 {
+            let d = clear * shift[c];
+            // Rounded to nearest, either sign.
+            let d = (d + if d >= 0 { 127 } else { -127 }) / 255;
+            p[c] = (p[c] as i32 + d).clamp(0, 255) as u8;
+        }
+    }
+}
+
+/// Mean sRGB colour of packed RGB8 pixels.
+pub(crate) fn area_mean(px: &[u8]) -> [f64; 3] {
+    let mut sum = [0u64; 3];
+    for p in px.chunks_exact(3) {
+        for c in 0..3 {
+            sum[c] += p[c] as u64;
+        }
+    }
+    let n = (px.len() / 3).max(1) as f64;
+    sum.map(|s| s as f64 / n)
+}
+
 /// Mean colour and `k x k` sub-grid means of a `w x h` RGB8 image, averaged in sRGB (as the eye
 /// sees it from a distance and as the quality metric measures) and converted to Lab.
 pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> (Lab, Vec<Lab>) {
@@ -1132,11 +1296,21 @@ mod tests {
         body
     }
 
-    /// A square library's bytes in the layout of format `version` (1 or 2): no shape, and in
-    /// version 1 no captions.
+    /// An opaque library's bytes in the layout of format `version` (1 to 3): no transparency
+    /// section; in versions 1 and 2 no shape (the library must be square), and in version 1 no
+    /// captions.
     fn legacy(lib: &Library, version: u32) -> Vec<u8> {
+        assert!(!lib.is_transparent());
         let mut body = lib.body_bytes();
         body[8..12].copy_from_slice(&version.to_le_bytes());
+        let captions: usize = (0..lib.len())
+            .map(|i| 4 + lib.captions.get(i).map_or(0, String::len))
+            .sum();
+        let flag = body.len() - captions - 1;
+        assert_eq!(body.remove(flag), 0);
+        if version == 3 {
+            return sealed(body);
+        }
         body.drain(20..28);
         if version == 1 {
             body.truncate(body.len() - 4 * lib.len());
@@ -1145,9 +1319,9 @@ mod tests {
     }
 
     #[test]
-    fn version_1_and_2_indexes_load_as_square() {
+    fn version_1_to_3_indexes_load_as_opaque_and_1_and_2_as_square() {
         let lib = library(TileShape::SQUARE);
-        for version in [1, 2] {
+        for version in [1, 2, 3] {
             let old = Library::from_bytes(&legacy(&lib, version)).unwrap();
             assert_eq!(old.shape(), TileShape::SQUARE);
             assert_eq!(old.names(), lib.names());

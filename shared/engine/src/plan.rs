@@ -16,8 +16,10 @@ use crate::transform::Transform;
 
 const MAGIC: &[u8; 8] = b"TSRPLAN\n";
 /// Version of the plan blob layout: 2 added each cell's transform, 3 the tile height after the
-/// tile width. Versions 1 (every cell untransformed) and 2 still load, with square tiles.
-pub const PLAN_FORMAT_VERSION: u32 = 3;
+/// tile width, 4 the background transparent tiles lie over after the library version. Versions
+/// 1 (every cell untransformed) and 2 still load, with square tiles, and 1 to 3 with the
+/// library's own background.
+pub const PLAN_FORMAT_VERSION: u32 = 4;
 
 /// Smallest and largest tile side in output pixels.
 pub const TILE_SIZES: std::ops::RangeInclusive<u32> = 4..=256;
@@ -166,6 +168,9 @@ pub struct Plan {
     tile_size: TileSize,
     blend: u8,
     library_version: u64,
+    /// The background a transparent library's tiles were matched over ([`Library::over`]);
+    /// `None` for an opaque library.
+    background: Option<[u8; 3]>,
     tiles: Vec<u32>,
     colours: Vec<[u8; 3]>,
     transforms: Vec<Transform>,
@@ -300,6 +305,7 @@ impl Plan {
             tile_size: size.tile_size,
             blend: opts.blend,
             library_version: library.version(),
+            background: library.is_transparent().then(|| library.background()),
             tiles: vec![u32::MAX; cols * rows],
             colours: vec![[0u8; 3]; cols * rows],
             transforms: vec![Transform::NONE; cols * rows],
@@ -459,6 +465,12 @@ impl Plan {
         self.library_version
     }
 
+    /// The background the tiles were matched over, for a library with transparent tiles: the
+    /// tiles must be rendered over it ([`Library::over`]).
+    pub fn background(&self) -> Option<[u8; 3]> {
+        self.background
+    }
+
     /// Tile of every held cell, row-major.
     pub fn tiles(&self) -> &[u32] {
         &self.tiles
@@ -528,6 +540,13 @@ impl Plan {
         }
         out.push(self.blend);
         out.extend_from_slice(&self.library_version.to_le_bytes());
+        match self.background {
+            Some(bg) => {
+                out.push(1);
+                out.extend_from_slice(&bg);
+            }
+            None => out.extend_from_slice(&[0; 4]),
+        }
         for t in &self.tiles {
             out.extend_from_slice(&t.to_le_bytes());
         }
@@ -577,7 +596,16 @@ impl Plan {
         };
         let blend = body[at];
         let library_version = u64::from_le_bytes(body[at + 1..at + 9].try_into().expect("8 bytes"));
-        let start = at + 9;
+        // Version 4 has the background next: a flag and a colour.
+        let (background, start) = if version >= 4 {
+            match body.get(at + 9..at + 13) {
+                Some([0, 0, 0, 0]) => (None, at + 13),
+                Some(&[1, r, g, b]) => (Some([r, g, b]), at + 13),
+                _ => return Err(bad("inconsistent header")),
+            }
+        } else {
+            (None, at + 9)
+        };
         let cells = cols as usize * count as usize;
         // Bytes per cell: a tile, a colour and (from version 2) a transform.
         let per_cell = if version == 1 { 7 } else { 8 };
@@ -621,6 +649,7 @@ impl Plan {
             tile_size,
             blend,
             library_version,
+            background,
             tiles,
             colours,
             transforms,
@@ -900,6 +929,7 @@ mod tests {
             tile_size,
             blend: 20,
             library_version: 0x1234,
+            background: None,
             tiles: vec![0, 1, 2, 3],
             colours: vec![[1, 2, 3]; 4],
             transforms: [0, 6, 2, 4]
@@ -915,12 +945,16 @@ mod tests {
         body
     }
 
-    /// A square plan's bytes in the layout of format `version` (1 or 2): no tile height, and in
-    /// version 1 no transforms.
+    /// A plan's bytes in the layout of format `version` (1 to 3): no background; in versions
+    /// 1 and 2 no tile height (the plan must be square), and in version 1 no transforms.
     fn legacy(p: &Plan, version: u32) -> Vec<u8> {
         let bytes = p.to_bytes();
         let mut body = bytes[..bytes.len() - 8].to_vec();
         body[8..12].copy_from_slice(&version.to_le_bytes());
+        body.drain(45..49);
+        if version == 3 {
+            return sealed(body);
+        }
         body.drain(32..36);
         if version == 1 {
             body.truncate(body.len() - p.tiles.len());
@@ -957,6 +991,26 @@ mod tests {
         // A tile height out of range.
         let mut body = bytes[..bytes.len() - 8].to_vec();
         body[32..36].copy_from_slice(&300u32.to_le_bytes());
+        assert!(Plan::from_bytes(&sealed(body)).is_err());
+    }
+
+    #[test]
+    fn the_background_round_trips_and_older_plans_have_none() {
+        let mut p = plan(TileSize::square(8));
+        p.background = Some([0, 64, 255]);
+        let bytes = p.to_bytes();
+        assert_eq!(Plan::from_bytes(&bytes).unwrap(), p);
+        assert_eq!(
+            Plan::from_bytes(&bytes).unwrap().background(),
+            Some([0, 64, 255])
+        );
+        assert_eq!(p.rows(2..3).unwrap().background(), Some([0, 64, 255]));
+        let v3 = Plan::from_bytes(&legacy(&p, 3)).unwrap();
+        assert_eq!(v3.background(), None);
+        assert_eq!(v3.tiles(), p.tiles());
+        // A flag that is neither 0 nor 1.
+        let mut body = bytes[..bytes.len() - 8].to_vec();
+        body[45] = 2;
         assert!(Plan::from_bytes(&sealed(body)).is_err());
     }
 

@@ -185,6 +185,15 @@ fn check(plan: &Plan, cache: &TileCache) -> Result<(), Error> {
             cache.library.version_hex()
         )));
     }
+    if let Some(bg) = plan.background()
+        && bg != cache.library.background()
+    {
+        return Err(Error::PlanMismatch(format!(
+            "the plan lays the tiles over #{}, the library is over #{} (see Library::over)",
+            crate::library::hex_colour(bg),
+            crate::library::hex_colour(cache.library.background())
+        )));
+    }
     if plan.tile_size() != cache.size {
         return Err(Error::PlanMismatch(format!(
             "the plan has {} px tiles, the tile cache {} px",

@@ -111,6 +111,146 @@ fn transparent_tiles_are_composited_onto_the_background() {
     assert!(lib.rendition(0).chunks(3).all(|p| p == [255, 0, 0]));
 }
 
+/// A `size` px PNG of a disc of `colour` on a transparent ground, as emoji are.
+fn cutout_png(size: u32, colour: [u8; 3]) -> Vec<u8> {
+    let mut px = Vec::with_capacity((size * size * 4) as usize);
+    let r = size as f32 * 0.3;
+    for y in 0..size {
+        for x in 0..size {
+            let (dx, dy) = (
+                x as f32 + 0.5 - size as f32 / 2.0,
+                y as f32 + 0.5 - size as f32 / 2.0,
+            );
+            let a = if dx * dx + dy * dy <= r * r { 255 } else { 0 };
+            px.extend_from_slice(&[colour[0], colour[1], colour[2], a]);
+        }
+    }
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, size, size);
+    enc.set_color(png::ColorType::Rgba);
+    let mut wr = enc.write_header().unwrap();
+    wr.write_image_data(&px).unwrap();
+    wr.finish().unwrap();
+    out
+}
+
+fn opaque_library() -> Library {
+    let files = (0..4u8)
+        .map(|i| (format!("{i}.png"), rgba_png(8, 8, [i * 60, 30, 200, 255])))
+        .collect();
+    Library::from_files(files, &ImportOptions::default())
+        .unwrap()
+        .0
+}
+
+/// Twenty cut-out tiles of varied colours.
+fn cutouts() -> Vec<(String, Vec<u8>)> {
+    (0..20u8)
+        .map(|i| {
+            let colour = [i * 12, 255 - i * 11, i.wrapping_mul(37)];
+            (format!("cut-{i:02}.png"), cutout_png(48, colour))
+        })
+        .collect()
+}
+
+#[test]
+fn transparent_tiles_laid_over_another_background_match_an_import_over_it() {
+    let white = Library::from_files(cutouts(), &ImportOptions::default())
+        .unwrap()
+        .0;
+    let teal = [0, 128, 128];
+    let opts = ImportOptions {
+        background: teal,
+        ..ImportOptions::default()
+    };
+    let imported = Library::from_files(cutouts(), &opts).unwrap().0;
+    assert!(white.is_transparent() && imported.is_transparent());
+    let over = white.over(teal).unwrap();
+    assert_eq!(over.background(), teal);
+    assert_eq!(over.version(), white.version(), "still the same library");
+    assert_eq!(over.names(), white.names());
+    for t in 0..white.len() as u32 {
+        // Equal but where the resampling filter's ringing at the disc's edge was clipped.
+        let (a, b) = (over.rendition(t), imported.rendition(t));
+        let off: u32 = a
+            .iter()
+            .zip(b.iter())
+            .map(|(&x, &y)| x.abs_diff(y) as u32)
+            .sum();
+        let mean_off = off as f64 / a.len() as f64;
+        assert!(
+            mean_off < 1.0,
+            "tile {t} is {mean_off} levels off an import over teal"
+        );
+        let (m, n) = (over.means()[t as usize], imported.means()[t as usize]);
+        let de = color::ciede2000(m.map(f64::from), n.map(f64::from));
+        assert!(de < 0.5, "tile {t}: mean {m:?} against {n:?}");
+    }
+    // Nothing to do over its own background, nor for an opaque library.
+    assert!(white.over([255; 3]).is_none());
+    let opaque = opaque_library();
+    assert!(!opaque.is_transparent());
+    assert!(opaque.over(teal).is_none());
+    // The transparency survives a saved index, opened either way.
+    let loaded = Library::from_bytes(&white.to_bytes()).unwrap();
+    assert_eq!(loaded, white);
+    assert_eq!(loaded.over(teal).unwrap(), over);
+    let path = std::env::temp_dir().join(format!("tessera-cutouts-{}.idx", std::process::id()));
+    white.save(&path).unwrap();
+    let opened = Library::open_index(&path).unwrap();
+    assert_eq!(opened.over(teal).unwrap().rendition(3), over.rendition(3));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn auto_background_suits_the_target_and_the_plan_keeps_it() {
+    let white = Library::from_files(cutouts(), &ImportOptions::default())
+        .unwrap()
+        .0;
+    let dark = image::RgbImage::from_fn(64, 48, |x, y| {
+        image::Rgb([(x % 7) as u8 * 4, 10, (y % 5) as u8 * 5])
+    });
+    let light =
+        image::RgbImage::from_fn(64, 48, |x, _| image::Rgb([250, 245 - (x % 3) as u8, 240]));
+    assert_eq!(choose_background(&dark, &white), [0, 0, 0]);
+    assert_eq!(choose_background(&light, &white), [255, 255, 255]);
+    assert_eq!(TileBackground::Auto.resolve(&dark, &white), Some([0, 0, 0]));
+    assert_eq!(TileBackground::Library.resolve(&dark, &white), None);
+    assert_eq!(TileBackground::Auto.resolve(&dark, &opaque_library()), None);
+    assert_eq!(
+        TileBackground::parse("#00FF80").unwrap(),
+        TileBackground::Colour([0, 255, 128])
+    );
+    assert_eq!(TileBackground::parse("AUTO").unwrap(), TileBackground::Auto);
+    assert!(TileBackground::parse("black").is_err());
+
+    // A plan over black records it, renders only from the library laid over black, and its
+    // mosaic is nearer the dark target than one over white.
+    let opts = PlanOptions {
+        grid: Grid::Cells(16),
+        tile_size: TileSize::square(8),
+        repeat_radius: 0,
+        ..PlanOptions::default()
+    };
+    let black = lay_over(&white, Some([0, 0, 0]));
+    let plan = Plan::make(&dark, &black, &opts).unwrap();
+    assert_eq!(plan.background(), Some([0, 0, 0]));
+    let err = render_band(&plan, &TileCache::new(&white, plan.tile_size())).unwrap_err();
+    assert!(err.to_string().contains("over #000000"), "{err}");
+    let over_black = render_band(&plan, &TileCache::new(&black, plan.tile_size())).unwrap();
+    let plain = Plan::make(&dark, &white, &opts).unwrap();
+    assert_eq!(plain.background(), Some([255, 255, 255]));
+    let over_white = render_band(&plain, &TileCache::new(&white, plain.tile_size())).unwrap();
+    let error = |px: Vec<u8>| {
+        let img = image::RgbImage::from_raw(plan.width(), plan.total_height(), px).unwrap();
+        evaluate(&dark, &img, plan.cols(), plan.total_rows())
+            .unwrap()
+            .de00_mean
+    };
+    let (b, w) = (error(over_black), error(over_white));
+    assert!(b < w / 2.0, "over black {b}, over white {w}");
+}
+
 #[test]
 fn folder_zip_and_saved_index_give_the_same_library() {
     let lib = library();

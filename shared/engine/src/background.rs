@@ -1,0 +1,147 @@
+//! The background transparent tiles lie over in a mosaic: the library's own, a colour, or the
+//! one that suits the target best. Emoji and other cut-out tiles are mostly background, so it
+//! sets most of their colour: over white they cannot be dark, over black they cannot be light.
+
+use std::borrow::Cow;
+
+use crate::color::{ciede2000, srgb_to_lab, srgb_to_lab32};
+use crate::kdtree::KdTree;
+use crate::library::{Library, hex_colour, parse_hex_colour};
+
+/// What a mosaic lays a library's transparent tiles over. Opaque libraries look the same
+/// under all three.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TileBackground {
+    /// The colour the library was imported over.
+    #[default]
+    Library,
+    Colour([u8; 3]),
+    /// The candidate ([`choose_background`]) over which the tiles come nearest the target.
+    Auto,
+}
+
+impl TileBackground {
+    /// `auto`, or a colour as `RRGGBB` or `#RRGGBB` hex.
+    pub fn parse(text: &str) -> Result<TileBackground, String> {
+        if text.eq_ignore_ascii_case("auto") {
+            return Ok(TileBackground::Auto);
+        }
+        parse_hex_colour(text)
+            .map(TileBackground::Colour)
+            .map_err(|_| format!("{text:?} is neither auto nor a colour as RRGGBB hex"))
+    }
+
+    /// The colour to lay `library`'s tiles over for `target`, or `None` to keep the library as
+    /// it is (an opaque library, or its own background asked for).
+    pub fn resolve(self, target: &image::RgbImage, library: &Library) -> Option<[u8; 3]> {
+        if !library.is_transparent() {
+            return None;
+        }
+        match self {
+            TileBackground::Library => None,
+            TileBackground::Colour(c) => Some(c),
+            TileBackground::Auto => Some(choose_background(target, library)),
+        }
+    }
+}
+
+impl std::fmt::Display for TileBackground {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TileBackground::Library => f.write_str("library"),
+            TileBackground::Colour(c) => write!(f, "{}", hex_colour(*c)),
+            TileBackground::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+/// `library` laid over `background` ([`Library::over`]), borrowed when that changes nothing.
+pub fn lay_over(library: &Library, background: Option<[u8; 3]>) -> Cow<'_, Library> {
+    match background.and_then(|bg| library.over(bg)) {
+        Some(over) => Cow::Owned(over),
+        None => Cow::Borrowed(library),
+    }
+}
+
+/// Side of the grid the target is sampled on when choosing a background.
+const SAMPLE: usize = 64;
+
+/// The background among the library's own, black, three greys, white and the target's mean
+/// colour over which the tiles' mean colours come nearest (mean CIEDE2000) to the target's, on
+/// a grid of up to 64 x 64 cells with repeats allowed: the floor a mosaic approaches. The
+/// earlier candidate wins a tie, so the library's own is kept unless another is better.
+pub fn choose_background(target: &image::RgbImage, library: &Library) -> [u8; 3] {
+    let cells = sample_cells(target);
+    let mean = {
+        let mut sum = [0f64; 3];
+        for c in &cells {
+            for k in 0..3 {
+                sum[k] += c.1[k];
+            }
+        }
+        sum.map(|s| (s / cells.len().max(1) as f64).round() as u8)
+    };
+    let own = library.background();
+    let candidates = [
+        own,
+        [0, 0, 0],
+        [64, 64, 64],
+        [128, 128, 128],
+        [192, 192, 192],
+        [255, 255, 255],
+        mean,
+    ];
+    let tiles = library.colours_and_cover();
+    let mut best = (f64::INFINITY, own);
+    let mut scratch = Vec::new();
+    for bg in candidates {
+        let means: Vec<_> = tiles
+            .iter()
+            .map(|(m, cover)| {
+                srgb_to_lab32(
+                    [0, 1, 2].map(|k| m[k] + (1.0 - cover) * (bg[k] as f64 - own[k] as f64)),
+                )
+            })
+            .collect();
+        let tree = KdTree::new(&means);
+        let mut total = 0.0;
+        for (lab, _) in &cells {
+            tree.nearest(&lab.map(|v| v as f32), 4, &mut scratch);
+            total += scratch
+                .iter()
+                .map(|&(_, t)| ciede2000(*lab, means[t as usize].map(f64::from)))
+                .fold(f64::INFINITY, f64::min);
+        }
+        let score = total / cells.len().max(1) as f64;
+        if score < best.0 {
+            best = (score, bg);
+        }
+    }
+    best.1
+}
+
+/// The target's area-mean colours on a grid of up to [`SAMPLE`] cells a side, as Lab and sRGB.
+fn sample_cells(target: &image::RgbImage) -> Vec<([f64; 3], [f64; 3])> {
+    let (w, h) = (target.width() as usize, target.height() as usize);
+    let (cols, rows) = (w.clamp(1, SAMPLE), h.clamp(1, SAMPLE));
+    let px = target.as_raw();
+    let mut out = Vec::with_capacity(cols * rows);
+    for r in 0..rows {
+        let (y0, y1) = (r * h / rows, ((r + 1) * h / rows).max(r * h / rows + 1));
+        for c in 0..cols {
+            let (x0, x1) = (c * w / cols, ((c + 1) * w / cols).max(c * w / cols + 1));
+            let mut sum = [0f64; 3];
+            for y in y0..y1.min(h) {
+                for p in px[(y * w + x0) * 3..(y * w + x1.min(w)) * 3].chunks_exact(3) {
+                    for k in 0..3 {
+                        sum[k] += p[k] as f64;
+                    }
+                }
+            }
+            let n = ((y1.min(h) - y0) * (x1.min(w) - x0)).max(1) as f64;
+            let rgb = sum.map(|s| s / n);
+            out.push((srgb_to_lab(rgb), rgb));
+        }
+    }
+    out
+}
