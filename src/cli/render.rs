@@ -9,8 +9,7 @@ use anyhow::Context as _;
 use tessera_engine::{
     AdaptivePlan, BandSink, DziSink, Grid, ImportOptions, Library, MosaicCells, OutputFormat, Plan,
     PlanOptions, Sizing, TeeSink, TileBackground, TileCache, TileShape, TileSize, decode_target,
-    file_sink, hex_colour, lay_over,
-    render_to_sink,
+    file_sink, hex_colour, lay_over, render_to_sink,
 };
 
 use super::library::{import_with_bar, print_report, progress_bar};

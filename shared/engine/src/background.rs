@@ -72,15 +72,8 @@ const SAMPLE: usize = 64;
 /// earlier candidate wins a tie, so the library's own is kept unless another is better.
 pub fn choose_background(target: &image::RgbImage, library: &Library) -> [u8; 3] {
     let cells = sample_cells(target);
-    let mean = {
-        let mut sum = [0f64; 3];
-        for c in &cells {
-            for k in 0..3 {
-                sum[k] += c.1[k];
-            }
-        }
-        sum.map(|s| (s / cells.len().max(1) as f64).round() as u8)
-    };
+    let n = cells.len().max(1) as f64;
+    let mean = [0, 1, 2].map(|k| (cells.iter().map(|c| c.1[k]).sum::<f64>() / n).round() as u8);
     let own = library.background();
     let candidates = [
         own,

@@ -377,7 +377,7 @@ impl Library {
         let (rw, rh) = (rw as usize, rh as usize);
         let k = self.grid();
         let shift = [0, 1, 2].map(|c| background[c] as i32 - self.background[c] as i32);
-        let tiles: Vec<(Vec<u8>, (Lab, Vec<Lab>))> = (0..self.len())
+        let tiles: Vec<(Vec<u8>, Described)> = (0..self.len())
             .into_par_iter()
             .map(|t| {
                 let mut px = self.rendition(t as u32).into_owned();
@@ -872,7 +872,12 @@ fn split_images<T>(files: Vec<T>, name: impl Fn(&T) -> &str) -> (Vec<T>, usize) 
 /// Decodes (EXIF orientation applied), crops the centre to the library's shape, composites onto
 /// the background and resizes to the rendition size.
 fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result<Prepared, String> {
-    let (w, h, px, alpha) = decode_crop(bytes, opts.background, opts.shape)?;
+    let Cropped {
+        width: w,
+        height: h,
+        rgb: px,
+        alpha,
+    } = decode_crop(bytes, opts.background, opts.shape)?;
     let identity = (
         Fnv::digest_seeded(&px, w as u64),
         Fnv::digest_seeded(&px, !(h as u64)),
@@ -901,14 +906,23 @@ pub const MAX_TILE_SIDE: u32 = 4096;
 /// Most memory one tile's decoder may allocate (a 4096 x 4096 RGBA8 image).
 pub const MAX_TILE_DECODE_BYTES: u64 = 64 << 20;
 
-/// Decodes an image file into its largest centre crop of `shape`, composited onto `background`,
-/// as `(width, height, packed RGB8, opacity if any pixel is not opaque)`. Tiles are decoded within [`MAX_TILE_SIDE`] and
+/// An image cropped to a tile's shape and composited onto a background.
+pub(crate) struct Cropped {
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    /// Packed RGB8.
+    pub(crate) rgb: Vec<u8>,
+    /// A byte of opacity per pixel, if any pixel is not opaque.
+    pub(crate) alpha: Option<Vec<u8>>,
+}
+
+/// Decodes an image file into its largest centre crop of `shape`, composited onto `background`. Tiles are decoded within [`MAX_TILE_SIDE`] and
 /// [`MAX_TILE_DECODE_BYTES`]: a tiny file that declares a huge image is refused from its header.
 pub(crate) fn decode_crop(
     bytes: &[u8],
     background: [u8; 3],
     shape: TileShape,
-) -> Result<(usize, usize, Vec<u8>, Option<Vec<u8>>), String> {
+) -> Result<Cropped, String> {
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(MAX_TILE_SIDE);
     limits.max_image_height = Some(MAX_TILE_SIDE);
@@ -933,7 +947,12 @@ pub(crate) fn decode_crop(
         }
     }
     let opaque = alpha.iter().all(|&a| a == 255);
-    Ok((cw, ch, out, (!opaque).then_some(alpha)))
+    Ok(Cropped {
+        width: cw,
+        height: ch,
+        rgb: out,
+        alpha: (!opaque).then_some(alpha),
+    })
 }
 
 /// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied.
@@ -1019,7 +1038,7 @@ fn assemble(
     let k = opts.grid as usize;
     let (rw, rh) = opts.shape.fit(opts.rendition_size);
     let (rw, rh) = (rw as usize, rh as usize);
-    let described: Vec<(Lab, Vec<Lab>)> = kept
+    let described: Vec<Described> = kept
         .par_iter()
         .map(|p| describe(&p.rendition, rw, rh, k))
         .collect();
@@ -1225,9 +1244,12 @@ pub(crate) fn area_mean(px: &[u8]) -> [f64; 3] {
     sum.map(|s| s as f64 / n)
 }
 
+/// A tile's mean colour and sub-grid means, as [`describe`] gives them.
+type Described = (Lab, Vec<Lab>);
+
 /// Mean colour and `k x k` sub-grid means of a `w x h` RGB8 image, averaged in sRGB (as the eye
 /// sees it from a distance and as the quality metric measures) and converted to Lab.
-pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> (Lab, Vec<Lab>) {
+pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> Described {
     let mut sums = vec![[0u64; 4]; k * k];
     for y in 0..h {
         let gy = y * k / h;
