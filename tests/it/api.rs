@@ -34,6 +34,33 @@ async fn a_job_with_flip_and_rotate_carries_them_to_done() {
     );
 }
 
+/// The background transparent tiles lie over is asked for by name or colour, kept with the job
+/// and changes the mosaic; `library` is the same as not asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_lays_transparent_tiles_over_the_background_it_asks_for() {
+    let app = spawn_app().await;
+    let mut results = Vec::new();
+    for (asked, kept) in [
+        ("library", Value::Null),
+        ("#000000", Value::from("000000")),
+        ("AUTO", Value::from("auto")),
+    ] {
+        let res = app
+            .post_job(job_form(astronaut()).text("background", asked))
+            .await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED, "{asked}");
+        let job: Value = res.json().await.unwrap();
+        assert_eq!(job["params"]["background"], kept, "{asked}");
+        let id = job["id"].as_str().unwrap().to_string();
+        let job = app.wait_until_finished(&id).await;
+        assert_eq!(job["state"], "done", "{job}");
+        let result = app.get(&format!("/api/v1/jobs/{id}/result")).await;
+        results.push(result.bytes().await.unwrap());
+    }
+    assert_ne!(results[0], results[1], "over black looks like over white");
+    assert_ne!(results[0], results[2], "auto kept white for the dark photo");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_runs_to_done_and_its_result_streams_whole_and_in_ranges() {
     let app = spawn_app().await;

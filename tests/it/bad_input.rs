@@ -374,6 +374,12 @@ async fn parameters_of_the_wrong_type_are_400_invalid_parameter() {
         ("per_pixel", "", "per_pixel must be true or false"),
         ("flip", "yes", "flip must be true or false, not \"yes\""),
         ("rotate", "1", "rotate must be true or false"),
+        (
+            "background",
+            "black",
+            "background: \"black\" is not library, auto or a colour as RRGGBB hex",
+        ),
+        ("background", "#12345", "background:"),
         ("cells", "", "cells must be a whole number, not \"\""),
     ] {
         let res = app

@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tempfile::TempDir;
 use tessera_engine::{
-    Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions, TileCache, TileShape, TileSize,
-    Transform, VecSink, decode_target, evaluate, render_to_sink,
+    Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions, TileBackground, TileCache,
+    TileShape, TileSize, Transform, VecSink, decode_target, evaluate, render_to_sink,
 };
 use tessera_shared::jobs::{JobParams, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
@@ -77,6 +77,7 @@ impl Job {
                 max_uses: None,
                 flip: false,
                 rotate: false,
+                background: None,
             },
         }
     }
@@ -100,6 +101,10 @@ fn local_plan(job: &Job) -> (Library, Plan) {
     };
     let (library, _) = Library::import(&fixtures().join("tiles"), &import).unwrap();
     let target = decode_target(&target_bytes(), library.background()).unwrap();
+    let background = job.options.tile_background().resolve(&target, &library);
+    let library = background
+        .and_then(|bg| library.over(bg))
+        .unwrap_or(library);
     let options = PlanOptions {
         tile_size: job.tile(),
         grid: EngineGrid::Cells(job.cells),
@@ -869,6 +874,44 @@ async fn job_with_flip_and_rotate_matches_a_local_render() {
     roles.stop().await;
 }
 
+/// Transparent tiles laid over black, and over the background chosen for the photo: the
+/// pipeline's result is the engine's render, byte for byte, at several slice counts, and the
+/// plan says what the tiles lie over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_with_tiles_over_another_background_matches_a_local_render() {
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
+    let plain = local_render(&Job::small(1)).2;
+    let mut chosen = Vec::new();
+    for (background, slices) in [
+        (TileBackground::Colour([0, 0, 0]), 1),
+        (TileBackground::Colour([0, 0, 0]), 3),
+        (TileBackground::Auto, 2),
+    ] {
+        let mut job = Job::small(slices);
+        job.options.background = Some(background);
+        let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+        let record = finished(&env.platform, id).await;
+        assert_done_record(&record, &job, slices);
+        assert_eq!(record.params.options.background, Some(background));
+        let pixels = result_pixels(&env.platform, id).await;
+        let local = local_render(&job);
+        assert_same_pixels(&pixels, &local, &format!("{background} in {slices} slices"));
+        assert_ne!(pixels.2, plain, "{background}: the same as over white");
+        let (_, plan) = local_plan(&job);
+        chosen.push(plan.background().unwrap());
+    }
+    assert_eq!(chosen[0], [0, 0, 0]);
+    assert_ne!(
+        chosen[2],
+        [255, 255, 255],
+        "auto kept white for a dark photo"
+    );
+    env.assert_queues_empty().await;
+    roles.stop().await;
+}
+
 /// 24 x 18 tiles on a 4:3 library: the pipeline's result is the engine's render, byte for byte,
 /// with tiles mirrored and turned by the half turn only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1519,14 +1562,14 @@ async fn the_library_cache_keeps_to_its_memory_budget() {
     // Room for one version and a half: each load lets the other go.
     let tight = tessera_workers::LibraryCache::new(platform.libraries(), 4, size * 3 / 2);
     tight
-        .tiles(one, tessera_engine::TileSize::square(16))
+        .tiles(one, tessera_engine::TileSize::square(16), None)
         .await
         .unwrap();
     assert_eq!(tight.held(), vec![one.clone()]);
     tight.get(two).await.unwrap();
     assert_eq!(tight.held(), vec![two.clone()]);
     tight
-        .tiles(one, tessera_engine::TileSize::square(16))
+        .tiles(one, tessera_engine::TileSize::square(16), None)
         .await
         .unwrap();
     assert_eq!(tight.held(), vec![one.clone()]);

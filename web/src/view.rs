@@ -78,6 +78,10 @@ pub struct ParamsView {
     pub flip: bool,
     /// Tiles may be turned by quarter turns (tiles that are not square: by the half turn only).
     pub rotate: bool,
+    /// What transparent tiles lie over, as asked: `auto` or `rrggbb` (absent: the library's
+    /// own background).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<String>,
     pub input_name: String,
 }
 
@@ -138,6 +142,7 @@ impl JobView {
                 blend: r.params.options.blend_percent,
                 flip: r.params.options.flip,
                 rotate: r.params.options.rotate,
+                background: r.params.options.background.map(|bg| bg.to_string()),
                 input_name: r.params.input_name.clone(),
             },
             slices: r

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tessera_engine::{
     CellMap, Error as EngineError, FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing,
-    TileCache, decode_target, plan_quality,
+    TileBackground, TileCache, decode_target, plan_quality,
 };
 use tessera_shared::jobs::{
     JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
@@ -194,7 +194,7 @@ impl Controller {
         let options = plan_options(request.tile(), request.grid, &request.options);
         let tiles = match self
             .libraries
-            .tiles(&request.library, options.tile_size)
+            .tiles(&request.library, options.tile_size, None)
             .await
         {
             Ok(tiles) => tiles,
@@ -213,12 +213,12 @@ impl Controller {
         // render the first slices while the rest of the image is still being planned.
         let (planned, mut slices) = tokio::sync::mpsc::channel(4);
         let (slice_count, max_slice_pixels) = (request.slices, self.settings.max_slice_pixels);
-        let quality_tiles = tiles.clone();
+        let background = request.options.tile_background();
         let planner = tokio::task::spawn_blocking(move || {
             plan_job(
                 &input,
-                &tiles,
-                &options,
+                tiles,
+                (&options, background),
                 (slice_count, max_slice_pixels),
                 &planned,
             )
@@ -257,7 +257,7 @@ impl Controller {
                 }
             }
         }
-        let (plan, target) = match planner.await {
+        let (plan, target, quality_tiles) = match planner.await {
             Ok(Ok(planned)) => planned,
             Ok(Err(e)) => return Err(give_up(&local, job, e.to_string()).await),
             Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
@@ -596,18 +596,27 @@ enum Planned {
     Slice(u32, Bytes),
 }
 
-/// Decodes the target and plans the whole image, sending each slice's rows on `slices` as soon
-/// as they are final; returns the whole plan and the decoded target.
+/// Decodes the target and plans the whole image over the background the job asks for,
+/// sending each slice's rows on `slices` as soon as they are final; returns the whole plan, the
+/// decoded target and the tiles the plan was made with (the library's own, or laid over the
+/// background).
 fn plan_job(
     input: &[u8],
-    tiles: &TileCache,
-    options: &PlanOptions,
+    tiles: Arc<TileCache<'static>>,
+    (options, background): (&PlanOptions, TileBackground),
     (slice_count, max_slice_pixels): (u32, u64),
     slices: &tokio::sync::mpsc::Sender<Planned>,
-) -> Result<(Plan, RgbImage), EngineError> {
+) -> Result<(Plan, RgbImage, Arc<TileCache<'static>>), EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
+    let target = decode_target(input, tiles.library().background())?;
+    let tiles = match background
+        .resolve(&target, tiles.library())
+        .and_then(|bg| tiles.library().over(bg))
+    {
+        Some(over) => Arc::new(TileCache::shared(Arc::new(over), tiles.tile_size())),
+        None => tiles,
+    };
     let library = tiles.library();
-    let target = decode_target(input, library.background())?;
     let sizing = Sizing::new(target.width(), target.height(), options)?;
     let pixels = u64::from(sizing.width) * u64::from(sizing.height);
     let at_least = pixels
@@ -634,5 +643,5 @@ fn plan_job(
         }
         Ok(())
     })?;
-    Ok((plan, target))
+    Ok((plan, target, tiles))
 }

@@ -25,6 +25,9 @@ type Slot = Arc<OnceCell<Arc<Library>>>;
 /// Tile renditions kept at one size for one library version.
 type Tiles = Arc<TileCache<'static>>;
 
+/// A library version's tiles at one size over one background (`None`: the library's own).
+type TilesKey = (LibraryRef, TileSize, Option<[u8; 3]>);
+
 /// Tile sizes kept resized at once (each holds only the tiles its jobs used).
 const TILE_CACHES: usize = 2;
 /// Largest tile area kept between slices: a library's tiles at 64 x 64 px take about as much
@@ -40,7 +43,7 @@ pub struct LibraryCache {
     capacity: usize,
     budget: u64,
     slots: Mutex<VecDeque<(LibraryRef, Slot)>>,
-    tiles: Mutex<VecDeque<((LibraryRef, TileSize), Tiles)>>,
+    tiles: Mutex<VecDeque<(TilesKey, Tiles)>>,
 }
 
 impl std::fmt::Debug for LibraryCache {
@@ -65,29 +68,46 @@ impl LibraryCache {
         }
     }
 
-    /// The library's tiles at `size`, shared by every slice (and the controller, in one
-    /// process) that renders them: a tile is resized once, not once per slice.
+    /// The library's tiles at `size`, over `background` if its tiles are transparent (a plan
+    /// says which, [`tessera_engine::Plan::background`]), shared by every slice (and the
+    /// controller, in one process) that renders them: a tile is resized once, not once per
+    /// slice. A library laid over another background is a copy of its renditions, kept with
+    /// the resized tiles.
     pub async fn tiles(
         &self,
         reference: &LibraryRef,
         size: TileSize,
+        background: Option<[u8; 3]>,
     ) -> Result<Tiles, LibraryLoadError> {
         let library = self.get(reference).await?;
-        if size.area() > MAX_KEPT_TILE_AREA {
-            return Ok(Arc::new(TileCache::shared(library, size)));
+        let background =
+            background.filter(|&bg| library.is_transparent() && bg != library.background());
+        let key = (reference.clone(), size, background);
+        if size.area() <= MAX_KEPT_TILE_AREA {
+            let mut tiles = self.tiles.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(at) = tiles.iter().position(|(k, _)| *k == key) {
+                let entry = tiles.remove(at).expect("position is in range");
+                let cache = entry.1.clone();
+                tiles.push_back(entry);
+                return Ok(cache);
+            }
         }
-        let key = (reference.clone(), size);
-        let mut tiles = self.tiles.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(at) = tiles.iter().position(|(k, _)| *k == key) {
-            let entry = tiles.remove(at).expect("position is in range");
-            let cache = entry.1.clone();
-            tiles.push_back(entry);
-            return Ok(cache);
-        }
+        let library = match background {
+            Some(bg) => {
+                let over = tokio::task::spawn_blocking(move || library.over(bg))
+                    .await
+                    .map_err(|e| LibraryLoadError::Transient(e.to_string()))?;
+                Arc::new(over.expect("a transparent library over another background"))
+            }
+            None => library,
+        };
         let cache = Arc::new(TileCache::shared(library, size));
-        tiles.push_back((key, cache.clone()));
-        while tiles.len() > TILE_CACHES {
-            tiles.pop_front();
+        if size.area() <= MAX_KEPT_TILE_AREA {
+            let mut tiles = self.tiles.lock().unwrap_or_else(|e| e.into_inner());
+            tiles.push_back((key, cache.clone()));
+            while tiles.len() > TILE_CACHES {
+                tiles.pop_front();
+            }
         }
         Ok(cache)
     }
@@ -180,7 +200,7 @@ impl LibraryCache {
             return;
         }
         let mut tiles = self.tiles.lock().unwrap_or_else(|e| e.into_inner());
-        tiles.retain(|((r, _), _)| !dropped.contains(r));
+        tiles.retain(|((r, _, _), _)| !dropped.contains(r));
         for reference in &dropped {
             tracing::info!(
                 library = %reference.id,

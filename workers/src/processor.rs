@@ -164,7 +164,7 @@ impl Processor {
             }
             let cache = match self
                 .libraries
-                .tiles(&request.library, plan.tile_size())
+                .tiles(&request.library, plan.tile_size(), plan.background())
                 .await
             {
                 Ok(cache) => cache,

@@ -6,7 +6,7 @@
 //! is a [`DecodeError`], which the queue runtime treats as poison (never retried).
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
-use tessera_engine::TileSize;
+use tessera_engine::{TileBackground, TileSize};
 use uuid::Uuid;
 
 /// The envelope version this build writes and the only one it reads.
@@ -204,6 +204,45 @@ pub struct RenderOptions {
     /// Tiles may be turned by quarter turns (absent: false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rotate: bool,
+    /// What transparent tiles lie over: `library`, `auto` or a colour as `rrggbb` hex
+    /// (absent: the library's own background, as `library`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "background_text"
+    )]
+    pub background: Option<TileBackground>,
+}
+
+impl RenderOptions {
+    /// The background transparent tiles lie over.
+    pub fn tile_background(&self) -> TileBackground {
+        self.background.unwrap_or_default()
+    }
+}
+
+/// A [`TileBackground`] in a message: its text, checked as it is read.
+mod background_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use tessera_engine::TileBackground;
+
+    pub fn serialize<S: Serializer>(
+        value: &Option<TileBackground>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(bg) => s.collect_str(bg),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<TileBackground>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|text| TileBackground::parse(&text).map_err(serde::de::Error::custom))
+            .transpose()
+    }
 }
 
 impl Default for RenderOptions {
@@ -214,6 +253,7 @@ impl Default for RenderOptions {
             max_uses: None,
             flip: false,
             rotate: false,
+            background: None,
         }
     }
 }

@@ -21,14 +21,19 @@ pub enum TileBackground {
 }
 
 impl TileBackground {
-    /// `auto`, or a colour as `RRGGBB` or `#RRGGBB` hex.
+    /// `library`, `auto`, or a colour as `RRGGBB` or `#RRGGBB` hex (what [`Display`] writes).
+    ///
+    /// [`Display`]: std::fmt::Display
     pub fn parse(text: &str) -> Result<TileBackground, String> {
         if text.eq_ignore_ascii_case("auto") {
             return Ok(TileBackground::Auto);
         }
+        if text.eq_ignore_ascii_case("library") {
+            return Ok(TileBackground::Library);
+        }
         parse_hex_colour(text)
             .map(TileBackground::Colour)
-            .map_err(|_| format!("{text:?} is neither auto nor a colour as RRGGBB hex"))
+            .map_err(|_| format!("{text:?} is not library, auto or a colour as RRGGBB hex"))
     }
 
     /// The colour to lay `library`'s tiles over for `target`, or `None` to keep the library as

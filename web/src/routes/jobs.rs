@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use tessera_engine::{Grid as EngineGrid, PlanOptions, Sizing, TileSize};
+use tessera_engine::{Grid as EngineGrid, PlanOptions, Sizing, TileBackground, TileSize};
 use tessera_shared::accounting;
 use tessera_shared::jobs::{JobParams, JobRecord, OutputSize};
 use tessera_shared::keys::BlobKey;
@@ -50,6 +50,7 @@ struct Form {
     blend: Option<String>,
     flip: Option<String>,
     rotate: Option<String>,
+    background: Option<String>,
 }
 
 // The fields of a job submission as the API documents them; the handler reads them as they
@@ -92,6 +93,17 @@ pub struct JobSubmission {
     /// only. A turned tile still counts as itself for the repetition radius.
     #[schema(required = false, default = false)]
     pub rotate: bool,
+    /// What the transparent parts of tiles (emoji, cut-outs) lie over: `library` (the colour the
+    /// library was imported over), `auto` (black, a grey, white or the photo's mean colour,
+    /// whichever brings the tiles nearest the photo) or a colour as `rrggbb` or `#rrggbb`.
+    /// Opaque tiles look the same under all.
+    #[schema(
+        required = false,
+        default = "library",
+        example = "auto",
+        pattern = r"^(?i:library|auto|#?[0-9a-f]{6})$"
+    )]
+    pub background: String,
 }
 
 /// Submit a mosaic job.
@@ -192,6 +204,7 @@ async fn read_field(form: &mut Form, field: &mut Field, limit: u64) -> ApiResult
         "blend" => &mut form.blend,
         "flip" => &mut form.flip,
         "rotate" => &mut form.rotate,
+        "background" => &mut form.background,
         _ => {
             return Err(ApiError::bad_request(
                 "unknown_field",
@@ -317,6 +330,13 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
     let blend = parse_u32("blend", form.blend.as_deref(), 0, 0..=100)? as u8;
     let flip = parse_bool("flip", form.flip.as_deref())?;
     let rotate = parse_bool("rotate", form.rotate.as_deref())?;
+    let background =
+        match form.background.as_deref() {
+            None | Some("") => None,
+            Some(text) => Some(TileBackground::parse(text).map_err(|e| {
+                ApiError::bad_request("invalid_parameter", format!("background: {e}"))
+            })?),
+        };
     if validate_library_id(&library_id).is_err() {
         return Err(ApiError::unprocessable(
             "unknown_library",
@@ -414,6 +434,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         max_uses: None,
         flip,
         rotate,
+        background: background.filter(|bg| *bg != TileBackground::Library),
     };
     let mut record = JobRecord::new(
         job,
