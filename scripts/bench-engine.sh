@@ -119,6 +119,18 @@ grid_a() {
 }
 
 grid_a emoji
+# (a) with the emoji over the background the photo suits (Tessera's --background auto picks black
+# for the astronaut), against metapixel on the same tiles flattened onto black.
+tessera_run a-emoji-r1-auto "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1 --background auto
+tessera_run a-emoji-r1-auto-turned "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1 --background auto --flip --rotate
+if [ -z "${SKIP_METAPIXEL:-}" ]; then
+    rm -rf "$OUT/emoji-black" "$OUT/mp-emoji-black"
+    "$FLATTEN" "$DATA/tiles/emoji-noto" "$OUT/emoji-black" 000000
+    mkdir -p "$OUT/mp-emoji-black"
+    metapixel-prepare --width=64 --height=64 "$OUT/emoji-black" "$OUT/mp-emoji-black" >/dev/null
+    metapixel_run a-emoji-black-distance1 "$OUT/mp-emoji-black" 4 128 128 --distance=1
+    metapixel_run a-emoji-black-distance0 "$OUT/mp-emoji-black" 4 128 128 --distance=0
+fi
 # (b) one tile per source pixel: 512 x 512 cells, 16 px tiles (8192 x 8192), emoji.
 tessera_run b-emoji-r1 "$OUT/emoji.idx" 512 512 --per-pixel --tile-size 16 --repeat-radius 1
 if [ -z "${SKIP_METAPIXEL:-}" ] && [ -z "${SKIP_SLOW_METAPIXEL:-}" ]; then
