@@ -78,6 +78,9 @@ pub struct ParamsView {
     pub flip: bool,
     /// Tiles may be turned by quarter turns (tiles that are not square: by the half turn only).
     pub rotate: bool,
+    /// Adaptive tile sizes, `MIN..MAX` pixels, or null for the uniform grid.
+    #[schema(required = true, example = "8..32")]
+    pub adaptive: Option<String>,
     pub input_name: String,
 }
 
@@ -138,6 +141,7 @@ impl JobView {
                 blend: r.params.options.blend_percent,
                 flip: r.params.options.flip,
                 rotate: r.params.options.rotate,
+                adaptive: r.params.options.adaptive.map(|sizes| sizes.to_string()),
                 input_name: r.params.input_name.clone(),
             },
             slices: r

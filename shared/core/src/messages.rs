@@ -6,7 +6,7 @@
 //! is a [`DecodeError`], which the queue runtime treats as poison (never retried).
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
-use tessera_engine::TileSize;
+use tessera_engine::{AdaptiveSizes, TileSize};
 use uuid::Uuid;
 
 /// The envelope version this build writes and the only one it reads.
@@ -204,6 +204,40 @@ pub struct RenderOptions {
     /// Tiles may be turned by quarter turns (absent: false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rotate: bool,
+    /// Adaptive tile sizes, `"MIN..MAX"` (as `"8..32"`): square tiles of several sizes, large
+    /// where the photo is flat and small where it is detailed, no more of them than the uniform
+    /// grid has. Absent: the uniform grid, and the messages read as they did before.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "adaptive_field"
+    )]
+    pub adaptive: Option<AdaptiveSizes>,
+}
+
+/// `adaptive` on the wire: the sizes as `"MIN..MAX"`, parsed (and so checked) as they are read.
+mod adaptive_field {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+    use tessera_engine::AdaptiveSizes;
+
+    pub fn serialize<S: Serializer>(
+        sizes: &Option<AdaptiveSizes>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match sizes {
+            Some(sizes) => s.collect_str(sizes),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AdaptiveSizes>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|text| {
+                text.parse()
+                    .map_err(|e| D::Error::custom(format!("adaptive: {e}")))
+            })
+            .transpose()
+    }
 }
 
 impl Default for RenderOptions {
@@ -214,6 +248,7 @@ impl Default for RenderOptions {
             max_uses: None,
             flip: false,
             rotate: false,
+            adaptive: None,
         }
     }
 }
@@ -339,6 +374,13 @@ fn check_common(size: TileSize, options: &RenderOptions) -> Result<(), String> {
             options.blend_percent
         ));
     }
+    if let Some(sizes) = options.adaptive
+        && !size.is_square()
+    {
+        return Err(format!(
+            "adaptive {sizes} takes square tiles, not {size} px ones"
+        ));
+    }
     Ok(())
 }
 
@@ -372,6 +414,11 @@ impl Message for ImageRequest {
         }
         if let Grid::Cells { across: 0 } = self.grid {
             return Err("grid must be at least one cell across".into());
+        }
+        if let (Some(sizes), Grid::PerPixel) = (self.options.adaptive, self.grid) {
+            return Err(format!(
+                "adaptive {sizes} needs a grid of cells across, not one tile per pixel"
+            ));
         }
         Ok(())
     }
