@@ -10,6 +10,7 @@
   const error = document.getElementById("error");
   const cells = document.getElementById("cells");
   const tile = document.getElementById("tile_size");
+  const adaptive = document.getElementById("adaptive");
   const button = document.getElementById("go");
   let size = null;
   let objectUrl = null;
@@ -27,6 +28,7 @@
     image: "Target image", library: "Tile library", tile_size: "Tile size",
     cells: "Cells across", per_pixel: "One tile per pixel", slices: "Slices",
     repeat_radius: "Repetition radius", blend: "Blend", flip: "Mirror tiles", rotate: "Turn tiles",
+    adaptive: "Adaptive tile sizes",
   };
 
   function megapixels(pixels) {
@@ -102,6 +104,32 @@
     return { w: w, h: h };
   }
 
+  // The adaptive sizes field: {} when empty, {min, max}, or a reason: {message, field}. As the
+  // server checks them: each a tile size, the largest the smallest doubled once or more.
+  function adaptiveSizes(t) {
+    const text = adaptive.value.trim();
+    if (text === "") return {};
+    const m = /^(\d+)\.\.(\d+)$/.exec(text);
+    if (!m) return { message: "Adaptive tile sizes must be smallest..largest, such as 8..32.", field: adaptive };
+    const min = Number(m[1]), max = Number(m[2]);
+    const lo = Number(tile.dataset.min), hi = Number(tile.dataset.max);
+    if (min < lo || max > hi || max < lo || min > hi) {
+      return { message: "Adaptive tile sizes must each be " + lo + " to " + hi + " pixels.", field: adaptive };
+    }
+    let k = max / min;
+    while (Number.isInteger(k) && k > 1 && k % 2 === 0) k /= 2;
+    if (max <= min || k !== 1) {
+      return { message: "The largest adaptive tile size must be the smallest doubled once or more, as 8..16, 8..32 or 8..64.", field: adaptive };
+    }
+    if (perPixel()) {
+      return { message: "Adaptive tile sizes need cells across, not one tile per pixel.", field: adaptive };
+    }
+    if (t && t.w !== t.h) {
+      return { message: "Adaptive tiles are square: give a square tile size, or no adaptive sizes.", field: adaptive };
+    }
+    return { min: min, max: max };
+  }
+
   // Marks the fields at fault (none: clears every mark).
   function mark(fields) {
     form.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
@@ -139,21 +167,37 @@
       if (t.w !== t.h) exact *= t.w / t.h;
       rows = Math.max(1, Math.round(exact));
     }
-    const w = cols * t.w;
-    const h = rows * t.h;
+    const a = adaptiveSizes(t);
+    if (a.message) {
+      output.textContent = "choose adaptive tile sizes";
+      return { message: a.message, fields: [a.field] };
+    }
+    let w = cols * t.w;
+    let h = rows * t.h;
+    let tiles = cols.toLocaleString("en") + " × " + rows.toLocaleString("en") + " tiles";
+    // Adaptive squares fill the grid's size rounded up to whole largest squares, and the
+    // slices are cut between rows of them.
+    let sliceRows = rows, rowWord = "row of cells";
+    if (a.max) {
+      tiles = "at most " + (cols * rows).toLocaleString("en") + " tiles of " + a.min + " to " + a.max + " px";
+      w = Math.ceil(w / a.max) * a.max;
+      h = Math.ceil(h / a.max) * a.max;
+      sliceRows = h / a.max;
+      rowWord = "row of " + a.max + " px squares";
+    }
     const pixels = w * h;
     output.textContent = w.toLocaleString("en") + " × " + h.toLocaleString("en") + " px (" +
-      cols.toLocaleString("en") + " × " + rows.toLocaleString("en") + " tiles, " +
-      megapixels(pixels) + " megapixels" + (maxPixels ? ", of at most " + megapixels(maxPixels) : "") + ")";
+      tiles + ", " + megapixels(pixels) + " megapixels" +
+      (maxPixels ? ", of at most " + megapixels(maxPixels) : "") + ")";
     const s = number("slices");
     if (!s.message) {
       const needed = maxSlicePixels ? Math.ceil(pixels / maxSlicePixels) : 1;
-      const used = Math.max(1, Math.min(rows, Math.max(s.value, needed)));
+      const used = Math.max(1, Math.min(sliceRows, Math.max(s.value, needed)));
       let why = "";
       if (used > s.value) {
         why = ": a slice holds at most " + megapixels(maxSlicePixels) + " megapixels, so this size needs " + used;
       } else if (used < s.value) {
-        why = ": at most one per row of cells, and the grid has " + rows + (rows === 1 ? " row" : " rows");
+        why = ": at most one per " + rowWord + ", and the mosaic has " + sliceRows + (sliceRows === 1 ? " row" : " rows");
       }
       slicesUsed.textContent = "The server will use " + used + (used === 1 ? " slice" : " slices") + why + ".";
     }
@@ -269,7 +313,12 @@
         }
         break;
       case "conflicting_parameters":
+        if (error.message.startsWith("adaptive")) {
+          return { message: "Adaptive tile sizes need cells across, not one tile per pixel.", fields: [adaptive] };
+        }
         return { message: "Choose either cells across or one tile per pixel.", fields: [cells] };
+      case "adaptive_not_doubling": case "adaptive_not_square": case "adaptive_too_coarse":
+        return { message: capitalised(error.message) + ".", fields: [adaptive] };
       case "output_too_large":
         return { message: "The mosaic would be larger than this server makes: use fewer cells or smaller tiles.", fields: [cells, tile] };
       case "library_too_small":
@@ -335,6 +384,7 @@
     ["flip", "rotate"].forEach(function (name) {
       if (document.getElementById(name).checked) data.append(name, "true");
     });
+    if (adaptive.value.trim() !== "") data.append("adaptive", adaptive.value.trim());
     button.disabled = true;
     let response;
     try {

@@ -59,6 +59,17 @@ async fn a_job_lays_transparent_tiles_over_the_background_it_asks_for() {
     }
     assert_ne!(results[0], results[1], "over black looks like over white");
     assert_ne!(results[0], results[2], "auto kept white for the dark photo");
+    // Adaptive squares keep the library's own background: asking for another is refused.
+    let res = app
+        .post_job(
+            job_form(astronaut())
+                .text("background", "auto")
+                .text("adaptive", "8..16"),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "adaptive_background", "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

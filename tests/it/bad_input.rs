@@ -410,6 +410,112 @@ async fn cells_and_per_pixel_together_are_400_conflicting_parameters() {
     .await;
 }
 
+/// Adaptive tile sizes are checked as they enter: malformed or a side out of range is 400 (as a
+/// tile size is), sizes that do not double, oblong tiles and a largest size whose squares alone
+/// are more than the grid's tiles are 422, with per_pixel 400 conflicting_parameters; and the
+/// output limit counts the adaptive mosaic, rounded up to whole largest squares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adaptive_sizes_are_refused_clearly_where_they_enter() {
+    let app = app().await;
+    let before = stored(&app).await;
+    // The fields sent, and the refusal: status, code and words of its message.
+    type Case<'a> = (&'a [(&'a str, &'a str)], StatusCode, &'a str, &'a str);
+    let cases: [Case; 12] = [
+        (
+            &[("adaptive", "8-32")],
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+            "adaptive must be MIN..MAX",
+        ),
+        (
+            &[("adaptive", "8..")],
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+            "not \"8..\"",
+        ),
+        (
+            &[("adaptive", "+8..16")],
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+            "MIN..MAX",
+        ),
+        (
+            &[("adaptive", "2..8")],
+            StatusCode::BAD_REQUEST,
+            "out_of_range",
+            "4 to 256 pixels a side, not 2",
+        ),
+        (
+            &[("adaptive", "8..512")],
+            StatusCode::BAD_REQUEST,
+            "out_of_range",
+            "not 512",
+        ),
+        (
+            &[("adaptive", "8..24")],
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "adaptive_not_doubling",
+            "doubled",
+        ),
+        (
+            &[("adaptive", "32..8")],
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "adaptive_not_doubling",
+            "doubled",
+        ),
+        (
+            &[("adaptive", "8..8")],
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "adaptive_not_doubling",
+            "doubled",
+        ),
+        (
+            &[("adaptive", "8..32"), ("per_pixel", "true")],
+            StatusCode::BAD_REQUEST,
+            "conflicting_parameters",
+            "adaptive or per_pixel",
+        ),
+        (
+            &[("adaptive", "8..32"), ("tile_size", "24x18")],
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "adaptive_not_square",
+            "tile_size 24x18 is not square",
+        ),
+        // 4 cells of 64 px: 16 tiles, but 1,024 blocks of 8 px.
+        (
+            &[("adaptive", "4..8"), ("tile_size", "64"), ("cells", "4")],
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "adaptive_too_coarse",
+            "1024 blocks of 8 px already exceed the 16 tiles",
+        ),
+        // 992 x 992 px fits the limit of a million pixels; rounded up to squares of 256 px,
+        // 1024 x 1024 does not.
+        (
+            &[("adaptive", "8..256"), ("tile_size", "16"), ("cells", "62")],
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "output_too_large",
+            "1024 x 1024",
+        ),
+    ];
+    for (fields, status, code, says) in cases {
+        let mut form = with_image(astronaut());
+        for (name, value) in fields {
+            form = form.text(*name, value.to_string());
+        }
+        let res = app.post_job(form).await;
+        assert_refused(&app, &before, res, status, code, &[says]).await;
+    }
+    // The same uniform mosaic is accepted: the limit above was the adaptive rounding's.
+    let res = app
+        .post_job(
+            with_image(astronaut())
+                .text("tile_size", "16")
+                .text("cells", "62"),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_field_is_400_unknown_field() {
     refuse_job(

@@ -249,6 +249,46 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         size.as_str().unwrap().starts_with("96 × 96 px"),
         "output size shown: {size}"
     );
+    // Adaptive tile sizes: checked in the page as the server checks them, and the size shown
+    // is the adaptive mosaic's (the grid's rounded up to whole squares of the largest size).
+    set_value(browser, "adaptive", "8..24").await;
+    wait_for(
+        browser,
+        "const t = document.getElementById('output-size').textContent; \
+         return t === 'choose adaptive tile sizes' ? t : null",
+        Duration::from_secs(10),
+        "adaptive sizes that do not double refused",
+    )
+    .await;
+    set_value(browser, "adaptive", "4..64").await;
+    let size = wait_for(
+        browser,
+        "const t = document.getElementById('output-size').textContent; \
+         return t.includes(' px') ? t : null",
+        Duration::from_secs(10),
+        "the adaptive output size",
+    )
+    .await;
+    assert!(
+        size.as_str()
+            .unwrap()
+            .starts_with("128 × 128 px (at most 144 tiles of 4 to 64 px"),
+        "output size shown: {size}"
+    );
+    script(
+        browser,
+        "const a = document.getElementById('adaptive'); a.value = ''; \
+         a.dispatchEvent(new Event('input', { bubbles: true })); return true",
+    )
+    .await;
+    wait_for(
+        browser,
+        "const t = document.getElementById('output-size').textContent; \
+         return t.startsWith('96 × 96 px') ? t : null",
+        Duration::from_secs(10),
+        "the uniform output size again",
+    )
+    .await;
     screenshot(browser, "home.png").await;
     click(browser, "#submit-form button[type=submit]").await;
 

@@ -54,6 +54,36 @@ fn image_request_with_oblong_tiles_golden() {
     assert!(Envelope::<ImageRequest>::decode(&text).is_err());
 }
 
+/// Adaptive tile sizes: `"MIN..MAX"` in the options. Jobs without them carry no such field, so
+/// their messages read as they always have; sizes that do not double, or adaptive sizes with
+/// oblong tiles, do not decode (poison).
+#[test]
+fn image_request_with_adaptive_sizes_golden() {
+    let m = round_trip::<ImageRequest>("image_request_adaptive.json");
+    let sizes = m.body.options.adaptive.expect("adaptive sizes");
+    assert_eq!((sizes.min, sizes.max), (8, 32));
+    let plain = round_trip::<ImageRequest>("image_request.json");
+    assert_eq!(plain.body.options.adaptive, None);
+    assert!(!plain.encode().contains("adaptive"));
+    for (from, to, says) in [
+        ("\"8..32\"", "\"8..24\"", "doubled"),
+        ("\"8..32\"", "\"8-32\"", "MIN..MAX"),
+        ("\"8..32\"", "32", "string"),
+        (
+            "\"tile_size\": 16,",
+            "\"tile_size\": 24, \"tile_height\": 18,",
+            "square",
+        ),
+    ] {
+        let text = golden("image_request_adaptive.json").replace(from, to);
+        let err = Envelope::<ImageRequest>::decode(&text).unwrap_err();
+        assert!(err.to_string().contains(says), "{to}: {err}");
+    }
+    let null = golden("image_request_adaptive.json").replace("\"8..32\"", "null");
+    let decoded = Envelope::<ImageRequest>::decode(&null).unwrap();
+    assert_eq!(decoded.body.options.adaptive, None);
+}
+
 #[test]
 fn slice_request_golden() {
     let m = round_trip::<SliceRequest>("slice_request.json");

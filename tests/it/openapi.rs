@@ -441,7 +441,7 @@ mod validation {
                 "library": { "id": "emoji", "version": 1 },
                 "tile_size": 16, "tile_height": 16, "cells": 4, "per_pixel": false, "slices": 2,
                 "repeat_radius": 1, "blend": 0, "flip": false, "rotate": true,
-                "input_name": "a.png"
+                "adaptive": null, "input_name": "a.png"
             },
             "slices": [],
             "transactions": { "web": 3 },

@@ -55,12 +55,14 @@ async fn pages_render_with_their_assets() {
         "slices",
         "repeat_radius",
         "blend",
+        "adaptive",
     ] {
         assert!(
             home.contains(&format!(r#"<label for="{id}">"#)),
             "no label for {id}"
         );
     }
+    assert!(home.contains(r#"id="adaptive-help""#));
     assert!(home.contains(r#"role="alert""#));
     for id in ["flip", "rotate"] {
         assert!(

@@ -15,8 +15,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tempfile::TempDir;
 use tessera_engine::{
-    Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions, TileBackground, TileCache,
-    TileShape, TileSize, Transform, VecSink, decode_target, evaluate, render_to_sink,
+    AdaptivePlan, CellMap, Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions,
+    TileBackground, TileCache, TileShape, TileSize, Transform, VecSink, decode_target, evaluate,
+    render_to_sink,
 };
 use tessera_shared::jobs::{JobParams, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
@@ -78,6 +79,7 @@ impl Job {
                 flip: false,
                 rotate: false,
                 background: None,
+                adaptive: None,
             },
         }
     }
@@ -92,9 +94,9 @@ impl Job {
     }
 }
 
-/// The engine's plan for a job, as `tessera render` makes it (the tiles imported at the tile
-/// size's shape), with the library it matched.
-fn local_plan(job: &Job) -> (Library, Plan) {
+/// The fixture tiles imported at the job's tile shape, and the target, as `tessera render`
+/// reads them.
+fn local_library_and_target(job: &Job) -> (Library, image::RgbImage) {
     let import = ImportOptions {
         shape: TileShape::new(job.tile_size, job.tile_height).unwrap(),
         ..ImportOptions::default()
@@ -105,7 +107,12 @@ fn local_plan(job: &Job) -> (Library, Plan) {
     let library = background
         .and_then(|bg| library.over(bg))
         .unwrap_or(library);
-    let options = PlanOptions {
+    (library, target)
+}
+
+/// The engine's options for a job, as `tessera render` sets them from its flags.
+fn local_options(job: &Job) -> PlanOptions {
+    PlanOptions {
         tile_size: job.tile(),
         grid: EngineGrid::Cells(job.cells),
         repeat_radius: job.options.repeat_radius,
@@ -114,9 +121,32 @@ fn local_plan(job: &Job) -> (Library, Plan) {
         flip: job.options.flip,
         rotate: job.options.rotate,
         ..PlanOptions::default()
-    };
-    let plan = Plan::make(&target, &library, &options).unwrap();
+    }
+}
+
+/// The engine's plan for a job, as `tessera render` makes it (the tiles imported at the tile
+/// size's shape), with the library it matched.
+fn local_plan(job: &Job) -> (Library, Plan) {
+    let (library, target) = local_library_and_target(job);
+    let plan = Plan::make(&target, &library, &local_options(job)).unwrap();
     (library, plan)
+}
+
+/// The engine's adaptive plan for a job, as `tessera render --adaptive` makes it, with the
+/// library it matched.
+fn local_adaptive_plan(job: &Job) -> (Library, AdaptivePlan) {
+    let (library, target) = local_library_and_target(job);
+    let sizes = job.options.adaptive.expect("an adaptive job");
+    let plan = AdaptivePlan::make(&target, &library, &local_options(job), sizes).unwrap();
+    (library, plan)
+}
+
+/// `tessera render --adaptive` of a job, as the engine renders it: size and RGB8 pixels.
+fn local_adaptive_render(job: &Job) -> (u32, u32, Vec<u8>) {
+    let (library, plan) = local_adaptive_plan(job);
+    let mut sink = VecSink::default();
+    plan.render_to_sink(&library, &mut sink).unwrap();
+    (plan.width(), plan.height(), sink.pixels)
 }
 
 /// The engine called directly, as `tessera render` does: RGB8 pixels and the size.
@@ -936,6 +966,154 @@ async fn job_with_oblong_tiles_matches_a_local_render() {
     assert!(plan.transforms().iter().all(|t| t.quarter_turns() % 2 == 0));
     assert!(plan.transforms().iter().any(|t| t.quarter_turns() == 2));
     env.assert_queues_empty().await;
+    roles.stop().await;
+}
+
+/// Adaptive tile sizes through the whole service: the controller plans the quadtree once and
+/// cuts it on rows of blocks, the processors render their rows of blocks from the adaptive plan
+/// blobs, the stitcher joins them. Whatever the slice count, the result is byte for byte the
+/// engine's own adaptive render (`tessera render --adaptive`), and the cell map names, for every
+/// cell of the smallest square, the square over it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_with_adaptive_tile_sizes_matches_a_local_render_at_any_slice_count() {
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
+    let adaptive = |slices| {
+        let mut job = Job::small(slices);
+        job.options.adaptive = Some("4..16".parse().unwrap());
+        job.options.flip = true;
+        job
+    };
+    let want = local_adaptive_render(&adaptive(1));
+    // 32 cells of 8 px over a square target: 256 px, 16 rows of blocks of 16 px.
+    assert_eq!((want.0, want.1), (256, 256));
+    let (local_library, plan) = local_adaptive_plan(&adaptive(1));
+    assert_eq!(plan.tile_sizes(), vec![4, 8, 16]);
+    let map = CellMap::from_adaptive(&plan, &local_library).unwrap();
+    // Not the uniform grid's picture.
+    assert_ne!(want.2, local_render(&Job::small(1)).2);
+    for slices in [1, 2, 3, 5, 100] {
+        let job = adaptive(slices);
+        let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+        let record = finished(&env.platform, id).await;
+        assert_eq!(record.state, JobState::Done, "{record:#?}");
+        // Never more slices than rows of blocks.
+        assert_eq!(record.slices_total, slices.min(16), "{slices} slices");
+        assert_eq!(record.slices.len() as u32, record.slices_total);
+        assert_eq!(record.params.options.adaptive, job.options.adaptive);
+        let output = record.output.unwrap();
+        assert_eq!((output.width, output.height), (256, 256));
+        // Cells of the smallest square.
+        assert_eq!((output.cols, output.rows), (64, 64));
+        assert_same_pixels(
+            &result_pixels(&env.platform, id).await,
+            &want,
+            &format!("{slices} slices vs tessera render --adaptive"),
+        );
+        let stored = env
+            .platform
+            .blobs
+            .get(&BlobKey::CellMap { job: id }.path())
+            .await
+            .unwrap();
+        assert!(
+            CellMap::from_bytes(&stored).unwrap() == map,
+            "{slices} slices: the cell map"
+        );
+        // The quality figures are a uniform grid's: an adaptive job has none.
+        assert!(record.quality.is_none());
+    }
+    env.assert_queues_empty().await;
+    roles.stop().await;
+}
+
+/// An adaptive request that reaches the queue past the API's checks (oblong tiles) is poison
+/// when decoded, with the reason; and a slice request whose adaptive sizes are not its plan's
+/// is refused by the processor rather than rendered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
+    let mut request = serde_json::json!({
+        "v": 1,
+        "kind": "ImageRequest",
+        "client_id": Uuid::new_v4(),
+        "request_id": Uuid::new_v4(),
+        "body": {
+            "job_id": Uuid::new_v4(),
+            "input_blob": "imageinput/x",
+            "library": { "id": "emoji", "version": 1 },
+            "tile_size": 24,
+            "tile_height": 18,
+            "grid": { "mode": "cells", "across": 12 },
+            "slices": 2,
+            "options": { "repeat_radius": 1, "blend_percent": 0, "adaptive": "8..32" }
+        }
+    });
+    let err = Envelope::<ImageRequest>::decode(&request.to_string()).unwrap_err();
+    assert!(err.to_string().contains("square"), "{err}");
+    request["body"]["tile_height"] = serde_json::Value::Null;
+    request["body"]["grid"] = serde_json::json!({ "mode": "per_pixel" });
+    let err = Envelope::<ImageRequest>::decode(&request.to_string()).unwrap_err();
+    assert!(err.to_string().contains("per pixel"), "{err}");
+    request["body"]["grid"] = serde_json::json!({ "mode": "cells", "across": 12 });
+    request["body"]["options"]["adaptive"] = "8..24".into();
+    let err = Envelope::<ImageRequest>::decode(&request.to_string()).unwrap_err();
+    assert!(err.to_string().contains("doubled"), "{err}");
+    request["body"]["options"]["adaptive"] = "8..32".into();
+    let ok = Envelope::<ImageRequest>::decode(&request.to_string()).unwrap();
+    assert_eq!(ok.body.options.adaptive.unwrap().to_string(), "8..32");
+
+    // A processor given an adaptive plan for a request that is not adaptive.
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(1)).await;
+    let mut job = Job::small(1);
+    job.options.adaptive = Some("4..16".parse().unwrap());
+    let (_, plan) = local_adaptive_plan(&job);
+    let id = Uuid::new_v4();
+    let client = Uuid::new_v4();
+    let params = JobParams {
+        library: library.reference(),
+        tile_size: job.tile_size,
+        tile_height: None,
+        grid: Grid::Cells { across: job.cells },
+        slices: 1,
+        options: Job::small(1).options,
+        input_name: String::new(),
+    };
+    env.platform
+        .jobs()
+        .create(&JobRecord::new(id, client, params))
+        .await
+        .unwrap();
+    let plan_blob = BlobKey::SliceInput { job: id, seq: 0 }.path();
+    env.blobs
+        .put(&plan_blob, Bytes::from(plan.to_bytes()), PutMode::CreateNew)
+        .await
+        .unwrap();
+    let slice = SliceRequest {
+        job_id: id,
+        seq: 0,
+        count: 1,
+        plan_blob,
+        library: library.reference(),
+        tile_size: job.tile_size,
+        tile_height: None,
+        options: Job::small(1).options,
+    };
+    env.platform
+        .queue::<SliceRequest>()
+        .send(&Envelope::new(client, slice))
+        .await
+        .unwrap();
+    let record = finished(&env.platform, id).await;
+    assert_eq!(record.state, JobState::Failed);
+    let reason = record.error.unwrap_or_default();
+    assert!(
+        reason.contains("adaptive tiles of 4..16") && reason.contains("none"),
+        "{reason}"
+    );
+    assert_eq!(slices_present(&env, id).await, 0);
     roles.stop().await;
 }
 

@@ -809,6 +809,88 @@ async fn each_cell_names_the_photo_the_plan_put_there() {
     );
 }
 
+/// A mosaic of adaptive tile sizes, submitted through the API as `adaptive=4..16`: the job shows
+/// its sizes, its cells are those of the smallest square, and every cell names the square that
+/// covers it (its place and size, the photo in it) as the engine's own adaptive plan has it, so
+/// pointing anywhere in a large square names its photo; a thumbnail is the whole square.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_cell_of_an_adaptive_mosaic_names_the_square_over_it() {
+    use tessera_engine::{AdaptivePlan, Grid, ImportOptions, Library, PlanOptions, decode_target};
+
+    let app = spawn_app().await;
+    let form = sized_job_form(astronaut(), 8, 24, 3)
+        .text("repeat_radius", "1")
+        .text("adaptive", "4..16");
+    let res = app.post_job(form).await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let queued: Value = res.json().await.unwrap();
+    assert_eq!(queued["params"]["adaptive"], "4..16");
+    // 24 cells of 8 px: 192 px, already whole blocks of 16 px; cells of 4 px.
+    assert_eq!(
+        (&queued["output"]["width"], &queued["output"]["cols"]),
+        (&192.into(), &48.into())
+    );
+    let id = queued["id"].as_str().unwrap().to_string();
+    let done = app.wait_until_finished(&id).await;
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["params"]["adaptive"], "4..16");
+    assert_eq!(done["output"], queued["output"]);
+    assert_eq!(done["quality"], Value::Null);
+    let (library, _) = Library::import(
+        &crate::support::fixture("engine/tiles"),
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let target = decode_target(&astronaut(), library.background()).unwrap();
+    let options = PlanOptions {
+        tile_size: tessera_engine::TileSize::square(8),
+        grid: Grid::Cells(24),
+        repeat_radius: 1,
+        ..PlanOptions::default()
+    };
+    let plan = AdaptivePlan::make(&target, &library, &options, "4..16".parse().unwrap()).unwrap();
+    let result = Image::decode(&bytes_of(&app, &format!("/api/v1/jobs/{id}/result")).await);
+    assert_eq!((result.width, result.height), (plan.width(), plan.height()));
+    assert!(
+        plan.leaves().iter().any(|l| l.size == 16) && plan.leaves().iter().any(|l| l.size == 4)
+    );
+    for (i, leaf) in plan.leaves().iter().enumerate() {
+        // The square's first cell and its last.
+        let (first, last) = (
+            (leaf.y / 4, leaf.x / 4),
+            ((leaf.y + leaf.size) / 4 - 1, (leaf.x + leaf.size) / 4 - 1),
+        );
+        for (row, col) in [first, last] {
+            let cell: Value = app
+                .get(&format!("/api/v1/jobs/{id}/cells/{row}/{col}"))
+                .await
+                .json()
+                .await
+                .unwrap();
+            assert_eq!((&cell["row"], &cell["col"]), (&row.into(), &col.into()));
+            assert_eq!(cell["tile"], leaf.tile, "cell {row}, {col}: {cell}");
+            assert_eq!(cell["name"], library.name(leaf.tile));
+            assert_eq!(cell["transform"], "none");
+            let square = [&cell["x"], &cell["y"], &cell["size"], &cell["height"]]
+                .map(|v| v.as_u64().map(|v| v as u32));
+            let want = [leaf.x, leaf.y, leaf.size, leaf.size].map(Some);
+            assert_eq!(square, want, "cell {row}, {col}");
+            if i % 9 == 0 && (row, col) == last {
+                let thumb = cell["thumbnail"].as_str().unwrap();
+                let png = Image::decode(&bytes_of(&app, thumb).await);
+                let want = result.crop(leaf.x, leaf.y, leaf.x + leaf.size, leaf.y + leaf.size);
+                assert_eq!((png.width, png.height), (leaf.size, leaf.size));
+                assert!(png.pixels == want.pixels, "thumbnail of {row}, {col}");
+            }
+        }
+    }
+    let res = app.get(&format!("/api/v1/jobs/{id}/cells/48/0")).await;
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::NOT_FOUND, "cell_out_of_range".into())
+    );
+}
+
 /// In Chromium, resting the mouse on a tile, or focusing the viewer and pressing Enter, names
 /// the photo in that cell below the viewer, with its thumbnail, as the cell lookup says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,7 +19,10 @@ state-changing request that carries the tessera_client cookie must send X-Reques
 same-site Origin. When the server has an API key configured (web.api_key), every call needs it: \
 Authorization: Bearer KEY, X-API-Key: KEY, or the tessera_session cookie a browser gets by \
 signing in at /signin; a call without it is answered 401 with code unauthorized and \
-WWW-Authenticate: Bearer. Without a key configured the API is open.";
+WWW-Authenticate: Bearer. Without a key configured the API is open. A job may ask for adaptive \
+tile sizes (adaptive=MIN..MAX, as 8..32): square tiles of several sizes in place of the \
+uniform grid, rendered byte for byte as tessera render --adaptive renders them; its cells \
+(output.cols, output.rows and the cell lookup) are those of the smallest square.";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -51,8 +54,8 @@ WWW-Authenticate: Bearer. Without a key configured the API is open.";
 )]
 pub struct ApiDoc;
 
-/// Adds what the derive cannot say: the description, the security schemes, and that a job gives
-/// either `cells` or `per_pixel: true`, not both.
+/// Adds what the derive cannot say: the description, the security schemes, and that a job with
+/// `per_pixel: true` gives neither `cells` nor `adaptive`.
 struct Described;
 
 impl Modify for Described {
@@ -69,7 +72,7 @@ impl Modify for Described {
                     "anyOf".to_string(),
                     serde_json::json!([
                         { "properties": { "per_pixel": { "const": false } } },
-                        { "properties": { "cells": false } }
+                        { "properties": { "cells": false, "adaptive": false } }
                     ]),
                 );
         }

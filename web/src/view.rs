@@ -82,6 +82,9 @@ pub struct ParamsView {
     /// own background).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background: Option<String>,
+    /// Adaptive tile sizes, `MIN..MAX` pixels, or null for the uniform grid.
+    #[schema(required = true, example = "8..32")]
+    pub adaptive: Option<String>,
     pub input_name: String,
 }
 
@@ -143,6 +146,7 @@ impl JobView {
                 flip: r.params.options.flip,
                 rotate: r.params.options.rotate,
                 background: r.params.options.background.map(|bg| bg.to_string()),
+                adaptive: r.params.options.adaptive.map(|sizes| sizes.to_string()),
                 input_name: r.params.input_name.clone(),
             },
             slices: r

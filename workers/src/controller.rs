@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tessera_engine::{
-    CellMap, Error as EngineError, FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing,
-    TileBackground, TileCache, decode_target, plan_quality,
+    AdaptivePlan, AdaptiveSizes, AdaptiveSizing, CellMap, Error as EngineError,
+    FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing, TileBackground, TileCache,
+    decode_target, plan_quality,
 };
 use tessera_shared::jobs::{
     JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
@@ -213,12 +214,12 @@ impl Controller {
         // render the first slices while the rest of the image is still being planned.
         let (planned, mut slices) = tokio::sync::mpsc::channel(4);
         let (slice_count, max_slice_pixels) = (request.slices, self.settings.max_slice_pixels);
-        let background = request.options.tile_background();
+        let (background, adaptive) = (request.options.tile_background(), request.options.adaptive);
         let planner = tokio::task::spawn_blocking(move || {
             plan_job(
                 &input,
                 tiles,
-                (&options, background),
+                (&options, background, adaptive),
                 (slice_count, max_slice_pixels),
                 &planned,
             )
@@ -266,8 +267,11 @@ impl Controller {
         // every cell, made off the runtime's threads.
         let library = quality_tiles.clone();
         let (plan, map) = tokio::task::spawn_blocking(move || {
-            let map = CellMap::from_plan(&plan, library.library()).map(|m| m.to_bytes());
-            (plan, map)
+            let map = match &plan {
+                WholePlan::Uniform(plan) => CellMap::from_plan(plan, library.library()),
+                WholePlan::Adaptive(plan) => CellMap::from_adaptive(plan, library.library()),
+            };
+            (plan, map.map(|m| m.to_bytes()))
         })
         .await
         .map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
@@ -280,10 +284,15 @@ impl Controller {
                 PutMode::Overwrite,
             )
             .await?;
-        let quality = job_quality(plan, target, quality_tiles)
-            .await
-            .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
-            .ok();
+        // The quality figures are measured on a uniform grid's cells; an adaptive mosaic has
+        // none.
+        let quality = match plan {
+            WholePlan::Uniform(plan) => job_quality(plan, target, quality_tiles)
+                .await
+                .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
+                .ok(),
+            WholePlan::Adaptive(_) => None,
+        };
         // With this update's own head, read and write.
         let spent_here = spent(&local) + 3;
         jobs.update(job, |r| {
@@ -429,26 +438,22 @@ impl Controller {
         if (0..total).any(|seq| !record.slices.contains_key(&seq)) {
             return Ok(());
         }
-        let ranges = slice_ranges(size.rows, total);
         let listed = local
             .blobs
             .list_all(&BlobKey::slice_outputs_prefix(job))
             .await?;
-        let mut slices = Vec::with_capacity(ranges.len());
-        for (seq, rows) in ranges.iter().enumerate() {
-            let key = BlobKey::SliceOutput {
-                job,
-                seq: seq as u32,
-            }
-            .path();
+        let mut slices = Vec::with_capacity(total as usize);
+        for seq in 0..total {
+            let key = BlobKey::SliceOutput { job, seq }.path();
             match listed.iter().find(|meta| meta.key == key) {
-                // The stitcher checks the fragments' rows against the image.
+                // The stitcher checks the fragments' rows against the image: it needs only the
+                // output's size, whatever rows (of cells, or of adaptive blocks) cut the slices.
                 Some(meta) if meta.size > FRAGMENT_HEADER_BYTES as u64 => {
                     slices.push((key, meta.size))
                 }
                 Some(meta) => {
                     let reason = format!(
-                        "slice {seq} (rows {rows:?}) holds {} bytes, too few for a PNG fragment",
+                        "slice {seq} of {total} holds {} bytes, too few for a PNG fragment",
                         meta.size
                     );
                     return Err(give_up(&local, job, reason).await);
@@ -596,33 +601,73 @@ enum Planned {
     Slice(u32, Bytes),
 }
 
-/// Decodes the target and plans the whole image over the background the job asks for,
-/// sending each slice's rows on `slices` as soon as they are final; returns the whole plan, the
-/// decoded target and the tiles the plan was made with (the library's own, or laid over the
-/// background).
+/// The plan of a whole job.
+enum WholePlan {
+    /// A uniform grid of cells.
+    Uniform(Plan),
+    /// Adaptive squares.
+    Adaptive(AdaptivePlan),
+}
+
+/// Decodes the target and plans the whole image (a uniform grid, or adaptive squares of
+/// `adaptive`), over the background the job asks for, sending each slice's rows on `slices` as
+/// soon as they are final; returns the whole plan, the decoded target and the tiles the plan was
+/// made with (the library's own, or laid over the background; adaptive squares keep the
+/// library's own).
 fn plan_job(
     input: &[u8],
     tiles: Arc<TileCache<'static>>,
-    (options, background): (&PlanOptions, TileBackground),
+    (options, background, adaptive): (&PlanOptions, TileBackground, Option<AdaptiveSizes>),
     (slice_count, max_slice_pixels): (u32, u64),
     slices: &tokio::sync::mpsc::Sender<Planned>,
-) -> Result<(Plan, RgbImage, Arc<TileCache<'static>>), EngineError> {
+) -> Result<(WholePlan, RgbImage, Arc<TileCache<'static>>), EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
     let target = decode_target(input, tiles.library().background())?;
-    let tiles = match background
-        .resolve(&target, tiles.library())
-        .and_then(|bg| tiles.library().over(bg))
-    {
+    let background = if adaptive.is_some() {
+        None
+    } else {
+        background.resolve(&target, tiles.library())
+    };
+    let tiles = match background.and_then(|bg| tiles.library().over(bg)) {
         Some(over) => Arc::new(TileCache::shared(Arc::new(over), tiles.tile_size())),
         None => tiles,
     };
     let library = tiles.library();
+    // The slices: as asked, but at least enough to keep each within the most pixels a slice may
+    // hold, and never more than rows (of cells, or of the adaptive blocks).
+    let cut = |width: u32, height: u32, rows: u32| {
+        let pixels = u64::from(width) * u64::from(height);
+        let at_least = pixels
+            .div_ceil(max_slice_pixels.max(1))
+            .min(u64::from(u32::MAX)) as u32;
+        slice_ranges(rows, slice_count.max(at_least))
+    };
+    if let Some(sizes) = adaptive {
+        // The quadtree is made for the whole image at once; then it is cut on rows of blocks,
+        // so each slice renders whole squares of its own.
+        let sizing = AdaptiveSizing::new(target.width(), target.height(), options, sizes)?;
+        let ranges = cut(sizing.width, sizing.height, sizing.block_rows);
+        let (cols, rows) = sizing.grid();
+        let size = OutputSize {
+            width: sizing.width,
+            height: sizing.height,
+            cols,
+            rows,
+        };
+        slices
+            .blocking_send(Planned::Sized(size, ranges.len() as u32))
+            .map_err(|_| stopped())?;
+        let plan = AdaptivePlan::make(&target, library, options, sizes)?;
+        for (seq, rows) in ranges.into_iter().enumerate() {
+            let part = plan.rows(rows)?.to_bytes();
+            slices
+                .blocking_send(Planned::Slice(seq as u32, Bytes::from(part)))
+                .map_err(|_| stopped())?;
+        }
+        return Ok((WholePlan::Adaptive(plan), target, tiles));
+    }
     let sizing = Sizing::new(target.width(), target.height(), options)?;
-    let pixels = u64::from(sizing.width) * u64::from(sizing.height);
-    let at_least = pixels
-        .div_ceil(max_slice_pixels.max(1))
-        .min(u64::from(u32::MAX)) as u32;
-    let ranges = slice_ranges(sizing.rows, slice_count.max(at_least));
+    let ranges = cut(sizing.width, sizing.height, sizing.rows);
     let size = OutputSize {
         width: sizing.width,
         height: sizing.height,
@@ -643,5 +688,5 @@ fn plan_job(
         }
         Ok(())
     })?;
-    Ok((plan, target, tiles))
+    Ok((WholePlan::Uniform(plan), target, tiles))
 }

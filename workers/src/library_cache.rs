@@ -28,8 +28,9 @@ type Tiles = Arc<TileCache<'static>>;
 /// A library version's tiles at one size over one background (`None`: the library's own).
 type TilesKey = (LibraryRef, TileSize, Option<[u8; 3]>);
 
-/// Tile sizes kept resized at once (each holds only the tiles its jobs used).
-const TILE_CACHES: usize = 2;
+/// Tile sizes kept resized at once (each holds only the tiles its jobs used): enough for an
+/// adaptive job's squares of 8 to 64 px, rendered with all of them.
+const TILE_CACHES: usize = 4;
 /// Largest tile area kept between slices: a library's tiles at 64 x 64 px take about as much
 /// memory as its renditions; larger ones are resized per slice (their render dwarfs the
 /// resizing).

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use tessera_engine::{FragmentEncoder, Plan, render_band_serial};
+use tessera_engine::{
+    AdaptivePlan, FragmentEncoder, Plan, TileCache, TileSize, render_band_serial,
+};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
@@ -22,6 +24,50 @@ use crate::settings::ProcessorSettings;
 
 /// Pixel bytes rendered at a time within a slice (rounded to whole cell rows).
 const RENDER_BAND_BYTES: usize = 2 << 20;
+
+/// Tiles resized for a slice, shared with the other slices of the process.
+type Tiles = Arc<TileCache<'static>>;
+
+/// A slice's plan, with the tiles it renders with: rows of a uniform grid, or rows of blocks of
+/// an adaptive mosaic (told apart by the plan blob's magic) and a tile cache per square size.
+enum SlicePlan {
+    Uniform(Plan, Tiles),
+    Adaptive(AdaptivePlan, Vec<Tiles>),
+}
+
+impl SlicePlan {
+    /// Renders the slice a few rows at a time, compressed as they come: memory holds a band of
+    /// pixels and the compressed slice, not the slice's pixels.
+    fn render(&self) -> Result<Vec<u8>, tessera_engine::Error> {
+        let (width, rows, row_height) = match self {
+            SlicePlan::Uniform(plan, _) => {
+                (plan.width(), plan.row_range(), plan.tile_size().height)
+            }
+            SlicePlan::Adaptive(plan, _) => {
+                (plan.width(), plan.block_row_range(), plan.sizes().max)
+            }
+        };
+        let row_bytes = width as usize * 3 * row_height as usize;
+        let step = (RENDER_BAND_BYTES / row_bytes.max(1)).max(1) as u32;
+        let mut fragment = FragmentEncoder::new(width, row_bytes * rows.len() / 4)?;
+        let mut band = Vec::new();
+        let mut y = rows.start;
+        while y < rows.end {
+            let end = (y + step).min(rows.end);
+            match self {
+                SlicePlan::Uniform(plan, cache) => {
+                    render_band_serial(&plan.rows(y..end)?, cache, &mut band)?
+                }
+                SlicePlan::Adaptive(plan, caches) => {
+                    plan.render_rows_serial(caches, y..end, &mut band)?
+                }
+            }
+            fragment.write_rows(&band)?;
+            y = end;
+        }
+        fragment.finish()
+    }
+}
 
 /// Runs `settings.processors` image processors (one listener rendering that many slices at
 /// once) until `shutdown` fires, then lets the slices in hand finish.
@@ -114,6 +160,81 @@ impl Processor {
         }
     }
 
+    /// The slice's plan from its blob, checked against the request, with its tiles.
+    async fn slice_plan(
+        &self,
+        request: &SliceRequest,
+        bytes: &[u8],
+        what: &str,
+    ) -> Result<SlicePlan, Failure> {
+        let bad = |e: String| Failure::poison(format!("{what}: {e}"));
+        if AdaptivePlan::is_blob(bytes) {
+            let plan = AdaptivePlan::from_bytes(bytes).map_err(|e| bad(e.to_string()))?;
+            if request.options.adaptive != Some(plan.sizes()) {
+                return Err(bad(format!(
+                    "the plan has adaptive tiles of {}, the request {}",
+                    plan.sizes(),
+                    request
+                        .options
+                        .adaptive
+                        .map_or("none".to_string(), |s| s.to_string())
+                )));
+            }
+            let mut caches = Vec::new();
+            for size in plan.tile_sizes() {
+                caches.push(
+                    self.tiles(request, TileSize::square(size), None, what)
+                        .await?,
+                );
+            }
+            return Ok(SlicePlan::Adaptive(plan, caches));
+        }
+        let plan = Plan::from_bytes(bytes).map_err(|e| bad(e.to_string()))?;
+        if let Some(sizes) = request.options.adaptive {
+            return Err(bad(format!(
+                "the request has adaptive tiles of {sizes}, its plan a uniform grid"
+            )));
+        }
+        if plan.tile_size() != request.tile() {
+            return Err(bad(format!(
+                "the plan has {} px tiles, the request {} px",
+                plan.tile_size(),
+                request.tile()
+            )));
+        }
+        let cache = self
+            .tiles(request, plan.tile_size(), plan.background(), what)
+            .await?;
+        Ok(SlicePlan::Uniform(plan, cache))
+    }
+
+    /// The request's library's tiles at `size`, over `background` (the plan's): a library that
+    /// cannot be had is poison, one that storage failed to give is retried.
+    async fn tiles(
+        &self,
+        request: &SliceRequest,
+        size: TileSize,
+        background: Option<[u8; 3]>,
+        what: &str,
+    ) -> Result<Tiles, Failure> {
+        match self
+            .libraries
+            .tiles(&request.library, size, background)
+            .await
+        {
+            Ok(cache) => Ok(cache),
+            Err(LibraryLoadError::Permanent(reason)) => {
+                Err(Failure::poison(format!("{what}: {reason}")))
+            }
+            Err(LibraryLoadError::Transient(e)) => {
+                tracing::warn!(job = %request.job_id, error = %e, "tile library not loaded; retrying");
+                Err(Failure::retry_because(format!(
+                    "tile library not loaded: {e}"
+                )))
+            }
+        }
+    }
+
     async fn on_slice_request(
         &self,
         message: Envelope<SliceRequest>,
@@ -153,50 +274,12 @@ impl Processor {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let plan = Plan::from_bytes(&plan_bytes)
-                .map_err(|e| Failure::poison(format!("{what}: {e}")))?;
-            if plan.tile_size() != request.tile() {
-                return Err(Failure::poison(format!(
-                    "{what}: the plan has {} px tiles, the request {} px",
-                    plan.tile_size(),
-                    request.tile()
-                )));
-            }
-            let cache = match self
-                .libraries
-                .tiles(&request.library, plan.tile_size(), plan.background())
-                .await
-            {
-                Ok(cache) => cache,
-                Err(LibraryLoadError::Permanent(reason)) => {
-                    return Err(Failure::poison(format!("{what}: {reason}")));
-                }
-                Err(LibraryLoadError::Transient(e)) => {
-                    tracing::warn!(%job, error = %e, "tile library not loaded; retrying");
-                    return Err(Failure::retry_because(format!(
-                        "tile library not loaded: {e}"
-                    )));
-                }
-            };
+            let plan = self.slice_plan(&request, &plan_bytes, &what).await?;
             let started = Instant::now();
             let span = tracing::Span::current();
             let fragment = on_render_thread(&self.render_threads, move || {
                 let _entered = span.enter();
-                // A few cell rows at a time, compressed as they come: memory holds a band of
-                // pixels and the compressed slice, not the slice's pixels.
-                let range = plan.row_range();
-                let row_bytes = plan.width() as usize * 3 * plan.tile_size().height as usize;
-                let step = (RENDER_BAND_BYTES / row_bytes.max(1)).max(1) as u32;
-                let mut fragment = FragmentEncoder::new(plan.width(), row_bytes * range.len() / 4)?;
-                let mut band = Vec::new();
-                let mut y = range.start;
-                while y < range.end {
-                    let end = (y + step).min(range.end);
-                    render_band_serial(&plan.rows(y..end)?, &cache, &mut band)?;
-                    fragment.write_rows(&band)?;
-                    y = end;
-                }
-                fragment.finish()
+                plan.render()
             })
             .await
             .map_err(|e| Failure::poison(format!("{what}: {e}")))?

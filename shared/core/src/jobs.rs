@@ -94,9 +94,14 @@ pub struct SliceRecord {
 /// Sizes known once the controller has planned the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OutputSize {
+    /// The mosaic's width in pixels.
     pub width: u32,
+    /// The mosaic's height in pixels.
     pub height: u32,
+    /// Cells across: of the grid, or, for adaptive tile sizes, of the smallest square's grid
+    /// (the cell lookup counts in these cells).
     pub cols: u32,
+    /// Cells down, counted as `cols` are.
     pub rows: u32,
 }
 

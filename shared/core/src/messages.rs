@@ -6,7 +6,7 @@
 //! is a [`DecodeError`], which the queue runtime treats as poison (never retried).
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
-use tessera_engine::{TileBackground, TileSize};
+use tessera_engine::{AdaptiveSizes, TileBackground, TileSize};
 use uuid::Uuid;
 
 /// The envelope version this build writes and the only one it reads.
@@ -205,13 +205,22 @@ pub struct RenderOptions {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rotate: bool,
     /// What transparent tiles lie over: `library`, `auto` or a colour as `rrggbb` hex
-    /// (absent: the library's own background, as `library`).
+    /// (absent: the library's own background, as `library`). Not with `adaptive`.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         with = "background_text"
     )]
     pub background: Option<TileBackground>,
+    /// Adaptive tile sizes, `"MIN..MAX"` (as `"8..32"`): square tiles of several sizes, large
+    /// where the photo is flat and small where it is detailed, no more of them than the uniform
+    /// grid has. Absent: the uniform grid, and the messages read as they did before.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "adaptive_field"
+    )]
+    pub adaptive: Option<AdaptiveSizes>,
 }
 
 impl RenderOptions {
@@ -245,6 +254,31 @@ mod background_text {
     }
 }
 
+/// `adaptive` on the wire: the sizes as `"MIN..MAX"`, parsed (and so checked) as they are read.
+mod adaptive_field {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+    use tessera_engine::AdaptiveSizes;
+
+    pub fn serialize<S: Serializer>(
+        sizes: &Option<AdaptiveSizes>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match sizes {
+            Some(sizes) => s.collect_str(sizes),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AdaptiveSizes>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|text| {
+                text.parse()
+                    .map_err(|e| D::Error::custom(format!("adaptive: {e}")))
+            })
+            .transpose()
+    }
+}
+
 impl Default for RenderOptions {
     fn default() -> Self {
         RenderOptions {
@@ -254,6 +288,7 @@ impl Default for RenderOptions {
             flip: false,
             rotate: false,
             background: None,
+            adaptive: None,
         }
     }
 }
@@ -379,6 +414,21 @@ fn check_common(size: TileSize, options: &RenderOptions) -> Result<(), String> {
             options.blend_percent
         ));
     }
+    if let Some(sizes) = options.adaptive
+        && !size.is_square()
+    {
+        return Err(format!(
+            "adaptive {sizes} takes square tiles, not {size} px ones"
+        ));
+    }
+    if let Some(sizes) = options.adaptive
+        && options.tile_background() != TileBackground::Library
+    {
+        return Err(format!(
+            "adaptive {sizes} lays tiles over the library's own background, not {}",
+            options.tile_background()
+        ));
+    }
     Ok(())
 }
 
@@ -412,6 +462,11 @@ impl Message for ImageRequest {
         }
         if let Grid::Cells { across: 0 } = self.grid {
             return Err("grid must be at least one cell across".into());
+        }
+        if let (Some(sizes), Grid::PerPixel) = (self.options.adaptive, self.grid) {
+            return Err(format!(
+                "adaptive {sizes} needs a grid of cells across, not one tile per pixel"
+            ));
         }
         Ok(())
     }

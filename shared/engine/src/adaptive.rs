@@ -9,13 +9,19 @@
 //! ranking (mean colour, sub-grid lightness, transforms) and its repetition limits: no identical
 //! tile within `repeat_radius` times a leaf's own side around it, and the use cap. A row of
 //! blocks renders from its leaves alone, so any cut into rows of blocks renders the same bytes.
+//!
+//! The pipeline ships such cuts: [`AdaptivePlan::rows`] keeps some rows of blocks, and
+//! [`AdaptivePlan::to_bytes`] saves a plan (whole or cut) as a blob of its own format, told from
+//! a uniform plan's by its magic ([`AdaptivePlan::is_blob`]), sealed with a digest like plans.
 
+use std::borrow::Borrow;
 use std::collections::BinaryHeap;
 use std::ops::Range;
 
 use rayon::prelude::*;
 
 use crate::color::{Lab, srgb_to_lab32};
+use crate::hash::Fnv;
 use crate::kdtree::KdTree;
 use crate::library::Library;
 use crate::plan::{CellDesc, PlanOptions, Sizing, TILE_SIZES, empty_library, no_tile_fits, rank};
@@ -24,6 +30,15 @@ use crate::resample::AreaResampler;
 use crate::shape::TileSize;
 use crate::transform::Transform;
 use crate::{BandSink, Error};
+
+const MAGIC: &[u8; 8] = b"TSRADPT\n";
+/// Version of the adaptive plan blob layout.
+pub const ADAPTIVE_PLAN_FORMAT_VERSION: u32 = 1;
+/// Bytes of a saved adaptive plan before its leaves: magic, version, sizes, mosaic size, held
+/// rows of blocks, blend, library version and leaf count.
+const HEADER_BYTES: usize = 8 + 4 + 6 * 4 + 1 + 8 + 4;
+/// Bytes of one saved leaf: x, y, size, tile, transform, colour.
+const LEAF_BYTES: usize = 4 * 4 + 1 + 3;
 
 /// Tile sizes from `min` to `max` px, each twice the one before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,16 +60,26 @@ impl std::str::FromStr for AdaptiveSizes {
                 .parse::<u32>()
                 .map_err(|_| format!("{v:?} is not a tile size in pixels"))
         };
-        let sizes = AdaptiveSizes {
-            min: side(min)?,
-            max: side(max)?,
-        };
-        sizes.check().map_err(|e| e.to_string())?;
-        Ok(sizes)
+        AdaptiveSizes::new(side(min)?, side(max)?).map_err(|e| e.to_string())
+    }
+}
+
+impl std::fmt::Display for AdaptiveSizes {
+    /// `MIN..MAX`, as parsed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}..{}", self.min, self.max)
     }
 }
 
 impl AdaptiveSizes {
+    /// Sizes from `min` to `max` px: each within the tile sizes, and `max` is `min` doubled one
+    /// or more times.
+    pub fn new(min: u32, max: u32) -> Result<AdaptiveSizes, Error> {
+        let sizes = AdaptiveSizes { min, max };
+        sizes.check()?;
+        Ok(sizes)
+    }
+
     fn check(self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::InvalidOption(m));
         if !TILE_SIZES.contains(&self.min) || !TILE_SIZES.contains(&self.max) {
@@ -83,6 +108,89 @@ impl AdaptiveSizes {
     fn depth(self) -> u32 {
         (self.max / self.min).trailing_zeros()
     }
+
+    /// Whether `size` is one of the sizes: `min` doubled zero or more times, up to `max`.
+    fn holds(self, size: u32) -> bool {
+        (self.min..=self.max).contains(&size)
+            && size.is_multiple_of(self.min)
+            && (size / self.min).is_power_of_two()
+    }
+}
+
+/// The size of an adaptive mosaic, known from the target's size and the options alone (before
+/// any matching): the uniform grid's size rounded up to whole blocks of the largest square.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdaptiveSizing {
+    pub sizes: AdaptiveSizes,
+    /// Output size in pixels.
+    pub width: u32,
+    pub height: u32,
+    /// Blocks of the largest square across and down.
+    pub block_cols: u32,
+    pub block_rows: u32,
+    /// Most tiles the mosaic may hold: the uniform grid's.
+    pub budget: u64,
+}
+
+impl AdaptiveSizing {
+    /// Works out the output size of `sizes` over a `target_w` x `target_h` target under
+    /// `opts`, checking the sizes, that the tiles are square, the output limit and that the
+    /// blocks alone fit the tile budget.
+    pub fn new(
+        target_w: u32,
+        target_h: u32,
+        opts: &PlanOptions,
+        sizes: AdaptiveSizes,
+    ) -> Result<AdaptiveSizing, Error> {
+        sizes.check()?;
+        if !opts.tile_size.is_square() {
+            return Err(Error::InvalidOption(format!(
+                "adaptive tiles are square: the tile size is {}",
+                opts.tile_size
+            )));
+        }
+        let uniform = Sizing::new(target_w, target_h, opts)?;
+        let budget = u64::from(uniform.cols) * u64::from(uniform.rows);
+        let (bw, bh) = (
+            uniform.width.div_ceil(sizes.max),
+            uniform.height.div_ceil(sizes.max),
+        );
+        let (width, height) = (
+            u64::from(bw) * u64::from(sizes.max),
+            u64::from(bh) * u64::from(sizes.max),
+        );
+        if width * height > opts.max_output_pixels
+            || width > u64::from(u32::MAX)
+            || height > u64::from(u32::MAX)
+        {
+            return Err(Error::OutputTooLarge {
+                width,
+                height,
+                limit: opts.max_output_pixels,
+            });
+        }
+        let blocks = u64::from(bw) * u64::from(bh);
+        if blocks > budget {
+            return Err(Error::AdaptiveBudget {
+                blocks,
+                max: sizes.max,
+                budget,
+            });
+        }
+        Ok(AdaptiveSizing {
+            sizes,
+            width: width as u32,
+            height: height as u32,
+            block_cols: bw,
+            block_rows: bh,
+            budget,
+        })
+    }
+
+    /// The grid of the smallest squares: columns and rows.
+    pub fn grid(&self) -> (u32, u32) {
+        (self.width / self.sizes.min, self.height / self.sizes.min)
+    }
 }
 
 /// One tile of an adaptive mosaic: its square in output pixels, the tile and how it is turned.
@@ -97,16 +205,23 @@ pub struct Leaf {
     pub colour: [u8; 3],
 }
 
-/// Square -> tile for a whole adaptive mosaic, leaves grouped by row of blocks.
+/// Square -> tile for an adaptive mosaic (the whole of it, or some rows of blocks cut from it
+/// with [`AdaptivePlan::rows`]), leaves grouped by row of blocks, with each leaf's target colour,
+/// so a row of blocks renders from its leaves and the library alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdaptivePlan {
     sizes: AdaptiveSizes,
+    /// The whole mosaic's size in pixels.
     width: u32,
     height: u32,
     blend: u8,
-    /// Leaves, a row of blocks after another, each row in reading order of its squares' corners.
+    library_version: u64,
+    /// The first row of blocks held.
+    first_row: u32,
+    /// Leaves of the held rows of blocks, a row after another, each row in reading order of its
+    /// squares' corners.
     leaves: Vec<Leaf>,
-    /// Where each row of blocks starts in `leaves` (and one past the last).
+    /// Where each held row of blocks starts in `leaves` (and one past the last).
     row_starts: Vec<usize>,
 }
 
@@ -219,41 +334,29 @@ impl AdaptivePlan {
                 opts.tile_size
             )));
         }
-        let uniform = Sizing::new(target.width(), target.height(), opts)?;
-        let budget = uniform.cols as usize * uniform.rows as usize;
-        let (bw, bh) = (
-            uniform.width.div_ceil(sizes.max),
-            uniform.height.div_ceil(sizes.max),
-        );
-        let (width, height) = (bw * sizes.max, bh * sizes.max);
-        if u64::from(width) * u64::from(height) > opts.max_output_pixels {
-            return Err(Error::OutputTooLarge {
-                width: width.into(),
-                height: height.into(),
-                limit: opts.max_output_pixels,
-            });
-        }
-        if (bw as usize) * (bh as usize) > budget {
-            return Err(Error::InvalidOption(format!(
-                "{} blocks of {} px already exceed the {budget} tiles of the uniform grid: use a \
-                 smaller largest size or a larger tile size",
-                bw * bh,
-                sizes.max
-            )));
-        }
+        let sizing = AdaptiveSizing::new(target.width(), target.height(), opts, sizes)?;
         let n = library.len();
         if n == 0 {
             return Err(empty_library());
         }
         let k = library.grid();
+        let (bw, bh) = (sizing.block_cols, sizing.block_rows);
         let per_block = (sizes.max / sizes.min) as usize;
         let samples = Samples::new(
             target,
             bw as usize * per_block * k,
             bh as usize * per_block * k,
         );
-        let leaves = split(&samples, sizes, (bw, bh), budget, k);
-        Self::matched(library, opts, sizes, (width, height), leaves, &samples, k)
+        let leaves = split(&samples, sizes, (bw, bh), sizing.budget as usize, k);
+        Self::matched(
+            library,
+            opts,
+            sizes,
+            (sizing.width, sizing.height),
+            leaves,
+            &samples,
+            k,
+        )
     }
 
     /// Matches the squares in order (rows of blocks, reading order within) under the limits.
@@ -352,29 +455,30 @@ impl AdaptivePlan {
                 colour,
             });
         }
-        let rows = height / sizes.max;
-        let mut row_starts = Vec::with_capacity(rows as usize + 1);
-        let mut at = 0;
-        for row in 0..=rows {
-            while at < leaves.len() && leaves[at].y / sizes.max < row {
-                at += 1;
-            }
-            row_starts.push(at);
-        }
+        let row_starts = index_rows(&leaves, sizes.max, 0..height / sizes.max)?;
         Ok(AdaptivePlan {
             sizes,
             width,
             height,
             blend: opts.blend,
+            library_version: library.version(),
+            first_row: 0,
             leaves,
             row_starts,
         })
     }
 
+    /// Whether `bytes` hold an adaptive plan (by their magic), rather than a uniform one.
+    pub fn is_blob(bytes: &[u8]) -> bool {
+        bytes.starts_with(MAGIC)
+    }
+
+    /// The whole mosaic's width in pixels.
     pub fn width(&self) -> u32 {
         self.width
     }
 
+    /// The whole mosaic's height in pixels.
     pub fn height(&self) -> u32 {
         self.height
     }
@@ -383,13 +487,54 @@ impl AdaptivePlan {
         self.sizes
     }
 
+    pub fn blend(&self) -> u8 {
+        self.blend
+    }
+
+    pub fn library_version(&self) -> u64 {
+        self.library_version
+    }
+
+    /// The leaves of the held rows of blocks.
     pub fn leaves(&self) -> &[Leaf] {
         &self.leaves
     }
 
-    /// Rows of blocks (each `max` px tall).
+    /// Rows of blocks (each `max` px tall) in the whole mosaic.
     pub fn block_rows(&self) -> u32 {
         self.height / self.sizes.max
+    }
+
+    /// The rows of blocks this plan holds.
+    pub fn block_row_range(&self) -> Range<u32> {
+        self.first_row..self.first_row + (self.row_starts.len() - 1) as u32
+    }
+
+    /// Height in pixels of the rows of blocks this plan holds.
+    pub fn band_height(&self) -> u32 {
+        self.block_row_range().len() as u32 * self.sizes.max
+    }
+
+    /// The rows of blocks `range` (absolute, within [`AdaptivePlan::block_row_range`]) as a
+    /// plan of their own.
+    pub fn rows(&self, range: Range<u32>) -> Result<AdaptivePlan, Error> {
+        let held = self.block_row_range();
+        if range.start > range.end || range.start < held.start || range.end > held.end {
+            return Err(Error::InvalidOption(format!(
+                "rows of blocks {range:?} are outside the plan's rows {held:?}"
+            )));
+        }
+        let (a, b) = (
+            (range.start - held.start) as usize,
+            (range.end - held.start) as usize,
+        );
+        let first = self.row_starts[a];
+        Ok(AdaptivePlan {
+            first_row: range.start,
+            leaves: self.leaves[first..self.row_starts[b]].to_vec(),
+            row_starts: self.row_starts[a..=b].iter().map(|s| s - first).collect(),
+            ..*self
+        })
     }
 
     /// The tile sizes the leaves use, smallest first.
@@ -400,58 +545,268 @@ impl AdaptivePlan {
         sizes
     }
 
-    /// Pixels (RGB8) of rows of blocks `rows`, from the leaves in them alone. `caches` holds a
-    /// tile cache for each of [`AdaptivePlan::tile_sizes`].
-    pub fn render_rows(&self, caches: &[TileCache], rows: Range<u32>) -> Result<Vec<u8>, Error> {
-        let max = self.sizes.max as usize;
-        let row_bytes = self.width as usize * 3;
-        let band = row_bytes * max;
-        let mut out = vec![0u8; band * rows.len()];
-        let blend = i32::from(self.blend);
-        out.par_chunks_mut(band)
-            .zip(rows.clone())
-            .try_for_each(|(pixels, row)| {
-                let leaves =
-                    &self.leaves[self.row_starts[row as usize]..self.row_starts[row as usize + 1]];
-                for leaf in leaves {
-                    let cache = caches
-                        .iter()
-                        .find(|c| c.tile_size() == TileSize::square(leaf.size))
-                        .ok_or_else(|| {
-                            Error::InvalidOption(format!("no tiles of {} px to render", leaf.size))
-                        })?;
-                    let (tile, mean) = cache.turned(leaf.tile, leaf.transform);
-                    let shift = (blend != 0).then(|| blend_shift(mean, leaf.colour, blend));
-                    let s = leaf.size as usize;
-                    let top = leaf.y as usize - row as usize * max;
-                    copy_tile(
-                        pixels,
-                        row_bytes,
-                        (leaf.x as usize, top),
-                        tile,
-                        (s, s),
-                        shift,
-                    );
-                }
-                Ok::<(), Error>(())
-            })?;
+    /// Pixels (RGB8) of rows of blocks `rows` (within [`AdaptivePlan::block_row_range`]), from
+    /// the leaves in them alone, a row of blocks per rayon task. `caches` holds a tile cache for
+    /// each of [`AdaptivePlan::tile_sizes`] (held, or shared as `Arc`s).
+    pub fn render_rows<'t, C: Borrow<TileCache<'t>> + Sync>(
+        &self,
+        caches: &[C],
+        rows: Range<u32>,
+    ) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::new();
+        self.render_into(caches, rows, &mut out, true)?;
         Ok(out)
     }
 
-    /// Renders the whole mosaic into `sink`, a few rows of blocks at a time.
+    /// [`AdaptivePlan::render_rows`] on the calling thread alone, into `out` (resized to the
+    /// band): for callers that already run one band per core (the image processors).
+    pub fn render_rows_serial<'t, C: Borrow<TileCache<'t>> + Sync>(
+        &self,
+        caches: &[C],
+        rows: Range<u32>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        self.render_into(caches, rows, out, false)
+    }
+
+    /// Checks that `caches` can render the leaves of `rows`, and picks each size's cache.
+    fn caches_for<'c, 't, C: Borrow<TileCache<'t>>>(
+        &self,
+        caches: &'c [C],
+        rows: &Range<u32>,
+    ) -> Result<Vec<Option<&'c TileCache<'t>>>, Error> {
+        let held = self.block_row_range();
+        if rows.start > rows.end || rows.start < held.start || rows.end > held.end {
+            return Err(Error::InvalidOption(format!(
+                "rows of blocks {rows:?} are outside the plan's rows {held:?}"
+            )));
+        }
+        // Indexed by the size's doubling of `min`.
+        let mut by_size = vec![None; self.sizes.depth() as usize + 1];
+        for cache in caches {
+            let cache: &TileCache = cache.borrow();
+            if cache.library().version() != self.library_version {
+                return Err(Error::PlanMismatch(format!(
+                    "the plan was made with library {:016x}, not {}",
+                    self.library_version,
+                    cache.library().version_hex()
+                )));
+            }
+            cache.check_shape()?;
+            let size = cache.tile_size();
+            if size.is_square() && self.sizes.holds(size.width) {
+                by_size[(size.width / self.sizes.min).trailing_zeros() as usize] = Some(cache);
+            }
+        }
+        let a = self.row_starts[(rows.start - held.start) as usize];
+        let b = self.row_starts[(rows.end - held.start) as usize];
+        for leaf in &self.leaves[a..b] {
+            let Some(cache) = by_size[(leaf.size / self.sizes.min).trailing_zeros() as usize]
+            else {
+                return Err(Error::InvalidOption(format!(
+                    "no tiles of {} px to render",
+                    leaf.size
+                )));
+            };
+            if leaf.tile as usize >= cache.library().len() {
+                return Err(Error::PlanMismatch(format!(
+                    "tile {} is not in the library",
+                    leaf.tile
+                )));
+            }
+        }
+        Ok(by_size)
+    }
+
+    fn render_into<'t, C: Borrow<TileCache<'t>> + Sync>(
+        &self,
+        caches: &[C],
+        rows: Range<u32>,
+        out: &mut Vec<u8>,
+        parallel: bool,
+    ) -> Result<(), Error> {
+        let by_size = self.caches_for(caches, &rows)?;
+        let held = self.block_row_range();
+        let max = self.sizes.max as usize;
+        let row_bytes = self.width as usize * 3;
+        let band = row_bytes * max;
+        out.resize(band * rows.len(), 0);
+        let blend = i32::from(self.blend);
+        let block_row = |(pixels, row): (&mut [u8], u32)| {
+            let at = (row - held.start) as usize;
+            for leaf in &self.leaves[self.row_starts[at]..self.row_starts[at + 1]] {
+                let cache = by_size[(leaf.size / self.sizes.min).trailing_zeros() as usize]
+                    .expect("checked: a cache for every leaf's size");
+                let (tile, mean) = cache.turned(leaf.tile, leaf.transform);
+                let shift = (blend != 0).then(|| blend_shift(mean, leaf.colour, blend));
+                let s = leaf.size as usize;
+                let top = leaf.y as usize - row as usize * max;
+                copy_tile(
+                    pixels,
+                    row_bytes,
+                    (leaf.x as usize, top),
+                    tile,
+                    (s, s),
+                    shift,
+                );
+            }
+        };
+        if parallel {
+            out.par_chunks_mut(band).zip(rows).for_each(block_row);
+        } else {
+            out.chunks_mut(band).zip(rows).for_each(block_row);
+        }
+        Ok(())
+    }
+
+    /// Renders the rows of blocks the plan holds into `sink`, a few at a time.
     pub fn render_to_sink(&self, library: &Library, sink: &mut dyn BandSink) -> Result<(), Error> {
         let caches: Vec<TileCache> = self
             .tile_sizes()
             .into_iter()
             .map(|size| TileCache::new(library, TileSize::square(size)))
             .collect();
-        let rows = self.block_rows();
+        let rows = self.block_row_range();
         let step = ((8 << 20) / (self.width as usize * 3 * self.sizes.max as usize)).max(1) as u32;
-        for first in (0..rows).step_by(step as usize) {
-            sink.write_owned(self.render_rows(&caches, first..(first + step).min(rows))?)?;
+        for first in rows.clone().step_by(step as usize) {
+            sink.write_owned(self.render_rows(&caches, first..(first + step).min(rows.end))?)?;
         }
         Ok(())
     }
+
+    /// Serializes the plan: magic, format version, header (sizes, the mosaic's size, the rows of
+    /// blocks held, blend, library version, leaf count), the leaves and a digest.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_BYTES + self.leaves.len() * LEAF_BYTES + 8);
+        out.extend_from_slice(MAGIC);
+        let held = self.block_row_range();
+        for v in [
+            ADAPTIVE_PLAN_FORMAT_VERSION,
+            self.sizes.min,
+            self.sizes.max,
+            self.width,
+            self.height,
+            held.start,
+            held.len() as u32,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.push(self.blend);
+        out.extend_from_slice(&self.library_version.to_le_bytes());
+        out.extend_from_slice(&(self.leaves.len() as u32).to_le_bytes());
+        for leaf in &self.leaves {
+            for v in [leaf.x, leaf.y, leaf.size, leaf.tile] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            out.push(leaf.transform.as_u8());
+            out.extend_from_slice(&leaf.colour);
+        }
+        let d = Fnv::digest(&out);
+        out.extend_from_slice(&d.to_le_bytes());
+        out
+    }
+
+    /// Loads a plan saved by [`AdaptivePlan::to_bytes`], checking all of it: every leaf is a
+    /// square of the plan's sizes on the quadtree's grid, inside the rows of blocks held, and
+    /// the leaves cover those rows.
+    pub fn from_bytes(bytes: &[u8]) -> Result<AdaptivePlan, Error> {
+        let bad = |m: &str| Error::BadPlan(format!("adaptive plan: {m}"));
+        if !Self::is_blob(bytes) {
+            return Err(bad("not an adaptive plan (bad magic)"));
+        }
+        if bytes.len() < HEADER_BYTES + 8 {
+            return Err(bad("truncated"));
+        }
+        let (body, tail) = bytes.split_at(bytes.len() - 8);
+        let u32_at = |at: usize| u32::from_le_bytes(body[at..at + 4].try_into().expect("4 bytes"));
+        let version = u32_at(8);
+        if version != ADAPTIVE_PLAN_FORMAT_VERSION {
+            return Err(bad(&format!(
+                "format version {version}, this build reads {ADAPTIVE_PLAN_FORMAT_VERSION}"
+            )));
+        }
+        if Fnv::digest(body) != u64::from_le_bytes(tail.try_into().expect("8 bytes")) {
+            return Err(bad("digest mismatch: the plan is corrupt or truncated"));
+        }
+        let [min, max, width, height, first_row, count] = [12, 16, 20, 24, 28, 32].map(u32_at);
+        let blend = body[36];
+        let library_version = u64::from_le_bytes(body[37..45].try_into().expect("8 bytes"));
+        let n = u32_at(45) as usize;
+        if Some(body.len()) != n.checked_mul(LEAF_BYTES).map(|b| b + HEADER_BYTES) {
+            return Err(bad("the leaf count does not match the plan's length"));
+        }
+        let sizes = AdaptiveSizes::new(min, max).map_err(|e| bad(&e.to_string()))?;
+        if width == 0
+            || height == 0
+            || !width.is_multiple_of(max)
+            || !height.is_multiple_of(max)
+            || u64::from(first_row) + u64::from(count) > u64::from(height / max)
+            || blend > 100
+        {
+            return Err(bad("inconsistent header"));
+        }
+        let mut leaves = Vec::with_capacity(n);
+        let mut area = 0u64;
+        for raw in body[HEADER_BYTES..].chunks_exact(LEAF_BYTES) {
+            let v = |i: usize| u32::from_le_bytes(raw[i * 4..i * 4 + 4].try_into().expect("4"));
+            let (x, y, size, tile) = (v(0), v(1), v(2), v(3));
+            let transform = Transform::from_u8(raw[16])
+                .ok_or_else(|| bad("a leaf's transform is not one of the 8 (0 to 7)"))?;
+            if !sizes.holds(size)
+                || !x.is_multiple_of(size)
+                || !y.is_multiple_of(size)
+                || u64::from(x) + u64::from(size) > u64::from(width)
+            {
+                return Err(bad(&format!(
+                    "a leaf of {size} px at {x}, {y} is not a square of the quadtree"
+                )));
+            }
+            area += u64::from(size) * u64::from(size);
+            leaves.push(Leaf {
+                x,
+                y,
+                size,
+                tile,
+                transform,
+                colour: [raw[17], raw[18], raw[19]],
+            });
+        }
+        let row_starts = index_rows(&leaves, max, first_row..first_row + count)
+            .map_err(|e| bad(&e.to_string()))?;
+        if area != u64::from(count) * u64::from(max) * u64::from(width) {
+            return Err(bad("the leaves do not cover the rows of blocks held"));
+        }
+        Ok(AdaptivePlan {
+            sizes,
+            width,
+            height,
+            blend,
+            library_version,
+            first_row,
+            leaves,
+            row_starts,
+        })
+    }
+}
+
+/// Where each row of blocks of `rows` starts in `leaves` (and one past the last), which must be
+/// in the order of their rows of blocks (`max` px tall) and within `rows`.
+fn index_rows(leaves: &[Leaf], max: u32, rows: Range<u32>) -> Result<Vec<usize>, Error> {
+    let mut starts = Vec::with_capacity(rows.len() + 1);
+    let mut at = 0;
+    for row in rows.clone() {
+        starts.push(at);
+        while at < leaves.len() && leaves[at].y / max == row {
+            at += 1;
+        }
+    }
+    starts.push(at);
+    if at != leaves.len() {
+        return Err(Error::BadPlan(format!(
+            "leaves out of the order of the rows of blocks {rows:?}"
+        )));
+    }
+    Ok(starts)
 }
 
 /// The quadtree: blocks of `sizes.max`, split where the detail is greatest while the leaves
@@ -528,6 +883,133 @@ fn describe(samples: &Samples, s: &Node, k: usize) -> (CellDesc, [u8; 3]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plan of 4..16 px squares over 32 x 32 px: two rows of two blocks, the second block
+    /// split into four.
+    fn plan() -> AdaptivePlan {
+        let leaf = |x, y, size, tile, turn| Leaf {
+            x,
+            y,
+            size,
+            tile,
+            transform: Transform::from_u8(turn).unwrap(),
+            colour: [tile as u8, 2, 3],
+        };
+        let leaves = vec![
+            leaf(0, 0, 16, 0, 0),
+            leaf(16, 0, 8, 1, 5),
+            leaf(24, 0, 8, 2, 0),
+            leaf(16, 8, 8, 3, 1),
+            leaf(24, 8, 8, 4, 0),
+            leaf(0, 16, 16, 5, 7),
+            leaf(16, 16, 16, 6, 0),
+        ];
+        AdaptivePlan {
+            sizes: AdaptiveSizes { min: 4, max: 16 },
+            width: 32,
+            height: 32,
+            blend: 20,
+            library_version: 0xfeed,
+            first_row: 0,
+            row_starts: index_rows(&leaves, 16, 0..2).unwrap(),
+            leaves,
+        }
+    }
+
+    /// `body` with its digest, as [`AdaptivePlan::to_bytes`] ends it.
+    fn sealed(mut body: Vec<u8>) -> Vec<u8> {
+        let d = Fnv::digest(&body);
+        body.extend_from_slice(&d.to_le_bytes());
+        body
+    }
+
+    /// The plan's bytes without the digest, changed by `edit`, sealed again.
+    fn edited(p: &AdaptivePlan, edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+        let bytes = p.to_bytes();
+        let mut body = bytes[..bytes.len() - 8].to_vec();
+        edit(&mut body);
+        sealed(body)
+    }
+
+    #[test]
+    fn plans_and_their_rows_round_trip() {
+        let p = plan();
+        assert_eq!(p.block_row_range(), 0..2);
+        let bytes = p.to_bytes();
+        assert!(AdaptivePlan::is_blob(&bytes));
+        assert!(!AdaptivePlan::is_blob(b"TSRPLAN\n..."));
+        assert_eq!(AdaptivePlan::from_bytes(&bytes).unwrap(), p);
+        for (range, leaves) in [(0..1, 5), (1..2, 2), (0..2, 7), (1..1, 0)] {
+            let cut = p.rows(range.clone()).unwrap();
+            assert_eq!(cut.block_row_range(), range);
+            assert_eq!(cut.leaves().len(), leaves);
+            assert_eq!(cut.band_height(), range.len() as u32 * 16);
+            assert_eq!((cut.width(), cut.height()), (32, 32));
+            assert_eq!(AdaptivePlan::from_bytes(&cut.to_bytes()).unwrap(), cut);
+        }
+        assert_eq!(p.rows(0..2).unwrap(), p);
+        assert_eq!(
+            p.rows(0..2).unwrap().rows(1..2).unwrap(),
+            p.rows(1..2).unwrap()
+        );
+        assert!(p.rows(1..3).is_err());
+        assert!(p.rows(1..2).unwrap().rows(0..1).is_err());
+    }
+
+    #[test]
+    fn corrupt_and_truncated_plans_are_refused_in_words() {
+        let p = plan();
+        let bytes = p.to_bytes();
+        let says = |bytes: &[u8], words: &str| {
+            let err = AdaptivePlan::from_bytes(bytes).unwrap_err().to_string();
+            assert!(err.contains(words), "{words}: {err}");
+        };
+        says(b"TSRPLAN\nnot this kind", "bad magic");
+        says(&bytes[..20], "truncated");
+        says(&bytes[..bytes.len() - 1], "digest mismatch");
+        says(&bytes[..bytes.len() - 21], "digest mismatch");
+        let mut flipped = bytes.clone();
+        flipped[60] ^= 1;
+        says(&flipped, "digest mismatch");
+        // Sealed again after the change: the checks of what the bytes say.
+        says(
+            &edited(&p, |b| b[8..12].copy_from_slice(&2u32.to_le_bytes())),
+            "format version 2",
+        );
+        says(&edited(&p, |b| b.truncate(b.len() - 20)), "leaf count");
+        says(
+            &edited(&p, |b| b[16..20].copy_from_slice(&12u32.to_le_bytes())),
+            "doubled",
+        );
+        // A square that is not one of the quadtree's: 8 px at x = 20.
+        says(
+            &edited(&p, |b| {
+                let at = HEADER_BYTES + LEAF_BYTES;
+                b[at..at + 4].copy_from_slice(&20u32.to_le_bytes());
+            }),
+            "not a square of the quadtree",
+        );
+        // A transform that is not one of the 8.
+        says(&edited(&p, |b| b[HEADER_BYTES + 16] = 9), "transform");
+        // Leaves out of the order of their rows of blocks: the last one moved up a row.
+        says(
+            &edited(&p, |b| {
+                let y = HEADER_BYTES + 6 * LEAF_BYTES + 4;
+                b[y..y + 4].copy_from_slice(&0u32.to_le_bytes());
+            }),
+            "order",
+        );
+        // Rows held past the mosaic's.
+        says(
+            &edited(&p, |b| b[28..32].copy_from_slice(&1u32.to_le_bytes())),
+            "inconsistent header",
+        );
+        // A square missing: the rows are not covered.
+        let mut gap = p.rows(0..1).unwrap();
+        gap.leaves.pop();
+        gap.row_starts = vec![0, 4];
+        says(&gap.to_bytes(), "do not cover");
+    }
 
     #[test]
     fn sizes_parse_and_refuse_in_words() {

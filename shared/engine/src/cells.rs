@@ -3,16 +3,22 @@
 //!
 //! The map holds, for each cell, an index into a table of the tiles the plan used (library index,
 //! file name, caption) and how the tile is turned, and is saved as one blob with a digest, like plans and indexes.
+//!
+//! An adaptive mosaic's map is on the grid of its smallest squares: each cell names the tile of
+//! the square that covers it, and the map keeps the squares, so a viewer pointing anywhere in a
+//! large square is told that square's place and size.
 
 use crate::hash::Fnv;
 use crate::library::Reader;
 use crate::shape::TileSize;
 use crate::transform::Transform;
-use crate::{Error, Library, Plan};
+use crate::{AdaptivePlan, Error, Library, Plan};
 
 const MAGIC: &[u8; 8] = b"TSRCELL\n";
-/// Version 2 added the cell height after the width (version 1 maps load with square cells).
-const FORMAT_VERSION: u32 = 2;
+/// Version 2 added the cell height after the width (version 1 maps load with square cells);
+/// version 3, written for adaptive mosaics only, adds their squares after the cells. Maps of
+/// uniform grids are written as version 2, as they always were.
+const FORMAT_VERSION: u32 = 3;
 
 /// One tile a mosaic uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +42,17 @@ pub struct CellMap {
     /// Row-major, how each cell's tile is turned.
     transforms: Vec<Transform>,
     sources: Vec<CellSource>,
+    /// An adaptive mosaic's squares, and the one covering each cell.
+    squares: Option<Squares>,
+}
+
+/// The squares of an adaptive mosaic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Squares {
+    /// Each square's left and top edge and side, in pixels.
+    squares: Vec<[u32; 3]>,
+    /// Row-major, an index into `squares` per cell.
+    cells: Vec<u32>,
 }
 
 impl CellMap {
@@ -73,6 +90,69 @@ impl CellMap {
             cells,
             transforms: plan.transforms().to_vec(),
             sources,
+            squares: None,
+        })
+    }
+
+    /// The map of a whole adaptive plan on the grid of its smallest squares, with names and
+    /// captions from the library it was made from.
+    pub fn from_adaptive(plan: &AdaptivePlan, library: &Library) -> Result<CellMap, Error> {
+        if plan.block_row_range() != (0..plan.block_rows()) {
+            return Err(Error::PlanMismatch(
+                "a cell map needs the whole plan, not some of its rows of blocks".into(),
+            ));
+        }
+        let min = plan.sizes().min;
+        let (cols, rows) = (plan.width() / min, plan.height() / min);
+        let n = cols as usize * rows as usize;
+        let mut index = std::collections::HashMap::new();
+        let mut sources = Vec::new();
+        let mut cells = vec![0u32; n];
+        let mut transforms = vec![Transform::NONE; n];
+        let mut covering = vec![u32::MAX; n];
+        let mut squares = Vec::with_capacity(plan.leaves().len());
+        for (i, leaf) in plan.leaves().iter().enumerate() {
+            let tile = leaf.tile;
+            if tile as usize >= library.len() {
+                return Err(Error::PlanMismatch(format!(
+                    "the plan names tile {tile} of a library of {}",
+                    library.len()
+                )));
+            }
+            let at = *index.entry(tile).or_insert_with(|| {
+                sources.push(CellSource {
+                    tile,
+                    name: library.name(tile).to_string(),
+                    caption: library.caption(tile),
+                });
+                sources.len() as u32 - 1
+            });
+            squares.push([leaf.x, leaf.y, leaf.size]);
+            let (x0, y0, units) = (leaf.x / min, leaf.y / min, leaf.size / min);
+            for y in y0..y0 + units {
+                let row = y as usize * cols as usize;
+                let span = row + x0 as usize..row + (x0 + units) as usize;
+                cells[span.clone()].fill(at);
+                transforms[span.clone()].fill(leaf.transform);
+                covering[span].fill(i as u32);
+            }
+        }
+        if covering.contains(&u32::MAX) {
+            return Err(Error::PlanMismatch(
+                "the plan's squares leave cells uncovered".into(),
+            ));
+        }
+        Ok(CellMap {
+            cols,
+            rows,
+            tile_size: TileSize::square(min),
+            cells,
+            transforms,
+            sources,
+            squares: Some(Squares {
+                squares,
+                cells: covering,
+            }),
         })
     }
 
@@ -84,9 +164,35 @@ impl CellMap {
         self.rows
     }
 
-    /// The size of a cell in the mosaic, in pixels.
+    /// The size of a cell in the mosaic, in pixels (of an adaptive mosaic: its smallest
+    /// square).
     pub fn tile_size(&self) -> TileSize {
         self.tile_size
+    }
+
+    /// Whether the map is an adaptive mosaic's, its cells covered by squares of several sizes.
+    pub fn is_adaptive(&self) -> bool {
+        self.squares.is_some()
+    }
+
+    /// Where the tile shown at `row`, `col` lies in the mosaic: its left and top edges, width
+    /// and height in pixels (the cell itself, or the adaptive square that covers it); `None`
+    /// outside the grid.
+    pub fn square(&self, row: u32, col: u32) -> Option<[u32; 4]> {
+        if row >= self.rows || col >= self.cols {
+            return None;
+        }
+        match &self.squares {
+            None => {
+                let size = self.tile_size;
+                Some([col * size.width, row * size.height, size.width, size.height])
+            }
+            Some(s) => {
+                let i = s.cells[row as usize * self.cols as usize + col as usize];
+                let [x, y, side] = s.squares[i as usize];
+                Some([x, y, side, side])
+            }
+        }
     }
 
     /// The tile at `row`, `col`; `None` outside the grid.
@@ -115,8 +221,13 @@ impl CellMap {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(32 + self.cells.len() * 4 + self.sources.len() * 48);
         out.extend_from_slice(MAGIC);
+        let version = if self.squares.is_some() {
+            FORMAT_VERSION
+        } else {
+            2
+        };
         for v in [
-            FORMAT_VERSION,
+            version,
             self.cols,
             self.rows,
             self.tile_size.width,
@@ -136,6 +247,12 @@ impl CellMap {
             out.extend_from_slice(&c.to_le_bytes());
         }
         out.extend(self.transforms.iter().map(|t| t.as_u8()));
+        if let Some(s) = &self.squares {
+            out.extend_from_slice(&(s.squares.len() as u32).to_le_bytes());
+            for v in s.squares.iter().flatten().chain(&s.cells) {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
         let digest = Fnv::digest(&out);
         out.extend_from_slice(&digest.to_le_bytes());
         out
@@ -199,6 +316,11 @@ impl CellMap {
             .iter()
             .map(|&b| Transform::from_u8(b).ok_or_else(|| bad("unknown transform")))
             .collect::<Result<Vec<_>, _>>()?;
+        let squares = if version >= 3 {
+            Some(read_squares(&mut r, (cols, rows), tile_size).ok_or_else(|| bad("squares"))?)
+        } else {
+            None
+        };
         if r.at != body.len() || cells.iter().any(|&c| c as usize >= sources.len()) {
             return Err(bad("inconsistent"));
         }
@@ -209,6 +331,41 @@ impl CellMap {
             cells,
             transforms,
             sources,
+            squares,
         })
     }
+}
+
+/// An adaptive map's squares, each cell's covering it; `None` if short or inconsistent.
+fn read_squares(r: &mut Reader, (cols, rows): (u32, u32), cell: TileSize) -> Option<Squares> {
+    if !cell.is_square() {
+        return None;
+    }
+    let min = cell.width;
+    let count = r.u32().ok()? as usize;
+    let raw = r.take(count.checked_mul(12)?).ok()?;
+    let squares: Vec<[u32; 3]> = raw
+        .chunks_exact(12)
+        .map(|c| [0, 4, 8].map(|i| u32::from_le_bytes(c[i..i + 4].try_into().expect("4 bytes"))))
+        .collect();
+    let n = cols as usize * rows as usize;
+    let raw = r.take(n.checked_mul(4)?).ok()?;
+    let cells: Vec<u32> = raw
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect();
+    // Each cell lies within the square it names.
+    for (i, &s) in cells.iter().enumerate() {
+        let [x, y, side] = *squares.get(s as usize)?;
+        let (cx, cy) = (
+            (i % cols as usize) as u64 * u64::from(min),
+            (i / cols as usize) as u64 * u64::from(min),
+        );
+        let inside =
+            |edge: u32, at: u64| u64::from(edge) <= at && at < u64::from(edge) + u64::from(side);
+        if !inside(x, cx) || !inside(y, cy) {
+            return None;
+        }
+    }
+    Some(Squares { squares, cells })
 }

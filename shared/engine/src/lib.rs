@@ -5,6 +5,8 @@
 //! of a target once for the whole image, [`Plan::rows`] cuts rows that the pipeline can ship to a
 //! processor, [`render_band`] turns such rows into pixels (byte-identical to the same rows of a
 //! whole render), and a [`BandSink`] such as [`PngSink`] or [`JpegSink`] encodes bands as they come.
+//! [`AdaptivePlan`] is the same flow with square tiles of several sizes: made whole, cut into rows
+//! of blocks with [`AdaptivePlan::rows`], each rendered on its own.
 
 pub mod adaptive;
 pub mod background;
@@ -25,7 +27,7 @@ pub mod shape;
 pub mod transform;
 mod view;
 
-pub use adaptive::{AdaptivePlan, AdaptiveSizes, Leaf};
+pub use adaptive::{AdaptivePlan, AdaptiveSizes, AdaptiveSizing, Leaf};
 pub use background::{TileBackground, choose_background, lay_over};
 pub use cells::{CellMap, CellSource};
 pub use fragment::{
@@ -89,6 +91,11 @@ pub enum Error {
         needed: usize,
         hint: String,
     },
+    /// Adaptive tiles whose largest squares alone are more than the uniform grid's tiles.
+    #[error(
+        "{blocks} blocks of {max} px already exceed the {budget} tiles of the uniform grid: use a smaller largest size, more cells or a larger tile size"
+    )]
+    AdaptiveBudget { blocks: u64, max: u32, budget: u64 },
     #[error("bad captions: {0}")]
     Captions(String),
     #[error("invalid option: {0}")]

@@ -1238,6 +1238,122 @@ fn adaptive_squares_cover_the_mosaic_within_the_budget_and_render_the_same_in_an
     );
 }
 
+/// An adaptive plan cut into rows of blocks and saved, as the pipeline ships it to processors:
+/// each cut, loaded again and rendered on its own (serially, as a processor renders), gives the
+/// same bytes as the matching rows of the whole render, for any cut; a cut refuses tiles of
+/// another library.
+#[test]
+fn adaptive_plans_cut_into_rows_of_blocks_and_saved_render_as_the_whole() {
+    let lib = library_cached();
+    let options = PlanOptions {
+        blend: 30,
+        rotate: true,
+        ..opts(24, 8, 1)
+    };
+    let plan = AdaptivePlan::make(&target(), lib, &options, "4..16".parse().unwrap()).unwrap();
+    let sizing = AdaptiveSizing::new(48, 48, &options, plan.sizes()).unwrap();
+    assert_eq!((sizing.width, sizing.height), (plan.width(), plan.height()));
+    assert_eq!(sizing.block_rows, plan.block_rows());
+    assert_eq!(sizing.grid(), (plan.width() / 4, plan.height() / 4));
+    let bytes = plan.to_bytes();
+    assert_eq!(AdaptivePlan::from_bytes(&bytes).unwrap(), plan);
+    assert!(Plan::from_bytes(&bytes).is_err());
+    let caches: Vec<TileCache> = plan
+        .tile_sizes()
+        .into_iter()
+        .map(|s| TileCache::new(lib, TileSize::square(s)))
+        .collect();
+    let whole = plan.render_rows(&caches, plan.block_row_range()).unwrap();
+    let band = plan.width() as usize * 3 * plan.sizes().max as usize;
+    let rows = plan.block_rows();
+    assert!(rows >= 3, "{rows} rows of blocks");
+    for cuts in [
+        vec![0, rows],
+        vec![0, 1, rows],
+        vec![0, 1, 2, rows],
+        (0..=rows).collect(),
+    ] {
+        let mut joined = Vec::new();
+        for pair in cuts.windows(2) {
+            let part =
+                AdaptivePlan::from_bytes(&plan.rows(pair[0]..pair[1]).unwrap().to_bytes()).unwrap();
+            assert_eq!(part.band_height(), (pair[1] - pair[0]) * plan.sizes().max);
+            let mut pixels = Vec::new();
+            part.render_rows_serial(&caches, part.block_row_range(), &mut pixels)
+                .unwrap();
+            let at = pair[0] as usize * band;
+            assert!(
+                pixels == whole[at..at + pixels.len()],
+                "rows {:?} of {cuts:?}",
+                pair
+            );
+            // A cut renders only its own rows.
+            assert!(part.render_rows(&caches, 0..rows).is_err() || cuts.len() == 2);
+            joined.extend(pixels);
+        }
+        assert!(joined == whole, "cut at {cuts:?}");
+    }
+    let mut sink = VecSink::default();
+    plan.render_to_sink(lib, &mut sink).unwrap();
+    assert!(sink.pixels == whole);
+    // Tiles of another library are refused, not drawn.
+    let other = library_4_3();
+    assert_ne!(other.version(), lib.version());
+    let foreign = [TileCache::new(other, TileSize::square(4))];
+    let err = plan.render_rows(&foreign, 0..1).unwrap_err();
+    assert!(err.to_string().contains("made with library"), "{err}");
+    // A cut without a cache for one of its sizes says so.
+    let err = plan.render_rows(&caches[1..], 0..rows).unwrap_err();
+    assert!(err.to_string().contains("no tiles of 4 px"), "{err}");
+}
+
+/// An adaptive mosaic's cell map is on the grid of its smallest squares: every cell names the
+/// tile of the square covering it and where that square is, and the map round-trips.
+#[test]
+fn adaptive_cell_maps_name_the_square_covering_each_cell() {
+    let lib = library_cached();
+    let plan =
+        AdaptivePlan::make(&target(), lib, &opts(24, 8, 1), "4..16".parse().unwrap()).unwrap();
+    let map = CellMap::from_adaptive(&plan, lib).unwrap();
+    assert!(map.is_adaptive());
+    assert_eq!(
+        (map.cols(), map.rows()),
+        (plan.width() / 4, plan.height() / 4)
+    );
+    assert_eq!(map.tile_size(), TileSize::square(4));
+    for leaf in plan.leaves() {
+        for row in leaf.y / 4..(leaf.y + leaf.size) / 4 {
+            for col in leaf.x / 4..(leaf.x + leaf.size) / 4 {
+                assert_eq!(map.at(row, col).unwrap().tile, leaf.tile);
+                assert_eq!(map.transform(row, col), Some(leaf.transform));
+                assert_eq!(
+                    map.square(row, col),
+                    Some([leaf.x, leaf.y, leaf.size, leaf.size])
+                );
+            }
+        }
+    }
+    assert!(plan.leaves().iter().any(|l| l.size == 16));
+    assert_eq!(map.square(map.rows(), 0), None);
+    let bytes = map.to_bytes();
+    assert_eq!(CellMap::from_bytes(&bytes).unwrap(), map);
+    assert!(CellMap::from_bytes(&bytes[..bytes.len() - 9]).is_err());
+    let mut corrupt = bytes.clone();
+    let at = bytes.len() - 20;
+    corrupt[at] ^= 1;
+    assert!(CellMap::from_bytes(&corrupt).is_err());
+    assert!(CellMap::from_adaptive(&plan.rows(0..1).unwrap(), lib).is_err());
+    // A uniform map is as it was: no squares, each cell its own.
+    let uniform =
+        CellMap::from_plan(&Plan::make(&target(), lib, &opts(6, 8, 1)).unwrap(), lib).unwrap();
+    assert!(!uniform.is_adaptive());
+    assert_eq!(uniform.square(2, 3), Some([24, 16, 8, 8]));
+    assert_eq!(
+        u32::from_le_bytes(uniform.to_bytes()[8..12].try_into().unwrap()),
+        2
+    );
+}
+
 // Non-square tiles.
 
 fn four_three() -> TileShape {

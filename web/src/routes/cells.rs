@@ -51,19 +51,21 @@ impl CellMaps {
     }
 }
 
-/// One cell of a finished mosaic and the tile in it.
+/// One cell of a finished mosaic and the tile in it. In a mosaic of adaptive tile sizes the
+/// cells are those of the smallest square, and a larger square covers several: the position
+/// and size given are the tile's, the square's that covers the cell.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[schema(as = Cell)]
 pub struct CellView {
     pub row: u32,
     pub col: u32,
-    /// The cell's left edge in the mosaic, in pixels.
+    /// The tile's left edge in the mosaic, in pixels.
     pub x: u32,
-    /// The cell's top edge in the mosaic, in pixels.
+    /// The tile's top edge in the mosaic, in pixels.
     pub y: u32,
-    /// The cell's width in pixels (its side, for square cells).
+    /// The tile's width in pixels (its side, for square tiles).
     pub size: u32,
-    /// The cell's height in pixels (`size`, for square cells).
+    /// The tile's height in pixels (`size`, for square tiles).
     pub height: u32,
     /// The tile's index in the library version the job used.
     pub tile: u32,
@@ -81,7 +83,8 @@ pub struct CellView {
 /// The tile in one cell of the finished mosaic: its file name and caption.
 ///
 /// Rows and columns count cells from the top left, from 0 (the job's `output.cols` and
-/// `output.rows` give the grid).
+/// `output.rows` give the grid; with adaptive tile sizes, cells of the smallest square, and the
+/// answer names the square that covers the cell).
 #[utoipa::path(
     get,
     path = "/api/v1/jobs/{id}/cells/{row}/{col}",
@@ -108,14 +111,14 @@ pub async fn get(
     let id = job_id(&id)?;
     let map = cell_map(&state, id, None).await?;
     let source = map.at(row, col).ok_or_else(|| out_of_range(&map))?;
-    let size = map.tile_size();
+    let [x, y, width, height] = map.square(row, col).ok_or_else(|| out_of_range(&map))?;
     let view = CellView {
         row,
         col,
-        x: col * size.width,
-        y: row * size.height,
-        size: size.width,
-        height: size.height,
+        x,
+        y,
+        size: width,
+        height,
         tile: source.tile,
         name: source.name.clone(),
         caption: source.caption.clone(),
@@ -131,7 +134,7 @@ pub async fn get(
 }
 
 /// One cell of the finished mosaic as PNG, as it is in the mosaic (a tile, tinted if the job
-/// blended).
+/// blended; with adaptive tile sizes, the whole square that covers the cell).
 #[utoipa::path(
     get,
     path = "/api/v1/jobs/{id}/cells/{row}/{col}/thumbnail",
@@ -159,14 +162,10 @@ pub async fn thumbnail(
     let record = state.platform.jobs().get(id).await?;
     let key = done_result(&record)?;
     let map = cell_map(&state, id, Some(&record)).await?;
-    if map.at(row, col).is_none() {
-        return Err(out_of_range(&map));
-    }
+    let [x0, y0, w, h] = map.square(row, col).ok_or_else(|| out_of_range(&map))?;
     let blobs = state.platform.blobs.clone();
     let (width, height) = result_size(&*blobs, &key, &record).await?;
-    let size = map.tile_size();
-    let (x0, y0) = (col * size.width, row * size.height);
-    let (x1, y1) = ((x0 + size.width).min(width), (y0 + size.height).min(height));
+    let (x1, y1) = ((x0 + w).min(width), (y0 + h).min(height));
     if x0 >= x1 || y0 >= y1 {
         return Err(out_of_range(&map));
     }

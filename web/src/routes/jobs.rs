@@ -13,7 +13,10 @@ use futures_util::StreamExt;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use tessera_engine::{Grid as EngineGrid, PlanOptions, Sizing, TileBackground, TileSize};
+use tessera_engine::{
+    AdaptiveSizes, AdaptiveSizing, Grid as EngineGrid, PlanOptions, Sizing, TileBackground,
+    TileSize,
+};
 use tessera_shared::accounting;
 use tessera_shared::jobs::{JobParams, JobRecord, OutputSize};
 use tessera_shared::keys::BlobKey;
@@ -51,6 +54,7 @@ struct Form {
     flip: Option<String>,
     rotate: Option<String>,
     background: Option<String>,
+    adaptive: Option<String>,
 }
 
 // The fields of a job submission as the API documents them; the handler reads them as they
@@ -96,7 +100,7 @@ pub struct JobSubmission {
     /// What the transparent parts of tiles (emoji, cut-outs) lie over: `library` (the colour the
     /// library was imported over), `auto` (black, a grey, white or the photo's mean colour,
     /// whichever brings the tiles nearest the photo) or a colour as `rrggbb` or `#rrggbb`.
-    /// Opaque tiles look the same under all.
+    /// Opaque tiles look the same under all. Not with adaptive (422 adaptive_background).
     #[schema(
         required = false,
         default = "library",
@@ -104,6 +108,20 @@ pub struct JobSubmission {
         pattern = r"^(?i:library|auto|#?[0-9a-f]{6})$"
     )]
     pub background: String,
+    /// Adaptive tile sizes, MIN..MAX pixels (as `8..32`; each 4 to 256, and the largest the
+    /// smallest doubled one or more times): square tiles of several sizes, large where the photo
+    /// is flat and small where it is detailed, with no more tiles than the uniform grid of
+    /// `cells` and `tile_size` would have; the output is that grid's size rounded up to whole
+    /// squares of MAX. Needs a square tile_size and cells across (not per_pixel). Empty or
+    /// absent: the uniform grid. Sizes that do not double are 422 adaptive_not_doubling, an
+    /// oblong tile_size 422 adaptive_not_square, and a largest size whose squares alone are
+    /// more than the uniform grid's tiles 422 adaptive_too_coarse.
+    #[schema(
+        required = false,
+        example = "8..32",
+        pattern = r"^(?:(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])\.\.(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$"
+    )]
+    pub adaptive: String,
 }
 
 /// Submit a mosaic job.
@@ -205,6 +223,7 @@ async fn read_field(form: &mut Form, field: &mut Field, limit: u64) -> ApiResult
         "flip" => &mut form.flip,
         "rotate" => &mut form.rotate,
         "background" => &mut form.background,
+        "adaptive" => &mut form.adaptive,
         _ => {
             return Err(ApiError::bad_request(
                 "unknown_field",
@@ -248,6 +267,50 @@ fn parse_tile_size(text: Option<&str>) -> ApiResult<TileSize> {
                  {text:?}"
             ),
         ),
+    })
+}
+
+/// Reads `adaptive`: `MIN..MAX` (none when absent or empty). Malformed or a side out of range:
+/// 400, as for `tile_size`; sides that do not double: 422.
+fn parse_adaptive(text: Option<&str>) -> ApiResult<Option<AdaptiveSizes>> {
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let side = |v: &str| {
+        (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| v.parse::<u32>().ok())
+            .flatten()
+    };
+    let Some((min, max)) = text
+        .split_once("..")
+        .and_then(|(min, max)| Some((side(min)?, side(max)?)))
+    else {
+        return Err(ApiError::bad_request(
+            "invalid_parameter",
+            format!("adaptive must be MIN..MAX in pixels (as 8..32), not {text:?}"),
+        ));
+    };
+    if let Some(side) = [min, max]
+        .into_iter()
+        .find(|s| !TILE_SIZE_RANGE.contains(s))
+    {
+        return Err(ApiError::bad_request(
+            "out_of_range",
+            format!(
+                "adaptive must be {} to {} pixels a side, not {side} (in {text:?})",
+                TILE_SIZE_RANGE.start(),
+                TILE_SIZE_RANGE.end()
+            ),
+        ));
+    }
+    AdaptiveSizes::new(min, max).map(Some).map_err(|_| {
+        ApiError::unprocessable(
+            "adaptive_not_doubling",
+            format!(
+                "adaptive {text}: the largest size must be the smallest doubled one or more \
+                 times (as 8..16, 8..32 or 8..64)"
+            ),
+        )
     })
 }
 
@@ -312,6 +375,13 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
             "give either cells or per_pixel, not both",
         ));
     }
+    let adaptive = parse_adaptive(form.adaptive.as_deref())?;
+    if per_pixel && adaptive.is_some() {
+        return Err(ApiError::bad_request(
+            "conflicting_parameters",
+            "adaptive needs cells across: give either adaptive or per_pixel, not both",
+        ));
+    }
     let cells = parse_u32("cells", form.cells.as_deref(), 128, 1..=settings.max_cells)?;
     let slices = parse_u32(
         "slices",
@@ -337,6 +407,28 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
                 ApiError::bad_request("invalid_parameter", format!("background: {e}"))
             })?),
         };
+    if let Some(sizes) = adaptive
+        && !tile_size.is_square()
+    {
+        return Err(ApiError::unprocessable(
+            "adaptive_not_square",
+            format!(
+                "adaptive {sizes} makes square tiles, but tile_size {tile_size} is not square: \
+                 give a square tile_size (and a square library), or no adaptive sizes"
+            ),
+        ));
+    }
+    if let Some(sizes) = adaptive
+        && background.is_some_and(|bg| bg != TileBackground::Library)
+    {
+        return Err(ApiError::unprocessable(
+            "adaptive_background",
+            format!(
+                "adaptive {sizes} lays tiles over the library's own background: leave background \
+                 out (or library), or give no adaptive sizes"
+            ),
+        ));
+    }
     if validate_library_id(&library_id).is_err() {
         return Err(ApiError::unprocessable(
             "unknown_library",
@@ -377,12 +469,37 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         max_output_pixels: settings.max_output_pixels,
         ..PlanOptions::default()
     };
-    let sizing = Sizing::new(info.width, info.height, &plan_options).map_err(|e| match e {
+    let refused = |e: tessera_engine::Error| match e {
         tessera_engine::Error::OutputTooLarge { .. } => {
             ApiError::unprocessable("output_too_large", e.to_string())
         }
+        tessera_engine::Error::AdaptiveBudget { .. } => {
+            ApiError::unprocessable("adaptive_too_coarse", format!("adaptive: {e}"))
+        }
         e => ApiError::bad_request("invalid_parameter", e.to_string()),
-    })?;
+    };
+    let sizing = Sizing::new(info.width, info.height, &plan_options).map_err(refused)?;
+    // The mosaic as it will be: the uniform grid, or the adaptive squares within its budget,
+    // counted in cells of the smallest square (as the cell lookup counts them).
+    let output = match adaptive {
+        None => OutputSize {
+            width: sizing.width,
+            height: sizing.height,
+            cols: sizing.cols,
+            rows: sizing.rows,
+        },
+        Some(sizes) => {
+            let adaptive = AdaptiveSizing::new(info.width, info.height, &plan_options, sizes)
+                .map_err(refused)?;
+            let (cols, rows) = adaptive.grid();
+            OutputSize {
+                width: adaptive.width,
+                height: adaptive.height,
+                cols,
+                rows,
+            }
+        }
+    };
     // The engine's own rule: each cell's tile differs from every tile already placed within the
     // radius. Caught here, a job that could never render is refused instead of failing later.
     let needed = tessera_engine::plan::tiles_needed(sizing.cols, sizing.rows, repeat_radius);
@@ -416,7 +533,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
     let input_blob = BlobKey::ImageInput { job }.path();
     let platform = &state.platform;
     // Room for the upload, the slices and the result (the raw pixels are about both).
-    let needed = image.len() as u64 + u64::from(sizing.width) * u64::from(sizing.height) * 3;
+    let needed = image.len() as u64 + u64::from(output.width) * u64::from(output.height) * 3;
     if let Some(writable) = platform.blobs.writable_bytes().await
         && writable < needed
     {
@@ -435,6 +552,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         flip,
         rotate,
         background: background.filter(|bg| *bg != TileBackground::Library),
+        adaptive,
     };
     let mut record = JobRecord::new(
         job,
@@ -449,12 +567,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
             input_name: input_name.chars().take(255).collect(),
         },
     );
-    record.output = Some(OutputSize {
-        width: sizing.width,
-        height: sizing.height,
-        cols: sizing.cols,
-        rows: sizing.rows,
-    });
+    record.output = Some(output);
     platform.jobs().create(&record).await?;
     // The client's index of its jobs (the "my jobs" page lists it by prefix).
     platform
@@ -489,8 +602,8 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         return Err(e.into());
     }
     tracing::info!(
-        width = sizing.width,
-        height = sizing.height,
+        width = output.width,
+        height = output.height,
         format = ?info.format,
         "job queued"
     );
