@@ -105,7 +105,7 @@ pub struct JobSubmission {
         required = false,
         default = "library",
         example = "auto",
-        pattern = r"^(?i:library|auto|#?[0-9a-f]{6})$"
+        pattern = r"^(?:[Ll][Ii][Bb][Rr][Aa][Rr][Yy]|[Aa][Uu][Tt][Oo]|#?[0-9A-Fa-f]{6})$"
     )]
     pub background: String,
     /// Adaptive tile sizes, MIN..MAX pixels (as `8..32`; each 4 to 256, and the largest the
