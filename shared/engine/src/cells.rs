@@ -55,6 +55,34 @@ struct Squares {
     cells: Vec<u32>,
 }
 
+/// The distinct tiles of a map, each once, in the order they are first met.
+#[derive(Default)]
+struct Sources {
+    index: std::collections::HashMap<u32, u32>,
+    list: Vec<CellSource>,
+}
+
+impl Sources {
+    /// The place of `tile` in the list, added (with its name and caption) if new.
+    fn of(&mut self, library: &Library, tile: u32) -> Result<u32, Error> {
+        if tile as usize >= library.len() {
+            return Err(Error::PlanMismatch(format!(
+                "the plan names tile {tile} of a library of {}",
+                library.len()
+            )));
+        }
+        let list = &mut self.list;
+        Ok(*self.index.entry(tile).or_insert_with(|| {
+            list.push(CellSource {
+                tile,
+                name: library.name(tile).to_string(),
+                caption: library.caption(tile),
+            });
+            list.len() as u32 - 1
+        }))
+    }
+}
+
 impl CellMap {
     /// The map of a whole plan, with names and captions from the library it was made from.
     pub fn from_plan(plan: &Plan, library: &Library) -> Result<CellMap, Error> {
@@ -63,24 +91,10 @@ impl CellMap {
                 "a cell map needs the whole plan, not some of its rows".into(),
             ));
         }
-        let mut index = std::collections::HashMap::new();
-        let mut sources = Vec::new();
+        let mut sources = Sources::default();
         let mut cells = Vec::with_capacity(plan.tiles().len());
         for &tile in plan.tiles() {
-            if tile as usize >= library.len() {
-                return Err(Error::PlanMismatch(format!(
-                    "the plan names tile {tile} of a library of {}",
-                    library.len()
-                )));
-            }
-            let at = *index.entry(tile).or_insert_with(|| {
-                sources.push(CellSource {
-                    tile,
-                    name: library.name(tile).to_string(),
-                    caption: library.caption(tile),
-                });
-                sources.len() as u32 - 1
-            });
+            let at = sources.of(library, tile)?;
             cells.push(at);
         }
         Ok(CellMap {
@@ -89,7 +103,7 @@ impl CellMap {
             tile_size: plan.tile_size(),
             cells,
             transforms: plan.transforms().to_vec(),
-            sources,
+            sources: sources.list,
             squares: None,
         })
     }
@@ -105,28 +119,14 @@ impl CellMap {
         let min = plan.sizes().min;
         let (cols, rows) = (plan.width() / min, plan.height() / min);
         let n = cols as usize * rows as usize;
-        let mut index = std::collections::HashMap::new();
-        let mut sources = Vec::new();
+        let mut sources = Sources::default();
         let mut cells = vec![0u32; n];
         let mut transforms = vec![Transform::NONE; n];
         let mut covering = vec![u32::MAX; n];
         let mut squares = Vec::with_capacity(plan.leaves().len());
         for (i, leaf) in plan.leaves().iter().enumerate() {
             let tile = leaf.tile;
-            if tile as usize >= library.len() {
-                return Err(Error::PlanMismatch(format!(
-                    "the plan names tile {tile} of a library of {}",
-                    library.len()
-                )));
-            }
-            let at = *index.entry(tile).or_insert_with(|| {
-                sources.push(CellSource {
-                    tile,
-                    name: library.name(tile).to_string(),
-                    caption: library.caption(tile),
-                });
-                sources.len() as u32 - 1
-            });
+            let at = sources.of(library, tile)?;
             squares.push([leaf.x, leaf.y, leaf.size]);
             let (x0, y0, units) = (leaf.x / min, leaf.y / min, leaf.size / min);
             for y in y0..y0 + units {
@@ -148,7 +148,7 @@ impl CellMap {
             tile_size: TileSize::square(min),
             cells,
             transforms,
-            sources,
+            sources: sources.list,
             squares: Some(Squares {
                 squares,
                 cells: covering,
