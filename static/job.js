@@ -120,6 +120,8 @@
     Object.keys(figures).forEach(function (id) {
       document.getElementById(id).textContent = figures[id];
     });
+    document.getElementById("q-background").textContent = q.background ? "#" + q.background : "";
+    document.getElementById("q-background-row").hidden = !q.background;
     document.getElementById("quality").hidden = false;
   }
 

@@ -54,6 +54,14 @@ async fn a_job_lays_transparent_tiles_over_the_background_it_asks_for() {
         let id = job["id"].as_str().unwrap().to_string();
         let job = app.wait_until_finished(&id).await;
         assert_eq!(job["state"], "done", "{job}");
+        // The colour the tiles were laid over: the library's white, black as asked, or the
+        // one auto chose.
+        let used = job["quality"]["background"].as_str().unwrap().to_string();
+        match asked {
+            "library" => assert_eq!(used, "ffffff"),
+            "#000000" => assert_eq!(used, "000000"),
+            _ => assert_ne!(used, "ffffff", "auto kept white for the dark photo"),
+        }
         let result = app.get(&format!("/api/v1/jobs/{id}/result")).await;
         results.push(result.bytes().await.unwrap());
     }

@@ -338,11 +338,12 @@ async fn quality_figures_and_the_processors_seen() {
         max_uses: 9,
         dup_r1: 0.125,
         dup_r5: 0.5,
+        background: Some("000000".into()),
     };
     app.platform
         .jobs()
         .update(job_id, |r| {
-            r.quality = Some(quality);
+            r.quality = Some(quality.clone());
             true
         })
         .await
@@ -357,6 +358,7 @@ async fn quality_figures_and_the_processors_seen() {
     assert_eq!(view["quality"]["distinct"], 17);
     assert_eq!(view["quality"]["dup_r5"], 0.5);
     assert_eq!(view["quality"]["ssim_view"], 0.71);
+    assert_eq!(view["quality"]["background"], "000000");
     let page = app.get(&format!("/jobs/{id}")).await.text().await.unwrap();
     assert!(
         page.contains(r#"<section id="quality" class="card" aria-labelledby="quality-title">"#),
@@ -370,6 +372,7 @@ async fn quality_figures_and_the_processors_seen() {
         r#"<dt>Most uses of one tile</dt><dd id="q-max-uses">9</dd>"#,
         r#"<dd id="q-dup-r1">12.5 %</dd>"#,
         r#"<dd id="q-dup-r5">50.0 %</dd>"#,
+        r#"<div id="q-background-row"><dt>Transparent tiles laid over</dt><dd id="q-background">#000000</dd></div>"#,
     ] {
         assert!(page.contains(shown), "the job page lacks {shown}");
     }

@@ -259,6 +259,8 @@ struct QualityFigures {
     max_uses: String,
     dup_r1: String,
     dup_r5: String,
+    /// `#rrggbb`, or empty for a library without transparency.
+    background: String,
 }
 
 impl From<&JobQuality> for QualityFigures {
@@ -274,6 +276,10 @@ impl From<&JobQuality> for QualityFigures {
             max_uses: q.max_uses.to_string(),
             dup_r1: share(q.dup_r1),
             dup_r5: share(q.dup_r5),
+            background: q
+                .background
+                .as_ref()
+                .map_or_else(String::new, |c| format!("#{c}")),
         }
     }
 }

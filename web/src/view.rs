@@ -129,7 +129,7 @@ impl JobView {
                 slices_total: r.slices_total,
             },
             output: r.output,
-            quality: r.quality,
+            quality: r.quality.clone(),
             created_at: r.created_at,
             updated_at: r.updated_at,
             finished_at: r.finished_at,

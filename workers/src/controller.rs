@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tessera_engine::{
     AdaptivePlan, AdaptiveSizes, AdaptiveSizing, CellMap, Error as EngineError,
     FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing, TileBackground, TileCache,
-    decode_target, plan_quality,
+    decode_target, hex_colour, plan_quality,
 };
 use tessera_shared::jobs::{
     JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
@@ -296,7 +296,9 @@ impl Controller {
         // With this update's own head, read and write.
         let spent_here = spent(&local) + 3;
         jobs.update(job, |r| {
-            r.quality = r.quality.or(quality);
+            if r.quality.is_none() {
+                r.quality = quality.clone();
+            }
             *r.transactions.entry("controller".into()).or_default() += spent_here;
             true
         })
@@ -579,6 +581,7 @@ async fn job_quality(
     target: RgbImage,
     tiles: Arc<TileCache<'static>>,
 ) -> Result<JobQuality, String> {
+    let background = plan.background().map(hex_colour);
     let quality = on_background_thread(15, move || plan_quality(&plan, &tiles, &target))
         .await?
         .map_err(|e| e.to_string())?;
@@ -590,6 +593,7 @@ async fn job_quality(
         max_uses: quality.max_uses as u32,
         dup_r1: quality.dup_r1,
         dup_r5: quality.dup_r5,
+        background,
     })
 }
 

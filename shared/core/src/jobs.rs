@@ -108,7 +108,7 @@ pub struct OutputSize {
 /// Quality figures of a job's mosaic on its cell grid, as the quality metric defines them:
 /// CIEDE2000 between each cell's target colour and the colour its tile renders there, and how
 /// tiles repeat. Worked out by the controller from the plan.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobQuality {
     /// Mean CIEDE2000 colour difference between each cell's target colour and its tile.
     pub de00_mean: f64,
@@ -127,6 +127,11 @@ pub struct JobQuality {
     pub dup_r1: f64,
     /// The same within radius 5.
     pub dup_r5: f64,
+    /// The colour the library's transparent tiles were laid over, as `rrggbb` (the one `auto`
+    /// chose, say); absent for a library without transparency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^[0-9a-f]{6}$", example = "000000")]
+    pub background: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
