@@ -83,8 +83,9 @@ pub struct Library {
     /// Packed RGB8 renditions of [`Library::rendition_dims`], one after another, composited
     /// onto `background`.
     pixels: Renditions,
-    /// The renditions' opacity, a byte per pixel in the same order; `None`: all opaque.
-    alpha: Option<Vec<u8>>,
+    /// The renditions' opacity, a byte per pixel in the same order (in memory, or left in the
+    /// file like the renditions); `None`: all opaque.
+    alpha: Option<Renditions>,
     /// One per tile; empty: none given (see [`Library::caption`]).
     captions: Vec<String>,
     version: u64,
@@ -130,6 +131,14 @@ impl Renditions {
 
     fn all(&self) -> Cow<'_, [u8]> {
         self.range(0, self.len())
+    }
+
+    /// Bytes held in memory: all, or none when left in the file.
+    fn resident_len(&self) -> usize {
+        match self {
+            Renditions::Memory(pixels) => pixels.len(),
+            Renditions::File { .. } => 0,
+        }
     }
 }
 
@@ -273,7 +282,8 @@ impl Library {
     /// Bytes the library holds in memory: renditions (unless left in their file), descriptors,
     /// names and captions.
     pub fn memory_bytes(&self) -> u64 {
-        let renditions = self.resident_rendition_bytes() + self.alpha.as_ref().map_or(0, Vec::len);
+        let renditions = self.resident_rendition_bytes()
+            + self.alpha.as_ref().map_or(0, Renditions::resident_len);
         let descriptors = (self.means.len() + self.subs.len()) * std::mem::size_of::<Lab>();
         let text: usize = self
             .names
@@ -381,8 +391,7 @@ impl Library {
             .into_par_iter()
             .map(|t| {
                 let mut px = self.rendition(t as u32).into_owned();
-                let a = &alpha[t * rw * rh..(t + 1) * rw * rh];
-                recomposite(&mut px, a, shift);
+                recomposite(&mut px, &alpha.range(t * rw * rh, rw * rh), shift);
                 let described = describe(&px, rw, rh, k);
                 (px, described)
             })
@@ -418,8 +427,7 @@ impl Library {
             .map(|t| {
                 let px = self.rendition(t as u32);
                 let cover = self.alpha.as_ref().map_or(1.0, |a| {
-                    a[t * n..(t + 1) * n].iter().map(|&v| v as f64).sum::<f64>()
-                        / (255.0 * n as f64)
+                    a.range(t * n, n).iter().map(|&v| v as f64).sum::<f64>() / (255.0 * n as f64)
                 });
                 (area_mean(&px), cover)
             })
@@ -465,7 +473,7 @@ impl Library {
         match &self.alpha {
             Some(alpha) => {
                 out.push(1);
-                out.extend_from_slice(alpha);
+                out.extend_from_slice(&alpha.all());
             }
             None => out.push(0),
         }
@@ -676,16 +684,42 @@ impl Library {
                 parsed => break parsed?,
             }
         };
-        if version >= 2 {
-            let mut rest = vec![0u8; body_len - pixels.end];
-            file.seek(std::io::SeekFrom::Start(pixels.end as u64))
-                .map_err(io)?;
-            file.read_exact(&mut rest).map_err(io)?;
-            let rest = library.read_alpha(&rest, version)?;
-            library.captions = read_captions(rest, library.names.len())?;
+        // Past the renditions: the opacity (format 4), left in the file like them, then captions.
+        let mut at = pixels.end;
+        let mut alpha = None;
+        if version >= 4 {
+            let mut flag = [0u8; 1];
+            file.seek(SeekFrom::Start(at as u64)).map_err(io)?;
+            file.read_exact(&mut flag).map_err(io)?;
+            at += 1;
+            match flag[0] {
+                0 => {}
+                1 => {
+                    let (rw, rh) = library.rendition_dims();
+                    let len = (rw as usize * rh as usize)
+                        .checked_mul(library.len())
+                        .filter(|&len| at + len <= body_len)
+                        .ok_or_else(|| Error::BadIndex("truncated".into()))?;
+                    alpha = Some((at, len));
+                    at += len;
+                }
+                other => return Err(Error::BadIndex(format!("bad transparency flag {other}"))),
+            }
         }
+        if version >= 2 {
+            let mut rest = vec![0u8; body_len - at];
+            file.seek(SeekFrom::Start(at as u64)).map_err(io)?;
+            file.read_exact(&mut rest).map_err(io)?;
+            library.captions = read_captions(&rest, library.names.len())?;
+        }
+        let file = Arc::new(Mutex::new(file));
+        library.alpha = alpha.map(|(start, len)| Renditions::File {
+            file: file.clone(),
+            start: start as u64,
+            len,
+        });
         library.pixels = Renditions::File {
-            file: Arc::new(Mutex::new(file)),
+            file,
             start: pixels.start as u64,
             len: pixels.len(),
         };
@@ -754,7 +788,7 @@ impl Library {
                     .checked_mul(self.len())
                     .filter(|&len| len <= rest.len())
                     .ok_or_else(|| Error::BadIndex("truncated".into()))?;
-                self.alpha = Some(rest[..len].to_vec());
+                self.alpha = Some(Renditions::Memory(rest[..len].to_vec()));
                 Ok(&rest[len..])
             }
             _ => Err(Error::BadIndex(format!("bad transparency flag {flag}"))),
@@ -1071,7 +1105,7 @@ fn assemble(
         }
     }
     lib.pixels = Renditions::Memory(pixels);
-    lib.alpha = transparent.then_some(alpha);
+    lib.alpha = transparent.then_some(Renditions::Memory(alpha));
     (lib, report)
 }
 

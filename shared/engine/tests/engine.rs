@@ -198,6 +198,14 @@ fn transparent_tiles_laid_over_another_background_match_an_import_over_it() {
     let path = std::env::temp_dir().join(format!("tessera-cutouts-{}.idx", std::process::id()));
     white.save(&path).unwrap();
     let opened = Library::open_index(&path).unwrap();
+    // Opened, it holds neither renditions nor opacity: both are read per tile from the file.
+    assert!(opened.is_transparent());
+    assert!(
+        opened.memory_bytes() < 20 * 64 * 64,
+        "{} bytes in memory",
+        opened.memory_bytes()
+    );
+    assert_eq!(opened.to_bytes(), white.to_bytes());
     assert_eq!(opened.over(teal).unwrap().rendition(3), over.rendition(3));
     std::fs::remove_file(&path).unwrap();
 }
