@@ -58,8 +58,69 @@ impl Fnv {
     }
 }
 
+/// [`Fnv::digest`] of bytes that come in parts of any length: equal to the digest of them all
+/// at once (the hash takes eight bytes a step, so parts are joined at word boundaries).
+#[derive(Default)]
+pub struct FnvStream {
+    fnv: Fnv,
+    /// The last part's bytes past its last whole word, fewer than eight.
+    carry: Vec<u8>,
+}
+
+impl FnvStream {
+    pub fn update(&mut self, mut bytes: &[u8]) {
+        if !self.carry.is_empty() {
+            let take = (8 - self.carry.len()).min(bytes.len());
+            self.carry.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.carry.len() < 8 {
+                return;
+            }
+            self.fnv.update(&self.carry);
+            self.carry.clear();
+        }
+        let whole = bytes.len() / 8 * 8;
+        self.fnv.update(&bytes[..whole]);
+        self.carry.extend_from_slice(&bytes[whole..]);
+    }
+
+    pub fn finish(mut self) -> u64 {
+        let carry = std::mem::take(&mut self.carry);
+        self.fnv.update(&carry);
+        self.fnv.finish()
+    }
+}
+
 impl Default for Fnv {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_in_any_parts_digests_as_the_whole() {
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        let whole = Fnv::digest(&bytes);
+        for cuts in [
+            vec![],
+            vec![1],
+            vec![3, 5, 8, 17],
+            vec![7, 7, 7, 990],
+            vec![999],
+        ] {
+            let mut stream = FnvStream::default();
+            let mut at = 0;
+            for cut in cuts {
+                let end = (at + cut).min(bytes.len());
+                stream.update(&bytes[at..end]);
+                at = end;
+            }
+            stream.update(&bytes[at..]);
+            assert_eq!(stream.finish(), whole);
+        }
     }
 }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use crate::Error;
 use crate::color::{Lab, srgb_to_lab32};
-use crate::hash::Fnv;
+use crate::hash::{Fnv, FnvStream};
 use crate::resample::resize;
 use crate::shape::TileShape;
 
@@ -133,6 +133,19 @@ impl Renditions {
         self.range(0, self.len())
     }
 
+    /// Hands all the bytes to `sink`: at once from memory, a mebibyte at a time from the file.
+    fn write_to(&self, sink: &mut Sink) -> std::io::Result<()> {
+        match self {
+            Renditions::Memory(bytes) => sink(bytes),
+            Renditions::File { len, .. } => {
+                for at in (0..*len).step_by(1 << 20) {
+                    sink(&self.range(at, (1 << 20).min(len - at)))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Bytes held in memory: all, or none when left in the file.
     fn resident_len(&self) -> usize {
         match self {
@@ -141,6 +154,9 @@ impl Renditions {
         }
     }
 }
+
+/// Where [`Library::write_body`] hands the index's bytes, a part at a time.
+type Sink<'a> = dyn FnMut(&[u8]) -> std::io::Result<()> + 'a;
 
 impl PartialEq for Renditions {
     fn eq(&self, other: &Self) -> bool {
@@ -276,7 +292,13 @@ impl Library {
 
     /// Sets the version from the serialized body, once the library is complete.
     fn seal(&mut self) {
-        self.version = Fnv::digest(&self.body_bytes());
+        let mut digest = FnvStream::default();
+        self.write_body(&mut |part| {
+            digest.update(part);
+            Ok(())
+        })
+        .expect("digesting in memory");
+        self.version = digest.finish();
     }
 
     /// Bytes the library holds in memory: renditions (unless left in their file), descriptors,
@@ -454,35 +476,49 @@ impl Library {
 
     fn body_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.pixels.len() + self.names.len() * 160 + 64);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&INDEX_FORMAT_VERSION.to_le_bytes());
-        out.push(self.grid);
-        out.extend_from_slice(&self.rendition_size.to_le_bytes());
-        out.extend_from_slice(&self.background);
-        out.extend_from_slice(&self.shape.width().to_le_bytes());
-        out.extend_from_slice(&self.shape.height().to_le_bytes());
-        out.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
+        self.write_body(&mut |part| {
+            out.extend_from_slice(part);
+            Ok(())
+        })
+        .expect("writing to memory");
+        out
+    }
+
+    /// The index's body (all but its digest), handed to `sink` a part at a time, in order: the
+    /// renditions and opacity pass as they are held, never copied whole.
+    fn write_body(&self, sink: &mut Sink) -> std::io::Result<()> {
+        let mut head = Vec::with_capacity(self.names.len() * 160 + 64);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&INDEX_FORMAT_VERSION.to_le_bytes());
+        head.push(self.grid);
+        head.extend_from_slice(&self.rendition_size.to_le_bytes());
+        head.extend_from_slice(&self.background);
+        head.extend_from_slice(&self.shape.width().to_le_bytes());
+        head.extend_from_slice(&self.shape.height().to_le_bytes());
+        head.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
         for name in &self.names {
-            out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-            out.extend_from_slice(name.as_bytes());
+            head.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            head.extend_from_slice(name.as_bytes());
         }
         for v in self.means.iter().chain(&self.subs).flatten() {
-            out.extend_from_slice(&v.to_le_bytes());
+            head.extend_from_slice(&v.to_le_bytes());
         }
-        out.extend_from_slice(&self.pixels.all());
+        sink(&head)?;
+        self.pixels.write_to(sink)?;
         match &self.alpha {
             Some(alpha) => {
-                out.push(1);
-                out.extend_from_slice(&alpha.all());
+                sink(&[1])?;
+                alpha.write_to(sink)?;
             }
-            None => out.push(0),
+            None => sink(&[0])?,
         }
+        let mut tail = Vec::new();
         for i in 0..self.names.len() {
             let caption = self.captions.get(i).map_or("", String::as_str);
-            out.extend_from_slice(&(caption.len() as u32).to_le_bytes());
-            out.extend_from_slice(caption.as_bytes());
+            tail.extend_from_slice(&(caption.len() as u32).to_le_bytes());
+            tail.extend_from_slice(caption.as_bytes());
         }
-        out
+        sink(&tail)
     }
 
     /// True if `bytes` starts like a saved index (any format version).
@@ -728,7 +764,20 @@ impl Library {
 
     /// Saves [`Library::to_bytes`] to a file.
     pub fn save(&self, path: &Path) -> Result<(), Error> {
-        std::fs::write(path, self.to_bytes()).map_err(|e| Error::io(path, e))
+        use std::io::Write as _;
+        let io = |e| Error::io(path, e);
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        let mut digest = FnvStream::default();
+        self.write_body(&mut |part| {
+            digest.update(part);
+            out.write_all(part)
+        })
+        .map_err(io)?;
+        out.write_all(&digest.finish().to_le_bytes()).map_err(io)?;
+        out.into_inner()
+            .map_err(|e| io(e.into_error()))?
+            .sync_all()
+            .map_err(io)
     }
 
     /// Opens a library from a saved index ([`Library::open_index`]: renditions read when
