@@ -261,10 +261,14 @@
   const library = document.getElementById("library");
   const strip = document.getElementById("sample-strip");
   // A library of another shape: the tile size follows it, at about the same size.
+  // A library without transparency looks the same over any background: the choice is off.
+  const background = document.getElementById("background");
   function followLibrary() {
     const t = /^(\d+)(?:x(\d+))?$/.exec(tile.value.trim());
     const w = t ? Number(t[1]) : 16, h = t && t[2] !== undefined ? Number(t[2]) : w;
     if (shapeOf(w, h) !== libraryShape()) tile.value = sizeOfShape(libraryShape(), w, h);
+    const option = library.options[library.selectedIndex];
+    background.disabled = !option || option.dataset.transparent !== "true";
   }
   followLibrary();
   library.addEventListener("change", function () { followLibrary(); refresh(); });
@@ -385,6 +389,9 @@
       if (document.getElementById(name).checked) data.append(name, "true");
     });
     if (adaptive.value.trim() !== "") data.append("adaptive", adaptive.value.trim());
+    if (!background.disabled && background.value !== "library") {
+      data.append("background", background.value);
+    }
     button.disabled = true;
     let response;
     try {

@@ -1081,6 +1081,7 @@ async fn transparent_tiles_are_laid_over_the_chosen_background() {
         let res = app.post_library(upload(name, background)).await;
         assert_eq!(res.status(), StatusCode::CREATED, "{background}");
         let created: Value = res.json().await.unwrap();
+        assert_eq!(created["library"]["transparent"], true, "{created}");
         let id = created["library"]["id"].as_str().unwrap().to_string();
         let sheet = app.get(&format!("/api/v1/libraries/{id}/sheet")).await;
         assert_eq!(sheet.status(), StatusCode::OK);
@@ -1089,4 +1090,16 @@ async fn transparent_tiles_are_laid_over_the_chosen_background() {
             .to_rgb8();
         assert_eq!(sheet.get_pixel(16, 16).0, colour, "{background}");
     }
+    // An opaque tile makes an opaque library.
+    let mut opaque = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut opaque)
+        .write_image(&[90u8; 32 * 32 * 3], 32, 32, image::ExtendedColorType::Rgb8)
+        .unwrap();
+    let form = Form::new()
+        .text("name", "Opaque grey")
+        .part("files", Part::bytes(opaque).file_name("grey.png"));
+    let res = app.post_library(form).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let created: Value = res.json().await.unwrap();
+    assert_eq!(created["library"]["transparent"], false, "{created}");
 }

@@ -289,6 +289,18 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         "the uniform output size again",
     )
     .await;
+    // The fixture emoji have transparent parts: what shows through them is the mosaic's choice.
+    let chosen = script(
+        browser,
+        "const b = document.getElementById('background'); if (b.disabled) return null; \
+         b.value = '000000'; b.dispatchEvent(new Event('change', { bubbles: true })); \
+         return b.value",
+    )
+    .await;
+    assert_eq!(
+        chosen, "000000",
+        "the background choice is off for the emoji"
+    );
     screenshot(browser, "home.png").await;
     click(browser, "#submit-form button[type=submit]").await;
 
@@ -348,7 +360,9 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         "const q = document.getElementById('quality'); \
          return q.hidden ? null : { hidden: q.hidden, \
                   mean: document.getElementById('q-de00-mean').textContent, \
-                  distinct: document.getElementById('q-distinct').textContent }",
+                  distinct: document.getElementById('q-distinct').textContent, \
+                  background: document.getElementById('q-background-row').hidden ? null \
+                    : document.getElementById('q-background').textContent }",
         Duration::from_secs(30),
         "the quality figures",
     )
@@ -377,6 +391,9 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         job["quality"]["distinct"].to_string(),
         "{quality}"
     );
+    // The tiles were laid over the black chosen on the form, and the page says so.
+    assert_eq!(job["params"]["background"], "000000", "{job}");
+    assert_eq!(quality["background"], "#000000", "{quality}");
     screenshot(browser, "job-done.png").await;
 
     // My jobs lists it (the cookie minted by the submission).

@@ -44,7 +44,7 @@ async fn pages_render_with_their_assets() {
     let (status, home) = html(&app, "/", None).await;
     assert_eq!(status, 200);
     assert!(
-        home.contains(r#"<option value="emoji" data-shape="1:1">"#),
+        home.contains(r#"<option value="emoji" data-shape="1:1" data-transparent="true">"#),
         "{home}"
     );
     for id in [
@@ -56,6 +56,7 @@ async fn pages_render_with_their_assets() {
         "repeat_radius",
         "blend",
         "adaptive",
+        "background",
     ] {
         assert!(
             home.contains(&format!(r#"<label for="{id}">"#)),
@@ -63,6 +64,7 @@ async fn pages_render_with_their_assets() {
         );
     }
     assert!(home.contains(r#"id="adaptive-help""#));
+    assert!(home.contains(r#"id="background-help""#));
     assert!(home.contains(r#"role="alert""#));
     for id in ["flip", "rotate"] {
         assert!(

@@ -51,6 +51,11 @@ pub struct LibraryRecord {
     #[serde(default)]
     #[schema(required = true)]
     pub skipped: Vec<SkippedFile>,
+    /// Some tiles have transparent parts, which each mosaic may lay over a background of its
+    /// own (a job's `background`). False for libraries indexed before transparency was kept.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub transparent: bool,
     /// Size of the index blob in bytes.
     pub index_bytes: u64,
     #[serde(with = "time::serde::rfc3339")]
@@ -139,6 +144,18 @@ pub fn library_id_from_name(name: &str) -> String {
     }
 }
 
+/// What a library's record says of its index, besides the version the catalogue gives it.
+#[derive(Debug, Clone)]
+pub struct IndexSummary {
+    pub shape: tessera_engine::TileShape,
+    pub tiles: u32,
+    /// Pixel-identical duplicates merged.
+    pub duplicates: u32,
+    pub skipped: Vec<SkippedFile>,
+    /// Some tiles have transparent parts.
+    pub transparent: bool,
+}
+
 impl LibraryCatalog {
     pub fn new(blobs: Arc<dyn BlobStore>) -> Self {
         LibraryCatalog { blobs }
@@ -149,15 +166,11 @@ impl LibraryCatalog {
     ///
     /// The record moves only forward: it is written under its ETag (or create-only), and a
     /// publish that finds a newer version recorded meanwhile leaves that one current.
-    #[allow(clippy::too_many_arguments)]
     pub async fn publish(
         &self,
         id: &str,
         name: &str,
-        shape: tessera_engine::TileShape,
-        tiles: u32,
-        duplicates: u32,
-        skipped: Vec<SkippedFile>,
+        summary: IndexSummary,
         index: Bytes,
         replace: bool,
     ) -> Result<LibraryRecord, LibraryError> {
@@ -195,10 +208,11 @@ impl LibraryCatalog {
             id: id.to_string(),
             name: name.to_string(),
             version,
-            tiles,
-            shape: shape.to_string(),
-            duplicates,
-            skipped,
+            tiles: summary.tiles,
+            shape: summary.shape.to_string(),
+            duplicates: summary.duplicates,
+            skipped: summary.skipped,
+            transparent: summary.transparent,
             index_bytes,
             created_at: OffsetDateTime::now_utc(),
         };

@@ -6,7 +6,9 @@ use std::path::Path;
 use bytes::Bytes;
 use tessera_engine::{ImportOptions, ImportReport, Library};
 
-use crate::libraries::{LibraryError, LibraryRecord, SkippedFile, library_id_from_name};
+use crate::libraries::{
+    IndexSummary, LibraryError, LibraryRecord, SkippedFile, library_id_from_name,
+};
 use crate::platform::Platform;
 
 /// Why an import made no library.
@@ -48,9 +50,10 @@ pub async fn import_library(
 ) -> Result<(LibraryRecord, ImportReport), ImportError> {
     let path = src.to_path_buf();
     let shape = options.shape;
-    let (index, tiles, report) = tokio::task::spawn_blocking(move || {
+    let (index, tiles, transparent, report) = tokio::task::spawn_blocking(move || {
         let (library, report) = Library::import(&path, &options)?;
-        Ok::<_, tessera_engine::Error>((library.to_bytes(), library.len(), report))
+        let (tiles, transparent) = (library.len(), library.is_transparent());
+        Ok::<_, tessera_engine::Error>((library.to_bytes(), tiles, transparent, report))
     })
     .await
     .map_err(|e| ImportError::Stopped(e.to_string()))?
@@ -79,10 +82,13 @@ pub async fn import_library(
         .publish(
             &id,
             name,
-            shape,
-            tiles as u32,
-            report.duplicates.len() as u32,
-            skipped,
+            IndexSummary {
+                shape,
+                tiles: tiles as u32,
+                duplicates: report.duplicates.len() as u32,
+                skipped,
+                transparent,
+            },
             Bytes::from(index),
             replace,
         )
