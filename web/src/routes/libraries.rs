@@ -114,8 +114,9 @@ pub struct Created {
 #[derive(serde::Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LibraryUpload {
-    /// The library's name (not blank); its id is made from it.
-    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
+    /// The library's name (not blank); its id is made from it. Blank is Unicode white space,
+    /// which counts NEL (U+0085) as well as what a pattern's `\s` takes.
+    #[schema(min_length = 1, max_length = 100, pattern = r"[^\s\u0085]")]
     pub name: String,
     /// true: publish a new version of an existing library (default false).
     #[schema(required = false, default = false)]
