@@ -72,8 +72,8 @@ impl LibraryCache {
     /// The library's tiles at `size`, over `background` if its tiles are transparent (a plan
     /// says which, [`tessera_engine::Plan::background`]), shared by every slice (and the
     /// controller, in one process) that renders them: a tile is resized once, not once per
-    /// slice. A library laid over another background is a copy of its renditions, kept with
-    /// the resized tiles.
+    /// slice. A library laid over another background shares the renditions of the version
+    /// cached here (only its descriptors are its own) and is kept with the resized tiles.
     pub async fn tiles(
         &self,
         reference: &LibraryRef,

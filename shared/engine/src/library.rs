@@ -81,8 +81,12 @@ pub struct Library {
     /// `grid * grid` Lab means per tile, row-major.
     subs: Vec<Lab>,
     /// Packed RGB8 renditions of [`Library::rendition_dims`], one after another, composited
-    /// onto `background`.
+    /// onto `background` (or onto `stored_over`, when set).
     pixels: Renditions,
+    /// For a library laid over another background ([`Library::over`]): the background its
+    /// stored renditions were composited onto. Each rendition is laid over `background` as it
+    /// is read, so the renditions are shared, not copied.
+    stored_over: Option<[u8; 3]>,
     /// The renditions' opacity, a byte per pixel in the same order (in memory, or left in the
     /// file like the renditions); `None`: all opaque.
     alpha: Option<Renditions>,
@@ -95,7 +99,8 @@ pub struct Library {
 /// from and read one tile at a time when asked for ([`Library::open_index`]).
 #[derive(Debug, Clone)]
 enum Renditions {
-    Memory(Vec<u8>),
+    /// Shared by a library and the libraries laid over other backgrounds from it.
+    Memory(Arc<Vec<u8>>),
     File {
         file: Arc<Mutex<std::fs::File>>,
         /// Where the renditions start in the file, and their total length.
@@ -387,8 +392,17 @@ impl Library {
             "tile {tile} is not in the library"
         );
         let (w, h) = self.rendition_dims();
-        let n = (w * h * 3) as usize;
-        self.pixels.range(tile as usize * n, n)
+        let n = (w * h) as usize;
+        let stored = self.pixels.range(tile as usize * n * 3, n * 3);
+        match (self.stored_over, &self.alpha) {
+            (Some(stored_over), Some(alpha)) => {
+                let mut px = stored.into_owned();
+                let shift = [0, 1, 2].map(|c| self.background[c] as i32 - stored_over[c] as i32);
+                recomposite(&mut px, &alpha.range(tile as usize * n, n), shift);
+                Cow::Owned(px)
+            }
+            _ => stored,
+        }
     }
 
     /// True if some tile has transparent parts, which [`Library::over`] can lay over another
@@ -397,47 +411,34 @@ impl Library {
         self.alpha.is_some()
     }
 
-    /// This library with its transparent parts laid over `background` instead: renditions and
-    /// descriptors remade, names, captions and version kept (a plan records the background it
-    /// was made over). `None` if nothing would change: an opaque library, or its own background.
+    /// This library with its transparent parts laid over `background` instead: descriptors
+    /// remade, names, captions and version kept (a plan records the background it was made
+    /// over). The renditions are shared with this library and laid over `background` as they are
+    /// read. `None` if nothing would change: an opaque library, or its own background.
     pub fn over(&self, background: [u8; 3]) -> Option<Library> {
-        let alpha = self.alpha.as_ref()?;
+        self.alpha.as_ref()?;
         if background == self.background {
             return None;
         }
-        let (rw, rh) = self.rendition_dims();
-        let (rw, rh) = (rw as usize, rh as usize);
-        let k = self.grid();
-        let shift = [0, 1, 2].map(|c| background[c] as i32 - self.background[c] as i32);
-        let tiles: Vec<(Vec<u8>, Described)> = (0..self.len())
-            .into_par_iter()
-            .map(|t| {
-                let mut px = self.rendition(t as u32).into_owned();
-                recomposite(&mut px, &alpha.range(t * rw * rh, rw * rh), shift);
-                let described = describe(&px, rw, rh, k);
-                (px, described)
-            })
-            .collect();
-        let mut pixels = Vec::with_capacity(self.len() * rw * rh * 3);
-        let (mut means, mut subs) = (Vec::with_capacity(self.len()), Vec::new());
-        for (px, (mean, sub)) in tiles {
-            pixels.extend_from_slice(&px);
-            means.push(mean);
-            subs.extend(sub);
-        }
-        Some(Library {
-            grid: self.grid,
-            rendition_size: self.rendition_size,
+        let stored = self.stored_over.unwrap_or(self.background);
+        let mut over = Library {
             background,
-            shape: self.shape,
-            names: self.names.clone(),
-            means,
-            subs,
-            pixels: Renditions::Memory(pixels),
-            alpha: self.alpha.clone(),
-            captions: self.captions.clone(),
-            version: self.version,
-        })
+            stored_over: (background != stored).then_some(stored),
+            means: Vec::new(),
+            subs: Vec::new(),
+            ..self.clone()
+        };
+        let (rw, rh) = self.rendition_dims();
+        let k = self.grid();
+        let described: Vec<Described> = (0..self.len() as u32)
+            .into_par_iter()
+            .map(|t| describe(&over.rendition(t), rw as usize, rh as usize, k))
+            .collect();
+        for (mean, sub) in described {
+            over.means.push(mean);
+            over.subs.extend(sub);
+        }
+        Some(over)
     }
 
     /// Each tile's mean sRGB colour and mean opacity (0 to 1); opaque libraries have 1 for all.
@@ -504,7 +505,13 @@ impl Library {
             head.extend_from_slice(&v.to_le_bytes());
         }
         sink(&head)?;
-        self.pixels.write_to(sink)?;
+        if self.stored_over.is_some() {
+            for t in 0..self.len() as u32 {
+                sink(&self.rendition(t))?;
+            }
+        } else {
+            self.pixels.write_to(sink)?;
+        }
         match &self.alpha {
             Some(alpha) => {
                 sink(&[1])?;
@@ -539,7 +546,7 @@ impl Library {
     /// Loads an index saved by [`Library::to_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Library, Error> {
         let (mut library, pixels) = Self::parse(bytes)?;
-        library.pixels = Renditions::Memory(bytes[pixels].to_vec());
+        library.pixels = Renditions::Memory(Arc::new(bytes[pixels].to_vec()));
         Ok(library)
     }
 
@@ -550,7 +557,7 @@ impl Library {
         bytes.truncate(pixels.end);
         bytes.drain(..pixels.start);
         bytes.shrink_to_fit();
-        library.pixels = Renditions::Memory(bytes);
+        library.pixels = Renditions::Memory(Arc::new(bytes));
         Ok(library)
     }
 
@@ -658,7 +665,8 @@ impl Library {
             names,
             means,
             subs,
-            pixels: Renditions::Memory(Vec::new()),
+            pixels: Renditions::Memory(Arc::default()),
+            stored_over: None,
             alpha: None,
             captions: Vec::new(),
             version: digest,
@@ -837,7 +845,7 @@ impl Library {
                     .checked_mul(self.len())
                     .filter(|&len| len <= rest.len())
                     .ok_or_else(|| Error::BadIndex("truncated".into()))?;
-                self.alpha = Some(Renditions::Memory(rest[..len].to_vec()));
+                self.alpha = Some(Renditions::Memory(Arc::new(rest[..len].to_vec())));
                 Ok(&rest[len..])
             }
             _ => Err(Error::BadIndex(format!("bad transparency flag {flag}"))),
@@ -1133,7 +1141,8 @@ fn assemble(
         names: Vec::with_capacity(kept.len()),
         means: Vec::with_capacity(kept.len()),
         subs: Vec::with_capacity(kept.len() * k * k),
-        pixels: Renditions::Memory(Vec::new()),
+        pixels: Renditions::Memory(Arc::default()),
+        stored_over: None,
         alpha: None,
         captions: Vec::new(),
         version: 0,
@@ -1153,8 +1162,8 @@ fn assemble(
             }
         }
     }
-    lib.pixels = Renditions::Memory(pixels);
-    lib.alpha = transparent.then_some(Renditions::Memory(alpha));
+    lib.pixels = Renditions::Memory(Arc::new(pixels));
+    lib.alpha = transparent.then_some(Renditions::Memory(Arc::new(alpha)));
     (lib, report)
 }
 

@@ -186,6 +186,15 @@ fn transparent_tiles_laid_over_another_background_match_an_import_over_it() {
         let de = color::ciede2000(m.map(f64::from), n.map(f64::from));
         assert!(de < 0.5, "tile {t}: mean {m:?} against {n:?}");
     }
+    // Saved, the laid-over library is one over teal in its own right; laid back over white,
+    // it reads the stored renditions again.
+    let saved = Library::from_bytes(&over.to_bytes()).unwrap();
+    assert_eq!(saved.background(), teal);
+    assert_eq!(saved.means(), over.means());
+    assert_eq!(saved.rendition(7), over.rendition(7));
+    let back = over.over([255; 3]).unwrap();
+    assert_eq!(back.rendition(7), white.rendition(7));
+    assert_eq!(back.means(), white.means());
     // Nothing to do over its own background, nor for an opaque library.
     assert!(white.over([255; 3]).is_none());
     let opaque = opaque_library();
