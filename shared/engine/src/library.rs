@@ -206,19 +206,23 @@ impl Library {
             let (images, ignored) = split_images(files, |f| f.as_str());
             let total = images.len();
             let done = std::sync::atomic::AtomicUsize::new(0);
-            let results: Vec<_> = images
-                .par_iter()
-                .map(|name| {
-                    let r = std::fs::read(path.join(name))
-                        .map_err(|e| e.to_string())
-                        .and_then(|bytes| prepare(name, &bytes, opts));
-                    let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    progress(d, total);
-                    (name.clone(), r)
-                })
-                .collect();
+            let mut assembler = Assembler::new(opts, ignored, total);
+            for chunk in images.chunks(BATCH) {
+                let results: Vec<_> = chunk
+                    .par_iter()
+                    .map(|name| {
+                        let r = std::fs::read(path.join(name))
+                            .map_err(|e| e.to_string())
+                            .and_then(|bytes| prepare(name, &bytes, opts));
+                        let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        progress(d, total);
+                        (name.clone(), r)
+                    })
+                    .collect();
+                assembler.feed(results);
+            }
             let listed = images.iter().map(String::as_str);
-            with_captions(assemble(results, ignored, opts), captions, listed)
+            with_captions(assembler.finish(), captions, listed)
         } else {
             let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
             let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
@@ -243,7 +247,8 @@ impl Library {
             };
             let (images, ignored) = split_images(names, |(n, _)| n.as_str());
             let total = images.len();
-            let mut results = Vec::with_capacity(total);
+            let mut assembler = Assembler::new(opts, ignored, total);
+            let mut done = 0;
             // Decode in chunks so that memory holds a bounded number of compressed files.
             for chunk in images.chunks(256) {
                 let mut raw = Vec::with_capacity(chunk.len());
@@ -256,14 +261,19 @@ impl Library {
                         .map(|_| bytes);
                     raw.push((name.clone(), r));
                 }
-                results.par_extend(raw.into_par_iter().map(|(name, r)| {
-                    let p = r.and_then(|bytes| prepare(&name, &bytes, opts));
-                    (name, p)
-                }));
-                progress(results.len(), total);
+                let results: Vec<_> = raw
+                    .into_par_iter()
+                    .map(|(name, r)| {
+                        let p = r.and_then(|bytes| prepare(&name, &bytes, opts));
+                        (name, p)
+                    })
+                    .collect();
+                done += results.len();
+                assembler.feed(results);
+                progress(done, total);
             }
             let listed = images.iter().map(|(n, _)| n.as_str());
-            with_captions(assemble(results, ignored, opts), captions, listed)
+            with_captions(assembler.finish(), captions, listed)
         }
     }
 
@@ -274,14 +284,17 @@ impl Library {
     ) -> Result<(Library, ImportReport), Error> {
         check_options(opts)?;
         files.sort_by(|a, b| a.0.cmp(&b.0));
-        let results = files
-            .into_par_iter()
-            .map(|(name, bytes)| {
-                let r = prepare(&name, &bytes, opts);
-                (name, r)
-            })
-            .collect();
-        let (mut library, report) = assemble(results, 0, opts);
+        let mut assembler = Assembler::new(opts, 0, files.len());
+        assembler.feed(
+            files
+                .into_par_iter()
+                .map(|(name, bytes)| {
+                    let r = prepare(&name, &bytes, opts);
+                    (name, r)
+                })
+                .collect(),
+        );
+        let (mut library, report) = assembler.finish();
         library.seal();
         Ok((library, report))
     }
@@ -1098,73 +1111,111 @@ pub fn decode_target(bytes: &[u8], background: [u8; 3]) -> Result<image::RgbImag
     Ok(image::RgbImage::from_raw(w, h, out).expect("sized buffer"))
 }
 
-/// The library of the prepared files, in name order, with duplicates merged; not sealed yet (its
-/// version is set by [`Library::seal`] once captions are in).
-fn assemble(
-    results: Vec<(String, Result<Prepared, String>)>,
-    ignored: usize,
-    opts: &ImportOptions,
-) -> (Library, ImportReport) {
-    let mut report = ImportReport {
-        ignored,
-        ..Default::default()
-    };
-    let mut seen = std::collections::BTreeMap::new();
-    let mut kept = Vec::new();
-    for (name, r) in results {
-        match r {
-            Err(reason) => report.skipped.push((name, reason)),
-            Ok(mut p) => {
-                if let Some(first) = seen.get(&p.identity) {
-                    report.duplicates.push((name, String::clone(first)));
-                } else {
-                    seen.insert(p.identity, name.clone());
-                    p.name = name;
-                    kept.push(p);
+/// Files prepared at once in an import: each batch's renditions go into the library as it is
+/// assembled and are dropped, so an import holds the library and one batch, not two copies.
+const BATCH: usize = 1024;
+
+/// Builds the library of prepared files fed in name order, a batch at a time, with duplicates
+/// merged; not sealed (its version is set by [`Library::seal`] once captions are in).
+struct Assembler {
+    lib: Library,
+    report: ImportReport,
+    /// The first file of each identity kept.
+    seen: std::collections::BTreeMap<(u64, u64), String>,
+    pixels: Vec<u8>,
+    /// Opacity, from the first transparent tile on (the opaque ones before it filled in).
+    alpha: Option<Vec<u8>>,
+    /// Pixels per rendition.
+    area: usize,
+}
+
+impl Assembler {
+    /// For up to `files` files (the renditions' buffer is reserved once for them all).
+    fn new(opts: &ImportOptions, ignored: usize, files: usize) -> Assembler {
+        let (rw, rh) = opts.shape.fit(opts.rendition_size);
+        let area = rw as usize * rh as usize;
+        Assembler {
+            lib: Library {
+                grid: opts.grid,
+                rendition_size: opts.rendition_size,
+                background: opts.background,
+                shape: opts.shape,
+                names: Vec::new(),
+                means: Vec::new(),
+                subs: Vec::new(),
+                pixels: Renditions::Memory(Arc::default()),
+                stored_over: None,
+                alpha: None,
+                captions: Vec::new(),
+                version: 0,
+            },
+            report: ImportReport {
+                ignored,
+                ..Default::default()
+            },
+            seen: std::collections::BTreeMap::new(),
+            pixels: Vec::with_capacity(files * area * 3),
+            alpha: None,
+            area,
+        }
+    }
+
+    /// Adds a batch of files, in name order after the batches before.
+    fn feed(&mut self, batch: Vec<(String, Result<Prepared, String>)>) {
+        let mut kept = Vec::with_capacity(batch.len());
+        for (name, r) in batch {
+            match r {
+                Err(reason) => self.report.skipped.push((name, reason)),
+                Ok(mut p) => {
+                    if let Some(first) = self.seen.get(&p.identity) {
+                        self.report.duplicates.push((name, String::clone(first)));
+                    } else {
+                        self.seen.insert(p.identity, name.clone());
+                        p.name = name;
+                        kept.push(p);
+                    }
                 }
             }
         }
-    }
-    report.imported = kept.len();
-    let k = opts.grid as usize;
-    let (rw, rh) = opts.shape.fit(opts.rendition_size);
-    let (rw, rh) = (rw as usize, rh as usize);
-    let described: Vec<Described> = kept
-        .par_iter()
-        .map(|p| describe(&p.rendition, rw, rh, k))
-        .collect();
-    let mut lib = Library {
-        grid: opts.grid,
-        rendition_size: opts.rendition_size,
-        background: opts.background,
-        shape: opts.shape,
-        names: Vec::with_capacity(kept.len()),
-        means: Vec::with_capacity(kept.len()),
-        subs: Vec::with_capacity(kept.len() * k * k),
-        pixels: Renditions::Memory(Arc::default()),
-        stored_over: None,
-        alpha: None,
-        captions: Vec::new(),
-        version: 0,
-    };
-    let mut pixels = Vec::with_capacity(kept.len() * rw * rh * 3);
-    let transparent = kept.iter().any(|p| p.alpha.is_some());
-    let mut alpha = Vec::with_capacity(if transparent { kept.len() * rw * rh } else { 0 });
-    for (p, (mean, subs)) in kept.into_iter().zip(described) {
-        lib.names.push(p.name);
-        lib.means.push(mean);
-        lib.subs.extend(subs);
-        pixels.extend_from_slice(&p.rendition);
-        if transparent {
-            match &p.alpha {
-                Some(a) => alpha.extend_from_slice(a),
-                None => alpha.resize(alpha.len() + rw * rh, 255),
+        let (rw, rh) = self.lib.rendition_dims();
+        let k = self.lib.grid();
+        let described: Vec<Described> = kept
+            .par_iter()
+            .map(|p| describe(&p.rendition, rw as usize, rh as usize, k))
+            .collect();
+        let area = self.area;
+        for (p, (mean, subs)) in kept.into_iter().zip(described) {
+            let before = self.lib.names.len();
+            self.lib.names.push(p.name);
+            self.lib.means.push(mean);
+            self.lib.subs.extend(subs);
+            self.pixels.extend_from_slice(&p.rendition);
+            match (p.alpha, &mut self.alpha) {
+                (Some(a), Some(alpha)) => alpha.extend_from_slice(&a),
+                (Some(a), None) => {
+                    let mut alpha = vec![255; before * area];
+                    alpha.extend_from_slice(&a);
+                    self.alpha = Some(alpha);
+                }
+                (None, Some(alpha)) => alpha.resize(alpha.len() + area, 255),
+                (None, None) => {}
             }
         }
     }
-    lib.pixels = Renditions::Memory(Arc::new(pixels));
-    lib.alpha = transparent.then_some(Renditions::Memory(Arc::new(alpha)));
-    (lib, report)
+
+    fn finish(self) -> (Library, ImportReport) {
+        let Assembler {
+            mut lib,
+            mut report,
+            pixels,
+            alpha,
+            ..
+        } = self;
+        report.imported = lib.names.len();
+        lib.pixels = Renditions::Memory(Arc::new(pixels));
+        lib.alpha = alpha.map(|a| Renditions::Memory(Arc::new(a)));
+        (lib, report)
+    }
 }
 
 /// A colour written as `RRGGBB` hex, with or without a leading `#` (as a browser's colour input

@@ -220,6 +220,33 @@ fn transparent_tiles_laid_over_another_background_match_an_import_over_it() {
 }
 
 #[test]
+fn opaque_tiles_beside_transparent_ones_stay_as_they_are_over_any_background() {
+    let files = vec![
+        (
+            "a-opaque.png".to_string(),
+            rgba_png(16, 16, [200, 30, 30, 255]),
+        ),
+        ("b-cutout.png".to_string(), cutout_png(16, [30, 200, 30])),
+        (
+            "c-opaque.png".to_string(),
+            rgba_png(16, 16, [30, 30, 200, 255]),
+        ),
+    ];
+    let lib = Library::from_files(files, &ImportOptions::default())
+        .unwrap()
+        .0;
+    assert!(lib.is_transparent());
+    let black = lib.over([0, 0, 0]).unwrap();
+    assert_eq!(black.rendition(0), lib.rendition(0));
+    assert_eq!(black.rendition(2), lib.rendition(2));
+    assert_eq!(black.means()[0], lib.means()[0]);
+    assert_ne!(black.rendition(1), lib.rendition(1));
+    // The cut-out's corner is its background: white as imported, black laid over.
+    assert_eq!(&lib.rendition(1)[..3], &[255, 255, 255]);
+    assert_eq!(&black.rendition(1)[..3], &[0, 0, 0]);
+}
+
+#[test]
 fn auto_background_suits_the_target_and_the_plan_keeps_it() {
     let white = Library::from_files(cutouts(), &ImportOptions::default())
         .unwrap()
