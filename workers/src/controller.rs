@@ -616,8 +616,8 @@ enum WholePlan {
 /// Decodes the target and plans the whole image (a uniform grid, or adaptive squares of
 /// `adaptive`), over the background the job asks for, sending each slice's rows on `slices` as
 /// soon as they are final; returns the whole plan, the decoded target and the tiles the plan was
-/// made with (the library's own, or laid over the background; adaptive squares keep the
-/// library's own).
+/// made with (the library's own, or laid over the background: the request's validation keeps
+/// adaptive squares to the library's own).
 fn plan_job(
     input: &[u8],
     tiles: Arc<TileCache<'static>>,
@@ -627,11 +627,7 @@ fn plan_job(
 ) -> Result<(WholePlan, RgbImage, Arc<TileCache<'static>>), EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
     let target = decode_target(input, tiles.library().background())?;
-    let background = if adaptive.is_some() {
-        None
-    } else {
-        background.resolve(&target, tiles.library())
-    };
+    let background = background.resolve(&target, tiles.library());
     let tiles = match background.and_then(|bg| tiles.library().over(bg)) {
         Some(over) => Arc::new(TileCache::shared(Arc::new(over), tiles.tile_size())),
         None => tiles,

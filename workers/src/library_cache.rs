@@ -81,8 +81,7 @@ impl LibraryCache {
         background: Option<[u8; 3]>,
     ) -> Result<Tiles, LibraryLoadError> {
         let library = self.get(reference).await?;
-        let background =
-            background.filter(|&bg| library.is_transparent() && bg != library.background());
+        let background = background.filter(|&bg| library.looks_different_over(bg));
         let key = (reference.clone(), size, background);
         if size.area() <= MAX_KEPT_TILE_AREA {
             let mut tiles = self.tiles.lock().unwrap_or_else(|e| e.into_inner());

@@ -206,20 +206,12 @@ pub struct RenderOptions {
     pub rotate: bool,
     /// What transparent tiles lie over: `library`, `auto` or a colour as `rrggbb` hex
     /// (absent: the library's own background, as `library`). Not with `adaptive`.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "background_text"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
     pub background: Option<TileBackground>,
     /// Adaptive tile sizes, `"MIN..MAX"` (as `"8..32"`): square tiles of several sizes, large
     /// where the photo is flat and small where it is detailed, no more of them than the uniform
     /// grid has. Absent: the uniform grid, and the messages read as they did before.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "adaptive_field"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
     pub adaptive: Option<AdaptiveSizes>,
 }
 
@@ -230,51 +222,45 @@ impl RenderOptions {
     }
 }
 
-/// A [`TileBackground`] in a message: its text, checked as it is read.
-mod background_text {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use tessera_engine::TileBackground;
+/// An option that travels as text (`"8..32"`, `"auto"`): written as it displays, parsed (and
+/// so checked) as it is read.
+trait WireText: std::fmt::Display + Sized {
+    fn from_wire(text: &str) -> Result<Self, String>;
+}
 
-    pub fn serialize<S: Serializer>(
-        value: &Option<TileBackground>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match value {
-            Some(bg) => s.collect_str(bg),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<TileBackground>, D::Error> {
-        Option::<String>::deserialize(d)?
-            .map(|text| TileBackground::parse(&text).map_err(serde::de::Error::custom))
-            .transpose()
+impl WireText for TileBackground {
+    fn from_wire(text: &str) -> Result<Self, String> {
+        TileBackground::parse(text)
     }
 }
 
-/// `adaptive` on the wire: the sizes as `"MIN..MAX"`, parsed (and so checked) as they are read.
-mod adaptive_field {
-    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
-    use tessera_engine::AdaptiveSizes;
+impl WireText for AdaptiveSizes {
+    fn from_wire(text: &str) -> Result<Self, String> {
+        text.parse().map_err(|e| format!("adaptive: {e}"))
+    }
+}
 
-    pub fn serialize<S: Serializer>(
-        sizes: &Option<AdaptiveSizes>,
+/// Serde for an optional [`WireText`] field.
+mod wire_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::WireText;
+
+    pub fn serialize<T: WireText, S: Serializer>(
+        value: &Option<T>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
-        match sizes {
-            Some(sizes) => s.collect_str(sizes),
+        match value {
+            Some(value) => s.collect_str(value),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AdaptiveSizes>, D::Error> {
+    pub fn deserialize<'de, T: WireText, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<T>, D::Error> {
         Option::<String>::deserialize(d)?
-            .map(|text| {
-                text.parse()
-                    .map_err(|e| D::Error::custom(format!("adaptive: {e}")))
-            })
+            .map(|text| T::from_wire(&text).map_err(serde::de::Error::custom))
             .transpose()
     }
 }

@@ -424,22 +424,34 @@ impl Library {
         self.alpha.is_some()
     }
 
+    /// True if the tiles would look otherwise over `background`: some are transparent, and it is
+    /// not the one they lie over now ([`Library::over`] gives the library laid over it).
+    pub fn looks_different_over(&self, background: [u8; 3]) -> bool {
+        self.is_transparent() && background != self.background
+    }
+
     /// This library with its transparent parts laid over `background` instead: descriptors
     /// remade, names, captions and version kept (a plan records the background it was made
     /// over). The renditions are shared with this library and laid over `background` as they are
     /// read. `None` if nothing would change: an opaque library, or its own background.
     pub fn over(&self, background: [u8; 3]) -> Option<Library> {
-        self.alpha.as_ref()?;
-        if background == self.background {
+        if !self.looks_different_over(background) {
             return None;
         }
         let stored = self.stored_over.unwrap_or(self.background);
         let mut over = Library {
+            grid: self.grid,
+            rendition_size: self.rendition_size,
             background,
+            shape: self.shape,
+            names: self.names.clone(),
+            means: Vec::with_capacity(self.len()),
+            subs: Vec::with_capacity(self.subs.len()),
+            pixels: self.pixels.clone(),
             stored_over: (background != stored).then_some(stored),
-            means: Vec::new(),
-            subs: Vec::new(),
-            ..self.clone()
+            alpha: self.alpha.clone(),
+            captions: self.captions.clone(),
+            version: self.version,
         };
         let (rw, rh) = self.rendition_dims();
         let k = self.grid();
@@ -749,18 +761,9 @@ impl Library {
             file.seek(SeekFrom::Start(at as u64)).map_err(io)?;
             file.read_exact(&mut flag).map_err(io)?;
             at += 1;
-            match flag[0] {
-                0 => {}
-                1 => {
-                    let (rw, rh) = library.rendition_dims();
-                    let len = (rw as usize * rh as usize)
-                        .checked_mul(library.len())
-                        .filter(|&len| at + len <= body_len)
-                        .ok_or_else(|| Error::BadIndex("truncated".into()))?;
-                    alpha = Some((at, len));
-                    at += len;
-                }
-                other => return Err(Error::BadIndex(format!("bad transparency flag {other}"))),
+            if let Some(len) = library.alpha_len(flag[0], body_len.saturating_sub(at))? {
+                alpha = Some((at, len));
+                at += len;
             }
         }
         if version >= 2 {
@@ -850,16 +853,25 @@ impl Library {
         let (&flag, rest) = bytes
             .split_first()
             .ok_or_else(|| Error::BadIndex("truncated".into()))?;
+        let Some(len) = self.alpha_len(flag, rest.len())? else {
+            return Ok(rest);
+        };
+        self.alpha = Some(Renditions::Memory(Arc::new(rest[..len].to_vec())));
+        Ok(&rest[len..])
+    }
+
+    /// The length of the opacity after a transparency section's `flag` (`None` for an opaque
+    /// library), checked against the `available` bytes.
+    fn alpha_len(&self, flag: u8, available: usize) -> Result<Option<usize>, Error> {
         match flag {
-            0 => Ok(rest),
+            0 => Ok(None),
             1 => {
                 let (rw, rh) = self.rendition_dims();
-                let len = (rw as usize * rh as usize)
+                (rw as usize * rh as usize)
                     .checked_mul(self.len())
-                    .filter(|&len| len <= rest.len())
-                    .ok_or_else(|| Error::BadIndex("truncated".into()))?;
-                self.alpha = Some(Renditions::Memory(Arc::new(rest[..len].to_vec())));
-                Ok(&rest[len..])
+                    .filter(|&len| len <= available)
+                    .map(Some)
+                    .ok_or_else(|| Error::BadIndex("truncated".into()))
             }
             _ => Err(Error::BadIndex(format!("bad transparency flag {flag}"))),
         }

@@ -400,13 +400,15 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
     let blend = parse_u32("blend", form.blend.as_deref(), 0, 0..=100)? as u8;
     let flip = parse_bool("flip", form.flip.as_deref())?;
     let rotate = parse_bool("rotate", form.rotate.as_deref())?;
+    // `library`, as an empty field, is the default: none asked for.
     let background =
         match form.background.as_deref() {
             None | Some("") => None,
             Some(text) => Some(TileBackground::parse(text).map_err(|e| {
                 ApiError::bad_request("invalid_parameter", format!("background: {e}"))
             })?),
-        };
+        }
+        .filter(|bg| *bg != TileBackground::Library);
     if let Some(sizes) = adaptive
         && !tile_size.is_square()
     {
@@ -419,7 +421,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         ));
     }
     if let Some(sizes) = adaptive
-        && background.is_some_and(|bg| bg != TileBackground::Library)
+        && background.is_some()
     {
         return Err(ApiError::unprocessable(
             "adaptive_background",
@@ -551,7 +553,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         max_uses: None,
         flip,
         rotate,
-        background: background.filter(|bg| *bg != TileBackground::Library),
+        background,
         adaptive,
     };
     let mut record = JobRecord::new(
