@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use crate::color::{ciede2000, srgb_to_lab, srgb_to_lab32};
 use crate::kdtree::KdTree;
 use crate::library::{Library, hex_colour, parse_hex_colour};
+use crate::resample::AreaResampler;
 
 /// What a mosaic lays a library's transparent tiles over. Opaque libraries look the same
 /// under all three.
@@ -122,24 +123,12 @@ pub fn choose_background(target: &image::RgbImage, library: &Library) -> [u8; 3]
 fn sample_cells(target: &image::RgbImage) -> Vec<([f64; 3], [f64; 3])> {
     let (w, h) = (target.width() as usize, target.height() as usize);
     let (cols, rows) = (w.clamp(1, SAMPLE), h.clamp(1, SAMPLE));
-    let px = target.as_raw();
-    let mut out = Vec::with_capacity(cols * rows);
-    for r in 0..rows {
-        let (y0, y1) = (r * h / rows, ((r + 1) * h / rows).max(r * h / rows + 1));
-        for c in 0..cols {
-            let (x0, x1) = (c * w / cols, ((c + 1) * w / cols).max(c * w / cols + 1));
-            let mut sum = [0f64; 3];
-            for y in y0..y1.min(h) {
-                for p in px[(y * w + x0) * 3..(y * w + x1.min(w)) * 3].chunks_exact(3) {
-                    for k in 0..3 {
-                        sum[k] += p[k] as f64;
-                    }
-                }
-            }
-            let n = ((y1.min(h) - y0) * (x1.min(w) - x0)).max(1) as f64;
-            let rgb = sum.map(|s| s / n);
-            out.push((srgb_to_lab(rgb), rgb));
-        }
-    }
-    out
+    AreaResampler::new(w, h, cols, rows)
+        .rows(target.as_raw(), 0..rows)
+        .chunks_exact(3)
+        .map(|p| {
+            let rgb = [p[0], p[1], p[2]].map(f64::from);
+            (srgb_to_lab(rgb), rgb)
+        })
+        .collect()
 }
