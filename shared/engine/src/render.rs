@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use rayon::prelude::*;
 
 use crate::Error;
-use crate::library::Library;
+use crate::library::{Library, area_mean};
 use crate::output::BandSink;
 use crate::plan::Plan;
 use crate::resample::{Taps, resize};
@@ -160,14 +160,7 @@ impl<'a> TileCache<'a> {
                 self.size.width as usize,
                 self.size.height as usize,
             );
-            let mut sum = [0u64; 3];
-            for p in pixels.chunks_exact(3) {
-                for c in 0..3 {
-                    sum[c] += p[c] as u64;
-                }
-            }
-            let n = self.size.area();
-            let mean = sum.map(|s| ((s + n / 2) / n) as u8);
+            let mean = area_mean(&pixels).map(|v| v.round() as u8);
             Rendition {
                 pixels: pixels.into_boxed_slice(),
                 mean,
