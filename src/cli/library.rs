@@ -33,7 +33,7 @@ pub struct LibraryIndexArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub grid: u8,
     /// Colour transparent pixels are composited onto, as RRGGBB hex.
-    #[arg(long, default_value = "ffffff", value_parser = parse_colour)]
+    #[arg(long, default_value = "ffffff", value_parser = tessera_engine::parse_hex_colour)]
     pub background: [u8; 3],
     /// No progress bar.
     #[arg(short, long)]
@@ -116,11 +116,6 @@ pub fn parse_shape(s: &str) -> Result<TileShape, String> {
     TileShape::parse(s).map_err(|e| e.to_string())
 }
 
-/// Parses `RRGGBB` (with or without `#`).
-pub fn parse_colour(s: &str) -> Result<[u8; 3], String> {
-    tessera_engine::parse_hex_colour(s)
-}
-
 /// Import a folder or .zip of images into the configured store as a named library (a new
 /// version when the name exists).
 #[derive(Debug, clap::Args)]
@@ -143,7 +138,7 @@ pub struct LibraryImportArgs {
     #[arg(long, default_value = "1:1", value_parser = parse_shape)]
     pub shape: TileShape,
     /// Colour transparent parts of tiles are laid over, RRGGBB hex.
-    #[arg(long, default_value = "ffffff", value_parser = parse_colour)]
+    #[arg(long, default_value = "ffffff", value_parser = tessera_engine::parse_hex_colour)]
     pub background: [u8; 3],
 }
 
