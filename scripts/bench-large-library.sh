@@ -34,7 +34,10 @@ if [ ! -x /usr/bin/time ]; then
     $SUDO apt-get install -y time || { $SUDO apt-get update && $SUDO apt-get install -y time; }
 fi
 
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+# Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
+. scripts/suites.sh
+CARGO_TARGET_DIR=$(cargo_target_dir)
+export CARGO_TARGET_DIR
 if [ -z "${TESSERA:-}" ]; then
     cargo build --release --bin tessera
     TESSERA="$CARGO_TARGET_DIR/release/tessera"

@@ -35,7 +35,10 @@ TARGET="$DATA/targets/skimage_astronaut.png"
 [ -f "$TARGET" ] || { echo "missing $TARGET" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+# Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
+. scripts/suites.sh
+CARGO_TARGET_DIR=$(cargo_target_dir)
+export CARGO_TARGET_DIR
 if [ -z "${TESSERA:-}" ]; then
     cargo build --release --bin tessera
     TESSERA="$CARGO_TARGET_DIR/release/tessera"

@@ -21,7 +21,10 @@ TARGET="$DATA/targets/skimage_astronaut.png"
 [ -x /usr/bin/chromium ] || { echo "needs Chromium at /usr/bin/chromium (apt-get install chromium)" >&2; exit 1; }
 (cd tests/audit && { [ -d node_modules/puppeteer-core ] || npm ci --no-audit --no-fund --loglevel=error; })
 
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+# Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
+. scripts/suites.sh
+CARGO_TARGET_DIR=$(cargo_target_dir)
+export CARGO_TARGET_DIR
 if [ -z "${TESSERA:-}" ]; then
     cargo build --release --bin tessera
     TESSERA="$CARGO_TARGET_DIR/release/tessera"

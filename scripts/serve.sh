@@ -31,6 +31,7 @@ if [ ! -d "$TILES" ]; then
   trap - EXIT
 fi
 
-cargo build --release --quiet
-# Cargo builds where CARGO_TARGET_DIR says, when it is set.
-exec "${CARGO_TARGET_DIR:-target}/release/tessera" serve --default-library "$TILES" --default-library-name "Noto Emoji" "$@"
+cargo build --release --quiet --bin tessera
+# Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
+. scripts/suites.sh
+exec "$(tessera_bin release)" serve --default-library "$TILES" --default-library-name "Noto Emoji" "$@"

@@ -10,10 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export TESSERA_BIN="${TESSERA_BIN:-target/release/tessera}"
-if [ ! -x "$TESSERA_BIN" ]; then
-  cargo build --release
+. scripts/suites.sh
+if [ -z "${TESSERA_BIN:-}" ]; then
+  cargo build --release --bin tessera
+  TESSERA_BIN=$(tessera_bin release)
 fi
+export TESSERA_BIN
 scripts/azurite.sh install >&2
 scripts/azurite.sh python >&2
 exec .tools/venv/bin/python tests/soak/soak.py

@@ -3,13 +3,14 @@
 # phone and as a desktop (performance >= 90, accessibility and best practices >= 95) and axe-core
 # on every page at both sizes (no serious or critical violation), in Debian's Chromium.
 #
-# Starts `tessera serve` (TESSERA_BIN, default target/debug/tessera) on the embedded backend in a
+# Starts `tessera serve` (TESSERA_BIN, default the debug build in cargo's target directory) on the embedded backend in a
 # temporary folder with the fixture tiles, makes one mosaic so the job page shows a finished job,
 # then runs tests/audit/audit.mjs (npm ci in tests/audit first). Prints "audit: N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BIN=${TESSERA_BIN:-target/debug/tessera}
+. scripts/suites.sh
+BIN=${TESSERA_BIN:-$(tessera_bin debug)}
 [ -x "$BIN" ] || { echo "test-audit.sh: no binary at $BIN (cargo build first)" >&2; exit 2; }
 [ -x /usr/bin/chromium ] || { echo "test-audit.sh: needs Chromium at /usr/bin/chromium" >&2; exit 2; }
 command -v node >/dev/null || { echo "test-audit.sh: needs Node.js" >&2; exit 2; }

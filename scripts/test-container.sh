@@ -9,11 +9,12 @@
 # started here and stopped again), the local base image (scripts/docker-base.sh), Azurite and the
 # Python venv (scripts/azurite.sh).
 # Usage: scripts/test-container.sh
-#   TESSERA_BIN   the binary put in the image (default target/debug/tessera, which cargo test builds)
+#   TESSERA_BIN   the binary put in the image (default the debug build in cargo's target directory, which cargo test builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TESSERA_BIN="${TESSERA_BIN:-target/debug/tessera}"
+. scripts/suites.sh
+TESSERA_BIN="${TESSERA_BIN:-$(tessera_bin debug)}"
 IMAGE=tessera:test
 PREFIX=tessera-ct
 WEB_PORT=18080

@@ -6,7 +6,7 @@
 #
 # Needs root (ip netns, a bridge). Sets up Azurite (npm) and the Python venv (Pillow) itself.
 # Usage: scripts/test-hosts.sh
-#   TESSERA_BIN  the binary to run (default target/debug/tessera, which `cargo test` builds)
+#   TESSERA_BIN  the binary to run (default the debug build in cargo's target directory, which `cargo test` builds)
 #   IDLE_SECS    how long the listeners stay idle before the timed job (default 150)
 #   RUNS         repetitions of the idle/warm comparison, reported as medians (default 1)
 #   ONE_HOST=1   every role in one namespace, the idle/warm comparison only (for reference)
@@ -18,7 +18,8 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 command -v ip >/dev/null || { echo "test-hosts.sh: needs ip (iproute2)" >&2; exit 2; }
-export TESSERA_BIN="${TESSERA_BIN:-target/debug/tessera}"
+. scripts/suites.sh
+export TESSERA_BIN="${TESSERA_BIN:-$(tessera_bin debug)}"
 [ -x "$TESSERA_BIN" ] || { echo "test-hosts.sh: no binary at $TESSERA_BIN (cargo build first)" >&2; exit 2; }
 
 scripts/azurite.sh install >&2

@@ -15,8 +15,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*" >&2; }
+. scripts/suites.sh
 
 command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "python3 not found: install Python 3" >&2; exit 2; }
 
 step "Azurite and the Python SDK"
 scripts/azurite.sh install
@@ -58,22 +60,25 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 step "cargo test"
 log=$(mktemp)
 trap 'rm -f "$log"; scripts/azurite.sh stop >/dev/null 2>&1' EXIT
+# The binary the suites after cargo test run: where cargo builds it (CARGO_TARGET_DIR included).
+TESSERA_BIN=$(tessera_bin debug)
+export TESSERA_BIN
 status=0
-cargo test --workspace "$@" 2>&1 | tee "$log" || status=$?
+run_suite cargo "$log" cargo test --workspace "$@" || status=$?
 
 step "UI audit: Lighthouse and axe-core in Chromium"
-TESSERA_BIN=target/debug/tessera scripts/test-audit.sh 2>&1 | tee -a "$log" || status=$?
+run_suite audit "$log" scripts/test-audit.sh || status=$?
 
 step "deployment manifests (Kubernetes and KEDA schemas)"
-scripts/test-deploy.sh 2>&1 | tee -a "$log" || status=$?
+run_suite deploy "$log" scripts/test-deploy.sh || status=$?
 
 # The container and multi-host tests run the binary cargo test built; they need root (a Docker
 # engine, network namespaces).
 if [ "$(id -u)" -eq 0 ]; then
   step "container image: Azurite, web, controller and two processors in containers"
-  TESSERA_BIN=target/debug/tessera scripts/test-container.sh 2>&1 | tee -a "$log" || status=$?
+  run_suite container "$log" scripts/test-container.sh || status=$?
   step "separate hosts: network namespaces on a private bridge"
-  TESSERA_BIN=target/debug/tessera scripts/test-hosts.sh 2>&1 | tee -a "$log" || status=$?
+  run_suite hosts "$log" scripts/test-hosts.sh || status=$?
 else
   echo "the container and multi-host tests need root: run scripts/test.sh as root" >&2
   echo "root-only: 0 passed, 2 failed" | tee -a "$log"
@@ -81,8 +86,6 @@ else
 fi
 
 # One closing line for the whole run: cargo prints a result line per test binary, the scripts
-# one "<name>: N passed, M failed" line each.
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
-     /^[a-z-]+: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
-     END { printf "\ntests: %d passed, %d failed\n", p, f }' "$log"
+# one "<name>: N passed, M failed" line each; a suite that could not finish counts as failed.
+summarize "$log"
 exit "$status"

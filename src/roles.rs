@@ -4,14 +4,17 @@
 //! answers `/healthz`, `/readyz` and `/metrics`: the web roles on their web port, the controller
 //! and the processors on their ops port.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use tessera_engine::ImportOptions;
 use tessera_shared::platform::Platform;
+use tessera_shared::registry::{Registered, RoleRegistration, RoleRegistry};
 use tessera_shared::runtime::shutdown::{self, Shutdown};
 use tessera_shared::telemetry::Role;
+use tessera_web::listen::{bind_port, reachable_url};
 
 use crate::settings::Settings;
 
@@ -21,7 +24,7 @@ use crate::settings::Settings;
   tessera serve --port 9000 --processors 4 --data /srv/tessera
   tessera serve --default-library ~/emoji --default-library-name Emoji")]
 pub struct ServeArgs {
-    /// Port of the web front end [default: 8080].
+    /// Port of the web front end [default: 8080, or a free one when 8080 is taken].
     #[arg(long)]
     port: Option<u16>,
     /// Image processors in this process [default: one per core].
@@ -37,7 +40,7 @@ pub struct ServeArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct WebArgs {
-    /// Port to listen on [default: 8080].
+    /// Port to listen on [default: 8080, or a free one when 8080 is taken].
     #[arg(long)]
     port: Option<u16>,
 }
@@ -47,7 +50,8 @@ pub struct WebArgs {
   tessera controller --ops-port 9091
   TESSERA_STORAGE=azure TESSERA_AZURE_CONNECTION_STRING=... tessera controller")]
 pub struct ControllerArgs {
-    /// Port of /healthz, /readyz and /metrics; 0 picks a free one [default: 9090].
+    /// Port of /healthz, /readyz and /metrics; 0 picks a free one [default: 9090, or a free one
+    /// when 9090 is taken].
     #[arg(long, value_name = "PORT")]
     ops_port: Option<u16>,
 }
@@ -60,7 +64,8 @@ pub struct ProcessorArgs {
     /// Slices rendered at once [default: one per core].
     #[arg(long)]
     processors: Option<usize>,
-    /// Port of /healthz, /readyz and /metrics; 0 picks a free one [default: 9090].
+    /// Port of /healthz, /readyz and /metrics; 0 picks a free one [default: 9090, or a free one
+    /// when 9090 is taken].
     #[arg(long, value_name = "PORT")]
     ops_port: Option<u16>,
 }
@@ -75,6 +80,8 @@ fn probes(platform: &Platform, settings: &Settings, role: Role) -> tessera_web::
 }
 
 /// A back-end role beside its ops endpoint, until `shutdown`; a failure of either ends both.
+/// The endpoint takes the configured port, or a free one when the default is taken, and is
+/// registered where operators find it.
 async fn with_ops_endpoint(
     platform: Platform,
     settings: &Settings,
@@ -82,10 +89,56 @@ async fn with_ops_endpoint(
     shutdown: Shutdown,
     work: impl std::future::Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
+    let tcp = bind_port(
+        "the ops endpoint",
+        &settings.ops.bind,
+        settings.ops.port,
+        settings.ops.port_fixed,
+    )?;
+    let registered = register(&platform, role, tcp.local_addr()?).await;
     let probes = probes(&platform, settings, role);
-    let ops =
-        tessera_web::run_ops_endpoint(probes, &settings.ops.bind, settings.ops.port, shutdown);
-    tokio::try_join!(work, ops).map(|_| ())
+    let ops = tessera_web::run_ops_endpoint(probes, tcp, shutdown);
+    let result = tokio::try_join!(work, ops).map(|_| ());
+    if let Some(r) = registered {
+        r.withdraw().await;
+    }
+    result
+}
+
+/// The web front end (of `web` or `serve`), registered where operators find it, until
+/// `shutdown`.
+async fn run_web_registered(
+    platform: Platform,
+    settings: tessera_web::WebSettings,
+    role: Role,
+    probes: tessera_web::Probes,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let app = tessera_web::Application::build_with(platform.clone(), settings, probes).await?;
+    let registered = register(&platform, role, app.local_addr()).await;
+    let result = app.run(shutdown).await;
+    if let Some(r) = registered {
+        r.withdraw().await;
+    }
+    result
+}
+
+/// Registers this process as `role`, with its health and metrics endpoints at `addr`, for
+/// `tessera queues roles`, the System page and `/api/v1/system`. A failure is logged: being
+/// findable is not worth stopping a role for.
+async fn register(platform: &Platform, role: Role, addr: SocketAddr) -> Option<Registered> {
+    let url = reachable_url(addr, platform.nudges.advertised_ip());
+    let registration = RoleRegistration::of_this_process(role.as_str(), url);
+    match RoleRegistry::new(platform.blobs.clone())
+        .register(registration)
+        .await
+    {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::warn!(error = %e, "this process is not registered: operators will not find its endpoints");
+            None
+        }
+    }
 }
 
 /// Web front end, job controller and image processors in one process.
@@ -96,6 +149,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     if let Some(port) = args.port {
         settings.web.port = port;
+        settings.web.port_fixed = true;
     }
     if let Some(n) = args.processors {
         settings.processor.processors = n;
@@ -118,9 +172,10 @@ pub async fn serve(
         .map(|l| l.reference());
     let (trigger, signal) = shutdown::channel();
     let roles = tokio::try_join!(
-        tessera_web::run_web(
+        run_web_registered(
             platform.clone(),
             settings.web.clone(),
+            Role::Serve,
             probes(&platform, &settings, Role::Serve),
             signal.clone()
         ),
@@ -143,10 +198,14 @@ pub async fn serve(
 pub async fn web(platform: Platform, mut settings: Settings, args: WebArgs) -> anyhow::Result<()> {
     if let Some(port) = args.port {
         settings.web.port = port;
+        settings.web.port_fixed = true;
     }
     platform.ensure_queues().await?;
     let probes = probes(&platform, &settings, Role::Web);
-    run_until_stopped(|signal| tessera_web::run_web(platform, settings.web, probes, signal)).await
+    run_until_stopped(|signal| {
+        run_web_registered(platform, settings.web, Role::Web, probes, signal)
+    })
+    .await
 }
 
 pub async fn controller(
@@ -156,6 +215,7 @@ pub async fn controller(
 ) -> anyhow::Result<()> {
     if let Some(port) = args.ops_port {
         settings.ops.port = port;
+        settings.ops.port_fixed = true;
     }
     platform.ensure_queues().await?;
     run_until_stopped(|signal| async move {
@@ -179,6 +239,7 @@ pub async fn processor(
     }
     if let Some(port) = args.ops_port {
         settings.ops.port = port;
+        settings.ops.port_fixed = true;
     }
     platform.ensure_queues().await?;
     run_until_stopped(|signal| async move {

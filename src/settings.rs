@@ -31,8 +31,12 @@ pub struct Settings {
 pub struct OpsSettings {
     /// Address to listen on (`0.0.0.0` in a container or pod, so probes reach it).
     pub bind: String,
-    /// Port to listen on; 0 picks a free one and prints it.
+    /// Port to listen on; 0 picks a free one and prints it. The default gives way to a free
+    /// port when taken (another role on this machine); a port set explicitly does not.
     pub port: u16,
+    /// Whether `port` was set explicitly (flag, file or environment).
+    #[serde(skip)]
+    pub port_fixed: bool,
     /// Queue depths in `/metrics` (reported by the web roles) are read from storage at most
     /// this often (each is a billed metadata read).
     pub depth_interval_secs: u64,
@@ -46,6 +50,7 @@ impl Default for OpsSettings {
         OpsSettings {
             bind: "127.0.0.1".into(),
             port: 9090,
+            port_fixed: false,
             depth_interval_secs: 60,
             readiness_interval_secs: 60,
         }
@@ -167,6 +172,8 @@ impl Settings {
         env: impl IntoIterator<Item = (String, String)>,
     ) -> anyhow::Result<Settings> {
         let mut tree = toml::Table::try_from(Settings::default())?;
+        // Keys the file or the environment set: a port set so is kept even when taken.
+        let mut explicit = std::collections::BTreeSet::new();
         if let Some(path) = file {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
@@ -185,6 +192,7 @@ impl Settings {
                     e.message()
                 )
             })?;
+            collect_keys(&overlay, "", &mut explicit);
             merge(&mut tree, overlay);
         }
         for (name, value) in env {
@@ -199,11 +207,14 @@ impl Settings {
             };
             set_path(&mut tree, &key, &value)
                 .with_context(|| format!("environment variable {name}"))?;
+            explicit.insert(key);
         }
         let mut settings: Settings = toml::Value::Table(tree)
             .try_into()
             .context("invalid configuration")?;
         settings.validate()?;
+        settings.web.port_fixed = explicit.contains("web.port");
+        settings.ops.port_fixed = explicit.contains("ops.port");
         settings.controller.jobs = settings.jobs.clone();
         settings.controller.retention = settings.retention.clone();
         settings.web.retention = settings.retention.clone();
@@ -250,6 +261,19 @@ impl Settings {
             );
         }
         Ok(())
+    }
+}
+
+/// The dotted paths of every value in `table` (`web.port`, ...).
+fn collect_keys(table: &toml::Table, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    for (key, value) in table {
+        let path = format!("{prefix}{key}");
+        match value {
+            toml::Value::Table(t) => collect_keys(t, &format!("{path}."), out),
+            _ => {
+                out.insert(path);
+            }
+        }
     }
 }
 
@@ -382,6 +406,19 @@ mod tests {
             !format!("{s:?}").contains("c2VjcmV0"),
             "secrets are redacted"
         );
+    }
+
+    #[test]
+    fn ports_set_in_a_file_or_the_environment_are_fixed_and_defaults_are_not() {
+        let s = Settings::load(None, env(&[])).unwrap();
+        assert!(!s.web.port_fixed && !s.ops.port_fixed);
+        let s = Settings::load(None, env(&[("TESSERA_OPS__PORT", "9090")])).unwrap();
+        assert!(s.ops.port_fixed && !s.web.port_fixed);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tessera.toml");
+        std::fs::write(&file, "[web]\nport = 8080\n").unwrap();
+        let s = Settings::load(Some(&file), env(&[])).unwrap();
+        assert!(s.web.port_fixed && !s.ops.port_fixed);
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! `tessera queues`: depths (poison queues included), peek, requeue from a poison queue, purge.
+//! `tessera queues`: depths (poison queues included), the running processes, peek, requeue from
+//! a poison queue, purge.
 
 use std::collections::BTreeSet;
 
 use anyhow::{Context as _, bail};
 use tessera_shared::messages::{QueueName, poison_queue_name};
 use tessera_shared::platform::Platform;
+use tessera_shared::registry::RoleRegistry;
 use tessera_shared::runtime::PoisonRecord;
 use tessera_shared::storage::{MAX_BATCH, SendOptions, StorageError};
 use time::format_description::well_known::Rfc3339;
@@ -21,6 +23,13 @@ pub enum QueuesCommand {
     /// Messages in every queue and its poison queue (the default).
     Depths {
         /// One JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The running processes (web, controller, processor, serve) and where each one's
+    /// /healthz, /readyz and /metrics answer, as each registered itself.
+    Roles {
+        /// One JSON array instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -57,7 +66,15 @@ pub async fn run(args: QueuesArgs, platform: &Platform) -> anyhow::Result<()> {
         .command
         .unwrap_or(QueuesCommand::Depths { json: false })
     {
-        QueuesCommand::Depths { json } => depths(platform, json).await,
+        QueuesCommand::Depths { json } => {
+            depths(platform, json).await?;
+            if !json {
+                println!();
+                roles(platform, false).await?;
+            }
+            Ok(())
+        }
+        QueuesCommand::Roles { json } => roles(platform, json).await,
         QueuesCommand::Peek { queue, count, raw } => peek(platform, &queue, count, raw).await,
         QueuesCommand::Requeue { queue, max } => {
             let moved = requeue(platform, &queue, max.unwrap_or(u64::MAX)).await?;
@@ -113,6 +130,35 @@ pub async fn depths(platform: &Platform, json: bool) -> anyhow::Result<()> {
             let depth = depth.map_or_else(|| "-".to_string(), |n| n.to_string());
             println!("{name:<width$}  {depth:>8}");
         }
+    }
+    Ok(())
+}
+
+/// The registered processes, as a table or a JSON array.
+pub async fn roles(platform: &Platform, json: bool) -> anyhow::Result<()> {
+    let roles = RoleRegistry::new(platform.blobs.clone())
+        .list()
+        .await
+        .context("listing the registered processes")?;
+    if json {
+        println!("{}", serde_json::to_string(&roles)?);
+        return Ok(());
+    }
+    if roles.is_empty() {
+        println!("no running process registered");
+        return Ok(());
+    }
+    let host_width = roles.iter().map(|r| r.host.len()).max().unwrap_or(4).max(4);
+    println!(
+        "{:<10}  {:<host_width$}  {:>7}  {:<28}  STARTED",
+        "ROLE", "HOST", "PID", "ENDPOINTS"
+    );
+    for r in roles {
+        let started = r.started_at.format(&Rfc3339).unwrap_or_default();
+        println!(
+            "{:<10}  {:<host_width$}  {:>7}  {:<28}  {started}",
+            r.role, r.host, r.pid, r.ops_url
+        );
     }
     Ok(())
 }

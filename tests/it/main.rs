@@ -17,6 +17,8 @@ mod ops;
 mod pages;
 mod pipeline;
 mod runtime;
+mod scripts;
+mod shared_machine;
 mod support;
 mod viewer;
 mod web_features;

@@ -10,6 +10,7 @@ mod client;
 pub mod error;
 pub mod inspect;
 pub mod library_sheet;
+pub mod listen;
 mod listener;
 pub mod mosaic;
 pub mod openapi;

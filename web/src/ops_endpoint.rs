@@ -81,16 +81,13 @@ pub async fn metrics(probes: web::Data<Probes>) -> HttpResponse {
         .body(probes.exporter.render().await)
 }
 
-/// Serves the three endpoints on `bind:port` until `shutdown` fires (port 0 picks a free one;
-/// the address is logged).
+/// Serves the three endpoints on `tcp` (bound by [`crate::listen::bind_port`]) until
+/// `shutdown` fires; the address is logged.
 pub async fn run_ops_endpoint(
     probes: Probes,
-    bind: &str,
-    port: u16,
+    tcp: TcpListener,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let tcp = TcpListener::bind((bind, port))
-        .with_context(|| format!("binding the ops endpoint on {bind}:{port}"))?;
     let addr = tcp.local_addr()?;
     let data = web::Data::new(probes);
     let server = HttpServer::new(move || App::new().app_data(data.clone()).configure(configure))

@@ -481,6 +481,8 @@ struct SystemPage {
     processors: Vec<(String, (String, String), u32, u32)>,
     /// `(listener, last seen)` of each process listening for slices.
     listeners: Vec<(String, (String, String))>,
+    /// Each running process, with when it started.
+    roles: Vec<(tessera_shared::registry::RoleRegistration, (String, String))>,
     /// Whether the service has a key (then the page offers to sign out).
     signed_in: bool,
 }
@@ -515,6 +517,11 @@ async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
         .iter()
         .map(|l| (l.listener.clone(), moment(l.last_seen)))
         .collect();
+    let roles = seen
+        .roles
+        .iter()
+        .map(|r| (r.clone(), moment(r.started_at)))
+        .collect();
     page(&SystemPage {
         queues,
         total: snapshot.total,
@@ -522,6 +529,7 @@ async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
         seen,
         processors,
         listeners,
+        roles,
         signed_in: state.guard.required(),
     })
 }

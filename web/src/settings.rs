@@ -9,8 +9,12 @@ use serde::{Deserialize, Serialize};
 pub struct WebSettings {
     /// Address to listen on.
     pub bind: String,
-    /// Port to listen on; 0 picks a free one.
+    /// Port to listen on; 0 picks a free one. The default gives way to a free port when taken.
     pub port: u16,
+    /// Whether `port` was set explicitly (flag, file or environment): then a taken port is an
+    /// error instead of giving way.
+    #[serde(skip)]
+    pub port_fixed: bool,
     /// HTTP worker threads; 0 means one per core.
     pub workers: usize,
     /// Largest target image upload, in bytes.
@@ -84,6 +88,7 @@ impl Default for WebSettings {
         WebSettings {
             bind: "127.0.0.1".to_string(),
             port: 8080,
+            port_fixed: false,
             workers: 0,
             max_upload_bytes: 50 * 1024 * 1024,
             max_input_pixels: 100_000_000,

@@ -1,7 +1,6 @@
 //! Building and running the server: the HTTP app with its middleware, and the imageresponse
 //! listener that runs beside it.
 
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +34,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; img-src 'self' da
 
 /// The front end, bound and ready to run.
 pub struct Application {
-    port: u16,
+    addr: std::net::SocketAddr,
     server: Server,
     listener: ListenerHandle,
     grace: Duration,
@@ -65,9 +64,13 @@ impl Application {
         let listener = crate::listener::start(platform.clone(), changes.clone())
             .await
             .context("starting the imageresponse listener")?;
-        let tcp = TcpListener::bind((settings.bind.as_str(), settings.port))
-            .with_context(|| format!("binding {}:{}", settings.bind, settings.port))?;
-        let port = tcp.local_addr()?.port();
+        let tcp = crate::listen::bind_port(
+            "the web front end",
+            &settings.bind,
+            settings.port,
+            settings.port_fixed,
+        )?;
+        let addr = tcp.local_addr()?;
         let grace = Duration::from_secs(settings.shutdown_grace_secs);
         let workers = settings.workers;
         let guard = crate::auth::Guard::new(&settings.api_key);
@@ -173,7 +176,7 @@ impl Application {
         }
         let server = server.listen(tcp)?.run();
         Ok(Application {
-            port,
+            addr,
             server,
             listener,
             grace,
@@ -182,7 +185,12 @@ impl Application {
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.addr.port()
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.addr
     }
 
     /// A handle that stops the server (`stop(true)` lets requests finish).
@@ -219,19 +227,27 @@ pub async fn run_web(
     probes: Probes,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let bind = settings.bind.clone();
-    let app = Application::build_with(platform, settings, probes).await?;
-    tracing::info!("web listening on http://{bind}:{}", app.port());
-    let handle = app.handle();
-    let streams = app.streams();
-    let stopper = tokio::spawn(async move {
-        shutdown.fired().await;
-        tracing::info!("web shutting down");
-        // Open event streams would hold the graceful stop for its whole grace period.
-        streams.close();
-        handle.stop(true).await;
-    });
-    let result = app.run_until_stopped().await;
-    stopper.abort();
-    result.context("web server")
+    Application::build_with(platform, settings, probes)
+        .await?
+        .run(shutdown)
+        .await
+}
+
+impl Application {
+    /// Serves until `shutdown` fires, then stops gracefully.
+    pub async fn run(self, shutdown: Shutdown) -> anyhow::Result<()> {
+        tracing::info!("web listening on http://{}", self.addr);
+        let handle = self.handle();
+        let streams = self.streams();
+        let stopper = tokio::spawn(async move {
+            shutdown.fired().await;
+            tracing::info!("web shutting down");
+            // Open event streams would hold the graceful stop for its whole grace period.
+            streams.close();
+            handle.stop(true).await;
+        });
+        let result = self.run_until_stopped().await;
+        stopper.abort();
+        result.context("web server")
+    }
 }

@@ -1,5 +1,5 @@
-//! What the System page and `/api/v1/system` show: queue depths, the processors and listeners
-//! seen recently.
+//! What the System page and `/api/v1/system` show: queue depths, the running roles and where
+//! their metrics answer, the processors and listeners seen recently.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use tessera_shared::jobs::JobError;
 use tessera_shared::messages::QueueName;
+use tessera_shared::registry::{RoleRegistration, RoleRegistry};
 use tessera_shared::runtime::nudge;
 use tessera_shared::storage::StorageError;
 
@@ -88,6 +89,10 @@ pub struct SystemView {
     /// Processes registered for wake-up nudges on the `slicerequest` queue whose registration
     /// was rewritten within its time-to-live.
     pub slice_listeners: Vec<ListenerSeen>,
+    /// Every running process (web, controller, processor, serve) with where its `/healthz`,
+    /// `/readyz` and `/metrics` answer, as each registered itself (rewritten every few
+    /// minutes; withdrawn when it stops).
+    pub roles: Vec<RoleRegistration>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -214,11 +219,14 @@ pub async fn system_view(state: &AppState) -> ApiResult<SystemView> {
         .collect();
     slice_listeners.sort_by_key(|l| std::cmp::Reverse(l.last_seen));
 
+    let roles = RoleRegistry::new(blobs.clone()).list().await?;
+
     Ok(SystemView {
         window_minutes: RECENT.whole_minutes(),
         jobs_read,
         processors,
         slice_listeners,
+        roles,
     })
 }
 

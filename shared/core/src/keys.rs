@@ -39,6 +39,9 @@ pub enum BlobKey {
     ClientJob { client: Uuid, job: Uuid },
     /// An empty marker naming a job that has not ended yet, listed by [`BlobKey::ACTIVE_JOBS_PREFIX`].
     ActiveJob { job: Uuid },
+    /// A running process's registration: its role and where its health and metrics answer,
+    /// listed by [`BlobKey::ROLE_REGISTRATIONS_PREFIX`].
+    RoleRegistration { id: Uuid },
 }
 
 impl BlobKey {
@@ -64,11 +67,16 @@ impl BlobKey {
             BlobKey::MessageBody { queue, id } => format!("messagebodies/{queue}/{id}"),
             BlobKey::ClientJob { client, job } => format!("clients/{client}/{job}"),
             BlobKey::ActiveJob { job } => format!("{}{job}", Self::ACTIVE_JOBS_PREFIX),
+            BlobKey::RoleRegistration { id } => {
+                format!("{}{id}.json", Self::ROLE_REGISTRATIONS_PREFIX)
+            }
         }
     }
 
     /// The prefix under which the markers of jobs not ended yet live.
     pub const ACTIVE_JOBS_PREFIX: &str = "activejobs/";
+    /// The prefix under which running processes register.
+    pub const ROLE_REGISTRATIONS_PREFIX: &str = "roles/";
     /// The prefix under which job records live.
     pub const JOB_RECORDS_PREFIX: &str = "jobs/";
 
@@ -176,6 +184,7 @@ mod tests {
                 job,
             },
             BlobKey::ActiveJob { job },
+            BlobKey::RoleRegistration { id: job },
         ];
         for key in keys {
             split_blob_key(&key.path()).unwrap();

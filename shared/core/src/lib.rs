@@ -11,6 +11,7 @@ pub mod lifecycle;
 pub mod messages;
 pub mod platform;
 pub mod queue;
+pub mod registry;
 pub mod runtime;
 pub mod storage;
 pub mod telemetry;

@@ -35,6 +35,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ("librarysheets", "contact sheets"),
     ("messagebodies", "large message bodies"),
     ("health", "readiness probes"),
+    ("roles", "role registrations"),
 ];
 
 /// Blobs and bytes of one kind.

@@ -194,6 +194,16 @@ impl Nudges {
         }
     }
 
+    /// The address other processes reach this one on (loopback when nudges stay in it).
+    pub fn advertised_ip(&self) -> IpAddr {
+        self.inner
+            .remote
+            .as_ref()
+            .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |r| {
+                r.settings.endpoint.advertise
+            })
+    }
+
     pub fn is_cross_process(&self) -> bool {
         self.inner.remote.is_some()
     }
