@@ -19,6 +19,7 @@ use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Grid, LibraryRef, RenderOptions};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::Nudges;
+use tessera_shared::spec::JobSpec;
 use tessera_shared::storage::PutMode;
 use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_web::{Application, WebSettings};
@@ -121,17 +122,20 @@ async fn make(dir: &Path, side: u32) {
             .await
             .unwrap();
     let params = JobParams {
-        library: LibraryRef {
-            id: "emoji".into(),
-            version: 1,
+        spec: JobSpec {
+            library: LibraryRef {
+                id: "emoji".into(),
+                version: 1,
+            },
+            tile_size: CELL,
+            tile_height: None,
+            grid: Grid::Cells {
+                across: side / CELL,
+            },
+            slices: SLICES,
+            options: RenderOptions::default(),
+            allow_large: false,
         },
-        tile_size: CELL,
-        tile_height: None,
-        grid: Grid::Cells {
-            across: side / CELL,
-        },
-        slices: SLICES,
-        options: RenderOptions::default(),
         input_name: "bench".into(),
     };
     let mut record = JobRecord::new(job, Uuid::new_v4(), params);

@@ -96,7 +96,7 @@ fi
 tessera_run() {
     local name=$1 lib=$2 cols=$3 rows=$4
     shift 4
-    measure "$name" "$TESSERA" render "$TARGET" -l "$lib" -o "$OUT/$name.png" -q "$@"
+    measure "$name" "$TESSERA" render "$TARGET" -l "$lib" -o "$OUT/$name.png" -q --allow-large "$@"
     row "Tessera, $name" "$OUT/$name.png" "$cols" "$rows"
 }
 # metapixel_run NAME LIBDIR SCALE COLS ROWS [--distance=N]

@@ -73,7 +73,7 @@ submit() {
     local port=$1 started id state view
     started=$(now)
     id=$(curl -sf -F "image=@$TARGET" -F library=emoji -F "tile_size=$TILE" -F "cells=$CELLS" \
-        -F "slices=$SLICES" "http://127.0.0.1:$port/api/v1/jobs" | json 'd["id"]')
+        -F "slices=$SLICES" -F allow_large=true "http://127.0.0.1:$port/api/v1/jobs" | json 'd["id"]')
     # Polled with curl alone: a Python start per poll would take a core from the job. A job that
     # hangs ends the run after JOB_DEADLINE seconds (default 600) instead of polling forever.
     local deadline=$(( $(date +%s) + ${JOB_DEADLINE:-600} ))
@@ -106,7 +106,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 # render CELLS: sets RENDER (seconds) and RENDER_RSS (MB).
 render() {
     /usr/bin/time -v -o "$OUT/render-$1.time" "$TESSERA" render "$TARGET" -l "$OUT/emoji.idx" \
-        -o "$OUT/render-$1.png" --cells "$1" --tile-size "$TILE" -q > "$OUT/render-$1.log" 2>&1
+        -o "$OUT/render-$1.png" --cells "$1" --tile-size "$TILE" --allow-large -q > "$OUT/render-$1.log" 2>&1
     RENDER=$(awk -F': ' '/Elapsed \(wall clock\)/ {
         n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; printf "%.2f", s }' "$OUT/render-$1.time")
     RENDER_RSS=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$OUT/render-$1.time")

@@ -102,7 +102,7 @@ fn main() -> anyhow::Result<()> {
         settings.storage.data_dir = dir;
     }
     match cli.command {
-        Command::Render(args) => cli::render::run(args),
+        Command::Render(args) => cli::render::run(args, &settings.limits),
         Command::Library(LibraryCommand::Index(args)) => cli::library::run(args),
         Command::Config => {
             print!("{}", settings.to_toml_redacted()?);

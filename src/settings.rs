@@ -20,6 +20,7 @@ pub struct Settings {
     pub processor: tessera_workers::ProcessorSettings,
     pub jobs: tessera_workers::JobsSettings,
     pub retention: tessera_shared::lifecycle::RetentionSettings,
+    pub limits: tessera_shared::spec::JobLimits,
     pub ops: OpsSettings,
     pub nudge: NudgeConfig,
 }
@@ -218,6 +219,8 @@ impl Settings {
         settings.controller.jobs = settings.jobs.clone();
         settings.controller.retention = settings.retention.clone();
         settings.web.retention = settings.retention.clone();
+        settings.web.limits = settings.limits.clone();
+        settings.controller.limits = settings.limits.clone();
         Ok(settings)
     }
 
@@ -419,6 +422,18 @@ mod tests {
         std::fs::write(&file, "[web]\nport = 8080\n").unwrap();
         let s = Settings::load(Some(&file), env(&[])).unwrap();
         assert!(s.web.port_fixed && !s.ops.port_fixed);
+    }
+
+    #[test]
+    fn the_web_role_and_the_controller_read_the_same_job_limits() {
+        let s = Settings::load(
+            None,
+            env(&[("TESSERA_LIMITS__MAX_OUTPUT_PIXELS", "4294967296")]),
+        )
+        .unwrap();
+        assert_eq!(s.web.limits.max_output_pixels, 1 << 32);
+        assert_eq!(s.controller.limits, s.web.limits);
+        assert_eq!(s.limits, s.web.limits);
     }
 
     #[test]

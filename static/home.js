@@ -20,6 +20,12 @@
   }
 
   const maxPixels = Number(form.dataset.maxOutputPixels) || 0;
+  const largePixels = Number(form.dataset.largeOutputPixels) || 0;
+  const autoCells = Number(form.dataset.autoCells) || 16384;
+  const maxCells = Number(cells.max) || 4096;
+  const large = document.getElementById("large-confirm");
+  const allowLarge = document.getElementById("allow_large");
+  const maxUses = document.getElementById("max_uses");
   const maxSlicePixels = Number(form.dataset.maxSlicePixels) || 0;
   const warning = document.getElementById("output-warning");
   const slicesUsed = document.getElementById("slices-used");
@@ -27,8 +33,9 @@
   const LABELS = {
     image: "Target image", library: "Tile library", tile_size: "Tile size",
     cells: "Cells across", per_pixel: "One tile per pixel", slices: "Slices",
-    repeat_radius: "Repetition radius", blend: "Blend", flip: "Mirror tiles", rotate: "Turn tiles",
-    adaptive: "Adaptive tile sizes",
+    repeat_radius: "Repetition radius", max_uses: "Uses of each tile", blend: "Blend",
+    flip: "Mirror tiles", rotate: "Turn tiles", adaptive: "Adaptive tile sizes",
+    allow_large: "Make it this large",
   };
 
   function megapixels(pixels) {
@@ -38,17 +45,19 @@
     return Math.round(mp).toLocaleString("en");
   }
 
-  // A number field's value, or a reason it has none: {value} or {message, field}.
-  function number(id) {
+  // A number field's value, or a reason it has none: {value} or {message, field}. An optional
+  // field left empty has the value null.
+  function number(id, optional) {
     const field = document.getElementById(id);
     const text = field.value.trim();
     const min = Number(field.min);
-    const max = Number(field.max);
-    const range = min + " to " + max;
+    const max = field.max === "" ? Infinity : Number(field.max);
+    const range = max === Infinity ? min + " or more" : min + " to " + max;
+    if (text === "" && optional) return { value: null };
     if (text === "") return { message: "Enter the " + LABELS[id].toLowerCase() + " (" + range + ").", field: field };
     const value = Number(text);
     if (!Number.isInteger(value) || value < min || value > max) {
-      return { message: LABELS[id] + " must be a whole number from " + range + ".", field: field };
+      return { message: LABELS[id] + " must be a whole number, " + range + ".", field: field };
     }
     return { value: value };
   }
@@ -156,16 +165,16 @@
       cols = size.w;
       rows = size.h;
     } else {
-      const c = number("cells");
+      const c = number("cells", true);
       if (c.message) {
         output.textContent = "choose how many cells across";
         return { message: c.message, fields: [c.field] };
       }
-      cols = c.value;
       // As the server sizes it: rows keep the photo's shape with cells of the tiles' shape.
-      let exact = (cols * size.h) / size.w;
-      if (t.w !== t.h) exact *= t.w / t.h;
-      rows = Math.max(1, Math.round(exact));
+      const aspect = (size.h / size.w) * (t.w / t.h);
+      const rowsOf = function (across) { return Math.max(1, Math.round(across * aspect)); };
+      cols = c.value === null ? autoAcross(aspect, t, rowsOf) : c.value;
+      rows = rowsOf(cols);
     }
     const a = adaptiveSizes(t);
     if (a.message) {
@@ -188,7 +197,15 @@
     const pixels = w * h;
     output.textContent = w.toLocaleString("en") + " × " + h.toLocaleString("en") + " px (" +
       tiles + ", " + megapixels(pixels) + " megapixels" +
-      (maxPixels ? ", of at most " + megapixels(maxPixels) : "") + ")";
+      (maxPixels ? ", of at most " + megapixels(maxPixels) + " megapixels" : "") + ")";
+    large.hidden = !(largePixels && pixels > largePixels && !(maxPixels && pixels > maxPixels));
+    if (!large.hidden && !allowLarge.checked) {
+      return {
+        message: "The mosaic would be " + megapixels(pixels) + " megapixels, more than this server makes unasked (" +
+          megapixels(largePixels) + "): tick “" + LABELS.allow_large + "”, or use fewer cells or smaller tiles.",
+        fields: [allowLarge],
+      };
+    }
     const s = number("slices");
     if (!s.message) {
       const needed = maxSlicePixels ? Math.ceil(pixels / maxSlicePixels) : 1;
@@ -209,6 +226,16 @@
       return { message: warning.textContent, fields: fields };
     }
     return null;
+  }
+
+  // Cells across when none are given, as the server chooses them: about autoCells cells shaped
+  // like the photo, within the size made unasked.
+  function autoAcross(aspect, t, rowsOf) {
+    const tilePixels = t.w * t.h;
+    const budget = Math.max(1, Math.min(autoCells, largePixels ? Math.floor(largePixels / tilePixels) : autoCells));
+    let across = Math.min(maxCells, Math.max(1, Math.floor(Math.sqrt(budget / aspect))));
+    while (largePixels && across > 1 && across * rowsOf(across) * tilePixels > largePixels) across -= 1;
+    return across;
   }
 
   // Refreshes the figures, and the submit button and field marks with them.
@@ -325,6 +352,10 @@
         return { message: capitalised(error.message) + ".", fields: [adaptive] };
       case "output_too_large":
         return { message: "The mosaic would be larger than this server makes: use fewer cells or smaller tiles.", fields: [cells, tile] };
+      case "large_output":
+        return { message: capitalised(error.message) + ".", fields: [cells, tile] };
+      case "too_few_uses":
+        return { message: capitalised(error.message) + ".", fields: [maxUses] };
       case "library_too_small":
         return { message: capitalised(error.message) + ".", fields: [document.getElementById("repeat_radius")] };
       case "shape_mismatch":
@@ -362,9 +393,9 @@
       fail(t.message, [t.field]);
       return;
     }
-    const numbers = ["slices", "repeat_radius", "blend"].concat(perPixel() ? [] : ["cells"]);
+    const numbers = ["slices", "repeat_radius", "blend", "max_uses"].concat(perPixel() ? [] : ["cells"]);
     for (const id of numbers) {
-      const n = number(id);
+      const n = number(id, id === "cells" || id === "max_uses");
       if (n.message) {
         fail(n.message, [n.field]);
         return;
@@ -381,7 +412,9 @@
     data.append("library", document.getElementById("library").value);
     data.append("tile_size", tile.value.trim());
     if (perPixel()) data.append("per_pixel", "true");
-    else data.append("cells", cells.value.trim());
+    else if (cells.value.trim() !== "") data.append("cells", cells.value.trim());
+    if (maxUses.value.trim() !== "") data.append("max_uses", maxUses.value.trim());
+    if (!large.hidden && allowLarge.checked) data.append("allow_large", "true");
     ["slices", "repeat_radius", "blend"].forEach(function (name) {
       data.append(name, document.getElementById(name).value.trim());
     });

@@ -7,10 +7,12 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use tessera_engine::{
-    AdaptivePlan, BandSink, DziSink, Grid, ImportOptions, Library, MosaicCells, OutputFormat, Plan,
-    PlanOptions, Sizing, TeeSink, TileBackground, TileCache, TileShape, TileSize, decode_target,
-    file_sink, hex_colour, lay_over, render_to_sink,
+    AdaptivePlan, BandSink, DziSink, ImportOptions, Library, MosaicCells, OutputFormat, Plan,
+    TeeSink, TileBackground, TileCache, TileShape, TileSize, decode_target, file_sink, hex_colour,
+    lay_over, render_to_sink,
 };
+use tessera_shared::messages::{Grid as SpecGrid, LibraryRef, RenderOptions, tile_height_field};
+use tessera_shared::spec::{JobLimits, JobSpec};
 
 use super::library::{import_with_bar, print_report, progress_bar};
 
@@ -47,9 +49,10 @@ pub struct RenderArgs {
     /// 256). The tiles' shape must be the library's.
     #[arg(long, default_value = "16", value_name = "SIZE", value_parser = parse_tile_size)]
     pub tile_size: TileSize,
-    /// Cells across; rows follow the aspect ratio.
-    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
-    pub cells: u32,
+    /// Cells across; rows follow the aspect ratio [default: chosen by the photo's shape for
+    /// about 16,384 cells (limits.auto_cells): 128 across a square photo].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub cells: Option<u32>,
     /// One cell per target pixel instead of --cells.
     #[arg(long, conflicts_with = "cells")]
     pub per_pixel: bool,
@@ -83,9 +86,14 @@ pub struct RenderArgs {
     /// JPEG quality, 1 to 100.
     #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u8).range(1..=100))]
     pub quality: u8,
-    /// Refuse outputs larger than this many pixels.
-    #[arg(long, default_value_t = tessera_engine::DEFAULT_MAX_OUTPUT_PIXELS, value_name = "PIXELS")]
-    pub max_pixels: u64,
+    /// Refuse outputs larger than this many pixels [default: limits.max_output_pixels, one
+    /// gigapixel].
+    #[arg(long, value_name = "PIXELS")]
+    pub max_pixels: Option<u64>,
+    /// Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels
+    /// by default).
+    #[arg(long)]
+    pub allow_large: bool,
     /// What transparent tiles (and a transparent target) lie over: a colour as RRGGBB hex, or
     /// auto, the one (black, a grey, white or the photo's mean colour) over which the tiles come
     /// nearest the photo. Without it, tiles keep the background they were indexed over, and a
@@ -100,35 +108,59 @@ pub struct RenderArgs {
     pub quiet: bool,
 }
 
-pub fn run(args: RenderArgs) -> anyhow::Result<()> {
+/// The job specification the flags ask for: the same type a job of the service carries.
+fn job_spec(args: &RenderArgs) -> JobSpec {
+    JobSpec {
+        // The library is the file or folder given; the spec's reference is not used here.
+        library: LibraryRef {
+            id: "local".into(),
+            version: 1,
+        },
+        tile_size: args.tile_size.width,
+        tile_height: tile_height_field(args.tile_size),
+        grid: match (args.per_pixel, args.cells) {
+            (true, _) => SpecGrid::PerPixel,
+            (false, Some(across)) => SpecGrid::Cells { across },
+            (false, None) => SpecGrid::Auto,
+        },
+        slices: 1,
+        options: RenderOptions {
+            repeat_radius: args.repeat_radius,
+            blend_percent: args.blend,
+            max_uses: args.max_uses,
+            flip: args.flip,
+            rotate: args.rotate,
+            background: args.background.filter(|bg| *bg != TileBackground::Library),
+            adaptive: args.adaptive,
+        },
+        allow_large: args.allow_large,
+    }
+}
+
+pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     let started = Instant::now();
     let format = args
         .output
         .as_deref()
         .map(|path| OutputFormat::from_path(path, args.quality))
         .transpose()?;
-    let opts = PlanOptions {
-        tile_size: args.tile_size,
-        grid: if args.per_pixel {
-            Grid::PerPixel
-        } else {
-            Grid::Cells(args.cells)
-        },
-        repeat_radius: args.repeat_radius,
-        max_uses: args.max_uses,
-        blend: args.blend,
-        max_output_pixels: args.max_pixels,
-        flip: args.flip,
-        rotate: args.rotate,
-        ..PlanOptions::default()
+    let limits = JobLimits {
+        max_output_pixels: args.max_pixels.unwrap_or(limits.max_output_pixels),
+        ..limits.clone()
     };
+    let spec = job_spec(&args);
+    // On one machine the operator's caps on cells and radius do not apply: the rules between
+    // the fields and the sizes do.
+    spec.check_fields()?;
     let target_bytes = std::fs::read(&args.target)
         .with_context(|| format!("cannot read {}", args.target.display()))?;
     let target = decode_target(&target_bytes, args.colour())
         .with_context(|| format!("cannot decode {}", args.target.display()))?;
     drop(target_bytes);
     // Check the size before the (possibly long) import.
-    let size = Sizing::new(target.width(), target.height(), &opts)?;
+    let job_size = spec.size(target.width(), target.height(), &limits)?;
+    let size = job_size.sizing;
+    let opts = spec.plan_options(target.width(), target.height(), &limits);
     eprintln!(
         "{} x {} cells of {} px: output {} x {} px",
         size.cols, size.rows, size.tile_size, size.width, size.height
@@ -141,6 +173,12 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     }
 
     let library = load_library(&args)?;
+    spec.check_library(
+        &job_size,
+        &args.library.display().to_string(),
+        library.len() as u32,
+        library.shape(),
+    )?;
     let background = args
         .background
         .unwrap_or_default()

@@ -274,8 +274,8 @@ async fn unknown_routes_are_404_and_unserved_methods_405() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_imageresponse_listener_finishes_a_job_once() {
-    // No back end runs: the broker's side alone, with the response sent by hand.
+async fn the_imageresponse_listener_tells_of_a_jobs_end_and_writes_no_outcome() {
+    // No back end runs: the broker's side alone, with the controller's part done by hand.
     let app = spawn_app_with(test_settings(), false).await;
     let id = app.submit(job_form(astronaut())).await;
     let job: Value = app.get_job(&id).await.json().await.unwrap();
@@ -288,6 +288,30 @@ async fn the_imageresponse_listener_finishes_a_job_once() {
 
     let job_id: Uuid = id.parse().unwrap();
     let responses = app.platform.queue::<ImageResponse>();
+    let done = ImageResponse {
+        job_id,
+        outcome: JobOutcome::Done {
+            output_blob: format!("imageoutput/{id}"),
+            width: 96,
+            height: 96,
+        },
+    };
+    // A response whose record has not ended (no controller wrote it) never makes it done.
+    responses
+        .send(&Envelope::new(Uuid::new_v4(), done.clone()))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let job: Value = app.get_job(&id).await.json().await.unwrap();
+    assert_eq!(job["state"], "queued", "{job:#}");
+
+    // The controller writes the outcome, then sends the response: the listener tells the
+    // event streams.
+    app.platform
+        .jobs()
+        .update(job_id, |r| r.fail("the library vanished"))
+        .await
+        .unwrap();
     let failed = ImageResponse {
         job_id,
         outcome: JobOutcome::Failed {
@@ -304,20 +328,9 @@ async fn the_imageresponse_listener_finishes_a_job_once() {
     assert_eq!(job["state"], "failed");
     assert_eq!(job["error"], "the library vanished");
 
-    // A late success changes nothing: a finished job stays as it finished.
-    let done = ImageResponse {
-        job_id,
-        outcome: JobOutcome::Done {
-            output_blob: format!("imageoutput/{id}"),
-            width: 96,
-            height: 96,
-        },
-    };
-    responses
-        .send(&Envelope::new(Uuid::new_v4(), done))
-        .await
-        .unwrap();
-    for _ in 0..100 {
+    // Every response is taken (the early one once the record ended), and the job stays as the
+    // controller finished it.
+    for _ in 0..200 {
         if responses.depth().await.unwrap() == 0 {
             break;
         }

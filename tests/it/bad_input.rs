@@ -27,8 +27,11 @@ fn settings() -> WebSettings {
     WebSettings {
         max_upload_bytes: UPLOAD_LIMIT,
         max_input_pixels: 1_000_000,
-        max_output_pixels: 1_000_000,
         max_library_uncompressed_bytes: UNPACKED_LIMIT,
+        limits: tessera_shared::spec::JobLimits {
+            max_output_pixels: 1_000_000,
+            ..Default::default()
+        },
         ..test_settings()
     }
 }

@@ -29,10 +29,10 @@ fn round_trip<M: Message + PartialEq + std::fmt::Debug>(name: &str) -> Envelope<
 fn image_request_golden() {
     let m = round_trip::<ImageRequest>("image_request.json");
     assert_eq!(ImageRequest::QUEUE, QueueName::ImageRequest);
-    assert_eq!(m.body.grid, Grid::Cells { across: 128 });
-    assert_eq!(m.body.tile_size, 16);
-    assert_eq!(m.body.slices, 8);
-    assert_eq!(m.body.library.id, "emoji-noto");
+    assert_eq!(m.body.spec.grid, Grid::Cells { across: 128 });
+    assert_eq!(m.body.spec.tile_size, 16);
+    assert_eq!(m.body.spec.slices, 8);
+    assert_eq!(m.body.spec.library.id, "emoji-noto");
 }
 
 /// Oblong tiles: the height beside the width. Square tiles carry no height, so the messages of
@@ -40,15 +40,22 @@ fn image_request_golden() {
 #[test]
 fn image_request_with_oblong_tiles_golden() {
     let m = round_trip::<ImageRequest>("image_request_oblong.json");
-    assert_eq!((m.body.tile_size, m.body.tile_height), (24, Some(18)));
-    assert_eq!(m.body.tile().to_string(), "24x18");
+    assert_eq!(
+        (m.body.spec.tile_size, m.body.spec.tile_height),
+        (24, Some(18))
+    );
+    assert_eq!(m.body.spec.tile().to_string(), "24x18");
     let square = round_trip::<ImageRequest>("image_request.json");
-    assert_eq!(square.body.tile_height, None);
-    assert_eq!(square.body.tile().to_string(), "16");
+    assert_eq!(square.body.spec.tile_height, None);
+    assert_eq!(square.body.spec.tile().to_string(), "16");
     let text =
         golden("image_request_oblong.json").replace("\"tile_height\": 18", "\"tile_height\": 300");
     let err = Envelope::<ImageRequest>::decode(&text).unwrap_err();
-    assert!(err.to_string().contains("tile_height 300"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("tile_height must be 4 to 256 pixels, not 300"),
+        "{err}"
+    );
     let text = golden("image_request_oblong.json")
         .replace("\"tile_height\": 18", "\"tile_height\": \"18\"");
     assert!(Envelope::<ImageRequest>::decode(&text).is_err());
@@ -60,10 +67,10 @@ fn image_request_with_oblong_tiles_golden() {
 #[test]
 fn image_request_with_adaptive_sizes_golden() {
     let m = round_trip::<ImageRequest>("image_request_adaptive.json");
-    let sizes = m.body.options.adaptive.expect("adaptive sizes");
+    let sizes = m.body.spec.options.adaptive.expect("adaptive sizes");
     assert_eq!((sizes.min, sizes.max), (8, 32));
     let plain = round_trip::<ImageRequest>("image_request.json");
-    assert_eq!(plain.body.options.adaptive, None);
+    assert_eq!(plain.body.spec.options.adaptive, None);
     assert!(!plain.encode().contains("adaptive"));
     for (from, to, says) in [
         ("\"8..32\"", "\"8..24\"", "doubled"),
@@ -81,7 +88,7 @@ fn image_request_with_adaptive_sizes_golden() {
     }
     let null = golden("image_request_adaptive.json").replace("\"8..32\"", "null");
     let decoded = Envelope::<ImageRequest>::decode(&null).unwrap();
-    assert_eq!(decoded.body.options.adaptive, None);
+    assert_eq!(decoded.body.spec.options.adaptive, None);
 }
 
 #[test]
@@ -89,13 +96,13 @@ fn slice_request_golden() {
     let m = round_trip::<SliceRequest>("slice_request.json");
     assert_eq!(SliceRequest::QUEUE.as_str(), "slicerequest");
     assert_eq!((m.body.seq, m.body.count), (2, 8));
-    assert_eq!(m.body.options.max_uses, Some(40));
-    assert_eq!(m.body.options.blend_percent, 25);
-    assert!(m.body.options.flip && m.body.options.rotate);
+    assert_eq!(m.body.spec.options.max_uses, Some(40));
+    assert_eq!(m.body.spec.options.blend_percent, 25);
+    assert!(m.body.spec.options.flip && m.body.spec.options.rotate);
     // Written before tile transforms existed: both default to off.
     let older = golden("slice_request.json").replace(", \"flip\": true, \"rotate\": true", "");
     let older = Envelope::<SliceRequest>::decode(&older).unwrap();
-    assert!(!older.body.options.flip && !older.body.options.rotate);
+    assert!(!older.body.spec.options.flip && !older.body.spec.options.rotate);
     let text = golden("slice_request.json").replace("\"flip\": true", "\"flip\": 1");
     assert!(Envelope::<SliceRequest>::decode(&text).is_err());
 }
@@ -166,7 +173,11 @@ fn malformed_and_mismatched_messages_are_typed_errors() {
 fn out_of_range_values_are_invalid_bodies() {
     let text = golden("image_request.json").replace("\"tile_size\": 16", "\"tile_size\": 3");
     let err = Envelope::<ImageRequest>::decode(&text).unwrap_err();
-    assert!(err.to_string().contains("tile_size 3"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("tile_size must be 4 to 256 pixels, not 3"),
+        "{err}"
+    );
     let text = golden("slice_request.json").replace("\"seq\": 2", "\"seq\": 8");
     assert!(Envelope::<SliceRequest>::decode(&text).is_err());
 }

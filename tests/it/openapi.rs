@@ -439,9 +439,10 @@ mod validation {
             "expires_at": null,
             "params": {
                 "library": { "id": "emoji", "version": 1 },
-                "tile_size": 16, "tile_height": 16, "cells": 4, "per_pixel": false, "slices": 2,
-                "repeat_radius": 1, "blend": 0, "flip": false, "rotate": true,
-                "adaptive": null, "input_name": "a.png"
+                "tile_size": 16, "tile_height": 16, "cells": 4, "per_pixel": false,
+                "grid": "cells", "slices": 2, "repeat_radius": 1, "max_uses": null, "blend": 0,
+                "flip": false, "rotate": true, "adaptive": null, "allow_large": false,
+                "input_name": "a.png"
             },
             "slices": [],
             "transactions": { "web": 3 },

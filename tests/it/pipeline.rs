@@ -31,6 +31,7 @@ use tessera_shared::runtime::shutdown::{self, ShutdownTrigger};
 use tessera_shared::runtime::{
     Context, Failure, Listener, ListenerHandle, ListenerSettings, Nudges,
 };
+use tessera_shared::spec::JobSpec;
 use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_shared::storage::{
     BlobStore, PeekedMessage, PutMode, QueueStore, ReceivedMessage, SendOptions, SentMessage,
@@ -488,14 +489,17 @@ async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Jo
         .put(&input, Bytes::copy_from_slice(image), PutMode::CreateNew)
         .await
         .unwrap();
-    let grid = Grid::Cells { across: job.cells };
-    let params = JobParams {
-        library: library.clone(),
+    let spec = JobSpec {
+        library,
         tile_size: job.tile_size,
         tile_height: tile_height_field(job.tile()),
-        grid,
+        grid: Grid::Cells { across: job.cells },
         slices: job.slices,
         options: job.options,
+        allow_large: false,
+    };
+    let params = JobParams {
+        spec: spec.clone(),
         input_name: "astronaut-48.png".into(),
     };
     platform
@@ -506,12 +510,7 @@ async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Jo
     let request = ImageRequest {
         job_id: id,
         input_blob: input,
-        library,
-        tile_size: job.tile_size,
-        tile_height: tile_height_field(job.tile()),
-        grid,
-        slices: job.slices,
-        options: job.options,
+        spec,
         redrive: false,
     };
     platform
@@ -603,7 +602,7 @@ fn assert_done_record(record: &JobRecord, job: &Job, slices: u32) {
     let output = record.output.expect("output size");
     assert_eq!(output.width, job.cells * job.tile_size);
     assert_eq!(output.height, output.rows * job.tile_height);
-    assert_eq!(record.params.tile(), job.tile());
+    assert_eq!(record.params.spec.tile(), job.tile());
     assert_eq!(output.cols, job.cells);
     assert_eq!(
         record.result_blob.as_deref(),
@@ -693,12 +692,15 @@ async fn failing_slice_is_poisoned(env: Env) {
     let bad = Uuid::new_v4();
     let client = Uuid::new_v4();
     let params = JobParams {
-        library: library.reference(),
-        tile_size: job.tile_size,
-        tile_height: None,
-        grid: Grid::Cells { across: job.cells },
-        slices: 2,
-        options: job.options,
+        spec: JobSpec {
+            library: library.reference(),
+            tile_size: job.tile_size,
+            tile_height: None,
+            grid: Grid::Cells { across: job.cells },
+            slices: 2,
+            options: job.options,
+            allow_large: false,
+        },
         input_name: String::new(),
     };
     env.platform
@@ -726,10 +728,15 @@ async fn failing_slice_is_poisoned(env: Env) {
                 seq,
                 count: 2,
                 plan_blob,
-                library: library.reference(),
-                tile_size: job.tile_size,
-                tile_height: None,
-                options: job.options,
+                spec: JobSpec {
+                    library: library.reference(),
+                    tile_size: job.tile_size,
+                    tile_height: None,
+                    grid: Grid::Cells { across: job.cells },
+                    slices: 2,
+                    options: job.options,
+                    allow_large: false,
+                },
             },
         )
     };
@@ -877,7 +884,7 @@ async fn job_with_flip_and_rotate_matches_a_local_render() {
     let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
     let record = finished(&env.platform, id).await;
     assert_done_record(&record, &job, 3);
-    assert!(record.params.options.flip && record.params.options.rotate);
+    assert!(record.params.spec.options.flip && record.params.spec.options.rotate);
     let pixels = result_pixels(&env.platform, id).await;
     assert_same_pixels(&pixels, &local_render(&job), "pipeline vs local render");
 
@@ -924,7 +931,7 @@ async fn job_with_tiles_over_another_background_matches_a_local_render() {
         let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
         let record = finished(&env.platform, id).await;
         assert_done_record(&record, &job, slices);
-        assert_eq!(record.params.options.background, Some(background));
+        assert_eq!(record.params.spec.options.background, Some(background));
         let pixels = result_pixels(&env.platform, id).await;
         let local = local_render(&job);
         assert_same_pixels(&pixels, &local, &format!("{background} in {slices} slices"));
@@ -1001,7 +1008,7 @@ async fn job_with_adaptive_tile_sizes_matches_a_local_render_at_any_slice_count(
         // Never more slices than rows of blocks.
         assert_eq!(record.slices_total, slices.min(16), "{slices} slices");
         assert_eq!(record.slices.len() as u32, record.slices_total);
-        assert_eq!(record.params.options.adaptive, job.options.adaptive);
+        assert_eq!(record.params.spec.options.adaptive, job.options.adaptive);
         let output = record.output.unwrap();
         assert_eq!((output.width, output.height), (256, 256));
         // Cells of the smallest square.
@@ -1054,14 +1061,14 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
     request["body"]["tile_height"] = serde_json::Value::Null;
     request["body"]["grid"] = serde_json::json!({ "mode": "per_pixel" });
     let err = Envelope::<ImageRequest>::decode(&request.to_string()).unwrap_err();
-    assert!(err.to_string().contains("per pixel"), "{err}");
+    assert!(err.to_string().contains("per_pixel"), "{err}");
     request["body"]["grid"] = serde_json::json!({ "mode": "cells", "across": 12 });
     request["body"]["options"]["adaptive"] = "8..24".into();
     let err = Envelope::<ImageRequest>::decode(&request.to_string()).unwrap_err();
     assert!(err.to_string().contains("doubled"), "{err}");
     request["body"]["options"]["adaptive"] = "8..32".into();
     let ok = Envelope::<ImageRequest>::decode(&request.to_string()).unwrap();
-    assert_eq!(ok.body.options.adaptive.unwrap().to_string(), "8..32");
+    assert_eq!(ok.body.spec.options.adaptive.unwrap().to_string(), "8..32");
 
     // A processor given an adaptive plan for a request that is not adaptive.
     let env = embedded();
@@ -1073,12 +1080,15 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
     let id = Uuid::new_v4();
     let client = Uuid::new_v4();
     let params = JobParams {
-        library: library.reference(),
-        tile_size: job.tile_size,
-        tile_height: None,
-        grid: Grid::Cells { across: job.cells },
-        slices: 1,
-        options: Job::small(1).options,
+        spec: JobSpec {
+            library: library.reference(),
+            tile_size: job.tile_size,
+            tile_height: None,
+            grid: Grid::Cells { across: job.cells },
+            slices: 1,
+            options: Job::small(1).options,
+            allow_large: false,
+        },
         input_name: String::new(),
     };
     env.platform
@@ -1096,10 +1106,15 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
         seq: 0,
         count: 1,
         plan_blob,
-        library: library.reference(),
-        tile_size: job.tile_size,
-        tile_height: None,
-        options: Job::small(1).options,
+        spec: JobSpec {
+            library: library.reference(),
+            tile_size: job.tile_size,
+            tile_height: None,
+            grid: Grid::Cells { across: job.cells },
+            slices: 1,
+            options: Job::small(1).options,
+            allow_large: false,
+        },
     };
     env.platform
         .queue::<SliceRequest>()

@@ -179,6 +179,17 @@ impl ResponseError for ApiError {
     }
 }
 
+/// A job specification refused: malformed fields are 400, unusable ones 422, each with its code.
+impl From<tessera_shared::spec::SpecError> for ApiError {
+    fn from(e: tessera_shared::spec::SpecError) -> Self {
+        use tessera_shared::spec::SpecError;
+        match e {
+            SpecError::Invalid { code, message } => ApiError::bad_request(code, message),
+            SpecError::Unusable { code, message } => ApiError::unprocessable(code, message),
+        }
+    }
+}
+
 impl From<StorageError> for ApiError {
     fn from(e: StorageError) -> Self {
         ApiError::storage(e)

@@ -8,7 +8,7 @@ use actix_web::http::header;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 
 use crate::routes::{cells, dzi, events, jobs, libraries, ops, preview, result, sheet, tiles};
 
@@ -54,8 +54,10 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
 )]
 pub struct ApiDoc;
 
-/// Adds what the derive cannot say: the description, the security schemes, and that a job with
-/// `per_pixel: true` gives neither `cells` nor `adaptive`.
+/// Adds what the derive cannot say: the description, the security schemes, and the rules
+/// between a job's fields (`JobSpec::check_fields` enforces the same): `per_pixel: true` gives
+/// neither `cells` nor `adaptive`, and `adaptive` takes a square `tile_size` and no
+/// `background` but the library's own.
 struct Described;
 
 impl Modify for Described {
@@ -69,10 +71,21 @@ impl Modify for Described {
                 .extensions
                 .get_or_insert_with(Default::default)
                 .insert(
-                    "anyOf".to_string(),
+                    "allOf".to_string(),
                     serde_json::json!([
-                        { "properties": { "per_pixel": { "const": false } } },
-                        { "properties": { "cells": false, "adaptive": false } }
+                        { "anyOf": [
+                            { "properties": { "per_pixel": { "const": false } } },
+                            { "properties": { "cells": false, "adaptive": false } }
+                        ] },
+                        { "anyOf": [
+                            { "properties": { "adaptive": { "maxLength": 0 } } },
+                            { "properties": { "tile_size": { "pattern": "^[0-9]+$" } } }
+                        ] },
+                        { "anyOf": [
+                            { "properties": { "adaptive": { "maxLength": 0 } } },
+                            { "properties": { "background": {
+                                "pattern": "^[Ll][Ii][Bb][Rr][Aa][Rr][Yy]$" } } }
+                        ] }
                     ]),
                 );
         }
@@ -107,11 +120,6 @@ pub fn document_json() -> &'static str {
             .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     })
 }
-
-/// Binary content (an image).
-#[derive(ToSchema)]
-#[schema(value_type = String, format = Binary)]
-pub struct Binary(pub Vec<u8>);
 
 /// `GET /api/v1/openapi.json`: this document.
 #[utoipa::path(

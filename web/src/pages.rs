@@ -8,10 +8,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use uuid::Uuid;
 
+use tessera_engine::TILE_SIZES;
 use tessera_shared::jobs::{JobError, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::LibraryRecord;
-use tessera_shared::messages::{SLICES_RANGE, TILE_SIZE_RANGE};
+use tessera_shared::spec::SLICES_RANGE;
 use tessera_shared::storage::StorageError;
 
 use crate::client::{CLIENT_COOKIE, job_id};
@@ -200,6 +201,10 @@ struct Home {
     /// shows the output size against the first and the slices the server will use.
     max_output_pixels: u64,
     max_slice_pixels: u64,
+    /// Over this size the form asks for a tick before it sends the job.
+    large_output_pixels: u64,
+    /// Cells of a job that names none (cells across then follow the photo's shape).
+    auto_cells: u32,
 }
 
 async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -220,17 +225,19 @@ async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     page(&Home {
         libraries,
         strip,
-        tile_min: *TILE_SIZE_RANGE.start(),
-        tile_max: *TILE_SIZE_RANGE.end(),
-        max_cells: s.max_cells,
+        tile_min: *TILE_SIZES.start(),
+        tile_max: *TILE_SIZES.end(),
+        max_cells: s.limits.max_cells,
         slices_min: *SLICES_RANGE.start(),
         slices_max: *SLICES_RANGE.end(),
         slices_default: s
             .default_slices
             .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
-        max_radius: s.max_repeat_radius,
+        max_radius: s.limits.max_repeat_radius,
         max_upload_bytes: s.max_upload_bytes,
-        max_output_pixels: s.max_output_pixels,
+        max_output_pixels: s.limits.max_output_pixels,
+        large_output_pixels: s.limits.large_output_pixels,
+        auto_cells: s.limits.auto_cells,
         max_slice_pixels: tessera_shared::messages::DEFAULT_MAX_SLICE_PIXELS,
     })
 }
@@ -247,6 +254,70 @@ struct JobPage {
     has_quality: bool,
     /// Empty until the job is planned (the page's script fills them in then).
     quality: QualityFigures,
+    /// How the job was made, as `(setting, value)`: what it asked for and what that came to.
+    settings: Vec<(&'static str, String)>,
+}
+
+/// A job's settings in words: each as asked, and as resolved where the photo decided it.
+fn settings_in_words(record: &tessera_shared::jobs::JobRecord) -> Vec<(&'static str, String)> {
+    use tessera_shared::messages::Grid;
+    let spec = &record.params.spec;
+    let options = &spec.options;
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let grid = match (spec.grid, record.output) {
+        (Grid::Cells { across }, Some(o)) => format!("{across} cells across, {} rows", o.rows),
+        (Grid::Auto, Some(o)) => {
+            format!(
+                "chosen by the photo's shape: {} cells across, {} rows",
+                o.cols, o.rows
+            )
+        }
+        (Grid::PerPixel, Some(o)) => format!("one tile per pixel: {} x {}", o.cols, o.rows),
+        (grid, None) => format!("{grid:?}"),
+    };
+    let mut out = vec![
+        (
+            "Library",
+            format!("{} (version {})", spec.library.id, spec.library.version),
+        ),
+        ("Tile size", format!("{} px", spec.tile())),
+        ("Grid", grid),
+    ];
+    if let Some(o) = record.output {
+        let mp = f64::from(o.width) * f64::from(o.height) / 1e6;
+        out.push((
+            "Output",
+            format!("{} x {} px ({mp:.1} megapixels)", o.width, o.height),
+        ));
+    }
+    out.push(("Slices asked for", spec.slices.to_string()));
+    out.push(("Repetition radius", options.repeat_radius.to_string()));
+    out.push((
+        "Uses of each tile",
+        options
+            .max_uses
+            .map_or_else(|| "no limit".to_string(), |n| format!("at most {n}")),
+    ));
+    out.push(("Blend", format!("{} %", options.blend_percent)));
+    out.push(("Mirror tiles", yes_no(options.flip)));
+    out.push(("Turn tiles", yes_no(options.rotate)));
+    let chosen = record.quality.as_ref().and_then(|q| q.background.clone());
+    let asked = options.tile_background().to_string();
+    out.push((
+        "Behind transparent tiles",
+        match chosen {
+            Some(colour) if asked != colour => format!("{asked}: #{colour}"),
+            Some(colour) => format!("#{colour}"),
+            None => asked,
+        },
+    ));
+    out.push((
+        "Adaptive tile sizes",
+        options
+            .adaptive
+            .map_or_else(|| "no".to_string(), |a| format!("{a} px")),
+    ));
+    out
 }
 
 /// A job's quality figures, formatted for reading.
@@ -308,6 +379,7 @@ async fn job(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<H
             .as_ref()
             .map(QualityFigures::from)
             .unwrap_or_default(),
+        settings: settings_in_words(&record),
     })
 }
 

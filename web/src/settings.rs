@@ -21,12 +21,6 @@ pub struct WebSettings {
     pub max_upload_bytes: u64,
     /// Largest target image, in pixels (checked from the header before decoding).
     pub max_input_pixels: u64,
-    /// Largest mosaic a job may ask for, in pixels.
-    pub max_output_pixels: u64,
-    /// Most cells across a job may ask for.
-    pub max_cells: u32,
-    /// Largest repetition radius a job may ask for.
-    pub max_repeat_radius: u32,
     /// Slices a job is cut into when the request names none.
     pub default_slices: u32,
     /// Library used when a job names none; empty makes `library` required.
@@ -55,6 +49,9 @@ pub struct WebSettings {
     /// The `[retention]` section: when a job's result expires, for pages and the API.
     #[serde(skip)]
     pub retention: tessera_shared::lifecycle::RetentionSettings,
+    /// The `[limits]` section: what a job may ask for (the controller plans under the same).
+    #[serde(skip)]
+    pub limits: tessera_shared::spec::JobLimits,
 }
 
 /// The configured API key. Its `Debug` never shows it.
@@ -92,9 +89,6 @@ impl Default for WebSettings {
             workers: 0,
             max_upload_bytes: 50 * 1024 * 1024,
             max_input_pixels: 100_000_000,
-            max_output_pixels: tessera_engine::DEFAULT_MAX_OUTPUT_PIXELS,
-            max_cells: 4096,
-            max_repeat_radius: 16,
             default_slices: 8,
             default_library: String::new(),
             max_library_upload_bytes: 200 * 1024 * 1024,
@@ -108,6 +102,7 @@ impl Default for WebSettings {
             shutdown_grace_secs: 10,
             api_key: ApiKey::default(),
             retention: Default::default(),
+            limits: Default::default(),
         }
     }
 }

@@ -18,14 +18,10 @@ use tessera_shared::telemetry::Role;
 
 use crate::error::no_route;
 use crate::ops_endpoint::Probes;
+use crate::request::HeadRequest;
 use crate::settings::WebSettings;
 use crate::state::AppState;
 use crate::streams::{JobChanges, StreamHub};
-
-/// Marks a request that came as HEAD (and is routed as GET): a handler may skip making a body
-/// nobody will receive.
-#[derive(Debug, Clone, Copy)]
-pub struct HeadRequest;
 
 /// Content Security Policy for everything served: same-origin only, never framed.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; img-src 'self' data: blob:; \

@@ -35,6 +35,10 @@ pub struct JobView {
     #[serde(with = "time::serde::rfc3339::option")]
     #[schema(required = true)]
     pub expires_at: Option<OffsetDateTime>,
+    /// How the job was made: present once its size is known (at submission).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub resolved: Option<Resolved>,
     /// The job's parameters as submitted (the library pinned to its version).
     pub params: ParamsView,
     /// The slices rendered so far.
@@ -66,12 +70,19 @@ pub struct ParamsView {
     pub tile_size: u32,
     /// Tile height in pixels (`tile_size`, for square tiles).
     pub tile_height: u32,
-    /// Cells across, or null in one-tile-per-pixel mode.
+    /// Cells across as asked, or null in one-tile-per-pixel mode and when the photo's shape
+    /// chose them (`auto`; `resolved` has the grid made).
     #[schema(required = true)]
     pub cells: Option<u32>,
     pub per_pixel: bool,
+    /// `cells` (as asked), `per_pixel` or `auto` (cells across chosen by the photo's shape).
+    #[schema(example = "auto")]
+    pub grid: &'static str,
     pub slices: u32,
     pub repeat_radius: u32,
+    /// Most uses of any one tile, or null for no cap.
+    #[schema(required = true)]
+    pub max_uses: Option<u32>,
     #[schema(maximum = 100)]
     pub blend: u8,
     /// Tiles may be mirrored left-right.
@@ -85,7 +96,26 @@ pub struct ParamsView {
     /// Adaptive tile sizes, `MIN..MAX` pixels, or null for the uniform grid.
     #[schema(required = true, example = "8..32")]
     pub adaptive: Option<String>,
+    /// Whether the job asked for a mosaic over the service's size made unasked.
+    pub allow_large: bool,
     pub input_name: String,
+}
+
+/// How the job was made, as resolved from what it asked: the grid and size the photo gave, and
+/// the background `auto` chose.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Resolved {
+    /// Cells across and rows made (of the smallest square, for adaptive sizes).
+    pub cols: u32,
+    pub rows: u32,
+    /// The mosaic in pixels.
+    pub width: u32,
+    pub height: u32,
+    /// The colour transparent tiles were laid over (`rrggbb`), once planned; absent for a
+    /// library without transparency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, pattern = "^[0-9a-f]{6}$")]
+    pub background: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -117,9 +147,11 @@ impl JobView {
     pub fn new(r: &JobRecord, retention: &RetentionSettings) -> Self {
         let path = job_path(r.id);
         let done = r.state == tessera_shared::jobs::JobState::Done;
-        let (cells, per_pixel) = match r.params.grid {
-            Grid::Cells { across } => (Some(across), false),
-            Grid::PerPixel => (None, true),
+        let spec = &r.params.spec;
+        let grid = match spec.grid {
+            Grid::Cells { .. } => "cells",
+            Grid::PerPixel => "per_pixel",
+            Grid::Auto => "auto",
         };
         JobView {
             id: r.id,
@@ -134,19 +166,29 @@ impl JobView {
             updated_at: r.updated_at,
             finished_at: r.finished_at,
             expires_at: expires_at(r, retention.retention()),
+            resolved: r.output.map(|o| Resolved {
+                cols: o.cols,
+                rows: o.rows,
+                width: o.width,
+                height: o.height,
+                background: r.quality.as_ref().and_then(|q| q.background.clone()),
+            }),
             params: ParamsView {
-                library: r.params.library.clone(),
-                tile_size: r.params.tile_size,
-                tile_height: r.params.tile().height,
-                cells,
-                per_pixel,
-                slices: r.params.slices,
-                repeat_radius: r.params.options.repeat_radius,
-                blend: r.params.options.blend_percent,
-                flip: r.params.options.flip,
-                rotate: r.params.options.rotate,
-                background: r.params.options.background.map(|bg| bg.to_string()),
-                adaptive: r.params.options.adaptive.map(|sizes| sizes.to_string()),
+                library: spec.library.clone(),
+                tile_size: spec.tile_size,
+                tile_height: spec.tile().height,
+                cells: spec.grid.cells(),
+                per_pixel: spec.grid == Grid::PerPixel,
+                grid,
+                slices: spec.slices,
+                repeat_radius: spec.options.repeat_radius,
+                max_uses: spec.options.max_uses,
+                blend: spec.options.blend_percent,
+                flip: spec.options.flip,
+                rotate: spec.options.rotate,
+                background: spec.options.background.map(|bg| bg.to_string()),
+                adaptive: spec.options.adaptive.map(|sizes| sizes.to_string()),
+                allow_large: spec.allow_large,
                 input_name: r.params.input_name.clone(),
             },
             slices: r

@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tessera_engine::{
-    AdaptivePlan, AdaptiveSizes, AdaptiveSizing, CellMap, Error as EngineError,
-    FRAGMENT_HEADER_BYTES, Plan, PlanOptions, RgbImage, Sizing, TileBackground, TileCache,
-    decode_target, hex_colour, plan_quality,
+    AdaptivePlan, AdaptiveSizing, CellMap, Error as EngineError, FRAGMENT_HEADER_BYTES, Plan,
+    RgbImage, TileCache, decode_target, hex_colour, plan_quality,
 };
 use tessera_shared::jobs::{
     JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
@@ -21,14 +20,14 @@ use tessera_shared::messages::{
 };
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
-use tessera_shared::runtime::{Context, Failure, Listener, PoisonRecord, poison};
+use tessera_shared::runtime::{Context, Failure, Listener};
+use tessera_shared::spec::{JobLimits, JobSpec};
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::jobs::{
-    counted, fail_job, give_up, job_failure, on_background_thread, plan_options, slice_ranges,
-    spent,
+    counted, give_up, job_failure, on_background_thread, poison_hook, slice_ranges, spent,
 };
 use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ControllerSettings;
@@ -114,22 +113,6 @@ pub(crate) async fn run_controller_with(
     Ok(())
 }
 
-/// Marks the owning job failed when one of its messages is poisoned, in a task of its own that
-/// retries while storage fails (the listener goes on meanwhile).
-pub(crate) fn poison_hook(platform: Platform, what: &'static str) -> poison::PoisonHook {
-    poison::hook(move |record: PoisonRecord| {
-        let platform = platform.clone();
-        async move {
-            let Some(job) = record.job_id else { return };
-            let reason = format!("{what}: {}", record.reason);
-            tokio::spawn(poison::record_fate(job, move || {
-                let (platform, reason) = (platform.clone(), reason.clone());
-                async move { fail_job(&platform, job, &reason).await }
-            }));
-        }
-    })
-}
-
 struct Controller {
     platform: Platform,
     settings: ControllerSettings,
@@ -192,10 +175,9 @@ impl Controller {
             }
             Err(e) => return Err(e.into()),
         };
-        let options = plan_options(request.tile(), request.grid, &request.options);
         let tiles = match self
             .libraries
-            .tiles(&request.library, options.tile_size, None)
+            .tiles(&request.spec.library, request.spec.tile(), None)
             .await
         {
             Ok(tiles) => tiles,
@@ -213,19 +195,15 @@ impl Controller {
         // The planner hands over each slice as soon as its rows are matched, so processors
         // render the first slices while the rest of the image is still being planned.
         let (planned, mut slices) = tokio::sync::mpsc::channel(4);
-        let (slice_count, max_slice_pixels) = (request.slices, self.settings.max_slice_pixels);
-        let (background, adaptive) = (request.options.tile_background(), request.options.adaptive);
+        let spec = request.spec.clone();
+        let (limits, max_slice_pixels) =
+            (self.settings.limits.clone(), self.settings.max_slice_pixels);
         let planner = tokio::task::spawn_blocking(move || {
-            plan_job(
-                &input,
-                tiles,
-                (&options, background, adaptive),
-                (slice_count, max_slice_pixels),
-                &planned,
-            )
+            plan_job(&input, tiles, (&spec, &limits), max_slice_pixels, &planned)
         });
         let mut record = record;
         let mut count = 0;
+        let mut last = None;
         while let Some(item) = slices.recv().await {
             match item {
                 Planned::Sized(size, total) => {
@@ -252,6 +230,9 @@ impl Controller {
                         )));
                     }
                 }
+                // The last slice waits for the quality figures: the job cannot be done before
+                // they are in its record.
+                Planned::Slice(seq, plan) if seq + 1 == count => last = Some((seq, plan)),
                 Planned::Slice(seq, plan) => {
                     self.send_slice(&local, client, &request, &record, seq, plan)
                         .await?;
@@ -304,6 +285,10 @@ impl Controller {
         })
         .await
         .map_err(|e| job_failure(job, e))?;
+        if let Some((seq, plan)) = last {
+            self.send_slice(&local, client, &request, &record, seq, plan)
+                .await?;
+        }
         tracing::info!(%job, slices = count, "job planned");
         Ok(())
     }
@@ -334,10 +319,7 @@ impl Controller {
             seq,
             count: record.slices_total,
             plan_blob: key,
-            library: request.library.clone(),
-            tile_size: request.tile_size,
-            tile_height: request.tile_height,
-            options: request.options,
+            spec: request.spec.clone(),
         };
         platform
             .queue::<SliceRequest>()
@@ -358,12 +340,7 @@ impl Controller {
             job,
             client,
             JobParams {
-                library: request.library.clone(),
-                tile_size: request.tile_size,
-                tile_height: request.tile_height,
-                grid: request.grid,
-                slices: request.slices,
-                options: request.options,
+                spec: request.spec.clone(),
                 input_name: String::new(),
             },
         );
@@ -613,21 +590,30 @@ enum WholePlan {
     Adaptive(AdaptivePlan),
 }
 
-/// Decodes the target and plans the whole image (a uniform grid, or adaptive squares of
-/// `adaptive`), over the background the job asks for, sending each slice's rows on `slices` as
-/// soon as they are final; returns the whole plan, the decoded target and the tiles the plan was
-/// made with (the library's own, or laid over the background: the request's validation keeps
-/// adaptive squares to the library's own).
+/// Decodes the target and plans the whole image as the job's specification asks, under the
+/// operator's limits (a uniform grid, or adaptive squares), over the background the job asks
+/// for, sending each slice's rows on `slices` as soon as they are final; returns the whole plan,
+/// the decoded target and the tiles the plan was made with (the library's own, or laid over the
+/// background: the specification's rules keep adaptive squares to the library's own).
 fn plan_job(
     input: &[u8],
     tiles: Arc<TileCache<'static>>,
-    (options, background, adaptive): (&PlanOptions, TileBackground, Option<AdaptiveSizes>),
-    (slice_count, max_slice_pixels): (u32, u64),
+    (spec, limits): (&JobSpec, &JobLimits),
+    max_slice_pixels: u64,
     slices: &tokio::sync::mpsc::Sender<Planned>,
 ) -> Result<(WholePlan, RgbImage, Arc<TileCache<'static>>), EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
     let target = decode_target(input, tiles.library().background())?;
-    let background = background.resolve(&target, tiles.library());
+    let (width, height) = (target.width(), target.height());
+    let size = spec
+        .size(width, height, limits)
+        .map_err(|e| EngineError::InvalidOption(e.to_string()))?;
+    let options = &spec.plan_options(width, height, limits);
+    let (slice_count, adaptive) = (spec.slices, spec.options.adaptive);
+    let background = spec
+        .options
+        .tile_background()
+        .resolve(&target, tiles.library());
     let tiles = match background.and_then(|bg| tiles.library().over(bg)) {
         Some(over) => Arc::new(TileCache::shared(Arc::new(over), tiles.tile_size())),
         None => tiles,
@@ -645,17 +631,10 @@ fn plan_job(
     if let Some(sizes) = adaptive {
         // The quadtree is made for the whole image at once; then it is cut on rows of blocks,
         // so each slice renders whole squares of its own.
-        let sizing = AdaptiveSizing::new(target.width(), target.height(), options, sizes)?;
+        let sizing = AdaptiveSizing::new(width, height, options, sizes)?;
         let ranges = cut(sizing.width, sizing.height, sizing.block_rows);
-        let (cols, rows) = sizing.grid();
-        let size = OutputSize {
-            width: sizing.width,
-            height: sizing.height,
-            cols,
-            rows,
-        };
         slices
-            .blocking_send(Planned::Sized(size, ranges.len() as u32))
+            .blocking_send(Planned::Sized(size.output, ranges.len() as u32))
             .map_err(|_| stopped())?;
         let plan = AdaptivePlan::make(&target, library, options, sizes)?;
         for (seq, rows) in ranges.into_iter().enumerate() {
@@ -666,16 +645,10 @@ fn plan_job(
         }
         return Ok((WholePlan::Adaptive(plan), target, tiles));
     }
-    let sizing = Sizing::new(target.width(), target.height(), options)?;
+    let sizing = size.sizing;
     let ranges = cut(sizing.width, sizing.height, sizing.rows);
-    let size = OutputSize {
-        width: sizing.width,
-        height: sizing.height,
-        cols: sizing.cols,
-        rows: sizing.rows,
-    };
     slices
-        .blocking_send(Planned::Sized(size, ranges.len() as u32))
+        .blocking_send(Planned::Sized(size.output, ranges.len() as u32))
         .map_err(|_| stopped())?;
     let mut next = 0;
     let plan = Plan::make_incrementally(&target, library, options, &mut |plan, done| {

@@ -1,35 +1,16 @@
-//! What both roles share: how a job's options become the engine's, how rows are cut into slices,
+//! What both roles share: how rows are cut into slices,
 //! marking a job failed, and counting the storage transactions one handler spends.
 
 use std::ops::Range;
 use std::sync::Arc;
 
-use tessera_engine::{Grid as EngineGrid, PlanOptions, TileSize};
 use tessera_shared::accounting::Accounting;
 use tessera_shared::jobs::{JobError, JobRecord};
 use tessera_shared::lifecycle::release_intermediates;
-use tessera_shared::messages::{Envelope, Grid, ImageResponse, JobOutcome, RenderOptions};
+use tessera_shared::messages::{Envelope, ImageResponse, JobOutcome};
 use tessera_shared::platform::Platform;
-use tessera_shared::runtime::Failure;
+use tessera_shared::runtime::{Failure, PoisonRecord, poison};
 use uuid::Uuid;
-
-/// The engine's plan options for a job's tile size, grid and options (the engine's defaults for
-/// everything a job does not choose), as `tessera render` uses them.
-pub fn plan_options(tile_size: TileSize, grid: Grid, options: &RenderOptions) -> PlanOptions {
-    PlanOptions {
-        tile_size,
-        grid: match grid {
-            Grid::Cells { across } => EngineGrid::Cells(across),
-            Grid::PerPixel => EngineGrid::PerPixel,
-        },
-        repeat_radius: options.repeat_radius,
-        max_uses: options.max_uses,
-        blend: options.blend_percent,
-        flip: options.flip,
-        rotate: options.rotate,
-        ..PlanOptions::default()
-    }
-}
 
 /// The cell rows of each of `slices` slices of a grid `rows` high, split as evenly as can be;
 /// never more slices than rows, never an empty slice.
@@ -195,6 +176,22 @@ pub(crate) async fn caught<T: Send + 'static>(
         Ok(Err(panic)) => Err(format!("{doing}panicked: {panic}")),
         Err(_) => Err(gone.into()),
     }
+}
+
+/// Marks the owning job failed when one of its messages is poisoned, in a task of its own that
+/// retries while storage fails (the listener goes on meanwhile).
+pub(crate) fn poison_hook(platform: Platform, what: &'static str) -> poison::PoisonHook {
+    poison::hook(move |record: PoisonRecord| {
+        let platform = platform.clone();
+        async move {
+            let Some(job) = record.job_id else { return };
+            let reason = format!("{what}: {}", record.reason);
+            tokio::spawn(poison::record_fate(job, move || {
+                let (platform, reason) = (platform.clone(), reason.clone());
+                async move { fail_job(&platform, job, &reason).await }
+            }));
+        }
+    })
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ mod settings;
 mod stitch;
 
 pub use controller::run_controller;
-pub use jobs::{plan_options, slice_ranges};
+pub use jobs::slice_ranges;
 pub use library_cache::{LibraryCache, LibraryLoadError};
 pub use processor::run_processors;
 pub use reconciler::{SweepReport, sweep as reconcile_stalled_jobs};

@@ -17,7 +17,7 @@ use tessera_shared::runtime::shutdown::Shutdown;
 use tessera_shared::runtime::{Context, Failure, Listener};
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
-use crate::controller::poison_hook;
+use crate::jobs::poison_hook;
 use crate::jobs::{caught, counted, lower_thread_priority, spent};
 use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ProcessorSettings;
@@ -170,11 +170,12 @@ impl Processor {
         let bad = |e: String| Failure::poison(format!("{what}: {e}"));
         if AdaptivePlan::is_blob(bytes) {
             let plan = AdaptivePlan::from_bytes(bytes).map_err(|e| bad(e.to_string()))?;
-            if request.options.adaptive != Some(plan.sizes()) {
+            if request.spec.options.adaptive != Some(plan.sizes()) {
                 return Err(bad(format!(
                     "the plan has adaptive tiles of {}, the request {}",
                     plan.sizes(),
                     request
+                        .spec
                         .options
                         .adaptive
                         .map_or("none".to_string(), |s| s.to_string())
@@ -190,16 +191,16 @@ impl Processor {
             return Ok(SlicePlan::Adaptive(plan, caches));
         }
         let plan = Plan::from_bytes(bytes).map_err(|e| bad(e.to_string()))?;
-        if let Some(sizes) = request.options.adaptive {
+        if let Some(sizes) = request.spec.options.adaptive {
             return Err(bad(format!(
                 "the request has adaptive tiles of {sizes}, its plan a uniform grid"
             )));
         }
-        if plan.tile_size() != request.tile() {
+        if plan.tile_size() != request.spec.tile() {
             return Err(bad(format!(
                 "the plan has {} px tiles, the request {} px",
                 plan.tile_size(),
-                request.tile()
+                request.spec.tile()
             )));
         }
         let cache = self
@@ -219,7 +220,7 @@ impl Processor {
     ) -> Result<Tiles, Failure> {
         match self
             .libraries
-            .tiles(&request.library, size, background)
+            .tiles(&request.spec.library, size, background)
             .await
         {
             Ok(cache) => Ok(cache),

@@ -179,12 +179,7 @@ async fn resend_missing(platform: &Platform, record: &JobRecord) -> Result<(), S
         let request = ImageRequest {
             job_id: job,
             input_blob: BlobKey::ImageInput { job }.path(),
-            library: params.library.clone(),
-            tile_size: params.tile_size,
-            tile_height: params.tile_height,
-            grid: params.grid,
-            slices: params.slices,
-            options: params.options,
+            spec: params.spec.clone(),
             redrive: true,
         };
         platform
@@ -234,10 +229,7 @@ async fn resend_missing(platform: &Platform, record: &JobRecord) -> Result<(), S
             seq,
             count: total,
             plan_blob: plan_key(seq),
-            library: params.library.clone(),
-            tile_size: params.tile_size,
-            tile_height: params.tile_height,
-            options: params.options,
+            spec: params.spec.clone(),
         };
         platform
             .queue::<SliceRequest>()

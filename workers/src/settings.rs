@@ -62,6 +62,10 @@ pub struct ControllerSettings {
     /// The `[retention]` section, which the storage sweep follows.
     #[serde(skip)]
     pub retention: RetentionSettings,
+    /// The `[limits]` section: jobs are sized and planned under the limits the web role checked
+    /// them against.
+    #[serde(skip)]
+    pub limits: tessera_shared::spec::JobLimits,
 }
 
 /// How jobs are watched to their end (the `[jobs]` section).
@@ -120,6 +124,7 @@ impl Default for ControllerSettings {
             max_retry_delay_ms: millis(listener.max_retry_delay),
             jobs: JobsSettings::default(),
             retention: RetentionSettings::default(),
+            limits: Default::default(),
         }
     }
 }

@@ -18,7 +18,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::keys::BlobKey;
-use crate::messages::{Grid, LibraryRef, RenderOptions};
+use crate::spec::JobSpec;
 use crate::storage::{BlobStore, PutMode, StorageError};
 
 /// Where a job is in its life. Only ever moves forward, in this order; `Failed` and `Done` end it.
@@ -60,26 +60,12 @@ impl JobState {
 /// What the job was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobParams {
-    pub library: LibraryRef,
-    /// Width of a tile in output pixels.
-    pub tile_size: u32,
-    /// Height of a tile in output pixels; absent for square tiles (records from before
-    /// oblong tiles have none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tile_height: Option<u32>,
-    pub grid: Grid,
-    pub slices: u32,
-    pub options: RenderOptions,
+    /// What the job asks for, as it was asked.
+    #[serde(flatten)]
+    pub spec: JobSpec,
     /// The uploaded file's name, as the client gave it (display only).
     #[serde(default)]
     pub input_name: String,
-}
-
-impl JobParams {
-    /// The job's tile size.
-    pub fn tile(&self) -> tessera_engine::TileSize {
-        crate::messages::tile_size(self.tile_size, self.tile_height)
-    }
 }
 
 /// One rendered slice.
@@ -91,19 +77,7 @@ pub struct SliceRecord {
     pub finished_at: OffsetDateTime,
 }
 
-/// Sizes known once the controller has planned the job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct OutputSize {
-    /// The mosaic's width in pixels.
-    pub width: u32,
-    /// The mosaic's height in pixels.
-    pub height: u32,
-    /// Cells across: of the grid, or, for adaptive tile sizes, of the smallest square's grid
-    /// (the cell lookup counts in these cells).
-    pub cols: u32,
-    /// Cells down, counted as `cols` are.
-    pub rows: u32,
-}
+pub use crate::spec::OutputSize;
 
 /// Quality figures of a job's mosaic on its cell grid, as the quality metric defines them:
 /// CIEDE2000 between each cell's target colour and the colour its tile renders there, and how
@@ -364,7 +338,7 @@ impl JobStore {
             {
                 Ok(_) => {
                     if !was_final && record.state.is_final() {
-                        metrics::counter!(crate::telemetry::JOBS_FINISHED, "state" => record.state.as_str())
+                        metrics::counter!(crate::metric_names::JOBS_FINISHED, "state" => record.state.as_str())
                             .increment(1);
                         self.forget_active(job, Some(record.client_id)).await;
                     }
@@ -395,21 +369,25 @@ fn encode(record: &JobRecord) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::messages::{Grid, LibraryRef, RenderOptions};
 
     fn record() -> JobRecord {
         JobRecord::new(
             Uuid::new_v4(),
             Uuid::new_v4(),
             JobParams {
-                library: LibraryRef {
-                    id: "emoji".into(),
-                    version: 1,
+                spec: JobSpec {
+                    library: LibraryRef {
+                        id: "emoji".into(),
+                        version: 1,
+                    },
+                    tile_size: 16,
+                    tile_height: None,
+                    grid: Grid::Cells { across: 32 },
+                    slices: 4,
+                    options: RenderOptions::default(),
+                    allow_large: false,
                 },
-                tile_size: 16,
-                tile_height: None,
-                grid: Grid::Cells { across: 32 },
-                slices: 4,
-                options: RenderOptions::default(),
                 input_name: "cat.jpg".into(),
             },
         )

@@ -241,7 +241,7 @@ pub async fn collect_garbage(
         if let Some(job) = BlobKey::active_job_of(&marker.key)
             && let Ok(record) = jobs.get(job).await
         {
-            in_use.insert(record.params.library.clone());
+            in_use.insert(record.params.spec.library.clone());
         }
     }
     // One listing of each library's indexes and sheets finds the versions still stored.

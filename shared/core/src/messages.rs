@@ -5,8 +5,8 @@
 //! and blob keys, never image bytes. Decoding checks the version, the kind and the body; any failure
 //! is a [`DecodeError`], which the queue runtime treats as poison (never retried).
 
+use crate::spec::JobSpec;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
-use tessera_engine::{AdaptiveSizes, TileBackground, TileSize};
 use uuid::Uuid;
 
 /// The envelope version this build writes and the only one it reads.
@@ -168,142 +168,27 @@ impl<M: Message> Envelope<M> {
     }
 }
 
-/// A tile library at one version: processors cache a library's index by this pair.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LibraryRef {
-    pub id: String,
-    #[schema(minimum = 1)]
-    pub version: u32,
-}
+pub use crate::spec::{Grid, LibraryRef, RenderOptions, tile_height_field, tile_size};
 
-/// How the target is cut into cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "mode", deny_unknown_fields)]
-pub enum Grid {
-    /// So many cells across; rows follow the target's aspect ratio.
-    Cells { across: u32 },
-    /// One tile per source pixel: the output is the source size times the tile size.
-    PerPixel,
-}
-
-/// Matching and rendering options a job carries from the upload to every slice.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RenderOptions {
-    /// No identical tile within this Chebyshev distance (0: unlimited repeats).
-    pub repeat_radius: u32,
-    /// How far each tile is moved toward its cell's colour, 0 to 100 %.
-    pub blend_percent: u8,
-    /// An optional cap on the number of uses of any one tile.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_uses: Option<u32>,
-    /// Tiles may be mirrored left-right (absent: false).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub flip: bool,
-    /// Tiles may be turned by quarter turns (absent: false).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub rotate: bool,
-    /// What transparent tiles lie over: `library`, `auto` or a colour as `rrggbb` hex
-    /// (absent: the library's own background, as `library`). Not with `adaptive`.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
-    pub background: Option<TileBackground>,
-    /// Adaptive tile sizes, `"MIN..MAX"` (as `"8..32"`): square tiles of several sizes, large
-    /// where the photo is flat and small where it is detailed, no more of them than the uniform
-    /// grid has. Absent: the uniform grid, and the messages read as they did before.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
-    pub adaptive: Option<AdaptiveSizes>,
-}
-
-impl RenderOptions {
-    /// The background transparent tiles lie over.
-    pub fn tile_background(&self) -> TileBackground {
-        self.background.unwrap_or_default()
-    }
-}
-
-/// An option that travels as text (`"8..32"`, `"auto"`): written as it displays, parsed (and
-/// so checked) as it is read.
-trait WireText: std::fmt::Display + Sized {
-    fn from_wire(text: &str) -> Result<Self, String>;
-}
-
-impl WireText for TileBackground {
-    fn from_wire(text: &str) -> Result<Self, String> {
-        TileBackground::parse(text)
-    }
-}
-
-impl WireText for AdaptiveSizes {
-    fn from_wire(text: &str) -> Result<Self, String> {
-        text.parse().map_err(|e| format!("adaptive: {e}"))
-    }
-}
-
-/// Serde for an optional [`WireText`] field.
-mod wire_text {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    use super::WireText;
-
-    pub fn serialize<T: WireText, S: Serializer>(
-        value: &Option<T>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match value {
-            Some(value) => s.collect_str(value),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, T: WireText, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<T>, D::Error> {
-        Option::<String>::deserialize(d)?
-            .map(|text| T::from_wire(&text).map_err(serde::de::Error::custom))
-            .transpose()
-    }
-}
-
-impl Default for RenderOptions {
-    fn default() -> Self {
-        RenderOptions {
-            repeat_radius: 1,
-            blend_percent: 0,
-            max_uses: None,
-            flip: false,
-            rotate: false,
-            background: None,
-            adaptive: None,
-        }
-    }
-}
-
-/// `imagerequest`: a new job, from the front end to the job controller.
+/// `imagerequest`: a new job, from the front end to the job controller. Its job specification's
+/// fields sit beside the job's (`library`, `tile_size`, `grid`, ...). Unknown body fields are
+/// ignored, as in every message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ImageRequest {
     pub job_id: Uuid,
     /// Blob key of the uploaded target image.
     pub input_blob: String,
-    pub library: LibraryRef,
-    /// Width of one tile in output pixels.
-    pub tile_size: u32,
-    /// Height of one tile in output pixels; absent for square tiles (the width).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tile_height: Option<u32>,
-    pub grid: Grid,
-    /// Into how many slices (bands of cell rows) the job is cut.
-    pub slices: u32,
-    pub options: RenderOptions,
+    /// What the job asks for.
+    #[serde(flatten)]
+    pub spec: JobSpec,
     /// Sent again for a stalled job: plan it again even if it was sliced before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub redrive: bool,
 }
 
-/// `slicerequest`: one band of rows to render, from the controller to any image processor.
+/// `slicerequest`: one band of rows to render, from the controller to any image processor,
+/// with the job's specification beside the slice's fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct SliceRequest {
     pub job_id: Uuid,
     /// 0-based sequence number of this slice.
@@ -311,18 +196,13 @@ pub struct SliceRequest {
     pub count: u32,
     /// Blob key of the plan for this slice's rows of cells.
     pub plan_blob: String,
-    pub library: LibraryRef,
-    /// Width of one tile in output pixels.
-    pub tile_size: u32,
-    /// Height of one tile in output pixels; absent for square tiles (the width).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tile_height: Option<u32>,
-    pub options: RenderOptions,
+    /// What the job asks for.
+    #[serde(flatten)]
+    pub spec: JobSpec,
 }
 
 /// `sliceresponse`: a rendered slice, from a processor back to the controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct SliceResponse {
     pub job_id: Uuid,
     pub seq: u32,
@@ -342,7 +222,6 @@ pub struct SliceResponse {
 
 /// `imageresponse`: a finished (or failed) job, from the controller to the front end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ImageResponse {
     pub job_id: Uuid,
     pub outcome: JobOutcome,
@@ -361,100 +240,16 @@ pub enum JobOutcome {
     },
 }
 
-/// Tile edges a job may ask for, in output pixels.
-pub const TILE_SIZE_RANGE: std::ops::RangeInclusive<u32> = 4..=256;
-/// Slices a job may be cut into.
-pub const SLICES_RANGE: std::ops::RangeInclusive<u32> = 1..=1024;
 /// Output pixels of one slice at most, unless the controller is set otherwise: a job asking for
 /// fewer slices gets more (and never more slices than rows of cells).
 pub const DEFAULT_MAX_SLICE_PIXELS: u64 = 1 << 25;
-
-/// The tile size of `tile_size` (the width) and `tile_height` (absent: square), as the
-/// messages and job records carry it.
-pub fn tile_size(tile_size: u32, tile_height: Option<u32>) -> TileSize {
-    TileSize {
-        width: tile_size,
-        height: tile_height.unwrap_or(tile_size),
-    }
-}
-
-/// The `tile_height` field for `size`: none for square tiles, so that their messages and records
-/// read as they always have (and as processors from before oblong tiles read them).
-pub fn tile_height_field(size: TileSize) -> Option<u32> {
-    (!size.is_square()).then_some(size.height)
-}
-
-fn check_common(size: TileSize, options: &RenderOptions) -> Result<(), String> {
-    for (name, side) in [("tile_size", size.width), ("tile_height", size.height)] {
-        if !TILE_SIZE_RANGE.contains(&side) {
-            return Err(format!(
-                "{name} {side} is outside {}..={}",
-                TILE_SIZE_RANGE.start(),
-                TILE_SIZE_RANGE.end()
-            ));
-        }
-    }
-    if options.blend_percent > 100 {
-        return Err(format!(
-            "blend_percent {} is over 100",
-            options.blend_percent
-        ));
-    }
-    if let Some(sizes) = options.adaptive
-        && !size.is_square()
-    {
-        return Err(format!(
-            "adaptive {sizes} takes square tiles, not {size} px ones"
-        ));
-    }
-    if let Some(sizes) = options.adaptive
-        && options.tile_background() != TileBackground::Library
-    {
-        return Err(format!(
-            "adaptive {sizes} lays tiles over the library's own background, not {}",
-            options.tile_background()
-        ));
-    }
-    Ok(())
-}
-
-impl ImageRequest {
-    /// The job's tile size.
-    pub fn tile(&self) -> TileSize {
-        tile_size(self.tile_size, self.tile_height)
-    }
-}
-
-impl SliceRequest {
-    /// The job's tile size.
-    pub fn tile(&self) -> TileSize {
-        tile_size(self.tile_size, self.tile_height)
-    }
-}
 
 impl Message for ImageRequest {
     const QUEUE: QueueName = QueueName::ImageRequest;
     const KIND: &'static str = "ImageRequest";
 
     fn validate(&self) -> Result<(), String> {
-        check_common(self.tile(), &self.options)?;
-        if !SLICES_RANGE.contains(&self.slices) {
-            return Err(format!(
-                "slices {} is outside {}..={}",
-                self.slices,
-                SLICES_RANGE.start(),
-                SLICES_RANGE.end()
-            ));
-        }
-        if let Grid::Cells { across: 0 } = self.grid {
-            return Err("grid must be at least one cell across".into());
-        }
-        if let (Some(sizes), Grid::PerPixel) = (self.options.adaptive, self.grid) {
-            return Err(format!(
-                "adaptive {sizes} needs a grid of cells across, not one tile per pixel"
-            ));
-        }
-        Ok(())
+        self.spec.check_fields().map_err(|e| e.to_string())
     }
 }
 impl Message for SliceRequest {
@@ -462,7 +257,7 @@ impl Message for SliceRequest {
     const KIND: &'static str = "SliceRequest";
 
     fn validate(&self) -> Result<(), String> {
-        check_common(self.tile(), &self.options)?;
+        self.spec.check_fields().map_err(|e| e.to_string())?;
         if self.seq >= self.count {
             return Err(format!(
                 "slice {} of {} does not exist",

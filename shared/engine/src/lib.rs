@@ -48,7 +48,7 @@ pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
 pub use pyramid::{DziSink, Pyramid, PyramidTile};
 pub use render::{TileCache, render_band, render_band_into, render_band_serial, render_to_sink};
 pub use seek::{IdatData, Scanlines, SeekIndex, SeekPoint, Span};
-pub use shape::{MAX_ASPECT, TileShape, TileSize};
+pub use shape::{MAX_ASPECT, TILE_SIZES, TileShape, TileSize};
 pub use transform::Transform;
 pub use view::{VIEW_MAX_CELLS, VIEW_SCALE};
 

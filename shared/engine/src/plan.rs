@@ -21,8 +21,6 @@ const MAGIC: &[u8; 8] = b"TSRPLAN\n";
 /// library's own background.
 pub const PLAN_FORMAT_VERSION: u32 = 4;
 
-/// Smallest and largest tile side in output pixels.
-pub const TILE_SIZES: std::ops::RangeInclusive<u32> = 4..=256;
 /// Default output limit: one gigapixel.
 pub const DEFAULT_MAX_OUTPUT_PIXELS: u64 = 1 << 30;
 

@@ -6,7 +6,9 @@
 use std::fmt;
 
 use crate::Error;
-use crate::plan::TILE_SIZES;
+
+/// Smallest and largest tile side in output pixels.
+pub const TILE_SIZES: std::ops::RangeInclusive<u32> = 4..=256;
 
 /// The most elongated shape a library may have, long side over short side.
 pub const MAX_ASPECT: u32 = 4;

@@ -70,6 +70,8 @@ pub(crate) async fn spawn_app_on(
     tessera_workers::import_library(&platform, &tiles, "emoji", options, false)
         .await
         .unwrap();
+    // The controller plans under the limits the web role checks, as `Settings::load` gives them.
+    let limits = settings.limits.clone();
     let app = Application::build(platform.clone(), settings)
         .await
         .unwrap();
@@ -82,6 +84,7 @@ pub(crate) async fn spawn_app_on(
         let controller = ControllerSettings {
             min_backoff_ms: 20,
             max_backoff_ms: 200,
+            limits,
             ..ControllerSettings::default()
         };
         let processor = ProcessorSettings {
@@ -278,17 +281,21 @@ impl TestApp {
     pub(crate) async fn queued_job(&self, client: uuid::Uuid) -> uuid::Uuid {
         use tessera_shared::jobs::{JobParams, JobRecord};
         use tessera_shared::messages::{Grid, LibraryRef, RenderOptions};
+        use tessera_shared::spec::JobSpec;
         let id = uuid::Uuid::new_v4();
         let params = JobParams {
-            library: LibraryRef {
-                id: "emoji".into(),
-                version: 1,
+            spec: JobSpec {
+                library: LibraryRef {
+                    id: "emoji".into(),
+                    version: 1,
+                },
+                tile_size: 16,
+                tile_height: None,
+                grid: Grid::Cells { across: 8 },
+                slices: 1,
+                options: RenderOptions::default(),
+                allow_large: false,
             },
-            tile_size: 16,
-            tile_height: None,
-            grid: Grid::Cells { across: 8 },
-            slices: 1,
-            options: RenderOptions::default(),
             input_name: "held.png".into(),
         };
         self.platform

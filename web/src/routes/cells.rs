@@ -4,8 +4,7 @@
 //!
 //! A viewer asks as the pointer moves, so the web role keeps the last few maps it read.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use actix_web::http::header;
 use actix_web::{HttpResponse, web};
@@ -21,35 +20,8 @@ use tessera_shared::storage::StorageError;
 use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::{Source, done_result, encode_png, read_index, result_size};
-use crate::openapi::Binary;
+use crate::schema::Binary;
 use crate::state::AppState;
-
-/// Cell maps read lately (they never change once written).
-#[derive(Debug, Default, Clone)]
-pub struct CellMaps(Arc<Mutex<VecDeque<HeldMap>>>);
-
-/// A job's map, read once.
-type HeldMap = (Uuid, Arc<CellMap>);
-
-/// Maps kept at once.
-const KEPT_MAPS: usize = 8;
-
-impl CellMaps {
-    fn get(&self, job: Uuid) -> Option<Arc<CellMap>> {
-        let held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        held.iter()
-            .find(|(id, _)| *id == job)
-            .map(|(_, m)| m.clone())
-    }
-
-    fn keep(&self, job: Uuid, map: Arc<CellMap>) {
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if held.len() >= KEPT_MAPS {
-            held.pop_front();
-        }
-        held.push_back((job, map));
-    }
-}
 
 /// One cell of a finished mosaic and the tile in it. In a mosaic of adaptive tile sizes the
 /// cells are those of the smallest square, and a larger square covers several: the position

@@ -12,8 +12,8 @@ use tessera_engine::pyramid::dzi_descriptor;
 use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::{done_result, result_size};
-use crate::openapi::Binary;
 use crate::routes::tiles::{Levels, serve};
+use crate::schema::Binary;
 use crate::state::AppState;
 
 /// The finished mosaic's Deep Zoom descriptor (XML): its size, 256 px PNG tiles, no overlap.

@@ -13,18 +13,13 @@ use futures_util::StreamExt;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use tessera_engine::{
-    AdaptiveSizes, AdaptiveSizing, Grid as EngineGrid, PlanOptions, Sizing, TileBackground,
-    TileSize,
-};
 use tessera_shared::accounting;
-use tessera_shared::jobs::{JobParams, JobRecord, OutputSize};
+use tessera_shared::jobs::{JobParams, JobRecord};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::{LibraryError, validate_library_id};
 use tessera_shared::lifecycle::{delete_job, release_intermediates};
-use tessera_shared::messages::{
-    Envelope, Grid, ImageRequest, RenderOptions, SLICES_RANGE, TILE_SIZE_RANGE, tile_height_field,
-};
+use tessera_shared::messages::{Envelope, ImageRequest};
+use tessera_shared::spec::{Defaults, FIELDS, JobSpec};
 use tessera_shared::storage::PutMode;
 
 use crate::client::{CLIENT_COOKIE, client_id, job_id, named_client};
@@ -32,29 +27,19 @@ use crate::error::{ApiError, ApiResult};
 use crate::inspect::inspect_target;
 use crate::state::AppState;
 use crate::upload::{
-    DRAIN_SLACK, drain, field_name, file_name, parse_bool, read_limited, read_text,
-    require_multipart,
+    DRAIN_SLACK, drain, field_name, file_name, read_limited, read_text, require_multipart,
 };
 use crate::view::{JobView, job_path};
 
 /// How long a client over its quota of active jobs is asked to wait (`Retry-After`).
 const QUOTA_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The fields of a submission, as sent.
+/// The fields of a submission, as sent: the image, and the text of each of the job
+/// specification's fields ([`tessera_shared::spec::FIELDS`]).
 #[derive(Debug, Default)]
 struct Form {
     image: Option<(bytes::Bytes, String)>,
-    library: Option<String>,
-    tile_size: Option<String>,
-    cells: Option<String>,
-    per_pixel: Option<String>,
-    slices: Option<String>,
-    repeat_radius: Option<String>,
-    blend: Option<String>,
-    flip: Option<String>,
-    rotate: Option<String>,
-    background: Option<String>,
-    adaptive: Option<String>,
+    fields: std::collections::BTreeMap<&'static str, String>,
 }
 
 // The fields of a job submission as the API documents them; the handler reads them as they
@@ -74,8 +59,10 @@ pub struct JobSubmission {
     /// takes square tiles).
     #[schema(value_type = String, required = false, default = "16", example = "24x18", pattern = r"^(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])(?:x(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$")]
     pub tile_size: String,
-    /// Cells across (at most web.max_cells, 4096 by default); not with per_pixel.
-    #[schema(required = false, minimum = 1, maximum = 4096, default = 128)]
+    /// Cells across (at most limits.max_cells, 4096 by default); not with per_pixel. Absent or
+    /// empty: chosen by the photo's shape, for about limits.auto_cells cells (128 across a
+    /// square photo) and a mosaic within limits.large_output_pixels.
+    #[schema(required = false, minimum = 1, maximum = 4096)]
     pub cells: u32,
     /// One tile per pixel of the target.
     #[schema(required = false, default = false)]
@@ -83,9 +70,14 @@ pub struct JobSubmission {
     /// Slices to render in parallel (rounded to whole rows of cells; the default suits the size).
     #[schema(required = false, minimum = 1, maximum = 1024)]
     pub slices: u32,
-    /// No tile repeats within this many cells (at most web.max_repeat_radius, 16 by default).
+    /// No tile repeats within this many cells (at most limits.max_repeat_radius, 16 by default).
     #[schema(required = false, minimum = 0, maximum = 16, default = 1)]
     pub repeat_radius: u32,
+    /// Use each tile at most this many times (absent: no cap). When the library's tiles times
+    /// this cannot fill the grid: 422 too_few_uses, naming the cap, the cells or the library
+    /// size that would.
+    #[schema(required = false, minimum = 1, maximum = 4294967295_u64, example = 1)]
+    pub max_uses: u32,
     /// Percent of each cell's colour error corrected by tinting its tile.
     #[schema(required = false, minimum = 0, maximum = 100, default = 0)]
     pub blend: u8,
@@ -122,6 +114,10 @@ pub struct JobSubmission {
         pattern = r"^(?:(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])\.\.(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$"
     )]
     pub adaptive: String,
+    /// Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels
+    /// by default); without it such a job is 422 large_output, naming the size.
+    #[schema(required = false, default = false)]
+    pub allow_large: bool,
 }
 
 /// Submit a mosaic job.
@@ -197,44 +193,32 @@ async fn read_form(payload: &mut Multipart, state: &AppState) -> ApiResult<Form>
 
 async fn read_field(form: &mut Form, field: &mut Field, limit: u64) -> ApiResult<()> {
     let name = field_name(field);
-    let slot = match name.as_str() {
-        "image" => {
-            if form.image.is_some() {
-                return Err(duplicate(&name));
-            }
-            let input_name = file_name(field).unwrap_or_default();
-            let bytes = read_limited(field, limit, || {
-                ApiError::too_large(
-                    "upload_too_large",
-                    format!("the image is over the upload limit of {limit} bytes"),
-                )
-            })
-            .await?;
-            form.image = Some((bytes.freeze(), input_name));
-            return Ok(());
+    if name == "image" {
+        if form.image.is_some() {
+            return Err(duplicate(&name));
         }
-        "library" => &mut form.library,
-        "tile_size" => &mut form.tile_size,
-        "cells" => &mut form.cells,
-        "per_pixel" => &mut form.per_pixel,
-        "slices" => &mut form.slices,
-        "repeat_radius" => &mut form.repeat_radius,
-        "blend" => &mut form.blend,
-        "flip" => &mut form.flip,
-        "rotate" => &mut form.rotate,
-        "background" => &mut form.background,
-        "adaptive" => &mut form.adaptive,
-        _ => {
-            return Err(ApiError::bad_request(
-                "unknown_field",
-                format!("unknown field {name:?}"),
-            ));
-        }
+        let input_name = file_name(field).unwrap_or_default();
+        let bytes = read_limited(field, limit, || {
+            ApiError::too_large(
+                "upload_too_large",
+                format!("the image is over the upload limit of {limit} bytes"),
+            )
+        })
+        .await?;
+        form.image = Some((bytes.freeze(), input_name));
+        return Ok(());
+    }
+    let Some(spec_field) = FIELDS.iter().find(|f| f.name == name) else {
+        return Err(ApiError::bad_request(
+            "unknown_field",
+            format!("unknown field {name:?}"),
+        ));
     };
-    if slot.is_some() {
+    if form.fields.contains_key(spec_field.name) {
         return Err(duplicate(&name));
     }
-    *slot = Some(read_text(field, &name).await?);
+    let text = read_text(field, &name).await?;
+    form.fields.insert(spec_field.name, text);
     Ok(())
 }
 
@@ -244,102 +228,6 @@ fn duplicate(name: &str) -> ApiError {
 
 fn missing(name: &str) -> ApiError {
     ApiError::bad_request("missing_parameter", format!("{name} is required"))
-}
-
-/// Reads `tile_size`: `16` or `24x18` (16 when absent).
-fn parse_tile_size(text: Option<&str>) -> ApiResult<TileSize> {
-    let Some(text) = text else {
-        return Ok(TileSize::square(16));
-    };
-    TileSize::parse(text).map_err(|e| match e {
-        tessera_engine::Error::TileSize(side) => ApiError::bad_request(
-            "out_of_range",
-            format!(
-                "tile_size must be {} to {} pixels a side, not {side} (in {text:?})",
-                TILE_SIZE_RANGE.start(),
-                TILE_SIZE_RANGE.end()
-            ),
-        ),
-        _ => ApiError::bad_request(
-            "invalid_parameter",
-            format!(
-                "tile_size must be a whole number of pixels (16) or width x height (24x18), not \
-                 {text:?}"
-            ),
-        ),
-    })
-}
-
-/// Reads `adaptive`: `MIN..MAX` (none when absent or empty). Malformed or a side out of range:
-/// 400, as for `tile_size`; sides that do not double: 422.
-fn parse_adaptive(text: Option<&str>) -> ApiResult<Option<AdaptiveSizes>> {
-    let Some(text) = text.filter(|t| !t.is_empty()) else {
-        return Ok(None);
-    };
-    let side = |v: &str| {
-        (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| v.parse::<u32>().ok())
-            .flatten()
-    };
-    let Some((min, max)) = text
-        .split_once("..")
-        .and_then(|(min, max)| Some((side(min)?, side(max)?)))
-    else {
-        return Err(ApiError::bad_request(
-            "invalid_parameter",
-            format!("adaptive must be MIN..MAX in pixels (as 8..32), not {text:?}"),
-        ));
-    };
-    if let Some(side) = [min, max]
-        .into_iter()
-        .find(|s| !TILE_SIZE_RANGE.contains(s))
-    {
-        return Err(ApiError::bad_request(
-            "out_of_range",
-            format!(
-                "adaptive must be {} to {} pixels a side, not {side} (in {text:?})",
-                TILE_SIZE_RANGE.start(),
-                TILE_SIZE_RANGE.end()
-            ),
-        ));
-    }
-    AdaptiveSizes::new(min, max).map(Some).map_err(|_| {
-        ApiError::unprocessable(
-            "adaptive_not_doubling",
-            format!(
-                "adaptive {text}: the largest size must be the smallest doubled one or more \
-                 times (as 8..16, 8..32 or 8..64)"
-            ),
-        )
-    })
-}
-
-fn parse_u32(
-    name: &str,
-    text: Option<&str>,
-    default: u32,
-    range: std::ops::RangeInclusive<u32>,
-) -> ApiResult<u32> {
-    let Some(text) = text else {
-        return Ok(default);
-    };
-    let value: u32 = text.parse().map_err(|_| {
-        ApiError::bad_request(
-            "invalid_parameter",
-            format!("{name} must be a whole number, not {text:?}"),
-        )
-    })?;
-    if !range.contains(&value) {
-        return Err(ApiError::bad_request(
-            "out_of_range",
-            format!(
-                "{name} must be {} to {}, not {value}",
-                range.start(),
-                range.end()
-            ),
-        ));
-    }
-    Ok(value)
 }
 
 /// Checks everything, then stores the input and the record and sends the request.
@@ -361,76 +249,14 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         }
     }
     let (image, input_name) = form.image.ok_or_else(|| missing("image"))?;
-    let library_id = match form.library.filter(|l| !l.is_empty()) {
-        Some(id) => id,
-        None if !settings.default_library.is_empty() => settings.default_library.clone(),
-        None => return Err(missing("library")),
+    let defaults = Defaults {
+        library: settings.default_library.clone(),
+        slices: settings.default_slices,
     };
-    let tile_size = parse_tile_size(form.tile_size.as_deref())?;
-    let per_pixel = parse_bool("per_pixel", form.per_pixel.as_deref())?;
-    let cells_given = form.cells.is_some();
-    if per_pixel && cells_given {
-        return Err(ApiError::bad_request(
-            "conflicting_parameters",
-            "give either cells or per_pixel, not both",
-        ));
-    }
-    let adaptive = parse_adaptive(form.adaptive.as_deref())?;
-    if per_pixel && adaptive.is_some() {
-        return Err(ApiError::bad_request(
-            "conflicting_parameters",
-            "adaptive needs cells across: give either adaptive or per_pixel, not both",
-        ));
-    }
-    let cells = parse_u32("cells", form.cells.as_deref(), 128, 1..=settings.max_cells)?;
-    let slices = parse_u32(
-        "slices",
-        form.slices.as_deref(),
-        settings
-            .default_slices
-            .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
-        SLICES_RANGE,
-    )?;
-    let repeat_radius = parse_u32(
-        "repeat_radius",
-        form.repeat_radius.as_deref(),
-        1,
-        0..=settings.max_repeat_radius,
-    )?;
-    let blend = parse_u32("blend", form.blend.as_deref(), 0, 0..=100)? as u8;
-    let flip = parse_bool("flip", form.flip.as_deref())?;
-    let rotate = parse_bool("rotate", form.rotate.as_deref())?;
-    // `library`, as an empty field, is the default: none asked for.
-    let background =
-        match form.background.as_deref() {
-            None | Some("") => None,
-            Some(text) => Some(TileBackground::parse(text).map_err(|e| {
-                ApiError::bad_request("invalid_parameter", format!("background: {e}"))
-            })?),
-        }
-        .filter(|bg| *bg != TileBackground::Library);
-    if let Some(sizes) = adaptive
-        && !tile_size.is_square()
-    {
-        return Err(ApiError::unprocessable(
-            "adaptive_not_square",
-            format!(
-                "adaptive {sizes} makes square tiles, but tile_size {tile_size} is not square: \
-                 give a square tile_size (and a square library), or no adaptive sizes"
-            ),
-        ));
-    }
-    if let Some(sizes) = adaptive
-        && background.is_some()
-    {
-        return Err(ApiError::unprocessable(
-            "adaptive_background",
-            format!(
-                "adaptive {sizes} lays tiles over the library's own background: leave background \
-                 out (or library), or give no adaptive sizes"
-            ),
-        ));
-    }
+    let mut spec =
+        JobSpec::from_fields(|name| form.fields.get(name).map(String::as_str), &defaults)?;
+    spec.check(&settings.limits)?;
+    let library_id = spec.library.id.clone();
     if validate_library_id(&library_id).is_err() {
         return Err(ApiError::unprocessable(
             "unknown_library",
@@ -455,82 +281,10 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         .await
         .map_err(ApiError::internal)??;
 
-    let grid = if per_pixel {
-        Grid::PerPixel
-    } else {
-        Grid::Cells { across: cells }
-    };
-    let plan_options = PlanOptions {
-        tile_size,
-        grid: match grid {
-            Grid::PerPixel => EngineGrid::PerPixel,
-            Grid::Cells { across } => EngineGrid::Cells(across),
-        },
-        repeat_radius,
-        blend,
-        max_output_pixels: settings.max_output_pixels,
-        ..PlanOptions::default()
-    };
-    let refused = |e: tessera_engine::Error| match e {
-        tessera_engine::Error::OutputTooLarge { .. } => {
-            ApiError::unprocessable("output_too_large", e.to_string())
-        }
-        tessera_engine::Error::AdaptiveBudget { .. } => {
-            ApiError::unprocessable("adaptive_too_coarse", format!("adaptive: {e}"))
-        }
-        e => ApiError::bad_request("invalid_parameter", e.to_string()),
-    };
-    let sizing = Sizing::new(info.width, info.height, &plan_options).map_err(refused)?;
-    // The mosaic as it will be: the uniform grid, or the adaptive squares within its budget,
-    // counted in cells of the smallest square (as the cell lookup counts them).
-    let output = match adaptive {
-        None => OutputSize {
-            width: sizing.width,
-            height: sizing.height,
-            cols: sizing.cols,
-            rows: sizing.rows,
-        },
-        Some(sizes) => {
-            let adaptive = AdaptiveSizing::new(info.width, info.height, &plan_options, sizes)
-                .map_err(refused)?;
-            let (cols, rows) = adaptive.grid();
-            OutputSize {
-                width: adaptive.width,
-                height: adaptive.height,
-                cols,
-                rows,
-            }
-        }
-    };
-    // The engine's own rule: each cell's tile differs from every tile already placed within the
-    // radius. Caught here, a job that could never render is refused instead of failing later.
-    let needed = tessera_engine::plan::tiles_needed(sizing.cols, sizing.rows, repeat_radius);
-    if (library.tiles as usize) < needed {
-        return Err(ApiError::unprocessable(
-            "library_too_small",
-            format!(
-                "the library {:?} has {} tiles, but a repetition radius of {repeat_radius} on a \
-                 {} x {} grid needs at least {needed} different tiles: lower the repetition \
-                 radius, use fewer cells or choose a larger library",
-                library.id, library.tiles, sizing.cols, sizing.rows
-            ),
-        ));
-    }
-    if tile_size.shape() != library.tile_shape() {
-        return Err(ApiError::unprocessable(
-            "shape_mismatch",
-            format!(
-                "tile_size {tile_size} makes {} tiles, but the library {:?} holds {} tiles: give \
-                 a tile_size of shape {} or choose a library of shape {}",
-                tile_size.shape(),
-                library.id,
-                library.shape,
-                library.shape,
-                tile_size.shape()
-            ),
-        ));
-    }
-    let library = library.reference();
+    let size = spec.size(info.width, info.height, &settings.limits)?;
+    spec.check_library(&size, &library.id, library.tiles, library.tile_shape())?;
+    spec.library = library.reference();
+    let output = size.output;
 
     let input_blob = BlobKey::ImageInput { job }.path();
     let platform = &state.platform;
@@ -547,25 +301,11 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         .blobs
         .put(&input_blob, image, PutMode::CreateNew)
         .await?;
-    let options = RenderOptions {
-        repeat_radius,
-        blend_percent: blend,
-        max_uses: None,
-        flip,
-        rotate,
-        background,
-        adaptive,
-    };
     let mut record = JobRecord::new(
         job,
         client,
         JobParams {
-            library: library.clone(),
-            tile_size: tile_size.width,
-            tile_height: tile_height_field(tile_size),
-            grid,
-            slices,
-            options,
+            spec: spec.clone(),
             input_name: input_name.chars().take(255).collect(),
         },
     );
@@ -583,12 +323,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
     let request = ImageRequest {
         job_id: job,
         input_blob,
-        library,
-        tile_size: tile_size.width,
-        tile_height: tile_height_field(tile_size),
-        grid,
-        slices,
-        options,
+        spec,
         redrive: false,
     };
     if let Err(e) = platform

@@ -15,7 +15,7 @@ use tessera_shared::storage::{PutMode, StorageError};
 use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::{Shrink, Source, done_result, missing, preview_bin, preview_size, result_size};
-use crate::openapi::Binary;
+use crate::schema::Binary;
 use crate::state::AppState;
 
 /// The finished mosaic as a JPEG at most 1024 px on its longest side.

@@ -15,8 +15,8 @@ use tessera_shared::storage::{BlobStore, StorageError};
 use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::{done_result, missing};
-use crate::openapi::Binary;
-use crate::startup::HeadRequest;
+use crate::request::HeadRequest;
+use crate::schema::Binary;
 use crate::state::AppState;
 
 /// Bytes read from the blob per chunk of the response.

@@ -17,7 +17,7 @@ use tessera_shared::storage::{PutMode, StorageError};
 
 use crate::error::{ApiError, ApiResult};
 use crate::library_sheet::{SHEET_TILE, sheet_size, spread};
-use crate::openapi::Binary;
+use crate::schema::Binary;
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]

@@ -19,8 +19,8 @@ use tessera_shared::storage::{PutMode, StorageError};
 use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::*;
-use crate::openapi::Binary;
 use crate::pyramid::upper_levels;
+use crate::schema::Binary;
 use crate::state::AppState;
 
 /// One 256 px PNG tile of the finished mosaic's pyramid, made from the rows it needs.

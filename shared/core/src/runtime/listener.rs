@@ -20,7 +20,7 @@ use super::{Context, Failure, Handler};
 use crate::messages::Message;
 use crate::queue::{BodyError, Queue};
 use crate::storage::{ReceivedMessage, StorageError};
-use crate::{accounting, telemetry};
+use crate::{accounting, metric_names};
 
 /// Runs a handler over one queue; see the [module docs](super).
 pub struct Listener<M: Message> {
@@ -102,7 +102,7 @@ fn bump(counter: &AtomicU64) {
 
 /// Counts a finished message in the process's metrics.
 fn handled(queue: &str, outcome: &'static str) {
-    metrics::counter!(telemetry::MESSAGES_HANDLED, "queue" => queue.to_string(), "outcome" => outcome)
+    metrics::counter!(metric_names::MESSAGES_HANDLED, "queue" => queue.to_string(), "outcome" => outcome)
         .increment(1);
 }
 
@@ -337,7 +337,7 @@ async fn receive_loop<M: Message>(
             break;
         }
         bump(&shared.stats.receives);
-        metrics::counter!(telemetry::RECEIVES, "queue" => name.to_string()).increment(1);
+        metrics::counter!(metric_names::RECEIVES, "queue" => name.to_string()).increment(1);
         let got = shared
             .queue
             .queues()
@@ -350,7 +350,7 @@ async fn receive_loop<M: Message>(
                 shared.capacity.add_permits(n - messages.len());
                 if messages.is_empty() {
                     bump(&shared.stats.empty_receives);
-                    metrics::counter!(telemetry::IDLE_RECEIVES, "queue" => name.to_string())
+                    metrics::counter!(metric_names::IDLE_RECEIVES, "queue" => name.to_string())
                         .increment(1);
                     let Some(backoff) = idle.as_mut() else { break };
                     let delay = backoff.next_delay();
@@ -586,7 +586,7 @@ async fn attempt<M: Message>(
     let future = shared.handler.handle(envelope, context);
     shared.stats.running.fetch_add(1, Ordering::Relaxed);
     let in_flight =
-        metrics::gauge!(telemetry::HANDLERS_IN_FLIGHT, "queue" => shared.name.to_string());
+        metrics::gauge!(metric_names::HANDLERS_IN_FLIGHT, "queue" => shared.name.to_string());
     in_flight.increment(1.0);
     let started = Instant::now();
     let mut task = match job {
@@ -602,7 +602,7 @@ async fn attempt<M: Message>(
     .await;
     shared.stats.running.fetch_sub(1, Ordering::Relaxed);
     in_flight.decrement(1.0);
-    metrics::histogram!(telemetry::HANDLER_DURATION, "queue" => shared.name.to_string())
+    metrics::histogram!(metric_names::HANDLER_DURATION, "queue" => shared.name.to_string())
         .record(started.elapsed().as_secs_f64());
     drop(permit);
     match joined {

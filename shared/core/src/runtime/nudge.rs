@@ -437,7 +437,7 @@ impl WakeLimiter {
     fn wake(&mut self, queue: &str, notify: Arc<Notify>) {
         let now = Instant::now();
         let outcome = |what: &'static str| {
-            metrics::counter!(crate::telemetry::NUDGES_RECEIVED, "queue" => queue.to_string(), "outcome" => what)
+            metrics::counter!(crate::metric_names::NUDGES_RECEIVED, "queue" => queue.to_string(), "outcome" => what)
                 .increment(1);
         };
         let Some(state) = self.queues.get_mut(queue) else {

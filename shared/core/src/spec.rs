@@ -1,0 +1,880 @@
+//! What a job asks for: one [`JobSpec`] from the door to the processor.
+//!
+//! Each door builds it once: the web role's multipart form through [`JobSpec::from_fields`],
+//! `tessera render` from its flags, the queues by deserializing the `ImageRequest` (which carries
+//! it, as do the job record and every `SliceRequest`). It is checked once against the operator's
+//! [`JobLimits`] ([`JobSpec::check`]), sized once ([`JobSpec::size`]: cells, rows and output
+//! pixels, with the same limits in the web role and the controller), checked against its library
+//! once ([`JobSpec::check_library`]) and converted once to the engine's plan options
+//! ([`JobSpec::plan_options`]). [`FIELDS`] lists every field a job takes, for the form, the API
+//! document and the test that keeps the doors in step.
+
+use serde::{Deserialize, Serialize};
+use tessera_engine::{
+    AdaptiveSizes, AdaptiveSizing, Grid as EngineGrid, PlanOptions, Sizing, TILE_SIZES,
+    TileBackground, TileShape, TileSize,
+};
+
+/// A tile library at one version: processors cache a library's index by this pair.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryRef {
+    pub id: String,
+    #[schema(minimum = 1)]
+    pub version: u32,
+}
+
+/// How the target is cut into cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "mode", deny_unknown_fields)]
+pub enum Grid {
+    /// So many cells across; rows follow the target's aspect ratio.
+    Cells { across: u32 },
+    /// One tile per source pixel: the output is the source size times the tile size.
+    PerPixel,
+    /// Cells across chosen by the target's shape, for a grid of about the operator's
+    /// `limits.auto_cells` cells ([`crate::spec::auto_cells_across`]).
+    Auto,
+}
+
+/// Matching and rendering options a job carries from the upload to every slice.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RenderOptions {
+    /// No identical tile within this Chebyshev distance (0: unlimited repeats).
+    pub repeat_radius: u32,
+    /// How far each tile is moved toward its cell's colour, 0 to 100 %.
+    pub blend_percent: u8,
+    /// An optional cap on the number of uses of any one tile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u32>,
+    /// Tiles may be mirrored left-right (absent: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flip: bool,
+    /// Tiles may be turned by quarter turns (absent: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rotate: bool,
+    /// What transparent tiles lie over: `library`, `auto` or a colour as `rrggbb` hex
+    /// (absent: the library's own background, as `library`). Not with `adaptive`.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
+    pub background: Option<TileBackground>,
+    /// Adaptive tile sizes, `"MIN..MAX"` (as `"8..32"`): square tiles of several sizes, large
+    /// where the photo is flat and small where it is detailed, no more of them than the uniform
+    /// grid has. Absent: the uniform grid, and the messages read as they did before.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
+    pub adaptive: Option<AdaptiveSizes>,
+}
+
+impl RenderOptions {
+    /// The background transparent tiles lie over.
+    pub fn tile_background(&self) -> TileBackground {
+        self.background.unwrap_or_default()
+    }
+}
+
+/// An option that travels as text (`"8..32"`, `"auto"`): written as it displays, parsed (and
+/// so checked) as it is read.
+trait WireText: std::fmt::Display + Sized {
+    fn from_wire(text: &str) -> Result<Self, String>;
+}
+
+impl WireText for TileBackground {
+    fn from_wire(text: &str) -> Result<Self, String> {
+        TileBackground::parse(text)
+    }
+}
+
+impl WireText for AdaptiveSizes {
+    fn from_wire(text: &str) -> Result<Self, String> {
+        text.parse().map_err(|e| format!("adaptive: {e}"))
+    }
+}
+
+/// Serde for an optional [`WireText`] field.
+mod wire_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::WireText;
+
+    pub fn serialize<T: WireText, S: Serializer>(
+        value: &Option<T>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => s.collect_str(value),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, T: WireText, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<T>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|text| T::from_wire(&text).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            repeat_radius: 1,
+            blend_percent: 0,
+            max_uses: None,
+            flip: false,
+            rotate: false,
+            background: None,
+            adaptive: None,
+        }
+    }
+}
+
+/// Sizes known once the controller has planned the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct OutputSize {
+    /// The mosaic's width in pixels.
+    pub width: u32,
+    /// The mosaic's height in pixels.
+    pub height: u32,
+    /// Cells across: of the grid, or, for adaptive tile sizes, of the smallest square's grid
+    /// (the cell lookup counts in these cells).
+    pub cols: u32,
+    /// Cells down, counted as `cols` are.
+    pub rows: u32,
+}
+
+/// The tile size of `tile_size` (the width) and `tile_height` (absent: square), as the
+/// messages and job records carry it.
+pub fn tile_size(tile_size: u32, tile_height: Option<u32>) -> TileSize {
+    TileSize {
+        width: tile_size,
+        height: tile_height.unwrap_or(tile_size),
+    }
+}
+
+/// The `tile_height` field for `size`: none for square tiles, so that their messages and records
+/// read as they always have (and as processors from before oblong tiles read them).
+pub fn tile_height_field(size: TileSize) -> Option<u32> {
+    (!size.is_square()).then_some(size.height)
+}
+
+/// Slices a job may be cut into.
+pub const SLICES_RANGE: std::ops::RangeInclusive<u32> = 1..=1024;
+
+/// One field of a job, as the form and the API name it, and the `tessera render` flag that sets
+/// the same (`None`: the field has no meaning for a render on one machine, with the reason).
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    pub name: &'static str,
+    pub flag: Result<&'static str, &'static str>,
+}
+
+/// Every field of a job submission but the image itself. The test of the doors walks this list:
+/// each field must be read by the form parser, documented in the API, offered by the home form and
+/// (unless it says why not) a flag of `tessera render`.
+pub const FIELDS: &[Field] = &[
+    Field {
+        name: "library",
+        flag: Ok("--library"),
+    },
+    Field {
+        name: "tile_size",
+        flag: Ok("--tile-size"),
+    },
+    Field {
+        name: "cells",
+        flag: Ok("--cells"),
+    },
+    Field {
+        name: "per_pixel",
+        flag: Ok("--per-pixel"),
+    },
+    Field {
+        name: "slices",
+        flag: Err("a render on one machine is not cut into slices"),
+    },
+    Field {
+        name: "repeat_radius",
+        flag: Ok("--repeat-radius"),
+    },
+    Field {
+        name: "max_uses",
+        flag: Ok("--max-uses"),
+    },
+    Field {
+        name: "blend",
+        flag: Ok("--blend"),
+    },
+    Field {
+        name: "flip",
+        flag: Ok("--flip"),
+    },
+    Field {
+        name: "rotate",
+        flag: Ok("--rotate"),
+    },
+    Field {
+        name: "background",
+        flag: Ok("--background"),
+    },
+    Field {
+        name: "adaptive",
+        flag: Ok("--adaptive"),
+    },
+    Field {
+        name: "allow_large",
+        flag: Ok("--allow-large"),
+    },
+];
+
+/// The operator's limits on what a job may ask for (`[limits]` in the configuration). The web role
+/// checks a submission against them and the controller plans under the same ones: both read this
+/// one section, so a job accepted at the door is never refused at planning. They are not carried
+/// in the message: a message from outside (an Azure Function, say) cannot raise them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobLimits {
+    /// Largest mosaic a job may ask for, in pixels.
+    pub max_output_pixels: u64,
+    /// A mosaic larger than this many pixels is made only when the job says `allow_large`.
+    pub large_output_pixels: u64,
+    /// Most cells across a job may ask for.
+    pub max_cells: u32,
+    /// Largest repetition radius a job may ask for.
+    pub max_repeat_radius: u32,
+    /// Cells of a job that names no grid: cells across follow the photo's shape so that the
+    /// grid holds about this many (and the mosaic stays within `large_output_pixels`).
+    pub auto_cells: u32,
+}
+
+impl Default for JobLimits {
+    fn default() -> Self {
+        JobLimits {
+            max_output_pixels: tessera_engine::DEFAULT_MAX_OUTPUT_PIXELS,
+            large_output_pixels: 200_000_000,
+            max_cells: 4096,
+            max_repeat_radius: 16,
+            auto_cells: 128 * 128,
+        }
+    }
+}
+
+/// Everything a job asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// The tile library at one version (a door that knows only the id resolves the newest).
+    pub library: LibraryRef,
+    /// Width of one tile in output pixels.
+    pub tile_size: u32,
+    /// Height of one tile in output pixels; absent for square tiles (the width).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile_height: Option<u32>,
+    pub grid: Grid,
+    /// Into how many slices (bands of cell rows) the job is cut.
+    pub slices: u32,
+    pub options: RenderOptions,
+    /// Make the mosaic even when it is larger than the operator's `large_output_pixels`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_large: bool,
+}
+
+/// Why a job specification is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// A field is malformed, out of range or given with one it excludes (HTTP 400).
+    #[error("{message}")]
+    Invalid { code: &'static str, message: String },
+    /// Well formed, but unusable with this photo, this library or these limits (HTTP 422).
+    #[error("{message}")]
+    Unusable { code: &'static str, message: String },
+}
+
+impl SpecError {
+    fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        SpecError::Invalid {
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn unusable(code: &'static str, message: impl Into<String>) -> Self {
+        SpecError::Unusable {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The stable error code clients see.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SpecError::Invalid { code, .. } | SpecError::Unusable { code, .. } => code,
+        }
+    }
+}
+
+/// The size a job's mosaic will have: its grid of cells and its pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobSize {
+    /// The uniform grid (adaptive squares are no more than its cells).
+    pub sizing: Sizing,
+    /// The output in pixels, and the grid as the cell lookup counts it (cells of the smallest
+    /// square for adaptive sizes).
+    pub output: OutputSize,
+}
+
+/// Defaults a door fills in where a submission says nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Defaults {
+    /// The library of a job that names none (empty: `library` is required).
+    pub library: String,
+    /// Slices of a job that names none.
+    pub slices: u32,
+}
+
+impl JobSpec {
+    /// The job's tile size.
+    pub fn tile(&self) -> TileSize {
+        tile_size(self.tile_size, self.tile_height)
+    }
+
+    /// Reads a submission's text fields (`field(name)`: the field's text, if given): each field
+    /// parsed, none yet checked against the others or the limits ([`JobSpec::check`]). The
+    /// library is the id asked for (its `version` is 0 until the door resolves it).
+    pub fn from_fields<'a>(
+        field: impl Fn(&str) -> Option<&'a str>,
+        defaults: &Defaults,
+    ) -> Result<JobSpec, SpecError> {
+        let get = |name: &str| field(name);
+        // `library`, `background` and `adaptive` may be sent empty: the default, as absent.
+        let given = |name: &str| field(name).filter(|t| !t.is_empty());
+        let library = match given("library") {
+            Some(id) => id.to_string(),
+            None if !defaults.library.is_empty() => defaults.library.clone(),
+            None => {
+                return Err(SpecError::invalid(
+                    "missing_parameter",
+                    "library is required",
+                ));
+            }
+        };
+        let tile = match get("tile_size") {
+            Some(text) => parse_tile_size(text)?,
+            None => TileSize::square(16),
+        };
+        let per_pixel = parse_bool("per_pixel", get("per_pixel"))?;
+        let cells = get("cells").map(|t| parse_u32("cells", t)).transpose()?;
+        let grid = match (per_pixel, cells) {
+            (true, Some(_)) => {
+                return Err(SpecError::invalid(
+                    "conflicting_parameters",
+                    "give either cells or per_pixel, not both",
+                ));
+            }
+            (true, None) => Grid::PerPixel,
+            (false, Some(across)) => Grid::Cells { across },
+            (false, None) => Grid::Auto,
+        };
+        let slices = match get("slices") {
+            Some(t) => parse_u32("slices", t)?,
+            None => defaults
+                .slices
+                .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
+        };
+        let repeat_radius = get("repeat_radius")
+            .map(|t| parse_u32("repeat_radius", t))
+            .transpose()?
+            .unwrap_or(1);
+        let blend = get("blend").map(|t| parse_u32("blend", t)).transpose()?;
+        let blend_percent = match blend {
+            None => 0,
+            Some(b @ 0..=100) => b as u8,
+            Some(b) => {
+                return Err(SpecError::invalid(
+                    "out_of_range",
+                    format!("blend must be 0 to 100, not {b}"),
+                ));
+            }
+        };
+        let max_uses = get("max_uses")
+            .map(|t| parse_u32("max_uses", t))
+            .transpose()?;
+        let background = given("background")
+            .map(|text| {
+                TileBackground::parse(text).map_err(|e| {
+                    SpecError::invalid("invalid_parameter", format!("background: {e}"))
+                })
+            })
+            .transpose()?
+            // `library` is the default: none asked for.
+            .filter(|bg| *bg != TileBackground::Library);
+        let adaptive = given("adaptive").map(parse_adaptive).transpose()?;
+        let spec = JobSpec {
+            library: LibraryRef {
+                id: library,
+                version: 0,
+            },
+            tile_size: tile.width,
+            tile_height: tile_height_field(tile),
+            grid,
+            slices,
+            options: RenderOptions {
+                repeat_radius,
+                blend_percent,
+                max_uses,
+                flip: parse_bool("flip", get("flip"))?,
+                rotate: parse_bool("rotate", get("rotate"))?,
+                background,
+                adaptive,
+            },
+            allow_large: parse_bool("allow_large", get("allow_large"))?,
+        };
+        Ok(spec)
+    }
+
+    /// The rules a spec keeps on its own, whatever the limits: each field in range and no two
+    /// fields that exclude each other. What the queues check of every message that carries one.
+    pub fn check_fields(&self) -> Result<(), SpecError> {
+        let tile = self.tile();
+        for (name, side) in [("tile_size", tile.width), ("tile_height", tile.height)] {
+            if !TILE_SIZES.contains(&side) {
+                return Err(SpecError::invalid(
+                    "out_of_range",
+                    format!(
+                        "{name} must be {} to {} pixels, not {side}",
+                        TILE_SIZES.start(),
+                        TILE_SIZES.end()
+                    ),
+                ));
+            }
+        }
+        if !SLICES_RANGE.contains(&self.slices) {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                format!(
+                    "slices must be {} to {}, not {}",
+                    SLICES_RANGE.start(),
+                    SLICES_RANGE.end(),
+                    self.slices
+                ),
+            ));
+        }
+        if let Grid::Cells { across: 0 } = self.grid {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                "cells must be at least 1",
+            ));
+        }
+        let options = &self.options;
+        if options.blend_percent > 100 {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                format!("blend must be 0 to 100, not {}", options.blend_percent),
+            ));
+        }
+        if options.max_uses == Some(0) {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                "max_uses must be at least 1 (leave it out for no cap)",
+            ));
+        }
+        if let Some(sizes) = options.adaptive {
+            if self.grid == Grid::PerPixel {
+                return Err(SpecError::invalid(
+                    "conflicting_parameters",
+                    "adaptive needs cells across: give either adaptive or per_pixel, not both",
+                ));
+            }
+            if !tile.is_square() {
+                return Err(SpecError::unusable(
+                    "adaptive_not_square",
+                    format!(
+                        "adaptive {sizes} makes square tiles, but tile_size {tile} is not square: \
+                         give a square tile_size (and a square library), or no adaptive sizes"
+                    ),
+                ));
+            }
+            if options.tile_background() != TileBackground::Library {
+                return Err(SpecError::unusable(
+                    "adaptive_background",
+                    format!(
+                        "adaptive {sizes} lays tiles over the library's own background: leave \
+                         background out (or library), or give no adaptive sizes"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The operator's limits on cells and the repetition radius, then
+    /// [`JobSpec::check_fields`].
+    pub fn check(&self, limits: &JobLimits) -> Result<(), SpecError> {
+        if let Grid::Cells { across } = self.grid
+            && !(1..=limits.max_cells).contains(&across)
+        {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                format!("cells must be 1 to {}, not {across}", limits.max_cells),
+            ));
+        }
+        if self.options.repeat_radius > limits.max_repeat_radius {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                format!(
+                    "repeat_radius must be 0 to {}, not {}",
+                    limits.max_repeat_radius, self.options.repeat_radius
+                ),
+            ));
+        }
+        self.check_fields()
+    }
+
+    /// The grid for a target of `width` x `height` pixels: [`Grid::Auto`] made cells across.
+    pub fn engine_grid(&self, width: u32, height: u32, limits: &JobLimits) -> EngineGrid {
+        match self.grid {
+            Grid::Cells { across } => EngineGrid::Cells(across),
+            Grid::PerPixel => EngineGrid::PerPixel,
+            Grid::Auto => EngineGrid::Cells(auto_cells_across(width, height, self.tile(), limits)),
+        }
+    }
+
+    /// The engine's plan options for a target of `width` x `height` pixels (the engine's
+    /// defaults for what a job does not choose). The one conversion, for the web role's
+    /// sizing, the controller's plan and `tessera render`.
+    pub fn plan_options(&self, width: u32, height: u32, limits: &JobLimits) -> PlanOptions {
+        let options = &self.options;
+        PlanOptions {
+            tile_size: self.tile(),
+            grid: self.engine_grid(width, height, limits),
+            repeat_radius: options.repeat_radius,
+            max_uses: options.max_uses,
+            blend: options.blend_percent,
+            flip: options.flip,
+            rotate: options.rotate,
+            max_output_pixels: limits.max_output_pixels,
+            ..PlanOptions::default()
+        }
+    }
+
+    /// The mosaic's size for a target of `width` x `height` pixels: refused when over the
+    /// operator's maximum, or over `large_output_pixels` without `allow_large`.
+    pub fn size(&self, width: u32, height: u32, limits: &JobLimits) -> Result<JobSize, SpecError> {
+        let options = self.plan_options(width, height, limits);
+        let refused = |e: tessera_engine::Error| match e {
+            tessera_engine::Error::OutputTooLarge { .. } => SpecError::unusable(
+                "output_too_large",
+                format!("{e}: use fewer cells or smaller tiles"),
+            ),
+            tessera_engine::Error::AdaptiveBudget { .. } => {
+                SpecError::unusable("adaptive_too_coarse", format!("adaptive: {e}"))
+            }
+            e => SpecError::invalid("invalid_parameter", e.to_string()),
+        };
+        let sizing = Sizing::new(width, height, &options).map_err(refused)?;
+        let output = match self.options.adaptive {
+            None => OutputSize {
+                width: sizing.width,
+                height: sizing.height,
+                cols: sizing.cols,
+                rows: sizing.rows,
+            },
+            Some(sizes) => {
+                let adaptive =
+                    AdaptiveSizing::new(width, height, &options, sizes).map_err(refused)?;
+                let (cols, rows) = adaptive.grid();
+                OutputSize {
+                    width: adaptive.width,
+                    height: adaptive.height,
+                    cols,
+                    rows,
+                }
+            }
+        };
+        let pixels = u64::from(output.width) * u64::from(output.height);
+        if pixels > limits.large_output_pixels && !self.allow_large {
+            return Err(SpecError::unusable(
+                "large_output",
+                format!(
+                    "the mosaic would be {} x {} pixels ({:.0} megapixels, over the {:.0} this \
+                     service makes unasked): give allow_large=true to make it anyway, or fewer \
+                     cells or smaller tiles",
+                    output.width,
+                    output.height,
+                    pixels as f64 / 1e6,
+                    limits.large_output_pixels as f64 / 1e6
+                ),
+            ));
+        }
+        Ok(JobSize { sizing, output })
+    }
+
+    /// Whether the library (of `tiles` tiles of `shape`, id `name`) can make this mosaic: its
+    /// tiles' shape, enough distinct tiles for the repetition radius, and enough uses under the
+    /// cap to fill every cell.
+    pub fn check_library(
+        &self,
+        size: &JobSize,
+        name: &str,
+        tiles: u32,
+        shape: TileShape,
+    ) -> Result<(), SpecError> {
+        let tile = self.tile();
+        if tile.shape() != shape {
+            return Err(SpecError::unusable(
+                "shape_mismatch",
+                format!(
+                    "tile_size {tile} makes {} tiles, but the library {name:?} holds {shape} \
+                     tiles: give a tile_size of shape {shape} or choose a library of shape {}",
+                    tile.shape(),
+                    tile.shape()
+                ),
+            ));
+        }
+        let (cols, rows) = (size.sizing.cols, size.sizing.rows);
+        let radius = self.options.repeat_radius;
+        let needed = tessera_engine::plan::tiles_needed(cols, rows, radius);
+        if (tiles as usize) < needed {
+            return Err(SpecError::unusable(
+                "library_too_small",
+                format!(
+                    "the library {name:?} has {tiles} tiles, but a repetition radius of {radius} \
+                     on a {cols} x {rows} grid needs at least {needed} different tiles: lower the \
+                     repetition radius, use fewer cells or choose a larger library"
+                ),
+            ));
+        }
+        let cells = u64::from(cols) * u64::from(rows);
+        if let Some(cap) = self.options.max_uses
+            && u64::from(tiles) * u64::from(cap) < cells
+        {
+            let uses = cells.div_ceil(u64::from(tiles.max(1)));
+            let tiles_needed = cells.div_ceil(u64::from(cap));
+            return Err(SpecError::unusable(
+                "too_few_uses",
+                format!(
+                    "{cells} cells ({cols} x {rows}) with each of the library {name:?}'s {tiles} \
+                     tiles used at most {cap} times leaves {} cells empty: allow max_uses={uses}, \
+                     use at most {} cells, or choose a library of at least {tiles_needed} tiles",
+                    cells - u64::from(tiles) * u64::from(cap),
+                    u64::from(tiles) * u64::from(cap)
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Cells across for a job that names no grid: about `limits.auto_cells` cells in all, shaped
+/// like the photo, and no more than keep the mosaic within `limits.large_output_pixels`.
+pub fn auto_cells_across(width: u32, height: u32, tile: TileSize, limits: &JobLimits) -> u32 {
+    let tile_pixels = u64::from(tile.width) * u64::from(tile.height);
+    let budget = u64::from(limits.auto_cells)
+        .min(limits.large_output_pixels / tile_pixels.max(1))
+        .max(1) as f64;
+    // Cells across x rows = budget, with rows = across x (height / width) x (tile width / height).
+    let aspect = f64::from(height.max(1)) / f64::from(width.max(1)) * f64::from(tile.width)
+        / f64::from(tile.height);
+    let mut across = ((budget / aspect).sqrt().floor() as u32).clamp(1, limits.max_cells.max(1));
+    // Rows are rounded as the engine rounds them: step back while that overshoots the size.
+    let rows = |across: u32| (f64::from(across) * aspect).round().max(1.0) as u64;
+    while across > 1 && u64::from(across) * rows(across) * tile_pixels > limits.large_output_pixels
+    {
+        across -= 1;
+    }
+    across
+}
+
+fn parse_u32(name: &str, text: &str) -> Result<u32, SpecError> {
+    text.parse().map_err(|_| {
+        SpecError::invalid(
+            "invalid_parameter",
+            format!("{name} must be a whole number, not {text:?}"),
+        )
+    })
+}
+
+fn parse_bool(name: &str, text: Option<&str>) -> Result<bool, SpecError> {
+    match text {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(other) => Err(SpecError::invalid(
+            "invalid_parameter",
+            format!("{name} must be true or false, not {other:?}"),
+        )),
+    }
+}
+
+/// `16` or `24x18`.
+fn parse_tile_size(text: &str) -> Result<TileSize, SpecError> {
+    TileSize::parse(text).map_err(|e| match e {
+        tessera_engine::Error::TileSize(side) => SpecError::invalid(
+            "out_of_range",
+            format!(
+                "tile_size must be {} to {} pixels a side, not {side} (in {text:?})",
+                TILE_SIZES.start(),
+                TILE_SIZES.end()
+            ),
+        ),
+        _ => SpecError::invalid(
+            "invalid_parameter",
+            format!(
+                "tile_size must be a whole number of pixels (16) or width x height (24x18), not \
+                 {text:?}"
+            ),
+        ),
+    })
+}
+
+/// `MIN..MAX`. Malformed or a side out of range: invalid, as for `tile_size`; sides that do not
+/// double: unusable.
+fn parse_adaptive(text: &str) -> Result<AdaptiveSizes, SpecError> {
+    let side = |v: &str| {
+        (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| v.parse::<u32>().ok())
+            .flatten()
+    };
+    let Some((min, max)) = text
+        .split_once("..")
+        .and_then(|(min, max)| Some((side(min)?, side(max)?)))
+    else {
+        return Err(SpecError::invalid(
+            "invalid_parameter",
+            format!("adaptive must be MIN..MAX in pixels (as 8..32), not {text:?}"),
+        ));
+    };
+    if let Some(side) = [min, max].into_iter().find(|s| !TILE_SIZES.contains(s)) {
+        return Err(SpecError::invalid(
+            "out_of_range",
+            format!(
+                "adaptive must be {} to {} pixels a side, not {side} (in {text:?})",
+                TILE_SIZES.start(),
+                TILE_SIZES.end()
+            ),
+        ));
+    }
+    AdaptiveSizes::new(min, max).map_err(|_| {
+        SpecError::unusable(
+            "adaptive_not_doubling",
+            format!(
+                "adaptive {text}: the largest size must be the smallest doubled one or more \
+                 times (as 8..16, 8..32 or 8..64)"
+            ),
+        )
+    })
+}
+
+impl Grid {
+    /// Cells across as asked (`None`: one per pixel, or chosen by the photo's shape).
+    pub fn cells(self) -> Option<u32> {
+        match self {
+            Grid::Cells { across } => Some(across),
+            Grid::PerPixel | Grid::Auto => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(fields: &[(&str, &str)]) -> Result<JobSpec, SpecError> {
+        JobSpec::from_fields(
+            |name| fields.iter().find(|(n, _)| *n == name).map(|(_, v)| *v),
+            &Defaults {
+                library: "emoji".into(),
+                slices: 8,
+            },
+        )
+    }
+
+    #[test]
+    fn a_tall_photo_with_the_defaults_gets_a_mosaic_of_sensible_size() {
+        let limits = JobLimits::default();
+        let s = spec(&[]).unwrap();
+        assert_eq!(s.grid, Grid::Auto);
+        let size = s.size(100, 20_000, &limits).unwrap();
+        let pixels = u64::from(size.output.width) * u64::from(size.output.height);
+        assert!(pixels <= 200_000_000, "{size:?}");
+        let cells = u64::from(size.sizing.cols) * u64::from(size.sizing.rows);
+        assert!((10_000..=16_384).contains(&cells), "{size:?}");
+        // A square photo keeps the old default of 128 across.
+        assert_eq!(s.size(1000, 1000, &limits).unwrap().sizing.cols, 128);
+        // Large tiles: fewer cells, within the size made unasked.
+        let big = spec(&[("tile_size", "256")]).unwrap();
+        let size = big.size(4000, 3000, &limits).unwrap();
+        assert!(u64::from(size.output.width) * u64::from(size.output.height) <= 200_000_000);
+    }
+
+    #[test]
+    fn an_output_over_the_large_size_needs_to_be_asked_for() {
+        let limits = JobLimits::default();
+        let s = spec(&[("cells", "1000"), ("tile_size", "32")]).unwrap();
+        let err = s.size(1000, 1000, &limits).unwrap_err();
+        assert_eq!(err.code(), "large_output");
+        assert!(err.to_string().contains("allow_large"), "{err}");
+        let asked = spec(&[
+            ("cells", "1000"),
+            ("tile_size", "32"),
+            ("allow_large", "true"),
+        ]);
+        assert!(asked.unwrap().size(1000, 1000, &limits).is_ok());
+    }
+
+    #[test]
+    fn too_few_uses_for_the_grid_is_refused_with_the_numbers() {
+        let limits = JobLimits::default();
+        let s = spec(&[("cells", "100"), ("max_uses", "10"), ("repeat_radius", "0")]).unwrap();
+        let size = s.size(1000, 2000, &limits).unwrap();
+        assert_eq!((size.sizing.cols, size.sizing.rows), (100, 200));
+        let err = s
+            .check_library(&size, "small", 61, TileShape::SQUARE)
+            .unwrap_err();
+        assert_eq!(err.code(), "too_few_uses");
+        let text = err.to_string();
+        for number in [
+            "20000 cells",
+            "61",
+            "max_uses=328",
+            "610 cells",
+            "2000 tiles",
+        ] {
+            assert!(text.contains(number), "{number}: {text}");
+        }
+        assert!(
+            s.check_library(&size, "big", 2000, TileShape::SQUARE)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn cross_field_rules_hold_in_one_place() {
+        let limits = JobLimits::default();
+        let codes =
+            |fields: &[(&str, &str)]| spec(fields).unwrap().check(&limits).unwrap_err().code();
+        assert_eq!(
+            codes(&[("adaptive", "8..32"), ("tile_size", "24x18")]),
+            "adaptive_not_square"
+        );
+        assert_eq!(
+            codes(&[("adaptive", "8..32"), ("background", "auto")]),
+            "adaptive_background"
+        );
+        assert_eq!(
+            codes(&[("adaptive", "8..32"), ("per_pixel", "true")]),
+            "conflicting_parameters"
+        );
+        assert_eq!(
+            spec(&[("cells", "8"), ("per_pixel", "true")])
+                .unwrap_err()
+                .code(),
+            "conflicting_parameters"
+        );
+        assert_eq!(codes(&[("max_uses", "0")]), "out_of_range");
+        assert_eq!(
+            spec(&[("blend", "101")]).unwrap_err().code(),
+            "out_of_range"
+        );
+        let wide = spec(&[("cells", "5000")]).unwrap();
+        assert_eq!(wide.check(&limits).unwrap_err().code(), "out_of_range");
+    }
+}
