@@ -1192,6 +1192,43 @@ async fn slice_count_does_not_change_the_pixels() {
     roles.stop().await;
 }
 
+/// Every option of the job specification at once gives, through the pipeline, the pixels of a
+/// local render, whatever the slice count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices() {
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
+    let with_options = |slices| {
+        let mut job = Job::small(slices);
+        job.options = RenderOptions {
+            repeat_radius: 2,
+            blend_percent: 30,
+            max_uses: Some(40),
+            flip: true,
+            rotate: true,
+            background: Some(tessera_engine::TileBackground::Auto),
+            adaptive: None,
+        };
+        job
+    };
+    let want = local_render(&with_options(1));
+    for slices in [1, 3, 100] {
+        let job = with_options(slices);
+        let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+        let record = finished(&env.platform, id).await;
+        assert_eq!(record.state, JobState::Done, "{record:#?}");
+        assert!(record.quality.as_ref().unwrap().max_uses <= 40);
+        assert_same_pixels(
+            &result_pixels(&env.platform, id).await,
+            &want,
+            &format!("every option, {slices} slices"),
+        );
+    }
+    env.assert_queues_empty().await;
+    roles.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_failing_slice_is_poisoned_and_fails_its_job() {
     failing_slice_is_poisoned(embedded()).await;
