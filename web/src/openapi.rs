@@ -54,40 +54,34 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
 )]
 pub struct ApiDoc;
 
-/// Adds what the derive cannot say: the description, the security schemes, and the rules
-/// between a job's fields (`JobSpec::check_fields` enforces the same): `per_pixel: true` gives
-/// neither `cells` nor `adaptive`, and `adaptive` takes a square `tile_size` and no
-/// `background` but the library's own.
+/// Adds what the derive cannot say: the description, the security schemes, and a job
+/// submission's fields with the rules between them, from the job specification
+/// (`tessera_shared::spec::submission_schema`).
 struct Described;
 
 impl Modify for Described {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
         doc.info.description = Some(DESCRIPTION.to_string());
         let components = doc.components.get_or_insert_with(Default::default);
-        if let Some(RefOr::T(Schema::Object(submission))) =
-            components.schemas.get_mut("JobSubmission")
-        {
-            submission
-                .extensions
-                .get_or_insert_with(Default::default)
-                .insert(
-                    "allOf".to_string(),
-                    serde_json::json!([
-                        { "anyOf": [
-                            { "properties": { "per_pixel": { "const": false } } },
-                            { "properties": { "cells": false, "adaptive": false } }
-                        ] },
-                        { "anyOf": [
-                            { "properties": { "adaptive": { "maxLength": 0 } } },
-                            { "properties": { "tile_size": { "pattern": "^[0-9]+$" } } }
-                        ] },
-                        { "anyOf": [
-                            { "properties": { "adaptive": { "maxLength": 0 } } },
-                            { "properties": { "background": {
-                                "pattern": "^[Ll][Ii][Bb][Rr][Aa][Rr][Yy]$" } } }
-                        ] }
-                    ]),
+        // A job submission is the job specification's fields: described where they are.
+        let mut submission = tessera_shared::spec::submission_schema();
+        let rules = submission
+            .as_object_mut()
+            .and_then(|o| o.remove("allOf"))
+            .unwrap_or_default();
+        match serde_json::from_value::<RefOr<Schema>>(submission) {
+            Ok(RefOr::T(Schema::Object(mut object))) => {
+                // utoipa's object has no allOf of its own: the rules go in as written.
+                object
+                    .extensions
+                    .get_or_insert_with(Default::default)
+                    .insert("allOf".to_string(), rules);
+                components.schemas.insert(
+                    "JobSubmission".to_string(),
+                    RefOr::T(Schema::Object(object)),
                 );
+            }
+            Ok(_) | Err(_) => tracing::error!("the job submission's schema is not an object"),
         }
         components.add_security_scheme(
             "bearerAuth",

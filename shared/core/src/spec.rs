@@ -167,6 +167,40 @@ pub const SLICES_RANGE: std::ops::RangeInclusive<u32> = 1..=1024;
 pub struct Field {
     pub name: &'static str,
     pub flag: Result<&'static str, &'static str>,
+    /// The field's JSON Schema in the API document (as multipart text: numbers and booleans
+    /// as their words), with its description.
+    pub schema: &'static str,
+}
+
+/// The submission's image, as the API document describes it.
+pub const IMAGE_SCHEMA: &str = r#"{"type": "string", "format": "binary", "description": "The target image: PNG, JPEG, WebP or GIF.", "minLength": 1}"#;
+
+/// The rules between fields, as the API document states them ([`JobSpec::check_fields`] enforces
+/// the same): `per_pixel` gives neither `cells` nor `adaptive`, and `adaptive` takes a square
+/// `tile_size` and no `background` but the library's own.
+pub const RULES_SCHEMA: &str = r#"[{"anyOf": [{"properties": {"per_pixel": {"const": false}}}, {"properties": {"adaptive": false, "cells": false}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"tile_size": {"pattern": "^[0-9]+$"}}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"background": {"pattern": "^[Ll][Ii][Bb][Rr][Aa][Rr][Yy]$"}}}]}]"#;
+
+/// The JSON Schema of a job submission (`multipart/form-data`): the image and every field of
+/// [`FIELDS`], with the rules between them. The API document's `JobSubmission`.
+pub fn submission_schema() -> serde_json::Value {
+    let parse = |text: &str| {
+        serde_json::from_str::<serde_json::Value>(text).unwrap_or_else(
+            |e| serde_json::json!({ "description": format!("(schema unreadable: {e})") }),
+        )
+    };
+    let mut properties = serde_json::Map::new();
+    properties.insert("image".into(), parse(IMAGE_SCHEMA));
+    for field in FIELDS {
+        properties.insert(field.name.into(), parse(field.schema));
+    }
+    serde_json::json!({
+        "type": "object",
+        "description": "A job submission (`multipart/form-data`).",
+        "required": ["image"],
+        "properties": properties,
+        "additionalProperties": false,
+        "allOf": parse(RULES_SCHEMA),
+    })
 }
 
 /// Every field of a job submission but the image itself. The test of the doors walks this list:
@@ -176,54 +210,67 @@ pub const FIELDS: &[Field] = &[
     Field {
         name: "library",
         flag: Ok("--library"),
+        schema: r#"{"type": "string", "description": "Library id (the configured default when omitted or empty).", "pattern": "^([a-z0-9][a-z0-9-]{0,47})?$"}"#,
     },
     Field {
         name: "tile_size",
         flag: Ok("--tile-size"),
+        schema: r#"{"type": "string", "description": "Tile size in pixels: `16` for square tiles, or width x height such as `24x18` (each side 4 to 256). The tiles' shape must be the library's (`24x18` is 4:3; a square library takes square tiles).", "default": "16", "example": "24x18", "pattern": "^(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])(?:x(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$"}"#,
     },
     Field {
         name: "cells",
         flag: Ok("--cells"),
+        schema: r#"{"type": "integer", "format": "int32", "description": "Cells across (at most limits.max_cells, 4096 by default); not with per_pixel. Absent or empty: chosen by the photo's shape, for about limits.auto_cells cells (128 across a square photo) and a mosaic within limits.large_output_pixels.", "maximum": 4096, "minimum": 1}"#,
     },
     Field {
         name: "per_pixel",
         flag: Ok("--per-pixel"),
+        schema: r#"{"type": "boolean", "description": "One tile per pixel of the target.", "default": false}"#,
     },
     Field {
         name: "slices",
         flag: Err("a render on one machine is not cut into slices"),
+        schema: r#"{"type": "integer", "format": "int32", "description": "Slices to render in parallel (rounded to whole rows of cells; the default suits the size).", "maximum": 1024, "minimum": 1}"#,
     },
     Field {
         name: "repeat_radius",
         flag: Ok("--repeat-radius"),
+        schema: r#"{"type": "integer", "format": "int32", "description": "No tile repeats within this many cells (at most limits.max_repeat_radius, 16 by default).", "default": 1, "maximum": 16, "minimum": 0}"#,
     },
     Field {
         name: "max_uses",
         flag: Ok("--max-uses"),
+        schema: r#"{"type": "integer", "format": "int32", "description": "Use each tile at most this many times (absent: no cap). When the library's tiles times this cannot fill the grid: 422 too_few_uses, naming the cap, the cells or the library size that would.", "example": 1, "maximum": 4294967295, "minimum": 1}"#,
     },
     Field {
         name: "blend",
         flag: Ok("--blend"),
+        schema: r#"{"type": "integer", "format": "int32", "description": "Percent of each cell's colour error corrected by tinting its tile.", "default": 0, "maximum": 100, "minimum": 0}"#,
     },
     Field {
         name: "flip",
         flag: Ok("--flip"),
+        schema: r#"{"type": "boolean", "description": "Tiles may be mirrored left-right where that fits their cell better.", "default": false}"#,
     },
     Field {
         name: "rotate",
         flag: Ok("--rotate"),
+        schema: r#"{"type": "boolean", "description": "Tiles may be turned by 90, 180 or 270 degrees where that fits their cell better (with flip: all 8 symmetries of the square); tiles that are not square turn by 180 degrees only. A turned tile still counts as itself for the repetition radius.", "default": false}"#,
     },
     Field {
         name: "background",
         flag: Ok("--background"),
+        schema: r#"{"type": "string", "description": "What the transparent parts of tiles (emoji, cut-outs) lie over: `library` (the colour the library was imported over), `auto` (black, a grey, white or the photo's mean colour, whichever brings the tiles nearest the photo) or a colour as `rrggbb` or `#rrggbb`. Opaque tiles look the same under all. Not with adaptive (422 adaptive_background).", "default": "library", "example": "auto", "pattern": "^(?:[Ll][Ii][Bb][Rr][Aa][Rr][Yy]|[Aa][Uu][Tt][Oo]|#?[0-9A-Fa-f]{6})$"}"#,
     },
     Field {
         name: "adaptive",
         flag: Ok("--adaptive"),
+        schema: r#"{"type": "string", "description": "Adaptive tile sizes, MIN..MAX pixels (as `8..32`; each 4 to 256, and the largest the smallest doubled one or more times): square tiles of several sizes, large where the photo is flat and small where it is detailed, with no more tiles than the uniform grid of `cells` and `tile_size` would have; the output is that grid's size rounded up to whole squares of MAX. Needs a square tile_size and cells across (not per_pixel). Empty or absent: the uniform grid. Sizes that do not double are 422 adaptive_not_doubling, an oblong tile_size 422 adaptive_not_square, and a largest size whose squares alone are more than the uniform grid's tiles 422 adaptive_too_coarse.", "example": "8..32", "pattern": "^(?:(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])\\.\\.(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$"}"#,
     },
     Field {
         name: "allow_large",
         flag: Ok("--allow-large"),
+        schema: r#"{"type": "boolean", "description": "Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels by default); without it such a job is 422 large_output, naming the size.", "default": false}"#,
     },
 ];
 

@@ -42,82 +42,14 @@ struct Form {
     fields: std::collections::BTreeMap<&'static str, String>,
 }
 
-// The fields of a job submission as the API documents them; the handler reads them as they
-// stream in (`Form`) and checks each against the same bounds.
-/// A job submission (`multipart/form-data`).
-#[derive(serde::Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+/// A job submission (`multipart/form-data`): the image and the job specification's fields. Its
+/// schema in the API document is the specification's own (`spec::submission_schema`); this type
+/// only names it.
+#[derive(ToSchema)]
 pub struct JobSubmission {
-    /// The target image: PNG, JPEG, WebP or GIF.
-    #[schema(value_type = String, format = Binary, min_length = 1)]
+    /// The target image.
+    #[schema(value_type = String, format = Binary)]
     pub image: Vec<u8>,
-    /// Library id (the configured default when omitted or empty).
-    #[schema(required = false, pattern = r"^([a-z0-9][a-z0-9-]{0,47})?$")]
-    pub library: String,
-    /// Tile size in pixels: `16` for square tiles, or width x height such as `24x18` (each
-    /// side 4 to 256). The tiles' shape must be the library's (`24x18` is 4:3; a square library
-    /// takes square tiles).
-    #[schema(value_type = String, required = false, default = "16", example = "24x18", pattern = r"^(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])(?:x(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$")]
-    pub tile_size: String,
-    /// Cells across (at most limits.max_cells, 4096 by default); not with per_pixel. Absent or
-    /// empty: chosen by the photo's shape, for about limits.auto_cells cells (128 across a
-    /// square photo) and a mosaic within limits.large_output_pixels.
-    #[schema(required = false, minimum = 1, maximum = 4096)]
-    pub cells: u32,
-    /// One tile per pixel of the target.
-    #[schema(required = false, default = false)]
-    pub per_pixel: bool,
-    /// Slices to render in parallel (rounded to whole rows of cells; the default suits the size).
-    #[schema(required = false, minimum = 1, maximum = 1024)]
-    pub slices: u32,
-    /// No tile repeats within this many cells (at most limits.max_repeat_radius, 16 by default).
-    #[schema(required = false, minimum = 0, maximum = 16, default = 1)]
-    pub repeat_radius: u32,
-    /// Use each tile at most this many times (absent: no cap). When the library's tiles times
-    /// this cannot fill the grid: 422 too_few_uses, naming the cap, the cells or the library
-    /// size that would.
-    #[schema(required = false, minimum = 1, maximum = 4294967295_u64, example = 1)]
-    pub max_uses: u32,
-    /// Percent of each cell's colour error corrected by tinting its tile.
-    #[schema(required = false, minimum = 0, maximum = 100, default = 0)]
-    pub blend: u8,
-    /// Tiles may be mirrored left-right where that fits their cell better.
-    #[schema(required = false, default = false)]
-    pub flip: bool,
-    /// Tiles may be turned by 90, 180 or 270 degrees where that fits their cell better (with
-    /// flip: all 8 symmetries of the square); tiles that are not square turn by 180 degrees
-    /// only. A turned tile still counts as itself for the repetition radius.
-    #[schema(required = false, default = false)]
-    pub rotate: bool,
-    /// What the transparent parts of tiles (emoji, cut-outs) lie over: `library` (the colour the
-    /// library was imported over), `auto` (black, a grey, white or the photo's mean colour,
-    /// whichever brings the tiles nearest the photo) or a colour as `rrggbb` or `#rrggbb`.
-    /// Opaque tiles look the same under all. Not with adaptive (422 adaptive_background).
-    #[schema(
-        required = false,
-        default = "library",
-        example = "auto",
-        pattern = r"^(?:[Ll][Ii][Bb][Rr][Aa][Rr][Yy]|[Aa][Uu][Tt][Oo]|#?[0-9A-Fa-f]{6})$"
-    )]
-    pub background: String,
-    /// Adaptive tile sizes, MIN..MAX pixels (as `8..32`; each 4 to 256, and the largest the
-    /// smallest doubled one or more times): square tiles of several sizes, large where the photo
-    /// is flat and small where it is detailed, with no more tiles than the uniform grid of
-    /// `cells` and `tile_size` would have; the output is that grid's size rounded up to whole
-    /// squares of MAX. Needs a square tile_size and cells across (not per_pixel). Empty or
-    /// absent: the uniform grid. Sizes that do not double are 422 adaptive_not_doubling, an
-    /// oblong tile_size 422 adaptive_not_square, and a largest size whose squares alone are
-    /// more than the uniform grid's tiles 422 adaptive_too_coarse.
-    #[schema(
-        required = false,
-        example = "8..32",
-        pattern = r"^(?:(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])\.\.(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$"
-    )]
-    pub adaptive: String,
-    /// Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels
-    /// by default); without it such a job is 422 large_output, naming the size.
-    #[schema(required = false, default = false)]
-    pub allow_large: bool,
 }
 
 /// Submit a mosaic job.
