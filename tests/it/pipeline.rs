@@ -1229,6 +1229,60 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
     roles.stop().await;
 }
 
+/// A message cannot point a job at another job's blobs: the controller reads the upload of the
+/// job the request names, whatever its `input_blob` says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(1)).await;
+    let job = Job::small(1);
+    let first = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
+    let record = finished(&env.platform, first).await;
+    assert_eq!(record.state, JobState::Done);
+
+    let second = Uuid::new_v4();
+    let client = Uuid::new_v4();
+    let spec = JobSpec {
+        library: library.reference(),
+        tile_size: job.tile_size,
+        tile_height: None,
+        grid: Grid::Cells { across: job.cells },
+        slices: 1,
+        options: job.options,
+        allow_large: false,
+    };
+    let params = JobParams {
+        spec: spec.clone(),
+        input_name: String::new(),
+    };
+    env.platform
+        .jobs()
+        .create(&JobRecord::new(second, client, params))
+        .await
+        .unwrap();
+    let request = ImageRequest {
+        job_id: second,
+        // The first job's result, a PNG: it must not become the second job's picture.
+        input_blob: record.result_blob.clone().unwrap(),
+        spec,
+        redrive: false,
+    };
+    env.platform
+        .queue::<ImageRequest>()
+        .send(&Envelope::new(client, request))
+        .await
+        .unwrap();
+    let record = finished(&env.platform, second).await;
+    assert_eq!(record.state, JobState::Failed, "{record:#?}");
+    let reason = record.error.unwrap_or_default();
+    assert!(
+        reason.contains(&format!("imageinput/{second} is missing")),
+        "{reason}"
+    );
+    roles.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_failing_slice_is_poisoned_and_fails_its_job() {
     failing_slice_is_poisoned(embedded()).await;

@@ -167,10 +167,13 @@ impl Controller {
             .await
             .map_err(|e| job_failure(job, e))?;
 
-        let input = match local.blobs.get(&request.input_blob).await {
+        // The upload's key follows from the job, never from the message: a request cannot make
+        // a job of another job's blobs.
+        let input_key = BlobKey::ImageInput { job }.path();
+        let input = match local.blobs.get(&input_key).await {
             Ok(bytes) => bytes,
             Err(StorageError::NotFound(_)) => {
-                let reason = format!("the uploaded image {} is missing", request.input_blob);
+                let reason = format!("the uploaded image {input_key} is missing");
                 return Err(give_up(&local, job, reason).await);
             }
             Err(e) => return Err(e.into()),

@@ -258,7 +258,13 @@ impl Processor {
         let render_ms = if local.blobs.exists(&output).await? {
             0
         } else {
-            let plan_bytes = match local.blobs.get(&request.plan_blob).await {
+            // The plan's key follows from the job and the slice, never from the message.
+            let plan_key = BlobKey::SliceInput {
+                job,
+                seq: request.seq,
+            }
+            .path();
+            let plan_bytes = match local.blobs.get(&plan_key).await {
                 Ok(bytes) => bytes,
                 Err(StorageError::NotFound(_)) => {
                     // A failed job's plans are deleted: its slices are not worth rendering.
@@ -268,8 +274,7 @@ impl Processor {
                             Ok(())
                         }
                         _ => Err(Failure::poison(format!(
-                            "{what}: its plan {} is missing",
-                            request.plan_blob
+                            "{what}: its plan {plan_key} is missing"
                         ))),
                     };
                 }

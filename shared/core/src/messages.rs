@@ -176,7 +176,8 @@ pub use crate::spec::{Grid, LibraryRef, RenderOptions, tile_height_field, tile_s
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImageRequest {
     pub job_id: Uuid,
-    /// Blob key of the uploaded target image.
+    /// Blob key of the uploaded target image: always `imageinput/{job_id}`; the controller
+    /// reads that key whatever this says.
     pub input_blob: String,
     /// What the job asks for.
     #[serde(flatten)]
@@ -194,7 +195,8 @@ pub struct SliceRequest {
     /// 0-based sequence number of this slice.
     pub seq: u32,
     pub count: u32,
-    /// Blob key of the plan for this slice's rows of cells.
+    /// Blob key of the plan for this slice's rows of cells: always `sliceinput/{job_id}/{seq}`;
+    /// the processor reads that key whatever this says.
     pub plan_blob: String,
     /// What the job asks for.
     #[serde(flatten)]
