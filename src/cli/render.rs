@@ -160,7 +160,7 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     // Check the size before the (possibly long) import.
     let job_size = spec.size(target.width(), target.height(), &limits)?;
     let size = job_size.sizing;
-    let opts = spec.plan_options(target.width(), target.height(), &limits);
+    let opts = &job_size.options;
     eprintln!(
         "{} x {} cells of {} px: output {} x {} px",
         size.cols, size.rows, size.tile_size, size.width, size.height
@@ -191,7 +191,7 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     let bar = progress_bar(args.quiet, "matching");
     let layout = match args.adaptive {
         Some(sizes) => {
-            let adaptive = AdaptivePlan::make(&target, &library, &opts, sizes)?;
+            let adaptive = AdaptivePlan::make(&target, &library, opts, sizes)?;
             eprintln!(
                 "adaptive: {} tiles of {} to {} px (the uniform grid has {}): output {} x {} px",
                 adaptive.leaves().len(),
@@ -206,7 +206,7 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         None => Layout::Uniform(Plan::make_with_progress(
             &target,
             &library,
-            &opts,
+            opts,
             &|done, total| {
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);

@@ -88,6 +88,10 @@ fn registered_roles(data: &Path) -> Vec<Value> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+async fn get_json(client: &reqwest::Client, url: String) -> Value {
+    client.get(url).send().await.unwrap().json().await.unwrap()
+}
+
 fn rgb(png: &[u8]) -> (u32, u32, Vec<u8>) {
     let image = image::load_from_memory(png).unwrap().to_rgb8();
     (image.width(), image.height(), image.into_raw())
@@ -167,24 +171,10 @@ async fn web_two_controllers_and_three_processors_share_a_machine_with_default_s
         .as_str()
         .unwrap()
         .to_string();
-    let system: Value = client
-        .get(format!("{web}/api/v1/system"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let system: Value = get_json(&client, format!("{web}/api/v1/system")).await;
     assert_eq!(system["roles"].as_array().unwrap().len(), 6, "{system:#}");
 
-    let libraries: Value = client
-        .get(format!("{web}/api/v1/libraries"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let libraries: Value = get_json(&client, format!("{web}/api/v1/libraries")).await;
     let library = libraries["libraries"][0]["id"]
         .as_str()
         .unwrap_or_else(|| panic!("no library: {libraries}"))
@@ -223,14 +213,7 @@ async fn web_two_controllers_and_three_processors_share_a_machine_with_default_s
     for ((cells, tile, _), id) in jobs.iter().zip(&ids) {
         let deadline = Instant::now() + DEADLINE;
         loop {
-            let view: Value = client
-                .get(format!("{web}/api/v1/jobs/{id}"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let view: Value = get_json(&client, format!("{web}/api/v1/jobs/{id}")).await;
             match view["state"].as_str() {
                 Some("done") => break,
                 Some("failed") => panic!("job {id} failed: {view:#}"),

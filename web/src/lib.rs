@@ -1,8 +1,8 @@
 //! Tessera's front end: the REST API under `/api/v1`, the job broker that turns an upload into an
 //! `ImageRequest` on the `imagerequest` queue, and the `imageresponse` listener that finishes jobs.
 //!
-//! [`Application::build`] binds the server and starts the listener; [`run_web`] runs both until
-//! shutdown. Handlers share an [`state::AppState`] (the platform, the settings, and an in-process
+//! [`Application::build`] binds the server and starts the listener; [`Application::run`] runs both
+//! until shutdown. Handlers share an [`state::AppState`] (the platform, the settings, and an in-process
 //! signal of job changes that live event streams wake on).
 
 pub mod auth;
@@ -32,5 +32,5 @@ pub use actix_web::dev::ServerHandle;
 pub use error::ApiError;
 pub use ops_endpoint::{Probes, run_ops_endpoint};
 pub use settings::WebSettings;
-pub use startup::{Application, CONTENT_SECURITY_POLICY, run_web};
+pub use startup::{Application, CONTENT_SECURITY_POLICY};
 pub use streams::StreamHub;

@@ -216,19 +216,6 @@ fn security_headers() -> DefaultHeaders {
         .add(("Cross-Origin-Opener-Policy", "same-origin"))
 }
 
-/// Runs the web role until `shutdown` fires, then stops gracefully.
-pub async fn run_web(
-    platform: Platform,
-    settings: WebSettings,
-    probes: Probes,
-    shutdown: Shutdown,
-) -> anyhow::Result<()> {
-    Application::build_with(platform, settings, probes)
-        .await?
-        .run(shutdown)
-        .await
-}
-
 impl Application {
     /// Serves until `shutdown` fires, then stops gracefully.
     pub async fn run(self, shutdown: Shutdown) -> anyhow::Result<()> {

@@ -611,7 +611,7 @@ fn plan_job(
     let size = spec
         .size(width, height, limits)
         .map_err(|e| EngineError::InvalidOption(e.to_string()))?;
-    let options = &spec.plan_options(width, height, limits);
+    let options = &size.options;
     let (slice_count, adaptive) = (spec.slices, spec.options.adaptive);
     let background = spec
         .options

@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::keys::BlobKey;
-use crate::storage::{BlobStore, BlobStoreExt as _, PutMode, StorageError};
+use crate::storage::{BlobStore, BlobStoreExt as _, PutMode, StorageError, rewrite_periodically};
 
 /// How often a process rewrites its registration.
 pub const REFRESH: Duration = Duration::from_secs(6 * 60);
@@ -93,22 +93,7 @@ impl RoleRegistry {
         self.blobs
             .put(&key, body.clone(), PutMode::Overwrite)
             .await?;
-        let blobs = self.blobs.clone();
-        let refresh_key = key.clone();
-        let refresher = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(REFRESH);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                if let Err(e) = blobs
-                    .put(&refresh_key, body.clone(), PutMode::Overwrite)
-                    .await
-                {
-                    tracing::debug!(key = %refresh_key, error = %e, "role registration not refreshed");
-                }
-            }
-        });
+        let refresher = rewrite_periodically(self.blobs.clone(), key.clone(), body, REFRESH);
         Ok(Registered {
             key,
             blobs: self.blobs.clone(),

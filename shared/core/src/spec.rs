@@ -359,14 +359,17 @@ impl SpecError {
     }
 }
 
-/// The size a job's mosaic will have: its grid of cells and its pixels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The size a job's mosaic will have: its grid of cells and its pixels, and the plan options
+/// it was sized with.
+#[derive(Debug, Clone, PartialEq)]
 pub struct JobSize {
     /// The uniform grid (adaptive squares are no more than its cells).
     pub sizing: Sizing,
     /// The output in pixels, and the grid as the cell lookup counts it (cells of the smallest
     /// square for adaptive sizes).
     pub output: OutputSize,
+    /// The engine's options for this target ([`JobSpec::plan_options`]).
+    pub options: PlanOptions,
 }
 
 /// Defaults a door fills in where a submission says nothing.
@@ -652,7 +655,11 @@ impl JobSpec {
                 ),
             ));
         }
-        Ok(JobSize { sizing, output })
+        Ok(JobSize {
+            sizing,
+            output,
+            options,
+        })
     }
 
     /// Whether the library (of `tiles` tiles of `shape`, id `name`) can make this mosaic: its

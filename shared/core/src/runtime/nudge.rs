@@ -29,7 +29,7 @@ use tokio::sync::{Notify, OnceCell};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::storage::{BlobStore, PutMode, StorageError};
+use crate::storage::{BlobStore, PutMode, StorageError, rewrite_periodically};
 
 /// The container that holds listener registrations.
 pub const CONTAINER: &str = "nudges";
@@ -306,23 +306,8 @@ impl Remote {
             .put(&key, body.clone(), PutMode::Overwrite)
             .await
             .map_err(|e| e.to_string())?;
-        let blobs = self.blobs.clone();
-        let refresh = self.settings.refresh;
-        let refresh_key = key.clone();
-        let refresher = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(refresh);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                if let Err(e) = blobs
-                    .put(&refresh_key, body.clone(), PutMode::Overwrite)
-                    .await
-                {
-                    tracing::debug!(key = %refresh_key, error = %e, "nudge registration not refreshed");
-                }
-            }
-        });
+        let refresher =
+            rewrite_periodically(self.blobs.clone(), key.clone(), body, self.settings.refresh);
         Ok(Registration {
             key,
             blobs: self.blobs.clone(),

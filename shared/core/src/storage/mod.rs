@@ -332,6 +332,28 @@ pub trait BlobStoreExt: BlobStore {
 
 impl<T: BlobStore + ?Sized> BlobStoreExt for T {}
 
+/// Rewrites `body` at `key` every `every` (the first rewrite one period from now), in a task of
+/// its own, until the task is aborted: how a registration shows its process is alive. A failed
+/// rewrite is logged and tried again at the next period.
+pub fn rewrite_periodically(
+    blobs: std::sync::Arc<dyn BlobStore>,
+    key: String,
+    body: Bytes,
+    every: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            if let Err(e) = blobs.put(&key, body.clone(), PutMode::Overwrite).await {
+                tracing::debug!(%key, error = %e, "registration not rewritten");
+            }
+        }
+    })
+}
+
 /// Checks a batch size against the port's limit (1 to [`MAX_BATCH`]).
 pub fn check_batch(max: usize) -> Result<()> {
     if (1..=MAX_BATCH).contains(&max) {
