@@ -141,6 +141,13 @@ async fn register(platform: &Platform, role: Role, addr: SocketAddr) -> Option<R
     }
 }
 
+/// Where the web role spools uploads: in the embedded data directory, whose free space the
+/// service keeps; elsewhere the system's temporary directory.
+fn spool_dir(settings: &Settings) -> Option<std::path::PathBuf> {
+    (settings.storage.backend == crate::settings::Backend::Embedded)
+        .then(|| settings.storage.data_dir.join("spool"))
+}
+
 /// Web front end, job controller and image processors in one process.
 pub async fn serve(
     platform: Platform,
@@ -154,6 +161,7 @@ pub async fn serve(
     if let Some(n) = args.processors {
         settings.processor.processors = n;
     }
+    settings.web.spool_dir = spool_dir(&settings);
     platform.ensure_queues().await?;
     if let Some(src) = &args.default_library {
         install_default_library(&platform, src, &args.default_library_name).await?;
@@ -200,6 +208,7 @@ pub async fn web(platform: Platform, mut settings: Settings, args: WebArgs) -> a
         settings.web.port = port;
         settings.web.port_fixed = true;
     }
+    settings.web.spool_dir = spool_dir(&settings);
     platform.ensure_queues().await?;
     let probes = probes(&platform, &settings, Role::Web);
     run_until_stopped(|signal| {
@@ -237,6 +246,7 @@ pub async fn processor(
     if let Some(n) = args.processors {
         settings.processor.processors = n;
     }
+    settings.web.spool_dir = spool_dir(&settings);
     if let Some(port) = args.ops_port {
         settings.ops.port = port;
         settings.ops.port_fixed = true;
@@ -264,10 +274,15 @@ async fn install_default_library(
         return Ok(());
     }
     tracing::info!("importing the default tile library from {}", src.display());
-    let (record, report) =
-        tessera_workers::import_library(platform, src, name, ImportOptions::default(), false)
-            .await
-            .context("cannot install the default tile library")?;
+    let (record, report) = tessera_workers::import_library(
+        platform,
+        src,
+        name,
+        ImportOptions::default(),
+        &tessera_shared::libraries::Publication::operator(false),
+    )
+    .await
+    .context("cannot install the default tile library")?;
     tracing::info!(
         "library {} ready: {} tiles ({} files skipped)",
         record.id,

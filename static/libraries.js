@@ -109,6 +109,7 @@
     data.append("shape", document.getElementById("shape").value);
     data.append("background", document.getElementById("background").value);
     if (document.getElementById("replace").checked) data.append("replace", "true");
+    data.append("visibility", document.getElementById("shared").checked ? "shared" : "private");
     for (const f of files) data.append("files", f, f.name);
     const button = form.querySelector("button");
     button.disabled = true;

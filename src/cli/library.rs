@@ -74,6 +74,7 @@ pub fn import_with_bar(
     let (library, report) = Library::import_with_progress(src, opts, &|done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
+        true
     })
     .with_context(|| format!("cannot import tiles from {}", src.display()))?;
     bar.finish_and_clear();
@@ -156,7 +157,7 @@ pub async fn import(
             background: args.background,
             ..tessera_engine::ImportOptions::default()
         },
-        args.replace,
+        &tessera_shared::libraries::Publication::operator(args.replace),
     )
     .await?;
     print_report(&report);

@@ -719,6 +719,7 @@ async fn fifty_streams_of_one_job_share_one_poller_and_end_at_shutdown() {
     let settings = WebSettings {
         events_poll_ms: poll,
         max_streams_per_client: 64,
+        max_streams_per_address: 64,
         ..test_settings()
     };
     // No workers: the job stays queued, and its streams open.

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 19] = [
+const ROUTES: [(&str, &str); 20] = [
     ("POST", "/api/v1/jobs"),
     ("GET", "/api/v1/jobs/{id}"),
     ("DELETE", "/api/v1/jobs/{id}"),
@@ -35,6 +35,7 @@ const ROUTES: [(&str, &str); 19] = [
     ("GET", "/api/v1/libraries"),
     ("POST", "/api/v1/libraries"),
     ("GET", "/api/v1/libraries/{id}"),
+    ("DELETE", "/api/v1/libraries/{id}"),
     ("GET", "/api/v1/libraries/{id}/sheet"),
     ("GET", "/api/v1/queues"),
     ("GET", "/api/v1/system"),
@@ -330,6 +331,20 @@ async fn every_documented_operation_answers_as_documented() {
     app.wait_until_finished(&doomed).await;
     // A job of the same client that stays queued, to be cancelled.
     let held = app.queued_job(owner.parse().unwrap()).await;
+    // A library of the same client, to be deleted.
+    let mut form = Form::new().text("name", "Doomed tiles");
+    for (name, bytes) in crate::support::tiles(8) {
+        form = form.part("files", Part::bytes(bytes).file_name(name));
+    }
+    let res = app
+        .client
+        .post(app.url("/api/v1/libraries"))
+        .header("X-Client-Id", &owner)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
     let as_owner = [(
         reqwest::header::HeaderName::from_static("x-client-id"),
         owner,
@@ -341,7 +356,10 @@ async fn every_documented_operation_answers_as_documented() {
         let listed = doc["paths"][path.as_str()][method.to_lowercase()]["responses"]
             .as_object()
             .unwrap();
-        let (good_id, bad_id) = if path.starts_with("/api/v1/libraries") {
+        let library = path.starts_with("/api/v1/libraries");
+        let (good_id, bad_id) = if library && method == "DELETE" {
+            ("doomed-tiles".to_string(), "no-such-library".to_string())
+        } else if library {
             ("emoji".to_string(), "no-such-library".to_string())
         } else if method == "DELETE" {
             (doomed.clone(), Uuid::new_v4().to_string())
@@ -366,7 +384,9 @@ async fn every_documented_operation_answers_as_documented() {
         if method == "DELETE" {
             let again = call(&app, method, path, &good_id, true, headers).await;
             further.push((again, Some(404)));
-            let not_owner = call(&app, method, path, &job_id, true, &[]).await;
+            // Someone else's: the job of another client, the operator's library.
+            let others = if library { "emoji" } else { job_id.as_str() };
+            let not_owner = call(&app, method, path, others, true, &[]).await;
             further.push((not_owner, Some(403)));
         }
         if path.ends_with("/cancel") {

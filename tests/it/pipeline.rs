@@ -21,7 +21,7 @@ use tessera_engine::{
 };
 use tessera_shared::jobs::{JobParams, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
-use tessera_shared::libraries::LibraryRecord;
+use tessera_shared::libraries::{LibraryRecord, Publication};
 use tessera_shared::messages::{
     Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, LibraryRef, QueueName, RenderOptions,
     SliceRequest, tile_height_field,
@@ -255,9 +255,15 @@ impl Env {
             shape,
             ..ImportOptions::default()
         };
-        let (record, report) = import_library(&self.platform, &tiles, &name, options, false)
-            .await
-            .unwrap();
+        let (record, report) = import_library(
+            &self.platform,
+            &tiles,
+            &name,
+            options,
+            &Publication::operator(false),
+        )
+        .await
+        .unwrap();
         assert!(report.imported >= 30, "{report:?}");
         assert_eq!(record.tiles as usize, report.imported);
         record
@@ -1040,14 +1046,15 @@ async fn job_with_adaptive_tile_sizes_matches_a_local_render_at_any_slice_count(
 /// is refused by the processor rather than rendered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
+    let job = Uuid::new_v4();
     let mut request = serde_json::json!({
         "v": 1,
         "kind": "ImageRequest",
         "client_id": Uuid::new_v4(),
         "request_id": Uuid::new_v4(),
         "body": {
-            "job_id": Uuid::new_v4(),
-            "input_blob": "imageinput/x",
+            "job_id": job,
+            "input_blob": format!("imageinput/{job}"),
             "library": { "id": "emoji", "version": 1 },
             "tile_size": 24,
             "tile_height": 18,
@@ -1229,8 +1236,8 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
     roles.stop().await;
 }
 
-/// A message cannot point a job at another job's blobs: the controller reads the upload of the
-/// job the request names, whatever its `input_blob` says.
+/// A message cannot point a job at another job's blobs: a request whose `input_blob` is not its
+/// own job's upload is poison at once, with the reason, and its job fails saying so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
     let env = embedded();
@@ -1277,9 +1284,13 @@ async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
     assert_eq!(record.state, JobState::Failed, "{record:#?}");
     let reason = record.error.unwrap_or_default();
     assert!(
-        reason.contains(&format!("imageinput/{second} is missing")),
+        reason.contains("not this message's own blob key"),
         "{reason}"
     );
+    let poisoned = poison_records(&env, QueueName::ImageRequest).await;
+    assert_eq!(poisoned.len(), 1, "{poisoned:?}");
+    assert_eq!(poisoned[0].0, Some(second));
+    assert!(poisoned[0].1.contains("own blob key"), "{poisoned:?}");
     roles.stop().await;
 }
 
@@ -1360,7 +1371,7 @@ async fn storage_returns_to_its_baseline(env: Env) {
         &fixtures().join("tiles"),
         &library.name,
         ImportOptions::default(),
-        true,
+        &Publication::operator(true),
     )
     .await
     .unwrap()
@@ -1827,7 +1838,7 @@ async fn the_library_cache_keeps_to_its_memory_budget() {
             &fixtures().join("tiles"),
             name,
             tessera_engine::ImportOptions::default(),
-            false,
+            &Publication::operator(false),
         )
         .await
         .unwrap();

@@ -27,6 +27,8 @@ async fn spawn_keyed_app_with(workers: bool) -> TestApp {
         port: 0,
         workers: 1,
         api_key: ApiKey::new(KEY),
+        // The test client stands for a proxy: what it forwards names the client's address.
+        trusted_proxies: vec!["127.0.0.1".parse().unwrap()],
         ..WebSettings::default()
     };
     let mut app = spawn_app_with(settings, workers).await;
@@ -52,6 +54,7 @@ async fn with_a_key_configured_every_call_needs_it() {
     }
 
     // API calls: no key, a wrong key, the right key in either header.
+    let mut failures = 0;
     for path in [
         "/api/v1/libraries",
         "/api/v1/queues",
@@ -66,16 +69,28 @@ async fn with_a_key_configured_every_call_needs_it() {
                 .starts_with("Bearer"),
         );
         assert_eq!(error_code(res).await, "unauthorized");
+        // Wrong keys count against the address: five are answered 401, then 429 (a guesser
+        // is slowed, and told so) ...
         for wrong in [
             ("Authorization", "Bearer not-the-key"),
             ("X-API-Key", "not-the-key"),
             ("Authorization", "Bearer correct horse battery stapl"),
             ("X-API-Key", ""),
         ] {
-            let res = app.get_with(path, &[wrong]).await;
-            assert_eq!(res.status(), 401, "{path} with {wrong:?}");
-            assert_eq!(error_code(res).await, "unauthorized");
+            failures += 1;
+            // From one client behind the proxy, whose guesses lock no one else out.
+            let res = app
+                .get_with(path, &[wrong, ("X-Forwarded-For", "203.0.113.9")])
+                .await;
+            let (status, code) = if failures <= 5 {
+                (401, "unauthorized")
+            } else {
+                (429, "too_many_failed_keys")
+            };
+            assert_eq!(res.status(), status, "{path} with {wrong:?}");
+            assert_eq!(error_code(res).await, code);
         }
+        // ... while the right key is let in all along.
         let bearer = format!("Bearer {KEY}");
         for right in [("Authorization", bearer.as_str()), ("X-API-Key", KEY)] {
             let res = app.get_with(path, &[right]).await;
@@ -437,9 +452,15 @@ async fn behind_a_key_cookies_need_this_site_images_stay_private_and_sign_in_is_
             .body(format!("key={}", key.replace(' ', "+")))
             .send()
     };
-    let res = sign_in(KEY).await.unwrap();
-    let session = res.headers()["set-cookie"].to_str().unwrap();
-    let session = session.split(';').next().unwrap().to_string();
+    let session_of = |res: reqwest::Response| {
+        let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
+        cookie.split(';').next().unwrap().to_string()
+    };
+    let session = session_of(sign_in(KEY).await.unwrap());
+    // Each sign-in is a session of its own: a random token, never the key nor a value shared.
+    let other = session_of(sign_in(KEY).await.unwrap());
+    assert_ne!(session, other);
+    assert!(!session.contains(KEY) && session.len() > 60, "{session}");
 
     // A post carrying only the session cookie must come from this site too.
     let res = app
@@ -510,7 +531,12 @@ async fn behind_a_key_cookies_need_this_site_images_stay_private_and_sign_in_is_
         "{gone}"
     );
 
-    // Wrong keys: five are answered, then the address waits, even with the right key.
+    // Signed out, the session is over: its token no longer opens anything.
+    let res = app.get_with("/api/v1/queues", &[("Cookie", &session)]).await;
+    assert_eq!(res.status(), 401, "a session must end at sign-out");
+
+    // Wrong keys: five are answered, then the address waits; the right key still signs in
+    // (someone else behind the same address is not locked out by the guesses).
     for _ in 0..5 {
         assert_eq!(sign_in("guess").await.unwrap().status(), 401);
     }
@@ -522,6 +548,6 @@ async fn behind_a_key_cookies_need_this_site_images_stay_private_and_sign_in_is_
         .parse()
         .unwrap();
     assert!((1..=60).contains(&wait), "{wait}");
-    assert_eq!(error_code(res).await, "too_many_sign_in_attempts");
-    assert_eq!(sign_in(KEY).await.unwrap().status(), 429);
+    assert_eq!(error_code(res).await, "too_many_failed_keys");
+    assert_eq!(sign_in(KEY).await.unwrap().status(), 303);
 }

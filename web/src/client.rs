@@ -1,7 +1,12 @@
 //! Who is asking, and about what: the client id a request carries (the browser's cookie or an
-//! API client's `X-Client-Id`), and the job id in a path.
+//! API client's `X-Client-Id`), the credential the key check found, the address the request
+//! comes from (behind a trusted proxy, the one it names), and the job id in a path.
 
-use actix_web::HttpRequest;
+use std::net::IpAddr;
+
+use actix_web::cookie::{Cookie, SameSite};
+use actix_web::{HttpMessage as _, HttpRequest};
+use tessera_shared::libraries::Owner;
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
@@ -47,16 +52,104 @@ pub fn job_id(raw: &str) -> ApiResult<Uuid> {
         .map_err(|_| ApiError::not_found("job_not_found", format!("no job {raw:?}")))
 }
 
-/// The client a stream or a quota counts against: its id (header or cookie), else its address.
-pub(crate) fn client_or_address(req: &HttpRequest) -> String {
-    let named = req
-        .headers()
-        .get(CLIENT_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_string())
-        .or_else(|| req.cookie(CLIENT_COOKIE).map(|c| c.value().to_string()));
-    match named {
-        Some(id) => format!("client {id}"),
-        None => format!("address {:?}", req.peer_addr().map(|a| a.ip())),
+/// The cookie that names a browser's client id, minted by the server. `Secure` when the
+/// request came over https (as the proxy in front says).
+pub(crate) fn client_cookie(req: &HttpRequest, client: Uuid) -> Cookie<'static> {
+    Cookie::build(CLIENT_COOKIE, client.to_string())
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(over_https(req))
+        .permanent()
+        .finish()
+}
+
+/// Whether the request reached the service over https: directly, or as the proxy in front
+/// says (`Forwarded`, `X-Forwarded-Proto`). Trusting the header can only make a cookie stricter.
+pub(crate) fn over_https(req: &HttpRequest) -> bool {
+    req.connection_info().scheme() == "https"
+}
+
+/// What the key check found a request to carry (kept in the request's extensions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// The operator's key (`web.api_key`).
+    Operator,
+    /// One of the named keys (`[web.keys]`), by name.
+    Key(String),
+}
+
+/// The owner a request acts as, for libraries: the operator or a named key when it carries
+/// one, else its client (a new client id is minted when it names none, returned second: the
+/// response sets it as the client cookie).
+pub(crate) fn requester(req: &HttpRequest) -> ApiResult<(Owner, Option<Uuid>)> {
+    match req.extensions().get::<Credential>() {
+        Some(Credential::Operator) => return Ok((Owner::operator(), None)),
+        Some(Credential::Key(name)) => return Ok((Owner::key(name), None)),
+        None => {}
     }
+    let (client, minted) = client_id(req)?;
+    Ok((Owner::client(client), minted.then_some(client)))
+}
+
+/// The owner a request of `client` acts as: its credential's, else the client's.
+pub(crate) fn owner_of(req: &HttpRequest, client: Uuid) -> Owner {
+    match req.extensions().get::<Credential>() {
+        Some(Credential::Operator) => Owner::operator(),
+        Some(Credential::Key(name)) => Owner::key(name),
+        None => Owner::client(client),
+    }
+}
+
+/// The owner a request acts as, when it names itself (no id is minted): for reading.
+pub(crate) fn known_requester(req: &HttpRequest) -> Option<Owner> {
+    match requester(req) {
+        Ok((owner, None)) => Some(owner),
+        _ => None,
+    }
+}
+
+/// The proxies whose `X-Forwarded-For` is believed (`web.trusted_proxies`).
+#[derive(Debug, Clone, Default)]
+pub struct TrustedProxies(pub Vec<IpAddr>);
+
+/// The address a request comes from: the peer's, or behind a trusted proxy the nearest address
+/// in `X-Forwarded-For` that is not itself a trusted proxy.
+pub(crate) fn client_address(req: &HttpRequest, trusted: &TrustedProxies) -> Option<IpAddr> {
+    address_of(
+        req.peer_addr().map(|a| a.ip()),
+        req.headers().get_all("X-Forwarded-For"),
+        trusted,
+    )
+}
+
+pub(crate) fn address_of<'a>(
+    peer: Option<IpAddr>,
+    forwarded: impl Iterator<Item = &'a actix_web::http::header::HeaderValue>,
+    trusted: &TrustedProxies,
+) -> Option<IpAddr> {
+    let peer = peer?;
+    if !trusted.0.contains(&peer) {
+        return Some(peer);
+    }
+    let hops: Vec<IpAddr> = forwarded
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|hop| hop.trim().parse().ok())
+        .collect();
+    hops.iter()
+        .rev()
+        .find(|hop| !trusted.0.contains(hop))
+        .or(hops.first())
+        .copied()
+        .or(Some(peer))
+}
+
+/// What a stream or a quota counts against: a client that names itself with a well-formed id,
+/// and the address the request comes from (both are capped; ids are free to make).
+pub(crate) fn client_and_address(
+    req: &HttpRequest,
+    trusted: &TrustedProxies,
+) -> ApiResult<(Option<Uuid>, Option<IpAddr>)> {
+    Ok((named_client(req)?, client_address(req, trusted)))
 }

@@ -216,6 +216,12 @@ impl From<LibraryError> for ApiError {
             LibraryError::Exists { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "library_exists", e.to_string())
             }
+            LibraryError::NotOwner(_) => {
+                ApiError::new(StatusCode::FORBIDDEN, "not_library_owner", e.to_string())
+            }
+            LibraryError::InUse { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "library_in_use", e.to_string())
+            }
             LibraryError::Corrupt(..) => ApiError::internal(e),
             LibraryError::Storage(e) => ApiError::storage(e),
         }

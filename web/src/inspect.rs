@@ -18,9 +18,26 @@ pub struct TargetInfo {
     pub height: u32,
 }
 
+/// What the header says of an upload, before any pixel is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    pub format: ImageFormat,
+    /// Width and height as stored (before EXIF orientation).
+    pub width: u32,
+    pub height: u32,
+    /// Memory the check's decode takes: a few rows for a PNG (checked row by row), the whole
+    /// decoded image for the other formats.
+    pub decode_bytes: u64,
+}
+
 /// Validates `bytes` as a target image of at most `max_pixels`. CPU-bound: call it off the async
 /// threads.
 pub fn inspect_target(bytes: &[u8], max_pixels: u64) -> Result<TargetInfo, ApiError> {
+    verify_target(bytes, &probe_target(bytes, max_pixels)?)
+}
+
+/// Reads the format and the size from the header, and refuses what is over `max_pixels`.
+pub fn probe_target(bytes: &[u8], max_pixels: u64) -> Result<Probe, ApiError> {
     if bytes.is_empty() {
         return Err(ApiError::bad_request(
             "empty_upload",
@@ -46,12 +63,10 @@ pub fn inspect_target(bytes: &[u8], max_pixels: u64) -> Result<TargetInfo, ApiEr
             ),
         ));
     }
-    let reader = || {
-        let mut r = ImageReader::new(Cursor::new(bytes));
-        r.set_format(format);
-        r
-    };
-    let (w, h) = reader().into_dimensions().map_err(corrupt)?;
+    let mut r = ImageReader::new(Cursor::new(bytes));
+    r.set_format(format);
+    let decoder = r.into_decoder().map_err(corrupt)?;
+    let (w, h) = decoder.dimensions();
     if w == 0 || h == 0 {
         return Err(ApiError::unprocessable(
             "corrupt_image",
@@ -65,6 +80,36 @@ pub fn inspect_target(bytes: &[u8], max_pixels: u64) -> Result<TargetInfo, ApiEr
             format!("the image is {w} x {h} pixels, over the limit of {max_pixels} pixels"),
         ));
     }
+    let decode_bytes = if format == ImageFormat::Png {
+        // Rows of up to 8 bytes a pixel, the current and the previous, and the inflater's window.
+        u64::from(w) * 16 + (1 << 20)
+    } else {
+        decoder.total_bytes()
+    };
+    Ok(Probe {
+        format,
+        width: w,
+        height: h,
+        decode_bytes,
+    })
+}
+
+/// Decodes the whole upload `probe` describes, to be sure it is complete: a PNG row by row, so
+/// that the check holds a few rows whatever the image's size; other formats whole, within
+/// room for their pixels.
+pub fn verify_target(bytes: &[u8], probe: &Probe) -> Result<TargetInfo, ApiError> {
+    let Probe {
+        format,
+        width: w,
+        height: h,
+        ..
+    } = *probe;
+    let reader = || {
+        let mut r = ImageReader::new(Cursor::new(bytes));
+        r.set_format(format);
+        r
+    };
+    let pixels = u64::from(w) * u64::from(h);
     let mut limits = Limits::default();
     limits.max_image_width = Some(w);
     limits.max_image_height = Some(h);
@@ -74,8 +119,14 @@ pub fn inspect_target(bytes: &[u8], max_pixels: u64) -> Result<TargetInfo, ApiEr
     r.limits(limits);
     let mut decoder = r.into_decoder().map_err(corrupt)?;
     let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
-    let mut buf = vec![0u8; usize::try_from(decoder.total_bytes()).map_err(|_| too_big(w, h))?];
-    decoder.read_image(&mut buf).map_err(corrupt)?;
+    if format == ImageFormat::Png {
+        drop(decoder);
+        read_png_rows(bytes)?;
+    } else {
+        let size = usize::try_from(decoder.total_bytes()).map_err(|_| too_big(w, h))?;
+        let mut buf = vec![0u8; size];
+        decoder.read_image(&mut buf).map_err(corrupt)?;
+    }
     let (width, height) = match orientation {
         Orientation::Rotate90
         | Orientation::Rotate270
@@ -88,6 +139,24 @@ pub fn inspect_target(bytes: &[u8], max_pixels: u64) -> Result<TargetInfo, ApiEr
         width,
         height,
     })
+}
+
+/// Reads every row of a PNG, keeping none: it decodes to the end, or the error says where not.
+fn read_png_rows(bytes: &[u8]) -> Result<(), ApiError> {
+    let bad = |e: png::DecodingError| {
+        ApiError::unprocessable(
+            "corrupt_image",
+            format!("the image is corrupt or truncated: {e}"),
+        )
+    };
+    // The rows are the limit here (checked above): the decoder's own would refuse large images.
+    let limits = png::Limits { bytes: usize::MAX };
+    let mut reader = png::Decoder::new_with_limits(Cursor::new(bytes), limits)
+        .read_info()
+        .map_err(bad)?;
+    while reader.next_row().map_err(bad)?.is_some() {}
+    reader.finish().map_err(bad)?;
+    Ok(())
 }
 
 fn too_big(w: u32, h: u32) -> ApiError {
@@ -145,6 +214,7 @@ mod tests {
         );
         let good = png(20, 20);
         assert_eq!(code(&good[..good.len() / 2], 1000), "corrupt_image");
+        assert_eq!(code(&good[..good.len() - 12], 1000), "corrupt_image");
         assert_eq!(code(&good, 399), "image_too_large");
     }
 }

@@ -5,6 +5,7 @@
 //! until shutdown. Handlers share an [`state::AppState`] (the platform, the settings, and an in-process
 //! signal of job changes that live event streams wake on).
 
+pub mod admission;
 pub mod auth;
 mod client;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod mosaic;
 pub mod openapi;
 pub mod ops_endpoint;
 pub mod pages;
+mod peer;
 mod pyramid;
 mod request;
 pub mod routes;

@@ -43,6 +43,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         libraries::list,
         libraries::create,
         libraries::get,
+        libraries::delete,
         sheet::get,
         ops::queues,
         ops::system,

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use tessera_engine::TILE_SIZES;
 use tessera_shared::jobs::{JobError, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
-use tessera_shared::libraries::LibraryRecord;
+use tessera_shared::libraries::{LibraryRecord, Visibility};
 use tessera_shared::spec::SLICES_RANGE;
 use tessera_shared::storage::StorageError;
 
@@ -207,8 +207,9 @@ struct Home {
     auto_cells: u32,
 }
 
-async fn home(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let mut libraries = state.platform.libraries().list().await?;
+async fn home(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let who = crate::client::known_requester(&req);
+    let mut libraries = crate::routes::libraries::visible_libraries(&state, who.as_ref()).await?;
     let default = &state.settings.default_library;
     // The default library first, so it is the one selected.
     libraries.sort_by_key(|l| (&l.id != default, l.name.clone()));
@@ -525,8 +526,9 @@ struct LibrariesPage {
     max_upload_bytes: u64,
 }
 
-async fn libraries(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let mut libraries = state.platform.libraries().list().await?;
+async fn libraries(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let who = crate::client::known_requester(&req);
+    let mut libraries = crate::routes::libraries::visible_libraries(&state, who.as_ref()).await?;
     libraries.sort_by(|a, b| a.name.cmp(&b.name));
     let sheets = libraries
         .iter()

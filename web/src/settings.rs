@@ -1,6 +1,10 @@
 //! The front end's settings: where it listens, the limits it enforces on uploads, and the
 //! optional API key that guards everything it serves.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 /// Settings of the web role (`[web]` in the config file, `TESSERA_WEB_*` in the environment).
@@ -33,19 +37,57 @@ pub struct WebSettings {
     pub max_library_uncompressed_bytes: u64,
     /// Library uploads imported at once; more wait their turn (each decodes all its tiles).
     pub max_concurrent_imports: usize,
+    /// Pixels one library upload may decode, all its images together (each image's size is
+    /// read from its header before any is decoded).
+    pub max_library_upload_pixels: u64,
+    /// Longest an import may take once it has its turn; past it the import stops and
+    /// publishes nothing.
+    pub import_time_budget_secs: u64,
+    /// Libraries one owner (a client, a named key) may keep (0: no limit; the operator has none).
+    pub max_libraries_per_owner: u32,
+    /// Bytes all libraries' current indexes may take together; an upload that would pass it is
+    /// refused (0: no limit).
+    pub max_library_bytes: u64,
     /// Jobs one client may have running at once; more are answered 429 (0: no limit).
     pub max_active_jobs_per_client: u32,
+    /// Jobs the clients of one address may have running at once (0: no limit).
+    pub max_active_jobs_per_address: u32,
+    /// Jobs running at once in the whole service; more are answered 503 (0: no limit).
+    pub max_active_jobs: u32,
+    /// A request body that sends nothing for this long is cut off (408).
+    pub body_read_timeout_secs: u64,
+    /// After the first `body_read_timeout_secs`, an upload slower than this on average is cut
+    /// off (408).
+    pub min_upload_bytes_per_sec: u64,
+    /// Uploads (job images and library files) read at once; more are answered 503.
+    pub max_uploads_in_flight: usize,
+    /// Memory the checks of uploaded targets may take at once, all decodes together; a decode
+    /// waits for room.
+    pub decode_memory_bytes: u64,
     /// How often a job's event streams (one poller per job) re-read its record when nothing
     /// wakes them.
     pub events_poll_ms: u64,
     /// Event streams open at once in this process, and per client (its id, or its address).
     pub max_streams: usize,
     pub max_streams_per_client: usize,
+    /// Event streams open at once from one address (whatever client ids it names).
+    pub max_streams_per_address: usize,
     /// How long shutdown waits for requests and the imageresponse listener to finish.
     pub shutdown_grace_secs: u64,
     /// A key every request must carry (except health checks and static assets); empty leaves
     /// the service open. A secret: never logged.
     pub api_key: ApiKey,
+    /// Named keys for API users, `name = "sha256:HEX"` (the SHA-256 of the key, never the key):
+    /// each holder owns what it uploads. The operator's key (`api_key`) stands apart.
+    pub keys: BTreeMap<String, String>,
+    /// Proxies in front of the service whose `X-Forwarded-For` names the client's address (for
+    /// the limits kept per address). Without them the peer's address counts.
+    pub trusted_proxies: Vec<IpAddr>,
+    /// Where uploads are spooled while they are read and imported: `spool/` in the embedded
+    /// data directory (so the free space kept there counts them), else the system's temporary
+    /// directory. Emptied at start.
+    #[serde(skip)]
+    pub spool_dir: Option<PathBuf>,
     /// The `[retention]` section: when a job's result expires, for pages and the API.
     #[serde(skip)]
     pub retention: tessera_shared::lifecycle::RetentionSettings,
@@ -95,12 +137,26 @@ impl Default for WebSettings {
             max_library_files: 20_000,
             max_library_uncompressed_bytes: 1024 * 1024 * 1024,
             max_concurrent_imports: 1,
+            max_library_upload_pixels: 4_000_000_000,
+            import_time_budget_secs: 600,
+            max_libraries_per_owner: 20,
+            max_library_bytes: 20 << 30,
             max_active_jobs_per_client: 4,
+            max_active_jobs_per_address: 16,
+            max_active_jobs: 200,
+            body_read_timeout_secs: 30,
+            min_upload_bytes_per_sec: 16 * 1024,
+            max_uploads_in_flight: 8,
+            decode_memory_bytes: 1 << 30,
             events_poll_ms: 400,
             max_streams: 1000,
             max_streams_per_client: 8,
+            max_streams_per_address: 32,
             shutdown_grace_secs: 10,
             api_key: ApiKey::default(),
+            keys: BTreeMap::new(),
+            trusted_proxies: Vec::new(),
+            spool_dir: None,
             retention: Default::default(),
             limits: Default::default(),
         }

@@ -69,24 +69,40 @@ impl Application {
         let addr = tcp.local_addr()?;
         let grace = Duration::from_secs(settings.shutdown_grace_secs);
         let workers = settings.workers;
-        let guard = crate::auth::Guard::new(&settings.api_key);
+        let guard = crate::auth::Guard::new(
+            &settings.api_key,
+            &settings.keys,
+            crate::client::TrustedProxies(settings.trusted_proxies.clone()),
+            platform.blobs.clone(),
+        )?;
+        if !guard.required() && !addr.ip().is_loopback() {
+            tracing::warn!(
+                "THE SERVICE IS OPEN: it listens on {addr} with no API key, so anyone who \
+                 reaches it may upload, use and change libraries and submit jobs. Set \
+                 web.api_key (TESSERA_WEB__API_KEY) or named keys in [web.keys]."
+            );
+        }
+        let spool = spool_dir(&settings)?;
         let settings_imports = settings.max_concurrent_imports.max(1);
         let streams = StreamHub::new(platform.jobs(), changes.clone(), &settings);
         let probes = web::Data::new(probes);
         let state = web::Data::new(AppState {
             guard: guard.clone(),
             platform,
-            settings,
             changes,
             decodes: Arc::new(Semaphore::new(
                 std::thread::available_parallelism().map_or(1, |n| n.get()),
             )),
             imports: Arc::new(Semaphore::new(settings_imports)),
+            decode_memory: crate::state::DecodeMemory::new(settings.decode_memory_bytes),
+            uploads: Arc::new(Semaphore::new(settings.max_uploads_in_flight.max(1))),
+            admission: Default::default(),
+            spool,
+            settings,
             streams: streams.clone(),
             cell_maps: Default::default(),
         });
         let mut server = HttpServer::new(move || {
-            let guard = guard.clone();
             App::new()
                 .app_data(state.clone())
                 .app_data(probes.clone())
@@ -116,26 +132,7 @@ impl Application {
                         }
                     }
                 })
-                .wrap_fn(move |req, srv| {
-                    use futures_util::future::Either;
-                    let private = guard.required();
-                    match guard.check(&req) {
-                        None => {
-                            let fut = srv.call(req);
-                            Either::Left(async move {
-                                let mut res = fut.await?;
-                                if private {
-                                    crate::auth::keep_private(res.headers_mut());
-                                }
-                                Ok(res)
-                            })
-                        }
-                        Some(refused) => {
-                            let response = req.into_response(refused);
-                            Either::Right(std::future::ready(Ok(response)))
-                        }
-                    }
-                })
+                .wrap(actix_web::middleware::from_fn(crate::auth::key_check))
                 .wrap(security_headers())
                 .wrap_fn(|req, srv| {
                     let span = tracing::info_span!(
@@ -165,6 +162,7 @@ impl Application {
                         .default_handler(crate::pages::error_page),
                 )
         })
+        .on_connect(crate::peer::remember)
         .disable_signals()
         .shutdown_timeout(grace.as_secs());
         if workers > 0 {
@@ -205,6 +203,36 @@ impl Application {
         self.listener.shutdown(self.grace).await;
         result
     }
+}
+
+/// The spool directory of uploads, emptied: what a killed process left in the data directory is
+/// gone at start.
+fn spool_dir(settings: &WebSettings) -> anyhow::Result<std::path::PathBuf> {
+    let Some(dir) = settings.spool_dir.clone() else {
+        // No data directory: a directory of this server's own under the system's.
+        let dir = std::env::temp_dir()
+            .join("tessera-spool")
+            .join(uuid::Uuid::new_v4().to_string());
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        return Ok(dir);
+    };
+    if dir.exists() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
+        {
+            let path = entry?.path();
+            let removed = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            if let Err(e) = removed {
+                tracing::warn!(path = %path.display(), error = %e, "a spooled upload left");
+            }
+        }
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
 }
 
 fn security_headers() -> DefaultHeaders {

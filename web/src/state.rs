@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use tessera_engine::CellMap;
 use tessera_shared::platform::Platform;
@@ -22,12 +22,51 @@ pub struct AppState {
     pub decodes: Arc<Semaphore>,
     /// Library imports running at once (each decodes every tile of an upload).
     pub imports: Arc<Semaphore>,
+    /// The memory the checks of uploaded targets share (`web.decode_memory_bytes`).
+    pub decode_memory: DecodeMemory,
+    /// Uploads read at once (`web.max_uploads_in_flight`).
+    pub uploads: Arc<Semaphore>,
+    /// Active jobs per client, per address and in all.
+    pub admission: Arc<crate::admission::Admission>,
+    /// Where uploads are spooled (emptied at start).
+    pub spool: std::path::PathBuf,
     /// The API key check (open when no key is configured).
     pub guard: crate::auth::Guard,
     /// Cell maps read lately, for viewers asking which tile is where.
     pub cell_maps: CellMaps,
     /// The job event streams: one poller per job, caps, the end at shutdown.
     pub streams: crate::streams::StreamHub,
+}
+
+/// A budget of memory, in MiB, that decodes take their share of before they start: big images
+/// wait for each other instead of adding up past the process's limit.
+#[derive(Debug, Clone)]
+pub struct DecodeMemory {
+    mib: Arc<Semaphore>,
+    total: u32,
+}
+
+const MIB: u64 = 1 << 20;
+
+impl DecodeMemory {
+    pub fn new(bytes: u64) -> Self {
+        let total = (bytes / MIB).clamp(1, u64::from(u32::MAX >> 3)) as u32;
+        DecodeMemory {
+            mib: Arc::new(Semaphore::new(total as usize)),
+            total,
+        }
+    }
+
+    /// Waits until `bytes` (at most the whole budget: one decode larger than it runs alone) are
+    /// free, and holds them until the permit is dropped.
+    pub async fn room_for(&self, bytes: u64) -> crate::error::ApiResult<OwnedSemaphorePermit> {
+        let mib = bytes.div_ceil(MIB).clamp(1, u64::from(self.total)) as u32;
+        self.mib
+            .clone()
+            .acquire_many_owned(mib)
+            .await
+            .map_err(crate::error::ApiError::internal)
+    }
 }
 
 /// Cell maps read lately (they never change once written).

@@ -48,6 +48,7 @@ struct Hub {
     retention: RetentionSettings,
     max_total: usize,
     max_per_client: usize,
+    max_per_address: usize,
     state: Mutex<HubState>,
     /// True once the server is shutting down: every stream ends.
     closing: watch::Sender<bool>,
@@ -56,6 +57,7 @@ struct Hub {
 #[derive(Default)]
 struct HubState {
     pollers: HashMap<Uuid, watch::Receiver<Seen>>,
+    /// Open streams by `client ID` and by `address IP`.
     per_client: HashMap<String, usize>,
     total: usize,
     /// Pollers started since the process started (what sharing saves shows here).
@@ -65,17 +67,20 @@ struct HubState {
 /// A stream's place in the counts, given back when the stream ends.
 pub(crate) struct Seat {
     hub: Arc<Hub>,
-    client: String,
+    /// The counts it is in: its client's, its address's.
+    counted: Vec<String>,
 }
 
 impl Drop for Seat {
     fn drop(&mut self) {
         let mut state = self.hub.state.lock().unwrap_or_else(|e| e.into_inner());
         state.total -= 1;
-        if let Some(n) = state.per_client.get_mut(&self.client) {
-            *n -= 1;
-            if *n == 0 {
-                state.per_client.remove(&self.client);
+        for key in &self.counted {
+            if let Some(n) = state.per_client.get_mut(key) {
+                *n -= 1;
+                if *n == 0 {
+                    state.per_client.remove(key);
+                }
             }
         }
     }
@@ -105,6 +110,7 @@ impl StreamHub {
                 retention: settings.retention.clone(),
                 max_total: settings.max_streams,
                 max_per_client: settings.max_streams_per_client,
+                max_per_address: settings.max_streams_per_address,
                 state: Mutex::default(),
                 closing: watch::channel(false).0,
             }),
@@ -127,8 +133,13 @@ impl StreamHub {
         (state.total, state.started)
     }
 
-    /// Takes a seat for `client`, or says why not.
-    pub(crate) fn seat(&self, client: String) -> ApiResult<Seat> {
+    /// Takes a seat for a stream of `client` (when it names itself) from `address`, or says why
+    /// not: each is capped.
+    pub(crate) fn seat(
+        &self,
+        client: Option<Uuid>,
+        address: Option<std::net::IpAddr>,
+    ) -> ApiResult<Seat> {
         let hub = &self.inner;
         if *hub.closing.borrow() {
             return Err(ApiError::new(
@@ -138,10 +149,19 @@ impl StreamHub {
             ));
         }
         let mut state = hub.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mine = state.per_client.get(&client).copied().unwrap_or(0);
-        let refused = if mine >= hub.max_per_client {
+        let counted: Vec<(String, usize)> = client
+            .map(|c| (format!("client {c}"), hub.max_per_client))
+            .into_iter()
+            .chain(address.map(|a| (format!("address {a}"), hub.max_per_address)))
+            .collect();
+        let full = counted
+            .iter()
+            .map(|(key, max)| (state.per_client.get(key).copied().unwrap_or(0), *max))
+            .find(|(open, max)| open >= max);
+        let refused = if let Some((open, _)) = full {
             Some(format!(
-                "{mine} event streams of yours are open, the most allowed: close one first"
+                "{open} event streams of yours (or of your address) are open, the most \
+                 allowed: close one first"
             ))
         } else if state.total >= hub.max_total {
             Some("this server has as many event streams open as it serves".to_string())
@@ -155,10 +175,12 @@ impl StreamHub {
             );
         }
         state.total += 1;
-        *state.per_client.entry(client.clone()).or_default() += 1;
+        for (key, _) in &counted {
+            *state.per_client.entry(key.clone()).or_default() += 1;
+        }
         Ok(Seat {
             hub: hub.clone(),
-            client,
+            counted: counted.into_iter().map(|(key, _)| key).collect(),
         })
     }
 

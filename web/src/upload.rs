@@ -1,13 +1,104 @@
 //! Reading multipart fields with hard limits: a field is streamed and cut off at its limit, so no
 //! request can make the server buffer more than the limit allows.
 
+use std::time::{Duration, Instant};
+
 use actix_multipart::{Field, Multipart};
 use actix_web::HttpRequest;
-use actix_web::http::header;
-use bytes::BytesMut;
+use actix_web::http::{StatusCode, header};
+use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{ApiError, ApiResult};
+use crate::settings::WebSettings;
+
+/// Times a request body as it arrives: it is cut off (408) when nothing comes for `idle`, or
+/// when, past the first `idle`, it averages under `min_rate` bytes a second. A client that
+/// stalls cannot hold its buffers, its upload slot or its spool file for long.
+#[derive(Debug, Clone)]
+pub struct BodyClock {
+    started: Instant,
+    idle: Duration,
+    min_rate: u64,
+    received: u64,
+}
+
+impl BodyClock {
+    pub fn new(settings: &WebSettings) -> Self {
+        BodyClock {
+            started: Instant::now(),
+            idle: Duration::from_secs(settings.body_read_timeout_secs.max(1)),
+            min_rate: settings.min_upload_bytes_per_sec,
+            received: 0,
+        }
+    }
+
+    /// The next chunk of `field`, in time.
+    pub async fn chunk(&mut self, field: &mut Field) -> ApiResult<Option<Bytes>> {
+        let Ok(next) = tokio::time::timeout(self.idle, field.next()).await else {
+            return Err(self.stalled());
+        };
+        let Some(chunk) = next.transpose()? else {
+            return Ok(None);
+        };
+        self.received += chunk.len() as u64;
+        let elapsed = self.started.elapsed();
+        if elapsed > self.idle
+            && (self.received as f64) < self.min_rate as f64 * elapsed.as_secs_f64()
+        {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "upload_too_slow",
+                format!(
+                    "the upload came at {} bytes a second, under the {} the service needs",
+                    (self.received as f64 / elapsed.as_secs_f64()) as u64,
+                    self.min_rate
+                ),
+            ));
+        }
+        Ok(Some(chunk))
+    }
+
+    /// The next field of `payload`, in time.
+    pub async fn field(&mut self, payload: &mut Multipart) -> ApiResult<Option<Field>> {
+        match tokio::time::timeout(self.idle, payload.next()).await {
+            Ok(next) => Ok(next.transpose()?),
+            Err(_) => Err(self.stalled()),
+        }
+    }
+
+    fn stalled(&self) -> ApiError {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "upload_stalled",
+            format!(
+                "nothing of the upload arrived for {} s: send it again",
+                self.idle.as_secs()
+            ),
+        )
+    }
+}
+
+/// Whether a refusal leaves a body that may still be read (a stalled or broken one may not).
+pub fn drainable(e: &ApiError) -> bool {
+    !matches!(
+        e.code,
+        "bad_multipart" | "upload_stalled" | "upload_too_slow"
+    )
+}
+
+/// A slot among the uploads read at once (`web.max_uploads_in_flight`), or 503.
+pub fn upload_slot(slots: &std::sync::Arc<Semaphore>) -> ApiResult<OwnedSemaphorePermit> {
+    slots.clone().try_acquire_owned().map_err(|_| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_uploads",
+            "the service is reading as many uploads as it takes at once: try again shortly",
+        )
+        .retry_after(Duration::from_secs(5))
+    })
+}
 
 /// Largest plain text field (a number, a name).
 pub const MAX_TEXT_FIELD: usize = 1024;
@@ -51,12 +142,12 @@ pub fn file_name(field: &Field) -> Option<String> {
 /// Reads a whole field, failing with `too_large` as soon as it passes `limit` bytes.
 pub async fn read_limited(
     field: &mut Field,
+    clock: &mut BodyClock,
     limit: u64,
     too_large: impl Fn() -> ApiError,
 ) -> ApiResult<BytesMut> {
     let mut buf = BytesMut::new();
-    while let Some(chunk) = field.next().await {
-        let chunk = chunk?;
+    while let Some(chunk) = clock.chunk(field).await? {
         if (buf.len() + chunk.len()) as u64 > limit {
             return Err(too_large());
         }
@@ -66,8 +157,8 @@ pub async fn read_limited(
 }
 
 /// Reads a short text field.
-pub async fn read_text(field: &mut Field, name: &str) -> ApiResult<String> {
-    let bytes = read_limited(field, MAX_TEXT_FIELD as u64, || {
+pub async fn read_text(field: &mut Field, clock: &mut BodyClock, name: &str) -> ApiResult<String> {
+    let bytes = read_limited(field, clock, MAX_TEXT_FIELD as u64, || {
         ApiError::bad_request(
             "invalid_parameter",
             format!("{name} is longer than {MAX_TEXT_FIELD} bytes"),
@@ -91,6 +182,15 @@ pub const DRAIN_SLACK: u64 = 1 << 20;
 /// The refused field is drained through the field itself: asking the multipart stream for the
 /// next field would skip the rest of this one without counting it.
 pub async fn drain(payload: &mut Multipart, field: Field, budget: u64) {
+    // However slowly the rest comes, the answer waits no longer than this.
+    let _ = tokio::time::timeout(
+        Duration::from_secs(10),
+        drain_within(payload, field, budget),
+    )
+    .await;
+}
+
+async fn drain_within(payload: &mut Multipart, field: Field, budget: u64) {
     let mut left = budget;
     let mut next = Some(field);
     while let Some(mut field) = next.take() {

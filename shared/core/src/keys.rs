@@ -42,6 +42,9 @@ pub enum BlobKey {
     /// A running process's registration: its role and where its health and metrics answer,
     /// listed by [`BlobKey::ROLE_REGISTRATIONS_PREFIX`].
     RoleRegistration { id: Uuid },
+    /// A signed-in browser's session, by the SHA-256 (hex) of its token: which key it signed in
+    /// with and until when. Sign-out deletes it.
+    Session { digest: String },
 }
 
 impl BlobKey {
@@ -70,6 +73,7 @@ impl BlobKey {
             BlobKey::RoleRegistration { id } => {
                 format!("{}{id}.json", Self::ROLE_REGISTRATIONS_PREFIX)
             }
+            BlobKey::Session { digest } => format!("sessions/{digest}.json"),
         }
     }
 
@@ -185,6 +189,9 @@ mod tests {
             },
             BlobKey::ActiveJob { job },
             BlobKey::RoleRegistration { id: job },
+            BlobKey::Session {
+                digest: "ab".repeat(32),
+            },
         ];
         for key in keys {
             split_blob_key(&key.path()).unwrap();

@@ -15,6 +15,95 @@ use crate::keys::BlobKey;
 use crate::messages::LibraryRef;
 use crate::storage::{BlobStore, BlobStoreExt, PutMode, StorageError};
 
+/// Who a library belongs to: the operator (imported on the command line, or over HTTP with the
+/// operator's key), a named API key, or a client. A client is kept as a digest of its id, never
+/// the id itself: the id is the client's credential, and the owner is shown to others.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(transparent)]
+#[schema(example = "operator")]
+pub struct Owner(String);
+
+impl Owner {
+    const OPERATOR: &'static str = "operator";
+
+    pub fn operator() -> Self {
+        Owner(Self::OPERATOR.to_string())
+    }
+
+    /// The holder of the named API key `name`.
+    pub fn key(name: &str) -> Self {
+        Owner(format!("key:{name}"))
+    }
+
+    /// A client, by its id (a browser's cookie or `X-Client-Id`).
+    pub fn client(id: uuid::Uuid) -> Self {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(id.as_bytes());
+        let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+        Owner(format!("client:{hex}"))
+    }
+
+    pub fn is_operator(&self) -> bool {
+        self.0 == Self::OPERATOR
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Owner {
+    /// Libraries recorded before owners were kept are the operator's.
+    fn default() -> Self {
+        Owner::operator()
+    }
+}
+
+/// Who may find and use a library besides its owner and the operator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Visibility {
+    /// Its owner and the operator only.
+    Private,
+    /// Everyone may list it and make mosaics of it; only its owner and the operator may replace
+    /// or delete it. Libraries recorded before visibility was kept are shared.
+    #[default]
+    Shared,
+}
+
+impl Visibility {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "private" => Some(Visibility::Private),
+            "shared" => Some(Visibility::Shared),
+            _ => None,
+        }
+    }
+}
+
+/// Who publishes a library version, and how.
+#[derive(Debug, Clone)]
+pub struct Publication {
+    /// Publish a new version of a library that exists (else an existing one is refused).
+    pub replace: bool,
+    /// Who publishes: a new library is theirs; an existing one may be replaced only by its
+    /// owner or the operator (it keeps its owner).
+    pub by: Owner,
+    /// The library's visibility; `None` keeps a replaced library's, and makes a new one shared.
+    pub visibility: Option<Visibility>,
+}
+
+impl Publication {
+    /// The operator's publication (the command line, the default library): shared.
+    pub fn operator(replace: bool) -> Self {
+        Publication {
+            replace,
+            by: Owner::operator(),
+            visibility: None,
+        }
+    }
+}
+
 /// A file the import skipped, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SkippedFile {
@@ -56,6 +145,14 @@ pub struct LibraryRecord {
     #[serde(default)]
     #[schema(required = true)]
     pub transparent: bool,
+    /// Who the library belongs to: `operator`, `key:NAME` or `client:DIGEST`.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub owner: Owner,
+    /// `private`: its owner and the operator alone see and use it; `shared`: everyone may.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub visibility: Visibility,
     /// Size of the index blob in bytes.
     pub index_bytes: u64,
     #[serde(with = "time::serde::rfc3339")]
@@ -70,6 +167,16 @@ impl LibraryRecord {
     /// The shape of the library's tiles (square if the record holds none that reads).
     pub fn tile_shape(&self) -> tessera_engine::TileShape {
         tessera_engine::TileShape::parse(&self.shape).unwrap_or_default()
+    }
+
+    /// Whether `who` may list it and make mosaics of it.
+    pub fn visible_to(&self, who: &Owner) -> bool {
+        self.visibility == Visibility::Shared || self.may_change(who)
+    }
+
+    /// Whether `who` may replace or delete it: its owner and the operator.
+    pub fn may_change(&self, who: &Owner) -> bool {
+        who.is_operator() || *who == self.owner
     }
 
     pub fn reference(&self) -> LibraryRef {
@@ -88,6 +195,14 @@ pub enum LibraryError {
         "a library with id {id:?} exists already ({name:?}): choose another name, or replace it"
     )]
     Exists { id: String, name: String },
+    /// Someone else's library: only its owner (or the operator) may replace or delete it.
+    #[error(
+        "the library {0:?} is not yours: only its owner may replace or delete it (to make a library of your own, choose another name)"
+    )]
+    NotOwner(String),
+    /// An active job renders from it.
+    #[error("the library {id:?} is in use by {jobs} active job(s): delete it once they end")]
+    InUse { id: String, jobs: usize },
     #[error("library id {0:?} must be 1 to 48 lowercase letters, digits and hyphens")]
     BadId(String),
     #[error("library record {0} is corrupt: {1}")]
@@ -162,7 +277,8 @@ impl LibraryCatalog {
     }
 
     /// Stores `index` as the next version of library `id` and returns its record. A library that
-    /// exists already is refused ([`LibraryError::Exists`]) unless `replace`.
+    /// exists already is refused ([`LibraryError::Exists`]) unless `how.replace`, and then
+    /// unless `how.by` may change it ([`LibraryError::NotOwner`]).
     ///
     /// The record moves only forward: it is written under its ETag (or create-only), and a
     /// publish that finds a newer version recorded meanwhile leaves that one current.
@@ -172,18 +288,26 @@ impl LibraryCatalog {
         name: &str,
         summary: IndexSummary,
         index: Bytes,
-        replace: bool,
+        how: &Publication,
     ) -> Result<LibraryRecord, LibraryError> {
         validate_library_id(id)?;
-        let mut version = match self.get(id).await {
+        let replace = how.replace;
+        let (mut version, owner, visibility) = match self.get(id).await {
+            Ok(existing) if !existing.may_change(&how.by) => {
+                return Err(LibraryError::NotOwner(id.to_string()));
+            }
             Ok(existing) if !replace => {
                 return Err(LibraryError::Exists {
                     id: id.to_string(),
                     name: existing.name,
                 });
             }
-            Ok(existing) => existing.version + 1,
-            Err(LibraryError::NotFound(_)) => 1,
+            Ok(existing) => (
+                existing.version + 1,
+                existing.owner,
+                how.visibility.unwrap_or(existing.visibility),
+            ),
+            Err(LibraryError::NotFound(_)) => (1, how.by.clone(), how.visibility.unwrap_or_default()),
             Err(e) => return Err(e),
         };
         let index_bytes = index.len() as u64;
@@ -213,6 +337,8 @@ impl LibraryCatalog {
             duplicates: summary.duplicates,
             skipped: summary.skipped,
             transparent: summary.transparent,
+            owner: owner.clone(),
+            visibility,
             index_bytes,
             created_at: OffsetDateTime::now_utc(),
         };
@@ -226,6 +352,11 @@ impl LibraryCatalog {
             let mode = match self.blobs.head(&record_key(id)).await {
                 Ok(meta) => {
                     let current = self.get(id).await?;
+                    if current.owner != owner && !how.by.is_operator() {
+                        // Taken meanwhile by someone else's upload of the same name.
+                        let _ = self.blobs.delete(&index_key).await;
+                        return Err(LibraryError::NotOwner(id.to_string()));
+                    }
                     if !replace {
                         // Created by a concurrent upload of the same name.
                         let _ = self.blobs.delete(&index_key).await;
@@ -276,6 +407,62 @@ impl LibraryCatalog {
         }
         records.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(records)
+    }
+
+    /// The versions of library `id` that active jobs name, by job: one listing of the active
+    /// jobs' markers and a read of each record.
+    pub async fn in_use(&self, id: &str) -> Result<Vec<(uuid::Uuid, u32)>, LibraryError> {
+        let jobs = crate::jobs::JobStore::new(self.blobs.clone());
+        let mut using = Vec::new();
+        for marker in self.blobs.list_all(BlobKey::ACTIVE_JOBS_PREFIX).await? {
+            if let Some(job) = BlobKey::active_job_of(&marker.key)
+                && let Ok(record) = jobs.get(job).await
+                && !record.state.is_final()
+                && record.params.spec.library.id == id
+            {
+                using.push((job, record.params.spec.library.version));
+            }
+        }
+        Ok(using)
+    }
+
+    /// Deletes library `id`: its record first (no new job can name it), then every version's
+    /// index and contact sheet. A library an active job renders from is refused
+    /// ([`LibraryError::InUse`]); a version a job named in the meantime is left to the storage
+    /// sweep. Returns the blobs deleted.
+    pub async fn delete(&self, id: &str) -> Result<usize, LibraryError> {
+        validate_library_id(id)?;
+        let using = self.in_use(id).await?;
+        if !using.is_empty() {
+            return Err(LibraryError::InUse {
+                id: id.to_string(),
+                jobs: using.len(),
+            });
+        }
+        match self.blobs.delete(&record_key(id)).await {
+            Ok(()) => {}
+            Err(StorageError::NotFound(_)) => return Err(LibraryError::NotFound(id.to_string())),
+            Err(e) => return Err(e.into()),
+        }
+        let kept: Vec<u32> = self.in_use(id).await?.into_iter().map(|(_, v)| v).collect();
+        let mut stored = self.blobs.list_all(&BlobKey::library_prefix(id)).await?;
+        stored.extend(
+            self.blobs
+                .list_all(&BlobKey::library_sheets_prefix(id))
+                .await?,
+        );
+        let mut deleted = 0;
+        for meta in stored {
+            if BlobKey::library_version_of(&meta.key, id).is_some_and(|v| kept.contains(&v)) {
+                continue;
+            }
+            match self.blobs.delete(&meta.key).await {
+                Ok(()) => deleted += 1,
+                Err(StorageError::NotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(deleted + 1)
     }
 
     /// The index blob of one version.

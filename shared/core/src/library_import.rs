@@ -7,7 +7,7 @@ use bytes::Bytes;
 use tessera_engine::{ImportOptions, ImportReport, Library};
 
 use crate::libraries::{
-    IndexSummary, LibraryError, LibraryRecord, SkippedFile, library_id_from_name,
+    IndexSummary, LibraryError, LibraryRecord, Publication, SkippedFile, library_id_from_name,
 };
 use crate::platform::Platform;
 
@@ -34,33 +34,57 @@ pub enum ImportError {
     /// The import's thread went away (a panic): our failure, not the files'.
     #[error("the import stopped: {0}")]
     Stopped(String),
+    /// The import was asked to stop (`keep_going` said no): nothing was published.
+    #[error("the import was called off; nothing was published")]
+    CalledOff,
 }
 
 /// Imports the images at `src` (a folder, searched recursively, or a .zip) and publishes them as
 /// the next version of the library named `name` (its id made from the name), each image prepared
-/// as `options` say (cropped to their shape, transparent parts laid over their background); an
-/// existing library is refused unless `replace`. Decoding and describing the tiles
-/// runs on a blocking thread.
+/// as `options` say (cropped to their shape, transparent parts laid over their background),
+/// published as `how` says (a new library, or a new version of one `how.by` may change).
+/// Decoding and describing the tiles runs on a blocking thread.
 pub async fn import_library(
     platform: &Platform,
     src: &Path,
     name: &str,
     options: ImportOptions,
-    replace: bool,
+    how: &Publication,
+) -> Result<(LibraryRecord, ImportReport), ImportError> {
+    import_library_while(platform, src, name, options, how, || true).await
+}
+
+/// [`import_library`] asking `keep_going` as each file is done and before publishing: once it
+/// says no, the import stops and publishes nothing ([`ImportError::CalledOff`]).
+pub async fn import_library_while(
+    platform: &Platform,
+    src: &Path,
+    name: &str,
+    options: ImportOptions,
+    how: &Publication,
+    keep_going: impl Fn() -> bool + Send + Sync + 'static,
 ) -> Result<(LibraryRecord, ImportReport), ImportError> {
     let path = src.to_path_buf();
     let shape = options.shape;
+    let keep_going = std::sync::Arc::new(keep_going);
+    let asked = keep_going.clone();
     let (index, tiles, transparent, report) = tokio::task::spawn_blocking(move || {
-        let (library, report) = Library::import(&path, &options)?;
+        let (library, report) = Library::import_with_progress(&path, &options, &|_, _| asked())?;
         let (tiles, transparent) = (library.len(), library.is_transparent());
         Ok::<_, tessera_engine::Error>((library.to_bytes(), tiles, transparent, report))
     })
     .await
     .map_err(|e| ImportError::Stopped(e.to_string()))?
-    .map_err(|source| ImportError::Source {
-        src: src.display().to_string(),
-        source,
+    .map_err(|source| match source {
+        tessera_engine::Error::Stopped => ImportError::CalledOff,
+        source => ImportError::Source {
+            src: src.display().to_string(),
+            source,
+        },
     })?;
+    if !keep_going() {
+        return Err(ImportError::CalledOff);
+    }
     if tiles == 0 {
         return Err(ImportError::NoImages {
             src: src.display().to_string(),
@@ -90,7 +114,7 @@ pub async fn import_library(
                 transparent,
             },
             Bytes::from(index),
-            replace,
+            how,
         )
         .await?;
     tracing::info!(

@@ -5,6 +5,7 @@
 //! and blob keys, never image bytes. Decoding checks the version, the kind and the body; any failure
 //! is a [`DecodeError`], which the queue runtime treats as poison (never retried).
 
+use crate::keys::BlobKey;
 use crate::spec::JobSpec;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use uuid::Uuid;
@@ -65,6 +66,18 @@ pub trait Message: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// Checks the body's values beyond their types; an invalid body is poison.
     fn validate(&self) -> Result<(), String> {
         Ok(())
+    }
+}
+
+/// Characters of a reason kept: a decoding error may quote the message (a field's value), and a
+/// message may be as long as a queue takes; reasons go to logs and poison records.
+const MAX_REASON_CHARS: usize = 400;
+
+/// `reason`, cut to [`MAX_REASON_CHARS`] with a note of what was left out.
+fn cut(reason: String) -> String {
+    match reason.char_indices().nth(MAX_REASON_CHARS) {
+        None => reason,
+        Some((at, _)) => format!("{}... ({} more bytes)", &reason[..at], reason.len() - at),
     }
 }
 
@@ -135,7 +148,7 @@ impl<M: Message> Envelope<M> {
 
     pub fn decode(text: &str) -> Result<Self, DecodeError> {
         let wire: WireIn =
-            serde_json::from_str(text).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+            serde_json::from_str(text).map_err(|e| DecodeError::Malformed(cut(e.to_string())))?;
         match wire.v.as_u64() {
             Some(v) if v == u64::from(ENVELOPE_VERSION) => {}
             Some(found) => return Err(DecodeError::UnsupportedVersion { found }),
@@ -154,11 +167,11 @@ impl<M: Message> Envelope<M> {
         }
         let body: M = serde_json::from_value(wire.body).map_err(|e| DecodeError::InvalidBody {
             kind: M::KIND,
-            reason: e.to_string(),
+            reason: cut(e.to_string()),
         })?;
         body.validate().map_err(|reason| DecodeError::InvalidBody {
             kind: M::KIND,
-            reason,
+            reason: cut(reason),
         })?;
         Ok(Envelope {
             client_id: wire.client_id,
@@ -251,8 +264,26 @@ impl Message for ImageRequest {
     const KIND: &'static str = "ImageRequest";
 
     fn validate(&self) -> Result<(), String> {
-        self.spec.check_fields().map_err(|e| e.to_string())
+        self.spec.check_fields().map_err(|e| e.to_string())?;
+        own_key(
+            "input_blob",
+            &self.input_blob,
+            BlobKey::ImageInput { job: self.job_id },
+        )
     }
+}
+
+/// A blob key a message carries must be the one its job and kind name: a message never points
+/// at another job's blobs (roles derive the key themselves and read no other).
+fn own_key(field: &str, given: &str, expected: BlobKey) -> Result<(), String> {
+    let expected = expected.path();
+    if given == expected {
+        return Ok(());
+    }
+    let shown: String = given.chars().take(120).collect();
+    Err(format!(
+        "{field} {shown:?} is not this message's own blob key (expected {expected:?})"
+    ))
 }
 impl Message for SliceRequest {
     const QUEUE: QueueName = QueueName::SliceRequest;
@@ -266,14 +297,43 @@ impl Message for SliceRequest {
                 self.seq, self.count
             ));
         }
-        Ok(())
+        own_key(
+            "plan_blob",
+            &self.plan_blob,
+            BlobKey::SliceInput {
+                job: self.job_id,
+                seq: self.seq,
+            },
+        )
     }
 }
 impl Message for SliceResponse {
     const QUEUE: QueueName = QueueName::SliceResponse;
     const KIND: &'static str = "SliceResponse";
+
+    fn validate(&self) -> Result<(), String> {
+        own_key(
+            "output_blob",
+            &self.output_blob,
+            BlobKey::SliceOutput {
+                job: self.job_id,
+                seq: self.seq,
+            },
+        )
+    }
 }
 impl Message for ImageResponse {
     const QUEUE: QueueName = QueueName::ImageResponse;
     const KIND: &'static str = "ImageResponse";
+
+    fn validate(&self) -> Result<(), String> {
+        match &self.outcome {
+            JobOutcome::Done { output_blob, .. } => own_key(
+                "output_blob",
+                output_blob,
+                BlobKey::ImageOutput { job: self.job_id },
+            ),
+            JobOutcome::Failed { .. } => Ok(()),
+        }
+    }
 }

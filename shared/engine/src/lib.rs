@@ -66,6 +66,9 @@ pub enum Error {
     Archive(String),
     #[error("cannot decode the image: {0}")]
     Decode(String),
+    /// An import was asked to stop (its client went away, or its time ran out).
+    #[error("the import was stopped")]
+    Stopped,
     #[error("not a usable tile index: {0}")]
     BadIndex(String),
     #[error(

@@ -181,15 +181,34 @@ struct Prepared {
 impl Library {
     /// Imports a folder (recursively) or a `.zip` of images.
     pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Library, ImportReport), Error> {
-        Self::import_with_progress(path, opts, &|_, _| {})
+        Self::import_with_progress(path, opts, &|_, _| true)
     }
 
-    /// [`Library::import`] calling `progress(done, total)` as files are decoded.
+    /// [`Library::import`] calling `progress(done, total)` as files are decoded. When it answers
+    /// false the import stops: files not started yet are left, and the answer is
+    /// [`Error::Stopped`].
     pub fn import_with_progress(
         path: &Path,
         opts: &ImportOptions,
-        progress: &(dyn Fn(usize, usize) + Sync),
+        progress: &(dyn Fn(usize, usize) -> bool + Sync),
     ) -> Result<(Library, ImportReport), Error> {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let stopped = AtomicBool::new(false);
+        // Called once a file is done: counts it and asks whether to go on.
+        let done = AtomicUsize::new(0);
+        let step = |total: usize| {
+            let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if !progress(d, total) {
+                stopped.store(true, Ordering::Relaxed);
+            }
+        };
+        let check = || {
+            if stopped.load(Ordering::Relaxed) {
+                Err(Error::Stopped)
+            } else {
+                Ok(())
+            }
+        };
         check_options(opts)?;
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         if meta.is_dir() {
@@ -205,20 +224,22 @@ impl Library {
             };
             let (images, ignored) = split_images(files, |f| f.as_str());
             let total = images.len();
-            let done = std::sync::atomic::AtomicUsize::new(0);
             let mut assembler = Assembler::new(opts, ignored, total);
             for chunk in images.chunks(BATCH) {
                 let results: Vec<_> = chunk
                     .par_iter()
                     .map(|name| {
+                        if stopped.load(Ordering::Relaxed) {
+                            return (name.clone(), Err(String::new()));
+                        }
                         let r = std::fs::read(path.join(name))
                             .map_err(|e| e.to_string())
                             .and_then(|bytes| prepare(name, &bytes, opts));
-                        let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                        progress(d, total);
+                        step(total);
                         (name.clone(), r)
                     })
                     .collect();
+                check()?;
                 assembler.feed(results);
             }
             let listed = images.iter().map(String::as_str);
@@ -248,9 +269,9 @@ impl Library {
             let (images, ignored) = split_images(names, |(n, _)| n.as_str());
             let total = images.len();
             let mut assembler = Assembler::new(opts, ignored, total);
-            let mut done = 0;
             // Decode in chunks so that memory holds a bounded number of compressed files.
             for chunk in images.chunks(256) {
+                check()?;
                 let mut raw = Vec::with_capacity(chunk.len());
                 for (name, i) in chunk {
                     let mut bytes = Vec::new();
@@ -264,13 +285,16 @@ impl Library {
                 let results: Vec<_> = raw
                     .into_par_iter()
                     .map(|(name, r)| {
+                        if stopped.load(Ordering::Relaxed) {
+                            return (name, Err(String::new()));
+                        }
                         let p = r.and_then(|bytes| prepare(&name, &bytes, opts));
+                        step(total);
                         (name, p)
                     })
                     .collect();
-                done += results.len();
+                check()?;
                 assembler.feed(results);
-                progress(done, total);
             }
             let listed = images.iter().map(|(n, _)| n.as_str());
             with_captions(assembler.finish(), captions, listed)

@@ -18,6 +18,8 @@ use super::files::fixture;
 
 pub(crate) struct TestApp {
     pub(crate) address: String,
+    /// The client id library uploads name (`post_library`): the test's own person.
+    pub(crate) owner: String,
     pub(crate) client: reqwest::Client,
     pub(crate) platform: Platform,
     pub(crate) streams: tessera_web::StreamHub,
@@ -67,9 +69,15 @@ pub(crate) async fn spawn_app_on(
     platform.ensure_queues().await.unwrap();
     let tiles = fixture("engine/tiles");
     let options = tessera_engine::ImportOptions::default();
-    tessera_workers::import_library(&platform, &tiles, "emoji", options, false)
-        .await
-        .unwrap();
+    tessera_workers::import_library(
+        &platform,
+        &tiles,
+        "emoji",
+        options,
+        &tessera_shared::libraries::Publication::operator(false),
+    )
+    .await
+    .unwrap();
     // The controller plans under the limits the web role checks, as `Settings::load` gives them.
     let limits = settings.limits.clone();
     let app = Application::build(platform.clone(), settings)
@@ -107,6 +115,7 @@ pub(crate) async fn spawn_app_on(
     }
     TestApp {
         address,
+        owner: uuid::Uuid::new_v4().to_string(),
         client: http_client(reqwest::Client::builder()),
         platform,
         streams,
@@ -201,9 +210,16 @@ impl TestApp {
         self.get(&format!("/api/v1/libraries/{id}")).await
     }
 
+    /// A library upload by [`TestApp::owner`].
     pub(crate) async fn post_library(&self, form: Form) -> reqwest::Response {
+        self.post_library_as(form, &self.owner).await
+    }
+
+    /// A library upload by the client `client`.
+    pub(crate) async fn post_library_as(&self, form: Form, client: &str) -> reqwest::Response {
         self.client
             .post(self.url("/api/v1/libraries"))
+            .header("X-Client-Id", client)
             .multipart(form)
             .send()
             .await

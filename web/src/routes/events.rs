@@ -13,7 +13,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use crate::client::{client_or_address, job_id};
+use crate::client::{client_and_address, job_id};
 use crate::error::{ApiResult, ErrorBody};
 use crate::state::AppState;
 use crate::streams::Seen;
@@ -109,7 +109,8 @@ pub async fn events(
     let job = job_id(&path)?;
     // Unknown jobs are a plain 404, before the stream starts.
     state.platform.jobs().get(job).await?;
-    let seat = state.streams.seat(client_or_address(&req))?;
+    let (client, address) = client_and_address(&req, state.guard.trusted_proxies())?;
+    let seat = state.streams.seat(client, address)?;
     let mut seen = state.streams.watch(job);
     seen.mark_changed();
     let stream = Stream {

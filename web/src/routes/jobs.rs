@@ -6,10 +6,8 @@
 //! names a job or an input that does not exist.
 
 use actix_multipart::{Field, Multipart};
-use actix_web::cookie::{Cookie, SameSite};
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
-use futures_util::StreamExt;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -22,17 +20,15 @@ use tessera_shared::messages::{Envelope, ImageRequest};
 use tessera_shared::spec::{Defaults, FIELDS, JobSpec};
 use tessera_shared::storage::PutMode;
 
-use crate::client::{CLIENT_COOKIE, client_id, job_id, named_client};
+use crate::client::{client_address, client_cookie, client_id, job_id, named_client, owner_of};
 use crate::error::{ApiError, ApiResult};
-use crate::inspect::inspect_target;
+use crate::inspect::{probe_target, verify_target};
 use crate::state::AppState;
 use crate::upload::{
-    DRAIN_SLACK, drain, field_name, file_name, read_limited, read_text, require_multipart,
+    BodyClock, DRAIN_SLACK, drain, drainable, field_name, file_name, read_limited, read_text,
+    require_multipart, upload_slot,
 };
 use crate::view::{JobView, job_path};
-
-/// How long a client over its quota of active jobs is asked to wait (`Retry-After`).
-const QUOTA_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The fields of a submission, as sent: the image, and the text of each of the job
 /// specification's fields ([`tessera_shared::spec::FIELDS`]).
@@ -70,9 +66,11 @@ pub struct JobSubmission {
         (status = 413, response = crate::error::ErrorBody),
         (status = 415, response = crate::error::ErrorBody),
         (status = 422, response = crate::error::ErrorBody),
-        (status = 429, description = "too_many_active_jobs: the client (its cookie or X-Client-Id) has web.max_active_jobs_per_client jobs running", body = crate::error::ErrorBody,
+        (status = 408, response = crate::error::ErrorBody),
+        (status = 429, description = "too_many_active_jobs: the client (its cookie or X-Client-Id) has web.max_active_jobs_per_client jobs running; too_many_active_jobs_from_address: its address has web.max_active_jobs_per_address", body = crate::error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, response = crate::error::ErrorBody),
+        (status = 503, description = "service_busy: web.max_active_jobs are running; too_many_uploads: web.max_uploads_in_flight are being read; or storage is unavailable", body = crate::error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 507, description = "insufficient_storage: no room for the job (the embedded backend keeps storage.min_free_bytes free)", body = crate::error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
     ),
@@ -84,24 +82,31 @@ pub async fn submit(
 ) -> ApiResult<HttpResponse> {
     require_multipart(&req, "a job")?;
     let (client, minted) = client_id(&req)?;
+    let address = client_address(&req, state.guard.trusted_proxies());
+    // Over a quota already: refused before the upload is read (checked again before storing).
+    drop(
+        state
+            .admission
+            .seat(&state.platform, &state.settings, client, address)
+            .await?,
+    );
+    let slot = upload_slot(&state.uploads)?;
     let form = read_form(&mut payload, &state).await?;
+    drop(slot);
     let job = Uuid::new_v4();
     let span = tracing::info_span!("submit", %job, %client);
     let record = tracing::Instrument::instrument(
-        accounting::with_job(job, enqueue(&state, job, client, form)),
+        accounting::with_job(
+            job,
+            enqueue(&state, job, (client, owner_of(&req, client)), address, form),
+        ),
         span,
     )
     .await?;
     let mut response = HttpResponse::Accepted();
     response.insert_header((header::LOCATION, job_path(job)));
     if minted {
-        let cookie = Cookie::build(CLIENT_COOKIE, client.to_string())
-            .path("/")
-            .http_only(true)
-            .same_site(SameSite::Lax)
-            .permanent()
-            .finish();
-        response.cookie(cookie);
+        response.cookie(client_cookie(&req, client));
     }
     Ok(response.json(JobView::new(&record, &state.settings.retention)))
 }
@@ -110,11 +115,11 @@ pub async fn submit(
 async fn read_form(payload: &mut Multipart, state: &AppState) -> ApiResult<Form> {
     let mut form = Form::default();
     let limit = state.settings.max_upload_bytes;
-    while let Some(field) = payload.next().await {
-        let mut field = field?;
-        if let Err(e) = read_field(&mut form, &mut field, limit).await {
-            // A broken multipart stream has ended and must not be polled again.
-            if e.code != "bad_multipart" {
+    let mut clock = BodyClock::new(&state.settings);
+    while let Some(mut field) = clock.field(payload).await? {
+        if let Err(e) = read_field(&mut form, &mut field, &mut clock, limit).await {
+            // A broken or stalled multipart stream must not be polled again.
+            if drainable(&e) {
                 drain(payload, field, limit.saturating_add(DRAIN_SLACK)).await;
             }
             return Err(e);
@@ -123,14 +128,19 @@ async fn read_form(payload: &mut Multipart, state: &AppState) -> ApiResult<Form>
     Ok(form)
 }
 
-async fn read_field(form: &mut Form, field: &mut Field, limit: u64) -> ApiResult<()> {
+async fn read_field(
+    form: &mut Form,
+    field: &mut Field,
+    clock: &mut BodyClock,
+    limit: u64,
+) -> ApiResult<()> {
     let name = field_name(field);
     if name == "image" {
         if form.image.is_some() {
             return Err(duplicate(&name));
         }
         let input_name = file_name(field).unwrap_or_default();
-        let bytes = read_limited(field, limit, || {
+        let bytes = read_limited(field, clock, limit, || {
             ApiError::too_large(
                 "upload_too_large",
                 format!("the image is over the upload limit of {limit} bytes"),
@@ -149,7 +159,7 @@ async fn read_field(form: &mut Form, field: &mut Field, limit: u64) -> ApiResult
     if form.fields.contains_key(spec_field.name) {
         return Err(duplicate(&name));
     }
-    let text = read_text(field, &name).await?;
+    let text = read_text(field, clock, &name).await?;
     form.fields.insert(spec_field.name, text);
     Ok(())
 }
@@ -163,23 +173,14 @@ fn missing(name: &str) -> ApiError {
 }
 
 /// Checks everything, then stores the input and the record and sends the request.
-async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiResult<JobRecord> {
+async fn enqueue(
+    state: &AppState,
+    job: Uuid,
+    (client, owner): (Uuid, tessera_shared::libraries::Owner),
+    address: Option<std::net::IpAddr>,
+    form: Form,
+) -> ApiResult<JobRecord> {
     let settings = &state.settings;
-    let quota = settings.max_active_jobs_per_client;
-    if quota > 0 {
-        let active = state.platform.jobs().active_of_client(client).await?;
-        if active >= quota as usize {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_active_jobs",
-                format!(
-                    "{active} of your jobs are still running, the most allowed at once: submit \
-                     again when one has ended"
-                ),
-            )
-            .retry_after(QUOTA_RETRY_AFTER));
-        }
-    }
     let (image, input_name) = form.image.ok_or_else(|| missing("image"))?;
     let defaults = Defaults {
         library: settings.default_library.clone(),
@@ -196,8 +197,9 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         ));
     }
     let library = match state.platform.libraries().get(&library_id).await {
-        Ok(record) => record,
-        Err(LibraryError::NotFound(_)) => {
+        Ok(record) if record.visible_to(&owner) => record,
+        // Someone's private library is no library to others.
+        Ok(_) | Err(LibraryError::NotFound(_)) => {
             return Err(ApiError::unprocessable(
                 "unknown_library",
                 format!("there is no library {library_id:?}"),
@@ -206,10 +208,10 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
         Err(e) => return Err(e.into()),
     };
 
-    let max_pixels = settings.max_input_pixels;
+    let probe = probe_target(&image, settings.max_input_pixels)?;
     let bytes = image.clone();
-    let _slot = state.decodes.acquire().await.map_err(ApiError::internal)?;
-    let info = tokio::task::spawn_blocking(move || inspect_target(&bytes, max_pixels))
+    let _room = state.decode_memory.room_for(probe.decode_bytes).await?;
+    let info = tokio::task::spawn_blocking(move || verify_target(&bytes, &probe))
         .await
         .map_err(ApiError::internal)??;
 
@@ -229,6 +231,10 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
             "{writable} bytes writable, the job needs about {needed}"
         )));
     }
+    let seat = state
+        .admission
+        .seat(platform, settings, client, address)
+        .await?;
     platform
         .blobs
         .put(&input_blob, image, PutMode::CreateNew)
@@ -252,6 +258,7 @@ async fn enqueue(state: &AppState, job: Uuid, client: Uuid, form: Form) -> ApiRe
             PutMode::Overwrite,
         )
         .await?;
+    seat.admitted(job);
     let request = ImageRequest {
         job_id: job,
         input_blob,

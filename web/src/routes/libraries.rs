@@ -1,7 +1,12 @@
-//! Tile libraries: `GET /api/v1/libraries`, `GET /api/v1/libraries/{id}` and
-//! `POST /api/v1/libraries` (multipart: `name` and either one .zip or several image files).
+//! Tile libraries: `GET /api/v1/libraries`, `GET /api/v1/libraries/{id}`,
+//! `POST /api/v1/libraries` (multipart: `name` and either one .zip or several image files) and
+//! `DELETE /api/v1/libraries/{id}`.
 //!
-//! An upload is streamed to a temporary directory under hard limits (total bytes, file count).
+//! Every library has an owner: the client, or the named key, that uploaded it, or the operator.
+//! Only the owner (or the operator) replaces or deletes it; a private library is seen and used
+//! by its owner alone, a shared one by everyone.
+//!
+//! An upload is spooled under hard limits (total bytes, file count, a body that keeps coming).
 //! An archive is checked before anything is extracted, then extracted under the same limits with
 //! every entry's real size counted (a zip bomb's declared sizes are not trusted): names that leave
 //! the directory are refused, the entry count and total uncompressed size are capped.
@@ -12,21 +17,26 @@ use std::path::{Component, Path, PathBuf};
 use actix_multipart::{Field, Multipart};
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use futures_util::StreamExt;
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
 
 use tessera_engine::{ImportOptions, TileShape, parse_hex_colour};
 use tessera_shared::libraries::{
-    LibraryError, LibraryRecord, SkippedFile, library_id_from_name, validate_library_id,
+    LibraryError, LibraryRecord, Owner, Publication, SkippedFile, Visibility, library_id_from_name,
+    validate_library_id,
 };
-use tessera_shared::library_import::{ImportError, import_library};
+use tessera_shared::library_import::{ImportError, import_library_while};
 
+use crate::client::{client_cookie, known_requester, requester};
 use crate::error::{ApiError, ApiResult};
+use crate::peer::PeerSocket;
 use crate::settings::WebSettings;
 use crate::state::AppState;
-use crate::upload::{DRAIN_SLACK, drain, field_name, file_name, read_text, require_multipart};
+use crate::upload::{
+    BodyClock, DRAIN_SLACK, drain, drainable, field_name, file_name, read_text, require_multipart,
+    upload_slot,
+};
 
 const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "webp", "gif", "jfif"];
 const MAX_NAME_CHARS: usize = 100;
@@ -48,9 +58,45 @@ pub struct LibraryList {
         (status = 503, response = crate::error::ErrorBody),
     ),
 )]
-pub async fn list(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let libraries = state.platform.libraries().list().await?;
+pub async fn list(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let libraries = visible_libraries(&state, known_requester(&req).as_ref()).await?;
     Ok(HttpResponse::Ok().json(LibraryList { libraries }))
+}
+
+/// The libraries `who` may see: the shared ones, and its own (all of them, for the operator).
+pub(crate) async fn visible_libraries(
+    state: &AppState,
+    who: Option<&Owner>,
+) -> ApiResult<Vec<LibraryRecord>> {
+    let mut libraries = state.platform.libraries().list().await?;
+    libraries.retain(|l| match who {
+        Some(who) => l.visible_to(who),
+        None => l.visibility == Visibility::Shared,
+    });
+    Ok(libraries)
+}
+
+/// Library `id` if `req` may see it; another's private library is not found.
+pub(crate) async fn visible_library(
+    state: &AppState,
+    req: &HttpRequest,
+    id: &str,
+) -> ApiResult<LibraryRecord> {
+    let not_found = || ApiError::not_found("library_not_found", format!("no library {id:?}"));
+    if validate_library_id(id).is_err() {
+        return Err(not_found());
+    }
+    let record = state.platform.libraries().get(id).await?;
+    let who = known_requester(req);
+    let visible = match &who {
+        Some(who) => record.visible_to(who),
+        None => record.visibility == Visibility::Shared,
+    };
+    if visible {
+        Ok(record)
+    } else {
+        Err(not_found())
+    }
 }
 
 /// One tile library.
@@ -66,16 +112,51 @@ pub async fn list(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
         (status = 503, response = crate::error::ErrorBody),
     ),
 )]
-pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let id = path.into_inner();
-    if validate_library_id(&id).is_err() {
-        return Err(ApiError::not_found(
-            "library_not_found",
-            format!("no library {id:?}"),
-        ));
-    }
-    let record = state.platform.libraries().get(&id).await?;
+pub async fn get(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let record = visible_library(&state, &req, &path).await?;
     Ok(HttpResponse::Ok().json(record))
+}
+
+/// Delete a tile library: every version's index and contact sheet.
+///
+/// Only its owner (the client or key that uploaded it) or the operator may: 403
+/// not_library_owner for anyone else (another's private library answers 404). A library an
+/// active job renders from answers 409 library_in_use; delete it once the job ends.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/libraries/{id}",
+    operation_id = "delete_library",
+    tag = "libraries",
+    params(
+        ("id" = String, Path, pattern = r"^[a-z0-9][a-z0-9-]{0,47}$", description = "The library's id"),
+        ("X-Client-Id" = Option<Uuid>, Header, nullable = false, description = "The client that uploaded the library (or its tessera_client cookie)."),
+    ),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 403, response = crate::error::ErrorBody),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
+pub async fn delete(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let record = visible_library(&state, &req, &path).await?;
+    let who = known_requester(&req);
+    if !who.as_ref().is_some_and(|who| record.may_change(who)) {
+        return Err(LibraryError::NotOwner(record.id).into());
+    }
+    let deleted = state.platform.libraries().delete(&record.id).await?;
+    tracing::info!(library = %record.id, blobs = deleted, "library deleted");
+    Ok(HttpResponse::NoContent().finish())
 }
 
 /// What an import did, beside the library's record.
@@ -155,6 +236,8 @@ struct Fields {
     shape: Option<String>,
     /// The colour transparent parts are laid over, `RRGGBB` (or `#RRGGBB`).
     background: Option<String>,
+    /// `private` or `shared`.
+    visibility: Option<String>,
 }
 
 /// The files of one upload, on disk.
@@ -198,7 +281,16 @@ pub async fn create(
 ) -> ApiResult<HttpResponse> {
     require_multipart(&req, "a library")?;
     let settings = &state.settings;
-    let dir = tempfile::tempdir().map_err(ApiError::internal)?;
+    let (owner, minted) = requester(&req)?;
+    // Storage that is full takes no library, however small: refused before the body is read.
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    room_for(&state, declared.max(1)).await?;
+    let slot = upload_slot(&state.uploads)?;
+    let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
     let files = dir.path().join("files");
     std::fs::create_dir(&files).map_err(ApiError::internal)?;
     let mut upload = Upload {
@@ -210,30 +302,22 @@ pub async fn create(
     };
     let mut fields = Fields::default();
     read_parts(&mut payload, &state, &mut upload, &mut fields).await?;
+    drop(slot);
     let name = fields
         .name
         .filter(|n| !n.is_empty())
         .ok_or_else(|| ApiError::bad_request("missing_parameter", "name is required"))?;
     let replace = crate::upload::parse_bool("replace", fields.replace.as_deref())?;
-    let shape = match fields.shape.as_deref() {
-        None | Some("") => TileShape::SQUARE,
-        Some(text) => TileShape::parse(text).map_err(|e| {
-            // Written as the document says (W:H, 1 to 3 digits each) but not a shape tiles can
-            // take (too elongated): the request is understood and refused.
-            let well_formed = text.split_once(':').is_some_and(|(w, h)| {
-                [w, h].iter().all(|v| {
-                    (1..=3).contains(&v.len())
-                        && !v.starts_with('0')
-                        && v.bytes().all(|b| b.is_ascii_digit())
-                })
-            });
-            if well_formed {
-                ApiError::unprocessable("shape_out_of_range", format!("shape: {e}"))
-            } else {
-                ApiError::bad_request("invalid_parameter", format!("shape: {e}"))
-            }
-        })?,
+    let visibility = match fields.visibility.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(Visibility::parse(text).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_parameter",
+                format!("visibility must be private or shared, not {text:?}"),
+            )
+        })?),
     };
+    let shape = parse_shape(fields.shape.as_deref())?;
     let background = match fields.background.as_deref() {
         None | Some("") => ImportOptions::default().background,
         Some(text) => parse_hex_colour(text)
@@ -251,32 +335,45 @@ pub async fn create(
             "upload a .zip or image files with the library's tiles",
         ));
     }
-    // A name taken (by the same id: "Emoji" and "EMOJI!!" are one library) is refused before
-    // any work; publishing checks again, for uploads racing this one.
-    if !replace {
-        let id = library_id_from_name(&name);
-        match state.platform.libraries().get(&id).await {
-            Ok(existing) => {
-                let name = existing.name;
-                return Err(LibraryError::Exists { id, name }.into());
+    // Whose the name is, and what the owner may keep, are settled before any work; publishing
+    // checks ownership again, for uploads racing this one.
+    let id = library_id_from_name(&name);
+    let all = state.platform.libraries().list().await?;
+    match all.iter().find(|l| l.id == id) {
+        Some(existing) if !existing.may_change(&owner) => {
+            return Err(LibraryError::NotOwner(id).into());
+        }
+        Some(existing) if !replace => {
+            let name = existing.name.clone();
+            return Err(LibraryError::Exists { id, name }.into());
+        }
+        Some(_) => {}
+        None => {
+            let cap = settings.max_libraries_per_owner;
+            let owned = all.iter().filter(|l| l.owner == owner).count();
+            if cap > 0 && !owner.is_operator() && owned >= cap as usize {
+                return Err(ApiError::unprocessable(
+                    "too_many_libraries",
+                    format!(
+                        "you have {owned} libraries, the most one owner may keep: delete one \
+                         first, or replace one"
+                    ),
+                ));
             }
-            Err(LibraryError::NotFound(_)) => {}
-            Err(e) => return Err(e.into()),
         }
     }
-    // Imports run a few at a time (each decodes every tile on blocking threads).
-    let _permit = state
-        .imports
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(ApiError::internal)?;
+    let options = ImportOptions {
+        shape,
+        background,
+        ..ImportOptions::default()
+    };
     let max_files = settings.max_library_files;
     let max_unpacked = settings.max_library_uncompressed_bytes;
+    let max_pixels = settings.max_library_upload_pixels;
     let files_dir = upload.files.clone();
     let archives = upload.archives.clone();
     let mut count = upload.count - archives.len() as u32;
-    tokio::task::spawn_blocking(move || -> ApiResult<()> {
+    let images = tokio::task::spawn_blocking(move || -> ApiResult<u64> {
         let mut unpacked = 0;
         for (i, archive) in archives.iter().enumerate() {
             // The first archive unpacks in place (its names become the tiles' names).
@@ -293,25 +390,90 @@ pub async fn create(
                 max_unpacked,
                 &mut unpacked,
             )?;
+            std::fs::remove_file(archive).map_err(ApiError::internal)?;
         }
-        if count_images(&files_dir) == 0 {
+        let (images, pixels) = measure_images(&files_dir);
+        if images == 0 {
             return Err(ApiError::unprocessable(
                 "no_images",
                 "the upload holds no images (PNG, JPEG, WebP or GIF files)",
             ));
         }
-        Ok(())
+        if pixels > max_pixels {
+            return Err(ApiError::unprocessable(
+                "upload_too_many_pixels",
+                format!(
+                    "the images hold {pixels} pixels together, over the {max_pixels} one upload \
+                     may decode: send fewer or smaller images"
+                ),
+            ));
+        }
+        Ok(images)
     })
     .await
     .map_err(ApiError::internal)??;
-    let options = ImportOptions {
-        shape,
-        background,
-        ..ImportOptions::default()
-    };
-    let (record, report) = import_library(&state.platform, &upload.files, &name, options, replace)
+    // The index keeps a rendition of every tile: refuse what the storage cannot hold.
+    let (rw, rh) = shape.fit(options.rendition_size);
+    let estimate = images * (u64::from(rw) * u64::from(rh) * 4 + 256);
+    room_for(&state, estimate).await?;
+    let total: u64 = all.iter().map(|l| l.index_bytes).sum();
+    let cap = settings.max_library_bytes;
+    if cap > 0 && total.saturating_add(estimate) > cap {
+        return Err(ApiError::insufficient_storage(format!(
+            "the libraries take {total} bytes; this one would take about {estimate} more, past \
+             the {cap} they may take together"
+        )));
+    }
+    // Imports run a few at a time (each decodes every tile on blocking threads).
+    let _permit = state
+        .imports
+        .clone()
+        .acquire_owned()
         .await
-        .map_err(import_error)?;
+        .map_err(ApiError::internal)?;
+    // The import stops, and publishes nothing, once its client has gone or its time is up.
+    let peer = PeerSocket::of(&req);
+    let budget = std::time::Duration::from_secs(settings.import_time_budget_secs.max(1));
+    let deadline = std::time::Instant::now() + budget;
+    let keep_going = move || {
+        std::time::Instant::now() < deadline && !peer.as_ref().is_some_and(PeerSocket::gone)
+    };
+    let how = Publication {
+        replace,
+        by: owner,
+        visibility,
+    };
+    let imported = import_library_while(
+        &state.platform,
+        &upload.files,
+        &name,
+        options,
+        &how,
+        keep_going,
+    )
+    .await;
+    let (record, report) = match imported {
+        Err(ImportError::CalledOff) if std::time::Instant::now() >= deadline => {
+            tracing::warn!(library = %id, "library import out of time: nothing published");
+            return Err(ApiError::unprocessable(
+                "import_too_long",
+                format!(
+                    "the import took longer than the {} s an upload may: send fewer or smaller \
+                     images",
+                    budget.as_secs()
+                ),
+            ));
+        }
+        Err(ImportError::CalledOff) => {
+            tracing::info!(library = %id, "library import called off: the client went away");
+            return Err(ApiError::new(
+                actix_web::http::StatusCode::BAD_REQUEST,
+                "client_gone",
+                "the client went away; nothing was published",
+            ));
+        }
+        other => other.map_err(import_error)?,
+    };
     tracing::info!(library = %record.id, version = record.version, tiles = record.tiles, "library imported");
     let summary = ImportSummary {
         imported: report.imported,
@@ -327,12 +489,48 @@ pub async fn create(
             .collect(),
         ignored: report.ignored,
     };
-    Ok(HttpResponse::Created()
-        .insert_header((header::LOCATION, format!("/api/v1/libraries/{}", record.id)))
-        .json(Created {
-            library: record,
-            report: summary,
-        }))
+    let mut response = HttpResponse::Created();
+    response.insert_header((header::LOCATION, format!("/api/v1/libraries/{}", record.id)));
+    if let Some(client) = minted {
+        response.cookie(client_cookie(&req, client));
+    }
+    Ok(response.json(Created {
+        library: record,
+        report: summary,
+    }))
+}
+
+/// 507 unless storage can take `bytes` more (where its room is known).
+async fn room_for(state: &AppState, bytes: u64) -> ApiResult<()> {
+    match state.platform.blobs.writable_bytes().await {
+        Some(writable) if writable < bytes => Err(ApiError::insufficient_storage(format!(
+            "{writable} bytes writable, the library needs about {bytes}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The tiles' shape as sent: absent is square; well-formed but too elongated is 422.
+fn parse_shape(text: Option<&str>) -> ApiResult<TileShape> {
+    match text {
+        None | Some("") => Ok(TileShape::SQUARE),
+        Some(text) => TileShape::parse(text).map_err(|e| {
+            // Written as the document says (W:H, 1 to 3 digits each) but not a shape tiles can
+            // take (too elongated): the request is understood and refused.
+            let well_formed = text.split_once(':').is_some_and(|(w, h)| {
+                [w, h].iter().all(|v| {
+                    (1..=3).contains(&v.len())
+                        && !v.starts_with('0')
+                        && v.bytes().all(|b| b.is_ascii_digit())
+                })
+            });
+            if well_formed {
+                ApiError::unprocessable("shape_out_of_range", format!("shape: {e}"))
+            } else {
+                ApiError::bad_request("invalid_parameter", format!("shape: {e}"))
+            }
+        }),
+    }
 }
 
 /// The files' fault is 422; a name taken is 409; storage and a stopped import are ours.
@@ -349,7 +547,7 @@ fn import_error(e: ImportError) -> ApiError {
             ApiError::bad_request("invalid_parameter", LibraryError::BadId(id).to_string())
         }
         ImportError::Library(e) => e.into(),
-        ImportError::Stopped(_) => ApiError::internal(e),
+        ImportError::Stopped(_) | ImportError::CalledOff => ApiError::internal(e),
     }
 }
 
@@ -361,11 +559,11 @@ async fn read_parts(
     fields: &mut Fields,
 ) -> ApiResult<()> {
     let settings = &state.settings;
-    while let Some(field) = payload.next().await {
-        let mut field = field?;
-        if let Err(e) = read_part(settings, upload, fields, &mut field).await {
-            // A broken multipart stream has ended and must not be polled again.
-            if e.code != "bad_multipart" {
+    let mut clock = BodyClock::new(settings);
+    while let Some(mut field) = clock.field(payload).await? {
+        if let Err(e) = read_part(settings, upload, fields, &mut field, &mut clock).await {
+            // A broken or stalled multipart stream must not be polled again.
+            if drainable(&e) {
                 let budget = settings
                     .max_library_upload_bytes
                     .saturating_add(DRAIN_SLACK);
@@ -382,6 +580,7 @@ async fn read_part(
     upload: &mut Upload,
     fields: &mut Fields,
     field: &mut Field,
+    clock: &mut BodyClock,
 ) -> ApiResult<()> {
     let field_name = field_name(field);
     let slot = match field_name.as_str() {
@@ -389,6 +588,7 @@ async fn read_part(
         "replace" => Some(&mut fields.replace),
         "shape" => Some(&mut fields.shape),
         "background" => Some(&mut fields.background),
+        "visibility" => Some(&mut fields.visibility),
         _ => None,
     };
     if let Some(slot) = slot {
@@ -398,14 +598,15 @@ async fn read_part(
                 format!("field {field_name:?} is given twice"),
             ));
         }
-        *slot = Some(read_text(field, &field_name).await?);
+        *slot = Some(read_text(field, clock, &field_name).await?);
         return Ok(());
     }
     let Some(original) = file_name(field) else {
         return Err(ApiError::bad_request(
             "unknown_field",
             format!(
-                "unknown field {field_name:?}: send `name`, `replace`, `shape`, `background` and files"
+                "unknown field {field_name:?}: send `name`, `replace`, `shape`, `background`, \
+                 `visibility` and files"
             ),
         ));
     };
@@ -447,8 +648,7 @@ async fn read_part(
         .map_err(ApiError::internal)?;
     let limit = settings.max_library_upload_bytes;
     let mut head: Vec<u8> = Vec::new();
-    while let Some(chunk) = field.next().await {
-        let chunk = chunk?;
+    while let Some(chunk) = clock.chunk(field).await? {
         upload.bytes += chunk.len() as u64;
         if upload.bytes > limit {
             return Err(ApiError::too_large(
@@ -537,11 +737,22 @@ fn extract(
                 ),
             ));
         };
-        let target = into.join(relative);
+        let target = into.join(&relative);
+        // An entry whose path runs through a file (`a.png`, then `a.png/b.png`), or names a
+        // folder, is the archive's fault.
+        let clash = |e: std::io::Error| {
+            ApiError::unprocessable(
+                "bad_archive",
+                format!(
+                    "the archive entry {:?} clashes with another entry: {e}",
+                    relative.display()
+                ),
+            )
+        };
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(ApiError::internal)?;
+            std::fs::create_dir_all(parent).map_err(clash)?;
         }
-        let mut out = std::fs::File::create(&target).map_err(ApiError::internal)?;
+        let mut out = std::fs::File::create_new(&target).map_err(clash)?;
         // Count real bytes: declared sizes can lie.
         let room = max_unpacked - *unpacked;
         let mut limited = entry.take(room + 1);
@@ -576,24 +787,35 @@ fn safe_entry_name(name: &str) -> bool {
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
-fn count_images(dir: &Path) -> usize {
-    let mut n = 0;
+/// The images under `dir` (by extension) and their pixels together, read from each header
+/// (an image whose header does not read counts none: the import skips it, naming why).
+fn measure_images(dir: &Path) -> (u64, u64) {
+    let (mut images, mut pixels) = (0u64, 0u64);
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
+        return (0, 0);
     };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            n += count_images(&path);
+            let (i, p) = measure_images(&path);
+            images += i;
+            pixels = pixels.saturating_add(p);
         } else if path
             .extension()
             .and_then(|e| e.to_str())
             .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
         {
-            n += 1;
+            images += 1;
+            let size = image::ImageReader::open(&path)
+                .and_then(|r| r.with_guessed_format())
+                .ok()
+                .and_then(|r| r.into_dimensions().ok());
+            if let Some((w, h)) = size {
+                pixels = pixels.saturating_add(u64::from(w) * u64::from(h));
+            }
         }
     }
-    n
+    (images, pixels)
 }
 
 #[cfg(test)]

@@ -53,7 +53,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .route(web::get().to(libraries::list))
                     .route(web::post().to(libraries::create)),
             )
-            .service(resource("/libraries/{id}", "GET").route(web::get().to(libraries::get)))
+            .service(
+                resource("/libraries/{id}", "GET, DELETE")
+                    .route(web::get().to(libraries::get))
+                    .route(web::delete().to(libraries::delete)),
+            )
             .service(resource("/libraries/{id}/sheet", "GET").route(web::get().to(sheet::get)))
             .service(resource("/queues", "GET").route(web::get().to(ops::queues)))
             .service(resource("/system", "GET").route(web::get().to(ops::system)))

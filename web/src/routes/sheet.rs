@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use tessera_engine::library::Library;
 use tessera_shared::keys::BlobKey;
-use tessera_shared::libraries::validate_library_id;
+use tessera_shared::libraries::{Visibility, validate_library_id};
 use tessera_shared::messages::LibraryRef;
 use tessera_shared::storage::{PutMode, StorageError};
 
@@ -60,7 +60,9 @@ pub async fn get(
 ) -> ApiResult<HttpResponse> {
     let id = path.into_inner();
     validate_library_id(&id)?;
-    let scope = if state.guard.required() {
+    // Another's private library is not found; a private one's sheet is for the browser alone.
+    let record = crate::routes::libraries::visible_library(&state, &req, &id).await?;
+    let scope = if state.guard.required() || record.visibility == Visibility::Private {
         "private"
     } else {
         "public"
@@ -74,10 +76,7 @@ pub async fn get(
     let (version, cache_control) = match query.version {
         Some(v) => (v, format!("{scope}, max-age=31536000, immutable")),
         // The current version may move on with a re-import: revalidate after a minute.
-        None => (
-            state.platform.libraries().get(&id).await?.version,
-            format!("{scope}, max-age=60"),
-        ),
+        None => (record.version, format!("{scope}, max-age=60")),
     };
     let tag = etag(&id, version);
     let unchanged = req
