@@ -3,6 +3,7 @@
 // Test helpers unwrap and print too: a panic is a failed test, with its cause.
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
+mod abuse;
 mod api;
 mod bad_input;
 mod browser;

@@ -532,7 +532,9 @@ async fn behind_a_key_cookies_need_this_site_images_stay_private_and_sign_in_is_
     );
 
     // Signed out, the session is over: its token no longer opens anything.
-    let res = app.get_with("/api/v1/queues", &[("Cookie", &session)]).await;
+    let res = app
+        .get_with("/api/v1/queues", &[("Cookie", &session)])
+        .await;
     assert_eq!(res.status(), 401, "a session must end at sign-out");
 
     // Wrong keys: five are answered, then the address waits; the right key still signs in

@@ -16,10 +16,13 @@ use crate::routes::{cells, dzi, events, jobs, libraries, ops, preview, result, s
 const DESCRIPTION: &str = "Photo mosaics: upload a target image, pick a tile library, follow \
 the job, download the mosaic. Errors are JSON: {\"error\": {\"code\", \"message\"}}. A \
 state-changing request that carries the tessera_client cookie must send X-Requested-With or a \
-same-site Origin. When the server has an API key configured (web.api_key), every call needs it: \
-Authorization: Bearer KEY, X-API-Key: KEY, or the tessera_session cookie a browser gets by \
-signing in at /signin; a call without it is answered 401 with code unauthorized and \
-WWW-Authenticate: Bearer. Without a key configured the API is open. A job may ask for adaptive \
+same-site Origin. When the server has keys configured (the operator's web.api_key, named keys in \
+web.keys), every call needs one: Authorization: Bearer KEY, X-API-Key: KEY, or the \
+tessera_session cookie a browser gets by signing in at /signin; a call without it is answered \
+401 with code unauthorized and WWW-Authenticate: Bearer, and past five wrong keys a minute from \
+one address, 429 too_many_failed_keys. Without a key configured the API is open. A library \
+belongs to its uploader (its named key, the operator, or its client id): only the owner and \
+the operator replace or delete it, and a private one is hidden from everyone else. A job may ask for adaptive \
 tile sizes (adaptive=MIN..MAX, as 8..32): square tiles of several sizes in place of the \
 uniform grid, rendered byte for byte as tessera render --adaptive renders them; its cells \
 (output.cols, output.rows and the cell lookup) are those of the smallest square.";
@@ -89,7 +92,10 @@ impl Modify for Described {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("The API key (web.api_key), when the server has one."))
+                    .description(Some(
+                        "The operator's key (web.api_key) or a named key (web.keys), when the \
+                         server has keys.",
+                    ))
                     .build(),
             ),
         );
@@ -101,7 +107,7 @@ impl Modify for Described {
             "sessionCookie",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
                 "tessera_session",
-                "Set by signing in at /signin (a MAC of the key, never the key).",
+                "Set by signing in at /signin: a random session token, ended by signing out.",
             ))),
         );
     }

@@ -307,7 +307,9 @@ impl LibraryCatalog {
                 existing.owner,
                 how.visibility.unwrap_or(existing.visibility),
             ),
-            Err(LibraryError::NotFound(_)) => (1, how.by.clone(), how.visibility.unwrap_or_default()),
+            Err(LibraryError::NotFound(_)) => {
+                (1, how.by.clone(), how.visibility.unwrap_or_default())
+            }
             Err(e) => return Err(e),
         };
         let index_bytes = index.len() as u64;

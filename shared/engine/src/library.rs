@@ -1134,7 +1134,14 @@ fn decode_rgba_within(
 }
 
 /// Decodes a target image to RGB8 (EXIF orientation applied; transparency onto `background`).
+/// A non-interlaced PNG is decoded a row at a time straight into the RGB8 image, so a 16-bit
+/// RGBA photo takes 3 bytes a pixel rather than 8 and then 4 on its way there.
 pub fn decode_target(bytes: &[u8], background: [u8; 3]) -> Result<image::RgbImage, Error> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n")
+        && let Some(img) = decode_png_rows(bytes, background)?
+    {
+        return Ok(img);
+    }
     let rgba = decode_rgba(bytes).map_err(Error::Decode)?;
     let (w, h) = rgba.dimensions();
     let mut out = Vec::with_capacity((w * h * 3) as usize);
@@ -1145,6 +1152,56 @@ pub fn decode_target(bytes: &[u8], background: [u8; 3]) -> Result<image::RgbImag
         }
     }
     Ok(image::RgbImage::from_raw(w, h, out).expect("sized buffer"))
+}
+
+/// [`decode_target`] for a non-interlaced PNG, row by row: `None` for an interlaced one (its
+/// rows come in passes; the whole-image path takes it).
+fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::RgbImage>, Error> {
+    use image::ImageDecoder;
+    let bad = |e: png::DecodingError| Error::Decode(e.to_string());
+    let mut decoder = png::Decoder::new_with_limits(
+        std::io::Cursor::new(bytes),
+        png::Limits { bytes: usize::MAX },
+    );
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().map_err(bad)?;
+    if reader.info().interlaced {
+        return Ok(None);
+    }
+    let (w, h) = (reader.info().width, reader.info().height);
+    let (colour, _) = reader.output_color_type();
+    let channels = colour.samples();
+    let mut out = Vec::with_capacity(w as usize * h as usize * 3);
+    let blend = |v: u8, a: u8, bg: u8| {
+        let a = u32::from(a);
+        ((u32::from(v) * a + u32::from(bg) * (255 - a) + 127) / 255) as u8
+    };
+    while let Some(row) = reader.next_row().map_err(bad)? {
+        for p in row.data().chunks_exact(channels) {
+            match *p {
+                [g] => out.extend_from_slice(&[g, g, g]),
+                [g, a] => out.extend(background.iter().map(|&bg| blend(g, a, bg))),
+                [r, g, b] => out.extend_from_slice(&[r, g, b]),
+                [r, g, b, a] => out.extend((0..3).map(|c| blend([r, g, b][c], a, background[c]))),
+                _ => return Err(Error::Decode("unexpected PNG colour type".into())),
+            }
+        }
+    }
+    if out.len() != w as usize * h as usize * 3 {
+        return Err(Error::Decode("the PNG ended before its last row".into()));
+    }
+    let img = image::RgbImage::from_raw(w, h, out).expect("sized buffer");
+    // The orientation an eXIf chunk gives, read as the whole-image path reads it.
+    let orientation = image::codecs::png::PngDecoder::new(std::io::Cursor::new(bytes))
+        .ok()
+        .and_then(|mut d| d.orientation().ok())
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    if orientation == image::metadata::Orientation::NoTransforms {
+        return Ok(Some(img));
+    }
+    let mut dynamic = image::DynamicImage::ImageRgb8(img);
+    dynamic.apply_orientation(orientation);
+    Ok(Some(dynamic.into_rgb8()))
 }
 
 /// Files prepared at once in an import: each batch's renditions go into the library as it is

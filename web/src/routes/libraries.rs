@@ -221,6 +221,11 @@ pub struct LibraryUpload {
         example = "ffffff"
     )]
     pub background: String,
+    /// `private`: only the uploader (its client id or named key) and the operator see and use
+    /// the library; `shared` (the default): everyone may. Either way only the owner and the
+    /// operator replace or delete it. A replacement without it keeps the library's.
+    #[schema(required = false, default = "shared", example = "private")]
+    pub visibility: Visibility,
     /// One .zip or image files (PNG, JPEG, WebP or GIF).
     #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
     pub files: Vec<Vec<u8>>,
@@ -255,7 +260,12 @@ struct Upload {
 /// The library's id is made from its name (lowercase letters, digits, hyphens: "Emoji" and
 /// "EMOJI!!" are the same library). A name whose library exists answers 409 library_exists
 /// unless replace is true, which publishes a new version (jobs submitted before keep the version
-/// they named). Tile images over 4096 x 4096 pixels are skipped, with the reason in the report.
+/// they named). The library belongs to the uploader: its named key, the operator's key, or its
+/// client (X-Client-Id or the tessera_client cookie, minted when absent); anyone else's
+/// replacement is 403 not_library_owner. Tile images over 4096 x 4096 pixels are skipped, with
+/// the reason in the report. An upload is refused with 507 when storage cannot hold its index,
+/// 422 when its images hold more pixels than one upload may decode or its import takes longer
+/// than its time budget, and 408 when its body stalls.
 #[utoipa::path(
     post,
     path = "/api/v1/libraries",
@@ -267,11 +277,13 @@ struct Upload {
             headers(("Location" = String, description = "The library's path"))),
         (status = 400, response = crate::error::ErrorBody),
         (status = 403, response = crate::error::ErrorBody),
+        (status = 408, response = crate::error::ErrorBody),
         (status = 409, response = crate::error::ErrorBody),
         (status = 413, response = crate::error::ErrorBody),
         (status = 415, response = crate::error::ErrorBody),
         (status = 422, response = crate::error::ErrorBody),
         (status = 503, response = crate::error::ErrorBody),
+        (status = 507, response = crate::error::ErrorBody),
     ),
 )]
 pub async fn create(
