@@ -87,8 +87,14 @@ enum LogFormat {
 enum LibraryCommand {
     /// Import a folder or .zip of images into the configured store as a named library.
     Import(cli::library::LibraryImportArgs),
-    /// List the libraries in the configured store.
+    /// List the libraries in the configured store, with their owners.
     List,
+    /// Delete a library from the configured store (as the operator: whoever owns it), with
+    /// every version; refused while an active job renders from it.
+    Delete {
+        /// The library's id.
+        id: String,
+    },
     /// Save a folder's or .zip's tile index to a file (for `tessera render -l`).
     Index(cli::library::LibraryIndexArgs),
 }
@@ -145,6 +151,11 @@ async fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> 
             cli::library::import(args, &platform).await
         }
         Command::Library(LibraryCommand::List) => cli::library::list(&platform).await,
+        Command::Library(LibraryCommand::Delete { id }) => {
+            let blobs = platform.libraries().delete(&id).await?;
+            println!("library {id} deleted ({blobs} blobs)");
+            Ok(())
+        }
         Command::Queues(args) => cli::queues::run(args, &platform).await,
         Command::Storage(command) => cli::storage::run(command, &platform, &settings).await,
         Command::Render(_)

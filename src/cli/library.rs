@@ -180,9 +180,18 @@ pub async fn list(platform: &tessera_shared::platform::Platform) -> anyhow::Resu
         println!("no libraries yet: tessera library import SRC --name NAME");
     }
     for r in records {
+        let visibility = match r.visibility {
+            tessera_shared::libraries::Visibility::Private => "private",
+            tessera_shared::libraries::Visibility::Shared => "shared",
+        };
         println!(
-            "{:<24} v{:<4} {:>6} tiles  {}",
-            r.id, r.version, r.tiles, r.name
+            "{:<24} v{:<4} {:>6} tiles  {:<7} {:<20}  {}",
+            r.id,
+            r.version,
+            r.tiles,
+            visibility,
+            r.owner.as_str(),
+            r.name
         );
     }
     Ok(())

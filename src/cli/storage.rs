@@ -56,11 +56,12 @@ pub async fn run(
             let report = collect_garbage(platform, settings.controller.gc_options()).await?;
             println!(
                 "released {} ended jobs' intermediates, deleted {} expired jobs, {} orphaned \
-                 blobs and {} old library versions: {} blobs in all",
+                 blobs, {} old library versions and {} expired sessions: {} blobs in all",
                 report.released,
                 report.expired,
                 report.orphans,
                 report.library_versions,
+                report.sessions,
                 report.blobs
             );
             Ok(())

@@ -691,3 +691,42 @@ async fn a_huge_deep_target_stays_within_a_stated_peak() {
     );
     serve.kill();
 }
+
+#[test]
+fn the_operator_lists_owners_and_deletes_any_library_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let tessera = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .arg("--data")
+            .arg(dir.path())
+            .args(args)
+            .env("TESSERA_LOG", "warn")
+            .env_remove("TESSERA_STORAGE")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let tiles = crate::support::fixture("engine/tiles");
+    tessera(&[
+        "library",
+        "import",
+        tiles.to_str().unwrap(),
+        "--name",
+        "Cli Tiles",
+    ]);
+    let listed = tessera(&["library", "list"]);
+    let line = listed.lines().find(|l| l.starts_with("cli-tiles")).unwrap();
+    assert!(
+        line.contains("shared") && line.contains("operator"),
+        "{line}"
+    );
+    let deleted = tessera(&["library", "delete", "cli-tiles"]);
+    assert!(deleted.contains("library cli-tiles deleted"), "{deleted}");
+    assert!(!tessera(&["library", "list"]).contains("cli-tiles"));
+}

@@ -40,7 +40,7 @@ pub const API_KEY_HEADER: &str = "X-API-Key";
 /// Where browsers sign in.
 pub const SIGN_IN_PATH: &str = "/signin";
 /// How long a browser stays signed in.
-const SESSION_DAYS: i64 = 30;
+const SESSION_DAYS: i64 = tessera_shared::lifecycle::SESSION_LIFETIME_DAYS;
 /// How long a session read from storage is believed before it is read again (a sign-out in
 /// another web process takes this long to reach this one).
 const SESSION_RECHECK: Duration = Duration::from_secs(30);

@@ -73,12 +73,14 @@ impl BlobKey {
             BlobKey::RoleRegistration { id } => {
                 format!("{}{id}.json", Self::ROLE_REGISTRATIONS_PREFIX)
             }
-            BlobKey::Session { digest } => format!("sessions/{digest}.json"),
+            BlobKey::Session { digest } => format!("{}{digest}.json", Self::SESSIONS_PREFIX),
         }
     }
 
     /// The prefix under which the markers of jobs not ended yet live.
     pub const ACTIVE_JOBS_PREFIX: &str = "activejobs/";
+    /// The prefix under which browser sessions live.
+    pub const SESSIONS_PREFIX: &str = "sessions/";
     /// The prefix under which running processes register.
     pub const ROLE_REGISTRATIONS_PREFIX: &str = "roles/";
     /// The prefix under which job records live.

@@ -36,6 +36,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ("messagebodies", "large message bodies"),
     ("health", "readiness probes"),
     ("roles", "role registrations"),
+    ("sessions", "browser sessions"),
 ];
 
 /// Blobs and bytes of one kind.
@@ -166,6 +167,8 @@ pub struct GcReport {
     pub orphans: u64,
     /// Library versions no longer current and used by no active job.
     pub library_versions: u64,
+    /// Browser sessions past their lifetime.
+    pub sessions: u64,
     /// Blobs deleted in all.
     pub blobs: u64,
 }
@@ -276,8 +279,21 @@ pub async fn collect_garbage(
         }
         report.library_versions += collected.len() as u64;
     }
+
+    // Sessions: written once at sign-in, over when their lifetime has passed since.
+    let lifetime = time::Duration::days(SESSION_LIFETIME_DAYS);
+    for meta in blobs.list_all(BlobKey::SESSIONS_PREFIX).await? {
+        if now - meta.last_modified > lifetime {
+            report.blobs += delete_quietly(blobs, &meta.key).await?;
+            report.sessions += 1;
+        }
+    }
     Ok(report)
 }
+
+/// How long a browser stays signed in: its session ends this long after sign-in (or at
+/// sign-out), and the sweep deletes what is left of it.
+pub const SESSION_LIFETIME_DAYS: i64 = 30;
 
 fn library_storage_error(e: crate::libraries::LibraryError) -> StorageError {
     match e {

@@ -1095,16 +1095,21 @@ pub(crate) fn decode_crop(
     })
 }
 
-/// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied.
-pub(crate) fn decode_rgba(bytes: &[u8]) -> Result<image::RgbaImage, String> {
-    decode_rgba_within(bytes, None)
-}
-
-/// [`decode_rgba`] within `limits` (the image crate's defaults when `None`).
+/// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied,
+/// within `limits` (the image crate's defaults when `None`).
 fn decode_rgba_within(
     bytes: &[u8],
     limits: Option<image::Limits>,
 ) -> Result<image::RgbaImage, String> {
+    decode_oriented(bytes, limits).map(image::DynamicImage::into_rgba8)
+}
+
+/// Decodes any supported image in its own pixel type, EXIF orientation applied, within
+/// `limits` (the image crate's defaults when `None`).
+fn decode_oriented(
+    bytes: &[u8],
+    limits: Option<image::Limits>,
+) -> Result<image::DynamicImage, String> {
     use image::ImageDecoder;
     let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
@@ -1130,7 +1135,7 @@ fn decode_rgba_within(
         .unwrap_or(image::metadata::Orientation::NoTransforms);
     let mut img = image::DynamicImage::from_decoder(decoder).map_err(|e| e.to_string())?;
     img.apply_orientation(orientation);
-    Ok(img.into_rgba8())
+    Ok(img)
 }
 
 /// Decodes a target image to RGB8 (EXIF orientation applied; transparency onto `background`).
@@ -1142,7 +1147,12 @@ pub fn decode_target(bytes: &[u8], background: [u8; 3]) -> Result<image::RgbImag
     {
         return Ok(img);
     }
-    let rgba = decode_rgba(bytes).map_err(Error::Decode)?;
+    let img = decode_oriented(bytes, None).map_err(Error::Decode)?;
+    if !img.color().has_alpha() {
+        // Nothing to lay over the background: straight to RGB8 (no copy for RGB8 itself).
+        return Ok(img.into_rgb8());
+    }
+    let rgba = img.into_rgba8();
     let (w, h) = rgba.dimensions();
     let mut out = Vec::with_capacity((w * h * 3) as usize);
     for p in rgba.as_raw().chunks_exact(4) {
@@ -1163,21 +1173,36 @@ fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::Rg
         std::io::Cursor::new(bytes),
         png::Limits { bytes: usize::MAX },
     );
-    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    // Palettes, low bit depths and transparency chunks expanded; 16-bit samples are narrowed
+    // below, rounded as the image crate rounds them.
+    decoder.set_transformations(png::Transformations::EXPAND);
     let mut reader = decoder.read_info().map_err(bad)?;
     if reader.info().interlaced {
         return Ok(None);
     }
     let (w, h) = (reader.info().width, reader.info().height);
-    let (colour, _) = reader.output_color_type();
+    let (colour, depth) = reader.output_color_type();
     let channels = colour.samples();
+    let deep = depth == png::BitDepth::Sixteen;
+    let mut narrowed = Vec::new();
     let mut out = Vec::with_capacity(w as usize * h as usize * 3);
     let blend = |v: u8, a: u8, bg: u8| {
         let a = u32::from(a);
         ((u32::from(v) * a + u32::from(bg) * (255 - a) + 127) / 255) as u8
     };
     while let Some(row) = reader.next_row().map_err(bad)? {
-        for p in row.data().chunks_exact(channels) {
+        let data = if deep {
+            narrowed.clear();
+            narrowed.extend(
+                row.data()
+                    .chunks_exact(2)
+                    .map(|b| ((u32::from(u16::from_be_bytes([b[0], b[1]])) + 128) / 257) as u8),
+            );
+            &narrowed[..]
+        } else {
+            row.data()
+        };
+        for p in data.chunks_exact(channels) {
             match *p {
                 [g] => out.extend_from_slice(&[g, g, g]),
                 [g, a] => out.extend(background.iter().map(|&bg| blend(g, a, bg))),
@@ -1522,6 +1547,89 @@ pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> Described {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `decode_target` gave before it took PNGs row by row and opaque images straight to
+    /// RGB8: the whole image as RGBA8, laid over the background.
+    fn decode_target_whole(bytes: &[u8], background: [u8; 3]) -> image::RgbImage {
+        let rgba = decode_rgba_within(bytes, None).unwrap();
+        image::RgbImage::from_fn(rgba.width(), rgba.height(), |x, y| {
+            let p = rgba.get_pixel(x, y).0;
+            let a = u32::from(p[3]);
+            image::Rgb(std::array::from_fn(|c| {
+                ((u32::from(p[c]) * a + u32::from(background[c]) * (255 - a) + 127) / 255) as u8
+            }))
+        })
+    }
+
+    fn encoded(img: image::DynamicImage, format: image::ImageFormat) -> Vec<u8> {
+        let mut out = Vec::new();
+        img.write_to(&mut std::io::Cursor::new(&mut out), format)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn targets_decode_as_the_whole_image_path_decodes_them() {
+        let (w, h) = (37, 23);
+        let rgba8 = image::RgbaImage::from_fn(w, h, |x, y| {
+            image::Rgba([
+                (x * 7) as u8,
+                (y * 11) as u8,
+                (x ^ y) as u8,
+                ((x + y) * 9) as u8,
+            ])
+        });
+        let rgba16 = image::ImageBuffer::<image::Rgba<u16>, _>::from_fn(w, h, |x, y| {
+            image::Rgba([
+                (x * 1771) as u16,
+                (y * 2851) as u16,
+                ((x ^ y) * 997) as u16,
+                ((x + y) * 1100) as u16,
+            ])
+        });
+        let bg = [200, 40, 90];
+        let exact = [
+            image::DynamicImage::ImageRgba8(rgba8.clone()),
+            image::DynamicImage::ImageRgba8(rgba8.clone())
+                .to_rgb8()
+                .into(),
+            image::DynamicImage::ImageRgba8(rgba8.clone())
+                .to_luma8()
+                .into(),
+            image::DynamicImage::ImageRgba8(rgba8.clone())
+                .to_luma_alpha8()
+                .into(),
+        ];
+        for img in exact {
+            let colour = img.color();
+            for format in [image::ImageFormat::Png, image::ImageFormat::Tiff] {
+                if format == image::ImageFormat::Tiff && !format.writing_enabled() {
+                    continue;
+                }
+                let bytes = encoded(img.clone(), format);
+                assert_eq!(
+                    decode_target(&bytes, bg).unwrap(),
+                    decode_target_whole(&bytes, bg),
+                    "{colour:?} as {format:?}"
+                );
+            }
+        }
+        // 16 bits a channel, rounded to 8 alike.
+        let bytes = encoded(
+            image::DynamicImage::ImageRgba16(rgba16),
+            image::ImageFormat::Png,
+        );
+        assert_eq!(
+            decode_target(&bytes, bg).unwrap(),
+            decode_target_whole(&bytes, bg)
+        );
+        // A truncated PNG is an error, not a short image.
+        let bytes = encoded(
+            image::DynamicImage::ImageRgba8(rgba8),
+            image::ImageFormat::Png,
+        );
+        assert!(decode_target(&bytes[..bytes.len() * 2 / 3], bg).is_err());
+    }
 
     fn png(w: u32, h: u32, seed: u32) -> Vec<u8> {
         let img = image::RgbImage::from_fn(w, h, |x, y| {
