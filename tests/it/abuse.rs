@@ -498,13 +498,76 @@ async fn stalled_bodies_are_cut_off_and_client_ids_must_be_uuids() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
 
     let id = app.submit(job_form(astronaut())).await;
+    let events = format!("/api/v1/jobs/{id}/events");
     let res = app
-        .get_with(
-            &format!("/api/v1/jobs/{id}/events"),
-            &[("X-Client-Id", "not-a-uuid")],
-        )
+        .get_with(&events, &[("X-Client-Id", "not-a-uuid")])
         .await;
     assert_eq!(code(res).await, (400, "invalid_client_id".into()));
+
+    // Fresh client ids do not buy more streams: the address's cap holds.
+    let mut open = Vec::new();
+    for _ in 0..WebSettings::default().max_streams_per_address {
+        let client = Uuid::new_v4().to_string();
+        let res = app.get_with(&events, &[("X-Client-Id", &client)]).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        open.push(res);
+    }
+    let client = Uuid::new_v4().to_string();
+    let res = app.get_with(&events, &[("X-Client-Id", &client)]).await;
+    assert_eq!(code(res).await, (429, "too_many_streams".into()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_spool_under_the_data_directory_and_leftovers_go_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let leftover = spool.join(".tmpKILLED").join("files");
+    std::fs::create_dir_all(&leftover).unwrap();
+    std::fs::write(leftover.join("big.png"), vec![0u8; 4096]).unwrap();
+    let storage = EmbeddedStorage::open(dir.path()).unwrap();
+    let settings = WebSettings {
+        spool_dir: Some(spool.clone()),
+        ..test_settings()
+    };
+    let app = spawn_app_on(dir, storage, settings, false).await;
+    assert!(spool.is_dir());
+    let left = || std::fs::read_dir(&spool).unwrap().count();
+    assert_eq!(left(), 0, "a killed upload's files are left");
+    let res = app.post_library(library_form("Spooled", &[])).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(left(), 0, "an upload's spool is left");
+}
+
+#[test]
+fn an_open_service_on_the_network_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut web = crate::support::KillOnDrop(
+        std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .arg("--data")
+            .arg(dir.path())
+            .arg("web")
+            .env("TESSERA_WEB__BIND", "0.0.0.0")
+            .env("TESSERA_WEB__PORT", "0")
+            .env_remove("TESSERA_STORAGE")
+            .env_remove("TESSERA_WEB__API_KEY")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = web.0.stderr.take().unwrap();
+    let mut seen = String::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("THE SERVICE IS OPEN") || line.contains("web listening") {
+            break;
+        }
+    }
+    web.kill();
+    assert!(seen.contains("THE SERVICE IS OPEN"), "{seen}");
+    assert!(seen.contains("TESSERA_WEB__API_KEY"), "{seen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
