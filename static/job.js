@@ -57,9 +57,55 @@
     bands.setAttribute("aria-label", done.size + " of " + total + " slices done");
   }
 
+  // On a phone the details below the mosaic start folded.
+  if (window.matchMedia("(max-width: 40rem)").matches) {
+    document.querySelectorAll("details.fold").forEach(function (d) { d.open = false; });
+  }
+
+  // The owner's buttons: Cancel while the job runs, Delete once it has ended.
+  const owned = section.dataset.owned === "true";
+  const cancelButton = document.getElementById("cancel");
+  const deleteButton = document.getElementById("delete");
+  const statusLine = document.getElementById("job-status");
+  async function act(button, method, url, then) {
+    button.disabled = true;
+    let response;
+    try {
+      response = await fetch(url, { method: method, credentials: "same-origin", headers: { "X-Requested-With": "tessera" } });
+    } catch (e) {
+      response = null;
+    }
+    if (response && (response.ok || response.status === 404)) {
+      then();
+      return;
+    }
+    let message = response ? "The server answered " + response.status + "." : "The server could not be reached; nothing was changed.";
+    try {
+      message = (await response.json()).error.message;
+    } catch (e) {
+      // Keep the message above.
+    }
+    const line = button === cancelButton ? failure : statusLine;
+    line.textContent = message;
+    line.hidden = false;
+    button.disabled = false;
+  }
+  if (cancelButton) {
+    cancelButton.addEventListener("click", function () {
+      act(cancelButton, "POST", base + "/cancel", function () { cancelButton.hidden = true; });
+    });
+  }
+  if (deleteButton) {
+    deleteButton.addEventListener("click", function () {
+      if (!window.confirm("Delete this mosaic? This cannot be undone.")) return;
+      act(deleteButton, "DELETE", base, function () { window.location.assign("/jobs"); });
+    });
+  }
+
   function showResult(job) {
     if (shown) return;
     shown = true;
+    section.hidden = true;
     if (job.output) {
       full = { w: job.output.width, h: job.output.height };
       grid = { w: job.output.width, h: job.output.height, cols: job.output.cols, rows: job.output.rows };
@@ -75,10 +121,10 @@
     img.src = base + "/preview";
     // The download's size, when the page was loaded before the mosaic was done.
     const download = document.getElementById("download");
-    if (!/, [0-9.]+ [kMG]?B\)$|bytes\)$/.test(download.textContent)) {
+    if (!/\)$/.test(download.textContent)) {
       fetch(base + "/result", { method: "HEAD", credentials: "same-origin" }).then(function (r) {
         const n = Number(r.headers.get("Content-Length"));
-        if (r.ok && n > 0) download.textContent = "Download the full mosaic (PNG, " + sizeInWords(n) + ")";
+        if (r.ok && n > 0) download.textContent = "Download (" + sizeInWords(n) + ")";
       }).catch(function () {});
     }
     transactions.replaceChildren();
@@ -121,7 +167,8 @@
       document.getElementById(id).textContent = figures[id];
     });
     document.getElementById("q-background").textContent = q.background ? "#" + q.background : "";
-    document.getElementById("q-background-row").hidden = !q.background;
+    document.getElementById("q-background").hidden = !q.background;
+    document.getElementById("q-background-term").hidden = !q.background;
     document.getElementById("quality").hidden = false;
   }
 
@@ -163,6 +210,7 @@
       failure.textContent = "The job failed: " + (job.error || "no reason given");
       failure.hidden = false;
     }
+    if (cancelButton) cancelButton.hidden = !owned || job.state === "done" || job.state === "failed";
     if (job.state === "done") showResult(job);
     if (job.expires_at) {
       const expires = document.getElementById("expires");
@@ -367,6 +415,7 @@
   // Called on every change of the view.
   function apply() {
     img.style.transform = "translate(" + x + "px," + y + "px) scale(" + scale + ")";
+    placeOutline();
     // Zoomed in, one finger pans the mosaic; at the fitted size it scrolls the page.
     viewer.style.touchAction = scale > fitScale * 1.01 ? "none" : "pan-y";
     viewer.dataset.sharp = "false";
@@ -510,6 +559,23 @@
   const cells = new Map();
   let shownCell = null;
   let hover = null;
+  // The cell shown below the viewer is outlined in it: `outlined` is its square in the
+  // mosaic's full pixels (x, y, width, height).
+  const outline = document.getElementById("cell-outline");
+  let outlined = null;
+  function placeOutline() {
+    if (!outline) return;
+    if (!outlined || !grid || !img.naturalWidth) {
+      outline.hidden = true;
+      return;
+    }
+    const k = scale * img.naturalWidth / grid.w;
+    outline.style.left = (x + outlined.x * k) + "px";
+    outline.style.top = (y + outlined.y * k) + "px";
+    outline.style.width = Math.max(4, outlined.w * k) + "px";
+    outline.style.height = Math.max(4, outlined.h * k) + "px";
+    outline.hidden = false;
+  }
   function cellAt(sx, sy) {
     if (!grid || !img.naturalWidth) return null;
     const fx = (sx - x) / scale * grid.w / img.naturalWidth;
@@ -538,10 +604,15 @@
       document.getElementById("cell-row").textContent = String(cell.row + 1);
       document.getElementById("cell-col").textContent = String(cell.col + 1);
       const thumb = document.getElementById("cell-thumb");
-      thumb.src = cell.thumbnail;
+      // The tile's own picture from its library; the cell as it is in the mosaic when the
+      // library's picture cannot be had (a library since deleted, say).
+      thumb.onerror = function () { thumb.onerror = null; thumb.src = cell.thumbnail; };
+      thumb.src = cell.picture || cell.thumbnail;
       thumb.alt = cell.caption;
       cellInfo.hidden = false;
       viewer.dataset.cell = key;
+      outlined = { x: cell.x, y: cell.y, w: cell.size, h: cell.height };
+      placeOutline();
     }).catch(function () {});
   }
   viewer.addEventListener("pointermove", function (ev) {

@@ -361,7 +361,7 @@ async fn run(base: String, browser: Client, work: PathBuf) {
          return q.hidden ? null : { hidden: q.hidden, \
                   mean: document.getElementById('q-de00-mean').textContent, \
                   distinct: document.getElementById('q-distinct').textContent, \
-                  background: document.getElementById('q-background-row').hidden ? null \
+                  background: document.getElementById('q-background').hidden ? null \
                     : document.getElementById('q-background').textContent }",
         Duration::from_secs(30),
         "the quality figures",

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 20] = [
+const ROUTES: [(&str, &str); 21] = [
     ("POST", "/api/v1/jobs"),
     ("GET", "/api/v1/jobs/{id}"),
     ("DELETE", "/api/v1/jobs/{id}"),
@@ -31,6 +31,7 @@ const ROUTES: [(&str, &str); 20] = [
     ("GET", "/api/v1/jobs/{id}/dzi"),
     ("GET", "/api/v1/jobs/{id}/cells/{row}/{col}"),
     ("GET", "/api/v1/jobs/{id}/cells/{row}/{col}/thumbnail"),
+    ("GET", "/api/v1/jobs/{id}/cells/{row}/{col}/picture"),
     ("GET", "/api/v1/jobs/{id}/dzi_files/{level}/{tile}"),
     ("GET", "/api/v1/libraries"),
     ("POST", "/api/v1/libraries"),

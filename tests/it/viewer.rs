@@ -544,8 +544,8 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
         assert!((70.0..90.0).contains(&moved), "the mosaic followed the finger by {moved} px");
         assert_eq!(script(&browser, "return window.scrollY").await, scrolled);
 
-        // Fitted again, a swipe down scrolls the page back up (there is the job's status above
-        // the viewer) and leaves the mosaic where it is.
+        // Fitted again, a swipe up scrolls the page on (to what follows the viewer) and leaves
+        // the mosaic where it is.
         browser
             .find(fantoccini::Locator::Id("zoom-fit"))
             .await
@@ -555,7 +555,7 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             .unwrap();
         let centre = script(
             &browser,
-            "const v = document.getElementById('viewer'); v.scrollIntoView({block: 'end'}); \
+            "const v = document.getElementById('viewer'); window.scrollTo(0, 0); \
              const r = v.getBoundingClientRect(); \
              return [r.left + r.width / 2, r.top + r.height / 2, window.scrollY]",
         )
@@ -570,13 +570,13 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             .then(PointerAction::MoveTo {
                 duration: None,
                 x: cx,
-                y: cy - 100.0,
+                y: cy + 100.0,
             })
             .then(PointerAction::Down { button: 0 })
             .then(PointerAction::MoveTo {
                 duration: Some(Duration::from_millis(300)),
                 x: cx,
-                y: cy + 100.0,
+                y: cy - 100.0,
             })
             .then(PointerAction::Up { button: 0 });
         browser.perform_actions(swipe).await.unwrap();
@@ -586,7 +586,7 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             .as_f64()
             .unwrap();
         assert!(
-            scroll_after < scroll_before - 50.0,
+            scroll_after > scroll_before + 50.0,
             "the page scrolled from {scroll_before} to {scroll_after}"
         );
         assert_eq!(zoom(browser.clone()).await, 1.0);
@@ -953,7 +953,18 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
                     cell["name"].as_str().unwrap()
                 )
             );
-            assert_eq!(thumb, 16, "the thumbnail is the 16 px cell");
+            // The tile's own picture from its library (a 64 px rendition), not the 16 px cell.
+            assert_eq!(thumb, 64, "the panel shows the tile's own picture");
+            // The cell is outlined where it lies in the viewer.
+            let outline = script(
+                &browser,
+                "const o = document.getElementById('cell-outline'); \
+                 const r = o.getBoundingClientRect(); \
+                 return o.hidden ? null : [r.width, r.height]",
+            )
+            .await;
+            let side = outline[0].as_f64().expect("the tapped cell is outlined");
+            assert!((4.0..64.0).contains(&side), "outline {outline}");
             // Left of the centre by 60 px of a fitted 1280 px mosaic: not the middle column.
             let (row, col): (u32, u32) = {
                 let (r, c) = key.split_once('/').unwrap();

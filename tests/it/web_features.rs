@@ -376,7 +376,7 @@ async fn quality_figures_and_the_processors_seen() {
     assert_eq!(view["quality"]["background"], "000000");
     let page = app.get(&format!("/jobs/{id}")).await.text().await.unwrap();
     assert!(
-        page.contains(r#"<section id="quality" class="card" aria-labelledby="quality-title">"#),
+        page.contains(r#"<details id="quality" class="card fold" open>"#),
         "{page}"
     );
     for shown in [
@@ -387,7 +387,7 @@ async fn quality_figures_and_the_processors_seen() {
         r#"<dt>Most uses of one tile</dt><dd id="q-max-uses">9</dd>"#,
         r#"<dd id="q-dup-r1">12.5 %</dd>"#,
         r#"<dd id="q-dup-r5">50.0 %</dd>"#,
-        r#"<div id="q-background-row"><dt>Transparent tiles laid over</dt><dd id="q-background">#000000</dd></div>"#,
+        r#"<dt id="q-background-term">Transparent tiles laid over</dt><dd id="q-background">#000000</dd>"#,
     ] {
         assert!(page.contains(shown), "the job page lacks {shown}");
     }

@@ -40,6 +40,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         dzi::descriptor,
         cells::get,
         cells::thumbnail,
+        cells::picture,
         dzi::tile,
         preview::get,
         events::events,

@@ -30,7 +30,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/libraries", web::get().to(libraries))
         .route("/system", web::get().to(system))
         .route("/api", web::get().to(api))
-        .route("/static/{file}", web::get().to(asset));
+        .route("/static/{file}", web::get().to(asset))
+        .route("/favicon.ico", web::get().to(favicon));
+}
+
+/// Browsers ask for `/favicon.ico` whatever the page names: the icon is an SVG.
+async fn favicon() -> ApiResult<HttpResponse> {
+    serve_asset("favicon.svg")
 }
 
 #[derive(Template)]
@@ -249,6 +255,10 @@ struct JobPage {
     id: Uuid,
     /// The uploaded image's file name.
     input_name: String,
+    /// What the download is called: after the photo.
+    download_name: String,
+    /// Whether the browser asking submitted the job (then it may cancel or delete it).
+    owned: bool,
     state: &'static str,
     /// The result's size in words, once the job is done.
     download_size: Option<String>,
@@ -356,9 +366,17 @@ impl From<&JobQuality> for QualityFigures {
     }
 }
 
-async fn job(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+async fn job(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;
+    let owned = req
+        .cookie(CLIENT_COOKIE)
+        .and_then(|c| Uuid::parse_str(c.value()).ok())
+        == Some(record.client_id);
     let download_size = match (&record.result_blob, record.state) {
         (Some(key), JobState::Done) => state
             .platform
@@ -372,6 +390,8 @@ async fn job(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<H
     page(&JobPage {
         id,
         input_name: record.params.input_name.clone(),
+        download_name: crate::view::download_name(&record.params.input_name),
+        owned,
         download_size,
         state: record.state.as_str(),
         has_quality: record.quality.is_some(),
@@ -658,7 +678,12 @@ async fn api() -> ApiResult<HttpResponse> {
 }
 
 /// The static assets, compiled in: name, content type, bytes.
-const ASSETS: [(&str, &str, &str); 5] = [
+const ASSETS: [(&str, &str, &str); 6] = [
+    (
+        "favicon.svg",
+        "image/svg+xml",
+        include_str!("../../static/favicon.svg"),
+    ),
     (
         "style.css",
         "text/css; charset=utf-8",
@@ -687,7 +712,10 @@ const ASSETS: [(&str, &str, &str); 5] = [
 ];
 
 async fn asset(path: web::Path<String>) -> ApiResult<HttpResponse> {
-    let name = path.into_inner();
+    serve_asset(&path)
+}
+
+fn serve_asset(name: &str) -> ApiResult<HttpResponse> {
     let (_, content_type, body) = ASSETS
         .iter()
         .find(|(n, _, _)| *n == name)

@@ -101,6 +101,7 @@ impl Application {
             settings,
             streams: streams.clone(),
             cell_maps: Default::default(),
+            loaded_libraries: Default::default(),
         });
         let mut server = HttpServer::new(move || {
             App::new()

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use tessera_engine::CellMap;
+use tessera_engine::{CellMap, Library};
+use tessera_shared::messages::LibraryRef;
 use tessera_shared::platform::Platform;
 use uuid::Uuid;
 
@@ -34,6 +35,8 @@ pub struct AppState {
     pub guard: crate::auth::Guard,
     /// Cell maps read lately, for viewers asking which tile is where.
     pub cell_maps: CellMaps,
+    /// Library versions decoded lately, for the pictures of their tiles.
+    pub loaded_libraries: LoadedLibraries,
     /// The job event streams: one poller per job, caps, the end at shutdown.
     pub streams: crate::streams::StreamHub,
 }
@@ -66,6 +69,44 @@ impl DecodeMemory {
             .acquire_many_owned(mib)
             .await
             .map_err(crate::error::ApiError::internal)
+    }
+}
+
+/// Library versions decoded lately (a version never changes once published).
+#[derive(Debug, Default, Clone)]
+pub struct LoadedLibraries(Arc<tokio::sync::Mutex<VecDeque<(LibraryRef, Arc<Library>)>>>);
+
+/// Library versions kept decoded at once (each holds its renditions: about 12 kB a tile).
+const KEPT_LIBRARIES: usize = 2;
+
+impl LoadedLibraries {
+    /// Version `library`, decoded once and kept (one decode at a time: the lock is held while
+    /// a version is read).
+    pub(crate) async fn get(
+        &self,
+        state: &AppState,
+        library: &LibraryRef,
+    ) -> crate::error::ApiResult<Arc<Library>> {
+        let mut held = self.0.lock().await;
+        if let Some((_, loaded)) = held.iter().find(|(r, _)| r == library) {
+            return Ok(loaded.clone());
+        }
+        let index = state.platform.libraries().index(library).await?;
+        let _slot = state
+            .decodes
+            .acquire()
+            .await
+            .map_err(crate::error::ApiError::internal)?;
+        let loaded = tokio::task::spawn_blocking(move || Library::from_bytes(&index))
+            .await
+            .map_err(crate::error::ApiError::internal)?
+            .map_err(crate::error::ApiError::internal)?;
+        let loaded = Arc::new(loaded);
+        if held.len() >= KEPT_LIBRARIES {
+            held.pop_front();
+        }
+        held.push_back((library.clone(), loaded.clone()));
+        Ok(loaded)
     }
 }
 

@@ -138,6 +138,30 @@ pub struct Links {
 }
 
 /// The path of a job's resource.
+/// The file name a mosaic downloads as, after the photo it was made of: `sunset.jpg` gives
+/// `sunset-mosaic.png`. Letters and digits of any script stay; anything else becomes `-`.
+pub fn download_name(input_name: &str) -> String {
+    let base = input_name.rsplit(['/', '\\']).next().unwrap_or_default();
+    let stem = match base.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem,
+        _ => base,
+    };
+    let mut name = String::new();
+    for c in stem.chars().take(80) {
+        if c.is_alphanumeric() || c == '_' {
+            name.push(c);
+        } else if !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    let name = name.trim_matches('-');
+    if name.is_empty() {
+        "mosaic.png".to_string()
+    } else {
+        format!("{name}-mosaic.png")
+    }
+}
+
 pub fn job_path(id: Uuid) -> String {
     format!("/api/v1/jobs/{id}")
 }
@@ -210,5 +234,24 @@ impl JobView {
                 this: path,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::download_name;
+
+    #[test]
+    fn downloads_are_named_after_the_photo() {
+        assert_eq!(download_name("sunset.jpg"), "sunset-mosaic.png");
+        assert_eq!(download_name("IMG 0042.HEIC"), "IMG-0042-mosaic.png");
+        assert_eq!(
+            download_name("C:\\photos\\café au lait.png"),
+            "café-au-lait-mosaic.png"
+        );
+        assert_eq!(download_name("../../etc/passwd"), "passwd-mosaic.png");
+        assert_eq!(download_name("\"quoted\";.png"), "quoted-mosaic.png");
+        assert_eq!(download_name(""), "mosaic.png");
+        assert_eq!(download_name("..."), "mosaic.png");
     }
 }

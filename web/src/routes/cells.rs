@@ -50,6 +50,8 @@ pub struct CellView {
     pub transform: String,
     /// The cell as it is in the mosaic, as PNG.
     pub thumbnail: String,
+    /// The tile's own picture, as its library keeps it (untinted, unturned), as PNG.
+    pub picture: String,
 }
 
 /// The tile in one cell of the finished mosaic: its file name and caption.
@@ -99,6 +101,7 @@ pub async fn get(
             .map_or("none", |t| t.name())
             .to_string(),
         thumbnail: format!("/api/v1/jobs/{id}/cells/{row}/{col}/thumbnail"),
+        picture: format!("/api/v1/jobs/{id}/cells/{row}/{col}/picture"),
     };
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
@@ -157,6 +160,58 @@ pub async fn thumbnail(
             pixels.extend_from_slice(&row[x0 as usize * 3..x1 as usize * 3]);
         })?;
         encode_png(&pixels, x1 - x0, y1 - y0)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "image/png"))
+        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        .body(png))
+}
+
+/// The picture of the tile in one cell, as its library keeps it: the tile's own rendition
+/// (64 pixels on its long side), neither tinted nor turned as the mosaic may show it.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{id}/cells/{row}/{col}/picture",
+    operation_id = "get_cell_picture",
+    tag = "results",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The job's id"),
+        ("row" = u32, Path, description = "The cell's row, from 0 at the top"),
+        ("col" = u32, Path, description = "The cell's column, from 0 at the left"),
+    ),
+    responses(
+        (status = 200, description = "The tile's picture", content_type = "image/png", body = inline(Binary)),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
+pub async fn picture(
+    path: web::Path<(String, u32, u32)>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (id, row, col) = path.into_inner();
+    let id = job_id(&id)?;
+    let record = state.platform.jobs().get(id).await?;
+    done_result(&record)?;
+    let map = cell_map(&state, id, Some(&record)).await?;
+    let tile = map.at(row, col).ok_or_else(|| out_of_range(&map))?.tile;
+    let library = state
+        .loaded_libraries
+        .get(&state, &record.params.spec.library)
+        .await?;
+    if tile as usize >= library.len() {
+        return Err(ApiError::not_found(
+            "tile_not_found",
+            "the library no longer holds this tile",
+        ));
+    }
+    let png = tokio::task::spawn_blocking(move || {
+        let (w, h) = library.rendition_dims();
+        encode_png(&library.rendition(tile), w, h)
     })
     .await
     .map_err(ApiError::internal)??;

@@ -43,6 +43,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 resource("/jobs/{id}/cells/{row}/{col}/thumbnail", "GET")
                     .route(web::get().to(cells::thumbnail)),
             )
+            .service(
+                resource("/jobs/{id}/cells/{row}/{col}/picture", "GET")
+                    .route(web::get().to(cells::picture)),
+            )
             .service(resource("/jobs/{id}/dzi", "GET").route(web::get().to(dzi::descriptor)))
             .service(
                 resource("/jobs/{id}/dzi_files/{level}/{tile}", "GET")

@@ -79,7 +79,7 @@ pub async fn get(
             .insert_header((header::ACCEPT_RANGES, "bytes"))
             .insert_header((
                 header::CONTENT_DISPOSITION,
-                format!("inline; filename=\"mosaic-{id}.png\""),
+                content_disposition(&record.params.input_name),
             ));
         r
     };
@@ -264,4 +264,31 @@ mod tests {
         assert_eq!(parse_range("bytes=9-3", 100), Whole);
         assert_eq!(parse_range("bytes=x-", 100), Whole);
     }
+}
+
+/// `inline`, named after the photo: an ASCII `filename` for every client, and the name as it
+/// is (`filename*`, RFC 8187) for those that read it.
+fn content_disposition(input_name: &str) -> String {
+    let name = crate::view::download_name(input_name);
+    let ascii: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let encoded: String = name
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    format!("inline; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
 }
