@@ -74,7 +74,10 @@ impl DecodeMemory {
 
 /// Library versions decoded lately (a version never changes once published).
 #[derive(Debug, Default, Clone)]
-pub struct LoadedLibraries(Arc<tokio::sync::Mutex<VecDeque<(LibraryRef, Arc<Library>)>>>);
+pub struct LoadedLibraries(Arc<tokio::sync::Mutex<VecDeque<LoadedLibrary>>>);
+
+/// A library version, decoded.
+type LoadedLibrary = (LibraryRef, Arc<Library>);
 
 /// Library versions kept decoded at once (each holds its renditions: about 12 kB a tile).
 const KEPT_LIBRARIES: usize = 2;

@@ -246,26 +246,6 @@ pub fn parse_range(header: &str, size: u64) -> RangeRequest {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::RangeRequest::*;
-    use super::parse_range;
-
-    #[test]
-    fn single_ranges() {
-        assert_eq!(parse_range("bytes=0-9", 100), Part(0, 10));
-        assert_eq!(parse_range("bytes=90-", 100), Part(90, 100));
-        assert_eq!(parse_range("bytes=-10", 100), Part(90, 100));
-        assert_eq!(parse_range("bytes=-500", 100), Part(0, 100));
-        assert_eq!(parse_range("bytes=50-500", 100), Part(50, 100));
-        assert_eq!(parse_range("bytes=100-", 100), Unsatisfiable);
-        assert_eq!(parse_range("bytes=0-1,5-6", 100), Whole);
-        assert_eq!(parse_range("items=0-1", 100), Whole);
-        assert_eq!(parse_range("bytes=9-3", 100), Whole);
-        assert_eq!(parse_range("bytes=x-", 100), Whole);
-    }
-}
-
 /// `inline`, named after the photo: an ASCII `filename` for every client, and the name as it
 /// is (`filename*`, RFC 8187) for those that read it.
 fn content_disposition(input_name: &str) -> String {
@@ -291,4 +271,24 @@ fn content_disposition(input_name: &str) -> String {
         })
         .collect();
     format!("inline; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RangeRequest::*;
+    use super::parse_range;
+
+    #[test]
+    fn single_ranges() {
+        assert_eq!(parse_range("bytes=0-9", 100), Part(0, 10));
+        assert_eq!(parse_range("bytes=90-", 100), Part(90, 100));
+        assert_eq!(parse_range("bytes=-10", 100), Part(90, 100));
+        assert_eq!(parse_range("bytes=-500", 100), Part(0, 100));
+        assert_eq!(parse_range("bytes=50-500", 100), Part(50, 100));
+        assert_eq!(parse_range("bytes=100-", 100), Unsatisfiable);
+        assert_eq!(parse_range("bytes=0-1,5-6", 100), Whole);
+        assert_eq!(parse_range("items=0-1", 100), Whole);
+        assert_eq!(parse_range("bytes=9-3", 100), Whole);
+        assert_eq!(parse_range("bytes=x-", 100), Whole);
+    }
 }
