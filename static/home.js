@@ -28,11 +28,10 @@
   const maxUses = document.getElementById("max_uses");
   const maxSlicePixels = Number(form.dataset.maxSlicePixels) || 0;
   const warning = document.getElementById("output-warning");
-  const slicesUsed = document.getElementById("slices-used");
   // The form's fields: their labels, for messages, and their bounds (from the inputs).
   const LABELS = {
     image: "Target image", library: "Tile library", tile_size: "Tile size",
-    cells: "Cells across", per_pixel: "One tile per pixel", slices: "Slices",
+    cells: "Cells across", per_pixel: "One tile per pixel",
     repeat_radius: "Repetition radius", max_uses: "Uses of each tile", blend: "Blend",
     flip: "Mirror tiles", rotate: "Turn tiles", adaptive: "Adaptive tile sizes",
     allow_large: "Make it this large",
@@ -145,12 +144,11 @@
     (fields || []).forEach(function (el) { if (el) el.setAttribute("aria-invalid", "true"); });
   }
 
-  // The output size, its limit, and the slices the server will use; returns a problem that
+  // The output size and its limit; returns a problem that
   // stops the submission ({message, fields}) or null.
   function update() {
     cells.disabled = perPixel();
     warning.hidden = true;
-    slicesUsed.textContent = "";
     if (!size) {
       output.textContent = "choose an image";
       return null;
@@ -184,20 +182,16 @@
     let w = cols * t.w;
     let h = rows * t.h;
     let tiles = cols.toLocaleString("en") + " × " + rows.toLocaleString("en") + " tiles";
-    // Adaptive squares fill the grid's size rounded up to whole largest squares, and the
-    // slices are cut between rows of them.
-    let sliceRows = rows, rowWord = "row of cells";
+    // Adaptive squares fill the grid's size rounded up to whole largest squares.
     if (a.max) {
       tiles = "at most " + (cols * rows).toLocaleString("en") + " tiles of " + a.min + " to " + a.max + " px";
       w = Math.ceil(w / a.max) * a.max;
       h = Math.ceil(h / a.max) * a.max;
-      sliceRows = h / a.max;
-      rowWord = "row of " + a.max + " px squares";
     }
     const pixels = w * h;
     output.textContent = w.toLocaleString("en") + " × " + h.toLocaleString("en") + " px (" +
-      tiles + ", " + megapixels(pixels) + " megapixels" +
-      (maxPixels ? ", of at most " + megapixels(maxPixels) + " megapixels" : "") + ")";
+      tiles + "), " + megapixels(pixels) + " megapixels" +
+      (maxPixels ? "; this server makes mosaics of up to " + megapixels(maxPixels) + " megapixels" : "");
     large.hidden = !(largePixels && pixels > largePixels && !(maxPixels && pixels > maxPixels));
     if (!large.hidden && !allowLarge.checked) {
       return {
@@ -205,18 +199,6 @@
           megapixels(largePixels) + "): tick “" + LABELS.allow_large + "”, or use fewer cells or smaller tiles.",
         fields: [allowLarge],
       };
-    }
-    const s = number("slices");
-    if (!s.message) {
-      const needed = maxSlicePixels ? Math.ceil(pixels / maxSlicePixels) : 1;
-      const used = Math.max(1, Math.min(sliceRows, Math.max(s.value, needed)));
-      let why = "";
-      if (used > s.value) {
-        why = ": a slice holds at most " + megapixels(maxSlicePixels) + " megapixels, so this size needs " + used;
-      } else if (used < s.value) {
-        why = ": at most one per " + rowWord + ", and the mosaic has " + sliceRows + (sliceRows === 1 ? " row" : " rows");
-      }
-      slicesUsed.textContent = "The server will use " + used + (used === 1 ? " slice" : " slices") + why + ".";
     }
     if (maxPixels && pixels > maxPixels) {
       const fields = perPixel() ? [tile] : [cells, tile];
@@ -237,6 +219,51 @@
     while (largePixels && across > 1 && across * rowsOf(across) * tilePixels > largePixels) across -= 1;
     return across;
   }
+
+  // Sizes by name: each sets the tile size (of the library's shape) and the cells across, so
+  // that the mosaic's long side is about the size's; its figures follow the photo.
+  const sizes = Array.from(form.querySelectorAll('input[name="size"]'));
+  function chosenSize() {
+    return sizes.find(function (r) { return r.checked; });
+  }
+  function sizeFor(radio) {
+    const side = Number(radio.dataset.tile);
+    const t = sizeOfShape(libraryShape(), side, side);
+    const m = /^(\d+)(?:x(\d+))?$/.exec(t);
+    const tw = Number(m[1]), th = m[2] === undefined ? tw : Number(m[2]);
+    const long = Number(radio.dataset.long);
+    const aspect = size ? size.w / size.h : 1;
+    // Across from the long side: the width for a wide photo, the height's share for a tall one.
+    const across = Math.max(1, Math.min(maxCells, Math.round((aspect >= 1 ? long : long * aspect) / tw)));
+    const rows = Math.max(1, Math.round(across * (size ? size.h / size.w : 1) * (tw / th)));
+    return { tile: t, across: across, w: across * tw, h: rows * th };
+  }
+  function applySize() {
+    sizes.forEach(function (radio) {
+      const figures = form.querySelector('[data-figures="' + radio.value + '"]');
+      if (!figures || !size) return;
+      const s = sizeFor(radio);
+      figures.textContent = s.w.toLocaleString("en") + " × " + s.h.toLocaleString("en") + " px, " +
+        megapixels(s.w * s.h) + " megapixels";
+    });
+    const radio = chosenSize();
+    if (!radio || radio.value === "custom") return;
+    const s = sizeFor(radio);
+    tile.value = s.tile;
+    cells.value = size ? String(s.across) : "";
+    const cellsRadio = form.querySelector('input[name="grid"][value="cells"]');
+    if (cellsRadio) cellsRadio.checked = true;
+  }
+  sizes.forEach(function (radio) {
+    radio.addEventListener("change", function () { applySize(); refresh(); });
+  });
+  // Typing a tile size or cells of one's own is the custom size.
+  [tile, cells].forEach(function (field) {
+    field.addEventListener("input", function () {
+      const custom = sizes.find(function (r) { return r.value === "custom"; });
+      if (custom) custom.checked = true;
+    });
+  });
 
   // Refreshes the figures, and the submit button and field marks with them.
   function refresh() {
@@ -259,6 +286,7 @@
     preview.onload = function () {
       size = { w: preview.naturalWidth, h: preview.naturalHeight };
       natural.textContent = file.name + ": " + size.w + " × " + size.h + " px";
+      applySize();
       refresh();
     };
     preview.onerror = function () {
@@ -298,7 +326,7 @@
     background.disabled = !option || option.dataset.transparent !== "true";
   }
   followLibrary();
-  library.addEventListener("change", function () { followLibrary(); refresh(); });
+  library.addEventListener("change", function () { followLibrary(); applySize(); refresh(); });
   if (strip) {
     library.addEventListener("change", function () {
       const option = library.options[library.selectedIndex];
@@ -316,12 +344,25 @@
     return (n / 1048576).toFixed(1) + " MB";
   }
 
+  // The message goes next to the field at fault (opening "More options" when it is there),
+  // and the field takes focus, which brings both into view; with no field, above the button.
   function fail(message, fields) {
     error.textContent = message;
     error.hidden = false;
     button.disabled = false;
     mark(fields);
-    if (fields && fields[0]) fields[0].focus();
+    const field = fields && fields[0];
+    const home = field && field.closest(".field, .drop, fieldset, label");
+    if (home) {
+      const more = home.closest("details");
+      if (more) more.open = true;
+      home.after(error);
+      field.focus();
+      error.scrollIntoView({ block: "nearest" });
+    } else {
+      button.before(error);
+      error.scrollIntoView({ block: "nearest" });
+    }
   }
 
   function capitalised(text) {
@@ -393,7 +434,7 @@
       fail(t.message, [t.field]);
       return;
     }
-    const numbers = ["slices", "repeat_radius", "blend", "max_uses"].concat(perPixel() ? [] : ["cells"]);
+    const numbers = ["repeat_radius", "blend", "max_uses"].concat(perPixel() ? [] : ["cells"]);
     for (const id of numbers) {
       const n = number(id, id === "cells" || id === "max_uses");
       if (n.message) {
@@ -415,7 +456,7 @@
     else if (cells.value.trim() !== "") data.append("cells", cells.value.trim());
     if (maxUses.value.trim() !== "") data.append("max_uses", maxUses.value.trim());
     if (!large.hidden && allowLarge.checked) data.append("allow_large", "true");
-    ["slices", "repeat_radius", "blend"].forEach(function (name) {
+    ["repeat_radius", "blend"].forEach(function (name) {
       data.append(name, document.getElementById(name).value.trim());
     });
     ["flip", "rotate"].forEach(function (name) {

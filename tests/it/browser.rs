@@ -211,6 +211,29 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     let image = fixture("engine/astronaut-48.png").canonicalize().unwrap();
     let input = browser.find(Locator::Id("image")).await.unwrap();
     input.send_keys(&image.display().to_string()).await.unwrap();
+    // Three decisions, then the rest: the photo, the library, a size by name; every other
+    // option under "More options".
+    let folded = script(
+        browser,
+        "return [document.getElementById('more-options').open, \
+                 !!document.getElementById('slices'), \
+                 document.querySelector('input[name=size]:checked').value]",
+    )
+    .await;
+    assert_eq!(folded, json!([false, false, "screen"]));
+    let figures = wait_for(
+        browser,
+        "const f = document.querySelector('[data-figures=poster]').textContent; \
+         return f.includes('megapixels') ? f : null",
+        Duration::from_secs(10),
+        "the sizes' figures for the photo",
+    )
+    .await;
+    assert!(
+        figures.as_str().unwrap().contains(" px, "),
+        "poster figures: {figures}"
+    );
+    click(browser, "#more-options > summary").await;
     // Oblong tiles on a library of square ones: refused in the page, in words, on the field.
     set_value(browser, "tile_size", "24x18").await;
     set_value(browser, "cells", "12").await;
@@ -235,7 +258,6 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     .await;
     assert_eq!(said, true);
     set_value(browser, "tile_size", "8").await;
-    set_value(browser, "slices", "3").await;
     // The output size is worked out in the page from the image's natural size.
     let size = wait_for(
         browser,
@@ -328,7 +350,8 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         "the slice bands",
     )
     .await;
-    assert_eq!(filled, 3, "every slice band is filled");
+    // Slices are the operator's (the default of 8), not the form's.
+    assert_eq!(filled, 8, "every slice band is filled");
     // When the result goes (retention.result_days after the job ended: 30 by default).
     let expires = wait_for(
         browser,
@@ -449,6 +472,16 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     )
     .await;
     assert_eq!(role, "alert");
+    // The message sits next to the field, in view, and the field has focus.
+    let placed = script(
+        browser,
+        "const e = document.getElementById('error'); const r = e.getBoundingClientRect(); \
+         return [r.top >= 0 && r.bottom <= innerHeight, \
+                 e.previousElementSibling && e.previousElementSibling.id, \
+                 document.activeElement.id]",
+    )
+    .await;
+    assert_eq!(placed, json!([true, "drop", "image"]));
     screenshot(browser, "home-error.png").await;
 
     // A library uploaded from its page: the import report shows, and the list names it.
@@ -633,6 +666,7 @@ async fn sign_in_and_use(base: String, browser: Client) {
     let image = fixture("engine/astronaut-48.png").canonicalize().unwrap();
     let input = browser.find(Locator::Id("image")).await.unwrap();
     input.send_keys(&image.display().to_string()).await.unwrap();
+    click(browser, "#more-options > summary").await;
     set_value(browser, "tile_size", "8").await;
     set_value(browser, "cells", "12").await;
     click(browser, "#submit-form button[type=submit]").await;

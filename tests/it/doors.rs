@@ -1,6 +1,7 @@
 //! Every door of a job takes every field of the job specification: driven by the one list of
 //! fields (`tessera_shared::spec::FIELDS`), each must be read by the REST API, documented in its
-//! OpenAPI document, offered by the home form and, unless the list says why not, be a flag of
+//! OpenAPI document, offered by the home form (all but slices, the operator's default) and,
+//! unless the list says why not, be a flag of
 //! `tessera render`. Going the other way, the API documents no field the list lacks, and
 //! `tessera render` has no flag that a job cannot ask for but those named below.
 
@@ -81,11 +82,15 @@ async fn every_job_field_is_taken_at_every_door() {
     for field in FIELDS {
         let name = field.name;
         assert!(documented.contains(name), "the API document lacks {name}");
-        // A radio button offers its field as its value (the grid: cells or per_pixel).
-        assert!(
-            home.contains(&format!("name=\"{name}\""))
-                || home.contains(&format!("value=\"{name}\"")),
-            "the home form does not offer {name}"
+        // A radio button offers its field as its value (the grid: cells or per_pixel). Slices
+        // are the operator's default: the form leaves them to the server.
+        let offered = home.contains(&format!("name=\"{name}\""))
+            || home.contains(&format!("value=\"{name}\""));
+        assert_eq!(
+            offered,
+            name != "slices",
+            "the home form {} {name}",
+            if offered { "offers" } else { "does not offer" }
         );
         match field.flag {
             Ok(flag) => assert!(

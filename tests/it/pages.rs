@@ -52,7 +52,6 @@ async fn pages_render_with_their_assets() {
         "library",
         "tile_size",
         "cells",
-        "slices",
         "repeat_radius",
         "blend",
         "adaptive",

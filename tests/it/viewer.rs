@@ -466,6 +466,32 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             );
         }
 
+        // The form's three decisions fit: with a photo chosen, "Make the mosaic" lies within
+        // the first two screens.
+        browser.goto(&format!("{base}/")).await.unwrap();
+        let photo = crate::support::fixture("engine/astronaut-48.png")
+            .canonicalize()
+            .unwrap();
+        browser
+            .find(fantoccini::Locator::Id("image"))
+            .await
+            .unwrap()
+            .send_keys(&photo.display().to_string())
+            .await
+            .unwrap();
+        let go = wait_for(
+            &browser,
+            "if (document.getElementById('preview').hidden) return null; \
+             window.scrollTo(0, 0); \
+             return document.getElementById('go').getBoundingClientRect().bottom / innerHeight",
+            Duration::from_secs(10),
+            "the photo chosen",
+        )
+        .await;
+        let screens = go.as_f64().unwrap();
+        assert!(screens <= 2.0, "Make the mosaic is {screens:.2} screens down");
+        crate::browser::screenshot(&browser, "phone-home.png").await;
+
         browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
         wait_for(
             &browser,
@@ -475,6 +501,15 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             "the preview in the viewer",
         )
         .await;
+        // The mosaic first: the viewer lies within the first screen.
+        let viewer = script(
+            &browser,
+            "window.scrollTo(0, 0); const r = document.getElementById('viewer').getBoundingClientRect(); \
+             return [r.top >= 0, r.bottom <= innerHeight, r.height]",
+        )
+        .await;
+        assert_eq!(viewer[0], true, "{viewer}");
+        assert_eq!(viewer[1], true, "the viewer runs past the first screen: {viewer}");
         let zoom = |b: fantoccini::Client| async move {
             let z = script(&b, "return Number(document.getElementById('viewer').dataset.zoom)").await;
             z.as_f64().unwrap()
@@ -911,6 +946,15 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
             )
             .await;
             assert_eq!(hidden, true, "nothing named before pointing");
+            // On the desktop too, the viewer lies within the first screen.
+            let fits = script(
+                &browser,
+                "window.scrollTo(0, 0); const r = document.getElementById('viewer').getBoundingClientRect(); \
+                 return r.top >= 0 && r.bottom <= innerHeight",
+            )
+            .await;
+            assert_eq!(fits, true, "the viewer runs past the first screen");
+            crate::browser::screenshot(&browser, "desktop-job.png").await;
             // The mouse rests a third of the way into the viewer.
             let viewer = browser
                 .find(fantoccini::Locator::Id("viewer"))
