@@ -26,7 +26,6 @@
   const large = document.getElementById("large-confirm");
   const allowLarge = document.getElementById("allow_large");
   const maxUses = document.getElementById("max_uses");
-  const maxSlicePixels = Number(form.dataset.maxSlicePixels) || 0;
   const warning = document.getElementById("output-warning");
   // The form's fields: their labels, for messages, and their bounds (from the inputs).
   const LABELS = {

@@ -12,7 +12,6 @@ use tessera_engine::TILE_SIZES;
 use tessera_shared::jobs::{JobError, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::{LibraryRecord, Visibility};
-use tessera_shared::spec::SLICES_RANGE;
 use tessera_shared::storage::StorageError;
 
 use crate::client::{CLIENT_COOKIE, job_id};
@@ -197,16 +196,11 @@ struct Home {
     tile_min: u32,
     tile_max: u32,
     max_cells: u32,
-    slices_min: u32,
-    slices_max: u32,
-    slices_default: u32,
     max_radius: u32,
     /// The upload limit, so the page can refuse a file that is too large before sending it.
     max_upload_bytes: u64,
-    /// The largest mosaic the server makes, and the pixels of one slice at most: the page
-    /// shows the output size against the first and the slices the server will use.
+    /// The largest mosaic the server makes: the page shows the output size against it.
     max_output_pixels: u64,
-    max_slice_pixels: u64,
     /// Over this size the form asks for a tick before it sends the job.
     large_output_pixels: u64,
     /// Cells of a job that names none (cells across then follow the photo's shape).
@@ -235,17 +229,11 @@ async fn home(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpRes
         tile_min: *TILE_SIZES.start(),
         tile_max: *TILE_SIZES.end(),
         max_cells: s.limits.max_cells,
-        slices_min: *SLICES_RANGE.start(),
-        slices_max: *SLICES_RANGE.end(),
-        slices_default: s
-            .default_slices
-            .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
         max_radius: s.limits.max_repeat_radius,
         max_upload_bytes: s.max_upload_bytes,
         max_output_pixels: s.limits.max_output_pixels,
         large_output_pixels: s.limits.large_output_pixels,
         auto_cells: s.limits.auto_cells,
-        max_slice_pixels: tessera_shared::messages::DEFAULT_MAX_SLICE_PIXELS,
     })
 }
 
