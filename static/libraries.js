@@ -159,4 +159,42 @@
     report.focus();
     refreshCatalogue();
   });
+
+  // Deleting one's own library: from the catalogue, through the JSON API.
+  document.addEventListener("click", async function (ev) {
+    const button = ev.target.closest("#catalogue button[data-action=delete]");
+    if (!button) return;
+    const row = button.closest("tr");
+    const id = row.dataset.library;
+    const status = document.getElementById("catalogue-status");
+    if (!window.confirm("Delete the library " + id + " and all its versions? This cannot be undone.")) return;
+    button.disabled = true;
+    status.hidden = true;
+    let response = null;
+    try {
+      response = await fetch("/api/v1/libraries/" + encodeURIComponent(id), {
+        method: "DELETE",
+        credentials: "same-origin",
+        headers: { "X-Requested-With": "tessera" },
+      });
+    } catch (e) {
+      response = null;
+    }
+    if (response && (response.ok || response.status === 404)) {
+      refreshCatalogue();
+      return;
+    }
+    let message = response ? "The server answered " + response.status + "." : "The server could not be reached.";
+    try {
+      const body = await response.json();
+      message = body.error.code === "library_in_use"
+        ? "A mosaic is being made from this library: delete it once that mosaic is done."
+        : body.error.message;
+    } catch (e) {
+      // Keep the message above.
+    }
+    status.textContent = message;
+    status.hidden = false;
+    button.disabled = false;
+  });
 })();

@@ -623,6 +623,35 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         "41 emoji: four rows of eleven"
     );
     screenshot(browser, "home-strip.png").await;
+
+    // The library this browser uploaded is its own to delete; the operator's is not.
+    browser.goto(&url("/libraries")).await.unwrap();
+    let buttons = script(
+        browser,
+        "return [...document.querySelectorAll('#catalogue tbody tr')].map(r => \
+           [r.dataset.library, !!r.querySelector('button[data-action=delete]')])",
+    )
+    .await;
+    assert_eq!(
+        buttons,
+        json!([["browser-tiles", true], ["emoji", false]]),
+        "{buttons}"
+    );
+    click(
+        browser,
+        "tr[data-library=browser-tiles] button[data-action=delete]",
+    )
+    .await;
+    browser.accept_alert().await.unwrap();
+    let left = wait_for(
+        browser,
+        "const rows = [...document.querySelectorAll('#catalogue tbody tr')]; \
+         return rows.length === 1 ? rows[0].dataset.library : null",
+        Duration::from_secs(10),
+        "the deleted library gone from the list",
+    )
+    .await;
+    assert_eq!(left, "emoji");
 }
 
 /// With an API key: a page sends the browser to sign in; once signed in, the pages and their

@@ -528,6 +528,8 @@ async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpRes
 #[template(path = "libraries.html")]
 struct LibrariesPage {
     libraries: Vec<LibraryRecord>,
+    /// Per library (same order): whether the person asking may delete it (its owner).
+    mine: Vec<bool>,
     /// Per library (same order): its contact sheet's URL and size.
     sheets: Vec<(String, u32, u32)>,
     /// The limit of one upload (all files together), checked by the page before sending.
@@ -538,6 +540,10 @@ async fn libraries(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<Ht
     let who = crate::client::known_requester(&req);
     let mut libraries = crate::routes::libraries::visible_libraries(&state, who.as_ref()).await?;
     libraries.sort_by(|a, b| a.name.cmp(&b.name));
+    let mine = libraries
+        .iter()
+        .map(|l| who.as_ref().is_some_and(|who| l.may_change(who)))
+        .collect();
     let sheets = libraries
         .iter()
         .map(|l| {
@@ -547,6 +553,7 @@ async fn libraries(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<Ht
         .collect();
     page(&LibrariesPage {
         libraries,
+        mine,
         sheets,
         max_upload_bytes: state.settings.max_library_upload_bytes,
     })
