@@ -415,6 +415,29 @@
     return { message: capitalised(error.message) + "." };
   }
 
+  // The submission's fields as the form holds them (also what a preview is asked with).
+  function jobData() {
+    const data = new FormData();
+    data.append("image", input.files[0], input.files[0].name);
+    data.append("library", document.getElementById("library").value);
+    data.append("tile_size", tile.value.trim());
+    if (perPixel()) data.append("per_pixel", "true");
+    else if (cells.value.trim() !== "") data.append("cells", cells.value.trim());
+    if (maxUses.value.trim() !== "") data.append("max_uses", maxUses.value.trim());
+    if (!large.hidden && allowLarge.checked) data.append("allow_large", "true");
+    ["repeat_radius", "blend"].forEach(function (name) {
+      data.append(name, document.getElementById(name).value.trim());
+    });
+    ["flip", "rotate"].forEach(function (name) {
+      if (document.getElementById(name).checked) data.append(name, "true");
+    });
+    if (adaptive.value.trim() !== "") data.append("adaptive", adaptive.value.trim());
+    if (!background.disabled && background.value !== "library") {
+      data.append("background", background.value);
+    }
+    return data;
+  }
+
   form.addEventListener("submit", async function (ev) {
     ev.preventDefault();
     error.hidden = true;
@@ -447,24 +470,7 @@
       return;
     }
     mark([]);
-    const data = new FormData();
-    data.append("image", input.files[0], input.files[0].name);
-    data.append("library", document.getElementById("library").value);
-    data.append("tile_size", tile.value.trim());
-    if (perPixel()) data.append("per_pixel", "true");
-    else if (cells.value.trim() !== "") data.append("cells", cells.value.trim());
-    if (maxUses.value.trim() !== "") data.append("max_uses", maxUses.value.trim());
-    if (!large.hidden && allowLarge.checked) data.append("allow_large", "true");
-    ["repeat_radius", "blend"].forEach(function (name) {
-      data.append(name, document.getElementById(name).value.trim());
-    });
-    ["flip", "rotate"].forEach(function (name) {
-      if (document.getElementById(name).checked) data.append(name, "true");
-    });
-    if (adaptive.value.trim() !== "") data.append("adaptive", adaptive.value.trim());
-    if (!background.disabled && background.value !== "library") {
-      data.append("background", background.value);
-    }
+    const data = jobData();
     button.disabled = true;
     let response;
     try {
@@ -487,5 +493,64 @@
     const explained = explain(response.status, body);
     fail(explained.message, explained.fields);
   });
+
+  // A preview of the mosaic, made by the server at a few pixels a tile: after a photo is
+  // chosen, and again after each change, one at a time (a change during one asks again after).
+  const sketch = document.getElementById("sketch");
+  const sketchImg = document.getElementById("sketch-img");
+  const sketchCaption = document.getElementById("sketch-caption");
+  let sketchBusy = false;
+  let sketchAgain = false;
+  let sketchTimer = null;
+  let sketchUrl = null;
+  async function makeSketch() {
+    if (!input.files.length || !size || update()) return;
+    if (sketchBusy) {
+      sketchAgain = true;
+      return;
+    }
+    sketchBusy = true;
+    const started = performance.now();
+    try {
+      const response = await fetch("/api/v1/previews", {
+        method: "POST",
+        body: jobData(),
+        credentials: "same-origin",
+        headers: { "X-Requested-With": "tessera" },
+      });
+      if (response.ok) {
+        const blob = await response.blob();
+        if (sketchUrl) URL.revokeObjectURL(sketchUrl);
+        sketchUrl = URL.createObjectURL(blob);
+        sketchImg.src = sketchUrl;
+        const cellsShown = (response.headers.get("X-Preview-Cells") || "").replace("x", " × ");
+        sketchCaption.textContent = "Preview" + (cellsShown ? ", " + cellsShown + " tiles" : "") +
+          ": Make the mosaic for the full size.";
+        sketch.dataset.ms = String(Math.round(performance.now() - started));
+        sketch.hidden = false;
+        preview.hidden = true;
+      } else {
+        let message = "No preview: the server answered " + response.status + ".";
+        try { message = "No preview: " + (await response.json()).error.message + "."; } catch (e) { /* keep it */ }
+        sketchCaption.textContent = message;
+        sketch.hidden = false;
+      }
+    } catch (e) {
+      // No preview this time; the form works without it.
+    } finally {
+      sketchBusy = false;
+      if (sketchAgain) {
+        sketchAgain = false;
+        scheduleSketch();
+      }
+    }
+  }
+  function scheduleSketch() {
+    clearTimeout(sketchTimer);
+    sketchTimer = setTimeout(makeSketch, 200);
+  }
+  form.addEventListener("change", scheduleSketch);
+  form.addEventListener("input", scheduleSketch);
+  preview.addEventListener("load", scheduleSketch);
   refresh();
 })();

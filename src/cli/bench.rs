@@ -32,6 +32,20 @@ use uuid::Uuid;
 pub enum BenchCommand {
     /// The queue runtime: pickup latency, throughput, transactions.
     Queues(QueuesBenchArgs),
+    /// The preview a page shows before a job (`POST /api/v1/previews`): its time for a photo.
+    Preview(PreviewBenchArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PreviewBenchArgs {
+    /// The photo (a 12-megapixel JPEG, say).
+    pub target: PathBuf,
+    /// The tiles: a folder or .zip of images, or an index (`tessera library index`).
+    #[arg(long, short)]
+    pub library: PathBuf,
+    /// Previews made; the median is reported.
+    #[arg(long, default_value_t = 9)]
+    pub runs: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -82,7 +96,66 @@ pub fn run(command: BenchCommand) -> anyhow::Result<()> {
             .enable_all()
             .build()?
             .block_on(run_queues(args)),
+        BenchCommand::Preview(args) => run_preview(args),
     }
+}
+
+/// Makes the preview of a default job (the service's defaults: auto cells, 16 px tiles) of
+/// `args.target` `args.runs` times, and prints each time and the median, with the decode's.
+fn run_preview(args: PreviewBenchArgs) -> anyhow::Result<()> {
+    use tessera_shared::spec::{Defaults, JobLimits, JobSpec};
+    let bytes = std::fs::read(&args.target)?;
+    let library = if args.library.is_file()
+        && !args
+            .library
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("zip"))
+    {
+        tessera_engine::Library::from_bytes(&std::fs::read(&args.library)?)?
+    } else {
+        tessera_engine::Library::import(&args.library, &tessera_engine::ImportOptions::default())?.0
+    };
+    let defaults = Defaults {
+        library: "bench".into(),
+        slices: 1,
+    };
+    let spec = JobSpec::from_fields(|_| None, &defaults)?;
+    let limits = JobLimits::default();
+    let mut totals = Vec::new();
+    let mut decodes = Vec::new();
+    let mut shown = None;
+    for _ in 0..args.runs.max(1) {
+        let started = Instant::now();
+        let decoded = tessera_engine::decode_target(&bytes, library.background())?;
+        decodes.push(started.elapsed().as_secs_f64());
+        drop(decoded);
+        let started = Instant::now();
+        let sketch = tessera_web::sketch::sketch(&bytes, &spec, &library, &limits)
+            .map_err(|e| anyhow::anyhow!("{}: {}", e.code, e.message))?;
+        totals.push(started.elapsed().as_secs_f64());
+        shown = Some((sketch.width, sketch.height, sketch.cols, sketch.rows));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (w, h, cols, rows) = shown.unwrap_or_default();
+    println!(
+        "preview of {} ({} tiles): {w} x {h} px, {cols} x {rows} cells; times (s): {}",
+        args.target.display(),
+        library.len(),
+        totals
+            .iter()
+            .map(|t| format!("{t:.3}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    println!(
+        "median {:.3} s, of which decoding the photo {:.3} s",
+        median(&mut totals),
+        median(&mut decodes)
+    );
+    Ok(())
 }
 
 /// The benchmark's message: when it was sent, on the wall clock both processes share.

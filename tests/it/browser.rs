@@ -233,6 +233,23 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         figures.as_str().unwrap().contains(" px, "),
         "poster figures: {figures}"
     );
+    // A preview of the mosaic comes once the photo is chosen, before any job.
+    let sketch = wait_for(
+        browser,
+        "const s = document.getElementById('sketch'); const i = document.getElementById('sketch-img'); \
+         return !s.hidden && i.complete && i.naturalWidth > 0 \
+           ? [i.naturalWidth, document.getElementById('sketch-caption').textContent] : null",
+        Duration::from_secs(20),
+        "the preview of the mosaic",
+    )
+    .await;
+    assert!(
+        sketch[1]
+            .as_str()
+            .unwrap()
+            .starts_with("Preview, 128 × 128 tiles"),
+        "{sketch}"
+    );
     click(browser, "#more-options > summary").await;
     // Oblong tiles on a library of square ones: refused in the page, in words, on the field.
     set_value(browser, "tile_size", "24x18").await;

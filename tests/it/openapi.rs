@@ -19,8 +19,9 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 21] = [
+const ROUTES: [(&str, &str); 22] = [
     ("POST", "/api/v1/jobs"),
+    ("POST", "/api/v1/previews"),
     ("GET", "/api/v1/jobs/{id}"),
     ("DELETE", "/api/v1/jobs/{id}"),
     ("POST", "/api/v1/jobs/{id}/cancel"),
@@ -252,8 +253,8 @@ async fn call(
         "POST" if path.ends_with("/cancel") => app.client.post(url),
         "POST" => {
             let form = match (path.as_str(), valid) {
-                ("/api/v1/jobs", true) => job_form(astronaut()),
-                ("/api/v1/jobs", false) => Form::new()
+                ("/api/v1/jobs" | "/api/v1/previews", true) => job_form(astronaut()),
+                ("/api/v1/jobs" | "/api/v1/previews", false) => Form::new()
                     .part(
                         "image",
                         Part::bytes(b"not an image".to_vec()).file_name("x.png"),

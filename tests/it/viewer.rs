@@ -481,7 +481,7 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             .unwrap();
         let go = wait_for(
             &browser,
-            "if (document.getElementById('preview').hidden) return null; \
+            "if (!document.getElementById('natural').textContent.includes(' px')) return null; \
              window.scrollTo(0, 0); \
              return document.getElementById('go').getBoundingClientRect().bottom / innerHeight",
             Duration::from_secs(10),
@@ -490,6 +490,20 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
         .await;
         let screens = go.as_f64().unwrap();
         assert!(screens <= 2.0, "Make the mosaic is {screens:.2} screens down");
+        // The preview of the mosaic comes after the photo is chosen, and it too leaves the
+        // button within two screens.
+        let shown = wait_for(
+            &browser,
+            "const s = document.getElementById('sketch'); const i = document.getElementById('sketch-img'); \
+             if (s.hidden || !i.complete || i.naturalWidth === 0) return null; window.scrollTo(0, 0); \
+             return [i.naturalWidth, document.getElementById('go').getBoundingClientRect().bottom / innerHeight]",
+            Duration::from_secs(20),
+            "the preview of the mosaic",
+        )
+        .await;
+        assert!(shown[0].as_u64().unwrap() >= 256, "{shown}");
+        let screens = shown[1].as_f64().unwrap();
+        assert!(screens <= 2.0, "with the preview, Make the mosaic is {screens:.2} screens down");
         crate::browser::screenshot(&browser, "phone-home.png").await;
 
         browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();

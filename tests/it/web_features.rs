@@ -553,3 +553,55 @@ async fn behind_a_key_cookies_need_this_site_images_stay_private_and_sign_in_is_
     assert_eq!(error_code(res).await, "too_many_failed_keys");
     assert_eq!(sign_in(KEY).await.unwrap().status(), 303);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_shows_the_jobs_grid_and_stores_nothing() {
+    let app = crate::support::spawn_app_with(crate::support::test_settings(), false).await;
+    let stored = |app: &TestApp| {
+        let blobs = app.platform.blobs.clone();
+        async move {
+            let mut n = 0;
+            for prefix in ["jobs/", "imageinput/", "activejobs/", "clients/"] {
+                n += blobs
+                    .list(prefix, 1000, None)
+                    .await
+                    .map_or(0, |p| p.items.len());
+            }
+            n
+        }
+    };
+    let before = stored(&app).await;
+    let res = app
+        .client
+        .post(app.url("/api/v1/previews"))
+        .multipart(job_form(astronaut()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "image/jpeg");
+    // The job's own grid: 12 cells across the square astronaut.
+    assert_eq!(res.headers()["x-preview-cells"], "12x12");
+    assert_eq!(res.headers()["x-mosaic-size"], "96x96");
+    let jpeg = res.bytes().await.unwrap();
+    let img = image::load_from_memory(&jpeg).unwrap();
+    // Twelve cells of 32 px, the largest a preview draws.
+    assert_eq!((img.width(), img.height()), (384, 384));
+    assert_eq!(stored(&app).await, before, "a preview stores nothing");
+    // Refused as the job would be.
+    let res = app
+        .client
+        .post(app.url("/api/v1/previews"))
+        .multipart(
+            reqwest::multipart::Form::new()
+                .part(
+                    "image",
+                    reqwest::multipart::Part::bytes(astronaut()).file_name("a.png"),
+                )
+                .text("library", "no-such-library"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(res).await, "unknown_library");
+}

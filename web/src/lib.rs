@@ -23,6 +23,7 @@ mod request;
 pub mod routes;
 pub mod schema;
 pub mod settings;
+pub mod sketch;
 mod startup;
 pub mod state;
 mod streams;

@@ -10,7 +10,9 @@ use utoipa::openapi::schema::Schema;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{cells, dzi, events, jobs, libraries, ops, preview, result, sheet, tiles};
+use crate::routes::{
+    cells, dzi, events, jobs, libraries, ops, preview, previews, result, sheet, tiles,
+};
 
 /// The document's description: how errors look and how calls are authorised.
 const DESCRIPTION: &str = "Photo mosaics: upload a target image, pick a tile library, follow \
@@ -32,6 +34,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
     info(title = "Tessera", version = "1"),
     paths(
         jobs::submit,
+        previews::create,
         jobs::get,
         jobs::delete,
         jobs::cancel,

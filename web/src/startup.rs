@@ -102,6 +102,7 @@ impl Application {
             streams: streams.clone(),
             cell_maps: Default::default(),
             loaded_libraries: Default::default(),
+            previews: Default::default(),
         });
         let mut server = HttpServer::new(move || {
             App::new()

@@ -35,6 +35,8 @@ pub struct AppState {
     pub guard: crate::auth::Guard,
     /// Cell maps read lately, for viewers asking which tile is where.
     pub cell_maps: CellMaps,
+    /// The clients with a preview being made.
+    pub previews: crate::routes::previews::PreviewSeats,
     /// Library versions decoded lately, for the pictures of their tiles.
     pub loaded_libraries: LoadedLibraries,
     /// The job event streams: one poller per job, caps, the end at shutdown.

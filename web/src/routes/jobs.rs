@@ -33,9 +33,9 @@ use crate::view::{JobView, job_path};
 /// The fields of a submission, as sent: the image, and the text of each of the job
 /// specification's fields ([`tessera_shared::spec::FIELDS`]).
 #[derive(Debug, Default)]
-struct Form {
-    image: Option<(bytes::Bytes, String)>,
-    fields: std::collections::BTreeMap<&'static str, String>,
+pub(crate) struct Form {
+    pub(crate) image: Option<(bytes::Bytes, String)>,
+    pub(crate) fields: std::collections::BTreeMap<&'static str, String>,
 }
 
 /// A job submission (`multipart/form-data`): the image and the job specification's fields. Its
@@ -112,7 +112,7 @@ pub async fn submit(
 }
 
 /// Reads every field; on a refusal, drains a bounded amount of what is left (see [`drain`]).
-async fn read_form(payload: &mut Multipart, state: &AppState) -> ApiResult<Form> {
+pub(crate) async fn read_form(payload: &mut Multipart, state: &AppState) -> ApiResult<Form> {
     let mut form = Form::default();
     let limit = state.settings.max_upload_bytes;
     let mut clock = BodyClock::new(&state.settings);

@@ -7,6 +7,7 @@ pub mod jobs;
 pub mod libraries;
 pub mod ops;
 pub mod preview;
+pub mod previews;
 pub mod result;
 pub mod sheet;
 pub mod tiles;
@@ -23,6 +24,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/api/v1")
             .service(resource("/jobs", "POST").route(web::post().to(jobs::submit)))
+            .service(resource("/previews", "POST").route(web::post().to(previews::create)))
             .service(
                 resource("/jobs/{id}", "GET, DELETE")
                     .route(web::get().to(jobs::get))

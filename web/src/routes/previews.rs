@@ -1,0 +1,146 @@
+//! `POST /api/v1/previews`: a small mosaic of a photo as the job would make it, before the
+//! job: the same fields as a submission, answered with a JPEG at a few pixels a tile. Nothing
+//! is stored. One preview per client runs at a time, and previews share the decode slots.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use actix_multipart::Multipart;
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use uuid::Uuid;
+
+use tessera_shared::libraries::LibraryError;
+use tessera_shared::spec::{Defaults, JobSpec};
+
+use crate::client::{client_id, owner_of};
+use crate::error::{ApiError, ApiResult};
+use crate::inspect::probe_target;
+use crate::routes::jobs::read_form;
+use crate::schema::Binary;
+use crate::state::AppState;
+use crate::upload::{require_multipart, upload_slot};
+
+/// The clients with a preview being made.
+#[derive(Debug, Default, Clone)]
+pub struct PreviewSeats(Arc<Mutex<HashSet<Uuid>>>);
+
+/// A client's place while its preview is made.
+struct Seat {
+    seats: PreviewSeats,
+    client: Uuid,
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        let mut held = self.seats.0.lock().unwrap_or_else(|e| e.into_inner());
+        held.remove(&self.client);
+    }
+}
+
+impl PreviewSeats {
+    fn take(&self, client: Uuid) -> ApiResult<Seat> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !held.insert(client) {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "preview_in_progress",
+                "a preview of yours is being made: ask again once it has come",
+            )
+            .retry_after(std::time::Duration::from_secs(1)));
+        }
+        Ok(Seat {
+            seats: self.clone(),
+            client,
+        })
+    }
+}
+
+/// Preview a mosaic before submitting it.
+///
+/// Takes the fields of a job submission and answers a JPEG of the mosaic at a few pixels a tile
+/// (about 800 pixels across): the job's grid up to 200 cells across, its library, repetition
+/// rules, transforms, blend and background. Adaptive sizes show in the mosaic only. The headers
+/// X-Preview-Cells (`COLSxROWS`) and X-Mosaic-Size (`WxH`, the real mosaic's pixels) say what
+/// it shows. Refused as the submission would be; one preview per client at a time (429).
+#[utoipa::path(
+    post,
+    path = "/api/v1/previews",
+    operation_id = "preview_job",
+    tag = "jobs",
+    params(("X-Client-Id" = Option<Uuid>, Header, nullable = false, description = "The client id; otherwise the tessera_client cookie.")),
+    request_body(content = crate::routes::jobs::JobSubmission, content_type = "multipart/form-data"),
+    responses(
+        (status = 200, description = "The preview", content_type = "image/jpeg", body = inline(Binary)),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 408, response = crate::error::ErrorBody),
+        (status = 413, response = crate::error::ErrorBody),
+        (status = 415, response = crate::error::ErrorBody),
+        (status = 422, response = crate::error::ErrorBody),
+        (status = 429, description = "preview_in_progress: this client's previous preview is still being made", body = crate::error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
+pub async fn create(
+    req: HttpRequest,
+    mut payload: Multipart,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    require_multipart(&req, "a preview")?;
+    let (client, _) = client_id(&req)?;
+    let _seat = state.previews.take(client)?;
+    let slot = upload_slot(&state.uploads)?;
+    let form = read_form(&mut payload, &state).await?;
+    drop(slot);
+    let settings = &state.settings;
+    let (image, _) = form
+        .image
+        .ok_or_else(|| ApiError::bad_request("missing_parameter", "image is required"))?;
+    let defaults = Defaults {
+        library: settings.default_library.clone(),
+        slices: settings.default_slices,
+    };
+    let mut spec =
+        JobSpec::from_fields(|name| form.fields.get(name).map(String::as_str), &defaults)?;
+    spec.check(&settings.limits)?;
+    let owner = owner_of(&req, client);
+    let unknown = || {
+        ApiError::unprocessable(
+            "unknown_library",
+            format!("there is no library {:?}", spec.library.id),
+        )
+    };
+    let record = match state.platform.libraries().get(&spec.library.id).await {
+        Ok(record) if record.visible_to(&owner) => record,
+        Ok(_) | Err(LibraryError::NotFound(_) | LibraryError::BadId(_)) => return Err(unknown()),
+        Err(e) => return Err(e.into()),
+    };
+    spec.library = record.reference();
+    let probe = probe_target(&image, settings.max_input_pixels)?;
+    let library = state.loaded_libraries.get(&state, &spec.library).await?;
+    // The whole photo is decoded: a decode's share of memory, and a decode slot.
+    let pixels = u64::from(probe.width) * u64::from(probe.height);
+    let _room = state.decode_memory.room_for(pixels * 4).await?;
+    let _decode = state.decodes.acquire().await.map_err(ApiError::internal)?;
+    let limits = settings.limits.clone();
+    let started = std::time::Instant::now();
+    let sketch = tokio::task::spawn_blocking(move || {
+        crate::sketch::sketch(&image, &spec, &library, &limits)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "preview made");
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "image/jpeg"))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header((
+            "X-Preview-Cells",
+            format!("{}x{}", sketch.cols, sketch.rows),
+        ))
+        .insert_header((
+            "X-Mosaic-Size",
+            format!("{}x{}", sketch.mosaic_width, sketch.mosaic_height),
+        ))
+        .body(sketch.jpeg))
+}
