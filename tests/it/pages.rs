@@ -357,3 +357,23 @@ async fn my_jobs_shows_a_thumbnail_of_each_done_mosaic() {
         assert!(thumb.width() <= 256 && thumb.height() <= 256);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_page_shows_commands_made_from_the_document() {
+    let app = spawn_app().await;
+    let (status, page) = html(&app, "/api", None).await;
+    assert_eq!(status, 200);
+    for command in [
+        "curl -X POST -H &#34;X-Client-Id: $ME&#34; -F image=@photo.jpg http://127.0.0.1:8080/api/v1/jobs",
+        "curl http://127.0.0.1:8080/api/v1/jobs/$ID</code>",
+        "curl -o picture.png http://127.0.0.1:8080/api/v1/jobs/$ID/result",
+        "-F files=@tiles.zip -F name=Holiday http://127.0.0.1:8080/api/v1/libraries",
+    ] {
+        assert!(page.contains(command), "the API page lacks {command}");
+    }
+    // One command per documented operation.
+    assert_eq!(
+        page.matches("<pre><code>curl").count(),
+        tessera_web::pages::documented_operations().len()
+    );
+}

@@ -20,6 +20,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
+use uuid::Uuid;
 
 use tessera_engine::{ImportOptions, TileShape, parse_hex_colour};
 use tessera_shared::libraries::{
@@ -197,7 +198,12 @@ pub struct Created {
 pub struct LibraryUpload {
     /// The library's name (not blank); its id is made from it. Blank is Unicode white space,
     /// which counts NEL (U+0085) as well as what a pattern's `\s` takes.
-    #[schema(min_length = 1, max_length = 100, pattern = r"[^\s\u0085]")]
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"[^\s\u0085]",
+        example = "Holiday"
+    )]
     pub name: String,
     /// true: publish a new version of an existing library (default false).
     #[schema(required = false, default = false)]
@@ -271,6 +277,7 @@ struct Upload {
     path = "/api/v1/libraries",
     operation_id = "create_library",
     tag = "libraries",
+    params(("X-Client-Id" = Option<Uuid>, Header, nullable = false, description = "The client the library will belong to; otherwise the tessera_client cookie, minted when absent.")),
     request_body(content = LibraryUpload, content_type = "multipart/form-data"),
     responses(
         (status = 201, description = "Imported: the library and the import report", body = Created,
