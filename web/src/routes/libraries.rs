@@ -20,7 +20,6 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use tessera_engine::{ImportOptions, TileShape, parse_hex_colour};
 use tessera_shared::libraries::{
