@@ -19,12 +19,15 @@ if [ ! -d "$TILES" ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   (cd "$tmp" && npm pack --silent "$EMOJI_PACKAGE" >/dev/null)
-  tar -xzf "$tmp"/*.tgz -C "$tmp" package/img/google/64 package/LICENSE
+  tar -xzf "$tmp"/*.tgz -C "$tmp" package/img/google/64 package/LICENSE package/emoji.json
   mkdir -p "$(dirname "$TILES")"
   # A folder left by an interrupted run would take the new one inside it.
   rm -rf "$TILES.partial"
   mv "$tmp/package/img/google/64" "$TILES.partial"
   cp "$tmp/package/LICENSE" "$TILES.partial/LICENSE.txt"
+  # Captions from the emoji's Unicode names ("Grinning face"), for the viewer and the reports:
+  # one `file,caption` line for each image the folder holds.
+  node scripts/emoji-captions.js "$tmp/package/emoji.json" "$TILES.partial" > "$TILES.partial/captions.csv"
   mv "$TILES.partial" "$TILES"
   # `exec` below replaces this shell, so the EXIT trap would never run.
   rm -rf "$tmp"
