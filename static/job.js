@@ -448,10 +448,49 @@
     y = (viewer.clientHeight - img.naturalHeight * scale) / 2;
     apply();
   }
+  // The view in a link: `#view=CX,CY,ZOOM`, the centre as a share of the mosaic's width and
+  // height and the zoom over the fitted size.
+  function viewHash() {
+    if (!img.naturalWidth) return "";
+    const cx = (viewer.clientWidth / 2 - x) / (img.naturalWidth * scale);
+    const cy = (viewer.clientHeight / 2 - y) / (img.naturalHeight * scale);
+    return "#view=" + cx.toFixed(4) + "," + cy.toFixed(4) + "," + (scale / fitScale).toFixed(3);
+  }
+  function showView(hash) {
+    const m = /view=(-?[0-9.]+),(-?[0-9.]+),([0-9.]+)/.exec(hash || "");
+    if (!m || !img.naturalWidth) return false;
+    const zoom = Math.min(maxScale() / fitScale, Math.max(0.5, Number(m[3])));
+    scale = fitScale * zoom;
+    x = viewer.clientWidth / 2 - Number(m[1]) * img.naturalWidth * scale;
+    y = viewer.clientHeight / 2 - Number(m[2]) * img.naturalHeight * scale;
+    apply();
+    return true;
+  }
+  let viewShown = false;
   img.addEventListener("load", function () {
     // The full mosaic shown instead of a preview: its own pixels are the finest.
     if (img.dataset.full) full = null;
     fit();
+    // A shared link opens at the view it was shared from.
+    if (!viewShown) viewShown = showView(location.hash);
+  });
+  const shareButton = document.getElementById("share");
+  const sharePanel = document.getElementById("share-panel");
+  shareButton.addEventListener("click", function () {
+    const open = sharePanel.hidden;
+    sharePanel.hidden = !open;
+    shareButton.setAttribute("aria-expanded", String(open));
+    if (!open) return;
+    const link = location.origin + location.pathname + viewHash();
+    const field = document.getElementById("share-link");
+    field.value = link;
+    document.getElementById("share-embed").value =
+      '<div id="mosaic" style="width: 100%; height: 480px"></div>\n' +
+      '<script src="https://cdn.jsdelivr.net/npm/openseadragon@4/build/openseadragon/openseadragon.min.js"></script>\n' +
+      '<script>OpenSeadragon({ id: "mosaic", tileSources: "' + location.origin + base + '/dzi" });</script>';
+    field.focus();
+    field.select();
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(link).catch(function () {});
   });
   viewer.addEventListener("wheel", function (ev) {
     ev.preventDefault();

@@ -1051,6 +1051,76 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
             let (r, c) = centre.split_once('/').unwrap();
             let (r, c): (u32, u32) = (r.parse().unwrap(), c.parse().unwrap());
             assert!((39..=40).contains(&r) && (39..=40).contains(&c), "{centre}");
+
+            // Share: zoomed in and moved, the link opens another page at the same view.
+            for button in ["zoom-in", "zoom-in"] {
+                browser
+                    .find(fantoccini::Locator::Id(button))
+                    .await
+                    .unwrap()
+                    .click()
+                    .await
+                    .unwrap();
+            }
+            script(
+                &browser,
+                "const v = document.getElementById('viewer'); v.focus(); \
+                 for (const key of ['ArrowRight', 'ArrowRight', 'ArrowDown']) \
+                   v.dispatchEvent(new KeyboardEvent('keydown', {key: key, bubbles: true})); \
+                 return true",
+            )
+            .await;
+            browser
+                .find(fantoccini::Locator::Id("share"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            let shared = script(
+                &browser,
+                "return [document.getElementById('share-link').value, \
+                         document.getElementById('viewer').dataset.zoom, \
+                         document.getElementById('share-embed').value]",
+            )
+            .await;
+            let link = shared[0].as_str().unwrap().to_string();
+            assert!(link.contains(&format!("/jobs/{id}#view=")), "{link}");
+            assert!(
+                shared[2].as_str().unwrap().contains(&format!("/api/v1/jobs/{id}/dzi")),
+                "{shared}"
+            );
+            let view_of = |link: &str| -> Vec<f64> {
+                let view = link.split("#view=").nth(1).unwrap();
+                view.split(',').map(|v| v.parse().unwrap()).collect()
+            };
+            let before = view_of(&link);
+            assert!((before[2] - 2.25).abs() < 0.01, "{link}");
+            // A fresh page from the link.
+            browser.goto("about:blank").await.unwrap();
+            browser.goto(&link).await.unwrap();
+            mosaic_loaded(&browser, Duration::from_secs(30)).await;
+            let opened = wait_for(
+                &browser,
+                "const z = Number(document.getElementById('viewer').dataset.zoom); \
+                 return z > 1.5 ? z : null",
+                Duration::from_secs(10),
+                "the shared zoom",
+            )
+            .await;
+            assert!((opened.as_f64().unwrap() - 2.25).abs() < 0.01, "{opened}");
+            browser
+                .find(fantoccini::Locator::Id("share"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            let again = script(&browser, "return document.getElementById('share-link').value").await;
+            let after = view_of(again.as_str().unwrap());
+            for (a, b) in before.iter().zip(&after) {
+                assert!((a - b).abs() < 0.002, "{link} opened as {again}");
+            }
         }
     })
     .await;
