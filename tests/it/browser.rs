@@ -56,6 +56,20 @@ fn start_driver() -> Driver {
     Driver { child, port }
 }
 
+/// A script that lists the words of five letters or fewer that a table cell breaks across lines.
+pub(crate) const BROKEN_SHORT_WORDS: &str = "const broken = []; \
+    for (const cell of document.querySelectorAll('th, td')) { \
+      const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT); let node; \
+      while ((node = walk.nextNode())) { \
+        const words = /\\S+/g; let m; \
+        while ((m = words.exec(node.data))) { \
+          if (m[0].length > 5) continue; \
+          const r = document.createRange(); r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length); \
+          const tops = new Set([...r.getClientRects()].map(x => Math.round(x.top))); \
+          if (tops.size > 1) broken.push(m[0]); \
+        } } } \
+    return broken";
+
 /// The phone the mobile tests hold: a 360 px wide touch screen (the narrowest in common use).
 pub(crate) const PHONE: (u32, u32) = (360, 740);
 
@@ -745,6 +759,62 @@ async fn upload_follow_and_view_a_mosaic_in_chromium() {
     std::fs::create_dir(&profile).unwrap();
     in_chromium(&profile, |browser| {
         run(app.address.clone(), browser, work.path().to_path_buf())
+    })
+    .await;
+}
+
+/// Cancel on the job page stops a job that is still running: with no workers the job waits in
+/// the queue, and its owner's browser cancels it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_a_running_job_in_chromium() {
+    let app = crate::support::spawn_app_with(crate::support::test_settings(), false).await;
+    let work = tempfile::tempdir().unwrap();
+    let base = app.address.clone();
+    in_chromium(work.path(), |browser| async move {
+        let browser = &browser;
+        browser.goto(&format!("{base}/")).await.unwrap();
+        let image = fixture("engine/astronaut-48.png").canonicalize().unwrap();
+        let input = browser.find(Locator::Id("image")).await.unwrap();
+        input.send_keys(&image.display().to_string()).await.unwrap();
+        wait_for(
+            browser,
+            "return document.getElementById('output-size').textContent.includes(' px') || null",
+            Duration::from_secs(10),
+            "the photo read",
+        )
+        .await;
+        click(browser, "#go").await;
+        wait_for(
+            browser,
+            "const c = document.getElementById('cancel'); \
+             return location.pathname.startsWith('/jobs/') && c && !c.hidden || null",
+            Duration::from_secs(20),
+            "the job page with its Cancel button",
+        )
+        .await;
+        assert_eq!(
+            script(
+                browser,
+                "return document.getElementById('state').textContent"
+            )
+            .await,
+            "queued"
+        );
+        click(browser, "#cancel").await;
+        let ended = wait_for(
+            browser,
+            "const s = document.getElementById('state').textContent; \
+             return s === 'failed' ? document.getElementById('failure').textContent : null",
+            Duration::from_secs(20),
+            "the job cancelled",
+        )
+        .await;
+        assert!(ended.as_str().unwrap().contains("cancel"), "{ended}");
+        assert_eq!(
+            script(browser, "return document.getElementById('cancel').hidden").await,
+            true
+        );
+        screenshot(browser, "job-cancelled.png").await;
     })
     .await;
 }

@@ -464,6 +464,8 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
                 "{path}: the page is wider than the phone's {} px",
                 crate::browser::PHONE.0
             );
+            let broken = script(&browser, crate::browser::BROKEN_SHORT_WORDS).await;
+            assert_eq!(broken, serde_json::json!([]), "{path}: short words broken in tables");
         }
 
         // The form's three decisions fit: with a photo chosen, "Make the mosaic" lies within
@@ -968,6 +970,13 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
             )
             .await;
             assert_eq!(fits, true, "the viewer runs past the first screen");
+            for path in [format!("/jobs/{id}"), "/jobs".into(), "/libraries".into(), "/system".into()] {
+                browser.goto(&format!("{base}{path}")).await.unwrap();
+                let broken = script(&browser, crate::browser::BROKEN_SHORT_WORDS).await;
+                assert_eq!(broken, serde_json::json!([]), "{path}: short words broken in tables");
+            }
+            browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
+            mosaic_loaded(&browser, Duration::from_secs(30)).await;
             crate::browser::screenshot(&browser, "desktop-job.png").await;
             // The mouse rests a third of the way into the viewer.
             let viewer = browser
