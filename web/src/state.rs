@@ -36,11 +36,46 @@ pub struct AppState {
     /// Cell maps read lately, for viewers asking which tile is where.
     pub cell_maps: CellMaps,
     /// The clients with a preview being made.
-    pub previews: crate::routes::previews::PreviewSeats,
+    pub previews: PreviewSeats,
     /// Library versions decoded lately, for the pictures of their tiles.
     pub loaded_libraries: LoadedLibraries,
     /// The job event streams: one poller per job, caps, the end at shutdown.
     pub streams: crate::streams::StreamHub,
+}
+
+/// The clients with a preview being made.
+#[derive(Debug, Default, Clone)]
+pub struct PreviewSeats(Arc<Mutex<std::collections::HashSet<Uuid>>>);
+
+/// A client's place while its preview is made.
+pub(crate) struct PreviewSeat {
+    seats: PreviewSeats,
+    client: Uuid,
+}
+
+impl Drop for PreviewSeat {
+    fn drop(&mut self) {
+        let mut held = self.seats.0.lock().unwrap_or_else(|e| e.into_inner());
+        held.remove(&self.client);
+    }
+}
+
+impl PreviewSeats {
+    pub(crate) fn take(&self, client: Uuid) -> crate::error::ApiResult<PreviewSeat> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !held.insert(client) {
+            return Err(crate::error::ApiError::new(
+                actix_web::http::StatusCode::TOO_MANY_REQUESTS,
+                "preview_in_progress",
+                "a preview of yours is being made: ask again once it has come",
+            )
+            .retry_after(std::time::Duration::from_secs(1)));
+        }
+        Ok(PreviewSeat {
+            seats: self.clone(),
+            client,
+        })
+    }
 }
 
 /// A budget of memory, in MiB, that decodes take their share of before they start: big images

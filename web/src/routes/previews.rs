@@ -2,13 +2,9 @@
 //! job: the same fields as a submission, answered with a JPEG at a few pixels a tile. Nothing
 //! is stored. One preview per client runs at a time, and previews share the decode slots.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
-
 use actix_multipart::Multipart;
-use actix_web::http::{StatusCode, header};
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use uuid::Uuid;
 
 use tessera_shared::libraries::LibraryError;
 use tessera_shared::spec::{Defaults, JobSpec};
@@ -20,41 +16,6 @@ use crate::routes::jobs::read_form;
 use crate::schema::Binary;
 use crate::state::AppState;
 use crate::upload::{require_multipart, upload_slot};
-
-/// The clients with a preview being made.
-#[derive(Debug, Default, Clone)]
-pub struct PreviewSeats(Arc<Mutex<HashSet<Uuid>>>);
-
-/// A client's place while its preview is made.
-struct Seat {
-    seats: PreviewSeats,
-    client: Uuid,
-}
-
-impl Drop for Seat {
-    fn drop(&mut self) {
-        let mut held = self.seats.0.lock().unwrap_or_else(|e| e.into_inner());
-        held.remove(&self.client);
-    }
-}
-
-impl PreviewSeats {
-    fn take(&self, client: Uuid) -> ApiResult<Seat> {
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if !held.insert(client) {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "preview_in_progress",
-                "a preview of yours is being made: ask again once it has come",
-            )
-            .retry_after(std::time::Duration::from_secs(1)));
-        }
-        Ok(Seat {
-            seats: self.clone(),
-            client,
-        })
-    }
-}
 
 /// Preview a mosaic before submitting it.
 ///
