@@ -102,6 +102,14 @@
     });
   }
 
+  function showFull() {
+    if (!img.dataset.full) {
+      img.dataset.full = "1";
+      img.src = base + "/result";
+    }
+  }
+  img.addEventListener("error", showFull);
+
   function showResult(job) {
     if (shown) return;
     shown = true;
@@ -111,14 +119,11 @@
       grid = { w: job.output.width, h: job.output.height, cols: job.output.cols, rows: job.output.rows };
     }
     result.hidden = false;
-    // The downscaled preview; the full mosaic when there is none (a very large one).
-    img.addEventListener("error", function () {
-      if (!img.dataset.full) {
-        img.dataset.full = "1";
-        img.src = base + "/result";
-      }
-    });
-    img.src = base + "/preview";
+    // The downscaled preview (the page of a done job names it already, so it loads at once);
+    // the full mosaic when there is none (a very large one).
+    const wanted = base + "/preview";
+    if (img.getAttribute("src") !== wanted) img.src = wanted;
+    else if (img.complete && img.naturalWidth === 0) showFull();
     // The download's size, when the page was loaded before the mosaic was done.
     const download = document.getElementById("download");
     if (!/\)$/.test(download.textContent)) {
@@ -467,13 +472,17 @@
     return true;
   }
   let viewShown = false;
-  img.addEventListener("load", function () {
+  // Once per picture shown: fitted, and a shared link opens at the view it was shared from.
+  let settledFor = null;
+  function settleView() {
+    if (!img.naturalWidth || settledFor === img.currentSrc) return;
+    settledFor = img.currentSrc;
     // The full mosaic shown instead of a preview: its own pixels are the finest.
     if (img.dataset.full) full = null;
     fit();
-    // A shared link opens at the view it was shared from.
     if (!viewShown) viewShown = showView(location.hash);
-  });
+  }
+  img.addEventListener("load", settleView);
   const shareButton = document.getElementById("share");
   const sharePanel = document.getElementById("share-panel");
   shareButton.addEventListener("click", function () {
@@ -686,4 +695,7 @@
     showCell(cellAt(r.width / 2, r.height / 2));
     ev.preventDefault();
   });
+
+  // The preview may have loaded before this script ran (the page of a done job names it).
+  if (img.complete) settleView();
 })();
