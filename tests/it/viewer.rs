@@ -443,7 +443,10 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
     let (id, _) = finished_job(&app).await;
     let work = tempfile::tempdir().unwrap();
     let base = app.address.clone();
-    crate::browser::in_chromium_phone(work.path(), |browser| async move {
+    let not_an_image = work.path().join("notes.png");
+    std::fs::write(&not_an_image, b"plain text, not a picture").unwrap();
+    let profile = work.path().join("profile");
+    crate::browser::in_chromium_phone(&profile, |browser| async move {
         for path in [
             "/".to_string(),
             format!("/jobs/{id}"),
@@ -467,6 +470,36 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             let broken = script(&browser, crate::browser::BROKEN_SHORT_WORDS).await;
             assert_eq!(broken, serde_json::json!([]), "{path}: short words broken in tables");
         }
+
+        // A refused upload: the message is in view, right after the photo's field, which has
+        // the focus.
+        browser.goto(&format!("{base}/")).await.unwrap();
+        browser
+            .find(fantoccini::Locator::Id("image"))
+            .await
+            .unwrap()
+            .send_keys(&not_an_image.display().to_string())
+            .await
+            .unwrap();
+        browser
+            .find(fantoccini::Locator::Id("go"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let placed = wait_for(
+            &browser,
+            "const e = document.getElementById('error'); if (e.hidden) return null; \
+             const r = e.getBoundingClientRect(); \
+             return [r.top >= 0 && r.bottom <= innerHeight, \
+                     e.previousElementSibling && e.previousElementSibling.id, \
+                     document.activeElement.id]",
+            Duration::from_secs(20),
+            "the refusal shown",
+        )
+        .await;
+        assert_eq!(placed, serde_json::json!([true, "drop", "image"]));
 
         // The form's three decisions fit: with a photo chosen, "Make the mosaic" lies within
         // the first two screens.
