@@ -119,6 +119,13 @@ pub fn verify_target(bytes: &[u8], probe: &Probe) -> Result<TargetInfo, ApiError
     r.limits(limits);
     let mut decoder = r.into_decoder().map_err(corrupt)?;
     let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
+    if format == ImageFormat::Jpeg && tessera_engine::jpeg_cut_off(bytes) {
+        // The decoder would pad the missing rows with grey.
+        return Err(ApiError::unprocessable(
+            "corrupt_image",
+            "the image is corrupt or truncated: the JPEG ends before its image does",
+        ));
+    }
     if format == ImageFormat::Png {
         drop(decoder);
         read_png_rows(bytes)?;
@@ -215,6 +222,12 @@ mod tests {
         let good = png(20, 20);
         assert_eq!(code(&good[..good.len() / 2], 1000), "corrupt_image");
         assert_eq!(code(&good[..good.len() - 12], 1000), "corrupt_image");
+        let mut jpeg = Vec::new();
+        image::RgbImage::from_pixel(20, 20, image::Rgb([10, 200, 30]))
+            .write_to(&mut Cursor::new(&mut jpeg), ImageFormat::Jpeg)
+            .unwrap();
+        assert!(inspect_target(&jpeg, 1000).is_ok());
+        assert_eq!(code(&jpeg[..jpeg.len() * 6 / 10], 1000), "corrupt_image");
         assert_eq!(code(&good, 399), "image_too_large");
     }
 }

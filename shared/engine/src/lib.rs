@@ -37,7 +37,7 @@ pub use fragment::{
 /// The decoded target image type.
 pub use image::RgbImage;
 pub use library::{
-    ImportOptions, ImportReport, Library, decode_target, hex_colour, parse_hex_colour,
+    ImportOptions, ImportReport, Library, decode_target, hex_colour, jpeg_cut_off, parse_hex_colour,
 };
 pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file, plan_quality};
 pub use output::{

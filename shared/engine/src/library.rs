@@ -1111,6 +1111,10 @@ fn decode_oriented(
     limits: Option<image::Limits>,
 ) -> Result<image::DynamicImage, String> {
     use image::ImageDecoder;
+    // The JPEG decoder pads a cut-off file with grey rather than failing.
+    if jpeg_cut_off(bytes) {
+        return Err("the JPEG ends before its image does: the file was cut off".into());
+    }
     let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| e.to_string())?;
@@ -1136,6 +1140,53 @@ fn decode_oriented(
     let mut img = image::DynamicImage::from_decoder(decoder).map_err(|e| e.to_string())?;
     img.apply_orientation(orientation);
     Ok(img)
+}
+
+/// Whether `bytes` are a JPEG that ends before its end-of-image marker: its segments are walked
+/// from the start (a thumbnail inside an APP segment is skipped with it), then the scans'
+/// entropy-coded data, until EOI or the end of the bytes. Not a JPEG: false.
+pub fn jpeg_cut_off(bytes: &[u8]) -> bool {
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return false;
+    }
+    let mut i = 2;
+    loop {
+        // The next marker: 0xFF, any fill bytes, then its code.
+        while i < bytes.len() && bytes[i] != 0xFF {
+            i += 1;
+        }
+        while i < bytes.len() && bytes[i] == 0xFF {
+            i += 1;
+        }
+        let Some(&code) = bytes.get(i) else {
+            return true;
+        };
+        i += 1;
+        match code {
+            0xD9 => return false,
+            // Markers without a length: restarts, SOI, TEM.
+            0xD0..=0xD8 | 0x01 => continue,
+            _ => {}
+        }
+        let Some(length) = bytes.get(i..i + 2) else {
+            return true;
+        };
+        i += usize::from(u16::from_be_bytes([length[0], length[1]]));
+        if i > bytes.len() {
+            return true;
+        }
+        if code == 0xDA {
+            // Entropy-coded data: up to the next marker that is not a stuffed 0xFF00 or a
+            // restart.
+            loop {
+                match bytes.get(i..i + 2) {
+                    None => return true,
+                    Some([0xFF, next]) if *next != 0x00 && !(0xD0..=0xD7).contains(next) => break,
+                    _ => i += 1,
+                }
+            }
+        }
+    }
 }
 
 /// Decodes a target image to RGB8 (EXIF orientation applied; transparency onto `background`).
@@ -1566,6 +1617,33 @@ mod tests {
         img.write_to(&mut std::io::Cursor::new(&mut out), format)
             .unwrap();
         out
+    }
+
+    #[test]
+    fn a_cut_off_jpeg_is_refused_and_a_whole_one_is_not() {
+        let img = image::RgbImage::from_fn(64, 48, |x, y| {
+            image::Rgb([(x * 4) as u8, (y * 5) as u8, 90])
+        });
+        let mut bytes = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, 90)
+            .encode(img.as_raw(), 64, 48, image::ExtendedColorType::Rgb8)
+            .unwrap();
+        assert!(!jpeg_cut_off(&bytes));
+        assert!(decode_target(&bytes, [255, 255, 255]).is_ok());
+        // Trailing bytes after the end (as some cameras write) are no cut.
+        let mut trailed = bytes.clone();
+        trailed.extend_from_slice(b"trailer");
+        assert!(!jpeg_cut_off(&trailed));
+        for keep in [bytes.len() * 6 / 10, bytes.len() - 2, 40] {
+            assert!(
+                jpeg_cut_off(&bytes[..keep]),
+                "cut at {keep} of {}",
+                bytes.len()
+            );
+            let err = decode_target(&bytes[..keep], [255, 255, 255]).unwrap_err();
+            assert!(err.to_string().contains("cut off"), "{err}");
+        }
+        assert!(!jpeg_cut_off(b"\x89PNG\r\n\x1a\n"));
     }
 
     #[test]
