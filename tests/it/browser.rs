@@ -200,7 +200,7 @@ pub(crate) async fn mosaic_loaded(browser: &Client, deadline: Duration) -> Value
     .await
 }
 
-async fn click(browser: &Client, css: &str) {
+pub(crate) async fn click(browser: &Client, css: &str) {
     browser
         .find(Locator::Css(css))
         .await

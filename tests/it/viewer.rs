@@ -481,13 +481,7 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             .send_keys(&not_an_image.display().to_string())
             .await
             .unwrap();
-        browser
-            .find(fantoccini::Locator::Id("go"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        crate::browser::click(&browser, "#go").await;
         let placed = wait_for(
             &browser,
             "const e = document.getElementById('error'); if (e.hidden) return null; \
@@ -1095,14 +1089,8 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
             assert!((39..=40).contains(&r) && (39..=40).contains(&c), "{centre}");
 
             // Share: zoomed in and moved, the link opens another page at the same view.
-            for button in ["zoom-in", "zoom-in"] {
-                browser
-                    .find(fantoccini::Locator::Id(button))
-                    .await
-                    .unwrap()
-                    .click()
-                    .await
-                    .unwrap();
+            for _ in 0..2 {
+                crate::browser::click(&browser, "#zoom-in").await;
             }
             script(
                 &browser,
@@ -1112,13 +1100,7 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
                  return true",
             )
             .await;
-            browser
-                .find(fantoccini::Locator::Id("share"))
-                .await
-                .unwrap()
-                .click()
-                .await
-                .unwrap();
+            crate::browser::click(&browser, "#share").await;
             let shared = script(
                 &browser,
                 "return [document.getElementById('share-link').value, \
@@ -1151,13 +1133,7 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
             )
             .await;
             assert!((opened.as_f64().unwrap() - 2.25).abs() < 0.01, "{opened}");
-            browser
-                .find(fantoccini::Locator::Id("share"))
-                .await
-                .unwrap()
-                .click()
-                .await
-                .unwrap();
+            crate::browser::click(&browser, "#share").await;
             let again = script(&browser, "return document.getElementById('share-link').value").await;
             let after = view_of(again.as_str().unwrap());
             for (a, b) in before.iter().zip(&after) {

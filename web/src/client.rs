@@ -83,10 +83,8 @@ pub enum Credential {
 /// one, else its client (a new client id is minted when it names none, returned second: the
 /// response sets it as the client cookie).
 pub(crate) fn requester(req: &HttpRequest) -> ApiResult<(Owner, Option<Uuid>)> {
-    match req.extensions().get::<Credential>() {
-        Some(Credential::Operator) => return Ok((Owner::operator(), None)),
-        Some(Credential::Key(name)) => return Ok((Owner::key(name), None)),
-        None => {}
+    if let Some(owner) = credential_owner(req) {
+        return Ok((owner, None));
     }
     let (client, minted) = client_id(req)?;
     Ok((Owner::client(client), minted.then_some(client)))
@@ -94,11 +92,15 @@ pub(crate) fn requester(req: &HttpRequest) -> ApiResult<(Owner, Option<Uuid>)> {
 
 /// The owner a request of `client` acts as: its credential's, else the client's.
 pub(crate) fn owner_of(req: &HttpRequest, client: Uuid) -> Owner {
-    match req.extensions().get::<Credential>() {
-        Some(Credential::Operator) => Owner::operator(),
-        Some(Credential::Key(name)) => Owner::key(name),
-        None => Owner::client(client),
-    }
+    credential_owner(req).unwrap_or_else(|| Owner::client(client))
+}
+
+/// The owner the key a request carries stands for, if it carries one.
+fn credential_owner(req: &HttpRequest) -> Option<Owner> {
+    req.extensions().get::<Credential>().map(|c| match c {
+        Credential::Operator => Owner::operator(),
+        Credential::Key(name) => Owner::key(name),
+    })
 }
 
 /// The owner a request acts as, when it names itself (no id is minted): for reading.

@@ -86,6 +86,11 @@ impl Application {
         let settings_imports = settings.max_concurrent_imports.max(1);
         let streams = StreamHub::new(platform.jobs(), changes.clone(), &settings);
         let probes = web::Data::new(probes);
+        let loaded_libraries = Arc::new(tessera_shared::library_cache::LibraryCache::new(
+            platform.libraries(),
+            crate::state::KEPT_LIBRARIES,
+            crate::state::KEPT_LIBRARY_BYTES,
+        ));
         let state = web::Data::new(AppState {
             guard: guard.clone(),
             platform,
@@ -101,7 +106,7 @@ impl Application {
             settings,
             streams: streams.clone(),
             cell_maps: Default::default(),
-            loaded_libraries: Default::default(),
+            loaded_libraries,
             previews: Default::default(),
         });
         let mut server = HttpServer::new(move || {

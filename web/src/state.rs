@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use tessera_engine::{CellMap, Library};
+use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 use tessera_shared::messages::LibraryRef;
 use tessera_shared::platform::Platform;
 use uuid::Uuid;
@@ -37,8 +38,8 @@ pub struct AppState {
     pub cell_maps: CellMaps,
     /// The clients with a preview being made.
     pub previews: PreviewSeats,
-    /// Library versions decoded lately, for the pictures of their tiles.
-    pub loaded_libraries: LoadedLibraries,
+    /// Library versions decoded lately, for the pictures of their tiles and previews.
+    pub loaded_libraries: Arc<LibraryCache>,
     /// The job event streams: one poller per job, caps, the end at shutdown.
     pub streams: crate::streams::StreamHub,
 }
@@ -109,44 +110,40 @@ impl DecodeMemory {
     }
 }
 
-/// Library versions decoded lately (a version never changes once published).
-#[derive(Debug, Default, Clone)]
-pub struct LoadedLibraries(Arc<tokio::sync::Mutex<VecDeque<LoadedLibrary>>>);
+/// Library versions kept decoded for the web role's own use (the pictures of tiles, previews),
+/// and the bytes they may take.
+pub const KEPT_LIBRARIES: usize = 2;
+pub const KEPT_LIBRARY_BYTES: u64 = 512 << 20;
 
-/// A library version, decoded.
-type LoadedLibrary = (LibraryRef, Arc<Library>);
-
-/// Library versions kept decoded at once (each holds its renditions: about 12 kB a tile).
-const KEPT_LIBRARIES: usize = 2;
-
-impl LoadedLibraries {
-    /// Version `library`, decoded once and kept (one decode at a time: the lock is held while
-    /// a version is read).
-    pub(crate) async fn get(
+impl AppState {
+    /// Library version `library`, decoded once and kept ([`LibraryCache`]).
+    pub(crate) async fn library(
         &self,
-        state: &AppState,
         library: &LibraryRef,
     ) -> crate::error::ApiResult<Arc<Library>> {
-        let mut held = self.0.lock().await;
-        if let Some((_, loaded)) = held.iter().find(|(r, _)| r == library) {
-            return Ok(loaded.clone());
-        }
-        let index = state.platform.libraries().index(library).await?;
-        let _slot = state
-            .decodes
-            .acquire()
+        use crate::error::ApiError;
+        self.loaded_libraries
+            .get(library)
             .await
-            .map_err(crate::error::ApiError::internal)?;
-        let loaded = tokio::task::spawn_blocking(move || Library::from_bytes(&index))
-            .await
-            .map_err(crate::error::ApiError::internal)?
-            .map_err(crate::error::ApiError::internal)?;
-        let loaded = Arc::new(loaded);
-        if held.len() >= KEPT_LIBRARIES {
-            held.pop_front();
+            .map_err(|e| match e {
+                LibraryLoadError::Permanent(reason) => {
+                    ApiError::not_found("library_not_found", reason)
+                }
+                LibraryLoadError::Transient(reason) => ApiError::internal(reason),
+            })
+    }
+
+    /// 507 unless storage can take `bytes` more (where its room is known): `what` names what
+    /// needs it, in the message.
+    pub(crate) async fn require_room(&self, bytes: u64, what: &str) -> crate::error::ApiResult<()> {
+        match self.platform.blobs.writable_bytes().await {
+            Some(writable) if writable < bytes => {
+                Err(crate::error::ApiError::insufficient_storage(format!(
+                    "{writable} bytes writable, {what} needs about {bytes}"
+                )))
+            }
+            _ => Ok(()),
         }
-        held.push_back((library.clone(), loaded.clone()));
-        Ok(loaded)
     }
 }
 

@@ -29,9 +29,9 @@ use uuid::Uuid;
 use crate::jobs::{
     counted, give_up, job_failure, on_background_thread, poison_hook, slice_ranges, spent,
 };
-use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ControllerSettings;
 use crate::stitch::{StitchError, stitch_png};
+use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 
 /// Runs the job controller until `shutdown` fires, then stops receiving and lets the messages in
 /// hand finish.

@@ -17,7 +17,6 @@
 
 mod controller;
 mod jobs;
-mod library_cache;
 mod processor;
 mod reconciler;
 mod settings;
@@ -25,12 +24,12 @@ mod stitch;
 
 pub use controller::run_controller;
 pub use jobs::slice_ranges;
-pub use library_cache::{LibraryCache, LibraryLoadError};
 pub use processor::run_processors;
 pub use reconciler::{SweepReport, sweep as reconcile_stalled_jobs};
 pub use settings::{ControllerSettings, JobsSettings, ProcessorSettings};
 pub use stitch::{StitchError, stitch_png};
 pub use tessera_engine::ImportReport;
+pub use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 /// Kept here too for the binary and the tests: the import itself lives in `tessera_shared`.
 pub use tessera_shared::library_import::{ImportError, import_library};
 

@@ -19,8 +19,8 @@ use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
 use crate::jobs::poison_hook;
 use crate::jobs::{caught, counted, lower_thread_priority, spent};
-use crate::library_cache::{LibraryCache, LibraryLoadError};
 use crate::settings::ProcessorSettings;
+use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 
 /// Pixel bytes rendered at a time within a slice (rounded to whole cell rows).
 const RENDER_BAND_BYTES: usize = 2 << 20;

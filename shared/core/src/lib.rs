@@ -6,6 +6,7 @@ pub mod accounting;
 pub mod jobs;
 pub mod keys;
 pub mod libraries;
+pub mod library_cache;
 pub mod library_import;
 pub mod lifecycle;
 pub mod messages;

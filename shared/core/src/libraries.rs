@@ -169,9 +169,10 @@ impl LibraryRecord {
         tessera_engine::TileShape::parse(&self.shape).unwrap_or_default()
     }
 
-    /// Whether `who` may list it and make mosaics of it.
-    pub fn visible_to(&self, who: &Owner) -> bool {
-        self.visibility == Visibility::Shared || self.may_change(who)
+    /// Whether `who` (`None`: a requester that names itself in no way) may list it and make
+    /// mosaics of it.
+    pub fn visible_to(&self, who: Option<&Owner>) -> bool {
+        self.visibility == Visibility::Shared || who.is_some_and(|who| self.may_change(who))
     }
 
     /// Whether `who` may replace or delete it: its owner and the operator.

@@ -163,10 +163,7 @@ pub async fn thumbnail(
     })
     .await
     .map_err(ApiError::internal)??;
-    Ok(HttpResponse::Ok()
-        .insert_header((header::CONTENT_TYPE, "image/png"))
-        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
-        .body(png))
+    Ok(immutable_png(png))
 }
 
 /// The picture of the tile in one cell, as its library keeps it: the tile's own rendition
@@ -199,10 +196,7 @@ pub async fn picture(
     done_result(&record)?;
     let map = cell_map(&state, id, Some(&record)).await?;
     let tile = map.at(row, col).ok_or_else(|| out_of_range(&map))?.tile;
-    let library = state
-        .loaded_libraries
-        .get(&state, &record.params.spec.library)
-        .await?;
+    let library = state.library(&record.params.spec.library).await?;
     if tile as usize >= library.len() {
         return Err(ApiError::not_found(
             "tile_not_found",
@@ -215,10 +209,15 @@ pub async fn picture(
     })
     .await
     .map_err(ApiError::internal)??;
-    Ok(HttpResponse::Ok()
+    Ok(immutable_png(png))
+}
+
+/// A PNG that never changes (a done job's cells and tiles do not).
+fn immutable_png(png: impl actix_web::body::MessageBody + 'static) -> HttpResponse {
+    HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "image/png"))
         .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
-        .body(png))
+        .body(png)
 }
 
 fn out_of_range(map: &CellMap) -> ApiError {

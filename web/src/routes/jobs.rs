@@ -14,7 +14,7 @@ use uuid::Uuid;
 use tessera_shared::accounting;
 use tessera_shared::jobs::{JobParams, JobRecord};
 use tessera_shared::keys::BlobKey;
-use tessera_shared::libraries::{LibraryError, validate_library_id};
+use tessera_shared::libraries::{LibraryError, LibraryRecord, Owner, validate_library_id};
 use tessera_shared::lifecycle::{delete_job, release_intermediates};
 use tessera_shared::messages::{Envelope, ImageRequest};
 use tessera_shared::spec::{Defaults, FIELDS, JobSpec};
@@ -172,41 +172,53 @@ fn missing(name: &str) -> ApiError {
     ApiError::bad_request("missing_parameter", format!("{name} is required"))
 }
 
+/// The job specification a submission's fields make, with the service's defaults, checked
+/// against its limits (a preview reads a submission the same way).
+pub(crate) fn spec_of(
+    fields: &std::collections::BTreeMap<&'static str, String>,
+    state: &AppState,
+) -> ApiResult<JobSpec> {
+    let settings = &state.settings;
+    let defaults = Defaults {
+        library: settings.default_library.clone(),
+        slices: settings.default_slices,
+    };
+    let spec = JobSpec::from_fields(|name| fields.get(name).map(String::as_str), &defaults)?;
+    spec.check(&settings.limits)?;
+    Ok(spec)
+}
+
+/// The library `id` names, if `owner` may make mosaics of it: someone else's private library
+/// is no library to others (422 unknown_library, as one that does not exist).
+pub(crate) async fn usable_library(
+    state: &AppState,
+    id: &str,
+    owner: &Owner,
+) -> ApiResult<LibraryRecord> {
+    let unknown =
+        || ApiError::unprocessable("unknown_library", format!("there is no library {id:?}"));
+    if validate_library_id(id).is_err() {
+        return Err(unknown());
+    }
+    match state.platform.libraries().get(id).await {
+        Ok(record) if record.visible_to(Some(owner)) => Ok(record),
+        Ok(_) | Err(LibraryError::NotFound(_)) => Err(unknown()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Checks everything, then stores the input and the record and sends the request.
 async fn enqueue(
     state: &AppState,
     job: Uuid,
-    (client, owner): (Uuid, tessera_shared::libraries::Owner),
+    (client, owner): (Uuid, Owner),
     address: Option<std::net::IpAddr>,
     form: Form,
 ) -> ApiResult<JobRecord> {
     let settings = &state.settings;
     let (image, input_name) = form.image.ok_or_else(|| missing("image"))?;
-    let defaults = Defaults {
-        library: settings.default_library.clone(),
-        slices: settings.default_slices,
-    };
-    let mut spec =
-        JobSpec::from_fields(|name| form.fields.get(name).map(String::as_str), &defaults)?;
-    spec.check(&settings.limits)?;
-    let library_id = spec.library.id.clone();
-    if validate_library_id(&library_id).is_err() {
-        return Err(ApiError::unprocessable(
-            "unknown_library",
-            format!("there is no library {library_id:?}"),
-        ));
-    }
-    let library = match state.platform.libraries().get(&library_id).await {
-        Ok(record) if record.visible_to(&owner) => record,
-        // Someone's private library is no library to others.
-        Ok(_) | Err(LibraryError::NotFound(_)) => {
-            return Err(ApiError::unprocessable(
-                "unknown_library",
-                format!("there is no library {library_id:?}"),
-            ));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let mut spec = spec_of(&form.fields, state)?;
+    let library = usable_library(state, &spec.library.id, &owner).await?;
 
     let probe = probe_target(&image, settings.max_input_pixels)?;
     let bytes = image.clone();
@@ -224,13 +236,7 @@ async fn enqueue(
     let platform = &state.platform;
     // Room for the upload, the slices and the result (the raw pixels are about both).
     let needed = image.len() as u64 + u64::from(output.width) * u64::from(output.height) * 3;
-    if let Some(writable) = platform.blobs.writable_bytes().await
-        && writable < needed
-    {
-        return Err(ApiError::insufficient_storage(format!(
-            "{writable} bytes writable, the job needs about {needed}"
-        )));
-    }
+    state.require_room(needed, "the job").await?;
     let seat = state
         .admission
         .seat(platform, settings, client, address)

@@ -69,10 +69,7 @@ pub(crate) async fn visible_libraries(
     who: Option<&Owner>,
 ) -> ApiResult<Vec<LibraryRecord>> {
     let mut libraries = state.platform.libraries().list().await?;
-    libraries.retain(|l| match who {
-        Some(who) => l.visible_to(who),
-        None => l.visibility == Visibility::Shared,
-    });
+    libraries.retain(|l| l.visible_to(who));
     Ok(libraries)
 }
 
@@ -87,12 +84,7 @@ pub(crate) async fn visible_library(
         return Err(not_found());
     }
     let record = state.platform.libraries().get(id).await?;
-    let who = known_requester(req);
-    let visible = match &who {
-        Some(who) => record.visible_to(who),
-        None => record.visibility == Visibility::Shared,
-    };
-    if visible {
+    if record.visible_to(known_requester(req).as_ref()) {
         Ok(record)
     } else {
         Err(not_found())
@@ -306,7 +298,7 @@ pub async fn create(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
         .unwrap_or(0);
-    room_for(&state, declared.max(1)).await?;
+    state.require_room(declared.max(1), "the library").await?;
     let slot = upload_slot(&state.uploads)?;
     let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
     let files = dir.path().join("files");
@@ -433,7 +425,7 @@ pub async fn create(
     // The index keeps a rendition of every tile: refuse what the storage cannot hold.
     let (rw, rh) = shape.fit(options.rendition_size);
     let estimate = images * (u64::from(rw) * u64::from(rh) * 4 + 256);
-    room_for(&state, estimate).await?;
+    state.require_room(estimate, "the library").await?;
     let total: u64 = all.iter().map(|l| l.index_bytes).sum();
     let cap = settings.max_library_bytes;
     if cap > 0 && total.saturating_add(estimate) > cap {
@@ -516,16 +508,6 @@ pub async fn create(
         library: record,
         report: summary,
     }))
-}
-
-/// 507 unless storage can take `bytes` more (where its room is known).
-async fn room_for(state: &AppState, bytes: u64) -> ApiResult<()> {
-    match state.platform.blobs.writable_bytes().await {
-        Some(writable) if writable < bytes => Err(ApiError::insufficient_storage(format!(
-            "{writable} bytes writable, the library needs about {bytes}"
-        ))),
-        _ => Ok(()),
-    }
 }
 
 /// The tiles' shape as sent: absent is square; well-formed but too elongated is 422.

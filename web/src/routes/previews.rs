@@ -6,13 +6,10 @@ use actix_multipart::Multipart;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 
-use tessera_shared::libraries::LibraryError;
-use tessera_shared::spec::{Defaults, JobSpec};
-
 use crate::client::{client_id, owner_of};
 use crate::error::{ApiError, ApiResult};
 use crate::inspect::probe_target;
-use crate::routes::jobs::read_form;
+use crate::routes::jobs::{read_form, spec_of, usable_library};
 use crate::schema::Binary;
 use crate::state::AppState;
 use crate::upload::{require_multipart, upload_slot};
@@ -58,28 +55,11 @@ pub async fn create(
     let (image, _) = form
         .image
         .ok_or_else(|| ApiError::bad_request("missing_parameter", "image is required"))?;
-    let defaults = Defaults {
-        library: settings.default_library.clone(),
-        slices: settings.default_slices,
-    };
-    let mut spec =
-        JobSpec::from_fields(|name| form.fields.get(name).map(String::as_str), &defaults)?;
-    spec.check(&settings.limits)?;
-    let owner = owner_of(&req, client);
-    let unknown = || {
-        ApiError::unprocessable(
-            "unknown_library",
-            format!("there is no library {:?}", spec.library.id),
-        )
-    };
-    let record = match state.platform.libraries().get(&spec.library.id).await {
-        Ok(record) if record.visible_to(&owner) => record,
-        Ok(_) | Err(LibraryError::NotFound(_) | LibraryError::BadId(_)) => return Err(unknown()),
-        Err(e) => return Err(e.into()),
-    };
+    let mut spec = spec_of(&form.fields, &state)?;
+    let record = usable_library(&state, &spec.library.id, &owner_of(&req, client)).await?;
     spec.library = record.reference();
     let probe = probe_target(&image, settings.max_input_pixels)?;
-    let library = state.loaded_libraries.get(&state, &spec.library).await?;
+    let library = state.library(&spec.library).await?;
     // The whole photo is decoded: a decode's share of memory, and a decode slot.
     let pixels = u64::from(probe.width) * u64::from(probe.height);
     let _room = state.decode_memory.room_for(pixels * 4).await?;

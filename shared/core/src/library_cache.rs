@@ -4,9 +4,9 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use crate::libraries::{LibraryCatalog, LibraryError};
+use crate::messages::LibraryRef;
 use tessera_engine::{Library, TileCache, TileSize};
-use tessera_shared::libraries::{LibraryCatalog, LibraryError};
-use tessera_shared::messages::LibraryRef;
 use tokio::sync::OnceCell;
 
 /// Why a library could not be had.
