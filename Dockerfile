@@ -3,7 +3,7 @@
 #
 #   docker build -t tessera .
 #       compiles Tessera in a Rust image, then copies only the binary into the runtime stage;
-#   docker build -t tessera --target prebuilt --build-arg BASE=tessera-base:bookworm -f Dockerfile DIR
+#   docker build -t tessera --target prebuilt --build-arg BASE=tessera-base:bookworm-heif -f Dockerfile DIR
 #       takes a `tessera` binary built beforehand on Debian 12 from the context DIR (no compiler;
 #       scripts/docker-base.sh makes the base locally where no registry can be reached).
 #
@@ -14,13 +14,13 @@
 ARG BASE=debian:bookworm-slim
 ARG RUST_IMAGE=rust:1-bookworm
 
-# What every runtime stage shares: CA certificates (HTTPS to Azure), a non-root user, the data
-# directory of the embedded backend.
+# What every runtime stage shares: CA certificates (HTTPS to Azure), libheif (HEIC and AVIF
+# photos), a non-root user, the data directory of the embedded backend.
 FROM ${BASE} AS runtime-base
 RUN set -eu; \
-    if [ ! -e /etc/ssl/certs/ca-certificates.crt ]; then \
+    if [ ! -e /etc/ssl/certs/ca-certificates.crt ] || [ ! -e /usr/lib/x86_64-linux-gnu/libheif.so.1 ]; then \
         apt-get update; \
-        apt-get install -y --no-install-recommends ca-certificates; \
+        apt-get install -y --no-install-recommends ca-certificates libheif1; \
         rm -rf /var/lib/apt/lists/*; \
     fi; \
     mkdir -p /data; \
@@ -44,6 +44,8 @@ COPY tessera /usr/local/bin/tessera
 
 # Compiles Tessera.
 FROM ${RUST_IMAGE} AS build
+RUN apt-get update && apt-get install -y --no-install-recommends libheif-dev \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --bin tessera \

@@ -2,7 +2,8 @@
 # Runs Tessera on this machine with the embedded storage backend: web front end, job controller
 # and image processors in one process, with a default tile library ready.
 #
-# The first run builds Tessera (release) and fetches the Noto emoji (3,786 tiles, Apache-2.0) from
+# The first run installs libheif (HEIC and AVIF photos) if it is missing, builds Tessera
+# (release) and fetches the Noto emoji (3,786 tiles, Apache-2.0) from
 # the npm registry as the default library; later runs start at once.
 # Usage: scripts/serve.sh [tessera serve options, e.g. --port 9000 --processors 4]
 set -euo pipefail
@@ -34,6 +35,8 @@ if [ ! -d "$TILES" ]; then
   trap - EXIT
 fi
 
+. scripts/build-deps.sh
+ensure_build_deps
 cargo build --release --quiet --bin tessera
 # Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
 . scripts/suites.sh

@@ -83,7 +83,7 @@ PY=.tools/venv/bin/python
 mkdir "$work/context"
 objcopy --strip-debug "$TESSERA_BIN" "$work/context/tessera"
 build_started=$(date +%s%N)
-docker build -q --target prebuilt --build-arg BASE=tessera-base:bookworm \
+docker build -q --target prebuilt --build-arg BASE=tessera-base:bookworm-heif \
   -t "$IMAGE" -f Dockerfile "$work/context" >/dev/null
 size=$(docker image inspect -f '{{.Size}}' "$IMAGE")
 log "image $IMAGE built in $(( ($(date +%s%N) - build_started) / 1000000 )) ms: $((size / 1000000)) MB"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every Tessera test on a fresh machine, with its own set-up:
+#   - libheif-dev from Debian's packages, which the build links against (scripts/build-deps.sh),
 #   - Azurite (pinned, from the npm registry) started on 127.0.0.1 and stopped at the end,
 #   - a Python virtual environment with Microsoft's azure-storage-queue SDK (interop tests),
-#     prometheus_client, Pillow and kubernetes-validate,
+#     prometheus_client, Pillow and pillow-heif (the photo corpus) and kubernetes-validate,
 #   - the UI audit's npm packages (tests/audit: Lighthouse, axe-core),
 #   - formatting, lint and documentation checks, then the whole cargo test suite against both
 #     storage backends (with the browser tests and the Schemathesis run),
@@ -19,6 +20,10 @@ step() { printf '\n== %s\n' "$*" >&2; }
 
 command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "python3 not found: install Python 3" >&2; exit 2; }
+
+step "libheif (HEIC and AVIF decoding; the build links it)"
+. scripts/build-deps.sh
+ensure_build_deps
 
 step "Azurite and the Python SDK"
 scripts/azurite.sh install

@@ -13,6 +13,8 @@
   const adaptive = document.getElementById("adaptive");
   const button = document.getElementById("go");
   let size = null;
+  // Whether the photo's size comes from the server's preview (the browser cannot show it).
+  let sizeFromServer = false;
   let objectUrl = null;
 
   function perPixel() {
@@ -275,6 +277,7 @@
   function showFile(file) {
     if (objectUrl) URL.revokeObjectURL(objectUrl);
     size = null;
+    sizeFromServer = false;
     natural.textContent = "";
     if (!file) {
       preview.hidden = true;
@@ -289,9 +292,12 @@
       refresh();
     };
     preview.onerror = function () {
+      // HEIC and TIFF, in most browsers: the server reads it, and its preview gives the size.
       preview.hidden = true;
-      natural.textContent = file.name + ": the browser cannot show this image";
+      natural.textContent = file.name + ": this browser cannot show it; the server reads it";
+      sizeFromServer = true;
       refresh();
+      scheduleSketch();
     };
     preview.src = objectUrl;
     preview.hidden = false;
@@ -504,7 +510,7 @@
   let sketchTimer = null;
   let sketchUrl = null;
   async function makeSketch() {
-    if (!input.files.length || !size || update()) return;
+    if (!input.files.length || (size ? update() : !sizeFromServer)) return;
     if (sketchBusy) {
       sketchAgain = true;
       return;
@@ -523,6 +529,16 @@
         if (sketchUrl) URL.revokeObjectURL(sketchUrl);
         sketchUrl = URL.createObjectURL(blob);
         sketchImg.src = sketchUrl;
+        const photo = (response.headers.get("X-Photo-Size") || "").split("x").map(Number);
+        if (!size && sizeFromServer && photo.length === 2 && photo[0] > 0 && photo[1] > 0) {
+          // The photo's size, learnt from the server: the sizes' figures follow, and a preview
+          // at the chosen size.
+          size = { w: photo[0], h: photo[1] };
+          natural.textContent = input.files[0].name + ": " + size.w + " × " + size.h + " px";
+          applySize();
+          refresh();
+          sketchAgain = true;
+        }
         const cellsShown = (response.headers.get("X-Preview-Cells") || "").replace("x", " × ");
         sketchCaption.textContent = "Preview" + (cellsShown ? ", " + cellsShown + " tiles" : "") +
           ": Make the mosaic for the full size.";

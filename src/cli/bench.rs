@@ -1,4 +1,5 @@
-//! `tessera bench queues`: the queue runtime's benchmark.
+//! `tessera bench queues`: the queue runtime's benchmark (and `bench preview`, `bench decode`:
+//! a photo's preview and its decode with and without a colour profile).
 //!
 //! Measures, on the embedded backend or on Azurite:
 //! - pickup latency, send to handler start, for an idle listener in another process (this
@@ -34,6 +35,20 @@ pub enum BenchCommand {
     Queues(QueuesBenchArgs),
     /// The preview a page shows before a job (`POST /api/v1/previews`): its time for a photo.
     Preview(PreviewBenchArgs),
+    /// Colour management's cost: a JPEG decoded with an ICC profile and without one.
+    Decode(DecodeBenchArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DecodeBenchArgs {
+    /// The photo: a JPEG (a 12-megapixel one, say). Its own profile is replaced.
+    pub photo: PathBuf,
+    /// The ICC profile to tag it with.
+    #[arg(long, default_value = "tests/fixtures/photos/icc/display-p3.icc")]
+    pub icc: PathBuf,
+    /// Decodes of each; the medians are reported.
+    #[arg(long, default_value_t = 9)]
+    pub runs: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -97,7 +112,90 @@ pub fn run(command: BenchCommand) -> anyhow::Result<()> {
             .build()?
             .block_on(run_queues(args)),
         BenchCommand::Preview(args) => run_preview(args),
+        BenchCommand::Decode(args) => run_decode(args),
     }
+}
+
+/// Decodes `args.photo` as a target, tagged with `args.icc` and with no profile, in turn, and
+/// prints the medians and what the conversion to sRGB adds.
+fn run_decode(args: DecodeBenchArgs) -> anyhow::Result<()> {
+    let bytes = std::fs::read(&args.photo)?;
+    let icc = std::fs::read(&args.icc)
+        .with_context(|| format!("cannot read the profile {}", args.icc.display()))?;
+    let untagged = jpeg_without_profile(&bytes)?;
+    let tagged = jpeg_with_profile(&untagged, &icc)?;
+    let (mut plain, mut managed) = (Vec::new(), Vec::new());
+    let mut size = (0, 0);
+    for _ in 0..args.runs.max(1) {
+        for (input, times) in [(&untagged, &mut plain), (&tagged, &mut managed)] {
+            let started = Instant::now();
+            let img = tessera_engine::decode_target(input, [255, 255, 255])?;
+            times.push(started.elapsed().as_secs_f64());
+            size = img.dimensions();
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (plain, managed) = (median(&mut plain), median(&mut managed));
+    println!(
+        "{} ({} x {} px, {:.1} megapixels), {} runs each",
+        args.photo.display(),
+        size.0,
+        size.1,
+        f64::from(size.0) * f64::from(size.1) / 1e6,
+        args.runs.max(1)
+    );
+    println!("median decode, no profile:    {plain:.3} s");
+    println!(
+        "median decode, {}: {managed:.3} s",
+        args.icc.file_name().unwrap_or_default().to_string_lossy()
+    );
+    println!(
+        "conversion to sRGB: {:.3} s, {:.1}% of the decode",
+        managed - plain,
+        100.0 * (managed - plain) / plain
+    );
+    Ok(())
+}
+
+/// The JPEG's segments up to its first scan, without any ICC profile (APP2 `ICC_PROFILE`).
+fn jpeg_without_profile(bytes: &[u8]) -> anyhow::Result<Vec<u8>> {
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        bail!("not a JPEG");
+    }
+    let mut out = bytes[..2].to_vec();
+    let mut i = 2;
+    while i + 4 <= bytes.len() && bytes[i] == 0xFF && bytes[i + 1] != 0xDA {
+        let len = usize::from(u16::from_be_bytes([bytes[i + 2], bytes[i + 3]]));
+        let end = (i + 2 + len).min(bytes.len());
+        let icc = bytes[i + 1] == 0xE2 && bytes[i + 4..end].starts_with(b"ICC_PROFILE\0");
+        if !icc {
+            out.extend_from_slice(&bytes[i..end]);
+        }
+        i = end;
+    }
+    out.extend_from_slice(&bytes[i..]);
+    Ok(out)
+}
+
+/// The JPEG with `icc` in APP2 segments right after its start (one segment holds 65,519 bytes).
+fn jpeg_with_profile(bytes: &[u8], icc: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let chunks: Vec<&[u8]> = icc.chunks(65_519).collect();
+    if chunks.len() > 255 {
+        bail!("the profile is too large for a JPEG");
+    }
+    let mut out = bytes[..2].to_vec();
+    for (n, chunk) in chunks.iter().enumerate() {
+        out.extend_from_slice(&[0xFF, 0xE2]);
+        out.extend_from_slice(&((chunk.len() + 16) as u16).to_be_bytes());
+        out.extend_from_slice(b"ICC_PROFILE\0");
+        out.extend_from_slice(&[n as u8 + 1, chunks.len() as u8]);
+        out.extend_from_slice(chunk);
+    }
+    out.extend_from_slice(&bytes[2..]);
+    Ok(out)
 }
 
 /// Makes the preview of a default job (the service's defaults: auto cells, 16 px tiles) of

@@ -16,7 +16,8 @@ use tessera_engine::{ImportOptions, ImportReport, Library, TileShape};
   tessera render portrait.jpg -l emoji.idx -o mosaic.png
   tessera render portrait.jpg -l photos43.idx -o mosaic.png --tile-size 24x18")]
 pub struct LibraryIndexArgs {
-    /// A folder (searched recursively) or a .zip of images: JPEG, PNG, WebP, GIF (first frame).
+    /// A folder (searched recursively) or a .zip of images: JPEG, PNG, HEIC, AVIF, WebP, TIFF,
+    /// BMP, GIF (first frame).
     pub src: PathBuf,
     /// Where to write the index.
     #[arg(short, long, value_name = "INDEX")]
@@ -79,7 +80,11 @@ pub fn import_with_bar(
     .with_context(|| format!("cannot import tiles from {}", src.display()))?;
     bar.finish_and_clear();
     if library.is_empty() {
-        anyhow::bail!("{} holds no readable image", src.display());
+        anyhow::bail!(
+            "{} holds no image Tessera can use: {}",
+            src.display(),
+            tessera_engine::summarise_skipped(&report.skipped)
+        );
     }
     Ok((library, report))
 }
@@ -87,11 +92,11 @@ pub fn import_with_bar(
 /// Prints what an import skipped and merged.
 pub fn print_report(report: &ImportReport) {
     eprintln!(
-        "{} tiles imported, {} unreadable files skipped, {} duplicates merged, {} other files ignored",
+        "{} tiles imported, {} files skipped ({} of them not images), {} duplicates merged",
         report.imported,
         report.skipped.len(),
+        report.ignored,
         report.duplicates.len(),
-        report.ignored
     );
     for (name, reason) in &report.skipped {
         eprintln!("  skipped {name}: {reason}");
@@ -125,7 +130,8 @@ pub fn parse_shape(s: &str) -> Result<TileShape, String> {
   tessera library import ~/photos --name 'Photos 4:3' --shape 4:3
   TESSERA_STORAGE=azure tessera library import photos.zip --name 'Holiday photos'")]
 pub struct LibraryImportArgs {
-    /// A folder (searched recursively) or a .zip of images: JPEG, PNG, WebP, GIF (first frame).
+    /// A folder (searched recursively) or a .zip of images: JPEG, PNG, HEIC, AVIF, WebP, TIFF,
+    /// BMP, GIF (first frame).
     pub src: PathBuf,
     /// The library's name; its id is made from it (lowercase letters, digits, hyphens).
     #[arg(long)]

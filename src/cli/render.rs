@@ -33,7 +33,7 @@ Tiles of W x H pixels are crops of that shape: a folder or .zip is imported at i
 each photo to 4:3), and a saved index must have been made with that shape
 (`tessera library index ... --shape 4:3`).")]
 pub struct RenderArgs {
-    /// The image to reproduce (JPEG, PNG, WebP, GIF).
+    /// The image to reproduce (JPEG, PNG, HEIC, AVIF, WebP, TIFF, BMP, GIF).
     pub target: PathBuf,
     /// Tiles: a folder or .zip of images, or an index saved by `tessera library index`.
     #[arg(short, long, value_name = "LIBRARY")]

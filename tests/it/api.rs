@@ -384,8 +384,13 @@ async fn libraries_are_listed_and_imported_from_zips_and_files() {
     assert_eq!(created["library"]["id"], "my-tiles");
     assert_eq!(created["library"]["tiles"], 6);
     assert_eq!(created["report"]["ignored"], 1);
+    // Every file left out is named, in name order.
     assert_eq!(
         created["report"]["skipped"][0]["name"], "set/broken.png",
+        "{created}"
+    );
+    assert_eq!(
+        created["report"]["skipped"][1]["name"], "set/readme.txt",
         "{created}"
     );
     let got: Value = app.get_library("my-tiles").await.json().await.unwrap();

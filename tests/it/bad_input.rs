@@ -202,12 +202,16 @@ async fn a_decompression_bomb_is_422_image_too_large_before_any_pixel_is_decoded
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_format_we_do_not_read_is_415_unsupported_format() {
-    // A BMP header: recognised, but not a format the service reads.
+    // A Photoshop header: recognised, but not a format the service reads.
     refuse_job(
-        with_image(b"BM\x3e\0\0\0\0\0\0\0\x3e\0\0\0\x28\0\0\0".to_vec()),
+        with_image(b"8BPS\0\x01\0\0\0\0\0\0\0\x03\0\0\0\x10".to_vec()),
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "unsupported_format",
-        &["BMP images are not supported", "PNG, JPEG"],
+        &[
+            "Photoshop (PSD) files are not read",
+            "export the photo as JPEG",
+            "HEIC",
+        ],
     )
     .await;
 }

@@ -763,6 +763,57 @@ async fn upload_follow_and_view_a_mosaic_in_chromium() {
     .await;
 }
 
+/// A phone's HEIC photo through the form: Chromium cannot show it, so the page learns its size
+/// from the server's preview, shows the preview and the sizes' figures, and the job makes the
+/// mosaic of the photo upright.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_heic_photo_makes_a_mosaic_through_the_form_in_chromium() {
+    let app = spawn_app().await;
+    let work = tempfile::tempdir().unwrap();
+    let profile = work.path().join("profile");
+    std::fs::create_dir(&profile).unwrap();
+    let photo = work.path().join("phone.heic");
+    std::fs::write(&photo, crate::photos::corpus_file("phone.heic")).unwrap();
+    let base = app.address.clone();
+    in_chromium(&profile, |browser| async move {
+        let browser = &browser;
+        browser.goto(&format!("{base}/")).await.unwrap();
+        let input = browser.find(Locator::Id("image")).await.unwrap();
+        input.send_keys(&photo.display().to_string()).await.unwrap();
+        let shown = wait_for(
+            browser,
+            "const i = document.getElementById('sketch-img'); \
+             const f = document.querySelector('[data-figures=poster]').textContent; \
+             return !document.getElementById('sketch').hidden && i.complete && i.naturalWidth > 0 \
+               && f.includes('megapixels') \
+               ? [i.naturalWidth, i.naturalHeight, document.getElementById('natural').textContent] : null",
+            Duration::from_secs(30),
+            "the server's preview of the HEIC photo",
+        )
+        .await;
+        // 240 x 160 upright (stored turned, with the container's rotation).
+        assert!(shown[0].as_u64() > shown[1].as_u64(), "{shown}");
+        assert!(
+            shown[2].as_str().unwrap().contains("240 × 160 px"),
+            "{shown}"
+        );
+        click(browser, "#submit-form button[type=submit]").await;
+        let state = wait_for(
+            browser,
+            "const s = document.getElementById('state'); \
+             return s && (s.textContent === 'done' || s.textContent === 'failed') ? s.textContent : null",
+            JOB_DEADLINE,
+            "the HEIC job finishing",
+        )
+        .await;
+        assert_eq!(state, "done");
+        let width = mosaic_loaded(browser, Duration::from_secs(20)).await;
+        assert!(width.as_u64().unwrap() > 0);
+        screenshot(browser, "heic-job.png").await;
+    })
+    .await;
+}
+
 /// Cancel on the job page stops a job that is still running: with no workers the job waits in
 /// the queue, and its owner's browser cancels it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

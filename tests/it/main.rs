@@ -19,6 +19,7 @@ mod module_cycles;
 mod openapi;
 mod ops;
 mod pages;
+mod photos;
 mod pipeline;
 mod runtime;
 mod scripts;

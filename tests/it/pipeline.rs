@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -162,12 +162,6 @@ fn local_render(job: &Job) -> (u32, u32, Vec<u8>) {
 // ---------------------------------------------------------------------------------------------
 // Environments
 
-/// Serializes the tests that use the pipeline's queues on Azurite.
-fn azurite_lock() -> &'static tokio::sync::Mutex<()> {
-    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
-    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
-}
-
 /// The pipeline's queues and their poison queues.
 fn all_queue_names() -> Vec<String> {
     QueueName::ALL
@@ -203,7 +197,7 @@ fn connection_string() -> String {
 
 async fn azurite() -> Env {
     let connection = connection_string();
-    let lock = azurite_lock().lock().await;
+    let lock = crate::support::azurite_lock().lock().await;
     let storage = tessera_azure::AzureStorage::from_connection_string(
         &connection,
         tessera_azure::AzureOptions::default(),

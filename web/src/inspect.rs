@@ -4,15 +4,16 @@
 
 use std::io::Cursor;
 
-use image::metadata::Orientation;
-use image::{ImageDecoder, ImageError, ImageFormat, ImageReader, Limits};
+use image::{ImageDecoder, ImageError, ImageReader, Limits};
+use tessera_engine::Format;
+use tessera_engine::decode::{FORMAT_NAMES, read_header, unreadable_kind};
 
 use crate::error::ApiError;
 
 /// What the broker learns from a valid upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TargetInfo {
-    pub format: ImageFormat,
+    pub format: Format,
     /// Width and height as the mosaic sees them (EXIF orientation applied).
     pub width: u32,
     pub height: u32,
@@ -21,10 +22,12 @@ pub struct TargetInfo {
 /// What the header says of an upload, before any pixel is decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Probe {
-    pub format: ImageFormat,
+    pub format: Format,
     /// Width and height as stored (before EXIF orientation).
     pub width: u32,
     pub height: u32,
+    /// Whether EXIF orientation turns it a quarter.
+    turned: bool,
     /// Memory the check's decode takes: a few rows for a PNG (checked row by row), the whole
     /// decoded image for the other formats.
     pub decode_bytes: u64,
@@ -44,29 +47,24 @@ pub fn probe_target(bytes: &[u8], max_pixels: u64) -> Result<Probe, ApiError> {
             "the image file is empty",
         ));
     }
-    let format = image::guess_format(bytes).map_err(|_| {
-        ApiError::unsupported_media(
-            "not_an_image",
-            "the file is not an image (PNG, JPEG, WebP or GIF expected)",
-        )
-    })?;
-    if !format.reading_enabled() {
-        return Err(ApiError::unsupported_media(
-            "unsupported_format",
-            format!(
-                "{} images are not supported: use PNG, JPEG, WebP or GIF",
-                format
-                    .extensions_str()
-                    .first()
-                    .unwrap_or(&"these")
-                    .to_uppercase()
+    if Format::sniff(bytes).is_none() {
+        return Err(match unreadable_kind(bytes) {
+            Some(kind) => ApiError::unsupported_media(
+                "unsupported_format",
+                format!(
+                    "{kind} files are not read: export the photo as JPEG (Tessera reads {FORMAT_NAMES})"
+                ),
             ),
-        ));
+            None => ApiError::unsupported_media(
+                "not_an_image",
+                format!("the file is not an image ({FORMAT_NAMES} expected)"),
+            ),
+        });
     }
-    let mut r = ImageReader::new(Cursor::new(bytes));
-    r.set_format(format);
-    let decoder = r.into_decoder().map_err(corrupt)?;
-    let (w, h) = decoder.dimensions();
+    let header = read_header(bytes).map_err(|e| {
+        ApiError::unprocessable("corrupt_image", format!("the image cannot be read: {e}"))
+    })?;
+    let (w, h) = (header.width, header.height);
     if w == 0 || h == 0 {
         return Err(ApiError::unprocessable(
             "corrupt_image",
@@ -80,16 +78,17 @@ pub fn probe_target(bytes: &[u8], max_pixels: u64) -> Result<Probe, ApiError> {
             format!("the image is {w} x {h} pixels, over the limit of {max_pixels} pixels"),
         ));
     }
-    let decode_bytes = if format == ImageFormat::Png {
+    let decode_bytes = if header.format == Format::Png {
         // Rows of up to 8 bytes a pixel, the current and the previous, and the inflater's window.
         u64::from(w) * 16 + (1 << 20)
     } else {
-        decoder.total_bytes()
+        header.decoded_bytes
     };
     Ok(Probe {
-        format,
+        format: header.format,
         width: w,
         height: h,
+        turned: header.turned,
         decode_bytes,
     })
 }
@@ -102,45 +101,43 @@ pub fn verify_target(bytes: &[u8], probe: &Probe) -> Result<TargetInfo, ApiError
         format,
         width: w,
         height: h,
+        turned,
         ..
     } = *probe;
-    let reader = || {
-        let mut r = ImageReader::new(Cursor::new(bytes));
-        r.set_format(format);
-        r
-    };
     let pixels = u64::from(w) * u64::from(h);
     let mut limits = Limits::default();
     limits.max_image_width = Some(w);
     limits.max_image_height = Some(h);
     // Room for the largest pixel type (16-bit RGBA) of an image this size, and no more.
     limits.max_alloc = Some(pixels.saturating_mul(8).max(1 << 20));
-    let mut r = reader();
-    r.limits(limits);
-    let mut decoder = r.into_decoder().map_err(corrupt)?;
-    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
-    if format == ImageFormat::Jpeg && tessera_engine::jpeg_cut_off(bytes) {
+    if format == Format::Jpeg && tessera_engine::jpeg_cut_off(bytes) {
         // The decoder would pad the missing rows with grey.
         return Err(ApiError::unprocessable(
             "corrupt_image",
             "the image is corrupt or truncated: the JPEG ends before its image does",
         ));
     }
-    if format == ImageFormat::Png {
-        drop(decoder);
+    if format == Format::Png {
         read_png_rows(bytes)?;
+    } else if format.is_heif() {
+        tessera_engine::decode::decode_oriented(bytes, Some(limits)).map_err(|e| {
+            ApiError::unprocessable(
+                "corrupt_image",
+                format!("the image is corrupt or truncated: {e}"),
+            )
+        })?;
     } else {
+        let mut r = ImageReader::new(Cursor::new(bytes));
+        r = r
+            .with_guessed_format()
+            .map_err(|e| corrupt(ImageError::IoError(e)))?;
+        r.limits(limits);
+        let decoder = r.into_decoder().map_err(corrupt)?;
         let size = usize::try_from(decoder.total_bytes()).map_err(|_| too_big(w, h))?;
         let mut buf = vec![0u8; size];
         decoder.read_image(&mut buf).map_err(corrupt)?;
     }
-    let (width, height) = match orientation {
-        Orientation::Rotate90
-        | Orientation::Rotate270
-        | Orientation::Rotate90FlipH
-        | Orientation::Rotate270FlipH => (h, w),
-        _ => (w, h),
-    };
+    let (width, height) = if turned { (h, w) } else { (w, h) };
     Ok(TargetInfo {
         format,
         width,
@@ -197,17 +194,14 @@ mod tests {
     fn png(w: u32, h: u32) -> Vec<u8> {
         let img = image::RgbImage::from_pixel(w, h, image::Rgb([10, 20, 30]));
         let mut out = Cursor::new(Vec::new());
-        img.write_to(&mut out, ImageFormat::Png).unwrap();
+        img.write_to(&mut out, image::ImageFormat::Png).unwrap();
         out.into_inner()
     }
 
     #[test]
     fn a_small_png_passes() {
         let info = inspect_target(&png(7, 5), 1000).unwrap();
-        assert_eq!(
-            (info.width, info.height, info.format),
-            (7, 5, ImageFormat::Png)
-        );
+        assert_eq!((info.width, info.height, info.format), (7, 5, Format::Png));
     }
 
     #[test]
@@ -216,15 +210,16 @@ mod tests {
         assert_eq!(code(b"", 1000), "empty_upload");
         assert_eq!(code(b"hello, world, not an image", 1000), "not_an_image");
         assert_eq!(
-            code(b"BM\0\0\0\0\0\0\0\0\0\0\0\0", 1000),
+            code(b"8BPS\0\x01\0\0\0\0\0\0\0\x03", 1000),
             "unsupported_format"
         );
+        assert_eq!(code(b"BM\0\0\0\0\0\0\0\0\0\0\0\0", 1000), "corrupt_image");
         let good = png(20, 20);
         assert_eq!(code(&good[..good.len() / 2], 1000), "corrupt_image");
         assert_eq!(code(&good[..good.len() - 12], 1000), "corrupt_image");
         let mut jpeg = Vec::new();
         image::RgbImage::from_pixel(20, 20, image::Rgb([10, 200, 30]))
-            .write_to(&mut Cursor::new(&mut jpeg), ImageFormat::Jpeg)
+            .write_to(&mut Cursor::new(&mut jpeg), image::ImageFormat::Jpeg)
             .unwrap();
         assert!(inspect_target(&jpeg, 1000).is_ok());
         assert_eq!(code(&jpeg[..jpeg.len() * 6 / 10], 1000), "corrupt_image");

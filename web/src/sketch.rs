@@ -26,6 +26,10 @@ pub struct Sketch {
     /// The real mosaic's size in pixels.
     pub mosaic_width: u32,
     pub mosaic_height: u32,
+    /// The photo's size, upright: the page learns it here when the browser cannot show the
+    /// photo itself (HEIC in most browsers).
+    pub photo_width: u32,
+    pub photo_height: u32,
 }
 
 /// Makes the preview of `spec` for the photo `bytes` from `library` (the version `spec`
@@ -111,5 +115,7 @@ pub fn sketch(
         rows: plan.total_rows(),
         mosaic_width: size.output.width,
         mosaic_height: size.output.height,
+        photo_width: width,
+        photo_height: height,
     })
 }

@@ -15,11 +15,11 @@ use crate::platform::Platform;
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// The files were read, but none is a usable tile.
-    #[error("{src} holds no usable images ({skipped} skipped, {ignored} files ignored)")]
+    #[error("{src} holds no images Tessera can use: {why}")]
     NoImages {
         src: String,
-        skipped: usize,
-        ignored: usize,
+        /// Every file and why it was skipped, in a line ([`tessera_engine::summarise_skipped`]).
+        why: String,
     },
     /// The source could not be read as a folder or archive of images.
     #[error("cannot import a tile library from {src}: {source}")]
@@ -88,8 +88,11 @@ pub async fn import_library_while(
     if tiles == 0 {
         return Err(ImportError::NoImages {
             src: src.display().to_string(),
-            skipped: report.skipped.len(),
-            ignored: report.ignored,
+            why: if report.skipped.is_empty() {
+                "there are no files".into()
+            } else {
+                tessera_engine::summarise_skipped(&report.skipped)
+            },
         });
     }
     let skipped = report

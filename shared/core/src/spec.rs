@@ -173,7 +173,7 @@ pub struct Field {
 }
 
 /// The submission's image, as the API document describes it.
-pub const IMAGE_SCHEMA: &str = r#"{"type": "string", "format": "binary", "description": "The target image: PNG, JPEG, WebP or GIF.", "minLength": 1}"#;
+pub const IMAGE_SCHEMA: &str = r#"{"type": "string", "format": "binary", "description": "The target image: JPEG, PNG, HEIC, AVIF, WebP, TIFF, BMP or GIF. Colour profiles are honoured.", "minLength": 1}"#;
 
 /// The rules between fields, as the API document states them ([`JobSpec::check_fields`] enforces
 /// the same): `per_pixel` gives neither `cells` nor `adaptive`, and `adaptive` takes a square

@@ -36,8 +36,8 @@ const POINT_BYTES: usize = 12;
 const POINT_SCAN_BYTES: usize = 4 << 20;
 /// Data bytes per IDAT chunk.
 const IDAT_BYTES: usize = 1 << 20;
-/// Where the first IDAT chunk starts: after the signature and IHDR.
-const IDAT_START: u64 = 8 + 12 + 13;
+/// Where the first IDAT chunk starts: after the signature, IHDR (25 bytes) and sRGB (13 bytes).
+const IDAT_START: u64 = 8 + 25 + 13;
 /// Uncompressed bytes handed to the compressor at a time.
 const FILTER_BATCH: usize = 1 << 18;
 const ADLER_BASE: u32 = 65_521;
@@ -342,6 +342,8 @@ impl<W: Write> FragmentPngWriter<W> {
         // 8 bits, RGB, deflate, adaptive filtering, no interlace.
         ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
         write_chunk(&mut w, b"IHDR", &ihdr)?;
+        // The pixels are sRGB (perceptual intent).
+        write_chunk(&mut w, b"sRGB", &[0])?;
         let row_scan = 1 + u64::from(width) * 3;
         let mut idat = Vec::with_capacity(IDAT_BYTES);
         // zlib header: deflate with a 32 KiB window, fast compression, no dictionary.

@@ -12,6 +12,7 @@ pub mod adaptive;
 pub mod background;
 pub mod cells;
 pub mod color;
+pub mod decode;
 pub mod fragment;
 mod hash;
 mod kdtree;
@@ -19,6 +20,7 @@ pub mod library;
 pub mod metrics;
 pub mod output;
 pub mod plan;
+mod profile;
 pub mod pyramid;
 pub mod render;
 mod resample;
@@ -30,6 +32,7 @@ mod view;
 pub use adaptive::{AdaptivePlan, AdaptiveSizes, AdaptiveSizing, Leaf};
 pub use background::{TileBackground, choose_background, lay_over};
 pub use cells::{CellMap, CellSource};
+pub use decode::{Format, decode_target, jpeg_cut_off};
 pub use fragment::{
     FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,
     encode_png_fragment, point_interval,
@@ -37,7 +40,7 @@ pub use fragment::{
 /// The decoded target image type.
 pub use image::RgbImage;
 pub use library::{
-    ImportOptions, ImportReport, Library, decode_target, hex_colour, jpeg_cut_off, parse_hex_colour,
+    ImportOptions, ImportReport, Library, hex_colour, parse_hex_colour, summarise_skipped,
 };
 pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file, plan_quality};
 pub use output::{
@@ -45,6 +48,7 @@ pub use output::{
     file_sink,
 };
 pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
+pub use profile::srgb_icc;
 pub use pyramid::{DziSink, Pyramid, PyramidTile};
 pub use render::{TileCache, render_band, render_band_into, render_band_serial, render_to_sink};
 pub use seek::{IdatData, Scanlines, SeekIndex, SeekPoint, Span};

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use crate::Error;
 use crate::color::{Lab, srgb_to_lab32};
+use crate::decode::{Cropped, IMAGE_EXTENSIONS, decode_crop};
 use crate::hash::{Fnv, FnvStream};
 use crate::resample::resize;
 use crate::shape::TileShape;
@@ -29,8 +30,6 @@ pub const INDEX_FORMAT_VERSION: u32 = 4;
 pub const CAPTIONS_FILE: &str = "captions.csv";
 /// The longest caption, in characters.
 pub const MAX_CAPTION_CHARS: usize = 300;
-
-const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "webp", "gif", "jfif"];
 
 /// How tiles are prepared on import.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,11 +60,12 @@ impl Default for ImportOptions {
 pub struct ImportReport {
     /// Tiles in the library.
     pub imported: usize,
-    /// Files that could not be read or decoded: name and reason.
+    /// Every file not imported but the duplicates, in name order: name and reason (not an
+    /// image, a format not read, corrupt, too large).
     pub skipped: Vec<(String, String)>,
     /// Pixel-identical duplicates merged: the dropped name and the name kept.
     pub duplicates: Vec<(String, String)>,
-    /// Files ignored because their extension is not an image one.
+    /// How many of the skipped files are not images by their name (extension).
     pub ignored: usize,
 }
 
@@ -222,9 +222,9 @@ impl Library {
                 }
                 None => None,
             };
-            let (images, ignored) = split_images(files, |f| f.as_str());
+            let (images, others) = split_images(files, |f| f.as_str());
             let total = images.len();
-            let mut assembler = Assembler::new(opts, ignored, total);
+            let mut assembler = Assembler::new(opts, others, total);
             for chunk in images.chunks(BATCH) {
                 let results: Vec<_> = chunk
                     .par_iter()
@@ -266,9 +266,9 @@ impl Library {
                 }
                 None => None,
             };
-            let (images, ignored) = split_images(names, |(n, _)| n.as_str());
+            let (images, others) = split_images(names, |(n, _)| n.as_str());
             let total = images.len();
-            let mut assembler = Assembler::new(opts, ignored, total);
+            let mut assembler = Assembler::new(opts, others, total);
             // Decode in chunks so that memory holds a bounded number of compressed files.
             for chunk in images.chunks(256) {
                 check()?;
@@ -308,7 +308,7 @@ impl Library {
     ) -> Result<(Library, ImportReport), Error> {
         check_options(opts)?;
         files.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut assembler = Assembler::new(opts, 0, files.len());
+        let mut assembler = Assembler::new(opts, Vec::new(), files.len());
         assembler.feed(
             files
                 .into_par_iter()
@@ -995,18 +995,61 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), Error> {
     Ok(())
 }
 
-fn split_images<T>(files: Vec<T>, name: impl Fn(&T) -> &str) -> (Vec<T>, usize) {
-    let total = files.len();
-    let images: Vec<T> = files
+/// The files to decode (an image's extension), and the others named with the reason they are not
+/// (the captions file apart: it is read, not imported).
+fn split_images<T>(files: Vec<T>, name: impl Fn(&T) -> &str) -> (Vec<T>, Vec<(String, String)>) {
+    let mut others = Vec::new();
+    let images = files
         .into_iter()
         .filter(|f| {
             let n = name(f);
             let ext = n.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-            ext.is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.as_str()))
+            let image = ext
+                .as_deref()
+                .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e));
+            if !image && !is_captions_file(n) {
+                others.push((
+                    n.to_string(),
+                    crate::decode::not_image_reason(ext.as_deref()),
+                ));
+            }
+            image
         })
         .collect();
-    let ignored = total - images.len();
-    (images, ignored)
+    (images, others)
+}
+
+/// The files an import skipped, told in a line: each reason with how many files and the first
+/// names, the commonest first (the four commonest reasons, then how many others).
+pub fn summarise_skipped(skipped: &[(String, String)]) -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (name, reason) in skipped {
+        match groups.iter_mut().find(|(r, _)| r == reason) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((reason, vec![name])),
+        }
+    }
+    groups.sort_by_key(|(_, names)| std::cmp::Reverse(names.len()));
+    let mut parts: Vec<String> = groups
+        .iter()
+        .take(4)
+        .map(|(reason, names)| {
+            let n = names.len();
+            let mut shown = names[..n.min(2)].join(", ");
+            if n > 2 {
+                shown.push_str(&format!(" and {} more", n - 2));
+            }
+            let files = if n == 1 { "file" } else { "files" };
+            format!("{n} {files}, {reason} ({shown})")
+        })
+        .collect();
+    if groups.len() > 4 {
+        parts.push(format!(
+            "{} files for other reasons",
+            groups[4..].iter().map(|g| g.1.len()).sum::<usize>()
+        ));
+    }
+    parts.join("; ")
 }
 
 /// Decodes (EXIF orientation applied), crops the centre to the library's shape, composites onto
@@ -1041,245 +1084,6 @@ fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result<Prepared, 
     })
 }
 
-/// Largest tile image accepted, on either side: a file declaring more is skipped before decoding.
-pub const MAX_TILE_SIDE: u32 = 4096;
-/// Most memory one tile's decoder may allocate (a 4096 x 4096 RGBA8 image).
-pub const MAX_TILE_DECODE_BYTES: u64 = 64 << 20;
-
-/// An image cropped to a tile's shape and composited onto a background.
-pub(crate) struct Cropped {
-    pub(crate) width: usize,
-    pub(crate) height: usize,
-    /// Packed RGB8.
-    pub(crate) rgb: Vec<u8>,
-    /// A byte of opacity per pixel, if any pixel is not opaque.
-    pub(crate) alpha: Option<Vec<u8>>,
-}
-
-/// Decodes an image file into its largest centre crop of `shape`, composited onto `background`. Tiles are decoded within [`MAX_TILE_SIDE`] and
-/// [`MAX_TILE_DECODE_BYTES`]: a tiny file that declares a huge image is refused from its header.
-pub(crate) fn decode_crop(
-    bytes: &[u8],
-    background: [u8; 3],
-    shape: TileShape,
-) -> Result<Cropped, String> {
-    let mut limits = image::Limits::default();
-    limits.max_image_width = Some(MAX_TILE_SIDE);
-    limits.max_image_height = Some(MAX_TILE_SIDE);
-    limits.max_alloc = Some(MAX_TILE_DECODE_BYTES);
-    let rgba = decode_rgba_within(bytes, Some(limits))?;
-    let (w, h) = (rgba.width() as usize, rgba.height() as usize);
-    if w == 0 || h == 0 {
-        return Err("empty image".into());
-    }
-    let (x0, y0, cw, ch) = shape.crop(w, h);
-    let raw = rgba.as_raw();
-    let mut out = Vec::with_capacity(cw * ch * 3);
-    let mut alpha = Vec::with_capacity(cw * ch);
-    for y in y0..y0 + ch {
-        for p in raw[(y * w + x0) * 4..(y * w + x0 + cw) * 4].chunks_exact(4) {
-            let a = p[3] as u32;
-            for c in 0..3 {
-                let v = (p[c] as u32 * a + background[c] as u32 * (255 - a) + 127) / 255;
-                out.push(v as u8);
-            }
-            alpha.push(p[3]);
-        }
-    }
-    let opaque = alpha.iter().all(|&a| a == 255);
-    Ok(Cropped {
-        width: cw,
-        height: ch,
-        rgb: out,
-        alpha: (!opaque).then_some(alpha),
-    })
-}
-
-/// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied,
-/// within `limits` (the image crate's defaults when `None`).
-fn decode_rgba_within(
-    bytes: &[u8],
-    limits: Option<image::Limits>,
-) -> Result<image::RgbaImage, String> {
-    decode_oriented(bytes, limits).map(image::DynamicImage::into_rgba8)
-}
-
-/// Decodes any supported image in its own pixel type, EXIF orientation applied, within
-/// `limits` (the image crate's defaults when `None`).
-fn decode_oriented(
-    bytes: &[u8],
-    limits: Option<image::Limits>,
-) -> Result<image::DynamicImage, String> {
-    use image::ImageDecoder;
-    // The JPEG decoder pads a cut-off file with grey rather than failing.
-    if jpeg_cut_off(bytes) {
-        return Err("the JPEG ends before its image does: the file was cut off".into());
-    }
-    let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
-        .with_guessed_format()
-        .map_err(|e| e.to_string())?;
-    // The header only; the limits are checked here, so that the reason names the size.
-    let mut decoder = reader.into_decoder().map_err(|e| e.to_string())?;
-    if let Some(limits) = limits {
-        let (w, h) = decoder.dimensions();
-        let over = limits.max_image_width.is_some_and(|max| w > max)
-            || limits.max_image_height.is_some_and(|max| h > max);
-        if over {
-            let max = |m: Option<u32>| m.map_or("any".into(), |m| m.to_string());
-            return Err(format!(
-                "{w}x{h} pixels is over the {}x{} allowed",
-                max(limits.max_image_width),
-                max(limits.max_image_height)
-            ));
-        }
-        decoder.set_limits(limits).map_err(|e| e.to_string())?;
-    }
-    let orientation = decoder
-        .orientation()
-        .unwrap_or(image::metadata::Orientation::NoTransforms);
-    let mut img = image::DynamicImage::from_decoder(decoder).map_err(|e| e.to_string())?;
-    img.apply_orientation(orientation);
-    Ok(img)
-}
-
-/// Whether `bytes` are a JPEG that ends before its end-of-image marker: its segments are walked
-/// from the start (a thumbnail inside an APP segment is skipped with it), then the scans'
-/// entropy-coded data, until EOI or the end of the bytes. Not a JPEG: false.
-pub fn jpeg_cut_off(bytes: &[u8]) -> bool {
-    if !bytes.starts_with(&[0xFF, 0xD8]) {
-        return false;
-    }
-    let mut i = 2;
-    loop {
-        // The next marker: 0xFF, any fill bytes, then its code.
-        while i < bytes.len() && bytes[i] != 0xFF {
-            i += 1;
-        }
-        while i < bytes.len() && bytes[i] == 0xFF {
-            i += 1;
-        }
-        let Some(&code) = bytes.get(i) else {
-            return true;
-        };
-        i += 1;
-        match code {
-            0xD9 => return false,
-            // Markers without a length: restarts, SOI, TEM.
-            0xD0..=0xD8 | 0x01 => continue,
-            _ => {}
-        }
-        let Some(length) = bytes.get(i..i + 2) else {
-            return true;
-        };
-        i += usize::from(u16::from_be_bytes([length[0], length[1]]));
-        if i > bytes.len() {
-            return true;
-        }
-        if code == 0xDA {
-            // Entropy-coded data: up to the next marker that is not a stuffed 0xFF00 or a
-            // restart.
-            loop {
-                match bytes.get(i..i + 2) {
-                    None => return true,
-                    Some([0xFF, next]) if *next != 0x00 && !(0xD0..=0xD7).contains(next) => break,
-                    _ => i += 1,
-                }
-            }
-        }
-    }
-}
-
-/// Decodes a target image to RGB8 (EXIF orientation applied; transparency onto `background`).
-/// A non-interlaced PNG is decoded a row at a time straight into the RGB8 image, so a 16-bit
-/// RGBA photo takes 3 bytes a pixel rather than 8 and then 4 on its way there.
-pub fn decode_target(bytes: &[u8], background: [u8; 3]) -> Result<image::RgbImage, Error> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n")
-        && let Some(img) = decode_png_rows(bytes, background)?
-    {
-        return Ok(img);
-    }
-    let img = decode_oriented(bytes, None).map_err(Error::Decode)?;
-    if !img.color().has_alpha() {
-        // Nothing to lay over the background: straight to RGB8 (no copy for RGB8 itself).
-        return Ok(img.into_rgb8());
-    }
-    let rgba = img.into_rgba8();
-    let (w, h) = rgba.dimensions();
-    let mut out = Vec::with_capacity((w * h * 3) as usize);
-    for p in rgba.as_raw().chunks_exact(4) {
-        let a = p[3] as u32;
-        for c in 0..3 {
-            out.push(((p[c] as u32 * a + background[c] as u32 * (255 - a) + 127) / 255) as u8);
-        }
-    }
-    Ok(image::RgbImage::from_raw(w, h, out).expect("sized buffer"))
-}
-
-/// [`decode_target`] for a non-interlaced PNG, row by row: `None` for an interlaced one (its
-/// rows come in passes; the whole-image path takes it).
-fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::RgbImage>, Error> {
-    use image::ImageDecoder;
-    let bad = |e: png::DecodingError| Error::Decode(e.to_string());
-    let mut decoder = png::Decoder::new_with_limits(
-        std::io::Cursor::new(bytes),
-        png::Limits { bytes: usize::MAX },
-    );
-    // Palettes, low bit depths and transparency chunks expanded; 16-bit samples are narrowed
-    // below, rounded as the image crate rounds them.
-    decoder.set_transformations(png::Transformations::EXPAND);
-    let mut reader = decoder.read_info().map_err(bad)?;
-    if reader.info().interlaced {
-        return Ok(None);
-    }
-    let (w, h) = (reader.info().width, reader.info().height);
-    let (colour, depth) = reader.output_color_type();
-    let channels = colour.samples();
-    let deep = depth == png::BitDepth::Sixteen;
-    let mut narrowed = Vec::new();
-    let mut out = Vec::with_capacity(w as usize * h as usize * 3);
-    let blend = |v: u8, a: u8, bg: u8| {
-        let a = u32::from(a);
-        ((u32::from(v) * a + u32::from(bg) * (255 - a) + 127) / 255) as u8
-    };
-    while let Some(row) = reader.next_row().map_err(bad)? {
-        let data = if deep {
-            narrowed.clear();
-            narrowed.extend(
-                row.data()
-                    .chunks_exact(2)
-                    .map(|b| ((u32::from(u16::from_be_bytes([b[0], b[1]])) + 128) / 257) as u8),
-            );
-            &narrowed[..]
-        } else {
-            row.data()
-        };
-        for p in data.chunks_exact(channels) {
-            match *p {
-                [g] => out.extend_from_slice(&[g, g, g]),
-                [g, a] => out.extend(background.iter().map(|&bg| blend(g, a, bg))),
-                [r, g, b] => out.extend_from_slice(&[r, g, b]),
-                [r, g, b, a] => out.extend((0..3).map(|c| blend([r, g, b][c], a, background[c]))),
-                _ => return Err(Error::Decode("unexpected PNG colour type".into())),
-            }
-        }
-    }
-    if out.len() != w as usize * h as usize * 3 {
-        return Err(Error::Decode("the PNG ended before its last row".into()));
-    }
-    let img = image::RgbImage::from_raw(w, h, out).expect("sized buffer");
-    // The orientation an eXIf chunk gives, read as the whole-image path reads it.
-    let orientation = image::codecs::png::PngDecoder::new(std::io::Cursor::new(bytes))
-        .ok()
-        .and_then(|mut d| d.orientation().ok())
-        .unwrap_or(image::metadata::Orientation::NoTransforms);
-    if orientation == image::metadata::Orientation::NoTransforms {
-        return Ok(Some(img));
-    }
-    let mut dynamic = image::DynamicImage::ImageRgb8(img);
-    dynamic.apply_orientation(orientation);
-    Ok(Some(dynamic.into_rgb8()))
-}
-
 /// Files prepared at once in an import: each batch's renditions go into the library as it is
 /// assembled and are dropped, so an import holds the library and one batch, not two copies.
 const BATCH: usize = 1024;
@@ -1299,8 +1103,9 @@ struct Assembler {
 }
 
 impl Assembler {
-    /// For up to `files` files (the renditions' buffer is reserved once for them all).
-    fn new(opts: &ImportOptions, ignored: usize, files: usize) -> Assembler {
+    /// For up to `files` files (the renditions' buffer is reserved once for them all), `others`
+    /// the files not images by their name, with the reason.
+    fn new(opts: &ImportOptions, others: Vec<(String, String)>, files: usize) -> Assembler {
         let (rw, rh) = opts.shape.fit(opts.rendition_size);
         let area = rw as usize * rh as usize;
         Assembler {
@@ -1319,7 +1124,8 @@ impl Assembler {
                 version: 0,
             },
             report: ImportReport {
-                ignored,
+                ignored: others.len(),
+                skipped: others,
                 ..Default::default()
             },
             seen: std::collections::BTreeMap::new(),
@@ -1381,6 +1187,7 @@ impl Assembler {
             ..
         } = self;
         report.imported = lib.names.len();
+        report.skipped.sort();
         lib.pixels = Renditions::Memory(Arc::new(pixels));
         lib.alpha = alpha.map(|a| Renditions::Memory(Arc::new(a)));
         (lib, report)
@@ -1598,116 +1405,6 @@ pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> Described {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// What `decode_target` gave before it took PNGs row by row and opaque images straight to
-    /// RGB8: the whole image as RGBA8, laid over the background.
-    fn decode_target_whole(bytes: &[u8], background: [u8; 3]) -> image::RgbImage {
-        let rgba = decode_rgba_within(bytes, None).unwrap();
-        image::RgbImage::from_fn(rgba.width(), rgba.height(), |x, y| {
-            let p = rgba.get_pixel(x, y).0;
-            let a = u32::from(p[3]);
-            image::Rgb(std::array::from_fn(|c| {
-                ((u32::from(p[c]) * a + u32::from(background[c]) * (255 - a) + 127) / 255) as u8
-            }))
-        })
-    }
-
-    fn encoded(img: image::DynamicImage, format: image::ImageFormat) -> Vec<u8> {
-        let mut out = Vec::new();
-        img.write_to(&mut std::io::Cursor::new(&mut out), format)
-            .unwrap();
-        out
-    }
-
-    #[test]
-    fn a_cut_off_jpeg_is_refused_and_a_whole_one_is_not() {
-        let img = image::RgbImage::from_fn(64, 48, |x, y| {
-            image::Rgb([(x * 4) as u8, (y * 5) as u8, 90])
-        });
-        let mut bytes = Vec::new();
-        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, 90)
-            .encode(img.as_raw(), 64, 48, image::ExtendedColorType::Rgb8)
-            .unwrap();
-        assert!(!jpeg_cut_off(&bytes));
-        assert!(decode_target(&bytes, [255, 255, 255]).is_ok());
-        // Trailing bytes after the end (as some cameras write) are no cut.
-        let mut trailed = bytes.clone();
-        trailed.extend_from_slice(b"trailer");
-        assert!(!jpeg_cut_off(&trailed));
-        for keep in [bytes.len() * 6 / 10, bytes.len() - 2, 40] {
-            assert!(
-                jpeg_cut_off(&bytes[..keep]),
-                "cut at {keep} of {}",
-                bytes.len()
-            );
-            let err = decode_target(&bytes[..keep], [255, 255, 255]).unwrap_err();
-            assert!(err.to_string().contains("cut off"), "{err}");
-        }
-        assert!(!jpeg_cut_off(b"\x89PNG\r\n\x1a\n"));
-    }
-
-    #[test]
-    fn targets_decode_as_the_whole_image_path_decodes_them() {
-        let (w, h) = (37, 23);
-        let rgba8 = image::RgbaImage::from_fn(w, h, |x, y| {
-            image::Rgba([
-                (x * 7) as u8,
-                (y * 11) as u8,
-                (x ^ y) as u8,
-                ((x + y) * 9) as u8,
-            ])
-        });
-        let rgba16 = image::ImageBuffer::<image::Rgba<u16>, _>::from_fn(w, h, |x, y| {
-            image::Rgba([
-                (x * 1771) as u16,
-                (y * 2851) as u16,
-                ((x ^ y) * 997) as u16,
-                ((x + y) * 1100) as u16,
-            ])
-        });
-        let bg = [200, 40, 90];
-        let exact = [
-            image::DynamicImage::ImageRgba8(rgba8.clone()),
-            image::DynamicImage::ImageRgba8(rgba8.clone())
-                .to_rgb8()
-                .into(),
-            image::DynamicImage::ImageRgba8(rgba8.clone())
-                .to_luma8()
-                .into(),
-            image::DynamicImage::ImageRgba8(rgba8.clone())
-                .to_luma_alpha8()
-                .into(),
-        ];
-        for img in exact {
-            let colour = img.color();
-            for format in [image::ImageFormat::Png, image::ImageFormat::Tiff] {
-                if format == image::ImageFormat::Tiff && !format.writing_enabled() {
-                    continue;
-                }
-                let bytes = encoded(img.clone(), format);
-                assert_eq!(
-                    decode_target(&bytes, bg).unwrap(),
-                    decode_target_whole(&bytes, bg),
-                    "{colour:?} as {format:?}"
-                );
-            }
-        }
-        // 16 bits a channel, rounded to 8 alike.
-        let bytes = encoded(
-            image::DynamicImage::ImageRgba16(rgba16),
-            image::ImageFormat::Png,
-        );
-        assert_eq!(
-            decode_target(&bytes, bg).unwrap(),
-            decode_target_whole(&bytes, bg)
-        );
-        // A truncated PNG is an error, not a short image.
-        let bytes = encoded(
-            image::DynamicImage::ImageRgba8(rgba8),
-            image::ImageFormat::Png,
-        );
-        assert!(decode_target(&bytes[..bytes.len() * 2 / 3], bg).is_err());
-    }
 
     fn png(w: u32, h: u32, seed: u32) -> Vec<u8> {
         let img = image::RgbImage::from_fn(w, h, |x, y| {

@@ -338,6 +338,6 @@ pub fn evaluate_file(
         return cells.quality(target);
     }
     let bytes = std::fs::read(mosaic).map_err(|e| Error::io(mosaic, e))?;
-    let img = crate::library::decode_target(&bytes, [255, 255, 255])?;
+    let img = crate::decode::decode_target(&bytes, [255, 255, 255])?;
     evaluate(target, &img, cols, rows)
 }

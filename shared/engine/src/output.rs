@@ -127,6 +127,7 @@ impl<W: Write + 'static> PngSink<W> {
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::Fast);
         enc.set_filter(png::Filter::Up);
+        enc.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
         let writer = enc.write_header().map_err(enc_err)?;
         let row_bytes = width as usize * 3;
         let writer = writer
@@ -251,6 +252,8 @@ impl JpegSink {
                 let mut w = w;
                 let mut enc = jpeg_encoder::Encoder::new(&mut w, quality);
                 enc.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_2);
+                enc.add_icc_profile(crate::srgb_icc())
+                    .map_err(|e| e.to_string())?;
                 enc.encode_image(image).map_err(|e| e.to_string())?;
                 w.flush().map_err(|e| e.to_string())
             })

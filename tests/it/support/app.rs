@@ -25,7 +25,8 @@ pub(crate) struct TestApp {
     pub(crate) streams: tessera_web::StreamHub,
     stop_workers: ShutdownTrigger,
     server: tessera_web::ServerHandle,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
+    _azurite: Option<tokio::sync::MutexGuard<'static, ()>>,
 }
 
 impl Drop for TestApp {
@@ -66,6 +67,38 @@ pub(crate) async fn spawn_app_on(
     workers: bool,
 ) -> TestApp {
     let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
+    let mut app = spawn_app_over(platform, settings, workers).await;
+    app._dir = Some(dir);
+    app
+}
+
+/// The app with the back-end roles over Azurite (`TESSERA_AZURE_CONNECTION_STRING`), its
+/// pipeline queues emptied first; it holds [`super::azurite_lock`] while it lives.
+pub(crate) async fn spawn_app_on_azurite() -> TestApp {
+    let lock = super::azurite_lock().lock().await;
+    let connection = std::env::var("TESSERA_AZURE_CONNECTION_STRING").expect(
+        "TESSERA_AZURE_CONNECTION_STRING is not set: run scripts/test.sh, or scripts/azurite.sh \
+         start and TESSERA_AZURE_CONNECTION_STRING=UseDevelopmentStorage=true",
+    );
+    let storage = tessera_azure::AzureStorage::from_connection_string(
+        &connection,
+        tessera_azure::AzureOptions::default(),
+    )
+    .expect("Azurite connection string");
+    let platform = Platform::new(storage.queues(), storage.blobs(), Nudges::local());
+    platform.ensure_queues().await.unwrap();
+    for queue in tessera_shared::messages::QueueName::ALL {
+        for name in [queue.as_str().to_string(), queue.poison()] {
+            storage.queues().clear(&name).await.unwrap();
+        }
+    }
+    let mut app = spawn_app_over(platform, test_settings(), true).await;
+    app._azurite = Some(lock);
+    app
+}
+
+/// The app over `platform`, the fixture tiles imported as the operator's `emoji` library.
+async fn spawn_app_over(platform: Platform, settings: WebSettings, workers: bool) -> TestApp {
     platform.ensure_queues().await.unwrap();
     let tiles = fixture("engine/tiles");
     let options = tessera_engine::ImportOptions::default();
@@ -74,7 +107,7 @@ pub(crate) async fn spawn_app_on(
         &tiles,
         "emoji",
         options,
-        &tessera_shared::libraries::Publication::operator(false),
+        &tessera_shared::libraries::Publication::operator(true),
     )
     .await
     .unwrap();
@@ -121,7 +154,8 @@ pub(crate) async fn spawn_app_on(
         streams,
         stop_workers,
         server,
-        _dir: dir,
+        _dir: None,
+        _azurite: None,
     }
 }
 

@@ -54,3 +54,9 @@ pub(crate) fn python() -> std::path::PathBuf {
     );
     path
 }
+
+/// Serializes the tests that run the pipeline's queues on Azurite: they share the queues.
+pub(crate) fn azurite_lock() -> &'static tokio::sync::Mutex<()> {
+    static LOCK: std::sync::OnceLock<tokio::sync::Mutex<()>> = std::sync::OnceLock::new();
+    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
+}

@@ -38,7 +38,8 @@ use crate::upload::{
     upload_slot,
 };
 
-const IMAGE_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "webp", "gif", "jfif"];
+use tessera_engine::decode::{FORMAT_NAMES, IMAGE_EXTENSIONS};
+
 const MAX_NAME_CHARS: usize = 100;
 
 /// The answer of `GET /api/v1/libraries`.
@@ -223,7 +224,7 @@ pub struct LibraryUpload {
     /// operator replace or delete it. A replacement without it keeps the library's.
     #[schema(required = false, default = "shared", example = "private")]
     pub visibility: Visibility,
-    /// One .zip or image files (PNG, JPEG, WebP or GIF).
+    /// One .zip or image files (JPEG, PNG, HEIC, AVIF, WebP, TIFF, BMP or GIF).
     #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
     pub files: Vec<Vec<u8>>,
 }
@@ -402,11 +403,16 @@ pub async fn create(
             )?;
             std::fs::remove_file(archive).map_err(ApiError::internal)?;
         }
-        let (images, pixels) = measure_images(&files_dir);
+        let (images, pixels, others) = measure_images(&files_dir);
         if images == 0 {
+            let why = if others.is_empty() {
+                "it holds no files".to_string()
+            } else {
+                tessera_engine::summarise_skipped(&others)
+            };
             return Err(ApiError::unprocessable(
                 "no_images",
-                "the upload holds no images (PNG, JPEG, WebP or GIF files)",
+                format!("the upload holds no images ({FORMAT_NAMES} files): {why}"),
             ));
         }
         if pixels > max_pixels {
@@ -536,7 +542,14 @@ fn parse_shape(text: Option<&str>) -> ApiResult<TileShape> {
 /// The files' fault is 422; a name taken is 409; storage and a stopped import are ours.
 fn import_error(e: ImportError) -> ApiError {
     match e {
-        ImportError::NoImages { .. } | ImportError::Source { .. } => {
+        ImportError::NoImages { why, .. } => {
+            tracing::info!(%why, "library upload refused");
+            ApiError::unprocessable(
+                "no_images",
+                format!("none of the uploaded files could be made a tile: {why}"),
+            )
+        }
+        ImportError::Source { .. } => {
             tracing::info!(error = %e, "library upload refused");
             ApiError::unprocessable(
                 "no_images",
@@ -789,33 +802,56 @@ fn safe_entry_name(name: &str) -> bool {
 
 /// The images under `dir` (by extension) and their pixels together, read from each header
 /// (an image whose header does not read counts none: the import skips it, naming why).
-fn measure_images(dir: &Path) -> (u64, u64) {
-    let (mut images, mut pixels) = (0u64, 0u64);
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return (0, 0);
+fn measure_images(dir: &Path) -> (u64, u64, Vec<(String, String)>) {
+    let (mut images, mut pixels, mut others) = (0u64, 0u64, Vec::new());
+    measure_into(dir, dir, &mut images, &mut pixels, &mut others);
+    (images, pixels, others)
+}
+
+/// [`measure_images`] for the folder `at` inside the upload's `root`.
+fn measure_into(
+    root: &Path,
+    at: &Path,
+    images: &mut u64,
+    pixels: &mut u64,
+    others: &mut Vec<(String, String)>,
+) {
+    let Ok(entries) = std::fs::read_dir(at) else {
+        return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            let (i, p) = measure_images(&path);
-            images += i;
-            pixels = pixels.saturating_add(p);
-        } else if path
+            measure_into(root, &path, images, pixels, others);
+            continue;
+        }
+        let ext = path
             .extension()
             .and_then(|e| e.to_str())
-            .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+            .map(str::to_ascii_lowercase);
+        if ext
+            .as_deref()
+            .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e))
         {
-            images += 1;
-            let size = image::ImageReader::open(&path)
-                .and_then(|r| r.with_guessed_format())
+            *images += 1;
+            let header = std::fs::read(&path)
                 .ok()
-                .and_then(|r| r.into_dimensions().ok());
-            if let Some((w, h)) = size {
-                pixels = pixels.saturating_add(u64::from(w) * u64::from(h));
+                .and_then(|bytes| tessera_engine::decode::read_header(&bytes).ok());
+            if let Some(h) = header {
+                *pixels = pixels.saturating_add(u64::from(h.width) * u64::from(h.height));
+            }
+        } else {
+            let name = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            if !name.eq_ignore_ascii_case(tessera_engine::library::CAPTIONS_FILE) {
+                let reason = tessera_engine::decode::not_image_reason(ext.as_deref());
+                others.push((name, reason));
             }
         }
     }
-    (images, pixels)
 }
 
 #[cfg(test)]

@@ -19,8 +19,9 @@ use crate::upload::{require_multipart, upload_slot};
 /// Takes the fields of a job submission and answers a JPEG of the mosaic at a few pixels a tile
 /// (about 800 pixels across): the job's grid up to 200 cells across, its library, repetition
 /// rules, transforms, blend and background. Adaptive sizes show in the mosaic only. The headers
-/// X-Preview-Cells (`COLSxROWS`) and X-Mosaic-Size (`WxH`, the real mosaic's pixels) say what
-/// it shows. Refused as the submission would be; one preview per client at a time (429).
+/// X-Preview-Cells (`COLSxROWS`), X-Mosaic-Size (`WxH`, the real mosaic's pixels) and
+/// X-Photo-Size (`WxH`, the photo upright) say what it shows. Refused as the submission would
+/// be; one preview per client at a time (429).
 #[utoipa::path(
     post,
     path = "/api/v1/previews",
@@ -82,6 +83,10 @@ pub async fn create(
         .insert_header((
             "X-Mosaic-Size",
             format!("{}x{}", sketch.mosaic_width, sketch.mosaic_height),
+        ))
+        .insert_header((
+            "X-Photo-Size",
+            format!("{}x{}", sketch.photo_width, sketch.photo_height),
         ))
         .body(sketch.jpeg))
 }

@@ -1,0 +1,702 @@
+//! Decoding the images people have: PNG, JPEG, WebP, GIF, TIFF and BMP through the image
+//! crate, HEIC/HEIF and AVIF through libheif. EXIF orientation is applied (HEIF's own rotation
+//! and mirroring by libheif), colours are converted to sRGB from the file's profile
+//! (the `profile` module, with moxcms), and a cut-off JPEG is refused rather than padded with grey.
+
+use crate::Error;
+use crate::profile::{Declared, image_to_srgb};
+use crate::shape::TileShape;
+
+/// An image format Tessera reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Png,
+    Jpeg,
+    WebP,
+    Gif,
+    Tiff,
+    Bmp,
+    /// HEIC and other HEIF images (an iPhone's photos).
+    Heif,
+    Avif,
+}
+
+/// File extensions of the formats read, lower case.
+pub const IMAGE_EXTENSIONS: [&str; 13] = [
+    "png", "jpg", "jpeg", "jfif", "webp", "gif", "tif", "tiff", "bmp", "heic", "heif", "hif",
+    "avif",
+];
+
+/// What the formats read are called, for messages and documents.
+pub const FORMAT_NAMES: &str = "JPEG, PNG, HEIC, AVIF, WebP, TIFF, BMP or GIF";
+
+impl Format {
+    /// The format of `bytes`, by their content.
+    pub fn sniff(bytes: &[u8]) -> Option<Format> {
+        if let Some(heif) = heif_brand(bytes) {
+            return heif;
+        }
+        Some(match image::guess_format(bytes).ok()? {
+            image::ImageFormat::Png => Format::Png,
+            image::ImageFormat::Jpeg => Format::Jpeg,
+            image::ImageFormat::WebP => Format::WebP,
+            image::ImageFormat::Gif => Format::Gif,
+            image::ImageFormat::Tiff => Format::Tiff,
+            image::ImageFormat::Bmp => Format::Bmp,
+            image::ImageFormat::Avif => Format::Avif,
+            _ => return None,
+        })
+    }
+
+    /// The format's usual name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Png => "PNG",
+            Format::Jpeg => "JPEG",
+            Format::WebP => "WebP",
+            Format::Gif => "GIF",
+            Format::Tiff => "TIFF",
+            Format::Bmp => "BMP",
+            Format::Heif => "HEIC",
+            Format::Avif => "AVIF",
+        }
+    }
+
+    /// Whether libheif decodes it (else the image crate does).
+    pub fn is_heif(self) -> bool {
+        matches!(self, Format::Heif | Format::Avif)
+    }
+
+    fn image_format(self) -> Option<image::ImageFormat> {
+        Some(match self {
+            Format::Png => image::ImageFormat::Png,
+            Format::Jpeg => image::ImageFormat::Jpeg,
+            Format::WebP => image::ImageFormat::WebP,
+            Format::Gif => image::ImageFormat::Gif,
+            Format::Tiff => image::ImageFormat::Tiff,
+            Format::Bmp => image::ImageFormat::Bmp,
+            Format::Heif | Format::Avif => return None,
+        })
+    }
+}
+
+/// Kinds of file people mistake for photos Tessera reads, by extension: what to call them.
+const NOT_READ: [(&[&str], &str); 6] = [
+    (
+        &[
+            "cr2", "cr3", "nef", "arw", "dng", "orf", "rw2", "raf", "pef", "srw",
+        ],
+        "camera RAW",
+    ),
+    (&["psd", "psb"], "Photoshop"),
+    (&["jxl"], "JPEG XL"),
+    (&["svg"], "SVG drawing"),
+    (&["mov", "mp4", "m4v", "avi", "mkv", "webm", "3gp"], "video"),
+    (
+        &[
+            "ico", "tga", "pcx", "ppm", "pgm", "exr", "hdr", "jp2", "qoi",
+        ],
+        "image format not read",
+    ),
+];
+
+/// Why a file named with extension `ext` (lower case) is not imported: its kind and what to do.
+pub fn not_image_reason(ext: Option<&str>) -> String {
+    let Some(ext) = ext else {
+        return "not an image (no extension)".into();
+    };
+    match NOT_READ.iter().find(|(exts, _)| exts.contains(&ext)) {
+        Some((_, kind)) => format!("{kind} (.{ext}): export it as JPEG or PNG"),
+        None => format!("not an image (.{ext})"),
+    }
+}
+
+/// What a file Tessera does not read is, by its content, when it is a kind people mistake for a
+/// photo (a PSD, a JPEG XL, a video, an image format the image crate knows but Tessera does not
+/// read): `None` for anything else.
+pub fn unreadable_kind(bytes: &[u8]) -> Option<String> {
+    if Format::sniff(bytes).is_some() {
+        return None;
+    }
+    if bytes.starts_with(b"8BPS") {
+        return Some("Photoshop (PSD)".into());
+    }
+    if bytes.starts_with(&[0xFF, 0x0A]) || bytes.get(4..12) == Some(b"JXL \r\n\x87\n") {
+        return Some("JPEG XL".into());
+    }
+    if heif_brand(bytes) == Some(None) {
+        return Some("video".into());
+    }
+    let start = String::from_utf8_lossy(&bytes[..bytes.len().min(256)]).to_ascii_lowercase();
+    if start.trim_start().starts_with("<svg") || start.contains("<svg") {
+        return Some("SVG drawing".into());
+    }
+    image::guess_format(bytes).ok().map(|f| {
+        f.extensions_str()
+            .first()
+            .unwrap_or(&"these")
+            .to_uppercase()
+    })
+}
+
+/// The HEIF family by the file's `ftyp` box: `Some(Some(..))` for a HEIF or AVIF image,
+/// `Some(None)` for another ISO media file (a video), `None` when there is no `ftyp`.
+fn heif_brand(bytes: &[u8]) -> Option<Option<Format>> {
+    if bytes.get(4..8) != Some(b"ftyp") {
+        return None;
+    }
+    let size = u32::from_be_bytes(bytes[0..4].try_into().ok()?) as usize;
+    let end = size.clamp(16, 4096).min(bytes.len());
+    let major = bytes.get(8..12)?;
+    // The major brand, then the compatible brands after the minor version.
+    let brands = std::iter::once(major).chain(bytes.get(16..end).unwrap_or(&[]).chunks_exact(4));
+    let mut found = None;
+    for brand in brands {
+        match brand {
+            b"avif" | b"avis" => return Some(Some(Format::Avif)),
+            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => {
+                found = Some(Format::Heif)
+            }
+            _ => {}
+        }
+    }
+    Some(found)
+}
+
+/// What a file's header says, before any pixel is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub format: Format,
+    /// Width and height as stored (before EXIF orientation).
+    pub width: u32,
+    pub height: u32,
+    /// Whether the image turns a quarter (EXIF orientation 5 to 8): shown as `height x width`.
+    pub turned: bool,
+    /// Bytes the decoder's output takes.
+    pub decoded_bytes: u64,
+}
+
+/// Reads the header of an image in a format Tessera reads.
+pub fn read_header(bytes: &[u8]) -> Result<Header, String> {
+    use image::ImageDecoder;
+    use image::metadata::Orientation;
+    let format = Format::sniff(bytes).ok_or("not an image Tessera reads")?;
+    if format.is_heif() {
+        let (width, height, alpha) = heif::header(bytes)?;
+        return Ok(Header {
+            format,
+            width,
+            height,
+            turned: false,
+            decoded_bytes: u64::from(width) * u64::from(height) * if alpha { 4 } else { 3 },
+        });
+    }
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes));
+    reader.set_format(format.image_format().expect("not HEIF"));
+    let mut decoder = reader.into_decoder().map_err(|e| e.to_string())?;
+    let (width, height) = decoder.dimensions();
+    let turned = matches!(
+        decoder.orientation().unwrap_or(Orientation::NoTransforms),
+        Orientation::Rotate90
+            | Orientation::Rotate270
+            | Orientation::Rotate90FlipH
+            | Orientation::Rotate270FlipH
+    );
+    Ok(Header {
+        format,
+        width,
+        height,
+        turned,
+        decoded_bytes: decoder.total_bytes(),
+    })
+}
+
+/// Largest tile image accepted, on either side: a file declaring more is skipped before decoding.
+pub const MAX_TILE_SIDE: u32 = 4096;
+/// Most memory one tile's decoder may allocate (a 4096 x 4096 RGBA8 image).
+pub const MAX_TILE_DECODE_BYTES: u64 = 64 << 20;
+
+/// An image cropped to a tile's shape and composited onto a background.
+pub(crate) struct Cropped {
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    /// Packed RGB8.
+    pub(crate) rgb: Vec<u8>,
+    /// A byte of opacity per pixel, if any pixel is not opaque.
+    pub(crate) alpha: Option<Vec<u8>>,
+}
+
+/// Decodes an image file into its largest centre crop of `shape`, composited onto `background`. Tiles are decoded within [`MAX_TILE_SIDE`] and
+/// [`MAX_TILE_DECODE_BYTES`]: a tiny file that declares a huge image is refused from its header.
+pub(crate) fn decode_crop(
+    bytes: &[u8],
+    background: [u8; 3],
+    shape: TileShape,
+) -> Result<Cropped, String> {
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_TILE_SIDE);
+    limits.max_image_height = Some(MAX_TILE_SIDE);
+    limits.max_alloc = Some(MAX_TILE_DECODE_BYTES);
+    let rgba = decode_rgba_within(bytes, Some(limits))?;
+    let (w, h) = (rgba.width() as usize, rgba.height() as usize);
+    if w == 0 || h == 0 {
+        return Err("empty image".into());
+    }
+    let (x0, y0, cw, ch) = shape.crop(w, h);
+    let raw = rgba.as_raw();
+    let mut out = Vec::with_capacity(cw * ch * 3);
+    let mut alpha = Vec::with_capacity(cw * ch);
+    for y in y0..y0 + ch {
+        for p in raw[(y * w + x0) * 4..(y * w + x0 + cw) * 4].chunks_exact(4) {
+            let a = p[3] as u32;
+            for c in 0..3 {
+                let v = (p[c] as u32 * a + background[c] as u32 * (255 - a) + 127) / 255;
+                out.push(v as u8);
+            }
+            alpha.push(p[3]);
+        }
+    }
+    let opaque = alpha.iter().all(|&a| a == 255);
+    Ok(Cropped {
+        width: cw,
+        height: ch,
+        rgb: out,
+        alpha: (!opaque).then_some(alpha),
+    })
+}
+
+/// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied,
+/// within `limits` (the image crate's defaults when `None`).
+fn decode_rgba_within(
+    bytes: &[u8],
+    limits: Option<image::Limits>,
+) -> Result<image::RgbaImage, String> {
+    decode_oriented(bytes, limits).map(image::DynamicImage::into_rgba8)
+}
+
+/// Decodes any supported image in its own pixel type (RGB8 or RGBA8 once converted to sRGB),
+/// EXIF orientation applied, within `limits` (the image crate's defaults when `None`).
+pub fn decode_oriented(
+    bytes: &[u8],
+    limits: Option<image::Limits>,
+) -> Result<image::DynamicImage, String> {
+    use image::ImageDecoder;
+    let format = Format::sniff(bytes).ok_or_else(|| match unreadable_kind(bytes) {
+        Some(kind) => format!("{kind} files are not read: export it as JPEG or PNG"),
+        None => "not an image: its content is no format Tessera reads".to_string(),
+    })?;
+    if format.is_heif() {
+        return heif::decode(bytes, limits.as_ref());
+    }
+    // The JPEG decoder pads a cut-off file with grey rather than failing.
+    if format == Format::Jpeg && jpeg_cut_off(bytes) {
+        return Err("the JPEG ends before its image does: the file was cut off".into());
+    }
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes));
+    reader.set_format(format.image_format().expect("not HEIF"));
+    // The header only; the limits are checked here, so that the reason names the size.
+    let mut decoder = reader.into_decoder().map_err(|e| e.to_string())?;
+    if let Some(limits) = limits {
+        let (w, h) = decoder.dimensions();
+        check_side(w, h, &limits)?;
+        decoder.set_limits(limits).map_err(|e| e.to_string())?;
+    }
+    let declared = if format == Format::Png {
+        png_declared(bytes)
+    } else {
+        match decoder.icc_profile() {
+            Ok(Some(icc)) => Declared::icc(&icc),
+            _ => Declared::SRGB,
+        }
+    };
+    let orientation = decoder
+        .orientation()
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let img = image::DynamicImage::from_decoder(decoder).map_err(|e| match e {
+        image::ImageError::Limits(e) => e.to_string(),
+        e => format!("the {} is corrupt or cut off: {e}", format.name()),
+    })?;
+    let mut img = image_to_srgb(img, &declared);
+    img.apply_orientation(orientation);
+    Ok(img)
+}
+
+/// Refuses `w x h` when a side is over `limits`, naming the sizes.
+fn check_side(w: u32, h: u32, limits: &image::Limits) -> Result<(), String> {
+    let over = limits.max_image_width.is_some_and(|max| w > max)
+        || limits.max_image_height.is_some_and(|max| h > max);
+    if over {
+        let max = |m: Option<u32>| m.map_or("any".into(), |m| m.to_string());
+        return Err(format!(
+            "{w}x{h} pixels is over the {}x{} allowed",
+            max(limits.max_image_width),
+            max(limits.max_image_height)
+        ));
+    }
+    Ok(())
+}
+
+/// The colour space a PNG declares, from its header chunks.
+fn png_declared(bytes: &[u8]) -> Declared {
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    match decoder.read_info() {
+        Ok(reader) => Declared::png(reader.info()),
+        Err(_) => Declared::SRGB,
+    }
+}
+
+/// Whether `bytes` are a JPEG that ends before its end-of-image marker: its segments are walked
+/// from the start (a thumbnail inside an APP segment is skipped with it), then the scans'
+/// entropy-coded data, until EOI or the end of the bytes. Not a JPEG: false.
+pub fn jpeg_cut_off(bytes: &[u8]) -> bool {
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return false;
+    }
+    let mut i = 2;
+    loop {
+        // The next marker: 0xFF, any fill bytes, then its code.
+        while i < bytes.len() && bytes[i] != 0xFF {
+            i += 1;
+        }
+        while i < bytes.len() && bytes[i] == 0xFF {
+            i += 1;
+        }
+        let Some(&code) = bytes.get(i) else {
+            return true;
+        };
+        i += 1;
+        match code {
+            0xD9 => return false,
+            // Markers without a length: restarts, SOI, TEM.
+            0xD0..=0xD8 | 0x01 => continue,
+            _ => {}
+        }
+        let Some(length) = bytes.get(i..i + 2) else {
+            return true;
+        };
+        i += usize::from(u16::from_be_bytes([length[0], length[1]]));
+        if i > bytes.len() {
+            return true;
+        }
+        if code == 0xDA {
+            // Entropy-coded data: up to the next marker that is not a stuffed 0xFF00 or a
+            // restart.
+            loop {
+                match bytes.get(i..i + 2) {
+                    None => return true,
+                    Some([0xFF, next]) if *next != 0x00 && !(0xD0..=0xD7).contains(next) => break,
+                    _ => i += 1,
+                }
+            }
+        }
+    }
+}
+
+/// Decodes a target image to RGB8 (EXIF orientation applied; transparency onto `background`).
+/// A non-interlaced PNG is decoded a row at a time straight into the RGB8 image, so a 16-bit
+/// RGBA photo takes 3 bytes a pixel rather than 8 and then 4 on its way there.
+pub fn decode_target(bytes: &[u8], background: [u8; 3]) -> Result<image::RgbImage, Error> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n")
+        && let Some(img) = decode_png_rows(bytes, background)?
+    {
+        return Ok(img);
+    }
+    let img = decode_oriented(bytes, None).map_err(Error::Decode)?;
+    if !img.color().has_alpha() {
+        // Nothing to lay over the background: straight to RGB8 (no copy for RGB8 itself).
+        return Ok(img.into_rgb8());
+    }
+    let rgba = img.into_rgba8();
+    let (w, h) = rgba.dimensions();
+    let mut out = Vec::with_capacity((w * h * 3) as usize);
+    for p in rgba.as_raw().chunks_exact(4) {
+        let a = p[3] as u32;
+        for c in 0..3 {
+            out.push(((p[c] as u32 * a + background[c] as u32 * (255 - a) + 127) / 255) as u8);
+        }
+    }
+    Ok(image::RgbImage::from_raw(w, h, out).expect("sized buffer"))
+}
+
+/// [`decode_target`] for a non-interlaced PNG, row by row: `None` for an interlaced one (its
+/// rows come in passes; the whole-image path takes it).
+fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::RgbImage>, Error> {
+    use image::ImageDecoder;
+    let bad = |e: png::DecodingError| Error::Decode(e.to_string());
+    let mut decoder = png::Decoder::new_with_limits(
+        std::io::Cursor::new(bytes),
+        png::Limits { bytes: usize::MAX },
+    );
+    // Palettes, low bit depths and transparency chunks expanded; 16-bit samples are narrowed
+    // below, rounded as the image crate rounds them.
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder.read_info().map_err(bad)?;
+    if reader.info().interlaced {
+        return Ok(None);
+    }
+    let to_srgb = Declared::png(reader.info()).to_srgb(false);
+    let (w, h) = (reader.info().width, reader.info().height);
+    let (colour, depth) = reader.output_color_type();
+    let channels = colour.samples();
+    let deep = depth == png::BitDepth::Sixteen;
+    let mut narrowed = Vec::new();
+    let mut out = Vec::with_capacity(w as usize * h as usize * 3);
+    // A row as RGB8, its opacity apart, converted to sRGB before it is laid over the background.
+    let (mut rgb, mut alpha, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+    let blend = |v: u8, a: u8, bg: u8| {
+        let a = u32::from(a);
+        ((u32::from(v) * a + u32::from(bg) * (255 - a) + 127) / 255) as u8
+    };
+    while let Some(row) = reader.next_row().map_err(bad)? {
+        let data = if deep {
+            narrowed.clear();
+            narrowed.extend(
+                row.data()
+                    .chunks_exact(2)
+                    .map(|b| ((u32::from(u16::from_be_bytes([b[0], b[1]])) + 128) / 257) as u8),
+            );
+            &narrowed[..]
+        } else {
+            row.data()
+        };
+        rgb.clear();
+        alpha.clear();
+        for p in data.chunks_exact(channels) {
+            match *p {
+                [g] => rgb.extend_from_slice(&[g, g, g]),
+                [g, a] => {
+                    rgb.extend_from_slice(&[g, g, g]);
+                    alpha.push(a);
+                }
+                [r, g, b] => rgb.extend_from_slice(&[r, g, b]),
+                [r, g, b, a] => {
+                    rgb.extend_from_slice(&[r, g, b]);
+                    alpha.push(a);
+                }
+                _ => return Err(Error::Decode("unexpected PNG colour type".into())),
+            }
+        }
+        if let Some(convert) = &to_srgb {
+            convert.run(&mut rgb, &mut scratch);
+        }
+        if alpha.is_empty() {
+            out.extend_from_slice(&rgb);
+        } else {
+            for (p, &a) in rgb.chunks_exact(3).zip(&alpha) {
+                out.extend((0..3).map(|c| blend(p[c], a, background[c])));
+            }
+        }
+    }
+    if out.len() != w as usize * h as usize * 3 {
+        return Err(Error::Decode("the PNG ended before its last row".into()));
+    }
+    let img = image::RgbImage::from_raw(w, h, out).expect("sized buffer");
+    // The orientation an eXIf chunk gives, read as the whole-image path reads it.
+    let orientation = image::codecs::png::PngDecoder::new(std::io::Cursor::new(bytes))
+        .ok()
+        .and_then(|mut d| d.orientation().ok())
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    if orientation == image::metadata::Orientation::NoTransforms {
+        return Ok(Some(img));
+    }
+    let mut dynamic = image::DynamicImage::ImageRgb8(img);
+    dynamic.apply_orientation(orientation);
+    Ok(Some(dynamic.into_rgb8()))
+}
+
+/// HEIC/HEIF and AVIF through libheif, which applies the file's rotation and mirroring.
+mod heif {
+    use libheif_rs::{ColorSpace, HeifContext, LibHeif, RgbChroma};
+
+    use crate::profile::{Declared, image_to_srgb};
+
+    /// Width, height (rotation applied) and whether there is an alpha channel.
+    pub(super) fn header(bytes: &[u8]) -> Result<(u32, u32, bool), String> {
+        let context = HeifContext::read_from_bytes(bytes).map_err(|e| e.message)?;
+        let handle = context.primary_image_handle().map_err(|e| e.message)?;
+        Ok((handle.width(), handle.height(), handle.has_alpha_channel()))
+    }
+
+    pub(super) fn decode(
+        bytes: &[u8],
+        limits: Option<&image::Limits>,
+    ) -> Result<image::DynamicImage, String> {
+        let context = HeifContext::read_from_bytes(bytes).map_err(|e| e.message)?;
+        let handle = context.primary_image_handle().map_err(|e| e.message)?;
+        let (w, h, alpha) = (handle.width(), handle.height(), handle.has_alpha_channel());
+        if let Some(limits) = limits {
+            super::check_side(w, h, limits)?;
+            let bytes = u64::from(w) * u64::from(h) * if alpha { 4 } else { 3 };
+            if limits.max_alloc.is_some_and(|max| bytes > max) {
+                return Err(format!("{w}x{h} pixels is over the memory allowed"));
+            }
+        }
+        let declared = if let Some(icc) = handle.color_profile_raw().filter(|p| !p.data.is_empty())
+        {
+            Declared::icc(&icc.data)
+        } else if let Some(nclx) = handle.color_profile_nclx() {
+            Declared::cicp(
+                nclx.color_primaries() as u8,
+                nclx.transfer_characteristics() as u8,
+            )
+        } else {
+            Declared::SRGB
+        };
+        let chroma = if alpha {
+            RgbChroma::Rgba
+        } else {
+            RgbChroma::Rgb
+        };
+        let image = LibHeif::new()
+            .decode(&handle, ColorSpace::Rgb(chroma), None)
+            .map_err(|e| e.message)?;
+        let plane = image
+            .planes()
+            .interleaved
+            .ok_or("libheif gave no interleaved pixels")?;
+        let channels = if alpha { 4 } else { 3 };
+        if plane.storage_bits_per_pixel != 8 * channels as u8 {
+            return Err(format!(
+                "libheif gave {} bits a pixel, not {}",
+                plane.storage_bits_per_pixel,
+                8 * channels
+            ));
+        }
+        let (pw, ph) = (plane.width as usize, plane.height as usize);
+        let row = pw * channels;
+        let mut pixels = Vec::with_capacity(row * ph);
+        for y in 0..ph {
+            pixels.extend_from_slice(&plane.data[y * plane.stride..y * plane.stride + row]);
+        }
+        let img = if alpha {
+            image::RgbaImage::from_raw(pw as u32, ph as u32, pixels)
+                .map(image::DynamicImage::ImageRgba8)
+        } else {
+            image::RgbImage::from_raw(pw as u32, ph as u32, pixels)
+                .map(image::DynamicImage::ImageRgb8)
+        }
+        .ok_or("libheif's pixels do not fill the image")?;
+        Ok(image_to_srgb(img, &declared))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `decode_target` gave before it took PNGs row by row and opaque images straight to
+    /// RGB8: the whole image as RGBA8, laid over the background.
+    fn decode_target_whole(bytes: &[u8], background: [u8; 3]) -> image::RgbImage {
+        let rgba = decode_rgba_within(bytes, None).unwrap();
+        image::RgbImage::from_fn(rgba.width(), rgba.height(), |x, y| {
+            let p = rgba.get_pixel(x, y).0;
+            let a = u32::from(p[3]);
+            image::Rgb(std::array::from_fn(|c| {
+                ((u32::from(p[c]) * a + u32::from(background[c]) * (255 - a) + 127) / 255) as u8
+            }))
+        })
+    }
+
+    fn encoded(img: image::DynamicImage, format: image::ImageFormat) -> Vec<u8> {
+        let mut out = Vec::new();
+        img.write_to(&mut std::io::Cursor::new(&mut out), format)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_cut_off_jpeg_is_refused_and_a_whole_one_is_not() {
+        let img = image::RgbImage::from_fn(64, 48, |x, y| {
+            image::Rgb([(x * 4) as u8, (y * 5) as u8, 90])
+        });
+        let mut bytes = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, 90)
+            .encode(img.as_raw(), 64, 48, image::ExtendedColorType::Rgb8)
+            .unwrap();
+        assert!(!jpeg_cut_off(&bytes));
+        assert!(decode_target(&bytes, [255, 255, 255]).is_ok());
+        // Trailing bytes after the end (as some cameras write) are no cut.
+        let mut trailed = bytes.clone();
+        trailed.extend_from_slice(b"trailer");
+        assert!(!jpeg_cut_off(&trailed));
+        for keep in [bytes.len() * 6 / 10, bytes.len() - 2, 40] {
+            assert!(
+                jpeg_cut_off(&bytes[..keep]),
+                "cut at {keep} of {}",
+                bytes.len()
+            );
+            let err = decode_target(&bytes[..keep], [255, 255, 255]).unwrap_err();
+            assert!(err.to_string().contains("cut off"), "{err}");
+        }
+        assert!(!jpeg_cut_off(b"\x89PNG\r\n\x1a\n"));
+    }
+
+    #[test]
+    fn targets_decode_as_the_whole_image_path_decodes_them() {
+        let (w, h) = (37, 23);
+        let rgba8 = image::RgbaImage::from_fn(w, h, |x, y| {
+            image::Rgba([
+                (x * 7) as u8,
+                (y * 11) as u8,
+                (x ^ y) as u8,
+                ((x + y) * 9) as u8,
+            ])
+        });
+        let rgba16 = image::ImageBuffer::<image::Rgba<u16>, _>::from_fn(w, h, |x, y| {
+            image::Rgba([
+                (x * 1771) as u16,
+                (y * 2851) as u16,
+                ((x ^ y) * 997) as u16,
+                ((x + y) * 1100) as u16,
+            ])
+        });
+        let bg = [200, 40, 90];
+        let exact = [
+            image::DynamicImage::ImageRgba8(rgba8.clone()),
+            image::DynamicImage::ImageRgba8(rgba8.clone())
+                .to_rgb8()
+                .into(),
+            image::DynamicImage::ImageRgba8(rgba8.clone())
+                .to_luma8()
+                .into(),
+            image::DynamicImage::ImageRgba8(rgba8.clone())
+                .to_luma_alpha8()
+                .into(),
+        ];
+        for img in exact {
+            let colour = img.color();
+            for format in [image::ImageFormat::Png, image::ImageFormat::Tiff] {
+                let mut bytes = Vec::new();
+                if format == image::ImageFormat::Tiff
+                    && img
+                        .write_to(&mut std::io::Cursor::new(&mut bytes), format)
+                        .is_err()
+                {
+                    // The TIFF encoder does not write every colour type.
+                    continue;
+                }
+                let bytes = encoded(img.clone(), format);
+                assert_eq!(
+                    decode_target(&bytes, bg).unwrap(),
+                    decode_target_whole(&bytes, bg),
+                    "{colour:?} as {format:?}"
+                );
+            }
+        }
+        // 16 bits a channel, rounded to 8 alike.
+        let bytes = encoded(
+            image::DynamicImage::ImageRgba16(rgba16),
+            image::ImageFormat::Png,
+        );
+        assert_eq!(
+            decode_target(&bytes, bg).unwrap(),
+            decode_target_whole(&bytes, bg)
+        );
+        // A truncated PNG is an error, not a short image.
+        let bytes = encoded(
+            image::DynamicImage::ImageRgba8(rgba8),
+            image::ImageFormat::Png,
+        );
+        assert!(decode_target(&bytes[..bytes.len() * 2 / 3], bg).is_err());
+    }
+}
