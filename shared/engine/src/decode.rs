@@ -442,7 +442,7 @@ fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::Rg
     let mut narrowed = Vec::new();
     let mut out = Vec::with_capacity(w as usize * h as usize * 3);
     // A row as RGB8, its opacity apart, converted to sRGB before it is laid over the background.
-    let (mut rgb, mut alpha, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut rgb, mut alpha) = (Vec::new(), Vec::new());
     let blend = |v: u8, a: u8, bg: u8| {
         let a = u32::from(a);
         ((u32::from(v) * a + u32::from(bg) * (255 - a) + 127) / 255) as u8
@@ -477,7 +477,7 @@ fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::Rg
             }
         }
         if let Some(convert) = &to_srgb {
-            convert.run(&mut rgb, &mut scratch);
+            convert.run(&mut rgb);
         }
         if alpha.is_empty() {
             out.extend_from_slice(&rgb);

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use moxcms::{
     Chromaticity, CicpColorPrimaries, CicpProfile, ColorPrimaries, ColorProfile, DataColorSpace,
-    Layout, MatrixCoefficients, TransferCharacteristics, Transform8BitExecutor, TransformOptions,
-    XyY,
+    InPlaceTransformExecutor, Layout, MatrixCoefficients, TransferCharacteristics,
+    TransformOptions, XyY,
 };
 use rayon::prelude::*;
 
@@ -164,10 +164,9 @@ impl Declared {
         }
         let layout = if alpha { Layout::Rgba } else { Layout::Rgb };
         let transform = profile
-            .create_transform_8bit(
+            .create_in_place_transform_8bit(
                 layout,
                 &ColorProfile::new_srgb(),
-                layout,
                 TransformOptions::default(),
             )
             .ok()
@@ -185,10 +184,10 @@ impl Declared {
     }
 }
 
-/// A conversion of 8-bit RGB or RGBA pixels to sRGB.
+/// A conversion of 8-bit RGB or RGBA pixels to sRGB, in place.
 #[derive(Clone)]
 pub(crate) struct ToSrgb {
-    transform: Arc<Transform8BitExecutor>,
+    transform: Arc<dyn InPlaceTransformExecutor<u8> + Send + Sync>,
     channels: usize,
 }
 
@@ -203,17 +202,15 @@ impl ToSrgb {
                 }
             }
         }
-        let mut out = vec![0; grid.len()];
-        self.transform.transform(&grid, &mut out).is_ok()
+        let mut out = grid.clone();
+        self.transform.transform(&mut out).is_ok()
             && grid.iter().zip(&out).all(|(a, b)| a.abs_diff(*b) <= 1)
     }
 
-    /// Converts one run of pixels in place, `scratch` holding the converted copy.
-    pub(crate) fn run(&self, pixels: &mut [u8], scratch: &mut Vec<u8>) {
-        scratch.resize(pixels.len(), 0);
-        if self.transform.transform(pixels, scratch).is_ok() {
-            pixels.copy_from_slice(scratch);
-        }
+    /// Converts one run of pixels in place. A run the transform refuses (not whole pixels)
+    /// is left as it is.
+    pub(crate) fn run(&self, pixels: &mut [u8]) {
+        let _ = self.transform.transform(pixels);
     }
 
     /// Converts a whole image in place, bands of rows in parallel.
@@ -226,7 +223,7 @@ impl ToSrgb {
         let band = row * ((1 << 18) / row).max(1);
         pixels
             .par_chunks_mut(band)
-            .for_each_init(Vec::new, |scratch, chunk| self.run(chunk, scratch));
+            .for_each(|chunk| self.run(chunk));
     }
 }
 
@@ -267,13 +264,13 @@ mod tests {
         let convert = Declared::icc(&p3).to_srgb(false).expect("P3 converts");
         // P3's pure red is beyond sRGB: it saturates; a P3 mid grey stays grey.
         let mut px = vec![255, 0, 0, 128, 128, 128];
-        convert.run(&mut px, &mut Vec::new());
+        convert.run(&mut px);
         assert_eq!(px[0], 255);
         assert!(px[1] == 0 && px[2] == 0, "{px:?}");
         assert!(px[3..].iter().all(|&v| v.abs_diff(128) <= 1), "{px:?}");
         // A saturated P3 orange is more saturated in sRGB numbers.
         let mut orange = vec![200, 120, 40];
-        convert.run(&mut orange, &mut Vec::new());
+        convert.run(&mut orange);
         assert!(orange[0] > 200 && orange[2] < 40, "{orange:?}");
     }
 
