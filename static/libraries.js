@@ -149,7 +149,7 @@
     const r = body.report || {};
     row("Library", (lib.name || "") + " (" + (lib.id || "") + ", version " + lib.version + ")");
     row("Tiles imported", String(r.imported));
-    row("Not images (ignored)", String(r.ignored));
+    row("Files left out", String((r.skipped || []).length) + " (" + r.ignored + " of them not images)");
     (r.duplicates || []).forEach(function (d) { row("Duplicate", d.name + " (kept " + d.kept + ")"); });
     (r.skipped || []).forEach(function (s) { row("Skipped", (s.name || "") + ": " + (s.reason || "")); });
     status.textContent = "Imported " + r.imported + " tiles into " + (lib.name || "the library") +

@@ -765,15 +765,17 @@ async fn upload_follow_and_view_a_mosaic_in_chromium() {
 
 /// A phone's HEIC photo through the form: Chromium cannot show it, so the page learns its size
 /// from the server's preview, shows the preview and the sizes' figures, and the job makes the
-/// mosaic of the photo upright.
+/// mosaic of the photo upright. Then an AVIF, which Chromium shows itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_phone_heic_photo_makes_a_mosaic_through_the_form_in_chromium() {
+async fn heic_and_avif_photos_make_mosaics_through_the_form_in_chromium() {
     let app = spawn_app().await;
     let work = tempfile::tempdir().unwrap();
     let profile = work.path().join("profile");
     std::fs::create_dir(&profile).unwrap();
     let photo = work.path().join("phone.heic");
     std::fs::write(&photo, crate::photos::corpus_file("phone.heic")).unwrap();
+    let avif = work.path().join("photo.avif");
+    std::fs::write(&avif, crate::photos::corpus_file("photo.avif")).unwrap();
     let base = app.address.clone();
     in_chromium(&profile, |browser| async move {
         let browser = &browser;
@@ -810,6 +812,29 @@ async fn a_phone_heic_photo_makes_a_mosaic_through_the_form_in_chromium() {
         let width = mosaic_loaded(browser, Duration::from_secs(20)).await;
         assert!(width.as_u64().unwrap() > 0);
         screenshot(browser, "heic-job.png").await;
+
+        // An AVIF: Chromium shows it itself, and the job makes its mosaic.
+        browser.goto(&format!("{base}/")).await.unwrap();
+        let input = browser.find(Locator::Id("image")).await.unwrap();
+        input.send_keys(&avif.display().to_string()).await.unwrap();
+        wait_for(
+            browser,
+            "const n = document.getElementById('natural').textContent; \
+             return n.includes('240 × 160 px') ? n : null",
+            Duration::from_secs(20),
+            "the AVIF photo's size",
+        )
+        .await;
+        click(browser, "#submit-form button[type=submit]").await;
+        let state = wait_for(
+            browser,
+            "const s = document.getElementById('state'); \
+             return s && (s.textContent === 'done' || s.textContent === 'failed') ? s.textContent : null",
+            JOB_DEADLINE,
+            "the AVIF job finishing",
+        )
+        .await;
+        assert_eq!(state, "done");
     })
     .await;
 }

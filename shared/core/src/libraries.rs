@@ -136,7 +136,8 @@ pub struct LibraryRecord {
     #[serde(default)]
     #[schema(required = true)]
     pub duplicates: u32,
-    /// Files the import skipped, and why.
+    /// Every file the import left out, but the duplicates, and why (not an image, a format not
+    /// read, corrupt or cut off, too large), in name order.
     #[serde(default)]
     #[schema(required = true)]
     pub skipped: Vec<SkippedFile>,

@@ -772,6 +772,14 @@ fn streaming_png_and_jpeg_match_the_render() {
         .unwrap()
         .to_rgb8();
     assert_eq!(decoded.as_raw(), &whole);
+    // Each output says its pixels are sRGB: an sRGB chunk in a PNG, an ICC profile in a JPEG.
+    let says_srgb = |png: &[u8]| {
+        let reader = png::Decoder::new(std::io::Cursor::new(png))
+            .read_info()
+            .unwrap();
+        reader.info().srgb.is_some()
+    };
+    assert!(says_srgb(&png_out.0.lock().unwrap()));
 
     // Bands compressed in parallel as fragments, one row of cells each: the same pixels.
     let parallel = W::default();
@@ -783,6 +791,7 @@ fn streaming_png_and_jpeg_match_the_render() {
         .unwrap()
         .to_rgb8();
     assert_eq!(decoded.as_raw(), &whole);
+    assert!(says_srgb(&parallel.0.lock().unwrap()));
     let mut short = ParallelPngSink::new(Vec::new(), plan.width(), plan.total_height()).unwrap();
     short
         .write_owned(whole[..whole.len() / 2].to_vec())
@@ -793,6 +802,15 @@ fn streaming_png_and_jpeg_match_the_render() {
     let mut sink = JpegSink::new(shared.clone(), plan.width(), plan.total_height(), 90).unwrap();
     render_to_sink(&plan, &cache, &mut sink, 3, &|_, _| {}).unwrap();
     sink.finish().unwrap();
+    let icc = image::ImageDecoder::icc_profile(
+        &mut image::codecs::jpeg::JpegDecoder::new(std::io::Cursor::new(
+            shared.0.lock().unwrap().clone(),
+        ))
+        .unwrap(),
+    )
+    .unwrap()
+    .expect("the JPEG carries a profile");
+    assert_eq!(icc, tessera_engine::srgb_icc());
     let jpeg = image::load_from_memory(&shared.0.lock().unwrap())
         .unwrap()
         .to_rgb8();

@@ -161,7 +161,7 @@ pub struct ImportSummary {
     pub skipped: Vec<SkippedFile>,
     /// Pixel-identical duplicates merged: the dropped name and the name kept.
     pub duplicates: Vec<Duplicate>,
-    /// Files ignored because they are not images by their extension.
+    /// How many of the skipped files are not images by their name (their extension).
     pub ignored: usize,
 }
 
