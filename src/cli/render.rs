@@ -83,6 +83,10 @@ pub struct RenderArgs {
     /// flip+rot270; flip mirrors left-right before the clockwise turn).
     #[arg(long, value_name = "PLAN.csv")]
     pub plan: Option<PathBuf>,
+    /// Also write where each photo went, as CSV: one line per tile used (tile, name, caption,
+    /// uses, its cells as row:column from 0), as `GET /api/v1/jobs/{id}/placements` gives it.
+    #[arg(long, value_name = "PLACEMENTS.csv")]
+    pub placements: Option<PathBuf>,
     /// JPEG quality, 1 to 100.
     #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u8).range(1..=100))]
     pub quality: u8,
@@ -218,6 +222,16 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         let file = std::fs::File::create(csv)
             .with_context(|| format!("cannot create {}", csv.display()))?;
         plan.write_csv(&library, std::io::BufWriter::new(file))
+            .with_context(|| format!("cannot write {}", csv.display()))?;
+    }
+    if let Some(csv) = &args.placements {
+        let map = match &layout {
+            Layout::Uniform(plan) => tessera_engine::CellMap::from_plan(plan, &library)?,
+            Layout::Adaptive(plan) => tessera_engine::CellMap::from_adaptive(plan, &library)?,
+        };
+        let file = std::fs::File::create(csv)
+            .with_context(|| format!("cannot create {}", csv.display()))?;
+        tessera_engine::write_placements_csv(&map.placements(), std::io::BufWriter::new(file))
             .with_context(|| format!("cannot write {}", csv.display()))?;
     }
 

@@ -46,6 +46,64 @@ pub struct CellMap {
     squares: Option<Squares>,
 }
 
+/// Where one tile is in a mosaic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub source: CellSource,
+    /// The cells it fills, `[row, column]` from the top left, counted from 0, in reading order.
+    /// In a mosaic of adaptive sizes, each square it fills once, by its top-left cell.
+    pub cells: Vec<[u32; 2]>,
+}
+
+impl Placement {
+    /// Whether `query` names this tile: its file name or caption holds it, in any case.
+    pub fn matches(&self, query: &str) -> bool {
+        let q = query.trim().to_lowercase();
+        !q.is_empty()
+            && (self.source.name.to_lowercase().contains(&q)
+                || self.source.caption.to_lowercase().contains(&q))
+    }
+
+    /// Whether `query` is this tile's whole file name or caption (in any case), or its file
+    /// name without folders and extension.
+    pub fn is_named(&self, query: &str) -> bool {
+        let q = query.trim().to_lowercase();
+        let name = self.source.name.to_lowercase();
+        let stem = name.rsplit('/').next().unwrap_or(&name);
+        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+        q == name || q == stem || q == self.source.caption.to_lowercase()
+    }
+}
+
+/// Writes `placements` as CSV: `tile,name,caption,uses,cells`, the cells as `row:column`
+/// (from 0) separated by spaces.
+pub fn write_placements_csv(
+    placements: &[Placement],
+    mut w: impl std::io::Write,
+) -> std::io::Result<()> {
+    let field = |s: &str| {
+        if s.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    writeln!(w, "tile,name,caption,uses,cells")?;
+    for p in placements {
+        let cells: Vec<String> = p.cells.iter().map(|[r, c]| format!("{r}:{c}")).collect();
+        writeln!(
+            w,
+            "{},{},{},{},{}",
+            p.source.tile,
+            field(&p.source.name),
+            field(&p.source.caption),
+            p.cells.len(),
+            cells.join(" ")
+        )?;
+    }
+    Ok(())
+}
+
 /// The squares of an adaptive mosaic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Squares {
@@ -215,6 +273,34 @@ impl CellMap {
     /// Distinct tiles used.
     pub fn sources(&self) -> &[CellSource] {
         &self.sources
+    }
+
+    /// Every tile used and the cells it fills, by file name. The uses add up to the cells (to
+    /// the squares, in a mosaic of adaptive sizes).
+    pub fn placements(&self) -> Vec<Placement> {
+        let mut cells: Vec<Vec<[u32; 2]>> = vec![Vec::new(); self.sources.len()];
+        let mut seen_square = vec![false; self.squares.as_ref().map_or(0, |s| s.squares.len())];
+        for (i, &source) in self.cells.iter().enumerate() {
+            if let Some(s) = &self.squares {
+                let square = s.cells[i] as usize;
+                if std::mem::replace(&mut seen_square[square], true) {
+                    continue;
+                }
+            }
+            let (row, col) = (i / self.cols as usize, i % self.cols as usize);
+            cells[source as usize].push([row as u32, col as u32]);
+        }
+        let mut out: Vec<Placement> = self
+            .sources
+            .iter()
+            .zip(cells)
+            .map(|(source, cells)| Placement {
+                source: source.clone(),
+                cells,
+            })
+            .collect();
+        out.sort_by(|a, b| a.source.name.cmp(&b.source.name));
+        out
     }
 
     /// Serializes the map: magic, format version, grid, the tiles used, the cells, a digest.

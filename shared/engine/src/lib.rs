@@ -31,7 +31,7 @@ mod view;
 
 pub use adaptive::{AdaptivePlan, AdaptiveSizes, AdaptiveSizing, Leaf};
 pub use background::{TileBackground, choose_background, lay_over};
-pub use cells::{CellMap, CellSource};
+pub use cells::{CellMap, CellSource, Placement, write_placements_csv};
 pub use decode::{Format, decode_target, jpeg_cut_off};
 pub use fragment::{
     FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,
