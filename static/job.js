@@ -119,6 +119,7 @@
       grid = { w: job.output.width, h: job.output.height, cols: job.output.cols, rows: job.output.rows };
     }
     result.hidden = false;
+    openDeepLink();
     // The downscaled preview (the page of a done job names it already, so it loads at once);
     // the full mosaic when there is none (a very large one).
     const wanted = base + "/preview";
@@ -163,7 +164,8 @@
       "q-de00-mean": q.de00_mean.toFixed(2),
       "q-de00-p95": q.de00_p95.toFixed(2),
       "q-ssim-view": q.ssim_view == null ? "not measured" : q.ssim_view.toFixed(3),
-      "q-distinct": String(q.distinct),
+      "q-distinct": q.library_tiles ? q.distinct + " of " + q.library_tiles : String(q.distinct),
+      "q-min-uses": q.library_tiles ? String(q.min_uses) : "not measured",
       "q-max-uses": String(q.max_uses),
       "q-dup-r1": share(q.dup_r1),
       "q-dup-r5": share(q.dup_r5),
@@ -421,6 +423,7 @@
   function apply() {
     img.style.transform = "translate(" + x + "px," + y + "px) scale(" + scale + ")";
     placeOutline();
+    placeFound();
     // Zoomed in, one finger pans the mosaic; at the fitted size it scrolls the page.
     viewer.style.touchAction = scale > fitScale * 1.01 ? "none" : "pan-y";
     viewer.dataset.sharp = "false";
@@ -481,6 +484,7 @@
     if (img.dataset.full) full = null;
     fit();
     if (!viewShown) viewShown = showView(location.hash);
+    openDeepLink();
   }
   img.addEventListener("load", settleView);
   const shareButton = document.getElementById("share");
@@ -695,6 +699,107 @@
     showCell(cellAt(r.width / 2, r.height / 2));
     ev.preventDefault();
   });
+
+  // "Where is my photo?": a caption or a file name looked up in the job's placements (answered
+  // from its cell map); every cell holding the tile found is outlined, and the view flies to
+  // the first. `?tile=NAME` in the page's address does the same when it opens.
+  const findForm = document.getElementById("find");
+  const findInput = document.getElementById("find-q");
+  const findResult = document.getElementById("find-result");
+  const foundLayer = document.getElementById("found-cells");
+  // The cells outlined, in the mosaic's full pixels (x, y, width, height).
+  let foundCells = [];
+  function placeFound() {
+    if (!foundLayer) return;
+    while (foundLayer.children.length > foundCells.length) foundLayer.lastChild.remove();
+    if (!grid || !img.naturalWidth) return;
+    while (foundLayer.children.length < foundCells.length) {
+      const box = document.createElement("div");
+      box.className = "found-cell";
+      foundLayer.appendChild(box);
+    }
+    const k = scale * img.naturalWidth / grid.w;
+    foundCells.forEach(function (c, i) {
+      const box = foundLayer.children[i];
+      box.style.left = (x + c.x * k) + "px";
+      box.style.top = (y + c.y * k) + "px";
+      box.style.width = Math.max(4, c.w * k) + "px";
+      box.style.height = Math.max(4, c.h * k) + "px";
+    });
+  }
+  // Centres the view on a cell, zoomed so that it is about a sixth of the viewer across.
+  function flyTo(cell) {
+    if (!grid || !img.naturalWidth) return;
+    const toPreview = img.naturalWidth / grid.w;
+    const want = viewer.clientWidth / (6 * Math.max(1, cell.w * toPreview));
+    scale = Math.min(maxScale(), Math.max(fitScale, want));
+    x = viewer.clientWidth / 2 - (cell.x + cell.w / 2) * toPreview * scale;
+    y = viewer.clientHeight / 2 - (cell.y + cell.h / 2) * toPreview * scale;
+    apply();
+  }
+  async function findPhoto(query) {
+    const q = query.trim();
+    if (!q || !grid) return;
+    findResult.textContent = "Looking for " + q + "…";
+    let body;
+    try {
+      const r = await fetch(base + "/placements?q=" + encodeURIComponent(q), { credentials: "same-origin" });
+      body = await r.json();
+      if (!r.ok) throw new Error(body.error ? body.error.message : String(r.status));
+    } catch (e) {
+      findResult.textContent = "The search failed: " + e.message + ".";
+      return;
+    }
+    if (!body.tiles.length) {
+      foundCells = [];
+      placeFound();
+      viewer.dataset.found = "0";
+      findResult.textContent = "No photo in this mosaic is called “" + q + "”.";
+      return;
+    }
+    const tile = body.tiles[0];
+    const w = grid.w / grid.cols;
+    const h = grid.h / grid.rows;
+    foundCells = tile.cells.map(function (c) { return { x: c[1] * w, y: c[0] * h, w: w, h: h }; });
+    viewer.dataset.found = String(tile.uses);
+    placeFound();
+    flyTo(foundCells[0]);
+    showCell(tile.cells[0][0] + "/" + tile.cells[0][1]);
+    const others = body.tiles.length - 1;
+    findResult.textContent = tile.caption + " (" + tile.name + ") is in " + tile.uses +
+      (tile.uses === 1 ? " place" : " places") + ", outlined in blue" +
+      (others ? "; " + others + (others === 1 ? " other photo matches" : " other photos match") +
+        " too: type more of its name" : "") + ".";
+  }
+  findForm.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    findPhoto(findInput.value);
+  });
+  // The captions to choose from, once the field is first used.
+  let namesListed = false;
+  findInput.addEventListener("focus", function () {
+    if (namesListed || !grid) return;
+    namesListed = true;
+    fetch(base + "/placements", { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : { tiles: [] }; })
+      .then(function (body) {
+        const list = document.getElementById("find-names");
+        body.tiles.slice(0, 5000).forEach(function (t) {
+          const option = document.createElement("option");
+          option.value = t.caption;
+          list.appendChild(option);
+        });
+      })
+      .catch(function () { namesListed = false; });
+  });
+  let deepLinked = false;
+  function openDeepLink() {
+    const wanted = new URLSearchParams(location.search).get("tile");
+    if (deepLinked || !wanted || !grid || !img.naturalWidth) return;
+    deepLinked = true;
+    findInput.value = wanted;
+    findPhoto(wanted);
+  }
 
   // The preview may have loaded before this script ran (the page of a done job names it).
   if (img.complete) settleView();

@@ -442,7 +442,10 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     assert_eq!(quality["mean"], format!("{mean:.2}"), "{quality}");
     assert_eq!(
         quality["distinct"],
-        job["quality"]["distinct"].to_string(),
+        format!(
+            "{} of {}",
+            job["quality"]["distinct"], job["quality"]["library_tiles"]
+        ),
         "{quality}"
     );
     // The tiles were laid over the black chosen on the form, and the page says so.
@@ -835,6 +838,82 @@ async fn heic_and_avif_photos_make_mosaics_through_the_form_in_chromium() {
         )
         .await;
         assert_eq!(state, "done");
+    })
+    .await;
+}
+
+/// "Find my photo": a caption searched on the job page outlines every cell of that tile and
+/// names it; a `?tile=` link opens the page doing the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_photo_is_found_by_its_caption_and_by_a_link_in_chromium() {
+    let app = spawn_app().await;
+    let id = app
+        .submit(crate::support::job_form(crate::support::astronaut()))
+        .await;
+    let job = app.wait_until_finished(&id).await;
+    assert_eq!(job["state"], "done", "{job}");
+    let placements: Value = app
+        .get(&format!("/api/v1/jobs/{id}/placements"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    // The most used tile: several cells to outline.
+    let tile = placements["tiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|t| t["uses"].as_u64())
+        .unwrap()
+        .clone();
+    let (caption, name, uses) = (
+        tile["caption"].as_str().unwrap().to_string(),
+        tile["name"].as_str().unwrap().to_string(),
+        tile["uses"].as_u64().unwrap(),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let profile = work.path().join("profile");
+    std::fs::create_dir(&profile).unwrap();
+    let base = app.address.clone();
+    in_chromium(&profile, |browser| async move {
+        let browser = &browser;
+        browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
+        mosaic_loaded(browser, Duration::from_secs(20)).await;
+        set_value(browser, "find-q", &caption).await;
+        click(browser, "#find button[type=submit]").await;
+        let found = wait_for(
+            browser,
+            "const v = document.getElementById('viewer'); \
+             return v.dataset.found ? [Number(v.dataset.found), \
+               document.querySelectorAll('#found-cells .found-cell').length, \
+               document.getElementById('find-result').textContent, \
+               document.getElementById('cell-caption').textContent, \
+               Number(v.dataset.zoom)] : null",
+            Duration::from_secs(20),
+            "the cells of the photo searched",
+        )
+        .await;
+        assert_eq!(found[0].as_u64(), Some(uses), "{found}");
+        assert_eq!(found[1].as_u64(), Some(uses), "every cell outlined: {found}");
+        assert!(found[2].as_str().unwrap().contains(&name), "{found}");
+        assert!(found[4].as_f64().unwrap() > 1.0, "the view flew in: {found}");
+        screenshot(browser, "find-photo.png").await;
+
+        // The link an organiser sends a guest.
+        browser
+            .goto(&format!("{base}/jobs/{id}?tile={}", name.replace('/', "%2F")))
+            .await
+            .unwrap();
+        let linked = wait_for(
+            browser,
+            "const v = document.getElementById('viewer'); \
+             return v.dataset.found ? [Number(v.dataset.found), document.getElementById('find-q').value] : null",
+            Duration::from_secs(20),
+            "the photo a link names",
+        )
+        .await;
+        assert_eq!(linked[0].as_u64(), Some(uses), "{linked}");
+        assert_eq!(linked[1], name.as_str(), "{linked}");
     })
     .await;
 }

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 22] = [
+const ROUTES: [(&str, &str); 23] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("GET", "/api/v1/jobs/{id}"),
@@ -33,6 +33,7 @@ const ROUTES: [(&str, &str); 22] = [
     ("GET", "/api/v1/jobs/{id}/cells/{row}/{col}"),
     ("GET", "/api/v1/jobs/{id}/cells/{row}/{col}/thumbnail"),
     ("GET", "/api/v1/jobs/{id}/cells/{row}/{col}/picture"),
+    ("GET", "/api/v1/jobs/{id}/placements"),
     ("GET", "/api/v1/jobs/{id}/dzi_files/{level}/{tile}"),
     ("GET", "/api/v1/libraries"),
     ("POST", "/api/v1/libraries"),

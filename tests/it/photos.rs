@@ -303,7 +303,8 @@ fn mean_ciede2000(a: &[[f64; 3]], b: &[[f64; 3]]) -> f64 {
     a.iter().zip(b).map(|(x, y)| ciede2000(*x, *y)).sum::<f64>() / a.len() as f64
 }
 
-/// Makes a mosaic of `bytes` (24 cells of 8 px across) and returns the PNG. Tiles may repeat
+/// Makes a mosaic of `bytes` (24 cells of 8 px across) and returns the PNG. Its placements are
+/// checked on the way: every cell's tile listed once, in JSON and in CSV. Tiles may repeat
 /// anywhere, so each cell takes its nearest tile: a colour a step off changes that cell's tile
 /// at most, not a cascade of the cells after it.
 async fn mosaic(app: &TestApp, name: &str, bytes: Vec<u8>) -> Vec<u8> {
@@ -318,7 +319,60 @@ async fn mosaic(app: &TestApp, name: &str, bytes: Vec<u8>) -> Vec<u8> {
     assert_eq!(job["state"], "done", "{name}: {job}");
     let res = app.get_result(&id, &[]).await;
     assert_eq!(res.status(), StatusCode::OK);
-    res.bytes().await.unwrap().to_vec()
+    let png = res.bytes().await.unwrap().to_vec();
+    check_placements(app, &id, &job).await;
+    png
+}
+
+/// The job's placements account for every cell once, in JSON and in CSV, and a search finds
+/// a tile by its caption.
+async fn check_placements(app: &TestApp, id: &str, job: &Value) {
+    let cells = job["output"]["cols"].as_u64().unwrap() * job["output"]["rows"].as_u64().unwrap();
+    let res = app.get(&format!("/api/v1/jobs/{id}/placements")).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let placements: Value = res.json().await.unwrap();
+    let tiles = placements["tiles"].as_array().unwrap();
+    let uses: u64 = tiles.iter().map(|t| t["uses"].as_u64().unwrap()).sum();
+    assert_eq!(uses, cells, "{placements}");
+    assert_eq!(placements["uses"], cells);
+    let mut seen = std::collections::HashSet::new();
+    for t in tiles {
+        assert_eq!(
+            t["cells"].as_array().unwrap().len() as u64,
+            t["uses"].as_u64().unwrap()
+        );
+        for c in t["cells"].as_array().unwrap() {
+            assert!(seen.insert(c.to_string()), "cell {c} listed twice");
+        }
+    }
+    let res = app
+        .get_with(
+            &format!("/api/v1/jobs/{id}/placements"),
+            &[("Accept", "text/csv")],
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
+    let csv = res.text().await.unwrap();
+    assert_eq!(csv.lines().next(), Some("tile,name,caption,uses,cells"));
+    assert_eq!(csv.lines().count(), tiles.len() + 1);
+    // "Find my photo": the first tile's caption names it, first.
+    let caption = tiles[0]["caption"].as_str().unwrap();
+    let encoded: String = caption
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let url = format!("/api/v1/jobs/{id}/placements?q={encoded}");
+    let found: Value = app.get(&url).await.json().await.unwrap();
+    assert_eq!(found["tiles"][0]["name"], tiles[0]["name"], "{found}");
 }
 
 /// A P3 photo's mosaic matches the mosaic of the photo converted to sRGB beforehand, and not the

@@ -44,6 +44,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         cells::get,
         cells::thumbnail,
         cells::picture,
+        cells::placements,
         dzi::tile,
         preview::get,
         events::events,

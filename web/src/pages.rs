@@ -326,6 +326,7 @@ struct QualityFigures {
     de00_p95: String,
     ssim_view: String,
     distinct: String,
+    min_uses: String,
     max_uses: String,
     dup_r1: String,
     dup_r5: String,
@@ -342,7 +343,16 @@ impl From<&JobQuality> for QualityFigures {
             ssim_view: q
                 .ssim_view
                 .map_or_else(|| "not measured".into(), |s| format!("{s:.3}")),
-            distinct: q.distinct.to_string(),
+            distinct: if q.library_tiles > 0 {
+                format!("{} of {}", q.distinct, q.library_tiles)
+            } else {
+                q.distinct.to_string()
+            },
+            min_uses: if q.library_tiles > 0 {
+                q.min_uses.to_string()
+            } else {
+                "not measured".into()
+            },
             max_uses: q.max_uses.to_string(),
             dup_r1: share(q.dup_r1),
             dup_r5: share(q.dup_r5),

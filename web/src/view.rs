@@ -137,10 +137,15 @@ pub struct Links {
     pub result: String,
 }
 
-/// The path of a job's resource.
 /// The file name a mosaic downloads as, after the photo it was made of: `sunset.jpg` gives
 /// `sunset-mosaic.png`. Letters and digits of any script stay; anything else becomes `-`.
 pub fn download_name(input_name: &str) -> String {
+    named_after(input_name, "mosaic.png")
+}
+
+/// A file named after the photo a job was made of: `sunset.jpg` and `placements.csv` give
+/// `sunset-placements.csv` (`what` alone when the photo's name has nothing usable).
+pub fn named_after(input_name: &str, what: &str) -> String {
     let base = input_name.rsplit(['/', '\\']).next().unwrap_or_default();
     let stem = match base.rsplit_once('.') {
         Some((stem, _)) if !stem.is_empty() => stem,
@@ -156,12 +161,13 @@ pub fn download_name(input_name: &str) -> String {
     }
     let name = name.trim_matches('-');
     if name.is_empty() {
-        "mosaic.png".to_string()
+        what.to_string()
     } else {
-        format!("{name}-mosaic.png")
+        format!("{name}-{what}")
     }
 }
 
+/// The path of a job's resource.
 pub fn job_path(id: Uuid) -> String {
     format!("/api/v1/jobs/{id}")
 }

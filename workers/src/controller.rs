@@ -562,14 +562,27 @@ async fn job_quality(
     tiles: Arc<TileCache<'static>>,
 ) -> Result<JobQuality, String> {
     let background = plan.background().map(hex_colour);
-    let quality = on_background_thread(15, move || plan_quality(&plan, &tiles, &target))
-        .await?
-        .map_err(|e| e.to_string())?;
+    let (quality, library_tiles, min_uses) = on_background_thread(15, move || {
+        let quality = plan_quality(&plan, &tiles, &target)?;
+        // Fairness: how many of the library's tiles appear, and how often the least used does.
+        let mut uses = vec![0u32; tiles.library().len()];
+        for &t in plan.tiles() {
+            if let Some(n) = uses.get_mut(t as usize) {
+                *n += 1;
+            }
+        }
+        let least = uses.iter().copied().min().unwrap_or(0);
+        Ok::<_, tessera_engine::Error>((quality, uses.len() as u32, least))
+    })
+    .await?
+    .map_err(|e| e.to_string())?;
     Ok(JobQuality {
         de00_mean: quality.de00_mean,
         de00_p95: quality.de00_p95,
         ssim_view: quality.ssim_view,
         distinct: quality.distinct as u32,
+        library_tiles,
+        min_uses,
         max_uses: quality.max_uses as u32,
         dup_r1: quality.dup_r1,
         dup_r5: quality.dup_r5,

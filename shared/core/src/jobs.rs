@@ -95,6 +95,12 @@ pub struct JobQuality {
     pub ssim_view: Option<f64>,
     /// Distinct tiles used.
     pub distinct: u32,
+    /// Tiles in the library version the job used: `distinct` of these appear.
+    #[serde(default)]
+    pub library_tiles: u32,
+    /// Uses of the least used tile of the library (0 while any tile is left out).
+    #[serde(default)]
+    pub min_uses: u32,
     /// Uses of the most used tile.
     pub max_uses: u32,
     /// Share of cells (0 to 1) whose tile appears again within Chebyshev radius 1.

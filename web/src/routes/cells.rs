@@ -1,6 +1,7 @@
 //! "Which photo is this?": `GET /api/v1/jobs/{id}/cells/{row}/{col}` names the tile in one cell
 //! of a finished mosaic, from the cell map the controller keeps with the job, and
-//! `.../thumbnail` shows that cell as it is in the mosaic.
+//! `.../thumbnail` shows that cell as it is in the mosaic. "Where is my photo?":
+//! `GET /api/v1/jobs/{id}/placements` lists every tile used and its cells, from the same map.
 //!
 //! A viewer asks as the pointer moves, so the web role keeps the last few maps it read.
 
@@ -218,6 +219,140 @@ fn immutable_png(png: impl actix_web::body::MessageBody + 'static) -> HttpRespon
         .insert_header((header::CONTENT_TYPE, "image/png"))
         .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
         .body(png)
+}
+
+/// One tile of a finished mosaic and where it is.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct TilePlacement {
+    /// The tile's index in the library version the job used.
+    pub tile: u32,
+    /// Its file name in its library.
+    pub name: String,
+    /// Its caption.
+    pub caption: String,
+    /// How many times the mosaic uses it (squares, with adaptive tile sizes).
+    pub uses: u32,
+    /// The cells it fills, `[row, column]` from 0 at the top left, in reading order (with
+    /// adaptive tile sizes, each square's top-left cell).
+    pub cells: Vec<[u32; 2]>,
+}
+
+/// Every tile a finished mosaic uses, or those a search names.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Placements {
+    /// The grid, cells across and down.
+    pub cols: u32,
+    pub rows: u32,
+    /// Uses of all the tiles listed, added up: with no search, the grid's cells (its squares,
+    /// with adaptive tile sizes).
+    pub uses: u64,
+    /// The tiles, by file name; with `q`, those whose name or caption is `q` first.
+    pub tiles: Vec<TilePlacement>,
+}
+
+/// What a placements request may ask.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PlacementsQuery {
+    /// Only the tiles whose file name or caption holds this text, in any case; those it names
+    /// exactly (the whole name, the name without folders and extension, or the caption) first.
+    #[param(max_length = 200)]
+    pub q: Option<String>,
+    /// `csv` for CSV, as `Accept: text/csv` asks (for a link, which cannot set the header).
+    pub format: Option<String>,
+}
+
+/// Where each photo is in a finished mosaic: every tile used, how many times, and its cells
+/// (JSON; CSV with `Accept: text/csv` or `format=csv`: `tile,name,caption,uses,cells`, the
+/// cells as `row:column` separated by spaces). With `q`, only the tiles it names: "find my
+/// photo". Answered from the job's cell map, without reading the mosaic.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{id}/placements",
+    operation_id = "get_placements",
+    tag = "results",
+    params(("id" = uuid::Uuid, Path, description = "The job's id"), PlacementsQuery),
+    responses(
+        (status = 200, description = "The tiles and their cells", content(
+            (Placements = "application/json"),
+            (String = "text/csv"),
+        )),
+        (status = 400, response = crate::error::ErrorBody),
+        (status = 404, response = crate::error::ErrorBody),
+        (status = 409, response = crate::error::ErrorBody),
+        (status = 503, response = crate::error::ErrorBody),
+    ),
+)]
+pub async fn placements(
+    req: actix_web::HttpRequest,
+    path: web::Path<String>,
+    query: web::Query<PlacementsQuery>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let id = job_id(&path)?;
+    let q = query.q.as_deref().map(str::trim).filter(|q| !q.is_empty());
+    if q.is_some_and(|q| q.chars().count() > 200) {
+        return Err(ApiError::bad_request(
+            "invalid_parameter",
+            "q: at most 200 characters",
+        ));
+    }
+    let csv = match query.format.as_deref() {
+        None => req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/csv")),
+        Some("csv") => true,
+        Some("json") => false,
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                "invalid_parameter",
+                format!("format: {other:?} is not csv or json"),
+            ));
+        }
+    };
+    let record = state.platform.jobs().get(id).await?;
+    let map = cell_map(&state, id, Some(&record)).await?;
+    let mut found = map.placements();
+    if let Some(q) = q {
+        found.retain(|p| p.matches(q));
+        // Stable: the exact names first, each part still by file name.
+        found.sort_by_key(|p| !p.is_named(q));
+    }
+    if csv {
+        let mut body = Vec::new();
+        tessera_engine::write_placements_csv(&found, &mut body).map_err(ApiError::internal)?;
+        let name = crate::view::named_after(&record.params.input_name, "placements.csv");
+        return Ok(HttpResponse::Ok()
+            .insert_header((header::CONTENT_TYPE, "text/csv; charset=utf-8"))
+            .insert_header((
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ))
+            .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+            .insert_header((header::VARY, "Accept"))
+            .body(body));
+    }
+    let tiles: Vec<TilePlacement> = found
+        .into_iter()
+        .map(|p| TilePlacement {
+            tile: p.source.tile,
+            name: p.source.name,
+            caption: p.source.caption,
+            uses: p.cells.len() as u32,
+            cells: p.cells,
+        })
+        .collect();
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        .insert_header((header::VARY, "Accept"))
+        .json(Placements {
+            cols: map.cols(),
+            rows: map.rows(),
+            uses: tiles.iter().map(|t| u64::from(t.uses)).sum(),
+            tiles,
+        }))
 }
 
 fn out_of_range(map: &CellMap) -> ApiError {

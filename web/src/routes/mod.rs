@@ -49,6 +49,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 resource("/jobs/{id}/cells/{row}/{col}/picture", "GET")
                     .route(web::get().to(cells::picture)),
             )
+            .service(
+                resource("/jobs/{id}/placements", "GET").route(web::get().to(cells::placements)),
+            )
             .service(resource("/jobs/{id}/dzi", "GET").route(web::get().to(dzi::descriptor)))
             .service(
                 resource("/jobs/{id}/dzi_files/{level}/{tile}", "GET")
