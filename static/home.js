@@ -34,6 +34,7 @@
     image: "Target image", library: "Tile library", tile_size: "Tile size",
     cells: "Cells across", per_pixel: "One tile per pixel",
     repeat_radius: "Repetition radius", max_uses: "Uses of each tile", blend: "Blend",
+    overlay: "Photo overlay",
     flip: "Mirror tiles", rotate: "Turn tiles", adaptive: "Adaptive tile sizes",
     allow_large: "Make it this large",
   };
@@ -431,7 +432,7 @@
     else if (cells.value.trim() !== "") data.append("cells", cells.value.trim());
     if (maxUses.value.trim() !== "") data.append("max_uses", maxUses.value.trim());
     if (!large.hidden && allowLarge.checked) data.append("allow_large", "true");
-    ["repeat_radius", "blend"].forEach(function (name) {
+    ["repeat_radius", "blend", "overlay"].forEach(function (name) {
       data.append(name, document.getElementById(name).value.trim());
     });
     ["flip", "rotate"].forEach(function (name) {
@@ -462,7 +463,7 @@
       fail(t.message, [t.field]);
       return;
     }
-    const numbers = ["repeat_radius", "blend", "max_uses"].concat(perPixel() ? [] : ["cells"]);
+    const numbers = ["repeat_radius", "blend", "overlay", "max_uses"].concat(perPixel() ? [] : ["cells"]);
     for (const id of numbers) {
       const n = number(id, id === "cells" || id === "max_uses");
       if (n.message) {

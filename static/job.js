@@ -173,6 +173,12 @@
     Object.keys(figures).forEach(function (id) {
       document.getElementById(id).textContent = figures[id];
     });
+    const overlay = q.overlay ? "mean " + q.overlay.de00_mean.toFixed(2) + ", 95th percentile " +
+      q.overlay.de00_p95.toFixed(2) + " with the " + q.overlay.percent +
+      " % photo overlay (the figures above are the tiles' alone)" : "";
+    document.getElementById("q-overlay").textContent = overlay;
+    document.getElementById("q-overlay").hidden = !overlay;
+    document.getElementById("q-overlay-term").hidden = !overlay;
     document.getElementById("q-background").textContent = q.background ? "#" + q.background : "";
     document.getElementById("q-background").hidden = !q.background;
     document.getElementById("q-background-term").hidden = !q.background;

@@ -104,6 +104,10 @@ pub struct RenderArgs {
     /// folder or .zip is imported over white.
     #[arg(long, value_name = "RRGGBB|auto", value_parser = TileBackground::parse)]
     pub background: Option<TileBackground>,
+    /// Lay the photo over the tiles at this opacity, 0 to 50 % (ghosting; the metrics give the
+    /// mosaic with it and without it).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=50))]
+    pub overlay: u8,
     /// Print the quality metric (CIEDE2000 on the cell grid, repeats) after rendering.
     #[arg(long)]
     pub metrics: bool,
@@ -136,6 +140,7 @@ fn job_spec(args: &RenderArgs) -> JobSpec {
             rotate: args.rotate,
             background: args.background.filter(|bg| *bg != TileBackground::Library),
             adaptive: args.adaptive,
+            overlay_percent: args.overlay,
         },
         allow_large: args.allow_large,
     }
@@ -273,20 +278,39 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let mut all = TeeSink(sinks);
+    // With an overlay, the sinks take the overlaid rows; the metrics measure the tiles alone
+    // as well, so that ghosting is not mistaken for matching.
+    let mut alone = if args.metrics && args.overlay > 0 {
+        Some(MosaicCells::new(width, height, grid.0, grid.1)?)
+    } else {
+        None
+    };
+    let mut all: Box<dyn BandSink + '_> = if args.overlay > 0 {
+        let overlay = tessera_engine::Overlay::new(&target, width, height, args.overlay);
+        let overlaid = tessera_engine::OverlaySink::new(overlay, TeeSink(sinks));
+        let mut first: Vec<Box<dyn BandSink + '_>> = Vec::new();
+        if let Some(alone) = &mut alone {
+            first.push(Box::new(alone));
+        }
+        first.push(Box::new(overlaid));
+        Box::new(TeeSink(first))
+    } else {
+        Box::new(TeeSink(sinks))
+    };
     match &layout {
         Layout::Uniform(plan) => {
             let cache = TileCache::new(&library, plan.tile_size());
             // Bands of about 4 MB (at least one row of cells) keep memory flat whatever the height.
             let band_cells =
                 ((4 << 20) / (width as u64 * 3 * plan.tile_size().height as u64)).max(1) as u32;
-            render_to_sink(plan, &cache, &mut all, band_cells, &progress)?;
+            render_to_sink(plan, &cache, &mut *all, band_cells, &progress)?;
         }
-        Layout::Adaptive(adaptive) => adaptive.render_to_sink(&library, &mut all)?,
+        Layout::Adaptive(adaptive) => adaptive.render_to_sink(&library, &mut *all)?,
     }
     all.finish()?;
     drop(all);
     let quality = cells.map(|c| c.quality(&target)).transpose()?;
+    let alone = alone.map(|c| c.quality(&target)).transpose()?;
     bar.finish_and_clear();
     let written: Vec<String> = (args.output.iter().map(|p| p.display().to_string()))
         .chain(
@@ -300,8 +324,21 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         written.join(" and "),
         started.elapsed().as_secs_f64()
     );
-    if let Some(q) = quality {
-        println!("{q}");
+    match (quality, alone) {
+        (Some(q), Some(alone)) => {
+            // Repeats are the tiles' (overlaid cells all differ): the colour figures alone.
+            println!("{alone}");
+            println!(
+                "with the {} % overlay: de00_mean={:.4} de00_p95={:.4} ssim_view={}",
+                args.overlay,
+                q.de00_mean,
+                q.de00_p95,
+                q.ssim_view
+                    .map_or_else(|| "none".to_string(), |s| format!("{s:.4}"))
+            );
+        }
+        (Some(q), None) => println!("{q}"),
+        _ => {}
     }
     Ok(())
 }

@@ -185,3 +185,60 @@ fn a_saved_index_renders_only_at_its_shape() {
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("width:height"), "{}", stderr(&bad));
 }
+
+/// `--overlay 30 --metrics` prints the tiles' own figures and, apart, those with the photo
+/// overlaid; `--placements` writes where each tile went, every cell once.
+#[test]
+fn render_reports_an_overlay_apart_and_writes_the_placements() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("astronaut.png");
+    std::fs::write(&target, astronaut()).unwrap();
+    let tiles = fixture("engine/tiles");
+    let placements = dir.path().join("placements.csv");
+    let placements_arg = placements.display().to_string();
+    let out = render(
+        &target,
+        &tiles,
+        &dir.path().join("m.png"),
+        &[
+            "--cells",
+            "12",
+            "--tile-size",
+            "8",
+            "--overlay",
+            "30",
+            "--metrics",
+            "--placements",
+            &placements_arg,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let mean = |line: &str| -> f64 {
+        let at = line.find("de00_mean=").unwrap() + "de00_mean=".len();
+        line[at..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), 2, "{printed}");
+    assert!(lines[1].starts_with("with the 30 % overlay: "), "{printed}");
+    assert!(mean(lines[1]) < mean(lines[0]), "{printed}");
+    let csv = std::fs::read_to_string(&placements).unwrap();
+    assert_eq!(csv.lines().next(), Some("tile,name,caption,uses,cells"));
+    let uses: u32 = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(3).unwrap().parse::<u32>().unwrap())
+        .sum();
+    assert_eq!(uses, 144, "{csv}");
+    assert!(
+        tessera(["render", "x.png", "-l", "y", "--overlay", "51"])
+            .status
+            .code()
+            == Some(2)
+    );
+}

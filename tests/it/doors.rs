@@ -19,6 +19,10 @@ const RENDER_ONLY: &[(&str, &str)] = &[
     ("--output", "a job's result is served at /result"),
     ("--dzi", "a job's Deep Zoom pyramid is served at /dzi"),
     ("--plan", "which tile is where is served at /cells"),
+    (
+        "--placements",
+        "where each photo is, is served at /placements",
+    ),
     ("--quality", "a job's result is PNG"),
     (
         "--max-pixels",
@@ -47,6 +51,7 @@ fn sample(field: &str) -> &'static str {
         "repeat_radius" => "1",
         "max_uses" => "3",
         "blend" => "10",
+        "overlay" => "30",
         "flip" => "true",
         "rotate" => "true",
         "background" => "auto",

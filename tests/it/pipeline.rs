@@ -81,6 +81,7 @@ impl Job {
                 rotate: false,
                 background: None,
                 adaptive: None,
+                overlay_percent: 0,
             },
         }
     }
@@ -150,13 +151,19 @@ fn local_adaptive_render(job: &Job) -> (u32, u32, Vec<u8>) {
     (plan.width(), plan.height(), sink.pixels)
 }
 
-/// The engine called directly, as `tessera render` does: RGB8 pixels and the size.
+/// The engine called directly, as `tessera render` does: RGB8 pixels and the size (the photo
+/// laid over them when the job asks for an overlay).
 fn local_render(job: &Job) -> (u32, u32, Vec<u8>) {
-    let (library, plan) = local_plan(job);
+    let (library, target) = local_library_and_target(job);
+    let plan = Plan::make(&target, &library, &local_options(job)).unwrap();
     let cache = TileCache::new(&library, plan.tile_size());
     let mut sink = VecSink::default();
     render_to_sink(&plan, &cache, &mut sink, 4, &|_, _| {}).unwrap();
-    (plan.width(), plan.total_height(), sink.pixels)
+    let mut pixels = sink.pixels;
+    let percent = job.options.overlay_percent;
+    tessera_engine::Overlay::new(&target, plan.width(), plan.total_height(), percent)
+        .apply(&mut pixels, 0);
+    (plan.width(), plan.total_height(), pixels)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1210,6 +1217,7 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
             rotate: true,
             background: Some(tessera_engine::TileBackground::Auto),
             adaptive: None,
+            overlay_percent: 30,
         };
         job
     };
@@ -1219,7 +1227,12 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
         let id = submit(&env.platform, library.reference(), &target_bytes(), &job).await;
         let record = finished(&env.platform, id).await;
         assert_eq!(record.state, JobState::Done, "{record:#?}");
-        assert!(record.quality.as_ref().unwrap().max_uses <= 40);
+        let quality = record.quality.as_ref().unwrap();
+        assert!(quality.max_uses <= 40);
+        // The overlay's figures beside the tiles' own: the photo makes the mosaic closer.
+        let overlay = quality.overlay.expect("the overlay's figures");
+        assert_eq!(overlay.percent, 30);
+        assert!(overlay.de00_mean < quality.de00_mean, "{quality:?}");
         assert_same_pixels(
             &result_pixels(&env.platform, id).await,
             &want,

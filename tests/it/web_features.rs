@@ -353,6 +353,7 @@ async fn quality_figures_and_the_processors_seen() {
         library_tiles: 40,
         min_uses: 0,
         max_uses: 9,
+        overlay: None,
         dup_r1: 0.125,
         dup_r5: 0.5,
         background: Some("000000".into()),

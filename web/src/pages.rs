@@ -298,6 +298,15 @@ fn settings_in_words(record: &tessera_shared::jobs::JobRecord) -> Vec<(&'static 
             .map_or_else(|| "no limit".to_string(), |n| format!("at most {n}")),
     ));
     out.push(("Blend", format!("{} %", options.blend_percent)));
+    if options.overlay_percent > 0 {
+        out.push((
+            "Photo overlay",
+            format!(
+                "{} %: the photo is laid over the tiles, which makes it look closer than the tiles alone do",
+                options.overlay_percent
+            ),
+        ));
+    }
     out.push(("Mirror tiles", yes_no(options.flip)));
     out.push(("Turn tiles", yes_no(options.rotate)));
     let chosen = record.quality.as_ref().and_then(|q| q.background.clone());
@@ -319,6 +328,14 @@ fn settings_in_words(record: &tessera_shared::jobs::JobRecord) -> Vec<(&'static 
     out
 }
 
+/// The colour differences with an overlay, in words.
+fn overlay_figures(o: &tessera_shared::jobs::OverlayQuality) -> String {
+    format!(
+        "mean {:.2}, 95th percentile {:.2} with the {} % photo overlay (the figures above are the tiles' alone)",
+        o.de00_mean, o.de00_p95, o.percent
+    )
+}
+
 /// A job's quality figures, formatted for reading.
 #[derive(Default)]
 struct QualityFigures {
@@ -332,6 +349,8 @@ struct QualityFigures {
     dup_r5: String,
     /// `#rrggbb`, or empty for a library without transparency.
     background: String,
+    /// The colour differences with the photo overlay, or empty without one.
+    overlay: String,
 }
 
 impl From<&JobQuality> for QualityFigures {
@@ -360,6 +379,7 @@ impl From<&JobQuality> for QualityFigures {
                 .background
                 .as_ref()
                 .map_or_else(String::new, |c| format!("#{c}")),
+            overlay: q.overlay.as_ref().map_or_else(String::new, overlay_figures),
         }
     }
 }

@@ -271,10 +271,15 @@ impl Controller {
         // The quality figures are measured on a uniform grid's cells; an adaptive mosaic has
         // none.
         let quality = match plan {
-            WholePlan::Uniform(plan) => job_quality(plan, target, quality_tiles)
-                .await
-                .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
-                .ok(),
+            WholePlan::Uniform(plan) => job_quality(
+                plan,
+                target,
+                quality_tiles,
+                request.spec.options.overlay_percent,
+            )
+            .await
+            .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
+            .ok(),
             WholePlan::Adaptive(_) => None,
         };
         // With this update's own head, read and write.
@@ -560,10 +565,20 @@ async fn job_quality(
     plan: Plan,
     target: RgbImage,
     tiles: Arc<TileCache<'static>>,
+    overlay_percent: u8,
 ) -> Result<JobQuality, String> {
     let background = plan.background().map(hex_colour);
-    let (quality, library_tiles, min_uses) = on_background_thread(15, move || {
+    let (quality, library_tiles, min_uses, overlay) = on_background_thread(15, move || {
         let quality = plan_quality(&plan, &tiles, &target)?;
+        let overlay = (overlay_percent > 0).then(|| {
+            let (de00_mean, de00_p95) =
+                tessera_engine::overlaid_difference(&plan, &tiles, overlay_percent);
+            tessera_shared::jobs::OverlayQuality {
+                percent: overlay_percent,
+                de00_mean,
+                de00_p95,
+            }
+        });
         // Fairness: how many of the library's tiles appear, and how often the least used does.
         let mut uses = vec![0u32; tiles.library().len()];
         for &t in plan.tiles() {
@@ -572,7 +587,7 @@ async fn job_quality(
             }
         }
         let least = uses.iter().copied().min().unwrap_or(0);
-        Ok::<_, tessera_engine::Error>((quality, uses.len() as u32, least))
+        Ok::<_, tessera_engine::Error>((quality, uses.len() as u32, least, overlay))
     })
     .await?
     .map_err(|e| e.to_string())?;
@@ -584,6 +599,7 @@ async fn job_quality(
         library_tiles,
         min_uses,
         max_uses: quality.max_uses as u32,
+        overlay,
         dup_r1: quality.dup_r1,
         dup_r5: quality.dup_r5,
         background,

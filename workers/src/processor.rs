@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use tessera_engine::{
-    AdaptivePlan, FragmentEncoder, Plan, TileCache, TileSize, render_band_serial,
+    AdaptivePlan, FragmentEncoder, Overlay, Plan, RgbImage, TileCache, TileSize, decode_target,
+    render_band_serial,
 };
 use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
@@ -37,16 +38,24 @@ enum SlicePlan {
 
 impl SlicePlan {
     /// Renders the slice a few rows at a time, compressed as they come: memory holds a band of
-    /// pixels and the compressed slice, not the slice's pixels.
-    fn render(&self) -> Result<Vec<u8>, tessera_engine::Error> {
-        let (width, rows, row_height) = match self {
-            SlicePlan::Uniform(plan, _) => {
-                (plan.width(), plan.row_range(), plan.tile_size().height)
-            }
-            SlicePlan::Adaptive(plan, _) => {
-                (plan.width(), plan.block_row_range(), plan.sizes().max)
-            }
+    /// pixels and the compressed slice, not the slice's pixels. With `overlay`, the target is
+    /// laid over the tiles at that opacity (percent).
+    fn render(&self, overlay: Option<(&RgbImage, u8)>) -> Result<Vec<u8>, tessera_engine::Error> {
+        let (width, height, rows, row_height) = match self {
+            SlicePlan::Uniform(plan, _) => (
+                plan.width(),
+                plan.total_height(),
+                plan.row_range(),
+                plan.tile_size().height,
+            ),
+            SlicePlan::Adaptive(plan, _) => (
+                plan.width(),
+                plan.height(),
+                plan.block_row_range(),
+                plan.sizes().max,
+            ),
         };
+        let overlay = overlay.map(|(target, percent)| Overlay::new(target, width, height, percent));
         let row_bytes = width as usize * 3 * row_height as usize;
         let step = (RENDER_BAND_BYTES / row_bytes.max(1)).max(1) as u32;
         let mut fragment = FragmentEncoder::new(width, row_bytes * rows.len() / 4)?;
@@ -61,6 +70,9 @@ impl SlicePlan {
                 SlicePlan::Adaptive(plan, caches) => {
                     plan.render_rows_serial(caches, y..end, &mut band)?
                 }
+            }
+            if let Some(overlay) = &overlay {
+                overlay.apply(&mut band, y * row_height);
             }
             fragment.write_rows(&band)?;
             y = end;
@@ -101,6 +113,7 @@ pub(crate) async fn run_processors_with(
         platform: platform.clone(),
         free: Mutex::new((0..concurrency).rev().collect()),
         prefix: prefix.clone(),
+        target: Mutex::new(None),
     });
     let p = processor.clone();
     let listener = Listener::new(platform.queue::<SliceRequest>())
@@ -129,6 +142,9 @@ struct Processor {
     /// Numbers of the processor slots not rendering now.
     free: Mutex<Vec<usize>>,
     prefix: String,
+    /// The last target decoded for an overlay, by job: a job's slices mostly come to the same
+    /// processes.
+    target: Mutex<Option<(uuid::Uuid, Arc<RgbImage>)>>,
 }
 
 /// A processor slot, given back when the slice is done.
@@ -236,6 +252,42 @@ impl Processor {
         }
     }
 
+    /// The job's target, decoded as the controller decodes it (transparency over the library's
+    /// background), for an overlay.
+    async fn target(
+        &self,
+        local: &Platform,
+        request: &SliceRequest,
+        what: &str,
+    ) -> Result<Arc<RgbImage>, Failure> {
+        let job = request.job_id;
+        if let Some((of, target)) = &*self.target.lock().unwrap_or_else(|e| e.into_inner())
+            && *of == job
+        {
+            return Ok(target.clone());
+        }
+        let library = match self.libraries.get(&request.spec.library).await {
+            Ok(library) => library,
+            Err(LibraryLoadError::Permanent(reason)) => {
+                return Err(Failure::poison(format!("{what}: {reason}")));
+            }
+            Err(LibraryLoadError::Transient(e)) => {
+                return Err(Failure::retry_because(format!(
+                    "tile library not loaded: {e}"
+                )));
+            }
+        };
+        let input = local.blobs.get(&BlobKey::ImageInput { job }.path()).await?;
+        let background = library.background();
+        let target = tokio::task::spawn_blocking(move || decode_target(&input, background))
+            .await
+            .map_err(|e| Failure::poison(format!("{what}: {e}")))?
+            .map_err(|e| Failure::poison(format!("{what}: the target for the overlay: {e}")))?;
+        let target = Arc::new(target);
+        *self.target.lock().unwrap_or_else(|e| e.into_inner()) = Some((job, target.clone()));
+        Ok(target)
+    }
+
     async fn on_slice_request(
         &self,
         message: Envelope<SliceRequest>,
@@ -281,11 +333,17 @@ impl Processor {
                 Err(e) => return Err(e.into()),
             };
             let plan = self.slice_plan(&request, &plan_bytes, &what).await?;
+            let percent = request.spec.options.overlay_percent;
+            let target = if percent > 0 {
+                Some(self.target(&local, &request, &what).await?)
+            } else {
+                None
+            };
             let started = Instant::now();
             let span = tracing::Span::current();
             let fragment = on_render_thread(&self.render_threads, move || {
                 let _entered = span.enter();
-                plan.render()
+                plan.render(target.as_deref().map(|t| (t, percent)))
             })
             .await
             .map_err(|e| Failure::poison(format!("{what}: {e}")))?

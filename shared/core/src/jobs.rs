@@ -103,6 +103,10 @@ pub struct JobQuality {
     pub min_uses: u32,
     /// Uses of the most used tile.
     pub max_uses: u32,
+    /// With an overlay: the mean and 95th percentile colour differences of the mosaic with the
+    /// photo laid over it (`de00_mean` and `de00_p95` are the tiles' alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<OverlayQuality>,
     /// Share of cells (0 to 1) whose tile appears again within Chebyshev radius 1.
     pub dup_r1: f64,
     /// The same within radius 5.
@@ -112,6 +116,15 @@ pub struct JobQuality {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(pattern = "^[0-9a-f]{6}$", example = "000000")]
     pub background: Option<String>,
+}
+
+/// The colour differences of a mosaic with its overlay.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct OverlayQuality {
+    /// The overlay's opacity, in percent.
+    pub percent: u8,
+    pub de00_mean: f64,
+    pub de00_p95: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

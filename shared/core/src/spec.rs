@@ -63,6 +63,14 @@ pub struct RenderOptions {
     /// grid has. Absent: the uniform grid, and the messages read as they did before.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
     pub adaptive: Option<AdaptiveSizes>,
+    /// The photo laid over the tiles at this opacity, 0 to 50 % (absent: 0, none). The quality
+    /// figures give the mosaic with it and without it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub overlay_percent: u8,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
 }
 
 impl RenderOptions {
@@ -125,6 +133,7 @@ impl Default for RenderOptions {
             rotate: false,
             background: None,
             adaptive: None,
+            overlay_percent: 0,
         }
     }
 }
@@ -246,6 +255,11 @@ pub const FIELDS: &[Field] = &[
         name: "blend",
         flag: Ok("--blend"),
         schema: r#"{"type": "integer", "format": "int32", "description": "Percent of each cell's colour error corrected by tinting its tile.", "default": 0, "maximum": 100, "minimum": 0}"#,
+    },
+    Field {
+        name: "overlay",
+        flag: Ok("--overlay"),
+        schema: r#"{"type": "integer", "format": "int32", "description": "Percent opacity of the photo laid over the tiles (ghosting), 0 to 50. The quality figures give the mosaic with it and without it.", "default": 0, "maximum": 50, "minimum": 0}"#,
     },
     Field {
         name: "flip",
@@ -448,6 +462,19 @@ impl JobSpec {
         let max_uses = get("max_uses")
             .map(|t| parse_u32("max_uses", t))
             .transpose()?;
+        let overlay_percent = match get("overlay")
+            .map(|t| parse_u32("overlay", t))
+            .transpose()?
+        {
+            None => 0,
+            Some(o @ 0..=50) => o as u8,
+            Some(o) => {
+                return Err(SpecError::invalid(
+                    "out_of_range",
+                    format!("overlay must be 0 to 50 (percent), not {o}"),
+                ));
+            }
+        };
         let background = given("background")
             .map(|text| {
                 TileBackground::parse(text).map_err(|e| {
@@ -475,6 +502,7 @@ impl JobSpec {
                 rotate: parse_bool("rotate", get("rotate"))?,
                 background,
                 adaptive,
+                overlay_percent,
             },
             allow_large: parse_bool("allow_large", get("allow_large"))?,
         };
@@ -519,6 +547,15 @@ impl JobSpec {
             return Err(SpecError::invalid(
                 "out_of_range",
                 format!("blend must be 0 to 100, not {}", options.blend_percent),
+            ));
+        }
+        if options.overlay_percent > 50 {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                format!(
+                    "overlay must be 0 to 50 (percent), not {}",
+                    options.overlay_percent
+                ),
             ));
         }
         if options.max_uses == Some(0) {
@@ -927,6 +964,14 @@ mod tests {
         assert_eq!(
             spec(&[("blend", "101")]).unwrap_err().code(),
             "out_of_range"
+        );
+        assert_eq!(
+            spec(&[("overlay", "51")]).unwrap_err().code(),
+            "out_of_range"
+        );
+        assert_eq!(
+            spec(&[("overlay", "30")]).unwrap().options.overlay_percent,
+            30
         );
         let wide = spec(&[("cells", "5000")]).unwrap();
         assert_eq!(wide.check(&limits).unwrap_err().code(), "out_of_range");

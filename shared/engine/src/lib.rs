@@ -19,6 +19,7 @@ mod kdtree;
 pub mod library;
 pub mod metrics;
 pub mod output;
+pub mod overlay;
 pub mod plan;
 mod profile;
 pub mod pyramid;
@@ -42,11 +43,14 @@ pub use image::RgbImage;
 pub use library::{
     ImportOptions, ImportReport, Library, hex_colour, parse_hex_colour, summarise_skipped,
 };
-pub use metrics::{MosaicCells, Quality, evaluate, evaluate_file, plan_quality};
+pub use metrics::{
+    MosaicCells, Quality, evaluate, evaluate_file, overlaid_difference, plan_quality,
+};
 pub use output::{
     BandSink, JpegSink, OutputFormat, ParallelPngSink, PngSink, TeeSink, ThreadedSink, VecSink,
     file_sink,
 };
+pub use overlay::{MAX_OVERLAY_PERCENT, Overlay, OverlaySink};
 pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
 pub use profile::srgb_icc;
 pub use pyramid::{DziSink, Pyramid, PyramidTile};

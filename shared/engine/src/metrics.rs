@@ -247,6 +247,37 @@ pub fn plan_quality(
     Ok(summarize(de, ssim, plan.tiles(), c, r))
 }
 
+/// Mean and 95th percentile CIEDE2000 of the mosaic a whole plan renders with the target laid
+/// over it at `percent` ([`crate::Overlay`]): each cell's tile colour (blend included) mixed
+/// with its target colour as the overlay mixes the pixels. Beside [`plan_quality`]'s, which are
+/// the tiles' alone.
+pub fn overlaid_difference(plan: &Plan, cache: &TileCache, percent: u8) -> (f64, f64) {
+    let blend = plan.blend() as i32;
+    let de: Vec<f64> = plan
+        .tiles()
+        .par_iter()
+        .zip(plan.colours())
+        .map(|(&t, &cell)| {
+            let shift = if blend == 0 {
+                [0; 3]
+            } else {
+                blend_shift(cache.mean(t), cell, blend)
+            };
+            let tile = cache.shifted_mean(t, shift);
+            let mixed = crate::overlay::overlaid(tile, cell, percent);
+            ciede2000(srgb_to_lab(cell.map(f64::from)), srgb_to_lab(mixed))
+        })
+        .collect();
+    let q = summarize(
+        de,
+        None,
+        plan.tiles(),
+        plan.cols() as usize,
+        plan.total_rows() as usize,
+    );
+    (q.de00_mean, q.de00_p95)
+}
+
 impl BandSink for MosaicCells {
     fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
         let row_bytes = self.width * 3;
