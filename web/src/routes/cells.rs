@@ -258,8 +258,17 @@ pub struct PlacementsQuery {
     /// exactly (the whole name, the name without folders and extension, or the caption) first.
     #[param(max_length = 200)]
     pub q: Option<String>,
-    /// `csv` for CSV, as `Accept: text/csv` asks (for a link, which cannot set the header).
-    pub format: Option<String>,
+    /// `csv` for CSV, as `Accept: text/csv` asks (for a link, which cannot set the header);
+    /// `json` for JSON whatever `Accept` says.
+    pub format: Option<PlacementsFormat>,
+}
+
+/// What a placements answer is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PlacementsFormat {
+    Csv,
+    Json,
 }
 
 /// Where each photo is in a finished mosaic: every tile used, how many times, and its cells
@@ -297,20 +306,13 @@ pub async fn placements(
             "q: at most 200 characters",
         ));
     }
-    let csv = match query.format.as_deref() {
+    let csv = match query.format {
         None => req
             .headers()
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/csv")),
-        Some("csv") => true,
-        Some("json") => false,
-        Some(other) => {
-            return Err(ApiError::bad_request(
-                "invalid_parameter",
-                format!("format: {other:?} is not csv or json"),
-            ));
-        }
+        Some(format) => format == PlacementsFormat::Csv,
     };
     let record = state.platform.jobs().get(id).await?;
     let map = cell_map(&state, id, Some(&record)).await?;
