@@ -34,6 +34,7 @@
     image: "Target image", library: "Tile library", tile_size: "Tile size",
     cells: "Cells across", per_pixel: "One tile per pixel",
     repeat_radius: "Repetition radius", max_uses: "Uses of each tile", blend: "Blend",
+    min_uses: "Fewest uses of each tile",
     overlay: "Photo overlay",
     flip: "Mirror tiles", rotate: "Turn tiles", adaptive: "Adaptive tile sizes",
     allow_large: "Make it this large",
@@ -431,6 +432,8 @@
     if (perPixel()) data.append("per_pixel", "true");
     else if (cells.value.trim() !== "") data.append("cells", cells.value.trim());
     if (maxUses.value.trim() !== "") data.append("max_uses", maxUses.value.trim());
+    const minUses = document.getElementById("min_uses").value.trim();
+    if (minUses !== "" && minUses !== "0") data.append("min_uses", minUses);
     if (!large.hidden && allowLarge.checked) data.append("allow_large", "true");
     ["repeat_radius", "blend", "overlay"].forEach(function (name) {
       data.append(name, document.getElementById(name).value.trim());
@@ -463,7 +466,7 @@
       fail(t.message, [t.field]);
       return;
     }
-    const numbers = ["repeat_radius", "blend", "overlay", "max_uses"].concat(perPixel() ? [] : ["cells"]);
+    const numbers = ["repeat_radius", "blend", "overlay", "max_uses", "min_uses"].concat(perPixel() ? [] : ["cells"]);
     for (const id of numbers) {
       const n = number(id, id === "cells" || id === "max_uses");
       if (n.message) {

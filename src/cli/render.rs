@@ -62,6 +62,10 @@ pub struct RenderArgs {
     /// Use no tile more than this many times.
     #[arg(long, value_name = "N")]
     pub max_uses: Option<u32>,
+    /// Use every tile at least this many times (1: every photo is in), solved as one assignment
+    /// over the whole grid.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub min_uses: u32,
     /// Move each tile toward its cell's colour, 0 to 100 %.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub blend: u8,
@@ -136,6 +140,7 @@ fn job_spec(args: &RenderArgs) -> JobSpec {
             repeat_radius: args.repeat_radius,
             blend_percent: args.blend,
             max_uses: args.max_uses,
+            min_uses: args.min_uses,
             flip: args.flip,
             rotate: args.rotate,
             background: args.background.filter(|bg| *bg != TileBackground::Library),

@@ -51,6 +51,7 @@ fn sample(field: &str) -> &'static str {
         "repeat_radius" => "1",
         "max_uses" => "3",
         "blend" => "10",
+        "min_uses" => "1",
         "overlay" => "30",
         "flip" => "true",
         "rotate" => "true",

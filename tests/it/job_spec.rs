@@ -73,6 +73,73 @@ async fn each_tile_at_most_once_through_the_api_and_a_cap_too_low_is_422_with_th
     }
 }
 
+/// `min_uses=1` puts every tile of the library in the mosaic, and the placements say where; a
+/// grid too small for every tile is 422 `too_few_cells`, naming the cells across that fit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_photo_in_through_the_api_and_a_grid_too_small_is_422_with_the_numbers() {
+    let app = spawn_app().await;
+    let id = app
+        .submit(
+            form(astronaut())
+                .text("cells", "10")
+                .text("tile_size", "8")
+                .text("min_uses", "1")
+                .text("max_uses", "3"),
+        )
+        .await;
+    let job = app.wait_until_finished(&id).await;
+    assert_eq!(job["state"], "done", "{job:#}");
+    let quality = &job["quality"];
+    assert_eq!(quality["distinct"], quality["library_tiles"], "{job:#}");
+    assert!(quality["min_uses"].as_u64().unwrap() >= 1, "{job:#}");
+    assert!(quality["max_uses"].as_u64().unwrap() <= 3, "{job:#}");
+    assert_eq!(job["params"]["min_uses"], 1);
+    let placements: Value = app
+        .get(&format!("/api/v1/jobs/{id}/placements"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        placements["tiles"].as_array().unwrap().len() as u64,
+        quality["library_tiles"].as_u64().unwrap()
+    );
+
+    // 41 tiles twice each need 82 cells; 6 x 6 has 36.
+    let res = app
+        .post_job(
+            form(astronaut())
+                .text("cells", "6")
+                .text("tile_size", "8")
+                .text("min_uses", "2"),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "too_few_cells", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    for said in [
+        "41 tiles",
+        "82 cells",
+        "36 (6 x 6)",
+        "about 10 cells across",
+    ] {
+        assert!(message.contains(said), "{said}: {message}");
+    }
+    // Over the cap: a request that contradicts itself.
+    let res = app
+        .post_job(
+            form(astronaut())
+                .text("min_uses", "3")
+                .text("max_uses", "2"),
+        )
+        .await;
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::BAD_REQUEST, "out_of_range".to_string())
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn done_is_never_seen_without_the_quality_figures_and_the_job_says_how_it_was_made() {
     let app = spawn_app().await;

@@ -463,8 +463,8 @@ mod validation {
             "params": {
                 "library": { "id": "emoji", "version": 1 },
                 "tile_size": 16, "tile_height": 16, "cells": 4, "per_pixel": false,
-                "grid": "cells", "slices": 2, "repeat_radius": 1, "max_uses": null, "blend": 0,
-                "flip": false, "rotate": true, "adaptive": null, "allow_large": false,
+                "grid": "cells", "slices": 2, "repeat_radius": 1, "max_uses": null,
+                "min_uses": 0, "blend": 0, "overlay": 0, "flip": false, "rotate": true, "adaptive": null, "allow_large": false,
                 "input_name": "a.png"
             },
             "slices": [],

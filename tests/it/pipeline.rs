@@ -77,6 +77,7 @@ impl Job {
                 repeat_radius: 1,
                 blend_percent: 15,
                 max_uses: None,
+                min_uses: 0,
                 flip: false,
                 rotate: false,
                 background: None,
@@ -119,6 +120,7 @@ fn local_options(job: &Job) -> PlanOptions {
         grid: EngineGrid::Cells(job.cells),
         repeat_radius: job.options.repeat_radius,
         max_uses: job.options.max_uses,
+        min_uses: job.options.min_uses,
         blend: job.options.blend_percent,
         flip: job.options.flip,
         rotate: job.options.rotate,
@@ -1213,6 +1215,7 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
             repeat_radius: 2,
             blend_percent: 30,
             max_uses: Some(40),
+            min_uses: 1,
             flip: true,
             rotate: true,
             background: Some(tessera_engine::TileBackground::Auto),
@@ -1229,6 +1232,9 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
         assert_eq!(record.state, JobState::Done, "{record:#?}");
         let quality = record.quality.as_ref().unwrap();
         assert!(quality.max_uses <= 40);
+        // Every tile of the library is in, once at least.
+        assert!(quality.min_uses >= 1, "{quality:?}");
+        assert_eq!(quality.distinct, quality.library_tiles, "{quality:?}");
         // The overlay's figures beside the tiles' own: the photo makes the mosaic closer.
         let overlay = quality.overlay.expect("the overlay's figures");
         assert_eq!(overlay.percent, 30);

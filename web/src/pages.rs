@@ -297,6 +297,12 @@ fn settings_in_words(record: &tessera_shared::jobs::JobRecord) -> Vec<(&'static 
             .max_uses
             .map_or_else(|| "no limit".to_string(), |n| format!("at most {n}")),
     ));
+    if options.min_uses > 0 {
+        out.push((
+            "Fewest uses of each tile",
+            format!("at least {}", options.min_uses),
+        ));
+    }
     out.push(("Blend", format!("{} %", options.blend_percent)));
     if options.overlay_percent > 0 {
         out.push((

@@ -83,8 +83,13 @@ pub struct ParamsView {
     /// Most uses of any one tile, or null for no cap.
     #[schema(required = true)]
     pub max_uses: Option<u32>,
+    /// Fewest uses of each tile (0: no floor; 1: every tile is in).
+    pub min_uses: u32,
     #[schema(maximum = 100)]
     pub blend: u8,
+    /// Opacity of the photo laid over the tiles, percent (0: none).
+    #[schema(maximum = 50)]
+    pub overlay: u8,
     /// Tiles may be mirrored left-right.
     pub flip: bool,
     /// Tiles may be turned by quarter turns (tiles that are not square: by the half turn only).
@@ -213,7 +218,9 @@ impl JobView {
                 slices: spec.slices,
                 repeat_radius: spec.options.repeat_radius,
                 max_uses: spec.options.max_uses,
+                min_uses: spec.options.min_uses,
                 blend: spec.options.blend_percent,
+                overlay: spec.options.overlay_percent,
                 flip: spec.options.flip,
                 rotate: spec.options.rotate,
                 background: spec.options.background.map(|bg| bg.to_string()),

@@ -48,6 +48,9 @@ pub struct RenderOptions {
     /// An optional cap on the number of uses of any one tile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_uses: Option<u32>,
+    /// Every tile at least this many times (absent: 0, no floor): 1 puts every photo in.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub min_uses: u32,
     /// Tiles may be mirrored left-right (absent: false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flip: bool,
@@ -70,6 +73,10 @@ pub struct RenderOptions {
 }
 
 fn is_zero(v: &u8) -> bool {
+    *v == 0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
     *v == 0
 }
 
@@ -129,6 +136,7 @@ impl Default for RenderOptions {
             repeat_radius: 1,
             blend_percent: 0,
             max_uses: None,
+            min_uses: 0,
             flip: false,
             rotate: false,
             background: None,
@@ -250,6 +258,11 @@ pub const FIELDS: &[Field] = &[
         name: "max_uses",
         flag: Ok("--max-uses"),
         schema: r#"{"type": "integer", "format": "int32", "description": "Use each tile at most this many times (absent: no cap). When the library's tiles times this cannot fill the grid: 422 too_few_uses, naming the cap, the cells or the library size that would.", "example": 1, "maximum": 4294967295, "minimum": 1}"#,
+    },
+    Field {
+        name: "min_uses",
+        flag: Ok("--min-uses"),
+        schema: r#"{"type": "integer", "format": "int32", "description": "Use every tile at least this many times (1: every photo is in the mosaic), solved as one assignment over the whole grid; at most max_uses. When the grid has fewer cells than the library's tiles times this: 422 too_few_cells, naming the cells across that would fit. Not with adaptive.", "default": 0, "maximum": 1000, "minimum": 0}"#,
     },
     Field {
         name: "blend",
@@ -462,6 +475,10 @@ impl JobSpec {
         let max_uses = get("max_uses")
             .map(|t| parse_u32("max_uses", t))
             .transpose()?;
+        let min_uses = get("min_uses")
+            .map(|t| parse_u32("min_uses", t))
+            .transpose()?
+            .unwrap_or(0);
         let overlay_percent = match get("overlay")
             .map(|t| parse_u32("overlay", t))
             .transpose()?
@@ -498,6 +515,7 @@ impl JobSpec {
                 repeat_radius,
                 blend_percent,
                 max_uses,
+                min_uses,
                 flip: parse_bool("flip", get("flip"))?,
                 rotate: parse_bool("rotate", get("rotate"))?,
                 background,
@@ -547,6 +565,29 @@ impl JobSpec {
             return Err(SpecError::invalid(
                 "out_of_range",
                 format!("blend must be 0 to 100, not {}", options.blend_percent),
+            ));
+        }
+        if options.min_uses > 1000 {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                format!("min_uses must be 0 to 1000, not {}", options.min_uses),
+            ));
+        }
+        if let Some(cap) = options.max_uses
+            && options.min_uses > cap
+        {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                format!(
+                    "min_uses ({}) cannot be over max_uses ({cap})",
+                    options.min_uses
+                ),
+            ));
+        }
+        if options.min_uses > 0 && options.adaptive.is_some() {
+            return Err(SpecError::invalid(
+                "adaptive_min_uses",
+                "min_uses is for a uniform grid: adaptive tile sizes cannot promise each tile a place",
             ));
         }
         if options.overlay_percent > 50 {
@@ -635,6 +676,7 @@ impl JobSpec {
             grid: self.engine_grid(width, height, limits),
             repeat_radius: options.repeat_radius,
             max_uses: options.max_uses,
+            min_uses: options.min_uses,
             blend: options.blend_percent,
             flip: options.flip,
             rotate: options.rotate,
@@ -748,6 +790,21 @@ impl JobSpec {
                      use at most {} cells, or choose a library of at least {tiles_needed} tiles",
                     cells - u64::from(tiles) * u64::from(cap),
                     u64::from(tiles) * u64::from(cap)
+                ),
+            ));
+        }
+        let floor = u64::from(self.options.min_uses);
+        if floor > 0 && u64::from(tiles) * floor > cells {
+            let needed = u64::from(tiles) * floor;
+            // As many rows per column as now: cells across that give the cells needed.
+            let across =
+                ((needed as f64 * f64::from(cols) / f64::from(rows.max(1))).sqrt()).ceil() as u64;
+            return Err(SpecError::unusable(
+                "too_few_cells",
+                format!(
+                    "the library {name:?}'s {tiles} tiles, each at least {floor} times, need \
+                     {needed} cells; the grid has {cells} ({cols} x {rows}): ask for about \
+                     {across} cells across, a lower min_uses, or a smaller library"
                 ),
             ));
         }

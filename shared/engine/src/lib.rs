@@ -13,6 +13,7 @@ pub mod background;
 pub mod cells;
 pub mod color;
 pub mod decode;
+mod fair;
 pub mod fragment;
 mod hash;
 mod kdtree;

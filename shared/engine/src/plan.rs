@@ -45,6 +45,9 @@ pub struct PlanOptions {
     pub repeat_radius: u32,
     /// Optional cap on the uses of any one tile.
     pub max_uses: Option<u32>,
+    /// Every tile at least this many times (0: no floor). The grid must have at least the
+    /// library's tiles times this many cells.
+    pub min_uses: u32,
     /// Colour blend toward each cell's colour, 0 to 100 %.
     pub blend: u8,
     /// Largest output allowed, in pixels.
@@ -80,6 +83,7 @@ impl Default for PlanOptions {
             grid: Grid::Cells(128),
             repeat_radius: 1,
             max_uses: None,
+            min_uses: 0,
             blend: 0,
             max_output_pixels: DEFAULT_MAX_OUTPUT_PIXELS,
             candidates: 64,
@@ -279,6 +283,25 @@ impl Plan {
             });
         }
 
+        let min_uses = opts.min_uses;
+        if min_uses > 0 {
+            let needed = n as u64 * u64::from(min_uses);
+            if needed > (cols * rows) as u64 {
+                return Err(Error::InvalidOption(format!(
+                    "{n} tiles at least {min_uses} times each need {needed} cells; the grid has {} \
+                     ({cols} x {rows}): use more cells, a lower min_uses or fewer tiles",
+                    cols * rows
+                )));
+            }
+            if opts.max_uses.is_some_and(|cap| cap < min_uses) {
+                return Err(Error::InvalidOption(format!(
+                    "min_uses {min_uses} is over max_uses {}",
+                    opts.max_uses.unwrap_or_default()
+                )));
+            }
+        }
+        // Every cell's descriptors, kept for the floor on uses, which completes the whole grid.
+        let mut all_descs = Vec::with_capacity(if min_uses > 0 { cols * rows } else { 0 });
         let k = library.grid();
         let tree = KdTree::new(library.means());
         let resampler = AreaResampler::new(
@@ -402,6 +425,9 @@ impl Plan {
                     return Err(no_tile_fits(n));
                 };
                 grid.place(&mut plan, &mut uses, here, pick);
+                if min_uses > 0 {
+                    all_descs.push(desc);
+                }
                 // The refinement chooses from the list the tile came from, so a cell that had to
                 // look wider keeps its tile among the choices.
                 lists.push(ranked);
@@ -431,7 +457,22 @@ impl Plan {
                     break;
                 }
             }
-            ready(&plan, y1 as u32)?;
+            // With a floor on uses, rows may change until the whole grid is complete.
+            if min_uses == 0 {
+                ready(&plan, y1 as u32)?;
+            }
+        }
+        if min_uses > 0 {
+            crate::fair::complete_min_uses(
+                (&mut plan.tiles, &mut plan.transforms),
+                &all_descs,
+                library,
+                opts,
+                &turns,
+                cols,
+                min_uses,
+            )?;
+            ready(&plan, rows as u32)?;
         }
         Ok(plan)
     }
@@ -709,39 +750,52 @@ pub(crate) fn rank(
     scratch: &mut Vec<(f32, u32)>,
 ) -> Ranked {
     tree.nearest(&desc.mean, width, scratch);
-    let k2 = desc.subs.len() as f32;
-    let q = desc.mean;
     let mut scored: Ranked = scratch
         .iter()
         .map(|&(_, t)| {
-            let m = library.means()[t as usize];
-            let de = ciede2000(
-                [q[0] as f64, q[1] as f64, q[2] as f64],
-                [m[0] as f64, m[1] as f64, m[2] as f64],
-            ) as f32;
-            // Structure: each sub-cell's pattern around its own mean (so the mean colour
-            // difference is not counted twice), and each sub-cell's lightness.
-            let sub = library.sub_grid(t);
-            let mut best = (f32::INFINITY, Transform::NONE);
-            for (turn, perm) in turns {
-                let (mut pattern, mut light) = (0f32, 0f32);
-                for (&j, b) in perm.iter().zip(&desc.subs) {
-                    let a = sub[j];
-                    let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
-                    pattern += d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                    light += (a[0] - b[0]) * (a[0] - b[0]);
-                }
-                let structure =
-                    (opts.structure_weight * pattern + opts.lightness_weight * light) / k2;
-                if structure < best.0 {
-                    best = (structure, *turn);
-                }
-            }
-            (de * de + best.0, t, best.1)
+            let (score, turn) = score(desc, library, t, opts, turns);
+            (score, t, turn)
         })
         .collect();
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     scored
+}
+
+/// What tile `t` costs in the cell `desc` (squared CIEDE2000 of the means, plus the structure
+/// terms), under the transform of `turns` whose sub-grid fits best; a transform leaves the mean,
+/// so the colour term does not depend on it.
+pub(crate) fn score(
+    desc: &CellDesc,
+    library: &Library,
+    t: u32,
+    opts: &PlanOptions,
+    turns: &[(Transform, Vec<usize>)],
+) -> (f32, Transform) {
+    let k2 = desc.subs.len() as f32;
+    let q = desc.mean;
+    let m = library.means()[t as usize];
+    let de = ciede2000(
+        [q[0] as f64, q[1] as f64, q[2] as f64],
+        [m[0] as f64, m[1] as f64, m[2] as f64],
+    ) as f32;
+    // Structure: each sub-cell's pattern around its own mean (so the mean colour difference is
+    // not counted twice), and each sub-cell's lightness.
+    let sub = library.sub_grid(t);
+    let mut best = (f32::INFINITY, Transform::NONE);
+    for (turn, perm) in turns {
+        let (mut pattern, mut light) = (0f32, 0f32);
+        for (&j, b) in perm.iter().zip(&desc.subs) {
+            let a = sub[j];
+            let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
+            pattern += d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            light += (a[0] - b[0]) * (a[0] - b[0]);
+        }
+        let structure = (opts.structure_weight * pattern + opts.lightness_weight * light) / k2;
+        if structure < best.0 {
+            best = (structure, *turn);
+        }
+    }
+    (de * de + best.0, best.1)
 }
 
 /// The sequential part of matching: which candidate a cell takes, given the tiles placed around

@@ -1685,3 +1685,62 @@ proptest! {
         prop_assert!(stitched == whole);
     }
 }
+
+/// `min_uses=1` puts every tile in the mosaic, within the cap and the repeat radius, at a colour
+/// cost not far above the plan without the floor; a grid too small for it is refused.
+#[test]
+fn a_floor_on_uses_puts_every_tile_in_and_keeps_the_other_rules() {
+    let library = library_cached();
+    let target = target();
+    let n = library.len();
+    let mut options = opts(12, 4, 1);
+    options.max_uses = Some(5);
+    let free = Plan::make(&target, library, &options).unwrap();
+    options.min_uses = 1;
+    let fair = Plan::make(&target, library, &options).unwrap();
+    let mut uses = vec![0u32; n];
+    for &t in fair.tiles() {
+        uses[t as usize] += 1;
+    }
+    assert!(uses.iter().all(|&u| (1..=5).contains(&u)), "{uses:?}");
+    let free_uses = free
+        .tiles()
+        .iter()
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    assert!(
+        free_uses < n,
+        "the plan without the floor leaves tiles out ({free_uses} of {n})"
+    );
+    // No tile repeats next to itself.
+    let cols = fair.cols() as usize;
+    for (i, &t) in fair.tiles().iter().enumerate() {
+        let (y, x) = (i / cols, i % cols);
+        for (dy, dx) in [(0, 1), (1, 0), (1, 1)] {
+            if let Some(&u) = fair.tiles().get((y + dy) * cols + x + dx)
+                && x + dx < cols
+            {
+                assert_ne!(t, u, "tile {t} repeats at cell {i}");
+            }
+        }
+        if y + 1 < fair.total_rows() as usize && x > 0 {
+            assert_ne!(t, fair.tiles()[(y + 1) * cols + x - 1]);
+        }
+    }
+    let cache = TileCache::new(library, fair.tile_size());
+    let q_free = plan_quality(&free, &cache, &target).unwrap();
+    let q_fair = plan_quality(&fair, &cache, &target).unwrap();
+    assert!(
+        q_fair.de00_mean <= q_free.de00_mean * 1.6,
+        "{} against {}",
+        q_fair.de00_mean,
+        q_free.de00_mean
+    );
+    // Too few cells: 41 tiles at least 4 times need 164 cells; 144 are there.
+    options.min_uses = 4;
+    options.max_uses = None;
+    let err = Plan::make(&target, library, &options)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("need") && err.contains("144"), "{err}");
+}
