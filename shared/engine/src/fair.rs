@@ -20,9 +20,9 @@ use crate::plan::{CellDesc, PlanOptions, score};
 use crate::{Error, Library, Transform};
 
 /// Cells each tile may take, nearest first by mean colour, before a search widens them.
-const NEAREST_CELLS: usize = 24;
+const NEAREST_CELLS: usize = 48;
 /// Tiles one augmenting search may settle before it settles for the best path found.
-const SEARCH_TILES: usize = 4096;
+const SEARCH_TILES: usize = 512;
 
 /// An augmenting step: `tile` takes `cell` (under `turn`), at this cost there.
 #[derive(Clone, Copy)]
@@ -161,6 +161,23 @@ impl Edges<'_> {
     }
 }
 
+/// Whether the path that reaches `t` passes through `tile` (costs may fall along a path, so a
+/// cheaper way to a tile can run through its own descendants: such a loop is not a path).
+fn leads_through(dist: &HashMap<u32, (f32, Option<Step>)>, mut t: u32, tile: u32) -> bool {
+    let mut steps = 0;
+    while let Some(&(_, Some(step))) = dist.get(&t) {
+        if step.tile == tile || t == tile {
+            return true;
+        }
+        t = step.tile;
+        steps += 1;
+        if steps > dist.len() {
+            return true;
+        }
+    }
+    t == tile
+}
+
 /// Whether tile `t` appears within the repeat radius of `cell`, other than at `cell`.
 fn repeats(tiles: &[u32], cols: usize, radius: usize, cell: usize, t: u32) -> bool {
     if radius == 0 {
@@ -220,7 +237,10 @@ fn search(
                 if best.is_none_or(|(b, _)| nd < b) {
                     best = Some((nd, step));
                 }
-            } else if holder != t0 && dist.get(&holder).is_none_or(|&(hd, _)| nd < hd) {
+            } else if holder != t0
+                && dist.get(&holder).is_none_or(|&(hd, _)| nd < hd)
+                && !leads_through(&dist, t, holder)
+            {
                 dist.insert(holder, (nd, Some(step)));
                 heap.push(Reverse((key(nd), holder)));
             }
