@@ -136,7 +136,7 @@ async fn every_photo_in_through_the_api_and_a_grid_too_small_is_422_with_the_num
         .await;
     assert_eq!(
         error_code(res).await,
-        (StatusCode::BAD_REQUEST, "out_of_range".to_string())
+        (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range".to_string())
     );
 }
 

@@ -576,7 +576,8 @@ impl JobSpec {
         if let Some(cap) = options.max_uses
             && options.min_uses > cap
         {
-            return Err(SpecError::invalid(
+            // Each value valid alone; together, a request that cannot be met.
+            return Err(SpecError::unusable(
                 "out_of_range",
                 format!(
                     "min_uses ({}) cannot be over max_uses ({cap})",
@@ -585,7 +586,7 @@ impl JobSpec {
             ));
         }
         if options.min_uses > 0 && options.adaptive.is_some() {
-            return Err(SpecError::invalid(
+            return Err(SpecError::unusable(
                 "adaptive_min_uses",
                 "min_uses is for a uniform grid: adaptive tile sizes cannot promise each tile a place",
             ));

@@ -15,9 +15,12 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+use crate::color::Lab;
 use crate::kdtree::KdTree;
-use crate::plan::{CellDesc, PlanOptions, score};
 use crate::{Error, Library, Transform};
+
+/// What tile `tile` costs in cell `cell`, and the transform it takes there.
+pub(crate) type CellCost<'a> = dyn Fn(u32, u32) -> (f32, Transform) + 'a;
 
 /// Cells each tile may take, nearest first by mean colour, before a search widens them.
 const NEAREST_CELLS: usize = 48;
@@ -33,16 +36,15 @@ struct Step {
     cost: f32,
 }
 
-/// Completes `tiles`/`transforms` (a plan's, row-major over `cols` columns, described cell by
-/// cell in `descs`) so that every tile of `library` is used at least `min_uses` times.
+/// Completes `tiles`/`transforms` (a plan's, row-major over `cols` columns, each cell's mean
+/// colour in `cell_means`, `cost` what a tile costs in a cell) so that every tile of `library`
+/// is used at least `min_uses` times, no tile repeating within `radius` cells.
 pub(crate) fn complete_min_uses(
     (tiles, transforms): (&mut [u32], &mut [Transform]),
-    descs: &[CellDesc],
+    cell_means: &[Lab],
     library: &Library,
-    opts: &PlanOptions,
-    turns: &[(Transform, Vec<usize>)],
-    cols: usize,
-    min_uses: u32,
+    cost_of: &CellCost,
+    (cols, radius, min_uses): (usize, usize, u32),
 ) -> Result<(), Error> {
     let n = library.len();
     let mut uses = vec![0u32; n];
@@ -51,16 +53,14 @@ pub(crate) fn complete_min_uses(
     }
     let mut cost: Vec<f32> = tiles
         .iter()
-        .zip(descs)
-        .map(|(&t, d)| score(d, library, t, opts, turns).0)
+        .enumerate()
+        .map(|(c, &t)| cost_of(c as u32, t).0)
         .collect();
-    let cell_means: Vec<_> = descs.iter().map(|d| d.mean).collect();
     let mut edges = Edges {
-        tree: KdTree::new(&cell_means),
+        tree: KdTree::new(cell_means),
         library,
-        descs,
-        opts,
-        turns,
+        cells: cell_means.len(),
+        cost_of,
         near: HashMap::new(),
         widths: HashMap::new(),
         scratch: Vec::new(),
@@ -77,7 +77,7 @@ pub(crate) fn complete_min_uses(
                     t0,
                     (tiles, &cost, &uses),
                     &mut edges,
-                    (opts, cols, min_uses),
+                    (cols, radius, min_uses),
                 );
                 if let Some(path) = found {
                     break path;
@@ -114,9 +114,8 @@ pub(crate) fn complete_min_uses(
 struct Edges<'a> {
     tree: KdTree,
     library: &'a Library,
-    descs: &'a [CellDesc],
-    opts: &'a PlanOptions,
-    turns: &'a [(Transform, Vec<usize>)],
+    cells: usize,
+    cost_of: &'a CellCost<'a>,
     near: HashMap<u32, Vec<(u32, f32, Transform)>>,
     /// Cells a tile looks at, where wider than [`NEAREST_CELLS`].
     widths: HashMap<u32, usize>,
@@ -130,9 +129,7 @@ impl Edges<'_> {
         let Edges {
             tree,
             library,
-            descs,
-            opts,
-            turns,
+            cost_of,
             near,
             scratch,
             ..
@@ -142,7 +139,7 @@ impl Edges<'_> {
             scratch
                 .iter()
                 .map(|&(_, c)| {
-                    let (cost, turn) = score(&descs[c as usize], library, t, opts, turns);
+                    let (cost, turn) = cost_of(c, t);
                     (c, cost, turn)
                 })
                 .collect()
@@ -152,10 +149,10 @@ impl Edges<'_> {
     /// Lets tile `t` look at four times as many cells; false when it sees every cell already.
     fn widen(&mut self, t: u32) -> bool {
         let width = self.widths.get(&t).copied().unwrap_or(NEAREST_CELLS);
-        if width >= self.descs.len() {
+        if width >= self.cells {
             return false;
         }
-        self.widths.insert(t, (width * 4).min(self.descs.len()));
+        self.widths.insert(t, (width * 4).min(self.cells));
         self.near.remove(&t);
         true
     }
@@ -197,9 +194,8 @@ fn search(
     t0: u32,
     (tiles, cost, uses): (&[u32], &[f32], &[u32]),
     edges: &mut Edges,
-    (opts, cols, min_uses): (&PlanOptions, usize, u32),
+    (cols, radius, min_uses): (usize, usize, u32),
 ) -> Option<Vec<Step>> {
-    let radius = opts.repeat_radius as usize;
     // Distances as integers of a hundredth, so the heap orders them exactly.
     let key = |d: f32| (d * 100.0).round() as i64;
     let mut dist: HashMap<u32, (f32, Option<Step>)> = HashMap::new();

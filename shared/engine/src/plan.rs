@@ -463,14 +463,14 @@ impl Plan {
             }
         }
         if min_uses > 0 {
+            let means: Vec<Lab> = all_descs.iter().map(|d: &CellDesc| d.mean).collect();
+            let cost_of = |c: u32, t: u32| score(&all_descs[c as usize], library, t, opts, &turns);
             crate::fair::complete_min_uses(
                 (&mut plan.tiles, &mut plan.transforms),
-                &all_descs,
+                &means,
                 library,
-                opts,
-                &turns,
-                cols,
-                min_uses,
+                &cost_of,
+                (cols, opts.repeat_radius as usize, min_uses),
             )?;
             ready(&plan, rows as u32)?;
         }
