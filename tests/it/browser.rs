@@ -766,6 +766,20 @@ async fn upload_follow_and_view_a_mosaic_in_chromium() {
     .await;
 }
 
+/// Sends the home page's form and waits on the job page for `what` to be done.
+async fn submit_and_finish(browser: &Client, what: &str) {
+    click(browser, "#submit-form button[type=submit]").await;
+    let state = wait_for(
+        browser,
+        "const s = document.getElementById('state'); \
+         return s && (s.textContent === 'done' || s.textContent === 'failed') ? s.textContent : null",
+        JOB_DEADLINE,
+        &format!("{what} finishing"),
+    )
+    .await;
+    assert_eq!(state, "done", "{what}");
+}
+
 /// A phone's HEIC photo through the form: Chromium cannot show it, so the page learns its size
 /// from the server's preview, shows the preview and the sizes' figures, and the job makes the
 /// mosaic of the photo upright. Then an AVIF, which Chromium shows itself.
@@ -802,16 +816,7 @@ async fn heic_and_avif_photos_make_mosaics_through_the_form_in_chromium() {
             shown[2].as_str().unwrap().contains("240 × 160 px"),
             "{shown}"
         );
-        click(browser, "#submit-form button[type=submit]").await;
-        let state = wait_for(
-            browser,
-            "const s = document.getElementById('state'); \
-             return s && (s.textContent === 'done' || s.textContent === 'failed') ? s.textContent : null",
-            JOB_DEADLINE,
-            "the HEIC job finishing",
-        )
-        .await;
-        assert_eq!(state, "done");
+        submit_and_finish(browser, "the HEIC job").await;
         let width = mosaic_loaded(browser, Duration::from_secs(20)).await;
         assert!(width.as_u64().unwrap() > 0);
         screenshot(browser, "heic-job.png").await;
@@ -828,16 +833,7 @@ async fn heic_and_avif_photos_make_mosaics_through_the_form_in_chromium() {
             "the AVIF photo's size",
         )
         .await;
-        click(browser, "#submit-form button[type=submit]").await;
-        let state = wait_for(
-            browser,
-            "const s = document.getElementById('state'); \
-             return s && (s.textContent === 'done' || s.textContent === 'failed') ? s.textContent : null",
-            JOB_DEADLINE,
-            "the AVIF job finishing",
-        )
-        .await;
-        assert_eq!(state, "done");
+        submit_and_finish(browser, "the AVIF job").await;
     })
     .await;
 }
