@@ -848,12 +848,7 @@ async fn a_photo_is_found_by_its_caption_and_by_a_link_in_chromium() {
         .await;
     let job = app.wait_until_finished(&id).await;
     assert_eq!(job["state"], "done", "{job}");
-    let placements: Value = app
-        .get(&format!("/api/v1/jobs/{id}/placements"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let placements = app.get_placements(&id).await;
     // The most used tile: several cells to outline.
     let tile = placements["tiles"]
         .as_array()

@@ -94,12 +94,7 @@ async fn every_photo_in_through_the_api_and_a_grid_too_small_is_422_with_the_num
     assert!(quality["min_uses"].as_u64().unwrap() >= 1, "{job:#}");
     assert!(quality["max_uses"].as_u64().unwrap() <= 3, "{job:#}");
     assert_eq!(job["params"]["min_uses"], 1);
-    let placements: Value = app
-        .get(&format!("/api/v1/jobs/{id}/placements"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let placements = app.get_placements(&id).await;
     assert_eq!(
         placements["tiles"].as_array().unwrap().len() as u64,
         quality["library_tiles"].as_u64().unwrap()

@@ -328,9 +328,7 @@ async fn mosaic(app: &TestApp, name: &str, bytes: Vec<u8>) -> Vec<u8> {
 /// a tile by its caption.
 async fn check_placements(app: &TestApp, id: &str, job: &Value) {
     let cells = job["output"]["cols"].as_u64().unwrap() * job["output"]["rows"].as_u64().unwrap();
-    let res = app.get(&format!("/api/v1/jobs/{id}/placements")).await;
-    assert_eq!(res.status(), StatusCode::OK);
-    let placements: Value = res.json().await.unwrap();
+    let placements = app.get_placements(id).await;
     let tiles = placements["tiles"].as_array().unwrap();
     let uses: u64 = tiles.iter().map(|t| t["uses"].as_u64().unwrap()).sum();
     assert_eq!(uses, cells, "{placements}");

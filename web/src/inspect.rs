@@ -126,11 +126,9 @@ pub fn verify_target(bytes: &[u8], probe: &Probe) -> Result<TargetInfo, ApiError
                 format!("the image is corrupt or truncated: {e}"),
             )
         })?;
-    } else {
+    } else if let Some(image_format) = format.image_format() {
         let mut r = ImageReader::new(Cursor::new(bytes));
-        r = r
-            .with_guessed_format()
-            .map_err(|e| corrupt(ImageError::IoError(e)))?;
+        r.set_format(image_format);
         r.limits(limits);
         let decoder = r.into_decoder().map_err(corrupt)?;
         let size = usize::try_from(decoder.total_bytes()).map_err(|_| too_big(w, h))?;

@@ -67,7 +67,8 @@ impl Format {
         matches!(self, Format::Heif | Format::Avif)
     }
 
-    fn image_format(self) -> Option<image::ImageFormat> {
+    /// The image crate's format for it; `None` for those libheif decodes.
+    pub fn image_format(self) -> Option<image::ImageFormat> {
         Some(match self {
             Format::Png => image::ImageFormat::Png,
             Format::Jpeg => image::ImageFormat::Jpeg,
@@ -100,8 +101,21 @@ const NOT_READ: [(&[&str], &str); 6] = [
     ),
 ];
 
-/// Why a file named with extension `ext` (lower case) is not imported: its kind and what to do.
-pub fn not_image_reason(ext: Option<&str>) -> String {
+/// Why a file called `name` is not taken as an image, by its extension: `None` for an image's
+/// extension ([`IMAGE_EXTENSIONS`]), else its kind and what to do.
+pub fn not_an_image(name: &str) -> Option<String> {
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .filter(|e| !e.contains('/'));
+    match ext.as_deref() {
+        Some(e) if IMAGE_EXTENSIONS.contains(&e) => None,
+        ext => Some(not_image_reason(ext)),
+    }
+}
+
+/// Why a file with extension `ext` (lower case) is not imported: its kind and what to do.
+fn not_image_reason(ext: Option<&str>) -> String {
     let Some(ext) = ext else {
         return "not an image (no extension)".into();
     };
@@ -174,6 +188,28 @@ pub struct Header {
     pub turned: bool,
     /// Bytes the decoder's output takes.
     pub decoded_bytes: u64,
+}
+
+/// The width and height of the image file at `path` (as stored), from its header: the first
+/// bytes for the image crate's formats, the whole file for HEIF and AVIF (libheif reads the
+/// container). `None` when it cannot be read.
+pub fn image_size(path: &std::path::Path) -> Option<(u32, u32)> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(64);
+    std::fs::File::open(path)
+        .ok()?
+        .take(64)
+        .read_to_end(&mut head)
+        .ok()?;
+    if Format::sniff(&head).is_some_and(Format::is_heif) {
+        let header = read_header(&std::fs::read(path).ok()?).ok()?;
+        return Some((header.width, header.height));
+    }
+    image::ImageReader::open(path)
+        .and_then(|r| r.with_guessed_format())
+        .ok()?
+        .into_dimensions()
+        .ok()
 }
 
 /// Reads the header of an image in a format Tessera reads.
@@ -441,8 +477,9 @@ fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::Rg
     let deep = depth == png::BitDepth::Sixteen;
     let mut narrowed = Vec::new();
     let mut out = Vec::with_capacity(w as usize * h as usize * 3);
-    // A row as RGB8, its opacity apart, converted to sRGB before it is laid over the background.
-    let (mut rgb, mut alpha) = (Vec::new(), Vec::new());
+    // Each row goes into `out` as RGB8, is converted to sRGB there, and then laid over the
+    // background with its opacity (kept apart meanwhile).
+    let mut alpha = Vec::new();
     let blend = |v: u8, a: u8, bg: u8| {
         let a = u32::from(a);
         ((u32::from(v) * a + u32::from(bg) * (255 - a) + 127) / 255) as u8
@@ -459,31 +496,30 @@ fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::Rg
         } else {
             row.data()
         };
-        rgb.clear();
+        let start = out.len();
         alpha.clear();
         for p in data.chunks_exact(channels) {
             match *p {
-                [g] => rgb.extend_from_slice(&[g, g, g]),
+                [g] => out.extend_from_slice(&[g, g, g]),
                 [g, a] => {
-                    rgb.extend_from_slice(&[g, g, g]);
+                    out.extend_from_slice(&[g, g, g]);
                     alpha.push(a);
                 }
-                [r, g, b] => rgb.extend_from_slice(&[r, g, b]),
+                [r, g, b] => out.extend_from_slice(&[r, g, b]),
                 [r, g, b, a] => {
-                    rgb.extend_from_slice(&[r, g, b]);
+                    out.extend_from_slice(&[r, g, b]);
                     alpha.push(a);
                 }
                 _ => return Err(Error::Decode("unexpected PNG colour type".into())),
             }
         }
+        let row = &mut out[start..];
         if let Some(convert) = &to_srgb {
-            convert.run(&mut rgb);
+            convert.run(row);
         }
-        if alpha.is_empty() {
-            out.extend_from_slice(&rgb);
-        } else {
-            for (p, &a) in rgb.chunks_exact(3).zip(&alpha) {
-                out.extend((0..3).map(|c| blend(p[c], a, background[c])));
+        for (p, &a) in row.chunks_exact_mut(3).zip(&alpha) {
+            for c in 0..3 {
+                p[c] = blend(p[c], a, background[c]);
             }
         }
     }

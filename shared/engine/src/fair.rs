@@ -65,11 +65,10 @@ pub(crate) fn complete_min_uses(
         widths: HashMap::new(),
         scratch: Vec::new(),
     };
-    // The tiles short of uses, the most wanted first: those nearest some cell.
-    let mut short: Vec<u32> = (0..n as u32)
+    // The tiles short of uses, in library order (the result does not depend on the machine).
+    let short: Vec<u32> = (0..n as u32)
         .filter(|&t| uses[t as usize] < min_uses)
         .collect();
-    short.sort_unstable();
     for t0 in short {
         while uses[t0 as usize] < min_uses {
             let path = loop {
@@ -217,7 +216,7 @@ fn search(
         settled += 1;
         // A tile on the path gives up the cell it is taken from and takes this one: its uses
         // stay; only `t0` gains one, within the cap since min_uses <= max_uses.
-        for &(cell, c_cost, turn) in edges.of(t).to_vec().iter() {
+        for &(cell, c_cost, turn) in edges.of(t) {
             let holder = tiles[cell as usize];
             if holder == t || repeats(tiles, cols, radius, cell as usize, t) {
                 continue;

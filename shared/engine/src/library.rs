@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use crate::Error;
 use crate::color::{Lab, srgb_to_lab32};
-use crate::decode::{Cropped, IMAGE_EXTENSIONS, decode_crop};
+use crate::decode::{Cropped, decode_crop};
 use crate::hash::{Fnv, FnvStream};
 use crate::resample::resize;
 use crate::shape::TileShape;
@@ -1003,17 +1003,15 @@ fn split_images<T>(files: Vec<T>, name: impl Fn(&T) -> &str) -> (Vec<T>, Vec<(St
         .into_iter()
         .filter(|f| {
             let n = name(f);
-            let ext = n.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-            let image = ext
-                .as_deref()
-                .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e));
-            if !image && !is_captions_file(n) {
-                others.push((
-                    n.to_string(),
-                    crate::decode::not_image_reason(ext.as_deref()),
-                ));
+            match crate::decode::not_an_image(n) {
+                None => true,
+                Some(reason) => {
+                    if !is_captions_file(n) {
+                        others.push((n.to_string(), reason));
+                    }
+                    false
+                }
             }
-            image
         })
         .collect();
     (images, others)

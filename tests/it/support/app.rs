@@ -236,6 +236,13 @@ impl TestApp {
         self.get(&format!("/api/v1/jobs/{id}/events")).await
     }
 
+    /// The job's placements, as JSON (`GET /api/v1/jobs/{id}/placements`).
+    pub(crate) async fn get_placements(&self, id: &str) -> Value {
+        let res = self.get(&format!("/api/v1/jobs/{id}/placements")).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        res.json().await.unwrap()
+    }
+
     pub(crate) async fn get_libraries(&self) -> reqwest::Response {
         self.get("/api/v1/libraries").await
     }

@@ -314,8 +314,7 @@ pub async fn placements(
             .is_some_and(|v| v.contains("text/csv")),
         Some(format) => format == PlacementsFormat::Csv,
     };
-    let record = state.platform.jobs().get(id).await?;
-    let map = cell_map(&state, id, Some(&record)).await?;
+    let map = cell_map(&state, id, None).await?;
     let mut found = map.placements();
     if let Some(q) = q {
         found.retain(|p| p.matches(q));
@@ -325,6 +324,8 @@ pub async fn placements(
     if csv {
         let mut body = Vec::new();
         tessera_engine::write_placements_csv(&found, &mut body).map_err(ApiError::internal)?;
+        // The photo's name, for the file's: the record is read for a download only.
+        let record = state.platform.jobs().get(id).await?;
         let name = crate::view::named_after(&record.params.input_name, "placements.csv");
         return Ok(HttpResponse::Ok()
             .insert_header((header::CONTENT_TYPE, "text/csv; charset=utf-8"))

@@ -38,7 +38,7 @@ use crate::upload::{
     upload_slot,
 };
 
-use tessera_engine::decode::{FORMAT_NAMES, IMAGE_EXTENSIONS};
+use tessera_engine::decode::FORMAT_NAMES;
 
 const MAX_NAME_CHARS: usize = 100;
 
@@ -825,31 +825,20 @@ fn measure_into(
             measure_into(root, &path, images, pixels, others);
             continue;
         }
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        if ext
-            .as_deref()
-            .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e))
-        {
-            *images += 1;
-            let header = std::fs::read(&path)
-                .ok()
-                .and_then(|bytes| tessera_engine::decode::read_header(&bytes).ok());
-            if let Some(h) = header {
-                *pixels = pixels.saturating_add(u64::from(h.width) * u64::from(h.height));
+        let name = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        match tessera_engine::decode::not_an_image(&name) {
+            None => {
+                *images += 1;
+                if let Some((w, h)) = tessera_engine::decode::image_size(&path) {
+                    *pixels = pixels.saturating_add(u64::from(w) * u64::from(h));
+                }
             }
-        } else {
-            let name = path
-                .strip_prefix(root)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
-            if !name.eq_ignore_ascii_case(tessera_engine::library::CAPTIONS_FILE) {
-                let reason = tessera_engine::decode::not_image_reason(ext.as_deref());
-                others.push((name, reason));
-            }
+            Some(_) if name.eq_ignore_ascii_case(tessera_engine::library::CAPTIONS_FILE) => {}
+            Some(reason) => others.push((name, reason)),
         }
     }
 }
