@@ -1,262 +1,438 @@
-//! Every tile at least `min_uses` times ("use every photo"): the plan the matcher made is
-//! completed as a transportation problem. Each use a tile still lacks is supplied by a
-//! successive shortest augmenting path over the whole grid: the tile takes a cell, that cell's
-//! tile takes another cell if it cannot spare one, and so on, until a tile with uses to spare
-//! gives one up. The path of least added cost is found by a label-correcting search (costs may
-//! fall as well as rise) over the tiles, whose edges are each tile's nearest cells by colour
-//! (a k-d tree over the cells' means), so a tile no cell ranks still reaches the cells that suit
-//! it best. `max_uses` and the repeat radius hold along every path; flips and turns are chosen
-//! per cell as the matcher chooses them.
+//! Every tile at least `min_uses` times ("use every photo"), as one assignment over the whole
+//! grid.
 //!
-//! Cost: each augmenting search visits at most [`SEARCH_TILES`] tiles of [`NEAREST_CELLS`]
-//! edges (more for a tile that finds no path), so completing `d` missing uses is
-//! O(d · SEARCH_TILES · NEAREST_CELLS · log) on top of the matcher's own pass.
+//! The matcher's plan gives each cell a tile and what it costs there: the cell's outside
+//! option. The floor needs `n · min_uses` placements, one per *copy* of a tile; a copy in cell
+//! `i` is worth the cell's outside option less what its tile costs there, and a cell no copy
+//! takes keeps a tile of the matcher's choosing. Choosing the copies' cells is an assignment of
+//! copies to cells, solved by Bertsekas's auction with ε-scaling: each copy without a cell bids
+//! for the cell worth most to it at current prices, raising that cell's price by its margin
+//! over the next best plus ε, and the copy it displaces bids again. Each cell left free is held
+//! by a stand-in that values every cell at zero and so bids for the cheapest (kept in a heap);
+//! with as many bidders as cells, prices carry over from one ε to the next, and the last phase
+//! ends within [`EPSILON`] per copy of the best assignment over the cells each tile sees.
+//!
+//! Which cells a tile sees: every cell while tiles times cells stays within [`DENSE_PAIRS`]
+//! (the best assignment of nearly as many tiles as cells is global: a copy's cell ranks in the
+//! hundreds on its own list). Past that, its [`NEAREST_CELLS`] cells of least colour distance
+//! less outside cost (the cells that lose least by giving up their own tile), found in a k-d tree
+//! weighted by the outside costs, plus a greedy matching that gives every copy a cell of its own
+//! so the auction always ends.
+//!
+//! Cost: O(tiles · cells) to price every pair and O(bids · cells) to bid while dense;
+//! O(tiles · NEAREST_CELLS) and O(bids · NEAREST_CELLS) past it. Copies of one tile keep out of
+//! each other's repeat radius; the cells left free are filled by the matcher under `max_uses`
+//! and the radius.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, VecDeque};
+
+use rayon::prelude::*;
 
 use crate::color::Lab;
 use crate::kdtree::KdTree;
 use crate::{Error, Library, Transform};
 
 /// What tile `tile` costs in cell `cell`, and the transform it takes there.
-pub(crate) type CellCost<'a> = dyn Fn(u32, u32) -> (f32, Transform) + 'a;
+pub(crate) type CellCost<'a> = dyn Fn(u32, u32) -> (f32, Transform) + Sync + 'a;
 
-/// Cells each tile may take, nearest first by mean colour, before a search widens them.
+/// Tiles times cells up to which each tile sees every cell (4 bytes a pair).
+const DENSE_PAIRS: usize = 64 << 20;
+/// Cells each tile sees past [`DENSE_PAIRS`].
 const NEAREST_CELLS: usize = 48;
-/// Tiles one augmenting search may settle before it settles for the best path found.
-const SEARCH_TILES: usize = 512;
+/// The last phase's ε, in the units of [`unit`]: the assignment is optimal within this much
+/// per copy.
+const EPSILON: f32 = 0.01;
+/// Each phase divides ε by this.
+const EPSILON_STEP: f32 = 5.0;
 
-/// An augmenting step: `tile` takes `cell` (under `turn`), at this cost there.
-#[derive(Clone, Copy)]
-struct Step {
-    tile: u32,
-    cell: u32,
-    turn: Transform,
-    cost: f32,
+/// A cost in the units the assignment adds up: the square root of the matcher's score (squared
+/// CIEDE2000 of the means plus the structure terms), so the sum is a sum of distances, as the
+/// mean colour difference of the mosaic is, while each cell ranks tiles as the matcher does.
+fn unit(score: f32) -> f32 {
+    score.max(0.0).sqrt()
 }
 
-/// Completes `tiles`/`transforms` (a plan's, row-major over `cols` columns, each cell's mean
-/// colour in `cell_means`, `cost` what a tile costs in a cell) so that every tile of `library`
-/// is used at least `min_uses` times, no tile repeating within `radius` cells.
-pub(crate) fn complete_min_uses(
-    (tiles, transforms): (&mut [u32], &mut [Transform]),
+const NONE: u32 = u32::MAX;
+
+/// The cells each tile sees and what a copy of it is worth in each.
+enum Graph {
+    /// Every cell, row-major by tile.
+    Dense { values: Vec<f32>, cells: usize },
+    /// Each tile's own list of `(cell, value)`.
+    Sparse(Vec<Vec<(u32, f32)>>),
+}
+
+impl Graph {
+    fn spread(&self) -> f32 {
+        let abs_max = |it: &mut dyn Iterator<Item = f32>| it.fold(0f32, |a, v| a.max(v.abs()));
+        match self {
+            Graph::Dense { values, .. } => abs_max(&mut values.iter().copied()),
+            Graph::Sparse(lists) => abs_max(&mut lists.iter().flatten().map(|e| e.1)),
+        }
+    }
+}
+
+/// The cells the copies of each tile take: for each cell, the tile placed there by the floor
+/// and its transform, or `None` for a cell the matcher fills. `outside` is what the matcher's
+/// tile costs in each cell (its score), `cost_of` what a tile costs in a cell.
+pub(crate) fn place_copies(
     cell_means: &[Lab],
+    outside: &[f32],
     library: &Library,
     cost_of: &CellCost,
     (cols, radius, min_uses): (usize, usize, u32),
-) -> Result<(), Error> {
+) -> Result<Vec<Option<(u32, Transform)>>, Error> {
     let n = library.len();
-    let mut uses = vec![0u32; n];
-    for &t in tiles.iter() {
-        uses[t as usize] += 1;
+    let cells = cell_means.len();
+    let m = min_uses as usize;
+    if n * m > cells {
+        return Err(Error::InvalidOption(format!(
+            "{n} tiles at least {min_uses} times each need {} cells; the grid has {cells}",
+            n * m
+        )));
     }
-    let mut cost: Vec<f32> = tiles
-        .iter()
-        .enumerate()
-        .map(|(c, &t)| cost_of(c as u32, t).0)
-        .collect();
-    let mut edges = Edges {
-        tree: KdTree::new(cell_means),
-        library,
-        cells: cell_means.len(),
-        cost_of,
-        near: HashMap::new(),
-        widths: HashMap::new(),
-        scratch: Vec::new(),
+    let outside: Vec<f32> = outside.iter().map(|&s| unit(s)).collect();
+    let value = |t: u32, c: u32| outside[c as usize] - unit(cost_of(c, t).0);
+    let graph = if n * cells <= DENSE_PAIRS {
+        let mut values = vec![0f32; n * cells];
+        values
+            .par_chunks_mut(cells)
+            .enumerate()
+            .for_each(|(t, row)| {
+                for (c, v) in row.iter_mut().enumerate() {
+                    *v = value(t as u32, c as u32);
+                }
+            });
+        Graph::Dense { values, cells }
+    } else {
+        let tree = KdTree::with_weights(cell_means, &outside);
+        let mut lists: Vec<Vec<(u32, f32)>> = (0..n as u32)
+            .into_par_iter()
+            .map_init(Vec::new, |scratch, t| {
+                tree.least_offset(&library.means()[t as usize], NEAREST_CELLS, scratch);
+                scratch.iter().map(|&(_, c)| (c, value(t, c))).collect()
+            })
+            .collect();
+        for (t, c) in own_cells(&lists, m, cell_means, library.means()) {
+            lists[t as usize].push((c, value(t, c)));
+        }
+        Graph::Sparse(lists)
     };
-    // The tiles short of uses, in library order (the result does not depend on the machine).
-    let short: Vec<u32> = (0..n as u32)
-        .filter(|&t| uses[t as usize] < min_uses)
-        .collect();
-    for t0 in short {
-        while uses[t0 as usize] < min_uses {
-            let path = loop {
-                let found = search(
-                    t0,
-                    (tiles, &cost, &uses),
-                    &mut edges,
-                    (cols, radius, min_uses),
-                );
-                if let Some(path) = found {
-                    break path;
-                }
-                // No tile with a use to spare within reach: the short tile looks wider.
-                if !edges.widen(t0) {
-                    return Err(Error::LibraryTooSmall {
-                        tiles: n,
-                        needed: n,
-                        hint: format!(
-                            "tile {} cannot be placed {min_uses} times within the repeat radius \
-                             and use cap: lower min_uses or the repeat radius, or add cells",
-                            library.name(t0)
-                        ),
-                    });
-                }
-            };
-            for step in path {
-                let cell = step.cell as usize;
-                let old = tiles[cell];
-                uses[old as usize] -= 1;
-                uses[step.tile as usize] += 1;
-                tiles[cell] = step.tile;
-                transforms[cell] = step.turn;
-                cost[cell] = step.cost;
-            }
-        }
+    let cell_of =
+        auction(&graph, cells, (cols, radius, m)).map_err(|t| Error::LibraryTooSmall {
+            tiles: n,
+            needed: n,
+            hint: format!(
+                "tile {} cannot be placed {min_uses} times within the repeat radius: lower \
+                 min_uses or the repeat radius, or add cells",
+                library.name(t)
+            ),
+        })?;
+    let mut placed = vec![None; cells];
+    for (copy, &cell) in cell_of.iter().enumerate() {
+        let t = (copy / m) as u32;
+        placed[cell as usize] = Some((t, cost_of(cell, t).1));
     }
-    Ok(())
+    Ok(placed)
 }
 
-/// Each tile's nearest cells by mean colour, with what the tile costs in each, made as the
-/// searches reach the tile.
-struct Edges<'a> {
-    tree: KdTree,
-    library: &'a Library,
+/// The auction: each copy's cell (copies of tile `t` are `t * m .. (t + 1) * m`), or the tile
+/// whose copy found no cell it may take.
+fn auction(
+    graph: &Graph,
     cells: usize,
-    cost_of: &'a CellCost<'a>,
-    near: HashMap<u32, Vec<(u32, f32, Transform)>>,
-    /// Cells a tile looks at, where wider than [`NEAREST_CELLS`].
-    widths: HashMap<u32, usize>,
-    scratch: Vec<(f32, u32)>,
-}
-
-impl Edges<'_> {
-    /// Tile `t`'s cells: `(cell, cost, transform)`, nearest first.
-    fn of(&mut self, t: u32) -> &[(u32, f32, Transform)] {
-        let width = self.widths.get(&t).copied().unwrap_or(NEAREST_CELLS);
-        let Edges {
-            tree,
-            library,
-            cost_of,
-            near,
-            scratch,
-            ..
-        } = self;
-        near.entry(t).or_insert_with(|| {
-            tree.nearest(&library.means()[t as usize], width, scratch);
-            scratch
-                .iter()
-                .map(|&(_, c)| {
-                    let (cost, turn) = cost_of(c, t);
-                    (c, cost, turn)
-                })
-                .collect()
-        })
-    }
-
-    /// Lets tile `t` look at four times as many cells; false when it sees every cell already.
-    fn widen(&mut self, t: u32) -> bool {
-        let width = self.widths.get(&t).copied().unwrap_or(NEAREST_CELLS);
-        if width >= self.cells {
-            return false;
+    (cols, radius, m): (usize, usize, usize),
+) -> Result<Vec<u32>, u32> {
+    let copies = match graph {
+        Graph::Dense { values, .. } => values.len() / cells,
+        Graph::Sparse(lists) => lists.len(),
+    } * m;
+    let mut price = vec![0f32; cells];
+    let mut owner = vec![NONE; cells];
+    // Bidders: the copies, then the stand-ins for the cells left free.
+    let mut cell_of = vec![NONE; cells];
+    let mut cheapest: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
+    let mut epsilon = (graph.spread() / 4.0).max(EPSILON);
+    loop {
+        owner.fill(NONE);
+        cell_of.fill(NONE);
+        cheapest.clear();
+        cheapest.extend((0..cells as u32).map(|c| Reverse((price[c as usize].to_bits(), c))));
+        let mut queue: VecDeque<u32> = (0..cells as u32).collect();
+        while let Some(bidder) = queue.pop_front() {
+            let (cell, margin) = if bidder as usize >= copies {
+                // A stand-in takes the cheapest cell, raised to just past the next cheapest.
+                let Some((p1, c1)) = pop_cheapest(&mut cheapest, &price) else {
+                    break;
+                };
+                (c1, peek_cheapest(&mut cheapest, &price).unwrap_or(p1) - p1)
+            } else {
+                let t = bidder as usize / m;
+                // A cell within the repeat radius of another copy of the tile is closed to it.
+                let siblings = (t * m..(t + 1) * m).filter(|&s| s != bidder as usize);
+                let near_sibling = |c: u32| {
+                    m > 1
+                        && siblings.clone().any(|s| {
+                            cell_of[s] != NONE
+                                && within(cell_of[s] as usize, c as usize, cols, radius)
+                        })
+                };
+                let (best, second) = match graph {
+                    Graph::Dense { values, cells } => best_two(
+                        values[t * cells..(t + 1) * cells]
+                            .iter()
+                            .enumerate()
+                            .map(|(c, &v)| (c as u32, v)),
+                        &price,
+                        near_sibling,
+                    ),
+                    Graph::Sparse(lists) => {
+                        best_two(lists[t].iter().copied(), &price, near_sibling)
+                    }
+                };
+                if best.1 == NONE {
+                    return Err(t as u32);
+                }
+                let margin = if second == f32::NEG_INFINITY {
+                    0.0
+                } else {
+                    best.0 - second
+                };
+                (best.1, margin)
+            };
+            price[cell as usize] += margin + epsilon;
+            cheapest.push(Reverse((price[cell as usize].to_bits(), cell)));
+            let held = std::mem::replace(&mut owner[cell as usize], bidder);
+            if held != NONE {
+                cell_of[held as usize] = NONE;
+                queue.push_back(held);
+            }
+            cell_of[bidder as usize] = cell;
         }
-        self.widths.insert(t, (width * 4).min(self.cells));
-        self.near.remove(&t);
-        true
-    }
-}
-
-/// Whether the path that reaches `t` passes through `tile` (costs may fall along a path, so a
-/// cheaper way to a tile can run through its own descendants: such a loop is not a path).
-fn leads_through(dist: &HashMap<u32, (f32, Option<Step>)>, mut t: u32, tile: u32) -> bool {
-    let mut steps = 0;
-    while let Some(&(_, Some(step))) = dist.get(&t) {
-        if step.tile == tile || t == tile {
-            return true;
-        }
-        t = step.tile;
-        steps += 1;
-        if steps > dist.len() {
-            return true;
-        }
-    }
-    t == tile
-}
-
-/// Whether tile `t` appears within the repeat radius of `cell`, other than at `cell`.
-fn repeats(tiles: &[u32], cols: usize, radius: usize, cell: usize, t: u32) -> bool {
-    if radius == 0 {
-        return false;
-    }
-    let rows = tiles.len() / cols;
-    let (y, x) = (cell / cols, cell % cols);
-    let (x0, x1) = (x.saturating_sub(radius), (x + radius).min(cols - 1));
-    (y.saturating_sub(radius)..=(y + radius).min(rows - 1))
-        .any(|yy| (x0..=x1).any(|xx| (yy, xx) != (y, x) && tiles[yy * cols + xx] == t))
-}
-
-/// The cheapest augmenting path from the short tile `t0`: steps in the order they apply (the
-/// last gives a cell of a tile with a use to spare). `None` when no tile within reach can spare
-/// a use.
-fn search(
-    t0: u32,
-    (tiles, cost, uses): (&[u32], &[f32], &[u32]),
-    edges: &mut Edges,
-    (cols, radius, min_uses): (usize, usize, u32),
-) -> Option<Vec<Step>> {
-    // Distances as integers of a hundredth, so the heap orders them exactly.
-    let key = |d: f32| (d * 100.0).round() as i64;
-    let mut dist: HashMap<u32, (f32, Option<Step>)> = HashMap::new();
-    dist.insert(t0, (0.0, None));
-    let mut heap = BinaryHeap::new();
-    heap.push(Reverse((0i64, t0)));
-    let mut best: Option<(f32, Step)> = None;
-    let mut settled = 0usize;
-    while let Some(Reverse((k, t))) = heap.pop() {
-        let Some(&(d, _)) = dist.get(&t) else {
-            continue;
-        };
-        if key(d) != k {
-            continue;
-        }
-        if best.is_some_and(|(b, _)| d >= b) || settled >= SEARCH_TILES {
+        if epsilon <= EPSILON {
             break;
         }
-        settled += 1;
-        // A tile on the path gives up the cell it is taken from and takes this one: its uses
-        // stay; only `t0` gains one, within the cap since min_uses <= max_uses.
-        for &(cell, c_cost, turn) in edges.of(t) {
-            let holder = tiles[cell as usize];
-            if holder == t || repeats(tiles, cols, radius, cell as usize, t) {
-                continue;
+        epsilon = (epsilon / EPSILON_STEP).max(EPSILON);
+    }
+    cell_of.truncate(copies);
+    Ok(cell_of)
+}
+
+/// The best cell of `edges` at `price` (value less price), and the second best value; cells
+/// for which `closed` holds are passed over.
+fn best_two(
+    edges: impl Iterator<Item = (u32, f32)>,
+    price: &[f32],
+    closed: impl Fn(u32) -> bool,
+) -> ((f32, u32), f32) {
+    let (mut best, mut second) = ((f32::NEG_INFINITY, NONE), f32::NEG_INFINITY);
+    for (c, v) in edges {
+        let w = v - price[c as usize];
+        if w > second && !closed(c) {
+            if w > best.0 {
+                second = best.0;
+                best = (w, c);
+            } else {
+                second = w;
             }
-            let nd = d + c_cost - cost[cell as usize];
-            let step = Step {
-                tile: t,
-                cell,
-                turn,
-                cost: c_cost,
-            };
-            if uses[holder as usize] > min_uses {
-                if best.is_none_or(|(b, _)| nd < b) {
-                    best = Some((nd, step));
+        }
+    }
+    (best, second)
+}
+
+/// Pairs `(tile, cell)` that give each copy a cell of its own, for tiles whose edges do not
+/// already: a matching greedy by value over the edges, then each copy left over takes the
+/// nearest cell by mean colour still free. With them among the edges the auction always ends.
+fn own_cells(
+    lists: &[Vec<(u32, f32)>],
+    m: usize,
+    cell_means: &[Lab],
+    tile_means: &[Lab],
+) -> Vec<(u32, u32)> {
+    let cells = cell_means.len();
+    let mut taken = vec![false; cells];
+    let mut placed = vec![0usize; lists.len()];
+    let mut order: Vec<(f32, u32, u32)> = lists
+        .iter()
+        .enumerate()
+        .flat_map(|(t, list)| list.iter().map(move |&(c, v)| (v, t as u32, c)))
+        .collect();
+    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    for (_, t, c) in order {
+        if placed[t as usize] < m && !taken[c as usize] {
+            taken[c as usize] = true;
+            placed[t as usize] += 1;
+        }
+    }
+    let mut pairs = Vec::new();
+    let mut free: Vec<u32> = (0..cells as u32).filter(|&c| !taken[c as usize]).collect();
+    let mut tree = KdTree::new(
+        &free
+            .iter()
+            .map(|&c| cell_means[c as usize])
+            .collect::<Vec<_>>(),
+    );
+    let (mut used_in_tree, mut scratch) = (0usize, Vec::new());
+    for t in 0..lists.len() {
+        while placed[t] < m {
+            // Rebuild the tree without the cells taken once they are half of it.
+            if used_in_tree * 2 > free.len() {
+                free.retain(|&c| !taken[c as usize]);
+                tree = KdTree::new(
+                    &free
+                        .iter()
+                        .map(|&c| cell_means[c as usize])
+                        .collect::<Vec<_>>(),
+                );
+                used_in_tree = 0;
+            }
+            let mut k = 16;
+            let cell = loop {
+                tree.nearest(&tile_means[t], k.min(free.len()), &mut scratch);
+                let open = scratch
+                    .iter()
+                    .map(|&(_, i)| free[i as usize])
+                    .find(|&c| !taken[c as usize]);
+                if open.is_some() || k >= free.len() {
+                    break open;
                 }
-            } else if holder != t0
-                && dist.get(&holder).is_none_or(|&(hd, _)| nd < hd)
-                && !leads_through(&dist, t, holder)
-            {
-                dist.insert(holder, (nd, Some(step)));
-                heap.push(Reverse((key(nd), holder)));
+                k *= 4;
+            };
+            let Some(cell) = cell else {
+                return pairs;
+            };
+            taken[cell as usize] = true;
+            used_in_tree += 1;
+            placed[t] += 1;
+            pairs.push((t as u32, cell));
+        }
+    }
+    pairs
+}
+
+/// The cell of least price, taken off the heap (entries whose price has changed since are
+/// dropped), with its price.
+fn pop_cheapest(heap: &mut BinaryHeap<Reverse<(u32, u32)>>, price: &[f32]) -> Option<(f32, u32)> {
+    while let Some(Reverse((bits, c))) = heap.pop() {
+        if price[c as usize].to_bits() == bits {
+            return Some((price[c as usize], c));
+        }
+    }
+    None
+}
+
+/// The least price on the heap, leaving it there.
+fn peek_cheapest(heap: &mut BinaryHeap<Reverse<(u32, u32)>>, price: &[f32]) -> Option<f32> {
+    while let Some(&Reverse((bits, c))) = heap.peek() {
+        if price[c as usize].to_bits() == bits {
+            return Some(price[c as usize]);
+        }
+        heap.pop();
+    }
+    None
+}
+
+/// Whether cells `a` and `b` of a grid `cols` wide are within `radius` cells of each other.
+fn within(a: usize, b: usize, cols: usize, radius: usize) -> bool {
+    let (ay, ax) = (a / cols, a % cols);
+    let (by, bx) = (b / cols, b % cols);
+    ay.abs_diff(by) <= radius && ax.abs_diff(bx) <= radius
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(seed: u64, len: usize) -> Vec<f32> {
+        let mut s = seed;
+        (0..len)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 33) % 1000) as f32 / 20.0 - 25.0
+            })
+            .collect()
+    }
+
+    /// The best total value of giving each of `tiles` tiles its own cell, by trying every way.
+    fn brute_force(values: &[f32], tiles: usize, cells: usize) -> f32 {
+        fn go(values: &[f32], t: usize, tiles: usize, cells: usize, used: &mut [bool]) -> f32 {
+            if t == tiles {
+                return 0.0;
+            }
+            let mut best = f32::NEG_INFINITY;
+            for c in 0..cells {
+                if !used[c] {
+                    used[c] = true;
+                    let v = values[t * cells + c] + go(values, t + 1, tiles, cells, used);
+                    used[c] = false;
+                    best = best.max(v);
+                }
+            }
+            best
+        }
+        go(values, 0, tiles, cells, &mut vec![false; cells])
+    }
+
+    #[test]
+    fn the_auction_finds_the_best_assignment_dense_and_sparse() {
+        let (tiles, cells) = (5, 8);
+        for seed in 1..20 {
+            let v = values(seed, tiles * cells);
+            let best = brute_force(&v, tiles, cells);
+            let sparse = Graph::Sparse(
+                (0..tiles)
+                    .map(|t| (0..cells).map(|c| (c as u32, v[t * cells + c])).collect())
+                    .collect(),
+            );
+            let dense = Graph::Dense {
+                values: v.clone(),
+                cells,
+            };
+            for graph in [dense, sparse] {
+                let cell_of = auction(&graph, cells, (cells, 0, 1)).expect("a cell for each");
+                let mut seen = cell_of.clone();
+                seen.sort();
+                seen.dedup();
+                assert_eq!(seen.len(), tiles, "one copy a cell: {cell_of:?}");
+                let total: f32 = (0..tiles).map(|t| v[t * cells + cell_of[t] as usize]).sum();
+                assert!(
+                    total >= best - tiles as f32 * EPSILON - 1e-3,
+                    "seed {seed}: {total} against the best {best}"
+                );
             }
         }
     }
-    let (_, last) = best?;
-    // Back from the last step: each step's tile was reached by the step that took its cell.
-    let mut path = vec![last];
-    let mut t = last.tile;
-    let mut guard = 0;
-    while let Some(&(_, Some(step))) = dist.get(&t) {
-        path.push(step);
-        t = step.tile;
-        guard += 1;
-        if guard > dist.len() {
-            return None;
+
+    #[test]
+    fn copies_of_a_tile_keep_out_of_each_others_radius() {
+        // Three tiles, two copies each, on a 4 x 4 grid, radius 1; every tile is worth most in
+        // the top-left corner.
+        let (cols, cells, tiles) = (4, 16, 3);
+        let v: Vec<f32> = (0..tiles * cells)
+            .map(|i| -(((i % cells) / cols + (i % cells) % cols) as f32))
+            .collect();
+        let graph = Graph::Dense { values: v, cells };
+        let cell_of = auction(&graph, cells, (cols, 1, 2)).expect("room for every copy");
+        for t in 0..tiles {
+            let (a, b) = (cell_of[2 * t] as usize, cell_of[2 * t + 1] as usize);
+            assert!(!within(a, b, cols, 1), "tile {t}: cells {a} and {b}");
         }
     }
-    if t != t0 {
-        return None;
+
+    #[test]
+    fn every_copy_gets_a_cell_of_its_own_even_with_few_edges() {
+        // Ten tiles all wanting cell 0 and seeing nothing else.
+        let means: Vec<Lab> = (0..12).map(|i| [i as f32 * 5.0, 0.0, 0.0]).collect();
+        let lists: Vec<Vec<(u32, f32)>> = (0..10).map(|_| vec![(0, 1.0)]).collect();
+        let pairs = own_cells(&lists, 1, &means, &means[..10]);
+        let mut cells: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+        cells.push(0);
+        cells.sort();
+        cells.dedup();
+        assert_eq!(pairs.len(), 9);
+        assert_eq!(cells.len(), 10);
     }
-    // Applied from the far end: the spare tile gives its cell first.
-    Some(path)
 }

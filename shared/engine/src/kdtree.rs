@@ -9,6 +9,10 @@ pub struct KdTree {
     points: Vec<Lab>,
     ids: Vec<u32>,
     nodes: Vec<Node>,
+    /// With [`KdTree::with_weights`]: each point's weight (in `points` order) and the largest
+    /// weight under each node.
+    weights: Vec<f32>,
+    node_max: Vec<f32>,
 }
 
 enum Node {
@@ -41,6 +45,71 @@ impl KdTree {
             points: items.iter().map(|p| p.0).collect(),
             ids: items.iter().map(|p| p.1).collect(),
             nodes,
+            weights: Vec::new(),
+            node_max: Vec::new(),
+        }
+    }
+
+    /// A tree for [`KdTree::least_offset`]: point `i` at `points[i]` with weight `weights[i]`.
+    pub fn with_weights(points: &[Lab], weights: &[f32]) -> Self {
+        let mut tree = KdTree::new(points);
+        tree.weights = tree.ids.iter().map(|&i| weights[i as usize]).collect();
+        tree.node_max = vec![f32::NEG_INFINITY; tree.nodes.len()];
+        if !tree.nodes.is_empty() {
+            tree.fill_max(0);
+        }
+        tree
+    }
+
+    fn fill_max(&mut self, node: u32) -> f32 {
+        let max = match self.nodes[node as usize] {
+            Node::Leaf { start, end } => self.weights[start as usize..end as usize]
+                .iter()
+                .copied()
+                .fold(f32::NEG_INFINITY, f32::max),
+            Node::Split { left, right, .. } => self.fill_max(left).max(self.fill_max(right)),
+        };
+        self.node_max[node as usize] = max;
+        max
+    }
+
+    /// The `k` points of least Euclidean distance from `q` less their weight, least first, as
+    /// `(key, id)`. The tree must have been made by [`KdTree::with_weights`].
+    pub fn least_offset(&self, q: &Lab, k: usize, out: &mut Vec<(f32, u32)>) {
+        out.clear();
+        if k == 0 || self.nodes.is_empty() || self.node_max.is_empty() {
+            return;
+        }
+        self.search_offset(0, q, 0.0, k, out);
+    }
+
+    fn search_offset(&self, node: u32, q: &Lab, plane: f32, k: usize, best: &mut Vec<(f32, u32)>) {
+        // No point under this node is nearer than `plane`, nor weighs more than its maximum.
+        if best.len() == k && plane - self.node_max[node as usize] >= best[k - 1].0 {
+            return;
+        }
+        match self.nodes[node as usize] {
+            Node::Leaf { start, end } => {
+                for i in start as usize..end as usize {
+                    let key = dist2(q, &self.points[i]).sqrt() - self.weights[i];
+                    insert(best, k, (key, self.ids[i]));
+                }
+            }
+            Node::Split {
+                axis,
+                value,
+                left,
+                right,
+            } => {
+                let diff = q[axis as usize] - value;
+                let (near, far) = if diff < 0.0 {
+                    (left, right)
+                } else {
+                    (right, left)
+                };
+                self.search_offset(near, q, plane, k, best);
+                self.search_offset(far, q, plane.max(diff.abs()), k, best);
+            }
         }
     }
 
@@ -163,6 +232,36 @@ mod tests {
                 .collect();
             all.sort_by(cmp_key);
             assert_eq!(got, all[..7].to_vec());
+        }
+    }
+
+    #[test]
+    fn least_offset_agrees_with_brute_force() {
+        let mut s = 777u64;
+        let mut rnd = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 33) % 1000) as f32 / 10.0
+        };
+        let pts: Vec<Lab> = (0..400)
+            .map(|_| [rnd(), rnd() - 50.0, rnd() - 50.0])
+            .collect();
+        let weights: Vec<f32> = (0..400).map(|_| rnd() / 3.0).collect();
+        let tree = KdTree::with_weights(&pts, &weights);
+        let mut got = Vec::new();
+        for _ in 0..40 {
+            let q = [rnd(), rnd() - 50.0, rnd() - 50.0];
+            tree.least_offset(&q, 9, &mut got);
+            let mut all: Vec<(f32, u32)> = pts
+                .iter()
+                .zip(&weights)
+                .enumerate()
+                .map(|(i, (p, w))| (dist2(&q, p).sqrt() - w, i as u32))
+                .collect();
+            all.sort_by(cmp_key);
+            let ids = |v: &[(f32, u32)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
+            assert_eq!(ids(&got), ids(&all[..9]));
         }
     }
 }

@@ -463,15 +463,57 @@ impl Plan {
             }
         }
         if min_uses > 0 {
-            let means: Vec<Lab> = all_descs.iter().map(|d: &CellDesc| d.mean).collect();
             let cost_of = |c: u32, t: u32| score(&all_descs[c as usize], library, t, opts, &turns);
-            crate::fair::complete_min_uses(
-                (&mut plan.tiles, &mut plan.transforms),
+            let outside: Vec<f32> = (0..cols * rows)
+                .into_par_iter()
+                .map(|c| cost_of(c as u32, plan.tiles[c]).0)
+                .collect();
+            let means: Vec<Lab> = all_descs.iter().map(|d| d.mean).collect();
+            let copies = crate::fair::place_copies(
                 &means,
+                &outside,
                 library,
                 &cost_of,
-                (cols, opts.repeat_radius as usize, min_uses),
+                (cols, r, min_uses),
             )?;
+            // The copies' cells are fixed; every other cell chooses again in scan order, around
+            // them and under the use cap they leave.
+            let mut uses = vec![0u32; n];
+            let before = std::mem::replace(&mut plan.tiles, vec![u32::MAX; cols * rows]);
+            for (here, copy) in copies.iter().enumerate() {
+                if let Some(pick) = *copy {
+                    grid.place(&mut plan, &mut uses, here, pick);
+                }
+            }
+            let cap = opts.max_uses.unwrap_or(u32::MAX);
+            for (here, copy) in copies.iter().enumerate() {
+                if copy.is_some() {
+                    continue;
+                }
+                let (y, x) = (here / cols, here % cols);
+                let own = before[here];
+                let pick = if uses[own as usize] < cap && !grid.repeats(&plan.tiles, x, y, own) {
+                    Some((own, plan.transforms[here]))
+                } else {
+                    let desc = &all_descs[here];
+                    let mut width = ncand;
+                    loop {
+                        let ranked =
+                            rank(desc, library, &tree, width, opts, &turns, &mut Vec::new());
+                        if let Some(pick) = grid.best(&plan.tiles, &uses, x, y, &ranked, None) {
+                            break Some(pick);
+                        }
+                        if width >= n {
+                            break None;
+                        }
+                        width = (width * 4).min(n);
+                    }
+                };
+                let Some(pick) = pick else {
+                    return Err(no_tile_fits(n));
+                };
+                grid.place(&mut plan, &mut uses, here, pick);
+            }
             ready(&plan, rows as u32)?;
         }
         Ok(plan)
