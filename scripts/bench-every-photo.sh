@@ -82,7 +82,7 @@ fi
 if [ -z "${SKIP_LARGE:-}" ]; then
     TARGET="$DATA/targets/lomiri_sunset_by_Aitzol_Berasategi.jpg"
     [ -d "$OUT/crops-$TILES" ] || crops --total "$TILES" "$DATA/tiles/photos" "$OUT/crops-$TILES" 32
-    [ -f "$OUT/crops-$TILES.idx" ] || measure index-large "$TESSERA" library index "$OUT/crops-$TILES" -o "$OUT/crops-$TILES.idx" -q
+    [ -f "$OUT/crops-$TILES.idx" ] || measure index-large "$TESSERA" library index "$OUT/crops-$TILES" -o "$OUT/crops-$TILES.idx" -q --rendition-size 16
     measure large "$TESSERA" render "$TARGET" -l "$OUT/crops-$TILES.idx" -o "$OUT/large.png" -q \
         --cells "$CELLS" --tile-size 8 --min-uses 1
     rows=$(sed -nE 's/^([0-9]+) x ([0-9]+) cells.*/\2/p' "$OUT/large.log" | head -1)

@@ -265,48 +265,49 @@ fn own_cells(
             placed[t as usize] += 1;
         }
     }
+    // The copies left over, in rounds: each takes the nearest of its 16 nearest free cells that
+    // no nearer pair has taken, until none is left.
+    let mut left: Vec<u32> = (0..lists.len())
+        .flat_map(|t| std::iter::repeat_n(t as u32, m - placed[t]))
+        .collect();
     let mut pairs = Vec::new();
-    let mut free: Vec<u32> = (0..cells as u32).filter(|&c| !taken[c as usize]).collect();
-    let mut tree = KdTree::new(
-        &free
-            .iter()
-            .map(|&c| cell_means[c as usize])
-            .collect::<Vec<_>>(),
-    );
-    let (mut used_in_tree, mut scratch) = (0usize, Vec::new());
-    for t in 0..lists.len() {
-        while placed[t] < m {
-            // Rebuild the tree without the cells taken once they are half of it.
-            if used_in_tree * 2 > free.len() {
-                free.retain(|&c| !taken[c as usize]);
-                tree = KdTree::new(
-                    &free
-                        .iter()
-                        .map(|&c| cell_means[c as usize])
-                        .collect::<Vec<_>>(),
-                );
-                used_in_tree = 0;
-            }
-            let mut k = 16;
-            let cell = loop {
-                tree.nearest(&tile_means[t], k.min(free.len()), &mut scratch);
-                let open = scratch
-                    .iter()
-                    .map(|&(_, i)| free[i as usize])
-                    .find(|&c| !taken[c as usize]);
-                if open.is_some() || k >= free.len() {
-                    break open;
-                }
-                k *= 4;
-            };
-            let Some(cell) = cell else {
-                return pairs;
-            };
-            taken[cell as usize] = true;
-            used_in_tree += 1;
-            placed[t] += 1;
-            pairs.push((t as u32, cell));
+    while !left.is_empty() {
+        let free: Vec<u32> = (0..cells as u32).filter(|&c| !taken[c as usize]).collect();
+        if free.is_empty() {
+            break;
         }
+        let tree = KdTree::new(
+            &free
+                .iter()
+                .map(|&c| cell_means[c as usize])
+                .collect::<Vec<_>>(),
+        );
+        let mut near: Vec<(f32, u32, u32)> = left
+            .par_iter()
+            .enumerate()
+            .map_init(Vec::new, |scratch, (i, &t)| {
+                tree.nearest(&tile_means[t as usize], 16.min(free.len()), scratch);
+                scratch
+                    .iter()
+                    .map(|&(d2, j)| (d2, i as u32, free[j as usize]))
+                    .collect::<Vec<_>>()
+            })
+            .flatten()
+            .collect();
+        near.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let mut done = vec![false; left.len()];
+        for (_, i, c) in near {
+            if !done[i as usize] && !taken[c as usize] {
+                done[i as usize] = true;
+                taken[c as usize] = true;
+                pairs.push((left[i as usize], c));
+            }
+        }
+        let mut i = 0;
+        left.retain(|_| {
+            i += 1;
+            !done[i - 1]
+        });
     }
     pairs
 }
