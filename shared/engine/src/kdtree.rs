@@ -208,15 +208,19 @@ fn build(items: &mut [(Lab, u32)], offset: usize, nodes: &mut Vec<Node>) -> u32 
 mod tests {
     use super::*;
 
-    #[test]
-    fn nearest_agrees_with_brute_force() {
-        let mut s = 12345u64;
-        let mut rnd = || {
+    /// Numbers 0 to 99.9 from a seeded linear congruential generator.
+    fn numbers(mut s: u64) -> impl FnMut() -> f32 {
+        move || {
             s = s
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             ((s >> 33) % 1000) as f32 / 10.0
-        };
+        }
+    }
+
+    #[test]
+    fn nearest_agrees_with_brute_force() {
+        let mut rnd = numbers(12345);
         let pts: Vec<Lab> = (0..500)
             .map(|_| [rnd(), rnd() - 50.0, rnd() - 50.0])
             .collect();
@@ -237,13 +241,7 @@ mod tests {
 
     #[test]
     fn least_offset_agrees_with_brute_force() {
-        let mut s = 777u64;
-        let mut rnd = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 33) % 1000) as f32 / 10.0
-        };
+        let mut rnd = numbers(777);
         let pts: Vec<Lab> = (0..400)
             .map(|_| [rnd(), rnd() - 50.0, rnd() - 50.0])
             .collect();
