@@ -85,13 +85,8 @@ pub(crate) fn place_copies(
 ) -> Result<Vec<Option<(u32, Transform)>>, Error> {
     let n = library.len();
     let cells = cell_means.len();
+    // The caller has checked that the grid has room: n * min_uses <= cells.
     let m = min_uses as usize;
-    if n * m > cells {
-        return Err(Error::InvalidOption(format!(
-            "{n} tiles at least {min_uses} times each need {} cells; the grid has {cells}",
-            n * m
-        )));
-    }
     let outside: Vec<f32> = outside.iter().map(|&s| unit(s)).collect();
     let value = |t: u32, c: u32| outside[c as usize] - unit(cost_of(c, t).0);
     let graph = if n * cells <= DENSE_PAIRS {
