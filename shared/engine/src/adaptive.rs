@@ -386,7 +386,15 @@ impl AdaptivePlan {
             .map_init(Vec::new, |scratch, s| {
                 let desc = describe(samples, s, k);
                 let colour = desc.1;
-                let ranked = rank(&desc.0, library, &tree, ncand, opts, &turns, scratch);
+                let ranked = rank(
+                    &desc.0,
+                    (library, &tree),
+                    ncand,
+                    opts,
+                    &turns,
+                    scratch,
+                    &|_| true,
+                );
                 (desc.0, colour, ranked)
             })
             .collect();
@@ -422,14 +430,15 @@ impl AdaptivePlan {
                 .copied();
             while pick.is_none() && width_now < n {
                 width_now = (width_now * 4).min(n);
+                let free = |t: u32| opts.max_uses.is_none_or(|cap| uses[t as usize] < cap);
                 ranked = rank(
                     &desc,
-                    library,
-                    &tree,
+                    (library, &tree),
                     width_now,
                     opts,
                     &turns,
                     &mut Vec::new(),
+                    &free,
                 );
                 pick = ranked
                     .iter()

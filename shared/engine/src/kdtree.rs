@@ -81,11 +81,12 @@ impl KdTree {
             return;
         }
         self.search_offset(0, q, 0.0, k, out);
+        out.sort_unstable_by(cmp_key);
     }
 
     fn search_offset(&self, node: u32, q: &Lab, plane: f32, k: usize, best: &mut Vec<(f32, u32)>) {
         // No point under this node is nearer than `plane`, nor weighs more than its maximum.
-        if best.len() == k && plane - self.node_max[node as usize] >= best[k - 1].0 {
+        if best.len() == k && plane - self.node_max[node as usize] >= best[0].0 {
             return;
         }
         match self.nodes[node as usize] {
@@ -120,6 +121,7 @@ impl KdTree {
             return;
         }
         self.search(0, q, k, out);
+        out.sort_unstable_by(cmp_key);
     }
 
     fn search(&self, node: u32, q: &Lab, k: usize, best: &mut Vec<(f32, u32)>) {
@@ -142,7 +144,7 @@ impl KdTree {
                     (right, left)
                 };
                 self.search(near, q, k, best);
-                if best.len() < k || diff * diff <= best[best.len() - 1].0 {
+                if best.len() < k || diff * diff <= best[0].0 {
                     self.search(far, q, k, best);
                 }
             }
@@ -154,16 +156,44 @@ fn cmp_key(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
     a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
 }
 
+/// Keeps `item` among the `k` least of `best`, a max-heap under [`cmp_key`] (worst at 0).
 #[inline]
 fn insert(best: &mut Vec<(f32, u32)>, k: usize, item: (f32, u32)) {
-    if best.len() == k && cmp_key(&item, &best[k - 1]).is_ge() {
+    if best.len() < k {
+        // Sift up.
+        let mut i = best.len();
+        best.push(item);
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if cmp_key(&best[parent], &best[i]).is_ge() {
+                break;
+            }
+            best.swap(parent, i);
+            i = parent;
+        }
         return;
     }
-    let pos = best.partition_point(|b| cmp_key(b, &item).is_lt());
-    if best.len() == k {
-        best.pop();
+    if cmp_key(&item, &best[0]).is_ge() {
+        return;
     }
-    best.insert(pos, item);
+    // Replace the worst and sift down.
+    best[0] = item;
+    let mut i = 0;
+    loop {
+        let (l, r) = (2 * i + 1, 2 * i + 2);
+        let mut top = i;
+        if l < k && cmp_key(&best[l], &best[top]).is_gt() {
+            top = l;
+        }
+        if r < k && cmp_key(&best[r], &best[top]).is_gt() {
+            top = r;
+        }
+        if top == i {
+            break;
+        }
+        best.swap(i, top);
+        i = top;
+    }
 }
 
 /// Builds the subtree over `items` (which start at `offset` in the final order); returns its node.

@@ -394,12 +394,12 @@ impl Plan {
                     };
                     let ranked = rank(
                         &desc,
-                        library,
-                        &tree,
+                        (library, &tree),
                         width,
                         opts,
                         &turns,
                         &mut memo.scratch,
+                        &|_| true,
                     );
                     let out = (desc, colour, ranked);
                     memo.last = Some((raw, out.clone()));
@@ -418,7 +418,16 @@ impl Plan {
                 let mut width = ncand;
                 while pick.is_none() && width < n {
                     width = (width * 4).min(n);
-                    ranked = rank(&desc, library, &tree, width, opts, &turns, &mut Vec::new());
+                    let free = |t: u32| opts.max_uses.is_none_or(|cap| uses[t as usize] < cap);
+                    ranked = rank(
+                        &desc,
+                        (library, &tree),
+                        width,
+                        opts,
+                        &turns,
+                        &mut Vec::new(),
+                        &free,
+                    );
                     pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
                 }
                 let Some(pick) = pick else {
@@ -498,8 +507,16 @@ impl Plan {
                     let desc = &all_descs[here];
                     let mut width = ncand;
                     loop {
-                        let ranked =
-                            rank(desc, library, &tree, width, opts, &turns, &mut Vec::new());
+                        let free = |t: u32| uses[t as usize] < cap;
+                        let ranked = rank(
+                            desc,
+                            (library, &tree),
+                            width,
+                            opts,
+                            &turns,
+                            &mut Vec::new(),
+                            &free,
+                        );
                         if let Some(pick) = grid.best(&plan.tiles, &uses, x, y, &ranked, None) {
                             break Some(pick);
                         }
@@ -782,18 +799,21 @@ struct Memo {
 /// on the squared CIEDE2000 of the means plus the sub-grid terms, best first. Each tile takes
 /// the transform of `turns` (each with its sub-grid permutation) whose sub-grid fits best; a
 /// transform leaves the mean, so the colour term and the gradient term do not depend on it.
+/// Tiles for which `keep` is false (those at their use cap, when a cell looks wider) are left
+/// out before they are scored.
 pub(crate) fn rank(
     desc: &CellDesc,
-    library: &Library,
-    tree: &KdTree,
+    (library, tree): (&Library, &KdTree),
     width: usize,
     opts: &PlanOptions,
     turns: &[(Transform, Vec<usize>)],
     scratch: &mut Vec<(f32, u32)>,
+    keep: &dyn Fn(u32) -> bool,
 ) -> Ranked {
     tree.nearest(&desc.mean, width, scratch);
     let mut scored: Ranked = scratch
         .iter()
+        .filter(|&&(_, t)| keep(t))
         .map(|&(_, t)| {
             let (score, turn) = score(desc, library, t, opts, turns);
             (score, t, turn)
