@@ -117,10 +117,16 @@ async fn make(dir: &Path, side: u32) {
     let rendered = started.elapsed();
     let output = BlobKey::ImageOutput { job }.path();
     let started = Instant::now();
-    let meta =
-        tessera_workers::stitch_png(platform.blobs.clone(), &keys, &output, side, side, 8 << 20)
-            .await
-            .unwrap();
+    let meta = tessera_workers::stitch_png(
+        platform.blobs.clone(),
+        &keys,
+        &output,
+        (side, side),
+        300,
+        8 << 20,
+    )
+    .await
+    .unwrap();
     let params = JobParams {
         spec: JobSpec {
             library: LibraryRef {
@@ -135,6 +141,7 @@ async fn make(dir: &Path, side: u32) {
             slices: SLICES,
             options: RenderOptions::default(),
             allow_large: false,
+            print: None,
         },
         input_name: "bench".into(),
     };

@@ -29,6 +29,9 @@
   const allowLarge = document.getElementById("allow_large");
   const maxUses = document.getElementById("max_uses");
   const warning = document.getElementById("output-warning");
+  const printField = document.getElementById("print");
+  const paperBox = document.getElementById("paper");
+  const printWarning = document.getElementById("print-warning");
   // The form's fields: their labels, for messages, and their bounds (from the inputs).
   const LABELS = {
     image: "Target image", library: "Tile library", tile_size: "Tile size",
@@ -37,8 +40,32 @@
     min_uses: "Fewest uses of each tile",
     overlay: "Photo overlay",
     flip: "Mirror tiles", rotate: "Turn tiles", adaptive: "Adaptive tile sizes",
-    allow_large: "Make it this large",
+    allow_large: "Make it this large", print: "Paper size",
   };
+
+  // Paper sizes as the server reads them (tessera_shared::print): ISO sizes in mm, portrait.
+  const PRESETS = { a0: [841, 1189], a1: [594, 841], a2: [420, 594], a3: [297, 420], a4: [210, 297], a5: [148, 210] };
+  const UNITS = { mm: 1, cm: 10, in: 25.4 };
+  function paperChosen() {
+    const radio = form.querySelector('input[name="size"]:checked');
+    return Boolean(radio) && radio.value === "paper";
+  }
+  // The paper field: {w, h} in mm and dpi, or a reason it has none: {message, field}.
+  function printSize() {
+    const text = printField.value.trim().toLowerCase();
+    const usage = "Paper size must be A0 to A5 or width x height with cm, mm or in, then optionally @ and the dpi: A2@300dpi, 60x40cm, 18x24in@150dpi.";
+    const m = /^([a-z0-9.]+?)\s*(?:@\s*(\d+)\s*(?:dpi|ppi)?)?$/.exec(text);
+    if (!m) return { message: usage, field: printField };
+    const dpi = m[2] === undefined ? 300 : Number(m[2]);
+    if (dpi < 72 || dpi > 1200) return { message: "The resolution must be 72 to 1200 dpi.", field: printField };
+    if (PRESETS[m[1]]) return { w: PRESETS[m[1]][0], h: PRESETS[m[1]][1], dpi: dpi };
+    const sides = /^(\d+(?:\.\d+)?)x(\d+(?:\.\d+)?)(mm|cm|in)$/.exec(m[1]);
+    if (!sides) return { message: usage, field: printField };
+    const w = Number(sides[1]) * UNITS[sides[3]], h = Number(sides[2]) * UNITS[sides[3]];
+    if (!(w >= 10 && w <= 10000 && h >= 10 && h <= 10000)) return { message: "Each side of the paper must be 1 cm to 10 m.", field: printField };
+    return { w: w, h: h, dpi: dpi };
+  }
+  function cmOf(px, dpi) { return px / dpi * 2.54; }
 
   function megapixels(pixels) {
     const mp = pixels / 1e6;
@@ -162,7 +189,34 @@
       return { message: t.message, fields: [t.field] };
     }
     let cols, rows;
-    if (perPixel()) {
+    printWarning.hidden = true;
+    const paper = paperChosen() ? printSize() : null;
+    if (paper && paper.message) {
+      output.textContent = "choose a paper size";
+      return { message: paper.message, fields: [paper.field] };
+    }
+    if (paper) {
+      // As the server fits it: the paper turned to the photo, the most whole tiles that fit.
+      let pw = Math.round(paper.w / 25.4 * paper.dpi), ph = Math.round(paper.h / 25.4 * paper.dpi);
+      if (size.w !== size.h && (size.w > size.h) !== (pw > ph)) [pw, ph] = [ph, pw];
+      const aspect = (size.h / size.w) * (t.w / t.h);
+      const rowsOf = function (across) { return Math.max(1, Math.round(across * aspect)); };
+      cols = Math.floor(pw / t.w);
+      while (cols > 0 && rowsOf(cols) * t.h > ph) cols -= 1;
+      if (cols < 1) {
+        output.textContent = "choose smaller tiles";
+        return { message: "A tile of " + t.w + " px does not fit on that paper: use smaller tiles or a larger paper.", fields: [tile, printField] };
+      }
+      rows = rowsOf(cols);
+      const tileCm = cmOf(Math.min(t.w, t.h), paper.dpi);
+      if (tileCm < 0.995) {
+        const needed = Math.min(Number(tile.dataset.max), Math.ceil(paper.dpi / 2.54));
+        printWarning.textContent = "Tiles of " + t.w + (t.w === t.h ? "" : "x" + t.h) + " px print " + tileCm.toFixed(2) +
+          " cm wide at " + paper.dpi + " dpi: below about 1 cm the photos in them stop being recognisable. Use tiles of at least " +
+          needed + " px, or choose a larger paper.";
+        printWarning.hidden = false;
+      }
+    } else if (perPixel()) {
       cols = size.w;
       rows = size.h;
     } else {
@@ -192,8 +246,10 @@
       h = Math.ceil(h / a.max) * a.max;
     }
     const pixels = w * h;
+    const printed = paper ? ", printing " + cmOf(w, paper.dpi).toFixed(1) + " × " + cmOf(h, paper.dpi).toFixed(1) +
+      " cm with tiles " + cmOf(t.w, paper.dpi).toFixed(2) + " cm wide" : "";
     output.textContent = w.toLocaleString("en") + " × " + h.toLocaleString("en") + " px (" +
-      tiles + "), " + megapixels(pixels) + " megapixels" +
+      tiles + printed + "), " + megapixels(pixels) + " megapixels" +
       (maxPixels ? "; this server makes mosaics of up to " + megapixels(maxPixels) + " megapixels" : "");
     large.hidden = !(largePixels && pixels > largePixels && !(maxPixels && pixels > maxPixels));
     if (!large.hidden && !allowLarge.checked) {
@@ -250,7 +306,19 @@
         megapixels(s.w * s.h) + " megapixels";
     });
     const radio = chosenSize();
+    paperBox.hidden = !radio || radio.value !== "paper";
+    printField.disabled = paperBox.hidden;
     if (!radio || radio.value === "custom") return;
+    const cellsRadio0 = form.querySelector('input[name="grid"][value="cells"]');
+    if (radio.value === "paper") {
+      // The grid follows from the paper; tiles of about 1 cm, of the library's shape.
+      const p = printSize();
+      const side = Math.min(Number(tile.dataset.max), Math.ceil((p.dpi || 300) / 2.54));
+      tile.value = sizeOfShape(libraryShape(), side, side);
+      cells.value = "";
+      if (cellsRadio0) cellsRadio0.checked = true;
+      return;
+    }
     const s = sizeFor(radio);
     tile.value = s.tile;
     cells.value = size ? String(s.across) : "";
@@ -260,11 +328,16 @@
   sizes.forEach(function (radio) {
     radio.addEventListener("change", function () { applySize(); refresh(); });
   });
+  printField.addEventListener("input", function () { applySize(); refresh(); });
   // Typing a tile size or cells of one's own is the custom size.
+  // On paper, a tile size of one's own keeps the paper (its cells follow from it).
   [tile, cells].forEach(function (field) {
     field.addEventListener("input", function () {
+      if (field === tile && paperChosen()) return;
       const custom = sizes.find(function (r) { return r.value === "custom"; });
       if (custom) custom.checked = true;
+      paperBox.hidden = true;
+      printField.disabled = true;
     });
   });
 
@@ -429,7 +502,8 @@
     data.append("image", input.files[0], input.files[0].name);
     data.append("library", document.getElementById("library").value);
     data.append("tile_size", tile.value.trim());
-    if (perPixel()) data.append("per_pixel", "true");
+    if (paperChosen()) data.append("print", printField.value.trim());
+    else if (perPixel()) data.append("per_pixel", "true");
     else if (cells.value.trim() !== "") data.append("cells", cells.value.trim());
     if (maxUses.value.trim() !== "") data.append("max_uses", maxUses.value.trim());
     const minUses = document.getElementById("min_uses").value.trim();
@@ -466,7 +540,7 @@
       fail(t.message, [t.field]);
       return;
     }
-    const numbers = ["repeat_radius", "blend", "overlay", "max_uses", "min_uses"].concat(perPixel() ? [] : ["cells"]);
+    const numbers = ["repeat_radius", "blend", "overlay", "max_uses", "min_uses"].concat(perPixel() || paperChosen() ? [] : ["cells"]);
     for (const id of numbers) {
       const n = number(id, id === "cells" || id === "max_uses");
       if (n.message) {

@@ -12,6 +12,7 @@ use tessera_engine::{
     lay_over, render_to_sink,
 };
 use tessera_shared::messages::{Grid as SpecGrid, LibraryRef, RenderOptions, tile_height_field};
+use tessera_shared::print::{Print, cm};
 use tessera_shared::spec::{JobLimits, JobSpec};
 
 use super::library::{import_with_bar, print_report, progress_bar};
@@ -46,9 +47,17 @@ pub struct RenderArgs {
     #[arg(long, value_name = "DIR")]
     pub dzi: Option<PathBuf>,
     /// Tile size in output pixels: 16 for square tiles, or WxH such as 24x18 (each side 4 to
-    /// 256). The tiles' shape must be the library's.
-    #[arg(long, default_value = "16", value_name = "SIZE", value_parser = parse_tile_size)]
-    pub tile_size: TileSize,
+    /// 256). The tiles' shape must be the library's [default: 16; with --print, tiles that
+    /// print 1 cm wide].
+    #[arg(long, value_name = "SIZE", value_parser = parse_tile_size)]
+    pub tile_size: Option<TileSize>,
+    /// Size the mosaic as a print: a preset (A0 to A5) or WxH with a unit (cm, mm, in), then
+    /// optionally @ and a resolution (300 dpi by default), as A2@300dpi, 60x40cm@300dpi or
+    /// 18x24in. The paper turns to the photo's orientation; cells across follow from the paper
+    /// and the tile size. The output carries the resolution (300 dpi without --print).
+    #[arg(long, value_name = "SIZE[@DPI]", conflicts_with_all = ["cells", "per_pixel", "adaptive"],
+          value_parser = |s: &str| s.parse::<Print>().map_err(|e| e.to_string()))]
+    pub print: Option<Print>,
     /// Cells across; rows follow the aspect ratio [default: chosen by the photo's shape for
     /// about 16,384 cells (limits.auto_cells): 128 across a square photo].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -122,14 +131,19 @@ pub struct RenderArgs {
 
 /// The job specification the flags ask for: the same type a job of the service carries.
 fn job_spec(args: &RenderArgs) -> JobSpec {
+    let tile = match (args.tile_size, args.print) {
+        (Some(tile), _) => tile,
+        (None, Some(print)) => print.default_tile(),
+        (None, None) => TileSize::square(16),
+    };
     JobSpec {
         // The library is the file or folder given; the spec's reference is not used here.
         library: LibraryRef {
             id: "local".into(),
             version: 1,
         },
-        tile_size: args.tile_size.width,
-        tile_height: tile_height_field(args.tile_size),
+        tile_size: tile.width,
+        tile_height: tile_height_field(tile),
         grid: match (args.per_pixel, args.cells) {
             (true, _) => SpecGrid::PerPixel,
             (false, Some(across)) => SpecGrid::Cells { across },
@@ -148,6 +162,7 @@ fn job_spec(args: &RenderArgs) -> JobSpec {
             overlay_percent: args.overlay,
         },
         allow_large: args.allow_large,
+        print: args.print,
     }
 }
 
@@ -179,6 +194,18 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         "{} x {} cells of {} px: output {} x {} px",
         size.cols, size.rows, size.tile_size, size.width, size.height
     );
+    let dpi = spec.dpi();
+    if let Some(print) = spec.print {
+        eprintln!(
+            "prints {:.1} x {:.1} cm on {print}, in tiles {:.2} cm wide",
+            cm(job_size.output.width, dpi),
+            cm(job_size.output.height, dpi),
+            cm(size.tile_size.width, dpi)
+        );
+    }
+    for warning in spec.warnings() {
+        eprintln!("warning: {warning}");
+    }
     if opts.rotate && !opts.tile_size.is_square() {
         eprintln!(
             "{} px tiles are not square: --rotate turns them by 180 degrees only",
@@ -186,7 +213,7 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         );
     }
 
-    let library = load_library(&args)?;
+    let library = load_library(&args, spec.tile())?;
     spec.check_library(
         &job_size,
         &args.library.display().to_string(),
@@ -276,7 +303,7 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         sinks.push(Box::new(cells));
     }
     if let (Some(path), Some(format)) = (&args.output, format) {
-        sinks.push(file_sink(path, width, height, format)?);
+        sinks.push(file_sink(path, (width, height), format, dpi)?);
     }
     let bar = progress_bar(args.quiet, "rendering");
     let progress = |done: u32, total: u32| {
@@ -365,13 +392,13 @@ impl RenderArgs {
     }
 }
 
-fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
+fn load_library(args: &RenderArgs, tile: TileSize) -> anyhow::Result<Library> {
     let path = &args.library;
     if Library::is_index_file(path) {
         // Renditions stay in the file: a mosaic reads only the tiles it uses.
         let library = Library::open_index(path)
             .with_context(|| format!("cannot load the index {}", path.display()))?;
-        let wanted = args.tile_size.shape();
+        let wanted = tile.shape();
         if library.shape() != wanted {
             anyhow::bail!(
                 "the index {} holds {} tiles but --tile-size {} is {wanted}: give a tile size of \
@@ -379,7 +406,7 @@ fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
                  --shape {wanted}`",
                 path.display(),
                 library.shape(),
-                args.tile_size,
+                tile,
                 library.shape()
             );
         }
@@ -387,8 +414,8 @@ fn load_library(args: &RenderArgs) -> anyhow::Result<Library> {
     }
     // A folder or .zip: each photo is cropped to the tiles' shape.
     // TileShape::new also refuses shapes too elongated for a library.
-    let shape = TileShape::new(args.tile_size.width, args.tile_size.height)
-        .with_context(|| format!("--tile-size {}", args.tile_size))?;
+    let shape =
+        TileShape::new(tile.width, tile.height).with_context(|| format!("--tile-size {tile}"))?;
     let opts = ImportOptions {
         background: args.colour(),
         shape,

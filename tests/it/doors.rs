@@ -58,6 +58,7 @@ fn sample(field: &str) -> &'static str {
         "background" => "auto",
         "adaptive" => "",
         "allow_large" => "true",
+        "print" => "A4@150dpi",
         other => panic!("no sample value for the job field {other:?}: add one here"),
     }
 }

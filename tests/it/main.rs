@@ -21,6 +21,7 @@ mod ops;
 mod pages;
 mod photos;
 mod pipeline;
+mod print;
 mod runtime;
 mod scripts;
 mod shared_machine;

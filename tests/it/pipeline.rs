@@ -506,6 +506,7 @@ async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Jo
         slices: job.slices,
         options: job.options,
         allow_large: false,
+        print: None,
     };
     let params = JobParams {
         spec: spec.clone(),
@@ -709,6 +710,7 @@ async fn failing_slice_is_poisoned(env: Env) {
             slices: 2,
             options: job.options,
             allow_large: false,
+            print: None,
         },
         input_name: String::new(),
     };
@@ -745,6 +747,7 @@ async fn failing_slice_is_poisoned(env: Env) {
                     slices: 2,
                     options: job.options,
                     allow_large: false,
+                    print: None,
                 },
             },
         )
@@ -1098,6 +1101,7 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
             slices: 1,
             options: Job::small(1).options,
             allow_large: false,
+            print: None,
         },
         input_name: String::new(),
     };
@@ -1124,6 +1128,7 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
             slices: 1,
             options: Job::small(1).options,
             allow_large: false,
+            print: None,
         },
     };
     env.platform
@@ -1271,6 +1276,7 @@ async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
         slices: 1,
         options: job.options,
         allow_large: false,
+        print: None,
     };
     let params = JobParams {
         spec: spec.clone(),

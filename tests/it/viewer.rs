@@ -315,7 +315,7 @@ async fn big_result(
         keys.push((key, size));
     }
     let output = BlobKey::ImageOutput { job }.path();
-    tessera_workers::stitch_png(blobs.clone(), &keys, &output, width, height, 4 << 20)
+    tessera_workers::stitch_png(blobs.clone(), &keys, &output, (width, height), 300, 4 << 20)
         .await
         .unwrap();
     colour

@@ -260,11 +260,18 @@ struct JobPage {
 /// A job's settings in words: each as asked, and as resolved where the photo decided it.
 fn settings_in_words(record: &tessera_shared::jobs::JobRecord) -> Vec<(&'static str, String)> {
     use tessera_shared::messages::Grid;
+    use tessera_shared::print::cm;
     let spec = &record.params.spec;
     let options = &spec.options;
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
     let grid = match (spec.grid, record.output) {
         (Grid::Cells { across }, Some(o)) => format!("{across} cells across, {} rows", o.rows),
+        (Grid::Auto, Some(o)) if spec.print.is_some() => {
+            format!(
+                "chosen by the print size: {} cells across, {} rows",
+                o.cols, o.rows
+            )
+        }
         (Grid::Auto, Some(o)) => {
             format!(
                 "chosen by the photo's shape: {} cells across, {} rows",
@@ -288,6 +295,25 @@ fn settings_in_words(record: &tessera_shared::jobs::JobRecord) -> Vec<(&'static 
             "Output",
             format!("{} x {} px ({mp:.1} megapixels)", o.width, o.height),
         ));
+        let dpi = spec.dpi();
+        let size = format!(
+            "{:.1} x {:.1} cm ({:.1} x {:.1} in) at {dpi} dpi, tiles {:.2} cm wide",
+            cm(o.width, dpi),
+            cm(o.height, dpi),
+            cm(o.width, dpi) / 2.54,
+            cm(o.height, dpi) / 2.54,
+            cm(spec.tile().width, dpi),
+        );
+        out.push((
+            "Print size",
+            match spec.print {
+                Some(print) => format!("{size}, on {print}"),
+                None => size,
+            },
+        ));
+    }
+    for warning in spec.warnings() {
+        out.push(("Warning", warning));
     }
     out.push(("Slices asked for", spec.slices.to_string()));
     out.push(("Repetition radius", options.repeat_radius.to_string()));

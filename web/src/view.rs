@@ -41,6 +41,8 @@ pub struct JobView {
     pub resolved: Option<Resolved>,
     /// The job's parameters as submitted (the library pinned to its version).
     pub params: ParamsView,
+    /// What the person should know, though the job runs: tiles that print under about 1 cm.
+    pub warnings: Vec<String>,
     /// The slices rendered so far.
     pub slices: Vec<SliceView>,
     /// Storage transactions spent on the job, by role.
@@ -75,7 +77,8 @@ pub struct ParamsView {
     #[schema(required = true)]
     pub cells: Option<u32>,
     pub per_pixel: bool,
-    /// `cells` (as asked), `per_pixel` or `auto` (cells across chosen by the photo's shape).
+    /// `cells` (as asked), `per_pixel`, `auto` (cells across chosen by the photo's shape) or
+    /// `print` (cells across chosen by the print size).
     #[schema(example = "auto")]
     pub grid: &'static str,
     pub slices: u32,
@@ -103,6 +106,9 @@ pub struct ParamsView {
     pub adaptive: Option<String>,
     /// Whether the job asked for a mosaic over the service's size made unasked.
     pub allow_large: bool,
+    /// The print size asked for (`A2@300dpi`), or null when the grid was asked for in cells.
+    #[schema(required = true, example = "A2@300dpi")]
+    pub print: Option<String>,
     pub input_name: String,
 }
 
@@ -121,6 +127,13 @@ pub struct Resolved {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, pattern = "^[0-9a-f]{6}$")]
     pub background: Option<String>,
+    /// The resolution the outputs carry (the print's, or 300).
+    pub dpi: u32,
+    /// The mosaic's printed size at `dpi`, in centimetres.
+    pub width_cm: f64,
+    pub height_cm: f64,
+    /// A tile's printed width at `dpi`, in centimetres.
+    pub tile_cm: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -186,8 +199,11 @@ impl JobView {
         let grid = match spec.grid {
             Grid::Cells { .. } => "cells",
             Grid::PerPixel => "per_pixel",
+            Grid::Auto if spec.print.is_some() => "print",
             Grid::Auto => "auto",
         };
+        let dpi = spec.dpi();
+        let cm = |px: u32| (tessera_shared::print::cm(px, dpi) * 100.0).round() / 100.0;
         JobView {
             id: r.id,
             state: r.state,
@@ -207,6 +223,10 @@ impl JobView {
                 width: o.width,
                 height: o.height,
                 background: r.quality.as_ref().and_then(|q| q.background.clone()),
+                dpi,
+                width_cm: cm(o.width),
+                height_cm: cm(o.height),
+                tile_cm: cm(spec.tile().width),
             }),
             params: ParamsView {
                 library: spec.library.clone(),
@@ -226,8 +246,10 @@ impl JobView {
                 background: spec.options.background.map(|bg| bg.to_string()),
                 adaptive: spec.options.adaptive.map(|sizes| sizes.to_string()),
                 allow_large: spec.allow_large,
+                print: spec.print.map(|p| p.to_string()),
                 input_name: r.params.input_name.clone(),
             },
+            warnings: spec.warnings(),
             slices: r
                 .slices
                 .iter()

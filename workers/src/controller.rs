@@ -478,8 +478,8 @@ impl Controller {
             local.blobs.clone(),
             &slices,
             &output,
-            size.width,
-            size.height,
+            (size.width, size.height),
+            record.params.spec.dpi(),
             self.settings.stitch_band_bytes,
         )
         .await

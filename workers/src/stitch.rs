@@ -41,14 +41,14 @@ fn invalid(e: impl std::fmt::Display) -> StitchError {
 }
 
 /// Streams `slices` (blob keys of PNG fragments, top to bottom, with their sizes) into a PNG of
-/// `width` x `height` at `output`, reading about `band_bytes` at a time; then writes the PNG's
-/// seek index at [`BlobKey::SeekIndex`] of `output`.
+/// `width` x `height` printed at `dpi` at `output`, reading about `band_bytes` at a time; then
+/// writes the PNG's seek index at [`BlobKey::SeekIndex`] of `output`.
 pub async fn stitch_png(
     blobs: Arc<dyn BlobStore>,
     slices: &[(String, u64)],
     output: &str,
-    width: u32,
-    height: u32,
+    (width, height): (u32, u32),
+    dpi: u32,
     band_bytes: usize,
 ) -> Result<BlobMeta, StitchError> {
     if let Some((key, _)) = slices
@@ -72,7 +72,7 @@ pub async fn stitch_png(
         Ok(upload)
     });
 
-    let framed = frame(&*blobs, slices, width, height, band, &chunk_tx).await;
+    let framed = frame(&*blobs, slices, (width, height, dpi), band, &chunk_tx).await;
     drop(chunk_tx);
     let upload = match uploader.await {
         Ok(Ok(upload)) => upload,
@@ -105,12 +105,11 @@ pub async fn stitch_png(
 async fn frame(
     blobs: &dyn BlobStore,
     slices: &[(String, u64)],
-    width: u32,
-    height: u32,
+    (width, height, dpi): (u32, u32, u32),
     band: usize,
     tx: &mpsc::Sender<Bytes>,
 ) -> Result<SeekIndex, StitchError> {
-    let mut png = FragmentPngWriter::new(Chunks::default(), width, height).map_err(invalid)?;
+    let mut png = FragmentPngWriter::new(Chunks::default(), width, height, dpi).map_err(invalid)?;
     for (key, size) in slices {
         let mut offset = 0u64;
         while offset < *size {
@@ -222,9 +221,16 @@ mod tests {
             slices.push((key, size));
         }
         let output = format!("imageoutput/{job}");
-        stitch_png(blobs.clone(), &slices, &output, width, height as u32, band)
-            .await
-            .unwrap();
+        stitch_png(
+            blobs.clone(),
+            &slices,
+            &output,
+            (width, height as u32),
+            300,
+            band,
+        )
+        .await
+        .unwrap();
         blobs.get(&output).await.unwrap()
     }
 
@@ -329,9 +335,16 @@ mod tests {
             (vec![good.clone(), good.clone()], 3),
             (vec![good.clone(), raw], 4),
         ] {
-            let err = stitch_png(blobs.clone(), &slices, "imageoutput/x", 4, height, 1000)
-                .await
-                .unwrap_err();
+            let err = stitch_png(
+                blobs.clone(),
+                &slices,
+                "imageoutput/x",
+                (4, height),
+                300,
+                1000,
+            )
+            .await
+            .unwrap_err();
             assert!(matches!(err, StitchError::Invalid(_)), "{err}");
         }
         assert!(!blobs.exists("imageoutput/x").await.unwrap());

@@ -406,6 +406,7 @@ mod tests {
                     slices: 4,
                     options: RenderOptions::default(),
                     allow_large: false,
+                    print: None,
                 },
                 input_name: "cat.jpg".into(),
             },

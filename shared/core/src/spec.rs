@@ -10,6 +10,8 @@
 //! document and the test that keeps the doors in step.
 
 use serde::{Deserialize, Serialize};
+
+use crate::print::{DEFAULT_DPI, Print, PrintError};
 use tessera_engine::{
     AdaptiveSizes, AdaptiveSizing, Grid as EngineGrid, PlanOptions, Sizing, TILE_SIZES,
     TileBackground, TileShape, TileSize,
@@ -96,6 +98,13 @@ trait WireText: std::fmt::Display + Sized {
 impl WireText for TileBackground {
     fn from_wire(text: &str) -> Result<Self, String> {
         TileBackground::parse(text)
+    }
+}
+
+impl WireText for Print {
+    fn from_wire(text: &str) -> Result<Self, String> {
+        text.parse()
+            .map_err(|e: crate::print::PrintError| e.to_string())
     }
 }
 
@@ -193,9 +202,10 @@ pub struct Field {
 pub const IMAGE_SCHEMA: &str = r#"{"type": "string", "format": "binary", "description": "The target image: JPEG, PNG, HEIC, AVIF, WebP, TIFF, BMP or GIF. Colour profiles are honoured.", "minLength": 1}"#;
 
 /// The rules between fields, as the API document states them ([`JobSpec::check_fields`] enforces
-/// the same): `per_pixel` gives neither `cells` nor `adaptive`, and `adaptive` takes a square
-/// `tile_size` and no `background` but the library's own.
-pub const RULES_SCHEMA: &str = r#"[{"anyOf": [{"properties": {"per_pixel": {"const": false}}}, {"properties": {"adaptive": false, "cells": false}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"tile_size": {"pattern": "^[0-9]+$"}}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"background": {"pattern": "^[Ll][Ii][Bb][Rr][Aa][Rr][Yy]$"}}}]}]"#;
+/// the same): `per_pixel` gives neither `cells` nor `adaptive`, `adaptive` takes a square
+/// `tile_size` and no `background` but the library's own, and `print` gives none of `cells`,
+/// `per_pixel` and `adaptive`.
+pub const RULES_SCHEMA: &str = r#"[{"anyOf": [{"properties": {"per_pixel": {"const": false}}}, {"properties": {"adaptive": false, "cells": false}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"tile_size": {"pattern": "^[0-9]+$"}}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"background": {"pattern": "^[Ll][Ii][Bb][Rr][Aa][Rr][Yy]$"}}}]}, {"anyOf": [{"properties": {"print": {"maxLength": 0}}}, {"properties": {"cells": false, "per_pixel": {"const": false}, "adaptive": {"maxLength": 0}}}]}]"#;
 
 /// The JSON Schema of a job submission (`multipart/form-data`): the image and every field of
 /// [`FIELDS`], with the rules between them. The API document's `JobSubmission`.
@@ -295,6 +305,11 @@ pub const FIELDS: &[Field] = &[
         schema: r#"{"type": "string", "description": "Adaptive tile sizes, MIN..MAX pixels (as `8..32`; each 4 to 256, and the largest the smallest doubled one or more times): square tiles of several sizes, large where the photo is flat and small where it is detailed, with no more tiles than the uniform grid of `cells` and `tile_size` would have; the output is that grid's size rounded up to whole squares of MAX. Needs a square tile_size and cells across (not per_pixel). Empty or absent: the uniform grid. Sizes that do not double are 422 adaptive_not_doubling, an oblong tile_size 422 adaptive_not_square, and a largest size whose squares alone are more than the uniform grid's tiles 422 adaptive_too_coarse.", "example": "8..32", "pattern": "^(?:(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])\\.\\.(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$"}"#,
     },
     Field {
+        name: "print",
+        flag: Ok("--print"),
+        schema: r#"{"type": "string", "description": "Size the mosaic as a print: a preset (A0 to A5) or width x height with a unit (cm, mm or in), then optionally @ and a resolution (72 to 1200 dpi; 300 when absent), as `A2@300dpi`, `60x40cm@300dpi` or `18x24in`. The paper turns to the photo's orientation, and the mosaic is the largest grid of whole tiles that fits on it with the photo uncropped; cells across follow from it, so give no cells (nor per_pixel or adaptive). Without tile_size, tiles print 1 cm wide; tiles that print smaller draw a warning. Outputs carry the resolution (300 dpi without print).", "example": "A2@300dpi", "pattern": "^\\s*(?:[Aa][0-5]|[0-9]+(?:\\.[0-9]+)?x[0-9]+(?:\\.[0-9]+)?(?:cm|mm|in|CM|MM|IN))\\s*(?:@\\s*[0-9]+\\s*(?:dpi|ppi|DPI|PPI)?\\s*)?$"}"#,
+    },
+    Field {
         name: "allow_large",
         flag: Ok("--allow-large"),
         schema: r#"{"type": "boolean", "description": "Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels by default); without it such a job is 422 large_output, naming the size.", "default": false}"#,
@@ -350,6 +365,11 @@ pub struct JobSpec {
     /// Make the mosaic even when it is larger than the operator's `large_output_pixels`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_large: bool,
+    /// Sized as a print (`A2@300dpi`, `60x40cm@300dpi`): cells across follow from the paper,
+    /// the resolution and the tile size, and outputs carry the resolution. Absent: the grid as
+    /// asked, at [`DEFAULT_DPI`].
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
+    pub print: Option<Print>,
 }
 
 /// Why a job specification is refused.
@@ -412,6 +432,20 @@ impl JobSpec {
     /// The job's tile size.
     pub fn tile(&self) -> TileSize {
         tile_size(self.tile_size, self.tile_height)
+    }
+
+    /// The resolution the outputs carry, in dots per inch.
+    pub fn dpi(&self) -> u32 {
+        self.print.map_or(DEFAULT_DPI, |p| p.dpi)
+    }
+
+    /// What the person should know before the job runs, though it may run: tiles that print
+    /// too small to recognise.
+    pub fn warnings(&self) -> Vec<String> {
+        self.print
+            .and_then(|p| p.tile_warning(self.tile()))
+            .into_iter()
+            .collect()
     }
 
     /// Reads a submission's text fields (`field(name)`: the field's text, if given): each field
@@ -502,6 +536,19 @@ impl JobSpec {
             // `library` is the default: none asked for.
             .filter(|bg| *bg != TileBackground::Library);
         let adaptive = given("adaptive").map(parse_adaptive).transpose()?;
+        let print = given("print")
+            .map(|text| {
+                text.parse::<Print>().map_err(|e| match e {
+                    PrintError::Malformed(m) => SpecError::invalid("invalid_parameter", m),
+                    PrintError::OutOfRange(m) => SpecError::unusable("print_out_of_range", m),
+                })
+            })
+            .transpose()?;
+        // A print fixes the pixels, so the grid follows from it; tiles print 1 cm by default.
+        let tile = match (print, get("tile_size")) {
+            (Some(print), None) => print.default_tile(),
+            _ => tile,
+        };
         let spec = JobSpec {
             library: LibraryRef {
                 id: library,
@@ -523,6 +570,7 @@ impl JobSpec {
                 overlay_percent,
             },
             allow_large: parse_bool("allow_large", get("allow_large"))?,
+            print,
         };
         Ok(spec)
     }
@@ -600,6 +648,22 @@ impl JobSpec {
                 ),
             ));
         }
+        if let Some(print) = self.print {
+            let other = match self.grid {
+                Grid::Cells { .. } => Some("cells"),
+                Grid::PerPixel => Some("per_pixel"),
+                Grid::Auto => options.adaptive.map(|_| "adaptive"),
+            };
+            if let Some(other) = other {
+                return Err(SpecError::invalid(
+                    "conflicting_parameters",
+                    format!(
+                        "print {print} sets the grid from the paper: give either print or {other}, \
+                         not both"
+                    ),
+                ));
+            }
+        }
         if options.max_uses == Some(0) {
             return Err(SpecError::invalid(
                 "out_of_range",
@@ -660,6 +724,10 @@ impl JobSpec {
 
     /// The grid for a target of `width` x `height` pixels: [`Grid::Auto`] made cells across.
     pub fn engine_grid(&self, width: u32, height: u32, limits: &JobLimits) -> EngineGrid {
+        if let Some(print) = self.print {
+            // An unprintable size is refused by `size`, which says why.
+            return EngineGrid::Cells(print.cells_across(width, height, self.tile()).unwrap_or(0));
+        }
         match self.grid {
             Grid::Cells { across } => EngineGrid::Cells(across),
             Grid::PerPixel => EngineGrid::PerPixel,
@@ -689,6 +757,22 @@ impl JobSpec {
     /// The mosaic's size for a target of `width` x `height` pixels: refused when over the
     /// operator's maximum, or over `large_output_pixels` without `allow_large`.
     pub fn size(&self, width: u32, height: u32, limits: &JobLimits) -> Result<JobSize, SpecError> {
+        if let Some(print) = self.print {
+            let across = print
+                .cells_across(width, height, self.tile())
+                .map_err(|e| SpecError::unusable("print_too_small", e))?;
+            if across > limits.max_cells {
+                return Err(SpecError::unusable(
+                    "print_too_many_cells",
+                    format!(
+                        "print {print} in tiles of {} px needs {across} cells across, over this \
+                         service's {}: use larger tiles or a lower resolution",
+                        self.tile(),
+                        limits.max_cells
+                    ),
+                ));
+            }
+        }
         let options = self.plan_options(width, height, limits);
         let refused = |e: tessera_engine::Error| match e {
             tessera_engine::Error::OutputTooLarge { .. } => SpecError::unusable(

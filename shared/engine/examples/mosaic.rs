@@ -90,9 +90,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = std::path::Path::new(&args[2]);
     let mut sink = file_sink(
         out,
-        plan.width(),
-        plan.total_height(),
+        (plan.width(), plan.total_height()),
         OutputFormat::from_path(out, 90)?,
+        300,
     )?;
     let mut cells = MosaicCells::new(
         plan.width(),

@@ -36,8 +36,9 @@ const POINT_BYTES: usize = 12;
 const POINT_SCAN_BYTES: usize = 4 << 20;
 /// Data bytes per IDAT chunk.
 const IDAT_BYTES: usize = 1 << 20;
-/// Where the first IDAT chunk starts: after the signature, IHDR (25 bytes) and sRGB (13 bytes).
-const IDAT_START: u64 = 8 + 25 + 13;
+/// Where the first IDAT chunk starts: after the signature, IHDR (25 bytes), sRGB (13 bytes)
+/// and pHYs (21 bytes).
+const IDAT_START: u64 = 8 + 25 + 13 + 21;
 /// Uncompressed bytes handed to the compressor at a time.
 const FILTER_BATCH: usize = 1 << 18;
 const ADLER_BASE: u32 = 65_521;
@@ -330,8 +331,8 @@ pub struct FragmentPngWriter<W: Write> {
 }
 
 impl<W: Write> FragmentPngWriter<W> {
-    /// Writes the signature and the header of a `width` x `height` image.
-    pub fn new(mut w: W, width: u32, height: u32) -> Result<Self, Error> {
+    /// Writes the signature and the header of a `width` x `height` image printed at `dpi`.
+    pub fn new(mut w: W, width: u32, height: u32, dpi: u32) -> Result<Self, Error> {
         if width == 0 || height == 0 || width > i32::MAX as u32 || height > i32::MAX as u32 {
             return Err(Error::Encode(format!("a {width} x {height} PNG")));
         }
@@ -344,6 +345,7 @@ impl<W: Write> FragmentPngWriter<W> {
         write_chunk(&mut w, b"IHDR", &ihdr)?;
         // The pixels are sRGB (perceptual intent).
         write_chunk(&mut w, b"sRGB", &[0])?;
+        write_chunk(&mut w, b"pHYs", &phys(dpi))?;
         let row_scan = 1 + u64::from(width) * 3;
         let mut idat = Vec::with_capacity(IDAT_BYTES);
         // zlib header: deflate with a 32 KiB window, fast compression, no dictionary.
@@ -478,6 +480,15 @@ impl<W: Write> FragmentPngWriter<W> {
     }
 }
 
+/// A `pHYs` chunk's data: `dpi` as pixels per metre on both axes, unit the metre.
+pub(crate) fn phys(dpi: u32) -> [u8; 9] {
+    let per_metre = (f64::from(dpi) / 0.0254).round() as u32;
+    let mut data = [1u8; 9];
+    data[..4].copy_from_slice(&per_metre.to_be_bytes());
+    data[4..8].copy_from_slice(&per_metre.to_be_bytes());
+    data
+}
+
 fn write_chunk<W: Write>(w: &mut W, kind: &[u8; 4], data: &[u8]) -> Result<(), Error> {
     let mut crc = Crc::new();
     crc.update(kind);
@@ -526,7 +537,7 @@ pub(crate) mod tests {
     ) -> (FragmentPngWriter<Vec<u8>>, Vec<Vec<u8>>) {
         let row = width as usize * 3;
         let height = pixels.len() / row;
-        let png = FragmentPngWriter::new(Vec::new(), width, height as u32).unwrap();
+        let png = FragmentPngWriter::new(Vec::new(), width, height as u32, 300).unwrap();
         let mut bounds = vec![0];
         bounds.extend_from_slice(cuts);
         bounds.push(height);
@@ -608,13 +619,13 @@ pub(crate) mod tests {
         assert!(FragmentHeader::parse(&px).is_err());
 
         // Too few rows, too many, rows of another width.
-        let png = FragmentPngWriter::new(Vec::new(), 20, 11).unwrap();
+        let png = FragmentPngWriter::new(Vec::new(), 20, 11, 300).unwrap();
         let mut short = png;
         short.write_fragment(&a).unwrap();
         assert!(short.finish().is_err());
-        let mut over = FragmentPngWriter::new(Vec::new(), 20, 9).unwrap();
+        let mut over = FragmentPngWriter::new(Vec::new(), 20, 9, 300).unwrap();
         assert!(over.write_fragment(&a).is_err());
-        let mut other = FragmentPngWriter::new(Vec::new(), 21, 10).unwrap();
+        let mut other = FragmentPngWriter::new(Vec::new(), 21, 10, 300).unwrap();
         assert!(other.write_fragment(&a).is_err());
     }
 

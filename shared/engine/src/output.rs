@@ -121,8 +121,15 @@ pub struct PngSink<W: Write + 'static> {
 }
 
 impl<W: Write + 'static> PngSink<W> {
-    pub fn new(w: W, width: u32, height: u32) -> Result<Self, Error> {
+    /// A PNG of `width` x `height` printed at `dpi`.
+    pub fn new(w: W, width: u32, height: u32, dpi: u32) -> Result<Self, Error> {
         let mut enc = png::Encoder::new(w, width, height);
+        let per_metre = (f64::from(dpi) / 0.0254).round() as u32;
+        enc.set_pixel_dims(Some(png::PixelDimensions {
+            xppu: per_metre,
+            yppu: per_metre,
+            unit: png::Unit::Meter,
+        }));
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::Fast);
@@ -225,7 +232,7 @@ impl JpegSink {
         w: W,
         width: u32,
         height: u32,
-        quality: u8,
+        (quality, dpi): (u8, u32),
     ) -> Result<Self, Error> {
         if width > 65_535 || height > 65_535 {
             return Err(Error::OutputTooLarge {
@@ -252,6 +259,8 @@ impl JpegSink {
                 let mut w = w;
                 let mut enc = jpeg_encoder::Encoder::new(&mut w, quality);
                 enc.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_2);
+                let dpi = dpi.min(u32::from(u16::MAX)) as u16;
+                enc.set_density(jpeg_encoder::Density::Inch { x: dpi, y: dpi });
                 enc.add_icc_profile(crate::srgb_icc())
                     .map_err(|e| e.to_string())?;
                 enc.encode_image(image).map_err(|e| e.to_string())?;
@@ -421,10 +430,11 @@ pub struct ParallelPngSink<W: Write> {
 }
 
 impl<W: Write> ParallelPngSink<W> {
-    pub fn new(w: W, width: u32, height: u32) -> Result<Self, Error> {
+    /// A PNG of `width` x `height` printed at `dpi`.
+    pub fn new(w: W, width: u32, height: u32, dpi: u32) -> Result<Self, Error> {
         let (done_tx, done_rx) = channel();
         Ok(Self {
-            writer: Some(FragmentPngWriter::new(w, width, height)?),
+            writer: Some(FragmentPngWriter::new(w, width, height, dpi)?),
             width,
             count: RowCount {
                 row_bytes: width as usize * 3,
@@ -490,20 +500,23 @@ impl<W: Write> BandSink for ParallelPngSink<W> {
     }
 }
 
-/// Creates `path` and an encoder for it: PNG bands compressed in parallel, or JPEG on its own
-/// thread.
+/// Creates `path` and an encoder for it, for an image printed at `dpi`: PNG bands compressed in
+/// parallel, or JPEG on its own thread.
 pub fn file_sink(
     path: &Path,
-    width: u32,
-    height: u32,
+    (width, height): (u32, u32),
     format: OutputFormat,
+    dpi: u32,
 ) -> Result<Box<dyn BandSink + Send>, Error> {
     let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
     let w = std::io::BufWriter::with_capacity(1 << 20, file);
     Ok(match format {
-        OutputFormat::Png => Box::new(ParallelPngSink::new(w, width, height)?),
+        OutputFormat::Png => Box::new(ParallelPngSink::new(w, width, height, dpi)?),
         OutputFormat::Jpeg { quality } => Box::new(ThreadedSink::new(Box::new(JpegSink::new(
-            w, width, height, quality,
+            w,
+            width,
+            height,
+            (quality, dpi),
         )?))?),
     })
 }

@@ -765,7 +765,7 @@ fn streaming_png_and_jpeg_match_the_render() {
         }
     }
     let png_out = W::default();
-    let mut sink = PngSink::new(png_out.clone(), plan.width(), plan.total_height()).unwrap();
+    let mut sink = PngSink::new(png_out.clone(), plan.width(), plan.total_height(), 300).unwrap();
     render_to_sink(&plan, &cache, &mut sink, 5, &|_, _| {}).unwrap();
     sink.finish().unwrap();
     let decoded = image::load_from_memory(&png_out.0.lock().unwrap())
@@ -784,7 +784,7 @@ fn streaming_png_and_jpeg_match_the_render() {
     // Bands compressed in parallel as fragments, one row of cells each: the same pixels.
     let parallel = W::default();
     let mut sink =
-        ParallelPngSink::new(parallel.clone(), plan.width(), plan.total_height()).unwrap();
+        ParallelPngSink::new(parallel.clone(), plan.width(), plan.total_height(), 300).unwrap();
     render_to_sink(&plan, &cache, &mut sink, 1, &|_, _| {}).unwrap();
     sink.finish().unwrap();
     let decoded = image::load_from_memory(&parallel.0.lock().unwrap())
@@ -792,14 +792,16 @@ fn streaming_png_and_jpeg_match_the_render() {
         .to_rgb8();
     assert_eq!(decoded.as_raw(), &whole);
     assert!(says_srgb(&parallel.0.lock().unwrap()));
-    let mut short = ParallelPngSink::new(Vec::new(), plan.width(), plan.total_height()).unwrap();
+    let mut short =
+        ParallelPngSink::new(Vec::new(), plan.width(), plan.total_height(), 300).unwrap();
     short
         .write_owned(whole[..whole.len() / 2].to_vec())
         .unwrap();
     assert!(short.finish().is_err());
 
     let shared = W::default();
-    let mut sink = JpegSink::new(shared.clone(), plan.width(), plan.total_height(), 90).unwrap();
+    let mut sink =
+        JpegSink::new(shared.clone(), plan.width(), plan.total_height(), (90, 300)).unwrap();
     render_to_sink(&plan, &cache, &mut sink, 3, &|_, _| {}).unwrap();
     sink.finish().unwrap();
     let icc = image::ImageDecoder::icc_profile(
@@ -829,7 +831,7 @@ fn streaming_png_and_jpeg_match_the_render() {
     );
 
     // Too few rows is an error, not a silently short image.
-    let mut short = PngSink::new(Vec::new(), plan.width(), plan.total_height()).unwrap();
+    let mut short = PngSink::new(Vec::new(), plan.width(), plan.total_height(), 300).unwrap();
     short
         .write_rows(&whole[..plan.width() as usize * 3])
         .unwrap();
@@ -1015,7 +1017,7 @@ proptest! {
         let mut bounds = vec![0];
         bounds.extend(cuts);
         bounds.push(13);
-        let mut png = FragmentPngWriter::new(Vec::new(), plan.width(), plan.total_height()).unwrap();
+        let mut png = FragmentPngWriter::new(Vec::new(), plan.width(), plan.total_height(), 300).unwrap();
         for w in bounds.windows(2) {
             // Each band rendered and compressed on its own, as on another processor.
             let rows = plan.rows(w[0]..w[1]).unwrap();

@@ -352,6 +352,7 @@ impl TestApp {
                 slices: 1,
                 options: RenderOptions::default(),
                 allow_large: false,
+                print: None,
             },
             input_name: "held.png".into(),
         };
