@@ -300,7 +300,7 @@
   function applySize() {
     sizes.forEach(function (radio) {
       const figures = form.querySelector('[data-figures="' + radio.value + '"]');
-      if (!figures || !size) return;
+      if (!figures || !size || !radio.dataset.tile) return;
       const s = sizeFor(radio);
       figures.textContent = s.w.toLocaleString("en") + " × " + s.h.toLocaleString("en") + " px, " +
         megapixels(s.w * s.h) + " megapixels";

@@ -964,3 +964,67 @@ async fn cancel_stops_a_running_job_in_chromium() {
     })
     .await;
 }
+
+/// A print through the form: the paper sizes the grid in the page as the server does, tiles
+/// that print under 1 cm are warned of on the form, and the job page states the print size and
+/// the warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_print_is_sized_and_warned_of_on_the_form_in_chromium() {
+    let app = spawn_app().await;
+    let work = tempfile::tempdir().unwrap();
+    let profile = work.path().join("profile");
+    std::fs::create_dir(&profile).unwrap();
+    let base = app.address.clone();
+    in_chromium(&profile, |browser| async move {
+        let browser = &browser;
+        browser.goto(&format!("{base}/")).await.unwrap();
+        let image = fixture("engine/astronaut-48.png").canonicalize().unwrap();
+        let input = browser.find(Locator::Id("image")).await.unwrap();
+        input.send_keys(&image.display().to_string()).await.unwrap();
+        click(browser, "input[name=size][value=paper]").await;
+        set_value(browser, "print", "A5@72dpi").await;
+        let size = wait_for(
+            browser,
+            "const t = document.getElementById('output-size').textContent; \
+             return t.includes('printing') ? t : null",
+            Duration::from_secs(10),
+            "the print's output size",
+        )
+        .await;
+        assert!(
+            size.as_str()
+                .unwrap()
+                .starts_with("406 × 406 px (14 × 14 tiles, printing 14.3 × 14.3 cm"),
+            "{size}"
+        );
+        let warned = script(
+            browser,
+            "return document.getElementById('print-warning').hidden",
+        )
+        .await;
+        assert_eq!(warned, json!(true), "1 cm tiles draw no warning");
+        click(browser, "#more-options > summary").await;
+        set_value(browser, "tile_size", "8").await;
+        let warning = wait_for(
+            browser,
+            "const w = document.getElementById('print-warning'); \
+             return w.hidden ? null : w.textContent",
+            Duration::from_secs(10),
+            "the small-tile warning",
+        )
+        .await;
+        assert!(
+            warning
+                .as_str()
+                .unwrap()
+                .contains("print 0.28 cm wide at 72 dpi"),
+            "{warning}"
+        );
+        submit_and_finish(browser, "the print job").await;
+        let page = script(browser, "return document.body.innerText").await;
+        let page = page.as_str().unwrap();
+        assert!(page.contains("on A5@72dpi"), "{page}");
+        assert!(page.contains("0.28 cm wide at 72 dpi"), "{page}");
+    })
+    .await;
+}
