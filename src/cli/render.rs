@@ -39,7 +39,7 @@ pub struct RenderArgs {
     /// Tiles: a folder or .zip of images, or an index saved by `tessera library index`.
     #[arg(short, long, value_name = "LIBRARY")]
     pub library: PathBuf,
-    /// Output image, .png or .jpg.
+    /// Output image: .png, .jpg or .tif (tiled, pyramidal, deflate; BigTIFF past 4 GB).
     #[arg(short, long, value_name = "OUT", required_unless_present = "dzi")]
     pub output: Option<PathBuf>,
     /// Also (or instead) write a Deep Zoom pyramid for static hosting: DIR/mosaic.dzi and the

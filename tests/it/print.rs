@@ -1,6 +1,6 @@
 //! Print sizes: `print=A5@72dpi` (and `--print`) sizes the grid from the paper, every output
-//! carries its resolution (PNG pHYs, JPEG JFIF density), and tiles that print under about 1 cm
-//! are warned of at the door.
+//! carries its resolution (PNG pHYs, JPEG JFIF density, TIFF resolution tags), and tiles that
+//! print under about 1 cm are warned of at the door.
 
 use std::process::Command;
 
@@ -44,8 +44,12 @@ fn render_sizes_a_print_and_writes_its_resolution() {
     let target = dir.path().join("astronaut.png");
     std::fs::write(&target, astronaut()).unwrap();
     let tiles = crate::support::fixture("engine/tiles");
-    let (png, jpg) = (dir.path().join("a5.png"), dir.path().join("a5.jpg"));
-    for out in [&png, &jpg] {
+    let (png, jpg, tif) = (
+        dir.path().join("a5.png"),
+        dir.path().join("a5.jpg"),
+        dir.path().join("a5.tif"),
+    );
+    for out in [&png, &jpg, &tif] {
         let done = render(&[
             target.to_str().unwrap(),
             "-l",
@@ -69,6 +73,26 @@ fn render_sizes_a_print_and_writes_its_resolution() {
     assert_eq!(image::load_from_memory(&png).unwrap().width(), 14 * 29);
     assert_eq!(png_dpi(&png), Some(72));
     assert_eq!(jpeg_dpi(&std::fs::read(&jpg).unwrap()), Some(72));
+    // The TIFF as Pillow reads it: size, resolution, deflate, the pyramid's levels, and the
+    // pixels of the PNG.
+    let read = Command::new(crate::support::python())
+        .args([
+            "-c",
+            "import sys\nfrom PIL import Image\nim = Image.open(sys.argv[1])\n\
+             png = Image.open(sys.argv[2]).convert('RGB')\n\
+             print(im.size, im.info['dpi'], im.info['compression'], im.n_frames, \
+             im.convert('RGB').tobytes() == png.tobytes())",
+            tif.to_str().unwrap(),
+            dir.path().join("a5.png").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&read.stdout).trim(),
+        "(406, 406) (72.0, 72.0) tiff_adobe_deflate 2 True",
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
 
     // Without a print: 300 dpi. With tiles of 8 px on A5 at 300 dpi: the warning.
     let plain = dir.path().join("plain.png");

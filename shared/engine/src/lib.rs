@@ -28,6 +28,7 @@ pub mod render;
 mod resample;
 pub mod seek;
 pub mod shape;
+pub mod tiff;
 pub mod transform;
 mod view;
 

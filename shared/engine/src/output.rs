@@ -61,10 +61,12 @@ pub enum OutputFormat {
     Jpeg {
         quality: u8,
     },
+    /// Tiled, pyramidal TIFF ([`crate::tiff::TiffSink`]).
+    Tiff,
 }
 
 impl OutputFormat {
-    /// The format a file name asks for (`.png`, `.jpg`, `.jpeg`).
+    /// The format a file name asks for (`.png`, `.jpg`, `.jpeg`, `.tif`, `.tiff`).
     pub fn from_path(path: &Path, jpeg_quality: u8) -> Result<OutputFormat, Error> {
         let ext = path
             .extension()
@@ -75,8 +77,9 @@ impl OutputFormat {
             Some("jpg" | "jpeg") => Ok(OutputFormat::Jpeg {
                 quality: jpeg_quality,
             }),
+            Some("tif" | "tiff") => Ok(OutputFormat::Tiff),
             _ => Err(Error::InvalidOption(format!(
-                "cannot tell the output format of {}: use .png, .jpg or .jpeg",
+                "cannot tell the output format of {}: use .png, .jpg, .jpeg, .tif or .tiff",
                 path.display()
             ))),
         }
@@ -501,7 +504,7 @@ impl<W: Write> BandSink for ParallelPngSink<W> {
 }
 
 /// Creates `path` and an encoder for it, for an image printed at `dpi`: PNG bands compressed in
-/// parallel, or JPEG on its own thread.
+/// parallel, JPEG on its own thread, or tiled TIFF.
 pub fn file_sink(
     path: &Path,
     (width, height): (u32, u32),
@@ -518,5 +521,6 @@ pub fn file_sink(
             height,
             (quality, dpi),
         )?))?),
+        OutputFormat::Tiff => Box::new(crate::tiff::TiffSink::new(w, width, height, dpi)?),
     })
 }
