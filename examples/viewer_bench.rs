@@ -142,6 +142,8 @@ async fn make(dir: &Path, side: u32) {
             options: RenderOptions::default(),
             allow_large: false,
             print: None,
+            format: Default::default(),
+            quality: None,
         },
         input_name: "bench".into(),
     };

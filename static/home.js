@@ -40,7 +40,7 @@
     min_uses: "Fewest uses of each tile",
     overlay: "Photo overlay",
     flip: "Mirror tiles", rotate: "Turn tiles", adaptive: "Adaptive tile sizes",
-    allow_large: "Make it this large", print: "Paper size",
+    allow_large: "Make it this large", print: "Paper size", quality: "JPEG quality",
   };
 
   // Paper sizes as the server reads them (tessera_shared::print): ISO sizes in mm, portrait.
@@ -329,6 +329,9 @@
     radio.addEventListener("change", function () { applySize(); refresh(); });
   });
   printField.addEventListener("input", function () { applySize(); refresh(); });
+  document.getElementById("format").addEventListener("change", function () {
+    document.getElementById("quality").disabled = this.value !== "jpeg";
+  });
   // Typing a tile size or cells of one's own is the custom size.
   // On paper, a tile size of one's own keeps the paper (its cells follow from it).
   [tile, cells].forEach(function (field) {
@@ -516,6 +519,9 @@
       if (document.getElementById(name).checked) data.append(name, "true");
     });
     if (adaptive.value.trim() !== "") data.append("adaptive", adaptive.value.trim());
+    const format = document.getElementById("format").value;
+    if (format !== "png") data.append("format", format);
+    if (format === "jpeg") data.append("quality", document.getElementById("quality").value.trim());
     if (!background.disabled && background.value !== "library") {
       data.append("background", background.value);
     }
@@ -540,7 +546,9 @@
       fail(t.message, [t.field]);
       return;
     }
-    const numbers = ["repeat_radius", "blend", "overlay", "max_uses", "min_uses"].concat(perPixel() || paperChosen() ? [] : ["cells"]);
+    const numbers = ["repeat_radius", "blend", "overlay", "max_uses", "min_uses"]
+      .concat(perPixel() || paperChosen() ? [] : ["cells"])
+      .concat(document.getElementById("format").value === "jpeg" ? ["quality"] : []);
     for (const id of numbers) {
       const n = number(id, id === "cells" || id === "max_uses");
       if (n.message) {

@@ -163,6 +163,9 @@ fn job_spec(args: &RenderArgs) -> JobSpec {
         },
         allow_large: args.allow_large,
         print: args.print,
+        // The output's extension chooses the format here; the spec's is the service's.
+        format: Default::default(),
+        quality: Some(args.quality),
     }
 }
 

@@ -23,7 +23,6 @@ const RENDER_ONLY: &[(&str, &str)] = &[
         "--placements",
         "where each photo is, is served at /placements",
     ),
-    ("--quality", "a job's result is PNG"),
     (
         "--max-pixels",
         "the service's limit is the operator's (limits.max_output_pixels)",
@@ -59,6 +58,8 @@ fn sample(field: &str) -> &'static str {
         "adaptive" => "",
         "allow_large" => "true",
         "print" => "A4@150dpi",
+        "format" => "tiff",
+        "quality" => "85",
         other => panic!("no sample value for the job field {other:?}: add one here"),
     }
 }

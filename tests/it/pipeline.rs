@@ -31,7 +31,7 @@ use tessera_shared::runtime::shutdown::{self, ShutdownTrigger};
 use tessera_shared::runtime::{
     Context, Failure, Listener, ListenerHandle, ListenerSettings, Nudges,
 };
-use tessera_shared::spec::JobSpec;
+use tessera_shared::spec::{FileFormat, JobSpec};
 use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_shared::storage::{
     BlobStore, PeekedMessage, PutMode, QueueStore, ReceivedMessage, SendOptions, SentMessage,
@@ -490,6 +490,16 @@ impl Roles {
 
 /// Submits a job the way the broker does: the upload, the job record, the `ImageRequest`.
 async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Job) -> Uuid {
+    submit_as(platform, (library, image), job, (FileFormat::Png, None)).await
+}
+
+/// [`submit`] for a result of `format` (with its JPEG quality).
+async fn submit_as(
+    platform: &Platform,
+    (library, image): (LibraryRef, &[u8]),
+    job: &Job,
+    (format, quality): (FileFormat, Option<u8>),
+) -> Uuid {
     let id = Uuid::new_v4();
     let client = Uuid::new_v4();
     let input = BlobKey::ImageInput { job: id }.path();
@@ -507,6 +517,8 @@ async fn submit(platform: &Platform, library: LibraryRef, image: &[u8], job: &Jo
         options: job.options,
         allow_large: false,
         print: None,
+        format,
+        quality,
     };
     let params = JobParams {
         spec: spec.clone(),
@@ -711,6 +723,8 @@ async fn failing_slice_is_poisoned(env: Env) {
             options: job.options,
             allow_large: false,
             print: None,
+            format: Default::default(),
+            quality: None,
         },
         input_name: String::new(),
     };
@@ -748,6 +762,8 @@ async fn failing_slice_is_poisoned(env: Env) {
                     options: job.options,
                     allow_large: false,
                     print: None,
+                    format: Default::default(),
+                    quality: None,
                 },
             },
         )
@@ -919,6 +935,64 @@ async fn job_with_flip_and_rotate_matches_a_local_render() {
         csv.lines().any(|l| l.ends_with(",flip+rot90")),
         "no cell flipped and turned"
     );
+    env.assert_queues_empty().await;
+    roles.stop().await;
+}
+
+/// JPEG and TIFF results, made from the stitched PNG: byte for byte what `tessera render -o
+/// mosaic.jpg --quality 85` and `-o mosaic.tif` write for the same mosaic, at 1, 3 and 100
+/// slices; the PNG stays beside them for the viewer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jpeg_and_tiff_results_match_a_local_render_at_any_slice_count() {
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
+    let (width, height, pixels) = local_render(&Job::small(1));
+    let dir = tempfile::tempdir().unwrap();
+    for (format, quality, engine) in [
+        (
+            FileFormat::Jpeg,
+            Some(85),
+            tessera_engine::OutputFormat::Jpeg { quality: 85 },
+        ),
+        (FileFormat::Tiff, None, tessera_engine::OutputFormat::Tiff),
+    ] {
+        let path = dir.path().join(format!("local.{}", format.extension()));
+        let mut sink = tessera_engine::file_sink(&path, (width, height), engine, 300).unwrap();
+        sink.write_rows(&pixels).unwrap();
+        sink.finish().unwrap();
+        drop(sink);
+        let want = std::fs::read(&path).unwrap();
+        for slices in [1, 3, 100] {
+            let job = Job::small(slices);
+            let reference = library.reference();
+            let id = submit_as(
+                &env.platform,
+                (reference, &target_bytes()),
+                &job,
+                (format, quality),
+            )
+            .await;
+            let record = finished(&env.platform, id).await;
+            assert_eq!(record.state, JobState::Done, "{record:#?}");
+            let key = BlobKey::ImageFile {
+                job: id,
+                extension: format.extension(),
+            };
+            let got = env.platform.blobs.get(&key.path()).await.unwrap();
+            assert!(
+                got[..] == want[..],
+                "{format:?} in {slices} slices: {} bytes, the render {}",
+                got.len(),
+                want.len()
+            );
+            assert_same_pixels(
+                &result_pixels(&env.platform, id).await,
+                &(width, height, pixels.clone()),
+                "the PNG beside it",
+            );
+        }
+    }
     env.assert_queues_empty().await;
     roles.stop().await;
 }
@@ -1102,6 +1176,8 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
             options: Job::small(1).options,
             allow_large: false,
             print: None,
+            format: Default::default(),
+            quality: None,
         },
         input_name: String::new(),
     };
@@ -1129,6 +1205,8 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
             options: Job::small(1).options,
             allow_large: false,
             print: None,
+            format: Default::default(),
+            quality: None,
         },
     };
     env.platform
@@ -1277,6 +1355,8 @@ async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
         options: job.options,
         allow_large: false,
         print: None,
+        format: Default::default(),
+        quality: None,
     };
     let params = JobParams {
         spec: spec.clone(),

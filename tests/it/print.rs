@@ -193,6 +193,27 @@ async fn a_print_job_is_sized_warned_and_made_at_its_resolution() {
     let page = app.get(&format!("/jobs/{id}")).await.text().await.unwrap();
     assert!(page.contains("0.14 cm wide at 150 dpi"));
 
+    // A TIFF result, served as one, at the print's resolution.
+    let id = app
+        .submit(print_form("A5@72dpi").text("format", "tiff"))
+        .await;
+    let done = app.wait_until_finished(&id).await;
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["params"]["format"], "tiff");
+    let res = app.get_result(&id, &[]).await;
+    assert_eq!(res.headers()["content-type"], "image/tiff");
+    let disposition = res.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        disposition.contains("astronaut-mosaic.tif"),
+        "{disposition}"
+    );
+    let tiff = res.bytes().await.unwrap();
+    let image = image::load_from_memory_with_format(&tiff, image::ImageFormat::Tiff).unwrap();
+    assert_eq!((image.width(), image.height()), (406, 406));
+
     for (print, extra, status, code) in [
         ("A9", None, StatusCode::BAD_REQUEST, "invalid_parameter"),
         (
@@ -204,7 +225,7 @@ async fn a_print_job_is_sized_warned_and_made_at_its_resolution() {
         (
             "A4",
             Some(("cells", "10")),
-            StatusCode::BAD_REQUEST,
+            StatusCode::UNPROCESSABLE_ENTITY,
             "conflicting_parameters",
         ),
         (

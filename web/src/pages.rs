@@ -315,6 +315,18 @@ fn settings_in_words(record: &tessera_shared::jobs::JobRecord) -> Vec<(&'static 
     for warning in spec.warnings() {
         out.push(("Warning", warning));
     }
+    out.push((
+        "File",
+        match spec.format {
+            tessera_shared::spec::FileFormat::Png => "PNG".to_string(),
+            tessera_shared::spec::FileFormat::Jpeg => format!(
+                "JPEG, quality {}",
+                spec.quality
+                    .unwrap_or(tessera_shared::spec::DEFAULT_JPEG_QUALITY)
+            ),
+            tessera_shared::spec::FileFormat::Tiff => "TIFF: tiled, pyramidal, deflate".to_string(),
+        },
+    ));
     out.push(("Slices asked for", spec.slices.to_string()));
     out.push(("Repetition radius", options.repeat_radius.to_string()));
     out.push((
@@ -440,7 +452,10 @@ async fn job(
     page(&JobPage {
         id,
         input_name: record.params.input_name.clone(),
-        download_name: crate::view::download_name(&record.params.input_name),
+        download_name: crate::view::download_name_as(
+            &record.params.input_name,
+            record.params.spec.format.extension(),
+        ),
         owned,
         download_size,
         state: record.state.as_str(),
@@ -795,7 +810,12 @@ fn curl_example(
         .as_object()
         .map(|c| c.keys().cloned().collect::<Vec<_>>())
         .unwrap_or_default();
-    if let Some(kind) = answers.iter().find(|k| k.starts_with("image/")) {
+    // Of several image types (a result in the job's format), PNG, the default.
+    let image = answers
+        .iter()
+        .find(|k| *k == "image/png")
+        .or_else(|| answers.iter().find(|k| k.starts_with("image/")));
+    if let Some(kind) = image {
         let extension = kind.trim_start_matches("image/").replace("jpeg", "jpg");
         parts.push(format!("-o picture.{extension}"));
     }

@@ -106,6 +106,12 @@ pub struct ParamsView {
     pub adaptive: Option<String>,
     /// Whether the job asked for a mosaic over the service's size made unasked.
     pub allow_large: bool,
+    /// The result's file format: `png`, `jpeg` or `tiff`.
+    #[schema(example = "png")]
+    pub format: &'static str,
+    /// JPEG quality (null: the default, 90, or not JPEG).
+    #[schema(required = true, minimum = 1, maximum = 100)]
+    pub quality: Option<u8>,
     /// The print size asked for (`A2@300dpi`), or null when the grid was asked for in cells.
     #[schema(required = true, example = "A2@300dpi")]
     pub print: Option<String>,
@@ -158,7 +164,12 @@ pub struct Links {
 /// The file name a mosaic downloads as, after the photo it was made of: `sunset.jpg` gives
 /// `sunset-mosaic.png`. Letters and digits of any script stay; anything else becomes `-`.
 pub fn download_name(input_name: &str) -> String {
-    named_after(input_name, "mosaic.png")
+    download_name_as(input_name, "png")
+}
+
+/// [`download_name`] for a result of another format (`jpg`, `tif`).
+pub fn download_name_as(input_name: &str, extension: &str) -> String {
+    named_after(input_name, &format!("mosaic.{extension}"))
 }
 
 /// A file named after the photo a job was made of: `sunset.jpg` and `placements.csv` give
@@ -247,6 +258,12 @@ impl JobView {
                 adaptive: spec.options.adaptive.map(|sizes| sizes.to_string()),
                 allow_large: spec.allow_large,
                 print: spec.print.map(|p| p.to_string()),
+                format: match spec.format {
+                    tessera_shared::spec::FileFormat::Png => "png",
+                    tessera_shared::spec::FileFormat::Jpeg => "jpeg",
+                    tessera_shared::spec::FileFormat::Tiff => "tiff",
+                },
+                quality: spec.quality,
                 input_name: r.params.input_name.clone(),
             },
             warnings: spec.warnings(),
@@ -288,5 +305,9 @@ mod tests {
         assert_eq!(download_name("\"quoted\";.png"), "quoted-mosaic.png");
         assert_eq!(download_name(""), "mosaic.png");
         assert_eq!(download_name("..."), "mosaic.png");
+        assert_eq!(
+            super::download_name_as("sunset.jpg", "tif"),
+            "sunset-mosaic.tif"
+        );
     }
 }

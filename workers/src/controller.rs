@@ -21,7 +21,7 @@ use tessera_shared::messages::{
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
 use tessera_shared::runtime::{Context, Failure, Listener};
-use tessera_shared::spec::{JobLimits, JobSpec};
+use tessera_shared::spec::{FileFormat, JobLimits, JobSpec};
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -30,7 +30,7 @@ use crate::jobs::{
     counted, give_up, job_failure, on_background_thread, poison_hook, slice_ranges, spent,
 };
 use crate::settings::ControllerSettings;
-use crate::stitch::{StitchError, stitch_png};
+use crate::stitch::{StitchError, convert_output, stitch_png};
 use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 
 /// Runs the job controller until `shutdown` fires, then stops receiving and lets the messages in
@@ -496,6 +496,39 @@ impl Controller {
             }
             Err(StitchError::Invalid(reason)) => {
                 return Err(give_up(&local, job, reason).await);
+            }
+        }
+        let spec = &record.params.spec;
+        if spec.format != FileFormat::Png {
+            let file = BlobKey::ImageFile {
+                job,
+                extension: spec.format.extension(),
+            }
+            .path();
+            let started = std::time::Instant::now();
+            let made = convert_output(
+                local.blobs.clone(),
+                &output,
+                &file,
+                spec.output_format(),
+                spec.dpi(),
+            )
+            .await;
+            match made {
+                Ok(meta) => tracing::info!(
+                    %job,
+                    format = spec.format.extension(),
+                    bytes = meta.size,
+                    ms = started.elapsed().as_millis() as u64,
+                    "result file made"
+                ),
+                Err(StitchError::Storage(e)) => {
+                    tracing::warn!(%job, error = %e, "the result file failed; retrying");
+                    return Err(Failure::retry_because(format!("result file failed: {e}")));
+                }
+                Err(StitchError::Invalid(reason)) => {
+                    return Err(give_up(&local, job, reason).await);
+                }
             }
         }
 

@@ -27,7 +27,7 @@ pub use jobs::slice_ranges;
 pub use processor::run_processors;
 pub use reconciler::{SweepReport, sweep as reconcile_stalled_jobs};
 pub use settings::{ControllerSettings, JobsSettings, ProcessorSettings};
-pub use stitch::{StitchError, stitch_png};
+pub use stitch::{StitchError, convert_output, stitch_png};
 pub use tessera_engine::ImportReport;
 pub use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 /// Kept here too for the binary and the tests: the import itself lives in `tessera_shared`.

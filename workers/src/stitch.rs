@@ -173,6 +173,156 @@ async fn send_full(chunks: &mut Chunks, tx: &mpsc::Sender<Bytes>) -> Result<(), 
     Ok(())
 }
 
+/// Makes the result file of `format` at `output` from the stitched PNG at `png_key`: the PNG's
+/// rows decoded as ranged reads bring them, encoded into a temporary file (TIFF's directories
+/// go at its end, so it must seek), which is then uploaded. Memory holds a read, a band of rows
+/// and the encoder's own band; disk holds the file until it is uploaded.
+pub async fn convert_output(
+    blobs: Arc<dyn BlobStore>,
+    png_key: &str,
+    output: &str,
+    format: tessera_engine::OutputFormat,
+    dpi: u32,
+) -> Result<BlobMeta, StitchError> {
+    let handle = tokio::runtime::Handle::current();
+    let failed: Arc<std::sync::Mutex<Option<StorageError>>> = Arc::default();
+    let size = blobs.head(png_key).await?.size;
+    let reader = BlobReader {
+        blobs: blobs.clone(),
+        key: png_key.to_string(),
+        at: 0,
+        size,
+        handle,
+        failed: failed.clone(),
+    };
+    let encoded = tokio::task::spawn_blocking(move || encode_from_png(reader, format, dpi))
+        .await
+        .map_err(|e| StitchError::Invalid(format!("the conversion stopped: {e}")))?;
+    if let Some(e) = failed.lock().ok().and_then(|mut f| f.take()) {
+        return Err(e.into());
+    }
+    let mut file = encoded?;
+    let mut upload = blobs.upload(output).await?;
+    let copied = async {
+        use std::io::Read;
+        loop {
+            let mut chunk = vec![0u8; CHUNK_BYTES];
+            let mut filled = 0;
+            while filled < chunk.len() {
+                let n = file.read(&mut chunk[filled..]).map_err(invalid)?;
+                if n == 0 {
+                    break;
+                }
+                filled += n;
+            }
+            if filled == 0 {
+                return Ok::<(), StitchError>(());
+            }
+            chunk.truncate(filled);
+            upload.write(Bytes::from(chunk)).await?;
+        }
+    }
+    .await;
+    match copied {
+        Ok(()) => Ok(upload.finish().await?),
+        Err(e) => {
+            let _ = upload.abort().await;
+            Err(e)
+        }
+    }
+}
+
+/// Decodes the PNG `reader` gives and encodes it as `format` into a temporary file, returned
+/// at its start.
+fn encode_from_png(
+    reader: BlobReader,
+    format: tessera_engine::OutputFormat,
+    dpi: u32,
+) -> Result<std::fs::File, StitchError> {
+    use std::io::{Seek, SeekFrom};
+    let decoder = png::Decoder::new(std::io::BufReader::with_capacity(CHUNK_BYTES, reader));
+    let mut png = decoder.read_info().map_err(invalid)?;
+    let info = png.info();
+    if info.color_type != png::ColorType::Rgb || info.bit_depth != png::BitDepth::Eight {
+        return Err(StitchError::Invalid("the stitched PNG is not RGB8".into()));
+    }
+    let (width, height) = (info.width, info.height);
+    let mut file = tempfile::tempfile().map_err(invalid)?;
+    let mut sink = tessera_engine::open_file_sink(
+        file.try_clone().map_err(invalid)?,
+        (width, height),
+        format,
+        dpi,
+    )
+    .map_err(invalid)?;
+    let band_bytes = (4usize << 20).max(width as usize * 3);
+    let mut band = Vec::with_capacity(band_bytes);
+    while let Some(row) = png.next_row().map_err(invalid)? {
+        band.extend_from_slice(row.data());
+        if band.len() >= band_bytes {
+            sink.write_owned(std::mem::replace(&mut band, Vec::with_capacity(band_bytes)))
+                .map_err(invalid)?;
+        }
+    }
+    if !band.is_empty() {
+        sink.write_owned(band).map_err(invalid)?;
+    }
+    sink.finish().map_err(invalid)?;
+    drop(sink);
+    file.seek(SeekFrom::Start(0)).map_err(invalid)?;
+    Ok(file)
+}
+
+/// A blob read front to back in ranged reads, for a decoder on a blocking thread. A storage
+/// error is kept in `failed` (so the caller retries it as one) and ends the reading.
+struct BlobReader {
+    blobs: Arc<dyn BlobStore>,
+    key: String,
+    at: u64,
+    size: u64,
+    handle: tokio::runtime::Handle,
+    failed: Arc<std::sync::Mutex<Option<StorageError>>>,
+}
+
+impl std::io::Seek for BlobReader {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let at = match to {
+            std::io::SeekFrom::Start(n) => Some(n),
+            std::io::SeekFrom::Current(d) => self.at.checked_add_signed(d),
+            std::io::SeekFrom::End(d) => self.size.checked_add_signed(d),
+        };
+        self.at = at
+            .filter(|&at| at <= self.size)
+            .ok_or_else(|| std::io::Error::other("a seek outside the blob"))?;
+        Ok(self.at)
+    }
+}
+
+impl std::io::Read for BlobReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = (buf.len().min(CHUNK_BYTES) as u64).min(self.size - self.at);
+        if want == 0 {
+            return Ok(0);
+        }
+        let range = self.at..self.at + want;
+        match self.handle.block_on(self.blobs.get_range(&self.key, range)) {
+            Ok(got) => {
+                let n = got.len().min(buf.len());
+                buf[..n].copy_from_slice(&got[..n]);
+                self.at += n as u64;
+                Ok(n)
+            }
+            Err(e) => {
+                let message = e.to_string();
+                if let Ok(mut failed) = self.failed.lock() {
+                    *failed = Some(e);
+                }
+                Err(std::io::Error::other(message))
+            }
+        }
+    }
+}
+
 /// The PNG's bytes not yet handed to the upload.
 #[derive(Default)]
 struct Chunks(BytesMut);

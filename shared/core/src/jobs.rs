@@ -407,6 +407,8 @@ mod tests {
                     options: RenderOptions::default(),
                     allow_large: false,
                     print: None,
+                    format: Default::default(),
+                    quality: None,
                 },
                 input_name: "cat.jpg".into(),
             },

@@ -13,6 +13,9 @@ pub enum BlobKey {
     SliceOutput { job: Uuid, seq: u32 },
     /// The finished mosaic.
     ImageOutput { job: Uuid },
+    /// The finished mosaic in the file format the job asked for, when not PNG (`jpg`, `tif`),
+    /// made from the PNG.
+    ImageFile { job: Uuid, extension: &'static str },
     /// A downscaled JPEG of the finished mosaic, made on first request.
     ImagePreview { job: Uuid },
     /// The seek index of a stitched PNG (at `output`): where inflating can start afresh.
@@ -54,6 +57,7 @@ impl BlobKey {
             BlobKey::SliceInput { job, seq } => format!("sliceinput/{job}/{seq:05}"),
             BlobKey::SliceOutput { job, seq } => format!("sliceoutput/{job}/{seq:05}"),
             BlobKey::ImageOutput { job } => format!("imageoutput/{job}"),
+            BlobKey::ImageFile { job, extension } => format!("imageoutput/{job}.{extension}"),
             BlobKey::ImagePreview { job } => format!("imagepreview/{job}"),
             BlobKey::SeekIndex { output } => format!("seekindex/{output}"),
             BlobKey::ImageTile { job, level, x, y } => {
@@ -161,6 +165,10 @@ mod tests {
             BlobKey::SliceInput { job, seq: 3 },
             BlobKey::SliceOutput { job, seq: 3 },
             BlobKey::ImageOutput { job },
+            BlobKey::ImageFile {
+                job,
+                extension: "tif",
+            },
             BlobKey::ImagePreview { job },
             BlobKey::SeekIndex {
                 output: BlobKey::ImageOutput { job }.path(),

@@ -105,6 +105,11 @@ pub async fn delete_job(blobs: &dyn BlobStore, record: &JobRecord) -> Result<u64
         .path(),
         BlobKey::ImagePreview { job }.path(),
         BlobKey::CellMap { job }.path(),
+        BlobKey::ImageFile {
+            job,
+            extension: record.params.spec.format.extension(),
+        }
+        .path(),
         output,
         BlobKey::ClientJob {
             client: record.client_id,

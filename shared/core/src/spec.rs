@@ -310,6 +310,18 @@ pub const FIELDS: &[Field] = &[
         schema: r#"{"type": "string", "description": "Size the mosaic as a print: a preset (A0 to A5) or width x height with a unit (cm, mm or in), then optionally @ and a resolution (72 to 1200 dpi; 300 when absent), as `A2@300dpi`, `60x40cm@300dpi` or `18x24in`. The paper turns to the photo's orientation, and the mosaic is the largest grid of whole tiles that fits on it with the photo uncropped; cells across follow from it, so give no cells (nor per_pixel or adaptive). Without tile_size, tiles print 1 cm wide; tiles that print smaller draw a warning. Outputs carry the resolution (300 dpi without print).", "example": "A2@300dpi", "pattern": "^\\s*(?:[Aa][0-5]|[0-9]+(?:\\.[0-9]+)?x[0-9]+(?:\\.[0-9]+)?(?:cm|mm|in|CM|MM|IN))\\s*(?:@\\s*[0-9]+\\s*(?:dpi|ppi|DPI|PPI)?\\s*)?$"}"#,
     },
     Field {
+        name: "format",
+        flag: Err(
+            "tessera render takes the format from the output's extension: .png, .jpg or .tif",
+        ),
+        schema: r#"{"type": "string", "description": "The result's file: `png`, `jpeg` (at `quality`) or `tiff` (tiled, pyramidal, deflate; BigTIFF past 4 GB, for print shops and huge mosaics). Every format carries the print's resolution. The viewer and zoom tiles are made from the PNG, which is kept beside the others.", "default": "png", "enum": ["png", "jpeg", "tiff"]}"#,
+    },
+    Field {
+        name: "quality",
+        flag: Ok("--quality"),
+        schema: r#"{"type": "integer", "format": "int32", "description": "JPEG quality, 1 to 100 (other formats ignore it).", "default": 90, "maximum": 100, "minimum": 1}"#,
+    },
+    Field {
         name: "allow_large",
         flag: Ok("--allow-large"),
         schema: r#"{"type": "boolean", "description": "Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels by default); without it such a job is 422 large_output, naming the size.", "default": false}"#,
@@ -348,6 +360,50 @@ impl Default for JobLimits {
     }
 }
 
+/// The file a job's result is given as. The stitcher always makes the PNG (the viewer, the zoom
+/// tiles and the preview read it); JPEG and TIFF are made from it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileFormat {
+    #[default]
+    Png,
+    Jpeg,
+    /// Tiled, pyramidal, deflate; BigTIFF past 4 GB.
+    Tiff,
+}
+
+/// JPEG quality when a job gives none.
+pub const DEFAULT_JPEG_QUALITY: u8 = 90;
+
+impl FileFormat {
+    /// The file name extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            FileFormat::Png => "png",
+            FileFormat::Jpeg => "jpg",
+            FileFormat::Tiff => "tif",
+        }
+    }
+
+    /// The media type.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            FileFormat::Png => "image/png",
+            FileFormat::Jpeg => "image/jpeg",
+            FileFormat::Tiff => "image/tiff",
+        }
+    }
+
+    fn parse(text: &str) -> Option<FileFormat> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "png" => Some(FileFormat::Png),
+            "jpeg" | "jpg" => Some(FileFormat::Jpeg),
+            "tiff" | "tif" => Some(FileFormat::Tiff),
+            _ => None,
+        }
+    }
+}
+
 /// Everything a job asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobSpec {
@@ -370,6 +426,16 @@ pub struct JobSpec {
     /// asked, at [`DEFAULT_DPI`].
     #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
     pub print: Option<Print>,
+    /// The result's file format (absent: PNG).
+    #[serde(default, skip_serializing_if = "is_png")]
+    pub format: FileFormat,
+    /// JPEG quality, 1 to 100 (absent: [`DEFAULT_JPEG_QUALITY`]); other formats ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<u8>,
+}
+
+fn is_png(format: &FileFormat) -> bool {
+    *format == FileFormat::Png
 }
 
 /// Why a job specification is refused.
@@ -432,6 +498,17 @@ impl JobSpec {
     /// The job's tile size.
     pub fn tile(&self) -> TileSize {
         tile_size(self.tile_size, self.tile_height)
+    }
+
+    /// The engine's encoder for the result's file.
+    pub fn output_format(&self) -> tessera_engine::OutputFormat {
+        match self.format {
+            FileFormat::Png => tessera_engine::OutputFormat::Png,
+            FileFormat::Jpeg => tessera_engine::OutputFormat::Jpeg {
+                quality: self.quality.unwrap_or(DEFAULT_JPEG_QUALITY),
+            },
+            FileFormat::Tiff => tessera_engine::OutputFormat::Tiff,
+        }
     }
 
     /// The resolution the outputs carry, in dots per inch.
@@ -571,6 +648,28 @@ impl JobSpec {
             },
             allow_large: parse_bool("allow_large", get("allow_large"))?,
             print,
+            format: match given("format") {
+                None => FileFormat::Png,
+                Some(text) => FileFormat::parse(text).ok_or_else(|| {
+                    SpecError::invalid(
+                        "invalid_parameter",
+                        format!("format must be png, jpeg or tiff, not {text:?}"),
+                    )
+                })?,
+            },
+            quality: match get("quality")
+                .map(|t| parse_u32("quality", t))
+                .transpose()?
+            {
+                None => None,
+                Some(q @ 1..=100) => Some(q as u8),
+                Some(q) => {
+                    return Err(SpecError::invalid(
+                        "out_of_range",
+                        format!("quality must be 1 to 100, not {q}"),
+                    ));
+                }
+            },
         };
         Ok(spec)
     }
@@ -655,7 +754,7 @@ impl JobSpec {
                 Grid::Auto => options.adaptive.map(|_| "adaptive"),
             };
             if let Some(other) = other {
-                return Err(SpecError::invalid(
+                return Err(SpecError::unusable(
                     "conflicting_parameters",
                     format!(
                         "print {print} sets the grid from the paper: give either print or {other}, \
@@ -663,6 +762,14 @@ impl JobSpec {
                     ),
                 ));
             }
+        }
+        if let Some(q) = self.quality
+            && !(1..=100).contains(&q)
+        {
+            return Err(SpecError::invalid(
+                "out_of_range",
+                format!("quality must be 1 to 100, not {q}"),
+            ));
         }
         if options.max_uses == Some(0) {
             return Err(SpecError::invalid(

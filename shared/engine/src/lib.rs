@@ -50,7 +50,7 @@ pub use metrics::{
 };
 pub use output::{
     BandSink, JpegSink, OutputFormat, ParallelPngSink, PngSink, TeeSink, ThreadedSink, VecSink,
-    file_sink,
+    file_sink, open_file_sink,
 };
 pub use overlay::{MAX_OVERLAY_PERCENT, Overlay, OverlaySink};
 pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};

@@ -86,6 +86,16 @@ impl OutputFormat {
     }
 }
 
+impl<W: Write + std::io::Seek> BandSink for crate::tiff::TiffSink<W> {
+    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+        crate::tiff::TiffSink::write_rows(self, rows)
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        crate::tiff::TiffSink::finish(self)
+    }
+}
+
 /// Counts rows so every sink rejects too many or too few.
 #[derive(Debug, Clone, Copy)]
 struct RowCount {
@@ -507,11 +517,21 @@ impl<W: Write> BandSink for ParallelPngSink<W> {
 /// parallel, JPEG on its own thread, or tiled TIFF.
 pub fn file_sink(
     path: &Path,
-    (width, height): (u32, u32),
+    size: (u32, u32),
     format: OutputFormat,
     dpi: u32,
 ) -> Result<Box<dyn BandSink + Send>, Error> {
     let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    open_file_sink(file, size, format, dpi)
+}
+
+/// [`file_sink`] into a file already open (for writing, at its start).
+pub fn open_file_sink(
+    file: std::fs::File,
+    (width, height): (u32, u32),
+    format: OutputFormat,
+    dpi: u32,
+) -> Result<Box<dyn BandSink + Send>, Error> {
     let w = std::io::BufWriter::with_capacity(1 << 20, file);
     Ok(match format {
         OutputFormat::Png => Box::new(ParallelPngSink::new(w, width, height, dpi)?),

@@ -17,7 +17,6 @@ use flate2::write::ZlibEncoder;
 use rayon::prelude::*;
 
 use crate::Error;
-use crate::output::BandSink;
 
 /// Tile side in pixels.
 const TILE: usize = 256;
@@ -374,8 +373,9 @@ fn compress_tile(band: &[u8], width: usize, rows: usize, x0: usize) -> Result<Ve
     z.finish().map_err(enc_err)
 }
 
-impl<W: Write + Seek> BandSink for TiffSink<W> {
-    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
+impl<W: Write + Seek> TiffSink<W> {
+    /// Takes the next rows (whole RGB8 rows, top to bottom).
+    pub fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
         if self.finished {
             return Err(Error::Encode("already finished".into()));
         }
@@ -389,7 +389,8 @@ impl<W: Write + Seek> BandSink for TiffSink<W> {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<(), Error> {
+    /// Writes what is left and the directories; an error if rows are missing.
+    pub fn finish(&mut self) -> Result<(), Error> {
         if self.finished {
             return Err(Error::Encode("already finished".into()));
         }

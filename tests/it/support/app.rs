@@ -353,6 +353,8 @@ impl TestApp {
                 options: RenderOptions::default(),
                 allow_large: false,
                 print: None,
+                format: Default::default(),
+                quality: None,
             },
             input_name: "held.png".into(),
         };

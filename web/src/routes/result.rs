@@ -10,6 +10,8 @@ use actix_web::{HttpMessage as _, HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 
 use tessera_shared::jobs::JobState;
+use tessera_shared::keys::BlobKey;
+use tessera_shared::spec::FileFormat;
 use tessera_shared::storage::{BlobStore, StorageError};
 
 use crate::client::job_id;
@@ -22,7 +24,8 @@ use crate::state::AppState;
 /// Bytes read from the blob per chunk of the response.
 const CHUNK: u64 = 1 << 20;
 
-/// The finished mosaic (PNG), with byte ranges and ETag.
+/// The finished mosaic in the format the job asked for (PNG, JPEG or TIFF), with byte ranges
+/// and ETag.
 #[utoipa::path(
     get,
     path = "/api/v1/jobs/{id}/result",
@@ -34,9 +37,11 @@ const CHUNK: u64 = 1 << 20;
         ("If-None-Match" = Option<String>, Header, nullable = false, description = "The ETag of the mosaic held"),
     ),
     responses(
-        (status = 200, description = "The mosaic", content_type = "image/png", body = inline(Binary),
+        (status = 200, description = "The mosaic", content(
+            (inline(Binary) = "image/png"), (inline(Binary) = "image/jpeg"), (inline(Binary) = "image/tiff")),
             headers(("ETag" = String), ("Accept-Ranges" = String))),
-        (status = 206, description = "The requested range (Content-Range names it)", content_type = "image/png", body = inline(Binary),
+        (status = 206, description = "The requested range (Content-Range names it)", content(
+            (inline(Binary) = "image/png"), (inline(Binary) = "image/jpeg"), (inline(Binary) = "image/tiff")),
             headers(("Content-Range" = String))),
         (status = 304, description = "Not modified"),
         (status = 404, response = crate::error::ErrorBody),
@@ -62,7 +67,18 @@ pub async fn get(
             ),
         ));
     }
-    let key = done_result(&record)?;
+    let format = record.params.spec.format;
+    let key = match format {
+        FileFormat::Png => done_result(&record)?,
+        other => {
+            done_result(&record)?;
+            BlobKey::ImageFile {
+                job: record.id,
+                extension: other.extension(),
+            }
+            .path()
+        }
+    };
     let meta = match state.platform.blobs.head(&key).await {
         Ok(meta) => meta,
         Err(StorageError::NotFound(_)) => return Err(missing()),
@@ -73,13 +89,13 @@ pub async fn get(
 
     let response = |status: StatusCode| {
         let mut r = HttpResponse::build(status);
-        r.insert_header((header::CONTENT_TYPE, "image/png"))
+        r.insert_header((header::CONTENT_TYPE, format.media_type()))
             .insert_header((header::ETAG, etag.clone()))
             .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
             .insert_header((header::ACCEPT_RANGES, "bytes"))
             .insert_header((
                 header::CONTENT_DISPOSITION,
-                content_disposition(&record.params.input_name),
+                content_disposition(&record.params.input_name, format.extension()),
             ));
         r
     };
@@ -248,8 +264,8 @@ pub fn parse_range(header: &str, size: u64) -> RangeRequest {
 
 /// `inline`, named after the photo: an ASCII `filename` for every client, and the name as it
 /// is (`filename*`, RFC 8187) for those that read it.
-fn content_disposition(input_name: &str) -> String {
-    let name = crate::view::download_name(input_name);
+fn content_disposition(input_name: &str, extension: &str) -> String {
+    let name = crate::view::download_name_as(input_name, extension);
     let ascii: String = name
         .chars()
         .map(|c| {
