@@ -553,7 +553,11 @@ async fn a_mosaic_over_the_output_limit_is_422_output_too_large() {
             .text("tile_size", "64"),
         StatusCode::UNPROCESSABLE_ENTITY,
         "output_too_large",
-        &["limit"],
+        &[
+            "limit",
+            "limits.max_output_pixels",
+            "TESSERA_LIMITS__MAX_OUTPUT_PIXELS",
+        ],
     )
     .await;
 }

@@ -882,9 +882,19 @@ impl JobSpec {
         }
         let options = self.plan_options(width, height, limits);
         let refused = |e: tessera_engine::Error| match e {
-            tessera_engine::Error::OutputTooLarge { .. } => SpecError::unusable(
+            tessera_engine::Error::OutputTooLarge {
+                width,
+                height,
+                limit,
+            } => SpecError::unusable(
                 "output_too_large",
-                format!("{e}: use fewer cells or smaller tiles"),
+                format!(
+                    "the mosaic would be {width} x {height} px ({:.2} gigapixels), over this \
+                     service's limit of {:.2}: use fewer cells or smaller tiles, or have the \
+                     operator raise limits.max_output_pixels (TESSERA_LIMITS__MAX_OUTPUT_PIXELS)",
+                    (width * height) as f64 / 1e9,
+                    limit as f64 / 1e9
+                ),
             ),
             tessera_engine::Error::AdaptiveBudget { .. } => {
                 SpecError::unusable("adaptive_too_coarse", format!("adaptive: {e}"))
