@@ -101,6 +101,7 @@ run() {
         sleep 2
     done
     WALL=$(awk "BEGIN {printf \"%.1f\", $(now) - $started}")
+    echo "$name: done in $WALL s" >&2
     local width height after tif_gb opened
     width=$(field 'd["output"]["width"]' <<< "$view")
     height=$(field 'd["output"]["height"]' <<< "$view")
@@ -113,7 +114,8 @@ from PIL import Image
 Image.MAX_IMAGE_PIXELS = None
 im = Image.open(sys.argv[1])
 big = open(sys.argv[1], "rb").read(4)[2] == 43
-print(f"{im.size[0]} x {im.size[1]}, {im.info.get('dpi', ('?',))[0]:.0f} dpi, {im.n_frames} levels{', BigTIFF' if big else ''}")
+dpi = float(im.info["dpi"][0]) if "dpi" in im.info else 0
+print(f"{im.size[0]} x {im.size[1]}, {dpi:.0f} dpi, {im.n_frames} levels{', BigTIFF' if big else ''}")
 PY
 )
     # The Deep Zoom descriptor, then a tile of every level from the web role (made on request).

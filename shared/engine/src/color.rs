@@ -97,10 +97,16 @@ pub fn ciede2000(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
     } else {
         (h1p + h2p - 2.0 * PI) / 2.0
     };
-    let t = 1.0 - 0.17 * (hbarp - PI / 6.0).cos()
-        + 0.24 * (2.0 * hbarp).cos()
-        + 0.32 * (3.0 * hbarp + PI / 30.0).cos()
-        - 0.20 * (4.0 * hbarp - 63.0 * PI / 180.0).cos();
+    // The four cosines of T from one sine and cosine, by the multiple-angle formulas.
+    let (s1, c1) = hbarp.sin_cos();
+    let (s2, c2) = (2.0 * s1 * c1, 2.0 * c1 * c1 - 1.0);
+    let (s3, c3) = (s1 * (3.0 - 4.0 * s1 * s1), c1 * (4.0 * c1 * c1 - 3.0));
+    let (s4, c4) = (2.0 * s2 * c2, 2.0 * c2 * c2 - 1.0);
+    let (sin30, cos30) = (PI / 6.0).sin_cos();
+    let (sin6, cos6) = (PI / 30.0).sin_cos();
+    let (sin63, cos63) = (63.0 * PI / 180.0).sin_cos();
+    let t = 1.0 - 0.17 * (c1 * cos30 + s1 * sin30) + 0.24 * c2 + 0.32 * (c3 * cos6 - s3 * sin6)
+        - 0.20 * (c4 * cos63 + s4 * sin63);
     let dtheta = (30.0 * PI / 180.0) * (-(((hbarp * 180.0 / PI) - 275.0) / 25.0).powi(2)).exp();
     let cbarp7 = cbarp.powi(7);
     let rc = 2.0 * (cbarp7 / (cbarp7 + 25f64.powi(7))).sqrt();

@@ -8,6 +8,8 @@ pub struct KdTree {
     /// Points reordered so that every leaf is a contiguous run.
     points: Vec<Lab>,
     ids: Vec<u32>,
+    /// Each point by its id, for the warm start of [`KdTree::nearest`].
+    by_id: Vec<Lab>,
     nodes: Vec<Node>,
     /// With [`KdTree::with_weights`]: each point's weight (in `points` order) and the largest
     /// weight under each node.
@@ -44,6 +46,7 @@ impl KdTree {
         KdTree {
             points: items.iter().map(|p| p.0).collect(),
             ids: items.iter().map(|p| p.1).collect(),
+            by_id: means.to_vec(),
             nodes,
             weights: Vec::new(),
             node_max: Vec::new(),
@@ -115,20 +118,44 @@ impl KdTree {
     }
 
     /// The `k` nearest tiles to `q` by Euclidean Lab distance, nearest first, as `(d2, tile)`.
+    ///
+    /// What `out` holds on entry is a warm start: when it names `k` points (a neighbouring
+    /// cell's answer, usually), they are `k` points within the farthest of them from `q`, so the
+    /// search looks no farther. The answer is the one a search from nothing gives.
     pub fn nearest(&self, q: &Lab, k: usize, out: &mut Vec<(f32, u32)>) {
+        let mut bound = f32::INFINITY;
+        if k > 0 && out.len() == k {
+            let mut far = 0f32;
+            for &(_, id) in out.iter() {
+                match self.by_id.get(id as usize) {
+                    Some(p) => far = far.max(dist2(q, p)),
+                    None => {
+                        far = f32::INFINITY;
+                        break;
+                    }
+                }
+            }
+            bound = far;
+        }
         out.clear();
         if k == 0 || self.nodes.is_empty() {
             return;
         }
-        self.search(0, q, k, out);
+        self.search(0, q, (k, bound), out);
         out.sort_unstable_by(cmp_key);
     }
 
-    fn search(&self, node: u32, q: &Lab, k: usize, best: &mut Vec<(f32, u32)>) {
+    /// The search under `node`, looking no farther than `bound` (squared).
+    fn search(&self, node: u32, q: &Lab, (k, bound): (usize, f32), best: &mut Vec<(f32, u32)>) {
         match self.nodes[node as usize] {
             Node::Leaf { start, end } => {
                 for i in start as usize..end as usize {
-                    insert(best, k, (dist2(q, &self.points[i]), self.ids[i]));
+                    let d = dist2(q, &self.points[i]);
+                    let limit = if best.len() == k { best[0].0 } else { bound };
+                    // Ties at the limit still compete on the tile index.
+                    if d <= limit {
+                        insert(best, k, (d, self.ids[i]));
+                    }
                 }
             }
             Node::Split {
@@ -143,9 +170,10 @@ impl KdTree {
                 } else {
                     (right, left)
                 };
-                self.search(near, q, k, best);
-                if best.len() < k || diff * diff <= best[0].0 {
-                    self.search(far, q, k, best);
+                self.search(near, q, (k, bound), best);
+                let limit = if best.len() == k { best[0].0 } else { bound };
+                if diff * diff <= limit {
+                    self.search(far, q, (k, bound), best);
                 }
             }
         }
@@ -157,7 +185,7 @@ fn cmp_key(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
 }
 
 /// Keeps `item` among the `k` least of `best`, a max-heap under [`cmp_key`] (worst at 0).
-#[inline]
+#[inline(always)]
 fn insert(best: &mut Vec<(f32, u32)>, k: usize, item: (f32, u32)) {
     if best.len() < k {
         // Sift up.
@@ -245,6 +273,34 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             ((s >> 33) % 1000) as f32 / 10.0
+        }
+    }
+
+    /// A walk of nearby queries, each warm-started from the last answer (and once from another
+    /// tree's), answers as a search from nothing does.
+    #[test]
+    fn a_warm_start_changes_no_answer() {
+        let mut rnd = numbers(777);
+        let pts: Vec<Lab> = (0..2000)
+            .map(|_| [rnd(), rnd() - 50.0, rnd() - 50.0])
+            .collect();
+        let tree = KdTree::new(&pts);
+        let other = KdTree::new(&pts[..300]);
+        let (mut warm, mut cold) = (Vec::new(), Vec::new());
+        let mut q = [50.0, 0.0, 0.0];
+        for step in 0..300 {
+            q = [
+                q[0] + rnd() / 20.0 - 2.5,
+                q[1] + rnd() / 20.0 - 2.5,
+                q[2] + rnd() / 20.0 - 2.5,
+            ];
+            if step == 150 {
+                other.nearest(&q, 24, &mut warm);
+            }
+            tree.nearest(&q, 24, &mut warm);
+            cold.clear();
+            tree.nearest(&q, 24, &mut cold);
+            assert_eq!(warm, cold, "step {step}");
         }
     }
 
