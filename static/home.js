@@ -38,7 +38,7 @@
     cells: "Cells across", per_pixel: "One tile per pixel",
     repeat_radius: "Repetition radius", max_uses: "Uses of each tile", blend: "Blend",
     min_uses: "Fewest uses of each tile",
-    overlay: "Photo overlay",
+    overlay: "Photo overlay", form: "Colour or form",
     flip: "Mirror tiles", rotate: "Turn tiles", adaptive: "Adaptive tile sizes",
     allow_large: "Make it this large", print: "Paper size", quality: "JPEG quality",
   };
@@ -512,7 +512,7 @@
     const minUses = document.getElementById("min_uses").value.trim();
     if (minUses !== "" && minUses !== "0") data.append("min_uses", minUses);
     if (!large.hidden && allowLarge.checked) data.append("allow_large", "true");
-    ["repeat_radius", "blend", "overlay"].forEach(function (name) {
+    ["repeat_radius", "blend", "overlay", "form"].forEach(function (name) {
       data.append(name, document.getElementById(name).value.trim());
     });
     ["flip", "rotate"].forEach(function (name) {

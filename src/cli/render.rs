@@ -121,6 +121,10 @@ pub struct RenderArgs {
     /// mosaic with it and without it).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=50))]
     pub overlay: u8,
+    /// Colour against form, 0 to 100: 0 chooses each tile by its colour alone; higher follows
+    /// the photo's light and dark within each cell and its edges more, at some cost in colour.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub form: u8,
     /// Print the quality metric (CIEDE2000 on the cell grid, repeats) after rendering.
     #[arg(long)]
     pub metrics: bool,
@@ -160,6 +164,7 @@ fn job_spec(args: &RenderArgs) -> JobSpec {
             background: args.background.filter(|bg| *bg != TileBackground::Library),
             adaptive: args.adaptive,
             overlay_percent: args.overlay,
+            form: args.form,
         },
         allow_large: args.allow_large,
         print: args.print,

@@ -242,3 +242,45 @@ fn render_reports_an_overlay_apart_and_writes_the_placements() {
             == Some(2)
     );
 }
+
+/// `--form 0` chooses tiles by colour alone, and so has the least colour error; `--form 100`
+/// makes another mosaic, with more.
+#[test]
+fn form_weighs_colour_against_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("astronaut.png");
+    std::fs::write(&target, astronaut()).unwrap();
+    let tiles = fixture("engine/tiles");
+    let decoded = decode_target(&astronaut(), [255; 3]).unwrap();
+    let mut errors = Vec::new();
+    let mut pixels = Vec::new();
+    for form in ["0", "50", "100"] {
+        let out = dir.path().join(format!("form-{form}.png"));
+        let args = ["--cells", "24", "--tile-size", "8", "--form", form];
+        let done = render(&target, &tiles, &out, &args);
+        assert!(done.status.success(), "{}", stderr(&done));
+        let mosaic = image::open(&out).unwrap().to_rgb8();
+        let (cols, rows) = (24, mosaic.height() / 8);
+        errors.push(
+            tessera_engine::evaluate(&decoded, &mosaic, cols, rows)
+                .unwrap()
+                .de00_mean,
+        );
+        pixels.push(mosaic.into_raw());
+    }
+    assert!(
+        pixels[0] != pixels[2],
+        "form 0 and 100 make the same mosaic"
+    );
+    assert!(
+        errors[0] <= errors[1] && errors[0] <= errors[2],
+        "colour alone has more colour error: {errors:?}"
+    );
+    let bad = render(
+        &target,
+        &tiles,
+        &dir.path().join("x.png"),
+        &["--form", "101"],
+    );
+    assert!(!bad.status.success());
+}

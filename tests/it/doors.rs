@@ -52,6 +52,7 @@ fn sample(field: &str) -> &'static str {
         "blend" => "10",
         "min_uses" => "1",
         "overlay" => "30",
+        "form" => "70",
         "flip" => "true",
         "rotate" => "true",
         "background" => "auto",

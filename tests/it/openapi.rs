@@ -464,7 +464,7 @@ mod validation {
                 "library": { "id": "emoji", "version": 1 },
                 "tile_size": 16, "tile_height": 16, "cells": 4, "per_pixel": false,
                 "grid": "cells", "slices": 2, "repeat_radius": 1, "max_uses": null,
-                "min_uses": 0, "blend": 0, "overlay": 0, "flip": false, "rotate": true, "adaptive": null, "allow_large": false,
+                "min_uses": 0, "blend": 0, "overlay": 0, "form": 50, "flip": false, "rotate": true, "adaptive": null, "allow_large": false,
                 "print": null, "format": "png", "quality": null, "input_name": "a.png"
             },
             "warnings": [],

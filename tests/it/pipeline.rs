@@ -83,6 +83,7 @@ impl Job {
                 background: None,
                 adaptive: None,
                 overlay_percent: 0,
+                form: 50,
             },
         }
     }
@@ -124,7 +125,7 @@ fn local_options(job: &Job) -> PlanOptions {
         blend: job.options.blend_percent,
         flip: job.options.flip,
         rotate: job.options.rotate,
-        ..PlanOptions::default()
+        ..PlanOptions::default().with_form(job.options.form)
     }
 }
 
@@ -1304,6 +1305,7 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
             background: Some(tessera_engine::TileBackground::Auto),
             adaptive: None,
             overlay_percent: 30,
+            form: 80,
         };
         job
     };

@@ -342,6 +342,13 @@ fn settings_in_words(record: &tessera_shared::jobs::JobRecord) -> Vec<(&'static 
         ));
     }
     out.push(("Blend", format!("{} %", options.blend_percent)));
+    out.push((
+        "Colour or form",
+        match options.form {
+            0 => "0: colour alone".to_string(),
+            f => format!("{f} (0: colour alone, 100: the most form)"),
+        },
+    ));
     if options.overlay_percent > 0 {
         out.push((
             "Photo overlay",

@@ -93,6 +93,9 @@ pub struct ParamsView {
     /// Opacity of the photo laid over the tiles, percent (0: none).
     #[schema(maximum = 50)]
     pub overlay: u8,
+    /// Colour against form, 0 (colour alone) to 100.
+    #[schema(maximum = 100)]
+    pub form: u8,
     /// Tiles may be mirrored left-right.
     pub flip: bool,
     /// Tiles may be turned by quarter turns (tiles that are not square: by the half turn only).
@@ -252,6 +255,7 @@ impl JobView {
                 min_uses: spec.options.min_uses,
                 blend: spec.options.blend_percent,
                 overlay: spec.options.overlay_percent,
+                form: spec.options.form,
                 flip: spec.options.flip,
                 rotate: spec.options.rotate,
                 background: spec.options.background.map(|bg| bg.to_string()),

@@ -97,6 +97,21 @@ impl Default for PlanOptions {
     }
 }
 
+impl PlanOptions {
+    /// The structure weights for colour against form `form` (0 to 100): 0 leaves colour alone,
+    /// 50 gives the defaults, and the weights grow in proportion.
+    pub fn with_form(self, form: u8) -> Self {
+        let scale = f32::from(form.min(100)) / 50.0;
+        let base = PlanOptions::default();
+        PlanOptions {
+            lightness_weight: base.lightness_weight * scale,
+            gradient_weight: base.gradient_weight * scale,
+            structure_weight: base.structure_weight * scale,
+            ..self
+        }
+    }
+}
+
 /// The grid and output size a target gets under some options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sizing {
