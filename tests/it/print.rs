@@ -37,29 +37,33 @@ fn render(args: &[&str]) -> std::process::Output {
 }
 
 /// A5 at 72 dpi is 420 x 595 px: tiles of 1 cm are 29 px, so a square photo takes 14 x 14 of
-/// them; the PNG and the JPEG carry 72 dpi, and smaller tiles draw the warning.
+/// them; the PNG, the JPEG and the TIFF carry 72 dpi, and smaller tiles draw the warning.
 #[test]
 fn render_sizes_a_print_and_writes_its_resolution() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("astronaut.png");
     std::fs::write(&target, astronaut()).unwrap();
     let tiles = crate::support::fixture("engine/tiles");
+    // `tessera render` of the astronaut from the fixture tiles into `out`, with `extra`.
+    let run = |out: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            target.to_str().unwrap(),
+            "-l",
+            tiles.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        render(&args)
+    };
     let (png, jpg, tif) = (
         dir.path().join("a5.png"),
         dir.path().join("a5.jpg"),
         dir.path().join("a5.tif"),
     );
     for out in [&png, &jpg, &tif] {
-        let done = render(&[
-            target.to_str().unwrap(),
-            "-l",
-            tiles.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--print",
-            "A5@72dpi",
-            "-q",
-        ]);
+        let done = run(out, &["--print", "A5@72dpi"]);
         let stderr = String::from_utf8_lossy(&done.stderr);
         assert!(done.status.success(), "{stderr}");
         assert!(stderr.contains("14 x 14 cells of 29 px"), "{stderr}");
@@ -69,9 +73,12 @@ fn render_sizes_a_print_and_writes_its_resolution() {
         );
         assert!(!stderr.contains("warning"), "{stderr}");
     }
-    let png = std::fs::read(&png).unwrap();
-    assert_eq!(image::load_from_memory(&png).unwrap().width(), 14 * 29);
-    assert_eq!(png_dpi(&png), Some(72));
+    let png_bytes = std::fs::read(&png).unwrap();
+    assert_eq!(
+        image::load_from_memory(&png_bytes).unwrap().width(),
+        14 * 29
+    );
+    assert_eq!(png_dpi(&png_bytes), Some(72));
     assert_eq!(jpeg_dpi(&std::fs::read(&jpg).unwrap()), Some(72));
     // The TIFF as Pillow reads it: size, resolution, deflate, the pyramid's levels, and the
     // pixels of the PNG.
@@ -83,7 +90,7 @@ fn render_sizes_a_print_and_writes_its_resolution() {
              print(im.size, im.info['dpi'], im.info['compression'], im.n_frames, \
              im.convert('RGB').tobytes() == png.tobytes())",
             tif.to_str().unwrap(),
-            dir.path().join("a5.png").to_str().unwrap(),
+            png.to_str().unwrap(),
         ])
         .output()
         .unwrap();
@@ -96,30 +103,9 @@ fn render_sizes_a_print_and_writes_its_resolution() {
 
     // Without a print: 300 dpi. With tiles of 8 px on A5 at 300 dpi: the warning.
     let plain = dir.path().join("plain.png");
-    let done = render(&[
-        target.to_str().unwrap(),
-        "-l",
-        tiles.to_str().unwrap(),
-        "-o",
-        plain.to_str().unwrap(),
-        "--cells",
-        "6",
-        "-q",
-    ]);
-    assert!(done.status.success());
+    assert!(run(&plain, &["--cells", "6"]).status.success());
     assert_eq!(png_dpi(&std::fs::read(&plain).unwrap()), Some(300));
-    let small = render(&[
-        target.to_str().unwrap(),
-        "-l",
-        tiles.to_str().unwrap(),
-        "-o",
-        plain.to_str().unwrap(),
-        "--print",
-        "A5",
-        "--tile-size",
-        "8",
-        "-q",
-    ]);
+    let small = run(&plain, &["--print", "A5", "--tile-size", "8"]);
     let stderr = String::from_utf8_lossy(&small.stderr);
     assert!(small.status.success(), "{stderr}");
     assert!(
@@ -128,18 +114,11 @@ fn render_sizes_a_print_and_writes_its_resolution() {
         "{stderr}"
     );
     // A print and a grid of cells exclude each other.
-    let both = render(&[
-        target.to_str().unwrap(),
-        "-l",
-        tiles.to_str().unwrap(),
-        "-o",
-        plain.to_str().unwrap(),
-        "--print",
-        "A5",
-        "--cells",
-        "10",
-    ]);
-    assert!(!both.status.success());
+    assert!(
+        !run(&plain, &["--print", "A5", "--cells", "10"])
+            .status
+            .success()
+    );
 }
 
 fn print_form(print: &str) -> Form {
