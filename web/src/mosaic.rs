@@ -7,7 +7,6 @@
 //! of a level covers its pixels `256x..256(x+1)` across and `256y..256(y+1)` down (edge tiles are
 //! smaller). The top level is the smallest whose whole image fits in one tile.
 
-use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -16,7 +15,7 @@ use actix_web::http::StatusCode;
 use tessera_engine::{Scanlines, SeekIndex};
 use tessera_shared::jobs::{JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
-use tessera_shared::storage::{BlobStore, StorageError};
+use tessera_shared::storage::{BlobReader, BlobStore, StorageError};
 
 use crate::error::{ApiError, ApiResult};
 
@@ -106,75 +105,6 @@ async fn png_size(blobs: &dyn BlobStore, key: &str) -> ApiResult<(u32, u32)> {
     Ok((be(16), be(20)))
 }
 
-/// A blob read as a file, one ranged read at a time, from a blocking thread.
-pub(crate) struct BlobReader {
-    blobs: Arc<dyn BlobStore>,
-    key: String,
-    handle: tokio::runtime::Handle,
-    at: u64,
-    end: u64,
-}
-
-impl BlobReader {
-    /// Reads `range` of the blob (to its end at most).
-    pub(crate) fn new(
-        blobs: Arc<dyn BlobStore>,
-        key: String,
-        handle: tokio::runtime::Handle,
-        range: Range<u64>,
-    ) -> BufReader<Self> {
-        let reader = Self {
-            blobs,
-            key,
-            handle,
-            at: range.start,
-            end: range.end,
-        };
-        BufReader::with_capacity(READ_BYTES, reader)
-    }
-}
-
-impl Read for BlobReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let to = (self.at + buf.len() as u64).min(self.end);
-        if to <= self.at {
-            return Ok(0);
-        }
-        let got = self
-            .handle
-            .block_on(self.blobs.get_range(&self.key, self.at..to))
-            .map_err(std::io::Error::other)?;
-        let n = got.len().min(buf.len());
-        buf[..n].copy_from_slice(&got[..n]);
-        self.at += n as u64;
-        if n == 0 {
-            // Past the blob's end.
-            self.end = self.at;
-        }
-        Ok(n)
-    }
-}
-
-impl Seek for BlobReader {
-    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
-        self.at = match to {
-            SeekFrom::Start(n) => n,
-            SeekFrom::Current(d) => self.at.saturating_add_signed(d),
-            SeekFrom::End(d) => {
-                if self.end == u64::MAX {
-                    self.end = self
-                        .handle
-                        .block_on(self.blobs.head(&self.key))
-                        .map_err(std::io::Error::other)?
-                        .size;
-                }
-                self.end.saturating_add_signed(d)
-            }
-        };
-        Ok(self.at)
-    }
-}
-
 /// A result to decode rows of.
 pub(crate) struct Source {
     pub(crate) blobs: Arc<dyn BlobStore>,
@@ -198,7 +128,12 @@ impl Source {
         mut each: impl FnMut(u32, &[u8]),
     ) -> ApiResult<()> {
         let reader = |range: Range<u64>| {
-            BlobReader::new(self.blobs.clone(), self.key.clone(), handle.clone(), range)
+            BlobReader::new(
+                self.blobs.clone(),
+                self.key.clone(),
+                handle.clone(),
+                (range, READ_BYTES),
+            )
         };
         if let Some(index) = &self.index
             && let Some(span) = index.span(rows.clone())

@@ -262,11 +262,7 @@ impl JobView {
                 adaptive: spec.options.adaptive.map(|sizes| sizes.to_string()),
                 allow_large: spec.allow_large,
                 print: spec.print.map(|p| p.to_string()),
-                format: match spec.format {
-                    tessera_shared::spec::FileFormat::Png => "png",
-                    tessera_shared::spec::FileFormat::Jpeg => "jpeg",
-                    tessera_shared::spec::FileFormat::Tiff => "tiff",
-                },
+                format: spec.format.name(),
                 quality: spec.quality,
                 input_name: r.params.input_name.clone(),
             },

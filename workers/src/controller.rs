@@ -22,7 +22,7 @@ use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
 use tessera_shared::runtime::{Context, Failure, Listener};
 use tessera_shared::spec::{FileFormat, JobLimits, JobSpec};
-use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
+use tessera_shared::storage::{BlobMeta, BlobStoreExt, PutMode, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -474,7 +474,7 @@ impl Controller {
             .map_err(|e| job_failure(job, e))?;
         let output = BlobKey::ImageOutput { job }.path();
         let started = std::time::Instant::now();
-        match stitch_png(
+        let stitched = stitch_png(
             local.blobs.clone(),
             &slices,
             &output,
@@ -482,22 +482,8 @@ impl Controller {
             record.params.spec.dpi(),
             self.settings.stitch_band_bytes,
         )
-        .await
-        {
-            Ok(meta) => tracing::info!(
-                %job,
-                bytes = meta.size,
-                ms = started.elapsed().as_millis() as u64,
-                "job stitched"
-            ),
-            Err(StitchError::Storage(e)) => {
-                tracing::warn!(%job, error = %e, "stitching failed; retrying");
-                return Err(Failure::retry_because(format!("stitching failed: {e}")));
-            }
-            Err(StitchError::Invalid(reason)) => {
-                return Err(give_up(&local, job, reason).await);
-            }
-        }
+        .await;
+        let png = step_outcome(&local, job, ("stitching", started), stitched).await?;
         let spec = &record.params.spec;
         if spec.format != FileFormat::Png {
             let file = BlobKey::ImageFile {
@@ -508,28 +494,13 @@ impl Controller {
             let started = std::time::Instant::now();
             let made = convert_output(
                 local.blobs.clone(),
-                &output,
+                (&output, png.size),
                 &file,
                 spec.output_format(),
                 spec.dpi(),
             )
             .await;
-            match made {
-                Ok(meta) => tracing::info!(
-                    %job,
-                    format = spec.format.extension(),
-                    bytes = meta.size,
-                    ms = started.elapsed().as_millis() as u64,
-                    "result file made"
-                ),
-                Err(StitchError::Storage(e)) => {
-                    tracing::warn!(%job, error = %e, "the result file failed; retrying");
-                    return Err(Failure::retry_because(format!("result file failed: {e}")));
-                }
-                Err(StitchError::Invalid(reason)) => {
-                    return Err(give_up(&local, job, reason).await);
-                }
-            }
+            step_outcome(&local, job, ("the result file", started), made).await?;
         }
 
         let spent_here = spent(&local);
@@ -727,4 +698,30 @@ fn plan_job(
         Ok(())
     })?;
     Ok((WholePlan::Uniform(plan), target, tiles))
+}
+
+/// The end of one step of making a job's output (`what`, begun at `started`): logged when done,
+/// retried after a storage error, and the job failed for output that cannot be made.
+async fn step_outcome(
+    platform: &Platform,
+    job: Uuid,
+    (what, started): (&str, std::time::Instant),
+    result: Result<BlobMeta, StitchError>,
+) -> Result<BlobMeta, Failure> {
+    match result {
+        Ok(meta) => {
+            tracing::info!(
+                %job,
+                bytes = meta.size,
+                ms = started.elapsed().as_millis() as u64,
+                "{what} done"
+            );
+            Ok(meta)
+        }
+        Err(StitchError::Storage(e)) => {
+            tracing::warn!(%job, error = %e, "{what} failed; retrying");
+            Err(Failure::retry_because(format!("{what} failed: {e}")))
+        }
+        Err(StitchError::Invalid(reason)) => Err(give_up(platform, job, reason).await),
+    }
 }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use tessera_engine::{FRAGMENT_HEADER_BYTES, FragmentHeader, FragmentPngWriter, SeekIndex};
 use tessera_shared::keys::BlobKey;
-use tessera_shared::storage::{BlobMeta, BlobStore, PutMode, StorageError};
+use tessera_shared::storage::{BlobMeta, BlobReader, BlobStore, PutMode, StorageError};
 use tokio::sync::mpsc;
 
 /// Size of the chunks handed to the upload (one staged block each).
@@ -179,29 +179,21 @@ async fn send_full(chunks: &mut Chunks, tx: &mpsc::Sender<Bytes>) -> Result<(), 
 /// and the encoder's own band; disk holds the file until it is uploaded.
 pub async fn convert_output(
     blobs: Arc<dyn BlobStore>,
-    png_key: &str,
+    png: (&str, u64),
     output: &str,
     format: tessera_engine::OutputFormat,
     dpi: u32,
 ) -> Result<BlobMeta, StitchError> {
-    let handle = tokio::runtime::Handle::current();
-    let failed: Arc<std::sync::Mutex<Option<StorageError>>> = Arc::default();
-    let size = blobs.head(png_key).await?.size;
-    let reader = BlobReader {
-        blobs: blobs.clone(),
-        key: png_key.to_string(),
-        at: 0,
-        size,
-        handle,
-        failed: failed.clone(),
-    };
-    let encoded = tokio::task::spawn_blocking(move || encode_from_png(reader, format, dpi))
+    let (png_key, png_size) = png;
+    let reader = BlobReader::new(
+        blobs.clone(),
+        png_key.to_string(),
+        tokio::runtime::Handle::current(),
+        (0..png_size, CHUNK_BYTES),
+    );
+    let mut file = tokio::task::spawn_blocking(move || encode_from_png(reader, format, dpi))
         .await
-        .map_err(|e| StitchError::Invalid(format!("the conversion stopped: {e}")))?;
-    if let Some(e) = failed.lock().ok().and_then(|mut f| f.take()) {
-        return Err(e.into());
-    }
-    let mut file = encoded?;
+        .map_err(|e| StitchError::Invalid(format!("the conversion stopped: {e}")))??;
     let mut upload = blobs.upload(output).await?;
     let copied = async {
         use std::io::Read;
@@ -233,15 +225,20 @@ pub async fn convert_output(
 }
 
 /// Decodes the PNG `reader` gives and encodes it as `format` into a temporary file, returned
-/// at its start.
+/// at its start. A storage error while reading stays one, so the caller retries it.
 fn encode_from_png(
-    reader: BlobReader,
+    reader: std::io::BufReader<BlobReader>,
     format: tessera_engine::OutputFormat,
     dpi: u32,
 ) -> Result<std::fs::File, StitchError> {
     use std::io::{Seek, SeekFrom};
-    let decoder = png::Decoder::new(std::io::BufReader::with_capacity(CHUNK_BYTES, reader));
-    let mut png = decoder.read_info().map_err(invalid)?;
+    let decoding = |e: png::DecodingError| match &e {
+        png::DecodingError::IoError(io) => {
+            BlobReader::storage_error(io).map_or_else(|| invalid(&e), StitchError::Storage)
+        }
+        _ => invalid(e),
+    };
+    let mut png = png::Decoder::new(reader).read_info().map_err(decoding)?;
     let info = png.info();
     if info.color_type != png::ColorType::Rgb || info.bit_depth != png::BitDepth::Eight {
         return Err(StitchError::Invalid("the stitched PNG is not RGB8".into()));
@@ -257,7 +254,7 @@ fn encode_from_png(
     .map_err(invalid)?;
     let band_bytes = (4usize << 20).max(width as usize * 3);
     let mut band = Vec::with_capacity(band_bytes);
-    while let Some(row) = png.next_row().map_err(invalid)? {
+    while let Some(row) = png.next_row().map_err(decoding)? {
         band.extend_from_slice(row.data());
         if band.len() >= band_bytes {
             sink.write_owned(std::mem::replace(&mut band, Vec::with_capacity(band_bytes)))
@@ -271,56 +268,6 @@ fn encode_from_png(
     drop(sink);
     file.seek(SeekFrom::Start(0)).map_err(invalid)?;
     Ok(file)
-}
-
-/// A blob read front to back in ranged reads, for a decoder on a blocking thread. A storage
-/// error is kept in `failed` (so the caller retries it as one) and ends the reading.
-struct BlobReader {
-    blobs: Arc<dyn BlobStore>,
-    key: String,
-    at: u64,
-    size: u64,
-    handle: tokio::runtime::Handle,
-    failed: Arc<std::sync::Mutex<Option<StorageError>>>,
-}
-
-impl std::io::Seek for BlobReader {
-    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
-        let at = match to {
-            std::io::SeekFrom::Start(n) => Some(n),
-            std::io::SeekFrom::Current(d) => self.at.checked_add_signed(d),
-            std::io::SeekFrom::End(d) => self.size.checked_add_signed(d),
-        };
-        self.at = at
-            .filter(|&at| at <= self.size)
-            .ok_or_else(|| std::io::Error::other("a seek outside the blob"))?;
-        Ok(self.at)
-    }
-}
-
-impl std::io::Read for BlobReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let want = (buf.len().min(CHUNK_BYTES) as u64).min(self.size - self.at);
-        if want == 0 {
-            return Ok(0);
-        }
-        let range = self.at..self.at + want;
-        match self.handle.block_on(self.blobs.get_range(&self.key, range)) {
-            Ok(got) => {
-                let n = got.len().min(buf.len());
-                buf[..n].copy_from_slice(&got[..n]);
-                self.at += n as u64;
-                Ok(n)
-            }
-            Err(e) => {
-                let message = e.to_string();
-                if let Ok(mut failed) = self.failed.lock() {
-                    *failed = Some(e);
-                }
-                Err(std::io::Error::other(message))
-            }
-        }
-    }
 }
 
 /// The PNG's bytes not yet handed to the upload.

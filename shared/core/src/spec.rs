@@ -400,6 +400,15 @@ pub enum FileFormat {
 pub const DEFAULT_JPEG_QUALITY: u8 = 90;
 
 impl FileFormat {
+    /// The name a job gives it: `png`, `jpeg` or `tiff`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileFormat::Png => "png",
+            FileFormat::Jpeg => "jpeg",
+            FileFormat::Tiff => "tiff",
+        }
+    }
+
     /// The file name extension.
     pub fn extension(self) -> &'static str {
         match self {
@@ -596,17 +605,7 @@ impl JobSpec {
             .map(|t| parse_u32("repeat_radius", t))
             .transpose()?
             .unwrap_or(1);
-        let blend = get("blend").map(|t| parse_u32("blend", t)).transpose()?;
-        let blend_percent = match blend {
-            None => 0,
-            Some(b @ 0..=100) => b as u8,
-            Some(b) => {
-                return Err(SpecError::invalid(
-                    "out_of_range",
-                    format!("blend must be 0 to 100, not {b}"),
-                ));
-            }
-        };
+        let blend_percent = parse_u8_in("blend", get("blend"), 0..=100, "")?.unwrap_or(0);
         let max_uses = get("max_uses")
             .map(|t| parse_u32("max_uses", t))
             .transpose()?;
@@ -614,19 +613,8 @@ impl JobSpec {
             .map(|t| parse_u32("min_uses", t))
             .transpose()?
             .unwrap_or(0);
-        let overlay_percent = match get("overlay")
-            .map(|t| parse_u32("overlay", t))
-            .transpose()?
-        {
-            None => 0,
-            Some(o @ 0..=50) => o as u8,
-            Some(o) => {
-                return Err(SpecError::invalid(
-                    "out_of_range",
-                    format!("overlay must be 0 to 50 (percent), not {o}"),
-                ));
-            }
-        };
+        let overlay_percent =
+            parse_u8_in("overlay", get("overlay"), 0..=50, " (percent)")?.unwrap_or(0);
         let background = given("background")
             .map(|text| {
                 TileBackground::parse(text).map_err(|e| {
@@ -669,16 +657,7 @@ impl JobSpec {
                 background,
                 adaptive,
                 overlay_percent,
-                form: match get("form").map(|t| parse_u32("form", t)).transpose()? {
-                    None => DEFAULT_FORM,
-                    Some(f @ 0..=100) => f as u8,
-                    Some(f) => {
-                        return Err(SpecError::invalid(
-                            "out_of_range",
-                            format!("form must be 0 to 100, not {f}"),
-                        ));
-                    }
-                },
+                form: parse_u8_in("form", get("form"), 0..=100, "")?.unwrap_or(DEFAULT_FORM),
             },
             allow_large: parse_bool("allow_large", get("allow_large"))?,
             print,
@@ -691,19 +670,7 @@ impl JobSpec {
                     )
                 })?,
             },
-            quality: match get("quality")
-                .map(|t| parse_u32("quality", t))
-                .transpose()?
-            {
-                None => None,
-                Some(q @ 1..=100) => Some(q as u8),
-                Some(q) => {
-                    return Err(SpecError::invalid(
-                        "out_of_range",
-                        format!("quality must be 1 to 100, not {q}"),
-                    ));
-                }
-            },
+            quality: parse_u8_in("quality", get("quality"), 1..=100, "")?,
         };
         Ok(spec)
     }
@@ -1081,6 +1048,30 @@ fn parse_u32(name: &str, text: &str) -> Result<u32, SpecError> {
             format!("{name} must be a whole number, not {text:?}"),
         )
     })
+}
+
+/// A whole-number field within `range`, if given: 400 `out_of_range` outside it, naming the
+/// range (and `unit` after it).
+fn parse_u8_in(
+    name: &str,
+    text: Option<&str>,
+    range: std::ops::RangeInclusive<u8>,
+    unit: &str,
+) -> Result<Option<u8>, SpecError> {
+    let Some(value) = text.map(|t| parse_u32(name, t)).transpose()? else {
+        return Ok(None);
+    };
+    match u8::try_from(value) {
+        Ok(v) if range.contains(&v) => Ok(Some(v)),
+        _ => Err(SpecError::invalid(
+            "out_of_range",
+            format!(
+                "{name} must be {} to {}{unit}, not {value}",
+                range.start(),
+                range.end()
+            ),
+        )),
+    }
 }
 
 fn parse_bool(name: &str, text: Option<&str>) -> Result<bool, SpecError> {

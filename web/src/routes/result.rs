@@ -68,16 +68,15 @@ pub async fn get(
         ));
     }
     let format = record.params.spec.format;
+    // The PNG is the result itself; another format is a file made beside it.
+    let png = done_result(&record)?;
     let key = match format {
-        FileFormat::Png => done_result(&record)?,
-        other => {
-            done_result(&record)?;
-            BlobKey::ImageFile {
-                job: record.id,
-                extension: other.extension(),
-            }
-            .path()
+        FileFormat::Png => png,
+        other => BlobKey::ImageFile {
+            job: record.id,
+            extension: other.extension(),
         }
+        .path(),
     };
     let meta = match state.platform.blobs.head(&key).await {
         Ok(meta) => meta,

@@ -10,6 +10,9 @@
 //! lowercase letters, digits and hyphens), the rest is the blob's name.
 
 pub mod embedded;
+mod reader;
+
+pub use reader::BlobReader;
 
 use std::collections::HashMap;
 use std::fmt::{self, Debug};
