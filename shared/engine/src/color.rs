@@ -48,6 +48,11 @@ pub fn dist2(a: &Lab, b: &Lab) -> f32 {
 }
 
 /// The CIEDE2000 colour difference (kL = kC = kH = 1), after Sharma, Wu and Dalal (2005).
+///
+/// The hue difference and the mean hue are taken from the two hue directions as unit vectors
+/// (their cross and dot products, and their bisector) rather than from the hue angles, which
+/// leaves one arctangent, for the blue-region rotation term: the same quantities with a third of
+/// the transcendental functions.
 pub fn ciede2000(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
     use std::f64::consts::PI;
     let [l1, a1, b1] = lab1;
@@ -61,44 +66,46 @@ pub fn ciede2000(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
     let a2p = a2 * (1.0 + g);
     let c1p = (a1p * a1p + b1 * b1).sqrt();
     let c2p = (a2p * a2p + b2 * b2).sqrt();
-    let hue = |b: f64, a: f64| {
-        if b == 0.0 && a == 0.0 {
-            0.0
-        } else {
-            let h = b.atan2(a);
-            if h < 0.0 { h + 2.0 * PI } else { h }
+    // Each hue as a unit vector (none for a neutral colour), then sin(Δh'/2) and the mean
+    // hue's cosine and sine.
+    let unit = |a: f64, b: f64, c: f64| (c > 0.0).then(|| (a / c, b / c));
+    let (sin_half_dh, (cos_h, sin_h)) = match (unit(a1p, b1, c1p), unit(a2p, b2, c2p)) {
+        (Some((x1, y1)), Some((x2, y2))) => {
+            let (dot, cross) = (x1 * x2 + y1 * y2, x1 * y2 - y1 * x2);
+            let half = ((1.0 - dot) / 2.0).max(0.0).sqrt();
+            let (bx, by) = (x1 + x2, y1 + y2);
+            let norm = (bx * bx + by * by).sqrt();
+            let mean = if norm > 1e-12 {
+                (bx / norm, by / norm)
+            } else {
+                // Opposite hues: the mean is a quarter turn from the first, on the side the
+                // hue angles' mean falls, as Sharma's conditions choose it.
+                let h1 = hue_angle(b1, a1p);
+                let h2 = hue_angle(b2, a2p);
+                let m = if h1 + h2 < 2.0 * PI {
+                    (h1 + h2 + 2.0 * PI) / 2.0
+                } else {
+                    (h1 + h2 - 2.0 * PI) / 2.0
+                };
+                let m = if (h1 - h2).abs() <= PI {
+                    (h1 + h2) / 2.0
+                } else {
+                    m
+                };
+                (m.cos(), m.sin())
+            };
+            (if cross < 0.0 { -half } else { half }, mean)
         }
+        (Some(u), None) | (None, Some(u)) => (0.0, u),
+        (None, None) => (0.0, (1.0, 0.0)),
     };
-    let h1p = hue(b1, a1p);
-    let h2p = hue(b2, a2p);
     let dlp = l2 - l1;
     let dcp = c2p - c1p;
-    let dhp = if c1p * c2p == 0.0 {
-        0.0
-    } else {
-        let d = h2p - h1p;
-        if d > PI {
-            d - 2.0 * PI
-        } else if d < -PI {
-            d + 2.0 * PI
-        } else {
-            d
-        }
-    };
-    let dhp_big = 2.0 * (c1p * c2p).sqrt() * (dhp / 2.0).sin();
+    let dhp_big = 2.0 * (c1p * c2p).sqrt() * sin_half_dh;
     let lbarp = (l1 + l2) / 2.0;
     let cbarp = (c1p + c2p) / 2.0;
-    let hbarp = if c1p * c2p == 0.0 {
-        h1p + h2p
-    } else if (h1p - h2p).abs() <= PI {
-        (h1p + h2p) / 2.0
-    } else if h1p + h2p < 2.0 * PI {
-        (h1p + h2p + 2.0 * PI) / 2.0
-    } else {
-        (h1p + h2p - 2.0 * PI) / 2.0
-    };
-    // The four cosines of T from one sine and cosine, by the multiple-angle formulas.
-    let (s1, c1) = hbarp.sin_cos();
+    // The four cosines of T from the mean hue's cosine and sine, by the multiple-angle formulas.
+    let (s1, c1) = (sin_h, cos_h);
     let (s2, c2) = (2.0 * s1 * c1, 2.0 * c1 * c1 - 1.0);
     let (s3, c3) = (s1 * (3.0 - 4.0 * s1 * s1), c1 * (4.0 * c1 * c1 - 3.0));
     let (s4, c4) = (2.0 * s2 * c2, 2.0 * c2 * c2 - 1.0);
@@ -107,7 +114,8 @@ pub fn ciede2000(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
     let (sin63, cos63) = (63.0 * PI / 180.0).sin_cos();
     let t = 1.0 - 0.17 * (c1 * cos30 + s1 * sin30) + 0.24 * c2 + 0.32 * (c3 * cos6 - s3 * sin6)
         - 0.20 * (c4 * cos63 + s4 * sin63);
-    let dtheta = (30.0 * PI / 180.0) * (-(((hbarp * 180.0 / PI) - 275.0) / 25.0).powi(2)).exp();
+    let hbar_deg = sin_h.atan2(cos_h).to_degrees().rem_euclid(360.0);
+    let dtheta = (30.0 * PI / 180.0) * (-((hbar_deg - 275.0) / 25.0).powi(2)).exp();
     let cbarp7 = cbarp.powi(7);
     let rc = 2.0 * (cbarp7 / (cbarp7 + 25f64.powi(7))).sqrt();
     let lb50 = (lbarp - 50.0).powi(2);
@@ -117,6 +125,15 @@ pub fn ciede2000(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
     let rt = -(2.0 * dtheta).sin() * rc;
     let (tl, tc, th) = (dlp / sl, dcp / sc, dhp_big / sh);
     (tl * tl + tc * tc + th * th + rt * tc * th).sqrt()
+}
+
+/// The hue angle of `(a, b)` in `[0, 2π)`, 0 for a neutral colour.
+fn hue_angle(b: f64, a: f64) -> f64 {
+    if b == 0.0 && a == 0.0 {
+        0.0
+    } else {
+        b.atan2(a).rem_euclid(2.0 * std::f64::consts::PI)
+    }
 }
 
 #[cfg(test)]
@@ -141,6 +158,82 @@ mod tests {
         for (a, b, want) in cases {
             let got = ciede2000(a, b);
             assert!((got - want).abs() < 1e-4, "{a:?} {b:?}: {got} != {want}");
+        }
+    }
+
+    /// CIEDE2000 as Sharma, Wu and Dalal write it, with the hue angles.
+    fn ciede2000_by_angles(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
+        use std::f64::consts::PI;
+        let [l1, a1, b1] = lab1;
+        let [l2, a2, b2] = lab2;
+        let cbar = ((a1 * a1 + b1 * b1).sqrt() + (a2 * a2 + b2 * b2).sqrt()) / 2.0;
+        let g = 0.5 * (1.0 - (cbar.powi(7) / (cbar.powi(7) + 25f64.powi(7))).sqrt());
+        let (a1p, a2p) = (a1 * (1.0 + g), a2 * (1.0 + g));
+        let (c1p, c2p) = ((a1p * a1p + b1 * b1).sqrt(), (a2p * a2p + b2 * b2).sqrt());
+        let (h1p, h2p) = (hue_angle(b1, a1p), hue_angle(b2, a2p));
+        let dhp = match h2p - h1p {
+            _ if c1p * c2p == 0.0 => 0.0,
+            d if d > PI => d - 2.0 * PI,
+            d if d < -PI => d + 2.0 * PI,
+            d => d,
+        };
+        let dhp_big = 2.0 * (c1p * c2p).sqrt() * (dhp / 2.0).sin();
+        let (lbarp, cbarp) = ((l1 + l2) / 2.0, (c1p + c2p) / 2.0);
+        let hbarp = if c1p * c2p == 0.0 {
+            h1p + h2p
+        } else if (h1p - h2p).abs() <= PI {
+            (h1p + h2p) / 2.0
+        } else if h1p + h2p < 2.0 * PI {
+            (h1p + h2p + 2.0 * PI) / 2.0
+        } else {
+            (h1p + h2p - 2.0 * PI) / 2.0
+        };
+        let deg = |d: f64| d * PI / 180.0;
+        let t = 1.0 - 0.17 * (hbarp - deg(30.0)).cos()
+            + 0.24 * (2.0 * hbarp).cos()
+            + 0.32 * (3.0 * hbarp + deg(6.0)).cos()
+            - 0.20 * (4.0 * hbarp - deg(63.0)).cos();
+        let dtheta = deg(30.0) * (-((hbarp.to_degrees() - 275.0) / 25.0).powi(2)).exp();
+        let rc = 2.0 * (cbarp.powi(7) / (cbarp.powi(7) + 25f64.powi(7))).sqrt();
+        let lb50 = (lbarp - 50.0).powi(2);
+        let sl = 1.0 + 0.015 * lb50 / (20.0 + lb50).sqrt();
+        let (sc, sh) = (1.0 + 0.045 * cbarp, 1.0 + 0.015 * cbarp * t);
+        let rt = -(2.0 * dtheta).sin() * rc;
+        let (tl, tc, th) = ((l2 - l1) / sl, (c2p - c1p) / sc, dhp_big / sh);
+        (tl * tl + tc * tc + th * th + rt * tc * th).sqrt()
+    }
+
+    #[test]
+    fn ciede2000_by_vectors_agrees_with_the_angle_formulas() {
+        let mut s = 7u64;
+        let mut next = |lo: f64, hi: f64| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        };
+        let mut pairs: Vec<([f64; 3], [f64; 3])> = (0..20_000)
+            .map(|_| {
+                let a = [next(0.0, 100.0), next(-110.0, 110.0), next(-110.0, 110.0)];
+                let b = [next(0.0, 100.0), next(-110.0, 110.0), next(-110.0, 110.0)];
+                (a, b)
+            })
+            .collect();
+        // Neutral colours, equal hues and opposite hues.
+        pairs.extend([
+            ([50.0, 0.0, 0.0], [60.0, 0.0, 0.0]),
+            ([50.0, 0.0, 0.0], [60.0, -20.0, 5.0]),
+            ([50.0, 10.0, 10.0], [60.0, 20.0, 20.0]),
+            ([50.0, 10.0, 0.0], [60.0, -10.0, 0.0]),
+            ([50.0, 0.0, 10.0], [60.0, 0.0, -10.0]),
+            ([50.0, -3.0, -40.0], [40.0, 3.0, 40.0]),
+        ]);
+        for (a, b) in pairs {
+            let (got, want) = (ciede2000(a, b), ciede2000_by_angles(a, b));
+            assert!(
+                (got - want).abs() < 1e-9 * want.max(1.0),
+                "{a:?} {b:?}: {got} != {want}"
+            );
         }
     }
 }

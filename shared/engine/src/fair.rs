@@ -12,37 +12,41 @@
 //! with as many bidders as cells, prices carry over from one ε to the next, and the last phase
 //! ends within [`EPSILON`] per copy of the best assignment over the cells each tile sees.
 //!
-//! Which cells a tile sees: every cell while tiles times cells stays within [`DENSE_PAIRS`]
-//! (the best assignment of nearly as many tiles as cells is global: a copy's cell ranks in the
-//! hundreds on its own list). Past that, its [`NEAREST_CELLS`] cells of least colour distance
-//! less outside cost (the cells that lose least by giving up their own tile), found in a k-d tree
-//! weighted by the outside costs, plus a greedy matching that gives every copy a cell of its own
-//! so the auction always ends.
+//! Which cells a tile sees: its shortlist of the cells of least perceptual distance
+//! ([`perceptual`]) less outside cost, the cells that lose least by giving up their own tile.
+//! The best assignment of nearly as many tiles as cells is global (a copy's cell ranks in the
+//! hundreds on its tile's list), so the lists are long while the library is small:
+//! [`SHORTLIST_PAIRS`] divided among the tiles, from [`NEAREST_CELLS`] to [`SHORTLIST_CELLS`]
+//! cells each. A greedy matching adds a cell of its own for every copy, so the auction always
+//! ends.
 //!
-//! Cost: O(tiles · cells) to price every pair and O(bids · cells) to bid while dense;
-//! O(tiles · NEAREST_CELLS) and O(bids · NEAREST_CELLS) past it. Copies of one tile keep out of
-//! each other's repeat radius; the cells left free are filled by the matcher under `max_uses`
-//! and the radius.
+//! Cost: O(tiles · cells) distance evaluations to shortlist while that product is within
+//! [`SCAN_PAIRS`] (a weighted k-d tree past it), O(tiles · L) exact prices and O(bids · L) to
+//! bid, for lists of L cells. Copies of one tile keep out of each other's repeat radius; the
+//! cells left free are filled by the matcher under `max_uses` and the radius.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use rayon::prelude::*;
 
-use crate::color::Lab;
+use crate::color::{Lab, dist2};
 use crate::kdtree::KdTree;
 use crate::{Error, Library, Transform};
 
 /// What tile `tile` costs in cell `cell`, and the transform it takes there.
 pub(crate) type CellCost<'a> = dyn Fn(u32, u32) -> (f32, Transform) + Sync + 'a;
 
-/// Tiles times cells up to which each tile sees every cell (4 bytes a pair).
-const DENSE_PAIRS: usize = 64 << 20;
-/// Cells each tile sees past [`DENSE_PAIRS`].
+/// Pairs of tile and cell priced in all: each tile sees this many cells divided by the tiles,
+/// within [`NEAREST_CELLS`] and [`SHORTLIST_CELLS`].
+const SHORTLIST_PAIRS: usize = 8 << 20;
+const SHORTLIST_CELLS: usize = 1024;
 const NEAREST_CELLS: usize = 48;
+/// Tiles times cells up to which the shortlists come from a scan of every pair.
+const SCAN_PAIRS: usize = 64 << 20;
 /// The last phase's ε, in the units of [`unit`]: the assignment is optimal within this much
 /// per copy.
-const EPSILON: f32 = 0.01;
+const EPSILON: f32 = 0.05;
 /// Each phase divides ε by this.
 const EPSILON_STEP: f32 = 5.0;
 
@@ -55,21 +59,59 @@ fn unit(score: f32) -> f32 {
 
 const NONE: u32 = u32::MAX;
 
-/// The cells each tile sees and what a copy of it is worth in each.
-enum Graph {
-    /// Every cell, row-major by tile.
-    Dense { values: Vec<f32>, cells: usize },
-    /// Each tile's own list of `(cell, value)`.
-    Sparse(Vec<Vec<(u32, f32)>>),
+/// Each tile's cells, as `(cell, value)`: what a copy of the tile is worth in each.
+type Edges = [Vec<(u32, f32)>];
+
+/// The largest value in `lists`, in size: the first phase's ε is a quarter of it.
+fn spread(lists: &Edges) -> f32 {
+    lists.iter().flatten().fold(0f32, |a, e| a.max(e.1.abs()))
 }
 
-impl Graph {
-    fn spread(&self) -> f32 {
-        let abs_max = |it: &mut dyn Iterator<Item = f32>| it.fold(0f32, |a, v| a.max(v.abs()));
-        match self {
-            Graph::Dense { values, .. } => abs_max(&mut values.iter().copied()),
-            Graph::Sparse(lists) => abs_max(&mut lists.iter().flatten().map(|e| e.1)),
-        }
+/// Lab with chroma compressed logarithmically, as DIN99 does, so that Euclidean distance ranks
+/// pairs of colours nearly as CIEDE2000 does (it divides chroma differences by `1 + 0.045 C`).
+fn perceptual(q: &Lab) -> Lab {
+    let c = (q[1] * q[1] + q[2] * q[2]).sqrt();
+    let s = if c > 1e-6 {
+        (0.045 * c).ln_1p() / (0.045 * c)
+    } else {
+        1.0
+    };
+    [q[0], q[1] * s, q[2] * s]
+}
+
+/// For each tile, the `k` cells of least perceptual distance from it less the cell's
+/// `outside` cost: the cells that lose least by giving up their own tile. A scan of every pair
+/// while tiles times cells stays within [`SCAN_PAIRS`], a weighted k-d tree past it.
+fn nearest_by_offset(cells: &[Lab], outside: &[f32], tiles: &[Lab], k: usize) -> Vec<Vec<u32>> {
+    let cells: Vec<Lab> = cells.iter().map(perceptual).collect();
+    if tiles.len() * cells.len() <= SCAN_PAIRS {
+        tiles
+            .par_iter()
+            .map_init(Vec::new, |keys: &mut Vec<(f32, u32)>, t| {
+                let q = perceptual(t);
+                keys.clear();
+                keys.extend(
+                    cells
+                        .iter()
+                        .zip(outside)
+                        .enumerate()
+                        .map(|(c, (p, &o))| (dist2(&q, p).sqrt() - o, c as u32)),
+                );
+                if k < keys.len() {
+                    keys.select_nth_unstable_by(k, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                }
+                keys[..k].iter().map(|e| e.1).collect()
+            })
+            .collect()
+    } else {
+        let tree = KdTree::with_weights(&cells, outside);
+        tiles
+            .par_iter()
+            .map_init(Vec::new, |scratch, t| {
+                tree.least_offset(&perceptual(t), k, scratch);
+                scratch.iter().map(|e| e.1).collect()
+            })
+            .collect()
     }
 }
 
@@ -89,33 +131,20 @@ pub(crate) fn place_copies(
     let m = min_uses as usize;
     let outside: Vec<f32> = outside.iter().map(|&s| unit(s)).collect();
     let value = |t: u32, c: u32| outside[c as usize] - unit(cost_of(c, t).0);
-    let graph = if n * cells <= DENSE_PAIRS {
-        let mut values = vec![0f32; n * cells];
-        values
-            .par_chunks_mut(cells)
-            .enumerate()
-            .for_each(|(t, row)| {
-                for (c, v) in row.iter_mut().enumerate() {
-                    *v = value(t as u32, c as u32);
-                }
-            });
-        Graph::Dense { values, cells }
-    } else {
-        let tree = KdTree::with_weights(cell_means, &outside);
-        let mut lists: Vec<Vec<(u32, f32)>> = (0..n as u32)
-            .into_par_iter()
-            .map_init(Vec::new, |scratch, t| {
-                tree.least_offset(&library.means()[t as usize], NEAREST_CELLS, scratch);
-                scratch.iter().map(|&(_, c)| (c, value(t, c))).collect()
-            })
-            .collect();
-        for (t, c) in own_cells(&lists, m, cell_means, library.means()) {
-            lists[t as usize].push((c, value(t, c)));
-        }
-        Graph::Sparse(lists)
-    };
+    let seen = (SHORTLIST_PAIRS / n.max(1))
+        .clamp(NEAREST_CELLS, SHORTLIST_CELLS)
+        .min(cells);
+    let near = nearest_by_offset(cell_means, &outside, library.means(), seen);
+    let mut lists: Vec<Vec<(u32, f32)>> = near
+        .into_par_iter()
+        .enumerate()
+        .map(|(t, cells)| cells.into_iter().map(|c| (c, value(t as u32, c))).collect())
+        .collect();
+    for (t, c) in own_cells(&lists, m, cell_means, library.means()) {
+        lists[t as usize].push((c, value(t, c)));
+    }
     let cell_of =
-        auction(&graph, cells, (cols, radius, m)).map_err(|t| Error::LibraryTooSmall {
+        auction(&lists, cells, (cols, radius, m)).map_err(|t| Error::LibraryTooSmall {
             tiles: n,
             needed: n,
             hint: format!(
@@ -135,20 +164,17 @@ pub(crate) fn place_copies(
 /// The auction: each copy's cell (copies of tile `t` are `t * m .. (t + 1) * m`), or the tile
 /// whose copy found no cell it may take.
 fn auction(
-    graph: &Graph,
+    lists: &Edges,
     cells: usize,
     (cols, radius, m): (usize, usize, usize),
 ) -> Result<Vec<u32>, u32> {
-    let copies = match graph {
-        Graph::Dense { values, .. } => values.len() / cells,
-        Graph::Sparse(lists) => lists.len(),
-    } * m;
+    let copies = lists.len() * m;
     let mut price = vec![0f32; cells];
     let mut owner = vec![NONE; cells];
     // Bidders: the copies, then the stand-ins for the cells left free.
     let mut cell_of = vec![NONE; cells];
     let mut cheapest: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
-    let mut epsilon = (graph.spread() / 4.0).max(EPSILON);
+    let mut epsilon = (spread(lists) / 4.0).max(EPSILON);
     loop {
         owner.fill(NONE);
         cell_of.fill(NONE);
@@ -173,19 +199,7 @@ fn auction(
                                 && within(cell_of[s] as usize, c as usize, cols, radius)
                         })
                 };
-                let (best, second) = match graph {
-                    Graph::Dense { values, cells } => best_two(
-                        values[t * cells..(t + 1) * cells]
-                            .iter()
-                            .enumerate()
-                            .map(|(c, &v)| (c as u32, v)),
-                        &price,
-                        near_sibling,
-                    ),
-                    Graph::Sparse(lists) => {
-                        best_two(lists[t].iter().copied(), &price, near_sibling)
-                    }
-                };
+                let (best, second) = best_two(lists[t].iter().copied(), &price, near_sibling);
                 if best.1 == NONE {
                     return Err(t as u32);
                 }
@@ -237,7 +251,7 @@ fn best_two(
 }
 
 /// Pairs `(tile, cell)` that give each copy a cell of its own, for tiles whose edges do not
-/// already: a matching greedy by value over the edges, then each copy left over takes the
+/// already: a matching greedy by value over each tile's best edges, then each copy left over takes the
 /// nearest cell by mean colour still free. With them among the edges the auction always ends.
 fn own_cells(
     lists: &[Vec<(u32, f32)>],
@@ -248,10 +262,19 @@ fn own_cells(
     let cells = cell_means.len();
     let mut taken = vec![false; cells];
     let mut placed = vec![0usize; lists.len()];
+    // Greedy by value over each tile's few best edges...
+    let keep = 2 * m + 2;
     let mut order: Vec<(f32, u32, u32)> = lists
-        .iter()
+        .par_iter()
         .enumerate()
-        .flat_map(|(t, list)| list.iter().map(move |&(c, v)| (v, t as u32, c)))
+        .flat_map_iter(|(t, list)| {
+            let mut best = list.clone();
+            if keep < best.len() {
+                best.select_nth_unstable_by(keep, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                best.truncate(keep);
+            }
+            best.into_iter().map(move |(c, v)| (v, t as u32, c))
+        })
         .collect();
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     for (_, t, c) in order {
@@ -260,7 +283,19 @@ fn own_cells(
             placed[t as usize] += 1;
         }
     }
-    // The copies left over, in rounds: each takes the nearest of its 16 nearest free cells that
+    // ...then each tile still short takes the free cells its list names, in list order...
+    for (t, list) in lists.iter().enumerate() {
+        for &(c, _) in list {
+            if placed[t] == m {
+                break;
+            }
+            if !taken[c as usize] {
+                taken[c as usize] = true;
+                placed[t] += 1;
+            }
+        }
+    }
+    // ...and the copies left over, in rounds: each takes the nearest of its 16 nearest free cells that
     // no nearer pair has taken, until none is left.
     let mut left: Vec<u32> = (0..lists.len())
         .flat_map(|t| std::iter::repeat_n(t as u32, m - placed[t]))
@@ -373,22 +408,21 @@ mod tests {
     }
 
     #[test]
-    fn the_auction_finds_the_best_assignment_dense_and_sparse() {
+    fn the_auction_finds_the_best_assignment() {
         let (tiles, cells) = (5, 8);
         for seed in 1..20 {
             let v = values(seed, tiles * cells);
             let best = brute_force(&v, tiles, cells);
-            let sparse = Graph::Sparse(
-                (0..tiles)
-                    .map(|t| (0..cells).map(|c| (c as u32, v[t * cells + c])).collect())
-                    .collect(),
-            );
-            let dense = Graph::Dense {
-                values: v.clone(),
-                cells,
-            };
-            for graph in [dense, sparse] {
-                let cell_of = auction(&graph, cells, (cells, 0, 1)).expect("a cell for each");
+            let lists: Vec<Vec<(u32, f32)>> = (0..tiles)
+                .map(|t| (0..cells).map(|c| (c as u32, v[t * cells + c])).collect())
+                .collect();
+            // The same edges in another order.
+            let reversed: Vec<Vec<(u32, f32)>> = lists
+                .iter()
+                .map(|l| l.iter().rev().copied().collect())
+                .collect();
+            for lists in [lists, reversed] {
+                let cell_of = auction(&lists, cells, (cells, 0, 1)).expect("a cell for each");
                 let mut seen = cell_of.clone();
                 seen.sort();
                 seen.dedup();
@@ -410,8 +444,16 @@ mod tests {
         let v: Vec<f32> = (0..tiles * cells)
             .map(|i| -(((i % cells) / cols + (i % cells) % cols) as f32))
             .collect();
-        let graph = Graph::Dense { values: v, cells };
-        let cell_of = auction(&graph, cells, (cols, 1, 2)).expect("room for every copy");
+        let lists: Vec<Vec<(u32, f32)>> = v
+            .chunks(cells)
+            .map(|row| {
+                row.iter()
+                    .enumerate()
+                    .map(|(c, &x)| (c as u32, x))
+                    .collect()
+            })
+            .collect();
+        let cell_of = auction(&lists, cells, (cols, 1, 2)).expect("room for every copy");
         for t in 0..tiles {
             let (a, b) = (cell_of[2 * t] as usize, cell_of[2 * t + 1] as usize);
             assert!(!within(a, b, cols, 1), "tile {t}: cells {a} and {b}");
