@@ -141,7 +141,8 @@ async fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> 
         Command::Serve(_) => platform::NudgeReach::Machine,
         _ => platform::NudgeReach::Network,
     };
-    let platform = platform::open(&settings.storage, &settings.nudge, reach)?;
+    let platform = platform::open(&settings.storage, &settings.nudge, reach)?
+        .with_encoding(settings.queues.encoding);
     match command {
         Command::Serve(args) => roles::serve(platform, settings, args).await,
         Command::Web(args) => roles::web(platform, settings, args).await,

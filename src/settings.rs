@@ -23,6 +23,16 @@ pub struct Settings {
     pub limits: tessera_shared::spec::JobLimits,
     pub ops: OpsSettings,
     pub nudge: NudgeConfig,
+    pub queues: QueueConfig,
+}
+
+/// How messages are written on the queues.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueueConfig {
+    /// `base64` (the default: what Azure Functions queue triggers and output bindings use on
+    /// their default settings) or `json`. Readers take both.
+    pub encoding: tessera_shared::messages::Encoding,
 }
 
 /// The operations endpoint of `tessera controller` and `tessera processor`: `/healthz`,

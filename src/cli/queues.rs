@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use anyhow::{Context as _, bail};
-use tessera_shared::messages::{QueueName, poison_queue_name};
+use tessera_shared::messages::{Encoding, QueueName, poison_queue_name};
 use tessera_shared::platform::Platform;
 use tessera_shared::registry::RoleRegistry;
 use tessera_shared::runtime::PoisonRecord;
@@ -178,7 +178,8 @@ pub async fn peek(platform: &Platform, queue: &str, count: usize, raw: bool) -> 
         }
         let inserted = m.insertion_time.format(&Rfc3339).unwrap_or_default();
         println!("{}  received {}x  sent {inserted}", m.id, m.dequeue_count);
-        match serde_json::from_str::<PoisonRecord>(&m.body) {
+        let text = Encoding::from_wire(&m.body).map_or_else(|_| m.body.clone(), |t| t.into_owned());
+        match serde_json::from_str::<PoisonRecord>(&text) {
             Ok(record) if queue.ends_with("-poison") => {
                 println!("  reason: {}", record.reason);
                 println!(
@@ -189,12 +190,16 @@ pub async fn peek(platform: &Platform, queue: &str, count: usize, raw: bool) -> 
                     println!("  job: {job}");
                 }
                 match (&record.body, &record.body_blob) {
-                    (Some(body), _) => println!("  body: {}", shorten(body, 400)),
+                    (Some(body), _) => {
+                        let body = Encoding::from_wire(body)
+                            .map_or_else(|_| body.clone(), |t| t.into_owned());
+                        println!("  body: {}", shorten(&body, 400))
+                    }
                     (None, Some(key)) => println!("  body stored at {key}"),
                     (None, None) => {}
                 }
             }
-            _ => println!("  {}", shorten(&m.body, 400)),
+            _ => println!("  {}", shorten(&text, 400)),
         }
     }
     Ok(())
@@ -223,22 +228,32 @@ pub async fn requeue(platform: &Platform, queue: &str, max: u64) -> anyhow::Resu
             break;
         }
         for m in batch {
-            let record: PoisonRecord = serde_json::from_str(&m.body)
-                .with_context(|| format!("message {} in {poison} is not a poison record", m.id))?;
-            let body = record.original_body(&*platform.blobs).await?;
+            // A poison record goes back to the queue it names; anything else is a raw message
+            // as Azure's tooling leaves it (a Functions trigger moves messages unchanged), and
+            // goes back as it is to the queue this poison queue belongs to.
+            let record = Encoding::from_wire(&m.body)
+                .ok()
+                .and_then(|text| serde_json::from_str::<PoisonRecord>(&text).ok());
+            let (target, body, stored) = match record {
+                Some(record) => {
+                    let body = record.original_body(&*platform.blobs).await?;
+                    (record.queue, body, record.body_blob)
+                }
+                None => (queue.to_string(), m.body.clone(), None),
+            };
             platform
                 .queues
-                .send(&record.queue, &body, SendOptions::default())
+                .send(&target, &body, SendOptions::default())
                 .await
-                .with_context(|| format!("send back to {}", record.queue))?;
+                .with_context(|| format!("send back to {target}"))?;
             platform
                 .queues
                 .delete(&poison, &m.id, &m.pop_receipt)
                 .await?;
-            if let Some(key) = &record.body_blob {
+            if let Some(key) = &stored {
                 let _ = platform.blobs.delete(key).await;
             }
-            touched.insert(record.queue);
+            touched.insert(target);
             moved += 1;
         }
     }

@@ -1,8 +1,10 @@
 """Another Azure SDK on the other end of Tessera's queues: the Python azure-storage-queue (v12).
 
 Reads one JSON request on stdin, writes one JSON answer on stdout. The connection string comes
-from TESSERA_AZURE_CONNECTION_STRING. The SDK's default message policies are kept: bodies go
-and come as plain text (no base64), as the Rust SDK sends them.
+from TESSERA_AZURE_CONNECTION_STRING. The SDK's default message policies are kept (bodies go
+and come as plain text) unless the request says "encoding": "base64": then the SDK's
+TextBase64EncodePolicy and TextBase64DecodePolicy are used, as an Azure Functions queue output
+binding and queue trigger do on their default settings.
 
 Requests:
   {"op": "send", "queue": Q, "bodies": [...]}                  -> {"ids": [...]}
@@ -16,13 +18,19 @@ import json
 import os
 import sys
 
-from azure.storage.queue import QueueClient
+from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
 
 def main() -> None:
     request = json.load(sys.stdin)
     conn = os.environ["TESSERA_AZURE_CONNECTION_STRING"]
-    queue = QueueClient.from_connection_string(conn, request["queue"])
+    policies = {}
+    if request.get("encoding") == "base64":
+        policies = {
+            "message_encode_policy": TextBase64EncodePolicy(),
+            "message_decode_policy": TextBase64DecodePolicy(),
+        }
+    queue = QueueClient.from_connection_string(conn, request["queue"], **policies)
     op = request["op"]
     if op == "send":
         ids = [queue.send_message(body).id for body in request["bodies"]]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
 use serde_json::Value;
-use tessera_shared::messages::{Envelope, ImageRequest, ImageResponse, JobOutcome};
+use tessera_shared::messages::{Encoding, Envelope, ImageRequest, ImageResponse, JobOutcome};
 use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_web::WebSettings;
 use uuid::Uuid;
@@ -183,7 +183,10 @@ async fn a_submission_stores_its_input_and_record_and_queues_one_request() {
     let record = app.platform.jobs().get(id).await.unwrap();
     assert_eq!(record.client_id, client);
     let peeked = app.platform.queues.peek("imagerequest", 1).await.unwrap();
-    let message = Envelope::<ImageRequest>::decode(&peeked[0].body).unwrap();
+    // Written base64-encoded, as Azure Functions' queue bindings expect by default.
+    let body = &peeked[0].body;
+    assert_eq!(Encoding::of(body), Encoding::Base64, "{body}");
+    let message = Envelope::<ImageRequest>::decode(&Encoding::from_wire(body).unwrap()).unwrap();
     assert_eq!(message.body.job_id, id);
     assert_eq!(message.client_id, client);
     assert_eq!(message.body.input_blob, format!("imageinput/{id}"));

@@ -144,3 +144,68 @@ async fn tessera_reads_what_python_sdk_sends() {
     }
     s.delete_queue(&q).await.unwrap();
 }
+
+/// An Azure Function on its default settings, played by the Python SDK with its base64 policies
+/// (the queue trigger decodes, the output binding encodes), and a plain-text peer: each reads
+/// what Tessera writes in the matching encoding, and Tessera reads what either writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn functions_bindings_read_and_write_tessera_messages_in_both_encodings() {
+    use tessera_shared::messages::{Encoding, Envelope, ImageRequest};
+    use tessera_shared::queue::Queue;
+    use tessera_shared::runtime::Nudges;
+
+    let golden = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/messages/image_request.json"),
+    )
+    .unwrap();
+    let envelope = Envelope::<ImageRequest>::decode(&golden).unwrap();
+    let s = storage();
+    for (encoding, peer_encoding) in [(Encoding::Base64, "base64"), (Encoding::Json, "plain")] {
+        let q = crate::support::unique_name("functions");
+        let queue = Queue::<ImageRequest>::new(s.queues(), s.blobs(), Nudges::local())
+            .named(&q)
+            .encoded(encoding);
+        queue.ensure().await.unwrap();
+
+        // Tessera to the trigger.
+        queue.send(&envelope).await.unwrap();
+        let q2 = q.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            peer(json!({"op": "receive", "queue": q2, "encoding": peer_encoding, "delete": true}))
+        })
+        .await
+        .unwrap();
+        let messages = answer["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 1, "{answer}");
+        let read: Value = serde_json::from_str(messages[0]["body"].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("{peer_encoding} trigger got no JSON ({e}): {answer}"));
+        assert_eq!(read["kind"], "ImageRequest");
+        assert_eq!(read["body"]["job_id"], envelope.body.job_id.to_string());
+
+        // The output binding to Tessera, which reads both encodings whatever it writes.
+        let (q2, text) = (q.clone(), golden.clone());
+        tokio::task::spawn_blocking(move || {
+            peer(
+                json!({"op": "send", "queue": q2, "encoding": "base64", "bodies": [text.clone()]}),
+            );
+            peer(json!({"op": "send", "queue": q2, "bodies": [text]}));
+        })
+        .await
+        .unwrap();
+        let got = s.receive(&q, 32, Duration::from_secs(30)).await.unwrap();
+        assert_eq!(got.len(), 2);
+        let encodings: Vec<Encoding> = got.iter().map(|m| Encoding::of(&m.body)).collect();
+        assert!(encodings.contains(&Encoding::Base64) && encodings.contains(&Encoding::Json));
+        for m in got {
+            let decoded = queue
+                .decode(&m.body)
+                .await
+                .expect("Tessera reads the binding's message");
+            assert_eq!(decoded.envelope, envelope);
+            s.delete(&q, &m.id, &m.pop_receipt).await.unwrap();
+        }
+        s.delete_queue(&q).await.unwrap();
+        s.delete_queue(&format!("{q}-poison")).await.unwrap();
+    }
+}

@@ -136,6 +136,56 @@ fn image_response_goldens() {
     }
 }
 
+/// Within a version, a reader ignores fields it does not know, at every level: a newer sender
+/// (or an outside producer) may add them.
+#[test]
+fn unknown_fields_are_ignored_within_a_version() {
+    let text = golden("image_request.json")
+        .replace("\"v\": 1,", "\"v\": 1, \"trace\": \"abc\",")
+        .replace(
+            "\"tile_size\": 16,",
+            "\"tile_size\": 16, \"notify_email\": \"a@example.com\",",
+        )
+        .replace("\"version\": 1 }", "\"version\": 1, \"region\": \"eu\" }")
+        .replace("\"across\": 128 }", "\"across\": 128, \"hint\": 3 }")
+        .replace(
+            "\"blend_percent\": 0 }",
+            "\"blend_percent\": 0, \"future\": true }",
+        );
+    assert_eq!(text.matches("trace").count(), 1);
+    assert_eq!(text.matches("future").count(), 1);
+    let m = Envelope::<ImageRequest>::decode(&text).expect("unknown fields are ignored");
+    let plain = Envelope::<ImageRequest>::decode(&golden("image_request.json")).unwrap();
+    assert_eq!(m, plain);
+    let text = golden("image_response_failed.json").replace(
+        "\"status\": \"failed\",",
+        "\"status\": \"failed\", \"code\": \"x\",",
+    );
+    assert!(text.contains("\"code\""), "{text}");
+    Envelope::<ImageResponse>::decode(&text).expect("unknown outcome fields are ignored");
+}
+
+/// Both encodings read the same, whichever a reader writes; anything else is a clear error.
+#[test]
+fn messages_read_in_either_encoding() {
+    use tessera_shared::messages::Encoding;
+    let text = golden("image_request.json");
+    let plain = Envelope::<ImageRequest>::decode(&text).unwrap();
+    for encoding in [Encoding::Json, Encoding::Base64] {
+        let wire = encoding.to_wire(&text);
+        assert_eq!(Encoding::of(&wire), encoding);
+        let json = Encoding::from_wire(&wire).unwrap();
+        assert_eq!(Envelope::<ImageRequest>::decode(&json).unwrap(), plain);
+    }
+    assert!(!Encoding::Base64.to_wire(&text).contains('{'));
+    let err = Encoding::from_wire("not base64 at all!").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("neither JSON nor base64-encoded JSON"),
+        "{err}"
+    );
+}
+
 #[test]
 fn unknown_version_is_a_typed_error() {
     let text = golden("image_request.json").replace("\"v\": 1", "\"v\": 2");

@@ -1246,6 +1246,73 @@ async fn a_job_of_another_shape_than_its_library_fails_clearly() {
     roles.stop().await;
 }
 
+/// Requests that cannot be read but name a job, base64-encoded as a Functions output binding
+/// sends them: a job with a record is failed with the reason, and a request from outside with
+/// no record is answered all the same, with a failed ImageResponse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_request_fails_its_job_and_is_answered() {
+    use tessera_shared::messages::Encoding;
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(1)).await;
+    let (known, unknown, client) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let request = |job: Uuid| {
+        serde_json::json!({
+            "v": 1, "kind": "ImageRequest", "client_id": client, "request_id": Uuid::new_v4(),
+            "body": {
+                "job_id": job, "input_blob": format!("imageinput/{job}"),
+                "library": library.reference(), "tile_size": 3,
+                "grid": { "mode": "cells", "across": 12 }, "slices": 1,
+                "options": { "repeat_radius": 1, "blend_percent": 0 }
+            }
+        })
+    };
+    let params = JobParams {
+        spec: serde_json::from_value(request(known)["body"].clone()).unwrap(),
+        input_name: String::new(),
+    };
+    env.platform
+        .jobs()
+        .create(&JobRecord::new(known, client, params))
+        .await
+        .unwrap();
+    let mut from_outside = request(unknown);
+    from_outside["v"] = 2.into();
+    for message in [request(known), from_outside] {
+        let wire = Encoding::Base64.to_wire(&message.to_string());
+        env.queues
+            .send("imagerequest", &wire, SendOptions::default())
+            .await
+            .unwrap();
+    }
+    env.platform.nudges.nudge("imagerequest").await;
+    let record = finished(&env.platform, known).await;
+    assert_eq!(record.state, JobState::Failed);
+    let reason = record.error.unwrap_or_default();
+    assert!(reason.contains("tile_size"), "{reason}");
+
+    wait_while("both failures answered", async || {
+        roles.responses_for(known).is_empty() || roles.responses_for(unknown).is_empty()
+    })
+    .await;
+    for (job, says) in [
+        (known, "tile_size"),
+        (unknown, "unsupported envelope version 2"),
+    ] {
+        match &roles.responses_for(job)[..] {
+            [
+                ImageResponse {
+                    outcome: JobOutcome::Failed { reason },
+                    ..
+                },
+            ] => assert!(reason.contains(says), "{job}: {reason}"),
+            other => panic!("{job}: {other:?}"),
+        }
+    }
+    assert_eq!(env.depths().await[&QueueName::ImageRequest.poison()], 2);
+    roles.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slice_count_does_not_change_the_pixels() {
     let env = embedded();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tessera_shared::accounting::Accounting;
 use tessera_shared::jobs::{JobError, JobRecord};
 use tessera_shared::lifecycle::release_intermediates;
-use tessera_shared::messages::{Envelope, ImageResponse, JobOutcome};
+use tessera_shared::messages::{Envelope, ImageResponse, JobOutcome, QueueName};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::{Failure, PoisonRecord, poison};
 use uuid::Uuid;
@@ -34,6 +34,7 @@ pub(crate) fn counted(platform: &Platform) -> Platform {
         blobs: Arc::new(accounting.wrap(platform.blobs.clone())),
         nudges: platform.nudges.clone(),
         accounting,
+        encoding: platform.encoding,
     }
 }
 
@@ -186,9 +187,34 @@ pub(crate) fn poison_hook(platform: Platform, what: &'static str) -> poison::Poi
         async move {
             let Some(job) = record.job_id else { return };
             let reason = format!("{what}: {}", record.reason);
+            // A request from outside (an Azure Function, say) may have no job record: its
+            // sender still hears of the failure on `imageresponse`.
+            let answer_unknown = record.queue == QueueName::ImageRequest.as_str();
+            let client = record
+                .body
+                .as_deref()
+                .and_then(poison::probe_client_id)
+                .unwrap_or_default();
             tokio::spawn(poison::record_fate(job, move || {
                 let (platform, reason) = (platform.clone(), reason.clone());
-                async move { fail_job(&platform, job, &reason).await }
+                async move {
+                    match platform.jobs().get(job).await {
+                        Err(JobError::NotFound(_)) if answer_unknown => {
+                            tracing::warn!(%job, reason, "request without a job record failed");
+                            let response = ImageResponse {
+                                job_id: job,
+                                outcome: JobOutcome::Failed { reason },
+                            };
+                            platform
+                                .queue::<ImageResponse>()
+                                .send(&Envelope::new(client, response))
+                                .await
+                                .map(drop)
+                                .map_err(JobError::from)
+                        }
+                        _ => fail_job(&platform, job, &reason).await,
+                    }
+                }
             }));
         }
     })

@@ -1,9 +1,11 @@
 //! The four message types that travel between Tessera's roles, each bound to exactly one queue.
 //!
 //! On the wire every message is UTF-8 JSON in a versioned envelope:
-//! `{"v":1,"kind":"ImageRequest","client_id":"…","request_id":"…","body":{…}}`. Messages carry ids
-//! and blob keys, never image bytes. Decoding checks the version, the kind and the body; any failure
-//! is a [`DecodeError`], which the queue runtime treats as poison (never retried).
+//! `{"v":1,"kind":"ImageRequest","client_id":"…","request_id":"…","body":{…}}`, written as is or
+//! base64-encoded ([`Encoding`]); readers take either. Messages carry ids and blob keys, never
+//! image bytes. Decoding checks the version, the kind and the body; any failure is a
+//! [`DecodeError`], which the queue runtime treats as poison (never retried). Unknown fields are
+//! ignored within a version. `docs/messages.md` is the contract, with a JSON Schema per kind.
 
 use crate::keys::BlobKey;
 use crate::spec::JobSpec;
@@ -12,6 +14,56 @@ use uuid::Uuid;
 
 /// The envelope version this build writes and the only one it reads.
 pub const ENVELOPE_VERSION: u32 = 1;
+
+/// How message text is written on a queue. Readers accept both, whatever they write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// The JSON text as is.
+    Json,
+    /// The JSON text's UTF-8 bytes in standard base64: what an Azure Functions queue trigger
+    /// expects and its output binding writes, on their default settings.
+    #[default]
+    Base64,
+}
+
+impl Encoding {
+    /// `json` as it goes on the queue.
+    pub fn to_wire(self, json: &str) -> String {
+        use base64::Engine;
+        match self {
+            Encoding::Json => json.to_string(),
+            Encoding::Base64 => base64::engine::general_purpose::STANDARD.encode(json),
+        }
+    }
+
+    /// The encoding a received body is in: JSON when it opens with `{` (base64 never does).
+    pub fn of(body: &str) -> Encoding {
+        if body.trim_start().starts_with('{') {
+            Encoding::Json
+        } else {
+            Encoding::Base64
+        }
+    }
+
+    /// The JSON text of a received body, in either encoding.
+    pub fn from_wire(body: &str) -> Result<std::borrow::Cow<'_, str>, DecodeError> {
+        use base64::Engine;
+        if Encoding::of(body) == Encoding::Json {
+            return Ok(std::borrow::Cow::Borrowed(body));
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(body.trim())
+            .map_err(|e| {
+                DecodeError::Malformed(cut(format!(
+                    "the message is neither JSON nor base64-encoded JSON ({e})"
+                )))
+            })?;
+        String::from_utf8(bytes)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| DecodeError::Malformed(format!("base64 body is not UTF-8 text: {e}")))
+    }
+}
 
 /// The four work queues of the pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -243,7 +295,7 @@ pub struct ImageResponse {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "status", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", tag = "status")]
 pub enum JobOutcome {
     Done {
         output_blob: String,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::accounting::Accounting;
 use crate::jobs::JobStore;
 use crate::libraries::LibraryCatalog;
-use crate::messages::Message;
+use crate::messages::{Encoding, Message};
 use crate::queue::Queue;
 use crate::runtime::Nudges;
 use crate::storage::{BlobStore, QueueStore, StorageError};
@@ -20,6 +20,8 @@ pub struct Platform {
     pub blobs: Arc<dyn BlobStore>,
     pub nudges: Nudges,
     pub accounting: Accounting,
+    /// How messages are written on the queues (`queues.encoding`).
+    pub encoding: Encoding,
 }
 
 impl Platform {
@@ -31,12 +33,20 @@ impl Platform {
             blobs: Arc::new(accounting.wrap(blobs)),
             nudges,
             accounting,
+            encoding: Encoding::default(),
         }
+    }
+
+    /// The same platform, writing messages in `encoding`.
+    pub fn with_encoding(mut self, encoding: Encoding) -> Self {
+        self.encoding = encoding;
+        self
     }
 
     /// The typed queue of message type `M`.
     pub fn queue<M: Message>(&self) -> Queue<M> {
         Queue::new(self.queues.clone(), self.blobs.clone(), self.nudges.clone())
+            .encoded(self.encoding)
     }
 
     pub fn jobs(&self) -> JobStore {

@@ -1,6 +1,8 @@
 //! The typed facade over the queue port: `Queue<M>` sends and decodes [`Envelope<M>`]s on the one
 //! queue `M` is bound to, and nudges that queue's listeners on every send.
 //!
+//! Messages go out in the queue's [`Encoding`] and are read in either.
+//!
 //! A body over the queue's 64 KiB limit is stored aside as a blob ([`BlobKey::MessageBody`]) and
 //! the message carries a small pointer, `{"v":1,"kind":…,"body_blob":"messagebodies/…"}`; decoding
 //! follows the pointer, and the listener deletes the blob once the message has been handled.
@@ -14,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::keys::BlobKey;
-use crate::messages::{DecodeError, ENVELOPE_VERSION, Envelope, Message, poison_queue_name};
+use crate::messages::{
+    DecodeError, ENVELOPE_VERSION, Encoding, Envelope, Message, poison_queue_name,
+};
 use crate::runtime::nudge::Nudges;
 use crate::storage::{
     BlobStore, MAX_MESSAGE_BYTES, PutMode, QueueStore, SendOptions, SentMessage, StorageError,
@@ -53,6 +57,7 @@ pub struct Queue<M> {
     blobs: Arc<dyn BlobStore>,
     nudges: Nudges,
     name: Arc<str>,
+    encoding: Encoding,
     _message: PhantomData<fn() -> M>,
 }
 
@@ -63,6 +68,7 @@ impl<M> Clone for Queue<M> {
             blobs: self.blobs.clone(),
             nudges: self.nudges.clone(),
             name: self.name.clone(),
+            encoding: self.encoding,
             _message: PhantomData,
         }
     }
@@ -82,8 +88,19 @@ impl<M: Message> Queue<M> {
             blobs,
             nudges,
             name: Arc::from(M::QUEUE.as_str()),
+            encoding: Encoding::default(),
             _message: PhantomData,
         }
+    }
+
+    /// The same queue, written in `encoding`.
+    pub fn encoded(mut self, encoding: Encoding) -> Self {
+        self.encoding = encoding;
+        self
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
     }
 
     /// The same message type on a queue of another name (tests and benchmarks that must not
@@ -131,7 +148,8 @@ impl<M: Message> Queue<M> {
         options: SendOptions,
     ) -> Result<SentMessage, StorageError> {
         let text = envelope.encode();
-        let sent = if text.len() > MAX_MESSAGE_BYTES {
+        let wire = self.encoding.to_wire(&text);
+        let sent = if wire.len() > MAX_MESSAGE_BYTES {
             let key = BlobKey::MessageBody {
                 queue: self.name.to_string(),
                 id: Uuid::new_v4(),
@@ -146,9 +164,10 @@ impl<M: Message> Queue<M> {
                 body_blob: key,
             })
             .expect("pointers serialize");
+            let pointer = self.encoding.to_wire(&pointer);
             self.queues.send(&self.name, &pointer, options).await?
         } else {
-            self.queues.send(&self.name, &text, options).await?
+            self.queues.send(&self.name, &wire, options).await?
         };
         if options.visibility_delay.is_zero() {
             self.nudges.nudge(&self.name).await;
@@ -156,8 +175,9 @@ impl<M: Message> Queue<M> {
         Ok(sent)
     }
 
-    /// Decodes a received body, following a pointer to a stored-aside body.
+    /// Decodes a received body in either encoding, following a pointer to a stored-aside body.
     pub async fn decode(&self, body: &str) -> Result<Decoded<M>, BodyError> {
+        let body = &*Encoding::from_wire(body)?;
         let pointer = if body.contains("\"body_blob\"") {
             serde_json::from_str::<Pointer>(body).ok()
         } else {

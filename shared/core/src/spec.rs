@@ -19,7 +19,6 @@ use tessera_engine::{
 
 /// A tile library at one version: processors cache a library's index by this pair.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct LibraryRef {
     pub id: String,
     #[schema(minimum = 1)]
@@ -28,7 +27,7 @@ pub struct LibraryRef {
 
 /// How the target is cut into cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "mode", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", tag = "mode")]
 pub enum Grid {
     /// So many cells across; rows follow the target's aspect ratio.
     Cells { across: u32 },
@@ -41,7 +40,6 @@ pub enum Grid {
 
 /// Matching and rendering options a job carries from the upload to every slice.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RenderOptions {
     /// No identical tile within this Chebyshev distance (0: unlimited repeats).
     pub repeat_radius: u32,

@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::keys::BlobKey;
-use crate::messages::poison_queue_name;
+use crate::messages::{Encoding, poison_queue_name};
 use crate::storage::{
     BlobStore, MAX_MESSAGE_BYTES, PutMode, QueueStore, ReceivedMessage, SendOptions, StorageError,
 };
@@ -118,9 +118,22 @@ pub fn probe_job_id(body: &str) -> Option<Uuid> {
     struct ProbeBody {
         job_id: Uuid,
     }
-    serde_json::from_str::<Probe>(body)
+    let text = Encoding::from_wire(body).ok()?;
+    serde_json::from_str::<Probe>(&text)
         .ok()
         .map(|p| p.body.job_id)
+}
+
+/// Reads the envelope's `client_id` from a body in either encoding, if there is one.
+pub fn probe_client_id(body: &str) -> Option<Uuid> {
+    #[derive(Deserialize)]
+    struct Probe {
+        client_id: Uuid,
+    }
+    let text = Encoding::from_wire(body).ok()?;
+    serde_json::from_str::<Probe>(&text)
+        .ok()
+        .map(|p| p.client_id)
 }
 
 /// The envelope field in which a retried message carries the cause of its last failed attempt.
@@ -130,16 +143,17 @@ const MAX_CAUSE_BYTES: usize = 1024;
 
 /// The cause of the last failed attempt, as a retry noted it in the body.
 pub fn last_error(body: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&Encoding::from_wire(body).ok()?).ok()?;
     value.get(LAST_ERROR)?.as_str().map(str::to_string)
 }
 
-/// The body with `cause` noted as its `last_error`; `None` when the body is not a JSON object or
-/// would outgrow a message.
+/// The body with `cause` noted as its `last_error`, in the body's own encoding; `None` when the
+/// body is not a JSON object or would outgrow a message.
 pub(crate) fn with_last_error(body: &str, cause: &str) -> Option<String> {
-    let mut value: serde_json::Map<String, serde_json::Value> = serde_json::from_str(body).ok()?;
+    let mut value: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&Encoding::from_wire(body).ok()?).ok()?;
     value.insert(LAST_ERROR.into(), truncate(cause, MAX_CAUSE_BYTES).into());
-    let text = serde_json::to_string(&value).ok()?;
+    let text = Encoding::of(body).to_wire(&serde_json::to_string(&value).ok()?);
     (text.len() <= MAX_MESSAGE_BYTES).then_some(text)
 }
 
@@ -177,11 +191,17 @@ pub(crate) async fn make_record(
     Ok(record)
 }
 
-/// The body as first sent: without the `last_error` its retries noted (the record has the reason).
+/// The body as first sent, in its own encoding: without the `last_error` its retries noted (the
+/// record has the reason).
 fn without_last_error(body: &str) -> String {
-    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(body) {
+    let Ok(text) = Encoding::from_wire(body) else {
+        return body.to_string();
+    };
+    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text) {
         Ok(mut value) => match value.remove(LAST_ERROR) {
-            Some(_) => serde_json::to_string(&value).unwrap_or_else(|_| body.to_string()),
+            Some(_) => serde_json::to_string(&value)
+                .map(|json| Encoding::of(body).to_wire(&json))
+                .unwrap_or_else(|_| body.to_string()),
             None => body.to_string(),
         },
         Err(_) => body.to_string(),
