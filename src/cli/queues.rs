@@ -40,7 +40,8 @@ pub enum QueuesCommand {
         /// How many messages (at most 32).
         #[arg(short = 'n', long, default_value_t = 10)]
         count: usize,
-        /// Print the raw bodies, one JSON document per line.
+        /// Print the bodies alone, one JSON document per line (decoded from base64 where they
+        /// were written so).
         #[arg(long)]
         raw: bool,
     },
@@ -173,7 +174,9 @@ pub async fn peek(platform: &Platform, queue: &str, count: usize, raw: bool) -> 
     }
     for m in messages {
         if raw {
-            println!("{}", m.body);
+            let text =
+                Encoding::from_wire(&m.body).map_or_else(|_| m.body.clone(), |t| t.into_owned());
+            println!("{text}");
             continue;
         }
         let inserted = m.insertion_time.format(&Rfc3339).unwrap_or_default();

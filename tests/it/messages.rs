@@ -245,3 +245,66 @@ fn poison_queue_names() {
         ]
     );
 }
+
+/// `tessera queues requeue` sends poison records' bodies back to their queue, and raw messages
+/// as Azure tooling leaves them in a poison queue back as they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requeue_takes_records_and_raw_messages() {
+    use tessera_shared::messages::Encoding;
+    use tessera_shared::storage::embedded::EmbeddedStorage;
+    use tessera_shared::storage::{QueueStore, SendOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let original = golden("image_request.json").replace('\n', "");
+    let raw = Encoding::Base64.to_wire(&original);
+    {
+        let storage = EmbeddedStorage::open(dir.path()).unwrap();
+        let queues = storage.queues();
+        for q in ["imagerequest", "imagerequest-poison"] {
+            queues.create_queue(q).await.unwrap();
+        }
+        let record = serde_json::json!({
+            "reason": "received 6 times, over the poison threshold of 5",
+            "queue": "imagerequest", "message_id": "m1", "dequeue_count": 6,
+            "insertion_time": "2026-11-01T10:00:00Z", "poisoned_at": "2026-11-01T10:05:00Z",
+            "body": original,
+        });
+        for body in [record.to_string(), raw.clone()] {
+            queues
+                .send("imagerequest-poison", &body, SendOptions::default())
+                .await
+                .unwrap();
+        }
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .env("TESSERA_DATA", dir.path())
+        .env("TESSERA_LOG", "warn")
+        .args(["queues", "requeue", "imagerequest"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let storage = EmbeddedStorage::open(dir.path()).unwrap();
+    let queues = storage.queues();
+    assert_eq!(
+        queues
+            .approximate_depth("imagerequest-poison")
+            .await
+            .unwrap(),
+        0
+    );
+    let mut bodies: Vec<String> = queues
+        .peek("imagerequest", 32)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    bodies.sort();
+    let mut want = vec![original, raw];
+    want.sort();
+    assert_eq!(bodies, want);
+}
