@@ -12,6 +12,7 @@ Requests:
    "delete": bool, "release": bool}                            -> {"messages": [{"id", "body",
                                                                   "dequeue_count"}]}
   "release" makes each received message visible again at once (update with a timeout of 0).
+  {"op": "blob", "container": C, "blob": B}                    -> {"content_type", "metadata"}
 """
 
 import json
@@ -30,8 +31,18 @@ def main() -> None:
             "message_encode_policy": TextBase64EncodePolicy(),
             "message_decode_policy": TextBase64DecodePolicy(),
         }
-    queue = QueueClient.from_connection_string(conn, request["queue"], **policies)
     op = request["op"]
+    if op == "blob":
+        from azure.storage.blob import BlobClient
+
+        blob = BlobClient.from_connection_string(conn, request["container"], request["blob"])
+        props = blob.get_blob_properties()
+        json.dump(
+            {"content_type": props.content_settings.content_type, "metadata": props.metadata},
+            sys.stdout,
+        )
+        return
+    queue = QueueClient.from_connection_string(conn, request["queue"], **policies)
     if op == "send":
         ids = [queue.send_message(body).id for body in request["bodies"]]
         answer = {"ids": ids}

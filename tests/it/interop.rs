@@ -31,7 +31,7 @@ fn connection_string() -> String {
 }
 
 /// Runs the Python peer with one request; returns its answer.
-fn peer(request: Value) -> Value {
+pub(crate) fn peer(request: Value) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/queue_peer.py");
     let mut child = Command::new(crate::support::python())
         .arg(script)

@@ -645,7 +645,8 @@ fn assert_done_record(record: &JobRecord, job: &Job, slices: u32) {
 // ---------------------------------------------------------------------------------------------
 // Scenarios, run on either backend
 
-async fn job_matches_local_render(env: Env) {
+/// Runs a small job and checks it against a local render; returns the job's id.
+async fn job_matches_local_render(env: Env) -> Uuid {
     let library = env.library().await;
     let roles = start_roles(&env.platform, controller_settings(), processor_settings(2)).await;
     let job = Job::small(3);
@@ -698,6 +699,7 @@ async fn job_matches_local_render(env: Env) {
         }
     );
     roles.stop().await;
+    id
 }
 
 async fn failing_slice_is_poisoned(env: Env) {
@@ -899,7 +901,19 @@ async fn embedded_job_matches_a_local_render() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn azurite_job_matches_a_local_render() {
-    job_matches_local_render(azurite().await).await;
+    let id = job_matches_local_render(azurite().await).await;
+    // Blobs say what they are, as a storage browser or a SAS link sees them.
+    for (container, blob, media) in [
+        ("imageoutput", id.to_string(), "image/png"),
+        ("jobs", format!("{id}.json"), "application/json"),
+    ] {
+        let request = serde_json::json!({"op": "blob", "container": container, "blob": blob});
+        let props = tokio::task::spawn_blocking(move || crate::interop::peer(request))
+            .await
+            .unwrap();
+        assert_eq!(props["content_type"], media, "{container}/{blob}: {props}");
+        assert_eq!(props["metadata"]["tessera_job"], id.to_string(), "{props}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,6 +14,7 @@ use azure_storage_blob::models::{
 use azure_storage_blob::{BlobClient, BlobContainerClient, BlockBlobClient};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
+use tessera_shared::storage::describe;
 use tessera_shared::storage::{
     BlobMeta, BlobStore, BlobUpload, ListPage, PutMode, Result, StorageError, split_blob_key,
 };
@@ -115,6 +116,12 @@ fn missing(field: &str) -> StorageError {
     StorageError::Other(format!("the service's answer has no {field}").into())
 }
 
+/// The blob's metadata: the job its key names, if any.
+fn describe_job(key: &str) -> Option<std::collections::HashMap<String, String>> {
+    describe::job_of(key)
+        .map(|job| std::collections::HashMap::from([("tessera_job".into(), job.to_string())]))
+}
+
 /// Runs a write, creating the container and trying once more if it did not exist.
 macro_rules! with_container {
     ($inner:expr, $container:expr, $key:expr, $op:expr) => {{
@@ -137,7 +144,13 @@ impl BlobStore for AzureStorage {
         ensure_container(inner, container).await?;
         let client = blob_client(inner, key)?;
         let size = data.len() as u64;
+        let content_type = describe::content_type(key, &data);
+        let metadata = describe::job_of(key).map(|job| {
+            std::collections::HashMap::from([("tessera_job".to_string(), job.to_string())])
+        });
         let options = || BlockBlobClientUploadOptions {
+            blob_content_type: Some(content_type.to_string()),
+            metadata: metadata.clone(),
             if_none_match: matches!(mode, PutMode::CreateNew).then(|| Etag::from("*")),
             if_match: match &mode {
                 PutMode::IfMatch(etag) => Some(Etag::from(quoted(etag))),
@@ -291,6 +304,7 @@ impl BlobStore for AzureStorage {
             blocks: Vec::new(),
             buffer: BytesMut::new(),
             size: 0,
+            head: Vec::new(),
         }))
     }
 }
@@ -304,6 +318,8 @@ struct AzureUpload {
     blocks: Vec<Vec<u8>>,
     buffer: BytesMut,
     size: u64,
+    /// The first bytes written, from which the content type is sniffed.
+    head: Vec<u8>,
 }
 
 impl AzureUpload {
@@ -332,6 +348,8 @@ impl AzureUpload {
 impl BlobUpload for AzureUpload {
     async fn write(&mut self, chunk: Bytes) -> Result<()> {
         self.size += chunk.len() as u64;
+        let want = 16usize.saturating_sub(self.head.len()).min(chunk.len());
+        self.head.extend_from_slice(&chunk[..want]);
         let block = self.inner.options.block_size;
         if self.buffer.is_empty() && chunk.len() == block {
             return self.stage(chunk).await;
@@ -359,7 +377,11 @@ impl BlobUpload for AzureUpload {
             .client
             .commit_block_list(
                 content,
-                Some(BlockBlobClientCommitBlockListOptions::default()),
+                Some(BlockBlobClientCommitBlockListOptions {
+                    blob_content_type: Some(describe::content_type(&self.key, &self.head).into()),
+                    metadata: describe_job(&self.key),
+                    ..Default::default()
+                }),
             )
             .await
             .map_err(|e| map(e, &self.key))?;

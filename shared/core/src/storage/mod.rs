@@ -9,6 +9,7 @@
 //! Blob keys are `container/name…`: the first path segment is the container (Azure's rules: 3 to 63
 //! lowercase letters, digits and hyphens), the rest is the blob's name.
 
+pub mod describe;
 pub mod embedded;
 mod reader;
 
