@@ -26,12 +26,13 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "deploy/kubernetes"
 KUBERNETES_VERSION = "1.30.0"
 QUEUES = {"imagerequest", "slicerequest", "sliceresponse", "imageresponse"}
-# Role -> (port name, port) of /healthz and /readyz, and the queue KEDA scales it on.
+# Role -> (port name, port) of /healthz and /readyz, and the queues KEDA scales it on.
 ROLES = {
-    "web": ("http", 8080, None),
-    "controller": ("ops", 9090, "imagerequest"),
-    "processor": ("ops", 9090, "slicerequest"),
+    "web": ("http", 8080, ()),
+    "controller": ("ops", 9090, ("imagerequest", "sliceresponse")),
+    "processor": ("ops", 9090, ("slicerequest",)),
 }
+VARIANTS = MANIFESTS / "variants"
 LISTENER_DRAIN_SECS = 30
 
 # The fields of KEDA.md.
@@ -62,13 +63,17 @@ def refused(name, problems):
     print(f"{'ok  ' if problems else 'FAIL'} refuses {name}" + (f": {problems[0]}" if problems else ""))
 
 
-def load():
+def load(folder=MANIFESTS):
     docs = []
-    for path in sorted(MANIFESTS.glob("*.yaml")):
+    for path in sorted(folder.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
                 docs.append((path.name, doc))
     return docs
+
+
+def load_file(path):
+    return [(path.name, doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
 def kubernetes_problems(docs):
@@ -145,6 +150,10 @@ def keda_field_problems(docs):
             lo, hi = spec.get("minReplicaCount", 0), spec.get("maxReplicaCount", 100)
             if not 0 <= lo <= hi:
                 out.append(f"{name}: replica counts {lo}..{hi}")
+            # Activation only matters when KEDA may scale to zero.
+            if lo > 0 and any("activationQueueLength" in t.get("metadata", {})
+                              for t in spec.get("triggers", [])):
+                out.append(f"{name}: activationQueueLength does nothing with minReplicaCount {lo}")
         elif doc["kind"] == "TriggerAuthentication":
             spec = doc["spec"]
             out += typed(f"{name} spec", spec, {"secretTargetRef": list})
@@ -225,16 +234,19 @@ def consistency_problems(docs):
         out.append("Service/tessera-web must select the web pods")
 
     scaled = by_kind(docs, "ScaledObject")
-    for role, (_, _, queue) in ROLES.items():
-        if queue is None:
+    for role, (_, _, queues) in ROLES.items():
+        if not queues:
             continue
         matching = [s for s in scaled.values() if s["spec"]["scaleTargetRef"]["name"] == f"tessera-{role}"]
         if len(matching) != 1:
             out.append(f"tessera-{role}: expected one ScaledObject, found {len(matching)}")
             continue
-        for trigger in matching[0]["spec"]["triggers"]:
-            if trigger["metadata"].get("queueName") != queue:
+        on = {t["metadata"].get("queueName") for t in matching[0]["spec"]["triggers"]}
+        for queue in queues:
+            if queue not in on:
                 out.append(f"ScaledObject for {role}: must scale on {queue}")
+        if "replicas" in deployments.get(f"tessera-{role}", {}).get("spec", {}):
+            out.append(f"Deployment/tessera-{role}: sets replicas, which KEDA scales (apply resets it)")
     for so in scaled.values():
         target = so["spec"]["scaleTargetRef"]["name"]
         if target not in deployments:
@@ -260,12 +272,23 @@ def broken(docs, kind, name, change):
     return copied
 
 
+def with_variant(docs, variant):
+    """The manifests with each document of `variant` in place of the one of its kind and name."""
+    names = {(d["kind"], d["metadata"]["name"]) for _, d in variant}
+    kept = [(f, d) for f, d in docs if (d["kind"], d["metadata"]["name"]) not in names]
+    return kept + variant
+
+
 def main():
     docs = load()
     check(f"Kubernetes kinds against Kubernetes {KUBERNETES_VERSION} schemas (strict)", kubernetes_problems(docs))
     check("KEDA kinds against KEDA's CRD schemas", keda_schema_problems(docs))
     check("KEDA fields are the ones KEDA.md documents", keda_field_problems(docs))
     check("probes, grace periods, scale targets, queues, Secret keys, non-root", consistency_problems(docs))
+    for path in sorted(VARIANTS.glob("*.yaml")):
+        variant = with_variant(docs, load_file(path))
+        check(f"variant {path.name}: KEDA schemas, fields and consistency",
+              keda_schema_problems(variant) + keda_field_problems(variant) + consistency_problems(variant))
 
     processor = ("Deployment", "tessera-processor")
     scaled = ("ScaledObject", "tessera-processor")
@@ -288,6 +311,12 @@ def main():
         docs, *processor, lambda d: d["spec"]["template"]["spec"].update(terminationGracePeriodSeconds=20))))
     refused("a ScaledObject on a queue Tessera does not have", consistency_problems(broken(
         docs, *scaled, lambda d: d["spec"]["triggers"][0]["metadata"].update(queueName="slicerequests"))))
+    refused("replicas on a Deployment KEDA scales", consistency_problems(broken(
+        docs, *processor, lambda d: d["spec"].update(replicas=1))))
+    refused("activation with a floor of one replica", keda_field_problems(broken(
+        docs, *scaled, lambda d: d["spec"]["triggers"][0]["metadata"].update(activationQueueLength="0"))))
+    refused("controllers that do not scale on sliceresponse", consistency_problems(broken(
+        docs, "ScaledObject", "tessera-controller", lambda d: d["spec"]["triggers"].pop())))
     refused("a readiness probe on the wrong path", consistency_problems(broken(
         docs, *processor,
         lambda d: d["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"].update(path="/ready"))))
