@@ -308,3 +308,67 @@ async fn requeue_takes_records_and_raw_messages() {
     want.sort();
     assert_eq!(bodies, want);
 }
+
+/// The checked-in JSON Schemas (`docs/schemas/`) are what the types generate, and every golden
+/// message is valid under its kind's schema (and a wrong one is not). `TESSERA_BLESS=1` rewrites
+/// the files after a deliberate change to the wire format.
+#[test]
+fn schemas_match_the_types_and_the_golden_messages() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas");
+    let schemas = tessera_shared::messages::wire_schemas();
+    for (name, schema) in &schemas {
+        let text = serde_json::to_string_pretty(schema).unwrap() + "\n";
+        let path = dir.join(name);
+        if std::env::var_os("TESSERA_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &text).unwrap();
+        }
+        let checked_in = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (TESSERA_BLESS=1 writes it)", path.display()));
+        assert_eq!(
+            checked_in, text,
+            "{name} differs from the types (TESSERA_BLESS=1 rewrites it)"
+        );
+    }
+    let validator = |name: &str| {
+        let schema = &schemas.iter().find(|(n, _)| n == name).unwrap().1;
+        jsonschema::validator_for(schema).unwrap()
+    };
+    let goldens = [
+        ("imagerequest.schema.json", "image_request.json"),
+        ("imagerequest.schema.json", "image_request_oblong.json"),
+        ("imagerequest.schema.json", "image_request_adaptive.json"),
+        ("slicerequest.schema.json", "slice_request.json"),
+        ("sliceresponse.schema.json", "slice_response.json"),
+        ("imageresponse.schema.json", "image_response_done.json"),
+        ("imageresponse.schema.json", "image_response_failed.json"),
+    ];
+    for (schema, file) in goldens {
+        let message: serde_json::Value = serde_json::from_str(&golden(file)).unwrap();
+        let v = validator(schema);
+        let errors: Vec<String> = v.iter_errors(&message).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{file} under {schema}: {errors:?}");
+        // The same message as another kind, or with a field of the wrong type, is not valid.
+        let other = if schema == "imagerequest.schema.json" {
+            "slicerequest.schema.json"
+        } else {
+            "imagerequest.schema.json"
+        };
+        assert!(!validator(other).is_valid(&message), "{file} under {other}");
+        let mut wrong = message.clone();
+        wrong["request_id"] = 7.into();
+        assert!(!v.is_valid(&wrong), "{file} with a numeric request_id");
+    }
+    let pointer = serde_json::json!({
+        "v": 1, "kind": "SliceRequest",
+        "body_blob": "messagebodies/slicerequest/0b7d5e2c-9f4a-4e1b-8c3d-2a6f1e9b7c44"
+    });
+    assert!(validator("pointer.schema.json").is_valid(&pointer));
+    let record = serde_json::json!({
+        "reason": "undecodable body: message is not valid JSON", "queue": "imagerequest",
+        "message_id": "m1", "dequeue_count": 1,
+        "insertion_time": "2026-11-01T10:00:00Z", "poisoned_at": "2026-11-01T10:00:01Z",
+        "body": "{not json"
+    });
+    assert!(validator("poison-record.schema.json").is_valid(&record));
+}

@@ -9,6 +9,7 @@
 
 use crate::keys::BlobKey;
 use crate::spec::JobSpec;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use uuid::Uuid;
 
@@ -238,7 +239,7 @@ pub use crate::spec::{Grid, LibraryRef, RenderOptions, tile_height_field, tile_s
 /// `imagerequest`: a new job, from the front end to the job controller. Its job specification's
 /// fields sit beside the job's (`library`, `tile_size`, `grid`, ...). Unknown body fields are
 /// ignored, as in every message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ImageRequest {
     pub job_id: Uuid,
     /// Blob key of the uploaded target image: always `imageinput/{job_id}`; the controller
@@ -254,7 +255,7 @@ pub struct ImageRequest {
 
 /// `slicerequest`: one band of rows to render, from the controller to any image processor,
 /// with the job's specification beside the slice's fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SliceRequest {
     pub job_id: Uuid,
     /// 0-based sequence number of this slice.
@@ -269,7 +270,7 @@ pub struct SliceRequest {
 }
 
 /// `sliceresponse`: a rendered slice, from a processor back to the controller.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SliceResponse {
     pub job_id: Uuid,
     pub seq: u32,
@@ -288,13 +289,13 @@ pub struct SliceResponse {
 }
 
 /// `imageresponse`: a finished (or failed) job, from the controller to the front end.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ImageResponse {
     pub job_id: Uuid,
     pub outcome: JobOutcome,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "status")]
 pub enum JobOutcome {
     Done {
@@ -388,4 +389,61 @@ impl Message for ImageResponse {
             JobOutcome::Failed { .. } => Ok(()),
         }
     }
+}
+
+/// A whole message of kind `M` on the wire, for its schema: the envelope around the body.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct WireSchema<M> {
+    /// The envelope version.
+    v: u32,
+    /// The message kind.
+    kind: String,
+    /// Who asked for the work.
+    client_id: Uuid,
+    /// Unique per message sent; a redelivered message keeps it.
+    request_id: Uuid,
+    body: M,
+    /// The cause of the last failed attempt, noted by a retry.
+    #[serde(default)]
+    last_error: Option<String>,
+}
+
+/// The pointer sent in place of a message whose text is over the queue's 64 KiB: the text
+/// is in the blob it names.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct PointerSchema {
+    /// The envelope version.
+    v: u32,
+    /// The message kind.
+    kind: String,
+    /// The blob holding the message's JSON text: `messagebodies/{queue}/{uuid}`.
+    body_blob: String,
+}
+
+/// The wire contract as JSON Schemas (draft 2020-12), by file name: each message kind whole
+/// (envelope and body), the large-body pointer and the poison record. Checked in under
+/// `docs/schemas/`; a test keeps them equal to what the types generate.
+pub fn wire_schemas() -> Vec<(String, serde_json::Value)> {
+    fn message<M: Message + JsonSchema>() -> (String, serde_json::Value) {
+        let mut schema = schemars::schema_for!(WireSchema<M>).to_value();
+        schema["title"] = format!("{} message", M::KIND).into();
+        schema["properties"]["v"] = serde_json::json!({ "const": ENVELOPE_VERSION });
+        schema["properties"]["kind"] = serde_json::json!({ "const": M::KIND });
+        (format!("{}.schema.json", M::QUEUE.as_str()), schema)
+    }
+    let mut pointer = schemars::schema_for!(PointerSchema).to_value();
+    pointer["title"] = "Large-body pointer".into();
+    pointer["properties"]["v"] = serde_json::json!({ "const": ENVELOPE_VERSION });
+    let mut poison = schemars::schema_for!(crate::runtime::PoisonRecord).to_value();
+    poison["title"] = "Poison record".into();
+    vec![
+        message::<ImageRequest>(),
+        message::<SliceRequest>(),
+        message::<SliceResponse>(),
+        message::<ImageResponse>(),
+        ("pointer.schema.json".into(), pointer),
+        ("poison-record.schema.json".into(), poison),
+    ]
 }

@@ -9,6 +9,7 @@
 //! ([`JobSpec::plan_options`]). [`FIELDS`] lists every field a job takes, for the form, the API
 //! document and the test that keeps the doors in step.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::print::{DEFAULT_DPI, Print, PrintError};
@@ -18,7 +19,9 @@ use tessera_engine::{
 };
 
 /// A tile library at one version: processors cache a library's index by this pair.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema, JsonSchema,
+)]
 pub struct LibraryRef {
     pub id: String,
     #[schema(minimum = 1)]
@@ -26,7 +29,7 @@ pub struct LibraryRef {
 }
 
 /// How the target is cut into cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "mode")]
 pub enum Grid {
     /// So many cells across; rows follow the target's aspect ratio.
@@ -39,7 +42,7 @@ pub enum Grid {
 }
 
 /// Matching and rendering options a job carries from the upload to every slice.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RenderOptions {
     /// No identical tile within this Chebyshev distance (0: unlimited repeats).
     pub repeat_radius: u32,
@@ -60,11 +63,13 @@ pub struct RenderOptions {
     /// What transparent tiles lie over: `library`, `auto` or a colour as `rrggbb` hex
     /// (absent: the library's own background, as `library`). Not with `adaptive`.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
+    #[schemars(with = "Option<String>")]
     pub background: Option<TileBackground>,
     /// Adaptive tile sizes, `"MIN..MAX"` (as `"8..32"`): square tiles of several sizes, large
     /// where the photo is flat and small where it is detailed, no more of them than the uniform
     /// grid has. Absent: the uniform grid, and the messages read as they did before.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
+    #[schemars(with = "Option<String>")]
     pub adaptive: Option<AdaptiveSizes>,
     /// The photo laid over the tiles at this opacity, 0 to 50 % (absent: 0, none). The quality
     /// figures give the mosaic with it and without it.
@@ -384,7 +389,7 @@ impl Default for JobLimits {
 
 /// The file a job's result is given as. The stitcher always makes the PNG (the viewer, the zoom
 /// tiles and the preview read it); JPEG and TIFF are made from it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FileFormat {
     #[default]
@@ -436,7 +441,7 @@ impl FileFormat {
 }
 
 /// Everything a job asks for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct JobSpec {
     /// The tile library at one version (a door that knows only the id resolves the newest).
     pub library: LibraryRef,
@@ -456,6 +461,7 @@ pub struct JobSpec {
     /// the resolution and the tile size, and outputs carry the resolution. Absent: the grid as
     /// asked, at [`DEFAULT_DPI`].
     #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
+    #[schemars(with = "Option<String>")]
     pub print: Option<Print>,
     /// The result's file format (absent: PNG).
     #[serde(default, skip_serializing_if = "is_png")]

@@ -22,7 +22,7 @@ use crate::storage::{
 };
 
 /// What the poison queue holds for each poisoned message (JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PoisonRecord {
     /// Why the message was poisoned, for a person to read.
     pub reason: String,
@@ -32,8 +32,10 @@ pub struct PoisonRecord {
     pub dequeue_count: u32,
     /// When the message was first sent.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub insertion_time: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub poisoned_at: OffsetDateTime,
     /// The original body, unless it was too large to fit in the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
