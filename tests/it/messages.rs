@@ -252,7 +252,7 @@ fn poison_queue_names() {
 async fn requeue_takes_records_and_raw_messages() {
     use tessera_shared::messages::Encoding;
     use tessera_shared::storage::embedded::EmbeddedStorage;
-    use tessera_shared::storage::{QueueStore, SendOptions};
+    use tessera_shared::storage::SendOptions;
 
     let dir = tempfile::tempdir().unwrap();
     let original = golden("image_request.json").replace('\n', "");
