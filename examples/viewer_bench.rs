@@ -144,6 +144,7 @@ async fn make(dir: &Path, side: u32) {
             print: None,
             format: Default::default(),
             quality: None,
+            webhook: None,
         },
         input_name: "bench".into(),
     };

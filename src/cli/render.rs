@@ -171,6 +171,7 @@ fn job_spec(args: &RenderArgs) -> JobSpec {
         // The output's extension chooses the format here; the spec's is the service's.
         format: Default::default(),
         quality: Some(args.quality),
+        webhook: None,
     }
 }
 

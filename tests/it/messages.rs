@@ -251,8 +251,8 @@ fn poison_queue_names() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requeue_takes_records_and_raw_messages() {
     use tessera_shared::messages::Encoding;
-    use tessera_shared::storage::embedded::EmbeddedStorage;
     use tessera_shared::storage::SendOptions;
+    use tessera_shared::storage::embedded::EmbeddedStorage;
 
     let dir = tempfile::tempdir().unwrap();
     let original = golden("image_request.json").replace('\n', "");
@@ -315,7 +315,7 @@ async fn requeue_takes_records_and_raw_messages() {
 #[test]
 fn schemas_match_the_types_and_the_golden_messages() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas");
-    let schemas = tessera_shared::messages::wire_schemas();
+    let schemas = tessera_shared::wire_schema::wire_schemas();
     for (name, schema) in &schemas {
         let text = serde_json::to_string_pretty(schema).unwrap() + "\n";
         let path = dir.join(name);

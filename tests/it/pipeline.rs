@@ -520,6 +520,7 @@ async fn submit_as(
         print: None,
         format,
         quality,
+        webhook: None,
     };
     let params = JobParams {
         spec: spec.clone(),
@@ -728,6 +729,7 @@ async fn failing_slice_is_poisoned(env: Env) {
             print: None,
             format: Default::default(),
             quality: None,
+            webhook: None,
         },
         input_name: String::new(),
     };
@@ -767,6 +769,7 @@ async fn failing_slice_is_poisoned(env: Env) {
                     print: None,
                     format: Default::default(),
                     quality: None,
+                    webhook: None,
                 },
             },
         )
@@ -1193,6 +1196,7 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
             print: None,
             format: Default::default(),
             quality: None,
+            webhook: None,
         },
         input_name: String::new(),
     };
@@ -1222,6 +1226,7 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
             print: None,
             format: Default::default(),
             quality: None,
+            webhook: None,
         },
     };
     env.platform
@@ -1440,6 +1445,7 @@ async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
         print: None,
         format: Default::default(),
         quality: None,
+        webhook: None,
     };
     let params = JobParams {
         spec: spec.clone(),

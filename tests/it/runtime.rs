@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tempfile::TempDir;
 use tessera_azure::{AzureOptions, AzureStorage};
 use tessera_shared::accounting::{Accounting, Op};
-use tessera_shared::messages::{Envelope, Message, QueueName};
+use tessera_shared::messages::{Encoding, Envelope, Message, QueueName};
 use tessera_shared::queue::Queue;
 use tessera_shared::runtime::backoff::Backoff;
 use tessera_shared::runtime::{
@@ -279,8 +279,11 @@ async fn poison_path_end_to_end_with_the_reason_readable(store: &Store) {
     assert_eq!(record.dequeue_count, 4);
     assert_eq!(record.queue, name);
     assert_eq!(record.job_id, Some(sent.body.job_id));
+    // The record keeps the body as it was sent (base64 by default).
+    let body = record.body.as_deref().unwrap();
+    assert_eq!(Encoding::of(body), Encoding::Base64);
     assert_eq!(
-        Envelope::<Ping>::decode(record.body.as_deref().unwrap()).unwrap(),
+        Envelope::<Ping>::decode(&Encoding::from_wire(body).unwrap()).unwrap(),
         sent
     );
     assert_eq!(hooked.lock().unwrap().as_slice(), records.as_slice());

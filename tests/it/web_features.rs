@@ -12,7 +12,9 @@ use tessera_web::WebSettings;
 use tessera_web::settings::ApiKey;
 use uuid::Uuid;
 
-use crate::support::{TestApp, astronaut, job_form, no_redirect_client, spawn_app, spawn_app_with};
+use crate::support::{
+    TestApp, astronaut, job_form, no_redirect_client, spawn_app, spawn_app_with, test_settings,
+};
 
 pub(crate) const KEY: &str = "correct horse battery staple";
 
@@ -608,4 +610,124 @@ async fn a_preview_shows_the_jobs_grid_and_stores_nothing() {
         .await
         .unwrap();
     assert_eq!(error_code(res).await, "unknown_library");
+}
+
+/// A job's webhook is called when it ends, with a body signed by HMAC-SHA256 under the
+/// operator's secret; a host off the allow-list is refused at the door, and a webhook on a
+/// service with webhooks off too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_calls_its_webhook_with_a_signed_body() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // The receiver: answers 500 to the first call (the sender retries) and 200 to the next.
+    let receiver = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = receiver.local_addr().unwrap().port();
+    let (calls_tx, mut calls) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        for status in ["500 Internal Server Error", "200 OK"] {
+            let (mut socket, _) = receiver.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut chunk = [0u8; 8192];
+            // Headers, then as many body bytes as Content-Length says.
+            loop {
+                let n = socket.read(&mut chunk).await.unwrap();
+                request.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&request).to_string();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length: usize = text
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + length || n == 0 {
+                        break;
+                    }
+                }
+            }
+            let reply =
+                format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            socket.write_all(reply.as_bytes()).await.unwrap();
+            calls_tx
+                .send(String::from_utf8_lossy(&request).to_string())
+                .unwrap();
+        }
+    });
+
+    let secret = "whsec-test-secret";
+    let mut settings = test_settings();
+    settings.webhooks.secret = ApiKey::new(secret);
+    settings.webhooks.allow = vec![format!("127.0.0.1:{port}")];
+    settings.webhooks.allow_private = true;
+    let app = spawn_app_with(settings, true).await;
+    let hook = format!("http://127.0.0.1:{port}/hooks/tessera");
+
+    // Off the allow-list: refused at the door.
+    let res = app
+        .post_job(job_form(astronaut()).text("webhook", "http://127.0.0.1:1/elsewhere"))
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error_code(res).await, "webhook_not_allowed");
+    let res = app
+        .post_job(job_form(astronaut()).text("webhook", "ftp://127.0.0.1/x"))
+        .await;
+    assert_eq!(error_code(res).await, "invalid_webhook");
+
+    let id = app
+        .submit(job_form(astronaut()).text("webhook", hook.clone()))
+        .await;
+    app.wait_until_finished(&id).await;
+    let first = tokio::time::timeout(std::time::Duration::from_secs(30), calls.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let second = tokio::time::timeout(std::time::Duration::from_secs(30), calls.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    for request in [&first, &second] {
+        assert!(
+            request.starts_with("POST /hooks/tessera HTTP/1.1"),
+            "{request}"
+        );
+    }
+    let (head, body) = second.split_once("\r\n\r\n").unwrap();
+    let header = |name: &str| {
+        head.lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no {name} in {head}"))
+    };
+    assert_eq!(header("Tessera-Event"), "job.done");
+    assert_eq!(header("Tessera-Delivery"), format!("{id}/job.done"));
+    let signature = header("Tessera-Signature");
+    let unix: i64 = signature
+        .strip_prefix("t=")
+        .and_then(|s| s.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        signature,
+        tessera_web::webhook::signature(secret, unix, body)
+    );
+    assert_ne!(
+        signature,
+        tessera_web::webhook::signature("another secret", unix, body)
+    );
+    let payload: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(payload["job_id"], id.as_str());
+    assert_eq!(payload["state"], "done");
+    assert_eq!(payload["result_url"], format!("/api/v1/jobs/{id}/result"));
+    assert!(payload["width"].as_u64().unwrap() > 0, "{payload}");
+
+    // A service with webhooks off refuses a job that asks for one.
+    let off = spawn_app_with(test_settings(), false).await;
+    let res = off
+        .post_job(job_form(astronaut()).text("webhook", hook))
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
 }

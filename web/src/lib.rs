@@ -30,6 +30,7 @@ mod streams;
 mod system;
 mod upload;
 pub mod view;
+pub mod webhook;
 
 pub use actix_web::dev::ServerHandle;
 pub use error::ApiError;

@@ -1,7 +1,7 @@
 //! The `imageresponse` listener: when the controller reports a job done or failed, tells the
 //! pages and event streams, and starts the viewer's zoom tiles. The controller alone writes a
 //! job's outcome (before it sends the response); this listener only reads it, so a redelivered
-//! response changes nothing.
+//! response changes nothing but a repeated webhook call (which carries the same delivery id).
 
 use std::time::Duration;
 
@@ -13,12 +13,14 @@ use tessera_shared::runtime::{
 };
 use tessera_shared::storage::StorageError;
 
+use crate::settings::WebhookSettings;
 use crate::streams::JobChanges;
 
 /// Starts the listener over `platform`'s `imageresponse` queue.
 pub async fn start(
     platform: Platform,
     changes: JobChanges,
+    webhooks: WebhookSettings,
 ) -> Result<ListenerHandle, StorageError> {
     let queue = platform.queue::<ImageResponse>();
     // The job's outcome is in its record before its response is sent: a response set aside
@@ -48,11 +50,13 @@ pub async fn start(
         .start(move |message: Envelope<ImageResponse>, _context: Context| {
             let platform = platform.clone();
             let changes = changes.clone();
+            let webhooks = webhooks.clone();
             async move {
                 let job = message.body.job_id;
                 let record = ended(&platform, &message.body).await?;
                 tracing::info!(%job, state = record.state.as_str(), "job finished");
                 crate::pyramid::warm_in_background(platform.blobs.clone(), &record);
+                crate::webhook::deliver_in_background(&webhooks, &record);
                 changes.changed(job);
                 Ok(())
             }

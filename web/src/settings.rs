@@ -83,6 +83,8 @@ pub struct WebSettings {
     /// Proxies in front of the service whose `X-Forwarded-For` names the client's address (for
     /// the limits kept per address). Without them the peer's address counts.
     pub trusted_proxies: Vec<IpAddr>,
+    /// Completion webhooks (`[web.webhooks]`): who may be called, and the signing secret.
+    pub webhooks: WebhookSettings,
     /// Where uploads are spooled while they are read and imported: `spool/` in the embedded
     /// data directory (so the free space kept there counts them), else the system's temporary
     /// directory. Emptied at start.
@@ -94,6 +96,55 @@ pub struct WebSettings {
     /// The `[limits]` section: what a job may ask for (the controller plans under the same).
     #[serde(skip)]
     pub limits: tessera_shared::spec::JobLimits,
+}
+
+/// Completion webhooks: a job's `webhook` URL is called when the job ends, with a body signed
+/// by HMAC-SHA256 under `secret`. Off until the operator gives a secret and an allow-list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// The key the bodies are signed with (`Tessera-Signature`). A secret: never logged. Empty:
+    /// webhooks are off, and a job that asks for one is refused.
+    pub secret: ApiKey,
+    /// Hosts a webhook may name, as `host` or `host:port` (`hooks.example.com`,
+    /// `10.0.0.5:8443`); a job naming any other is refused (422 webhook_not_allowed).
+    pub allow: Vec<String>,
+    /// Whether an allowed host may resolve to a loopback, private, link-local or unique-local
+    /// address. Off: such a call is not made, whatever the allow-list says (no requests into
+    /// the service's own network by a name that points there).
+    pub allow_private: bool,
+    /// Calls made at most for one job's end, with back-off from one second, doubling.
+    pub attempts: u32,
+    /// A call that takes longer is abandoned (and tried again).
+    pub timeout_secs: u64,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings {
+            secret: ApiKey::default(),
+            allow: Vec::new(),
+            allow_private: false,
+            attempts: 6,
+            timeout_secs: 10,
+        }
+    }
+}
+
+impl WebhookSettings {
+    /// Whether a job may ask for `url`: webhooks are on and its host (with its port, or
+    /// without one) is on the allow-list.
+    pub fn allows(&self, url: &url::Url) -> bool {
+        let Some(host) = url.host_str() else {
+            return false;
+        };
+        let with_port = url.port_or_known_default().map(|p| format!("{host}:{p}"));
+        self.secret.get().is_some()
+            && self
+                .allow
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(host) || Some(a.to_ascii_lowercase()) == with_port)
+    }
 }
 
 /// The configured API key. Its `Debug` never shows it.
@@ -156,6 +207,7 @@ impl Default for WebSettings {
             api_key: ApiKey::default(),
             keys: BTreeMap::new(),
             trusted_proxies: Vec::new(),
+            webhooks: WebhookSettings::default(),
             spool_dir: None,
             retention: Default::default(),
             limits: Default::default(),

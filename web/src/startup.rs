@@ -57,9 +57,10 @@ impl Application {
             .await
             .context("creating the queues")?;
         let changes = JobChanges::new();
-        let listener = crate::listener::start(platform.clone(), changes.clone())
-            .await
-            .context("starting the imageresponse listener")?;
+        let listener =
+            crate::listener::start(platform.clone(), changes.clone(), settings.webhooks.clone())
+                .await
+                .context("starting the imageresponse listener")?;
         let tcp = crate::listen::bind_port(
             "the web front end",
             &settings.bind,

@@ -409,6 +409,7 @@ mod tests {
                     print: None,
                     format: Default::default(),
                     quality: None,
+                    webhook: None,
                 },
                 input_name: "cat.jpg".into(),
             },

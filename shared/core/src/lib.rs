@@ -19,3 +19,4 @@ pub mod runtime;
 pub mod spec;
 pub mod storage;
 pub mod telemetry;
+pub mod wire_schema;

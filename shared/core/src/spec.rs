@@ -349,6 +349,11 @@ pub const FIELDS: &[Field] = &[
         schema: r#"{"type": "integer", "format": "int32", "description": "JPEG quality, 1 to 100 (other formats ignore it).", "default": 90, "maximum": 100, "minimum": 1}"#,
     },
     Field {
+        name: "webhook",
+        flag: Err("a render on one machine has no one to call back"),
+        schema: r#"{"type": "string", "format": "uri", "maxLength": 2048, "description": "Called with an HMAC-signed JSON POST when the job ends (done or failed), with retries and back-off. Only http or https URLs without credentials (otherwise 422 invalid_webhook), on hosts of the operator's allow-list (web.webhooks.allow; otherwise 422 webhook_not_allowed).", "example": "https://hooks.example.com/tessera"}"#,
+    },
+    Field {
         name: "allow_large",
         flag: Ok("--allow-large"),
         schema: r#"{"type": "boolean", "description": "Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels by default); without it such a job is 422 large_output, naming the size.", "default": false}"#,
@@ -469,6 +474,38 @@ pub struct JobSpec {
     /// JPEG quality, 1 to 100 (absent: [`DEFAULT_JPEG_QUALITY`]); other formats ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<u8>,
+    /// An `http` or `https` URL called with a signed JSON body when the job ends (the web role
+    /// calls it, on the operator's allow-list only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+}
+
+/// Longest webhook URL a job may carry.
+pub const MAX_WEBHOOK_CHARS: usize = 2048;
+
+/// Checks a webhook URL's form: `http` or `https`, a host, no credentials, no fragment, at most
+/// [`MAX_WEBHOOK_CHARS`]. Whether its host may be called is the operator's allow-list.
+pub fn check_webhook(text: &str) -> Result<url::Url, SpecError> {
+    let bad = |why: &str| SpecError::invalid("invalid_parameter", format!("webhook: {why}"));
+    if text.len() > MAX_WEBHOOK_CHARS {
+        return Err(bad(&format!("longer than {MAX_WEBHOOK_CHARS} characters")));
+    }
+    let url = url::Url::parse(text).map_err(|e| bad(&format!("not a URL ({e})")))?;
+    // A URL, but not one that can be called back: 422.
+    let bad = |why: &str| SpecError::unusable("invalid_webhook", format!("webhook: {why}"));
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("must be an http or https URL"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("has no host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("must not carry credentials"));
+    }
+    if url.fragment().is_some() {
+        return Err(bad("must not have a fragment"));
+    }
+    Ok(url)
 }
 
 fn is_png(format: &FileFormat) -> bool {
@@ -675,6 +712,7 @@ impl JobSpec {
                 })?,
             },
             quality: parse_u8_in("quality", get("quality"), 1..=100, "")?,
+            webhook: given("webhook").map(str::to_string),
         };
         Ok(spec)
     }
@@ -682,6 +720,9 @@ impl JobSpec {
     /// The rules a spec keeps on its own, whatever the limits: each field in range and no two
     /// fields that exclude each other. What the queues check of every message that carries one.
     pub fn check_fields(&self) -> Result<(), SpecError> {
+        if let Some(url) = &self.webhook {
+            check_webhook(url)?;
+        }
         let tile = self.tile();
         for (name, side) in [("tile_size", tile.width), ("tile_height", tile.height)] {
             if !TILE_SIZES.contains(&side) {

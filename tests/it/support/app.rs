@@ -355,6 +355,7 @@ impl TestApp {
                 print: None,
                 format: Default::default(),
                 quality: None,
+                webhook: None,
             },
             input_name: "held.png".into(),
         };

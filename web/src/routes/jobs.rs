@@ -185,6 +185,23 @@ pub(crate) fn spec_of(
     };
     let spec = JobSpec::from_fields(|name| fields.get(name).map(String::as_str), &defaults)?;
     spec.check(&settings.limits)?;
+    if let Some(webhook) = &spec.webhook {
+        let url = tessera_shared::spec::check_webhook(webhook)?;
+        if !settings.webhooks.allows(&url) {
+            return Err(ApiError::unprocessable(
+                "webhook_not_allowed",
+                format!(
+                    "webhook host {} is not on this service's allow-list (web.webhooks.allow){}",
+                    url.host_str().unwrap_or_default(),
+                    if settings.webhooks.secret.get().is_none() {
+                        "; webhooks are off here"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+    }
     Ok(spec)
 }
 
