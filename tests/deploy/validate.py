@@ -263,6 +263,52 @@ def consistency_problems(docs):
     return out
 
 
+# Containers a lifecycle rule may delete from (intermediates and results), and the
+# days the service itself keeps results (retention.result_days).
+EXPIRABLE = {"sliceinput", "sliceoutput", "messagebodies", "imageinput", "imageoutput",
+             "imagepreview", "imagetiles", "cellmaps", "seekindex"}
+RESULT_DAYS = 30
+RESULT_CONTAINERS = {"imageinput", "imageoutput", "imagepreview", "imagetiles", "cellmaps", "seekindex"}
+POLICY = ROOT / "deploy/azure/lifecycle-policy.json"
+
+
+def policy_problems(policy):
+    """The lifecycle policy's form (Azure's management-policy schema, as documented) and what
+    it may touch: only Tessera's intermediates and results, and results only after the
+    service's own retention."""
+    out = []
+    rules = policy.get("rules")
+    if not isinstance(rules, list) or not rules:
+        return ["rules: a non-empty list is required"]
+    for rule in rules:
+        name = rule.get("name", "?")
+        if set(rule) - {"enabled", "name", "type", "definition"}:
+            out.append(f"rule {name}: unknown keys {sorted(set(rule) - {'enabled', 'name', 'type', 'definition'})}")
+        if rule.get("type") != "Lifecycle" or not isinstance(rule.get("enabled"), bool):
+            out.append(f"rule {name}: type must be Lifecycle and enabled a boolean")
+        filters = rule.get("definition", {}).get("filters", {})
+        if filters.get("blobTypes") != ["blockBlob"]:
+            out.append(f"rule {name}: blobTypes must be [blockBlob]")
+        prefixes = filters.get("prefixMatch", [])
+        if not prefixes:
+            out.append(f"rule {name}: no prefixMatch (it would cover every container)")
+        containers = {p.split("/")[0] for p in prefixes}
+        for c in containers - EXPIRABLE:
+            out.append(f"rule {name}: {c} is Tessera's state, never to expire")
+        actions = rule.get("definition", {}).get("actions", {}).get("baseBlob", {})
+        for action, when in actions.items():
+            if action not in {"tierToCool", "tierToCold", "tierToArchive", "delete"}:
+                out.append(f"rule {name}: unknown action {action}")
+            days = when.get("daysAfterModificationGreaterThan")
+            if not isinstance(days, int) or days < 1:
+                out.append(f"rule {name}: {action} needs a positive daysAfterModificationGreaterThan")
+            elif action == "delete" and containers & RESULT_CONTAINERS and days <= RESULT_DAYS:
+                out.append(f"rule {name}: deletes results after {days} days, within the {RESULT_DAYS} kept")
+            if action == "tierToArchive" and containers & RESULT_CONTAINERS:
+                out.append(f"rule {name}: archived results cannot be served")
+    return out
+
+
 def broken(docs, kind, name, change):
     """A copy of the manifests with one document changed."""
     copied = copy.deepcopy(docs)
@@ -289,6 +335,19 @@ def main():
         variant = with_variant(docs, load_file(path))
         check(f"variant {path.name}: KEDA schemas, fields and consistency",
               keda_schema_problems(variant) + keda_field_problems(variant) + consistency_problems(variant))
+
+    policy = json.loads(POLICY.read_text())
+    check("the lifecycle policy's form and reach", policy_problems(policy))
+
+    def changed(change):
+        p = copy.deepcopy(policy)
+        change(p)
+        return p
+    refused("a lifecycle rule on job records", policy_problems(changed(
+        lambda p: p["rules"][0]["definition"]["filters"]["prefixMatch"].append("jobs/"))))
+    refused("a lifecycle rule deleting results within the retention", policy_problems(changed(
+        lambda p: p["rules"][1]["definition"]["actions"]["baseBlob"]["delete"].update(
+            daysAfterModificationGreaterThan=10))))
 
     processor = ("Deployment", "tessera-processor")
     scaled = ("ScaledObject", "tessera-processor")
