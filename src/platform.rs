@@ -4,11 +4,15 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use anyhow::Context;
+use std::sync::Arc;
 use tessera_azure::{AzureOptions, AzureStorage};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::nudge::{NudgeEndpoint, local_address_towards};
 use tessera_shared::runtime::{NudgeSettings, Nudges};
+
 use tessera_shared::storage::embedded::EmbeddedStorage;
+use tessera_shared::storage::prefixed::Prefixed;
+use tessera_shared::storage::{BlobStore, QueueStore};
 
 use crate::settings::{Backend, NudgeConfig, StorageSettings};
 
@@ -58,6 +62,14 @@ pub fn open(
             });
             (storage.queues(), storage.blobs(), host)
         }
+    };
+    let (queues, blobs) = if settings.name_prefix.is_empty() {
+        (queues, blobs)
+    } else {
+        let prefix = &settings.name_prefix;
+        let queues: Arc<dyn QueueStore> = Arc::new(Prefixed::new(queues, prefix));
+        let blobs: Arc<dyn BlobStore> = Arc::new(Prefixed::new(blobs, prefix));
+        (queues, blobs)
     };
     let reach = match storage_host {
         Some(host) if reach == NudgeReach::Network => Some(host),

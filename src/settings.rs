@@ -111,6 +111,9 @@ pub struct StorageSettings {
     /// Free space the embedded backend keeps on its disk: with less, submissions answer 507 and
     /// `/readyz` says not ready, until space returns.
     pub min_free_bytes: u64,
+    /// Put before every queue and container name (`dev-` gives `dev-imagerequest`), so one
+    /// account or data directory holds several environments. Empty: none.
+    pub name_prefix: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -145,6 +148,7 @@ impl Default for StorageSettings {
             azure_connection_string: String::new(),
             durability: DurabilitySetting::default(),
             min_free_bytes: 256 << 20,
+            name_prefix: String::new(),
         }
     }
 }
@@ -162,6 +166,7 @@ impl std::fmt::Debug for StorageSettings {
             .field("azure_connection_string", &secret)
             .field("durability", &self.durability)
             .field("min_free_bytes", &self.min_free_bytes)
+            .field("name_prefix", &self.name_prefix)
             .finish()
     }
 }
@@ -247,6 +252,10 @@ impl Settings {
     }
 
     fn validate(&self) -> anyhow::Result<()> {
+        if !self.storage.name_prefix.is_empty() {
+            tessera_shared::storage::prefixed::check_prefix(&self.storage.name_prefix)
+                .map_err(anyhow::Error::msg)?;
+        }
         for (key, value) in [
             ("nudge.advertise", &self.nudge.advertise),
             ("nudge.bind", &self.nudge.bind),
@@ -444,6 +453,25 @@ mod tests {
         assert_eq!(s.web.limits.max_output_pixels, 1 << 32);
         assert_eq!(s.controller.limits, s.web.limits);
         assert_eq!(s.limits, s.web.limits);
+    }
+
+    #[test]
+    fn a_name_prefix_and_an_encoding_are_read_and_checked() {
+        let s = Settings::load(
+            None,
+            env(&[
+                ("TESSERA_STORAGE__NAME_PREFIX", "dev-"),
+                ("TESSERA_QUEUES__ENCODING", "json"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.storage.name_prefix, "dev-");
+        assert_eq!(s.queues.encoding, tessera_shared::messages::Encoding::Json);
+        let err = Settings::load(None, env(&[("TESSERA_STORAGE__NAME_PREFIX", "Dev_")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("name_prefix"), "{err}");
+        assert!(Settings::load(None, env(&[("TESSERA_QUEUES__ENCODING", "xml")])).is_err());
     }
 
     #[test]

@@ -919,6 +919,57 @@ async fn azurite_job_matches_a_local_render() {
     }
 }
 
+/// With a name prefix, a job runs on queues and containers of its own in a shared Azure
+/// account: nothing of it is under the plain names, and everything under the prefixed ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azurite_job_under_a_name_prefix_keeps_to_its_own_names() {
+    use tessera_shared::storage::BlobStoreExt;
+    use tessera_shared::storage::prefixed::{Prefixed, check_prefix};
+    let storage = tessera_azure::AzureStorage::from_connection_string(
+        &connection_string(),
+        tessera_azure::AzureOptions::default(),
+    )
+    .unwrap();
+    let prefix = format!("t{}-", &Uuid::new_v4().simple().to_string()[..8]);
+    check_prefix(&prefix).unwrap();
+    assert!(check_prefix("Dev_").is_err() && check_prefix("dev").is_err());
+    let (raw_queues, raw_blobs) = (storage.queues(), storage.blobs());
+    let queues: Arc<dyn QueueStore> = Arc::new(Prefixed::new(raw_queues.clone(), &prefix));
+    let blobs: Arc<dyn BlobStore> = Arc::new(Prefixed::new(raw_blobs.clone(), &prefix));
+    let env = Env::new(queues.clone(), blobs, None, None);
+    let id = job_matches_local_render(env).await;
+
+    let record = BlobKey::JobRecord { job: id }.path();
+    assert!(
+        raw_blobs
+            .exists(&format!("{prefix}{record}"))
+            .await
+            .unwrap()
+    );
+    assert!(!raw_blobs.exists(&record).await.unwrap());
+    let output = BlobKey::ImageOutput { job: id }.path();
+    assert!(
+        raw_blobs
+            .exists(&format!("{prefix}{output}"))
+            .await
+            .unwrap()
+    );
+    let listed = raw_queues.list_queues().await.unwrap();
+    for name in all_queue_names() {
+        assert!(
+            listed.contains(&format!("{prefix}{name}")),
+            "{name}: {listed:?}"
+        );
+    }
+    // Seen through the prefix, the names are the plain ones.
+    let seen = queues.list_queues().await.unwrap();
+    assert!(seen.contains(&"imagerequest".to_string()), "{seen:?}");
+    assert!(seen.iter().all(|q| !q.starts_with(&prefix)), "{seen:?}");
+    for name in all_queue_names() {
+        queues.delete_queue(&name).await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_with_flip_and_rotate_matches_a_local_render() {
     let env = embedded();

@@ -11,6 +11,7 @@
 
 pub mod describe;
 pub mod embedded;
+pub mod prefixed;
 mod reader;
 
 pub use reader::BlobReader;
