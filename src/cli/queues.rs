@@ -173,15 +173,13 @@ pub async fn peek(platform: &Platform, queue: &str, count: usize, raw: bool) -> 
         println!("{queue}: no visible messages");
     }
     for m in messages {
+        let text = readable(&m.body);
         if raw {
-            let text =
-                Encoding::from_wire(&m.body).map_or_else(|_| m.body.clone(), |t| t.into_owned());
             println!("{text}");
             continue;
         }
         let inserted = m.insertion_time.format(&Rfc3339).unwrap_or_default();
         println!("{}  received {}x  sent {inserted}", m.id, m.dequeue_count);
-        let text = Encoding::from_wire(&m.body).map_or_else(|_| m.body.clone(), |t| t.into_owned());
         match serde_json::from_str::<PoisonRecord>(&text) {
             Ok(record) if queue.ends_with("-poison") => {
                 println!("  reason: {}", record.reason);
@@ -193,11 +191,7 @@ pub async fn peek(platform: &Platform, queue: &str, count: usize, raw: bool) -> 
                     println!("  job: {job}");
                 }
                 match (&record.body, &record.body_blob) {
-                    (Some(body), _) => {
-                        let body = Encoding::from_wire(body)
-                            .map_or_else(|_| body.clone(), |t| t.into_owned());
-                        println!("  body: {}", shorten(&body, 400))
-                    }
+                    (Some(body), _) => println!("  body: {}", shorten(&readable(body), 400)),
                     (None, Some(key)) => println!("  body stored at {key}"),
                     (None, None) => {}
                 }
@@ -264,6 +258,11 @@ pub async fn requeue(platform: &Platform, queue: &str, max: u64) -> anyhow::Resu
         platform.nudges.nudge(&q).await;
     }
     Ok(moved)
+}
+
+/// A body's JSON text whichever encoding it was written in; the body as it is when it is neither.
+fn readable(body: &str) -> String {
+    Encoding::from_wire(body).map_or_else(|_| body.to_string(), |t| t.into_owned())
 }
 
 fn shorten(text: &str, max: usize) -> String {

@@ -658,7 +658,7 @@ fn same_origin(req: &HttpRequest) -> bool {
     origin_is_host(headers)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

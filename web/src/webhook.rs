@@ -71,12 +71,7 @@ pub fn signature(secret: &str, unix: i64, body: &str) -> String {
     let mut mac =
         Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes keys of any length");
     mac.update(format!("{unix}.{body}").as_bytes());
-    let hex: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = crate::auth::hex(&mac.finalize().into_bytes());
     format!("t={unix},v1={hex}")
 }
 

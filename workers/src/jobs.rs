@@ -46,20 +46,24 @@ pub(crate) fn spent(platform: &Platform) -> u64 {
 /// Marks `job` failed with `reason` (unless it already ended) and, if this call ended it, tells
 /// the front end with a failed `ImageResponse`.
 pub(crate) async fn fail_job(platform: &Platform, job: Uuid, reason: &str) -> Result<(), JobError> {
-    fail_job_if(platform, job, |_| Some(reason.to_string()))
+    fail_job_if(platform, job, |_| Some(reason.to_string()), None)
         .await
         .map(drop)
 }
 
 /// Fails `job` with the reason `why` gives for its record as it stands (`None` leaves the job
-/// alone), as [`fail_job`] does; returns the reason if this call ended the job.
+/// alone), as [`fail_job`] does; returns the reason if this call ended the job. A job with no
+/// record is answered with a failed `ImageResponse` when `no_record` gives its client and
+/// reason (a request from outside, such as an Azure Function's, has no record), else left
+/// alone.
 pub(crate) async fn fail_job_if(
     platform: &Platform,
     job: Uuid,
     mut why: impl FnMut(&JobRecord) -> Option<String>,
+    no_record: Option<(Uuid, &str)>,
 ) -> Result<Option<String>, JobError> {
     let mut ended = None;
-    let record = match platform
+    let client = match platform
         .jobs()
         .update(job, |record| {
             ended = why(record).filter(|reason| record.fail(reason.clone()));
@@ -67,11 +71,18 @@ pub(crate) async fn fail_job_if(
         })
         .await
     {
-        Ok(record) => record,
-        Err(JobError::NotFound(_)) => {
-            tracing::warn!(%job, "failed job has no record");
-            return Ok(None);
-        }
+        Ok(record) => record.client_id,
+        Err(JobError::NotFound(_)) => match no_record {
+            Some((client, reason)) => {
+                tracing::warn!(%job, "request without a job record failed");
+                ended = Some(reason.to_string());
+                client
+            }
+            None => {
+                tracing::warn!(%job, "failed job has no record");
+                return Ok(None);
+            }
+        },
         Err(e) => return Err(e),
     };
     if let Some(reason) = &ended {
@@ -85,7 +96,7 @@ pub(crate) async fn fail_job_if(
         };
         platform
             .queue::<ImageResponse>()
-            .send(&Envelope::new(record.client_id, response))
+            .send(&Envelope::new(client, response))
             .await?;
         // Slices not started yet find no plan and are skipped (best effort: a slice rendered
         // anyway is only wasted work; what is left is swept by the storage gc, the upload too).
@@ -198,22 +209,10 @@ pub(crate) fn poison_hook(platform: Platform, what: &'static str) -> poison::Poi
             tokio::spawn(poison::record_fate(job, move || {
                 let (platform, reason) = (platform.clone(), reason.clone());
                 async move {
-                    match platform.jobs().get(job).await {
-                        Err(JobError::NotFound(_)) if answer_unknown => {
-                            tracing::warn!(%job, reason, "request without a job record failed");
-                            let response = ImageResponse {
-                                job_id: job,
-                                outcome: JobOutcome::Failed { reason },
-                            };
-                            platform
-                                .queue::<ImageResponse>()
-                                .send(&Envelope::new(client, response))
-                                .await
-                                .map(drop)
-                                .map_err(JobError::from)
-                        }
-                        _ => fail_job(&platform, job, &reason).await,
-                    }
+                    let no_record = answer_unknown.then_some((client, reason.as_str()));
+                    fail_job_if(&platform, job, |_| Some(reason.clone()), no_record)
+                        .await
+                        .map(drop)
                 }
             }));
         }

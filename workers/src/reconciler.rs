@@ -130,17 +130,22 @@ pub async fn sweep(platform: &Platform, stall: Duration) -> Result<SweepReport, 
 
 /// Fails a job that stalled again after its re-drive; false if it moved meanwhile.
 async fn fail_stalled(platform: &Platform, job: Uuid, stall: Duration) -> Result<bool, JobError> {
-    let reason = fail_job_if(platform, job, |r| {
-        let now = OffsetDateTime::now_utc();
-        (r.stalled(now, stall) && r.redriven_at.is_some()).then(|| {
-            format!(
-                "no progress for {} s, even after its missing work was asked for again \
+    let reason = fail_job_if(
+        platform,
+        job,
+        |r| {
+            let now = OffsetDateTime::now_utc();
+            (r.stalled(now, stall) && r.redriven_at.is_some()).then(|| {
+                format!(
+                    "no progress for {} s, even after its missing work was asked for again \
                  (stopped at {})",
-                stall.as_secs(),
-                r.progress()
-            )
-        })
-    })
+                    stall.as_secs(),
+                    r.progress()
+                )
+            })
+        },
+        None,
+    )
     .await?;
     Ok(reason.is_some())
 }

@@ -110,6 +110,11 @@ where
     }
 }
 
+/// A body's JSON, in either encoding, read as `T`; `None` when it is not.
+fn wire_json<T: serde::de::DeserializeOwned>(body: &str) -> Option<T> {
+    serde_json::from_str(&Encoding::from_wire(body).ok()?).ok()
+}
+
 /// Reads `body.job_id` from an envelope, if there is one; every pipeline message has it.
 pub fn probe_job_id(body: &str) -> Option<Uuid> {
     #[derive(Deserialize)]
@@ -120,10 +125,7 @@ pub fn probe_job_id(body: &str) -> Option<Uuid> {
     struct ProbeBody {
         job_id: Uuid,
     }
-    let text = Encoding::from_wire(body).ok()?;
-    serde_json::from_str::<Probe>(&text)
-        .ok()
-        .map(|p| p.body.job_id)
+    wire_json::<Probe>(body).map(|p| p.body.job_id)
 }
 
 /// Reads the envelope's `client_id` from a body in either encoding, if there is one.
@@ -132,10 +134,7 @@ pub fn probe_client_id(body: &str) -> Option<Uuid> {
     struct Probe {
         client_id: Uuid,
     }
-    let text = Encoding::from_wire(body).ok()?;
-    serde_json::from_str::<Probe>(&text)
-        .ok()
-        .map(|p| p.client_id)
+    wire_json::<Probe>(body).map(|p| p.client_id)
 }
 
 /// The envelope field in which a retried message carries the cause of its last failed attempt.
@@ -145,15 +144,14 @@ const MAX_CAUSE_BYTES: usize = 1024;
 
 /// The cause of the last failed attempt, as a retry noted it in the body.
 pub fn last_error(body: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(&Encoding::from_wire(body).ok()?).ok()?;
+    let value: serde_json::Value = wire_json(body)?;
     value.get(LAST_ERROR)?.as_str().map(str::to_string)
 }
 
 /// The body with `cause` noted as its `last_error`, in the body's own encoding; `None` when the
 /// body is not a JSON object or would outgrow a message.
 pub(crate) fn with_last_error(body: &str, cause: &str) -> Option<String> {
-    let mut value: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&Encoding::from_wire(body).ok()?).ok()?;
+    let mut value: serde_json::Map<String, serde_json::Value> = wire_json(body)?;
     value.insert(LAST_ERROR.into(), truncate(cause, MAX_CAUSE_BYTES).into());
     let text = Encoding::of(body).to_wire(&serde_json::to_string(&value).ok()?);
     (text.len() <= MAX_MESSAGE_BYTES).then_some(text)
@@ -196,18 +194,15 @@ pub(crate) async fn make_record(
 /// The body as first sent, in its own encoding: without the `last_error` its retries noted (the
 /// record has the reason).
 fn without_last_error(body: &str) -> String {
-    let Ok(text) = Encoding::from_wire(body) else {
+    let Some(mut value) = wire_json::<serde_json::Map<String, serde_json::Value>>(body) else {
         return body.to_string();
     };
-    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text) {
-        Ok(mut value) => match value.remove(LAST_ERROR) {
-            Some(_) => serde_json::to_string(&value)
-                .map(|json| Encoding::of(body).to_wire(&json))
-                .unwrap_or_else(|_| body.to_string()),
-            None => body.to_string(),
-        },
-        Err(_) => body.to_string(),
+    if value.remove(LAST_ERROR).is_none() {
+        return body.to_string();
     }
+    serde_json::to_string(&value)
+        .map(|json| Encoding::of(body).to_wire(&json))
+        .unwrap_or_else(|_| body.to_string())
 }
 
 /// Sends `record` to its queue's poison queue.
