@@ -26,7 +26,8 @@
 //! cells left free are filled by the matcher under `max_uses` and the radius.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use rayon::prelude::*;
 
@@ -49,6 +50,12 @@ const SCAN_PAIRS: usize = 64 << 20;
 const EPSILON: f32 = 0.05;
 /// Each phase divides ε by this.
 const EPSILON_STEP: f32 = 5.0;
+/// A round of the nearest-free-cell matching that places fewer than one in this many of the
+/// copies left looks at more cells next round, and once it looks as far as it may, hands them
+/// to a scan of the free cells (a flat photo, where every copy wants the same few cells).
+const SCAN_WHEN_FEWER: usize = 16;
+/// Bids one auction phase may take per bidder before the assignment is taken to be impossible.
+const BIDS_PER_BIDDER: usize = 20;
 
 /// A cost in the units the assignment adds up: the square root of the matcher's score (squared
 /// CIEDE2000 of the means plus the structure terms), so the sum is a sum of distances, as the
@@ -140,7 +147,7 @@ pub(crate) fn place_copies(
         .enumerate()
         .map(|(t, cells)| cells.into_iter().map(|c| (c, value(t as u32, c))).collect())
         .collect();
-    for (t, c) in own_cells(&lists, m, cell_means, library.means()) {
+    for (t, c) in own_cells(&lists, (cols, radius, m), cell_means, library.means()) {
         lists[t as usize].push((c, value(t, c)));
     }
     let cell_of =
@@ -174,14 +181,26 @@ fn auction(
     // Bidders: the copies, then the stand-ins for the cells left free.
     let mut cell_of = vec![NONE; cells];
     let mut cheapest: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
+    // For each tile, how many of its copies each cell is within the repeat radius of.
+    let mut cover: Vec<HashMap<u32, i32>> =
+        vec![HashMap::new(); if m > 1 { lists.len() } else { 0 }];
     let mut epsilon = (spread(lists) / 4.0).max(EPSILON);
+    // A phase takes a few bids per bidder; with the repeat radius the copies of a tile may
+    // have no assignment among their edges, and prices would climb for ever: give up then.
+    let most_bids = BIDS_PER_BIDDER * cells;
     loop {
+        let mut bids = 0usize;
         owner.fill(NONE);
         cell_of.fill(NONE);
+        cover.iter_mut().for_each(HashMap::clear);
         cheapest.clear();
         cheapest.extend((0..cells as u32).map(|c| Reverse((price[c as usize].to_bits(), c))));
         let mut queue: VecDeque<u32> = (0..cells as u32).collect();
         while let Some(bidder) = queue.pop_front() {
+            bids += 1;
+            if bids > most_bids {
+                return Err((bidder as usize).min(copies.saturating_sub(1)) as u32 / m as u32);
+            }
             let (cell, margin) = if bidder as usize >= copies {
                 // A stand-in takes the cheapest cell, raised to just past the next cheapest.
                 let Some((p1, c1)) = pop_cheapest(&mut cheapest, &price) else {
@@ -190,15 +209,9 @@ fn auction(
                 (c1, peek_cheapest(&mut cheapest, &price).unwrap_or(p1) - p1)
             } else {
                 let t = bidder as usize / m;
-                // A cell within the repeat radius of another copy of the tile is closed to it.
-                let siblings = (t * m..(t + 1) * m).filter(|&s| s != bidder as usize);
-                let near_sibling = |c: u32| {
-                    m > 1
-                        && siblings.clone().any(|s| {
-                            cell_of[s] != NONE
-                                && within(cell_of[s] as usize, c as usize, cols, radius)
-                        })
-                };
+                // A cell within the repeat radius of another copy of the tile is closed to it
+                // (the bidder holds no cell while it bids).
+                let near_sibling = |c: u32| m > 1 && cover[t].get(&c).is_some_and(|&n| n > 0);
                 let (best, second) = best_two(lists[t].iter().copied(), &price, near_sibling);
                 if best.1 == NONE {
                     return Err(t as u32);
@@ -213,6 +226,21 @@ fn auction(
             price[cell as usize] += margin + epsilon;
             cheapest.push(Reverse((price[cell as usize].to_bits(), cell)));
             let held = std::mem::replace(&mut owner[cell as usize], bidder);
+            if m > 1 {
+                // Copies of a tile keep a count of how many of them each cell is near.
+                let mut mark = |copy: u32, by: i32| {
+                    if (copy as usize) < copies {
+                        let counts = &mut cover[copy as usize / m];
+                        for n in neighbourhood(cell as usize, cells, cols, radius) {
+                            *counts.entry(n as u32).or_insert(0) += by;
+                        }
+                    }
+                };
+                if held != NONE {
+                    mark(held, -1);
+                }
+                mark(bidder, 1);
+            }
             if held != NONE {
                 cell_of[held as usize] = NONE;
                 queue.push_back(held);
@@ -250,18 +278,27 @@ fn best_two(
     (best, second)
 }
 
-/// Pairs `(tile, cell)` that give each copy a cell of its own, for tiles whose edges do not
-/// already: a matching greedy by value over each tile's best edges, then each copy left over takes the
-/// nearest cell by mean colour still free. With them among the edges the auction always ends.
+/// Pairs `(tile, cell)` that give each copy a cell of its own, out of the repeat radius of the
+/// tile's other copies, for tiles whose edges do not already: a matching greedy by value over
+/// each tile's best edges, then each copy left over takes the nearest cell by mean colour still
+/// free. With them among the edges the auction has an assignment to find.
 fn own_cells(
     lists: &[Vec<(u32, f32)>],
-    m: usize,
+    (cols, radius, m): (usize, usize, usize),
     cell_means: &[Lab],
     tile_means: &[Lab],
 ) -> Vec<(u32, u32)> {
     let cells = cell_means.len();
     let mut taken = vec![false; cells];
     let mut placed = vec![0usize; lists.len()];
+    // The cells within the repeat radius of each tile's copies so far, closed to its others.
+    let mut closed: Vec<HashSet<u32>> = vec![HashSet::new(); if m > 1 { lists.len() } else { 0 }];
+    let apart = |closed: &[HashSet<u32>], t: usize, c: u32| m == 1 || !closed[t].contains(&c);
+    let close = |closed: &mut [HashSet<u32>], t: usize, c: u32| {
+        if m > 1 {
+            closed[t].extend(neighbourhood(c as usize, cells, cols, radius).map(|n| n as u32));
+        }
+    };
     // Greedy by value over each tile's few best edges...
     let keep = 2 * m + 2;
     let mut order: Vec<(f32, u32, u32)> = lists
@@ -278,9 +315,11 @@ fn own_cells(
         .collect();
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     for (_, t, c) in order {
-        if placed[t as usize] < m && !taken[c as usize] {
+        let tu = t as usize;
+        if placed[tu] < m && !taken[c as usize] && apart(&closed, tu, c) {
             taken[c as usize] = true;
-            placed[t as usize] += 1;
+            placed[tu] += 1;
+            close(&mut closed, tu, c);
         }
     }
     // ...then each tile still short takes the free cells its list names, in list order...
@@ -289,9 +328,10 @@ fn own_cells(
             if placed[t] == m {
                 break;
             }
-            if !taken[c as usize] {
+            if !taken[c as usize] && apart(&closed, t, c) {
                 taken[c as usize] = true;
                 placed[t] += 1;
+                close(&mut closed, t, c);
             }
         }
     }
@@ -301,6 +341,8 @@ fn own_cells(
         .flat_map(|t| std::iter::repeat_n(t as u32, m - placed[t]))
         .collect();
     let mut pairs = Vec::new();
+    // How many of the nearest free cells each copy looks at: more when a round places few.
+    let mut k = 16usize;
     while !left.is_empty() {
         let free: Vec<u32> = (0..cells as u32).filter(|&c| !taken[c as usize]).collect();
         if free.is_empty() {
@@ -312,11 +354,17 @@ fn own_cells(
                 .map(|&c| cell_means[c as usize])
                 .collect::<Vec<_>>(),
         );
+        // Copies whose nearest free cells are all equally near (a flat photo) gain nothing
+        // from looking further.
+        let tied = AtomicUsize::new(0);
         let mut near: Vec<(f32, u32, u32)> = left
             .par_iter()
             .enumerate()
             .map_init(Vec::new, |scratch, (i, &t)| {
-                tree.nearest(&tile_means[t as usize], 16.min(free.len()), scratch);
+                tree.nearest(&tile_means[t as usize], k.min(free.len()), scratch);
+                if scratch.first().map(|e| e.0) == scratch.last().map(|e| e.0) {
+                    tied.fetch_add(1, AtomicOrdering::Relaxed);
+                }
                 scratch
                     .iter()
                     .map(|&(d2, j)| (d2, i as u32, free[j as usize]))
@@ -324,14 +372,48 @@ fn own_cells(
             })
             .flatten()
             .collect();
+        let tied = tied.into_inner() * 2 > left.len();
         near.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         let mut done = vec![false; left.len()];
         for (_, i, c) in near {
-            if !done[i as usize] && !taken[c as usize] {
+            let t = left[i as usize] as usize;
+            if !done[i as usize] && !taken[c as usize] && apart(&closed, t, c) {
                 done[i as usize] = true;
                 taken[c as usize] = true;
-                pairs.push((left[i as usize], c));
+                placed[t] += 1;
+                close(&mut closed, t, c);
+                pairs.push((t as u32, c));
             }
+        }
+        let placed_now = done.iter().filter(|&&d| d).count();
+        let widest = (SHORTLIST_PAIRS / left.len()).max(16).min(free.len());
+        if placed_now * SCAN_WHEN_FEWER < left.len() && k < widest && !tied {
+            // The copies left crowd the same few cells: look further next round.
+            k = (k * 4).min(widest);
+        } else if placed_now * SCAN_WHEN_FEWER < left.len() {
+            // The copies left crowd the same few cells (a flat photo: every cell alike) or their
+            // siblings' radius: each tile scans the free cells in order instead.
+            let mut rest: Vec<u32> = left
+                .iter()
+                .zip(&done)
+                .filter(|(_, d)| !**d)
+                .map(|(t, _)| *t)
+                .collect();
+            rest.dedup();
+            for t in rest {
+                let t = t as usize;
+                let mut c = 0;
+                while placed[t] < m && c < cells {
+                    if !taken[c] && apart(&closed, t, c as u32) {
+                        taken[c] = true;
+                        placed[t] += 1;
+                        close(&mut closed, t, c as u32);
+                        pairs.push((t as u32, c as u32));
+                    }
+                    c += 1;
+                }
+            }
+            break;
         }
         let mut i = 0;
         left.retain(|_| {
@@ -365,6 +447,23 @@ fn peek_cheapest(heap: &mut BinaryHeap<Reverse<(u32, u32)>>, price: &[f32]) -> O
 }
 
 /// Whether cells `a` and `b` of a grid `cols` wide are within `radius` cells of each other.
+/// The cells within `radius` of `cell` (itself included), on a grid `cols` wide.
+fn neighbourhood(
+    cell: usize,
+    cells: usize,
+    cols: usize,
+    radius: usize,
+) -> impl Iterator<Item = usize> {
+    let (y, x) = (cell / cols, cell % cols);
+    let rows = cells.div_ceil(cols);
+    let ys = y.saturating_sub(radius)..(y + radius + 1).min(rows);
+    ys.flat_map(move |ny| {
+        (x.saturating_sub(radius)..(x + radius + 1).min(cols)).map(move |nx| ny * cols + nx)
+    })
+    .filter(move |&c| c < cells)
+}
+
+#[cfg(test)]
 fn within(a: usize, b: usize, cols: usize, radius: usize) -> bool {
     let (ay, ax) = (a / cols, a % cols);
     let (by, bx) = (b / cols, b % cols);
@@ -465,12 +564,49 @@ mod tests {
         // Ten tiles all wanting cell 0 and seeing nothing else.
         let means: Vec<Lab> = (0..12).map(|i| [i as f32 * 5.0, 0.0, 0.0]).collect();
         let lists: Vec<Vec<(u32, f32)>> = (0..10).map(|_| vec![(0, 1.0)]).collect();
-        let pairs = own_cells(&lists, 1, &means, &means[..10]);
+        let pairs = own_cells(&lists, (12, 0, 1), &means, &means[..10]);
         let mut cells: Vec<u32> = pairs.iter().map(|p| p.1).collect();
         cells.push(0);
         cells.sort();
         cells.dedup();
         assert_eq!(pairs.len(), 9);
         assert_eq!(cells.len(), 10);
+    }
+
+    #[test]
+    fn a_flat_photo_still_gives_every_copy_a_cell_apart_from_its_siblings() {
+        // Every cell alike, so every tile's shortlist names the same first cells.
+        let (cols, rows, tiles, m) = (64usize, 64usize, 12usize, 40usize);
+        let cells = cols * rows;
+        let grey = [50.0f32, 0.0, 0.0];
+        let means = vec![grey; cells];
+        let mut lists: Vec<Vec<(u32, f32)>> = (0..tiles)
+            .map(|_| (0..256).map(|c| (c, 1.0)).collect())
+            .collect();
+        for (t, c) in own_cells(&lists, (cols, 1, m), &means, &vec![grey; tiles]) {
+            lists[t as usize].push((c, 1.0));
+        }
+        let cell_of = auction(&lists, cells, (cols, 1, m)).expect("an assignment");
+        for t in 0..tiles {
+            let mine = &cell_of[t * m..(t + 1) * m];
+            for (i, &a) in mine.iter().enumerate() {
+                for &b in &mine[i + 1..] {
+                    assert!(
+                        !within(a as usize, b as usize, cols, 1),
+                        "tile {t}: {a} {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn copies_that_cannot_keep_apart_end_the_auction_with_the_tile() {
+        // 6 x 6 cells hold at most 9 cells out of each other's radius 1; 12 copies cannot.
+        let (cols, cells, m) = (6usize, 36usize, 12usize);
+        let lists: Vec<Vec<(u32, f32)>> = (0..2)
+            .map(|_| (0..cells as u32).map(|c| (c, 1.0)).collect())
+            .collect();
+        assert!(auction(&lists, cells, (cols, 1, m)).is_err());
     }
 }
