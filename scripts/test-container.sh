@@ -46,6 +46,7 @@ work=$(mktemp -d)
 started_dockerd=
 cleanup() {
   docker ps -aq --filter "name=^$PREFIX-" | xargs -r docker rm -f >/dev/null 2>&1 || true
+  docker network ls -q --filter "name=^$PREFIX-compose" | xargs -r docker network rm >/dev/null 2>&1 || true
   scripts/azurite.sh stop >/dev/null 2>&1 || true
   if [ -n "$started_dockerd" ]; then
     kill "$started_dockerd" 2>/dev/null || true
@@ -184,6 +185,34 @@ for c in processor-1 processor-2 controller web; do
   check "$c stops on SIGTERM in $took_ms ms with exit code $code" \
     test "$code" = 0 -a "$took_ms" -lt 35000
 done
+
+# Compose, brought up as a person would: deploy/compose.yaml with the image above and Azurite's
+# image made locally, the library imported by its one-shot service, a job through its web.
+compose() {
+  local tool=(docker compose)
+  command -v docker-compose >/dev/null && tool=(docker-compose)
+  TESSERA_IMAGE="$IMAGE" TESSERA_WEB_PORT=18180 AZURITE_IMAGE=tessera-azurite:local \
+    "${tool[@]}" -p "$PREFIX-compose" -f deploy/compose.yaml "$@"
+}
+compose_job() {
+  compose up -d --no-build --scale processor=2 >&2 || return 1
+  ready http://127.0.0.1:18180/readyz || return 1
+  TILES="$PWD/tests/fixtures/engine/tiles" compose run --rm library >/dev/null 2>&1 || return 1
+  local id state=
+  id=$(curl -sf -F image=@tests/fixtures/engine/astronaut-48.png -F library=tiles -F cells=48 \
+    -F tile_size=16 -F slices=6 "http://127.0.0.1:18180/api/v1/jobs" \
+    | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])') || return 1
+  for _ in $(seq 1 1200); do
+    state=$(curl -sf "http://127.0.0.1:18180/api/v1/jobs/$id" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["state"])' || true)
+    [ "$state" = done ] || [ "$state" = failed ] && break
+    sleep 0.1
+  done
+  [ "$state" = done ] && curl -sf "http://127.0.0.1:18180/api/v1/jobs/$id/result" | head -c 8 | grep -q PNG
+}
+scripts/azurite-image.sh
+check "docker-compose up runs a job (Azurite's image made locally)" compose_job
+[ "$failed" -gt 0 ] && compose logs --tail 30 >&2
+compose down -v -t 40 >/dev/null 2>&1 || true
 
 if [ "$failed" -gt 0 ]; then
   for c in web controller processor-1 processor-2; do
