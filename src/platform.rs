@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use std::sync::Arc;
-use tessera_azure::{AzureOptions, AzureStorage};
+use tessera_azure::{AzureOptions, AzureStorage, EntraCredential};
+use tessera_shared::accounting::Accounting;
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::nudge::{NudgeEndpoint, local_address_towards};
 use tessera_shared::runtime::{NudgeSettings, Nudges};
@@ -14,7 +15,7 @@ use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_shared::storage::prefixed::Prefixed;
 use tessera_shared::storage::{BlobStore, QueueStore};
 
-use crate::settings::{Backend, NudgeConfig, StorageSettings};
+use crate::settings::{AzureCredentialSetting, Backend, NudgeConfig, StorageSettings};
 
 /// How far nudges from other processes must reach this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,36 +34,45 @@ pub fn open(
     nudge: &NudgeConfig,
     reach: NudgeReach,
 ) -> anyhow::Result<Platform> {
-    let (queues, blobs, storage_host) = match settings.backend {
-        Backend::Embedded => {
-            let storage = EmbeddedStorage::open_with(
-                &settings.data_dir,
-                settings.durability.into(),
-                settings.min_free_bytes,
-            )
-            .with_context(|| {
-                format!(
-                    "cannot open the data directory {}",
-                    settings.data_dir.display()
+    let accounting = Accounting::new();
+    let (queues, blobs, storage_host): (Arc<dyn QueueStore>, Arc<dyn BlobStore>, _) =
+        match settings.backend {
+            Backend::Embedded => {
+                let storage = EmbeddedStorage::open_with(
+                    &settings.data_dir,
+                    settings.durability.into(),
+                    settings.min_free_bytes,
                 )
-            })?;
-            (storage.queues(), storage.blobs(), None)
-        }
-        Backend::Azure => {
-            let storage = AzureStorage::from_connection_string(
-                &settings.azure_connection_string,
-                AzureOptions::default(),
-            )?;
-            let endpoint = storage.queue_endpoint();
-            let host = endpoint.host_str().map(|h| {
+                .with_context(|| {
+                    format!(
+                        "cannot open the data directory {}",
+                        settings.data_dir.display()
+                    )
+                })?;
                 (
-                    h.to_string(),
-                    endpoint.port_or_known_default().unwrap_or(443),
+                    Arc::new(accounting.wrap(storage.queues())),
+                    Arc::new(accounting.wrap(storage.blobs())),
+                    None,
                 )
-            });
-            (storage.queues(), storage.blobs(), host)
-        }
-    };
+            }
+            Backend::Azure => {
+                // Counted at the wire: every request the service sees, retries and container
+                // creates included.
+                let options = AzureOptions {
+                    accounting: Some(accounting.clone()),
+                    ..AzureOptions::default()
+                };
+                let storage = azure_storage(settings, options)?;
+                let endpoint = storage.queue_endpoint();
+                let host = endpoint.host_str().map(|h| {
+                    (
+                        h.to_string(),
+                        endpoint.port_or_known_default().unwrap_or(443),
+                    )
+                });
+                (storage.queues(), storage.blobs(), host)
+            }
+        };
     let (queues, blobs) = if settings.name_prefix.is_empty() {
         (queues, blobs)
     } else {
@@ -82,7 +92,34 @@ pub fn open(
     };
     tracing::debug!(endpoint = ?settings.endpoint, "nudge endpoint");
     let nudges = Nudges::cross_process(blobs.clone(), settings);
-    Ok(Platform::new(queues, blobs, nudges))
+    Ok(Platform::counted(queues, blobs, nudges, accounting))
+}
+
+/// The Azure account as configured: by connection string, or by name with an Entra ID identity.
+fn azure_storage(
+    settings: &StorageSettings,
+    options: AzureOptions,
+) -> anyhow::Result<AzureStorage> {
+    let identity = match settings.azure_credential {
+        AzureCredentialSetting::ConnectionString => {
+            return Ok(AzureStorage::from_connection_string(
+                &settings.azure_connection_string,
+                options,
+            )?);
+        }
+        AzureCredentialSetting::WorkloadIdentity => EntraCredential::WorkloadIdentity,
+        AzureCredentialSetting::ManagedIdentity => EntraCredential::ManagedIdentity {
+            client_id: Some(settings.azure_client_id.clone()).filter(|id| !id.is_empty()),
+        },
+        AzureCredentialSetting::Developer => EntraCredential::DeveloperTools,
+    };
+    let (account, suffix) = (&settings.azure_account, &settings.azure_endpoint_suffix);
+    Ok(AzureStorage::with_entra_id(
+        &format!("https://{account}.queue.{suffix}"),
+        &format!("https://{account}.blob.{suffix}"),
+        identity,
+        options,
+    )?)
 }
 
 /// The configured endpoint; what is not configured follows the interface that reaches

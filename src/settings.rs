@@ -114,6 +114,27 @@ pub struct StorageSettings {
     /// Put before every queue and container name (`dev-` gives `dev-imagerequest`), so one
     /// account or data directory holds several environments. Empty: none.
     pub name_prefix: String,
+    /// How the azure backend authenticates: `connection-string` (a key or SAS in
+    /// `azure_connection_string`), or an Entra ID identity on `azure_account`:
+    /// `workload-identity`, `managed-identity` or `developer` (the Azure CLI's login).
+    pub azure_credential: AzureCredentialSetting,
+    /// The storage account's name, for an Entra ID credential (no key, no connection string).
+    pub azure_account: String,
+    /// The account's endpoints are `https://<account>.queue.<suffix>` and `.blob.<suffix>`.
+    pub azure_endpoint_suffix: String,
+    /// A user-assigned managed identity's client id; empty: the system-assigned identity.
+    pub azure_client_id: String,
+}
+
+/// How the azure backend authenticates.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum AzureCredentialSetting {
+    #[default]
+    ConnectionString,
+    WorkloadIdentity,
+    ManagedIdentity,
+    Developer,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -149,6 +170,54 @@ impl Default for StorageSettings {
             durability: DurabilitySetting::default(),
             min_free_bytes: 256 << 20,
             name_prefix: String::new(),
+            azure_credential: AzureCredentialSetting::default(),
+            azure_account: String::new(),
+            azure_endpoint_suffix: "core.windows.net".into(),
+            azure_client_id: String::new(),
+        }
+    }
+}
+
+impl StorageSettings {
+    /// One way in to Azure, completely configured.
+    fn check_azure(&self) -> anyhow::Result<()> {
+        let has_string = !self.azure_connection_string.trim().is_empty();
+        match self.azure_credential {
+            AzureCredentialSetting::ConnectionString if !has_string => bail!(
+                "storage backend is azure but no connection string is configured: set \
+                 TESSERA_AZURE_CONNECTION_STRING (UseDevelopmentStorage=true for a local Azurite), \
+                 or storage.azure_credential and storage.azure_account for Entra ID"
+            ),
+            AzureCredentialSetting::ConnectionString => Ok(()),
+            _ if has_string => bail!(
+                "storage.azure_credential is {:?} but a connection string is configured too: \
+                 choose one (unset TESSERA_AZURE_CONNECTION_STRING for Entra ID)",
+                self.azure_credential
+            ),
+            _ => {
+                let name = &self.azure_account;
+                let valid = (3..=24).contains(&name.len())
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+                if !valid {
+                    bail!(
+                        "storage.azure_account must be the storage account's name, 3 to 24 \
+                         lowercase letters and digits, for an Entra ID credential; got {name:?}"
+                    );
+                }
+                let suffix = &self.azure_endpoint_suffix;
+                if suffix.is_empty()
+                    || !suffix
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+                {
+                    bail!(
+                        "storage.azure_endpoint_suffix must be a DNS suffix such as core.windows.net"
+                    );
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -167,6 +236,10 @@ impl std::fmt::Debug for StorageSettings {
             .field("durability", &self.durability)
             .field("min_free_bytes", &self.min_free_bytes)
             .field("name_prefix", &self.name_prefix)
+            .field("azure_credential", &self.azure_credential)
+            .field("azure_account", &self.azure_account)
+            .field("azure_endpoint_suffix", &self.azure_endpoint_suffix)
+            .field("azure_client_id", &self.azure_client_id)
             .finish()
     }
 }
@@ -274,13 +347,8 @@ impl Settings {
         if self.ops.bind.is_empty() {
             bail!("ops.bind must be an IP address (0.0.0.0 for every interface)");
         }
-        if self.storage.backend == Backend::Azure
-            && self.storage.azure_connection_string.trim().is_empty()
-        {
-            bail!(
-                "storage backend is azure but no connection string is configured: set \
-                 TESSERA_AZURE_CONNECTION_STRING (UseDevelopmentStorage=true for a local Azurite)"
-            );
+        if self.storage.backend == Backend::Azure {
+            self.storage.check_azure()?;
         }
         Ok(())
     }
@@ -427,6 +495,56 @@ mod tests {
         assert!(
             !format!("{s:?}").contains("c2VjcmV0"),
             "secrets are redacted"
+        );
+    }
+
+    #[test]
+    fn entra_id_takes_an_account_name_and_no_connection_string() {
+        let s = Settings::load(
+            None,
+            env(&[
+                ("TESSERA_STORAGE", "azure"),
+                ("TESSERA_STORAGE__AZURE_CREDENTIAL", "workload-identity"),
+                ("TESSERA_STORAGE__AZURE_ACCOUNT", "tesseraprod"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            s.storage.azure_credential,
+            AzureCredentialSetting::WorkloadIdentity
+        );
+        let no_name = Settings::load(
+            None,
+            env(&[
+                ("TESSERA_STORAGE", "azure"),
+                ("TESSERA_STORAGE__AZURE_CREDENTIAL", "managed-identity"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{no_name:#}").contains("storage.azure_account"),
+            "{no_name:#}"
+        );
+        let both = Settings::load(
+            None,
+            env(&[
+                ("TESSERA_STORAGE", "azure"),
+                ("TESSERA_STORAGE__AZURE_CREDENTIAL", "managed-identity"),
+                ("TESSERA_STORAGE__AZURE_ACCOUNT", "tesseraprod"),
+                (
+                    "TESSERA_AZURE_CONNECTION_STRING",
+                    "UseDevelopmentStorage=true",
+                ),
+            ]),
+        )
+        .unwrap_err();
+        assert!(format!("{both:#}").contains("choose one"), "{both:#}");
+        assert!(
+            Settings::load(
+                None,
+                env(&[("TESSERA_STORAGE__AZURE_CREDENTIAL", "password")])
+            )
+            .is_err()
         );
     }
 

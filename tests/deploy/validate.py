@@ -45,7 +45,7 @@ SCALED_OBJECT_SPEC = {
     "triggers": list,
 }
 TRIGGER = {"type": str, "metadata": dict, "authenticationRef": dict}
-AZURE_QUEUE_METADATA = {"queueName", "queueLength", "activationQueueLength"}
+AZURE_QUEUE_METADATA = {"queueName", "queueLength", "activationQueueLength", "accountName"}
 SECRET_TARGET_REF = {"parameter", "name", "key"}
 
 results = []
@@ -156,7 +156,11 @@ def keda_field_problems(docs):
                 out.append(f"{name}: activationQueueLength does nothing with minReplicaCount {lo}")
         elif doc["kind"] == "TriggerAuthentication":
             spec = doc["spec"]
-            out += typed(f"{name} spec", spec, {"secretTargetRef": list})
+            out += typed(f"{name} spec", spec, {"secretTargetRef": list, "podIdentity": dict})
+            if ("secretTargetRef" in spec) == ("podIdentity" in spec):
+                out.append(f"{name}: either secretTargetRef (a key) or podIdentity (Entra ID)")
+            if "podIdentity" in spec and spec["podIdentity"] != {"provider": "azure-workload"}:
+                out.append(f"{name} podIdentity: provider azure-workload is the one KEDA.md documents")
             for i, ref in enumerate(spec.get("secretTargetRef", [])):
                 out += typed(f"{name} secretTargetRef[{i}]", ref, {k: str for k in SECRET_TARGET_REF})
                 if ref.get("parameter") != "connection":
@@ -174,6 +178,8 @@ def consistency_problems(docs):
     secrets = by_kind(docs, "Secret")
     auths = by_kind(docs, "TriggerAuthentication")
     services = by_kind(docs, "Service")
+    config_maps = by_kind(docs, "ConfigMap")
+    accounts = by_kind(docs, "ServiceAccount")
 
     def secret_key_exists(where, name, key):
         secret = secrets.get(name)
@@ -209,13 +215,36 @@ def consistency_problems(docs):
             if "requests" not in container.get("resources", {}):
                 out.append(f"{cw}: no resource requests")
             env = {e["name"]: e for e in container.get("env", [])}
-            if env.get("TESSERA_STORAGE", {}).get("value") != "azure":
-                out.append(f"{cw}: TESSERA_STORAGE must be azure")
+            storage = {}
+            for source in container.get("envFrom", []):
+                name = source.get("configMapRef", {}).get("name")
+                if name not in config_maps:
+                    out.append(f"{cw}: envFrom names no ConfigMap {name}")
+                else:
+                    storage.update(config_maps[name].get("data", {}))
+            if storage.get("TESSERA_STORAGE") != "azure":
+                out.append(f"{cw}: TESSERA_STORAGE must be azure (from the storage ConfigMap)")
+            credential = storage.get("TESSERA_STORAGE__AZURE_CREDENTIAL", "connection-string")
             ref = env.get("TESSERA_AZURE_CONNECTION_STRING", {}).get("valueFrom", {}).get("secretKeyRef")
-            if not ref:
-                out.append(f"{cw}: the connection string must come from a Secret")
+            if credential == "connection-string":
+                if not ref:
+                    out.append(f"{cw}: the connection string must come from a Secret")
+                else:
+                    secret_key_exists(cw, ref["name"], ref["key"])
+            elif credential == "workload-identity":
+                if ref and not ref.get("optional"):
+                    out.append(f"{cw}: with workload identity the connection string Secret must be optional")
+                if not storage.get("TESSERA_STORAGE__AZURE_ACCOUNT"):
+                    out.append(f"{cw}: workload identity needs TESSERA_STORAGE__AZURE_ACCOUNT")
+                labels = deployment["spec"]["template"]["metadata"].get("labels", {})
+                if labels.get("azure.workload.identity/use") != "true":
+                    out.append(f"{where}: pods need the label azure.workload.identity/use: \"true\"")
+                account = accounts.get(pod.get("serviceAccountName"))
+                if not account or not account["metadata"].get("annotations", {}).get(
+                        "azure.workload.identity/client-id"):
+                    out.append(f"{where}: its ServiceAccount must name the identity's client id")
             else:
-                secret_key_exists(cw, ref["name"], ref["key"])
+                out.append(f"{cw}: TESSERA_STORAGE__AZURE_CREDENTIAL {credential!r} is not for Kubernetes")
             advertise = env.get("TESSERA_NUDGE__ADVERTISE", {}).get("valueFrom", {}).get("fieldRef", {})
             if advertise.get("fieldPath") != "status.podIP":
                 out.append(f"{cw}: TESSERA_NUDGE__ADVERTISE must be the pod IP")
@@ -260,6 +289,16 @@ def consistency_problems(docs):
     for auth in auths.values():
         for ref in auth["spec"].get("secretTargetRef", []):
             secret_key_exists(f"TriggerAuthentication/{auth['metadata']['name']}", ref["name"], ref["key"])
+    # With an identity KEDA needs the account's name; it is the one the roles use.
+    roles_account = {m.get("data", {}).get("TESSERA_STORAGE__AZURE_ACCOUNT") for m in config_maps.values()}
+    for so in scaled.values():
+        for trigger in so["spec"]["triggers"]:
+            auth = auths.get(trigger.get("authenticationRef", {}).get("name"), {})
+            if "podIdentity" in auth.get("spec", {}):
+                account = trigger["metadata"].get("accountName")
+                if not account or account not in roles_account:
+                    out.append(f"ScaledObject/{so['metadata']['name']}: with podIdentity, accountName "
+                               "must name the roles' account")
     return out
 
 
@@ -379,6 +418,15 @@ def main():
     refused("a readiness probe on the wrong path", consistency_problems(broken(
         docs, *processor,
         lambda d: d["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"].update(path="/ready"))))
+    identity = with_variant(docs, load_file(VARIANTS / "workload-identity.yaml"))
+    refused("workload identity without the pod label", consistency_problems(broken(
+        identity, *processor,
+        lambda d: d["spec"]["template"]["metadata"]["labels"].pop("azure.workload.identity/use"))))
+    refused("workload identity with KEDA on another account", consistency_problems(broken(
+        identity, *scaled, lambda d: d["spec"]["triggers"][0]["metadata"].update(accountName="other"))))
+    refused("a TriggerAuthentication with both a key and an identity", keda_field_problems(broken(
+        identity, "TriggerAuthentication", "tessera-storage", lambda d: d["spec"].update(
+            secretTargetRef=[{"parameter": "connection", "name": "tessera-storage", "key": "connection-string"}]))))
 
     passed = sum(results)
     failed = len(results) - passed

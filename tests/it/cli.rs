@@ -284,3 +284,80 @@ fn form_weighs_colour_against_form() {
     );
     assert!(!bad.status.success());
 }
+
+#[test]
+fn an_entra_id_identity_is_configured_by_account_name_and_says_what_it_lacks() {
+    // Workload identity outside a pod: the credential names what the pod would have provided,
+    // before any request.
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("queues")
+        .env_remove("TESSERA_AZURE_CONNECTION_STRING")
+        .env_remove("AZURE_TENANT_ID")
+        .env_remove("AZURE_CLIENT_ID")
+        .env_remove("AZURE_FEDERATED_TOKEN_FILE")
+        .env("TESSERA_STORAGE", "azure")
+        .env("TESSERA_STORAGE__AZURE_CREDENTIAL", "workload-identity")
+        .env("TESSERA_STORAGE__AZURE_ACCOUNT", "tesseraprod")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("Entra ID credential") && err.contains("tenant"),
+        "{err}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("queues")
+        .env_remove("TESSERA_AZURE_CONNECTION_STRING")
+        .env("TESSERA_STORAGE", "azure")
+        .env("TESSERA_STORAGE__AZURE_CREDENTIAL", "workload-identity")
+        .env("TESSERA_STORAGE__AZURE_ACCOUNT", "Tessera_Prod")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("storage.azure_account"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A flat photo (every cell alike) with a high floor on uses: every tile's nearest cells are the
+/// same, and the copies of each tile must still keep out of each other's radius. It finishes,
+/// and every tile is there at least as often as asked.
+#[test]
+fn a_flat_photo_with_a_high_floor_places_every_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("flat.png");
+    image::RgbImage::from_pixel(1, 1, image::Rgb([120, 130, 140]))
+        .save(&target)
+        .unwrap();
+    let placements = dir.path().join("placements.csv");
+    let tiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine/tiles");
+    let out = render(
+        &target,
+        &tiles,
+        &dir.path().join("mosaic.png"),
+        &[
+            "--cells",
+            "64",
+            "--tile-size",
+            "4",
+            "--min-uses",
+            "40",
+            "--placements",
+            &placements.display().to_string(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let csv = std::fs::read_to_string(&placements).unwrap();
+    let uses: Vec<u32> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(3).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(uses.len(), 41, "every tile: {csv}");
+    assert!(uses.iter().all(|&n| n >= 40), "{uses:?}");
+    assert_eq!(uses.iter().sum::<u32>(), 64 * 64);
+}

@@ -10,6 +10,7 @@ mod browser;
 mod cli;
 mod conformance;
 mod contract;
+mod costs;
 mod crash;
 mod doors;
 mod interop;

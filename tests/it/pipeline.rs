@@ -907,7 +907,7 @@ async fn azurite_job_matches_a_local_render() {
     let id = job_matches_local_render(azurite().await).await;
     // Blobs say what they are, as a storage browser or a SAS link sees them.
     for (container, blob, media) in [
-        ("imageoutput", id.to_string(), "image/png"),
+        ("imageoutput", format!("{id}.png"), "image/png"),
         ("jobs", format!("{id}.json"), "application/json"),
     ] {
         let request = serde_json::json!({"op": "blob", "container": container, "blob": blob});

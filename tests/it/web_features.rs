@@ -731,3 +731,55 @@ async fn a_job_calls_its_webhook_with_a_signed_body() {
         .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+/// With `web.result_link_secs`, a result download on Azure is a redirect to a link that reads
+/// that blob alone, straight from storage, named and typed; storage refuses the same signature
+/// on any other blob. The embedded backend cannot sign links and streams as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn result_downloads_redirect_to_a_read_only_link_to_that_blob_alone() {
+    let settings = WebSettings {
+        result_link_secs: 300,
+        ..test_settings()
+    };
+    let mut app = crate::support::spawn_app_on_azurite_with(settings.clone()).await;
+    app.client = no_redirect_client();
+    let id = app.submit(job_form(astronaut())).await;
+    let job = app.wait_until_finished(&id).await;
+    assert_eq!(job["state"], "done", "{job:#}");
+
+    let redirect = app.get_result(&id, &[]).await;
+    assert_eq!(redirect.status(), StatusCode::FOUND);
+    assert_eq!(redirect.headers()["cache-control"], "private, no-store");
+    let link = redirect.headers()["location"].to_str().unwrap().to_string();
+    let job_id: Uuid = id.parse().unwrap();
+    assert!(
+        link.contains(&BlobKey::ImageOutput { job: job_id }.path()) && link.contains("sp=r"),
+        "{link}"
+    );
+    let direct = reqwest::get(&link).await.unwrap();
+    assert_eq!(direct.status(), 200, "{link}");
+    assert_eq!(direct.headers()["content-type"], "image/png");
+    let disposition = direct.headers()["content-disposition"].to_str().unwrap();
+    assert!(
+        disposition.contains("filename=\"astronaut-mosaic.png\""),
+        "{disposition}"
+    );
+    let bytes = direct.bytes().await.unwrap();
+    image::load_from_memory_with_format(&bytes, image::ImageFormat::Png).expect("the mosaic");
+
+    // The signature covers that blob only: the job's record next to it is refused.
+    let record = link.replace(
+        &BlobKey::ImageOutput { job: job_id }.path(),
+        &BlobKey::JobRecord { job: job_id }.path(),
+    );
+    assert_eq!(reqwest::get(&record).await.unwrap().status(), 403);
+    drop(app);
+
+    let mut embedded = spawn_app_with(settings, true).await;
+    embedded.client = no_redirect_client();
+    let id = embedded.submit(job_form(astronaut())).await;
+    embedded.wait_until_finished(&id).await;
+    let streamed = embedded.get_result(&id, &[]).await;
+    assert_eq!(streamed.status(), 200);
+    assert_eq!(streamed.headers()["content-type"], "image/png");
+}

@@ -39,7 +39,6 @@ pub async fn start(
     };
     let settings = ListenerSettings {
         max_concurrency: 8,
-        max_backoff: Duration::from_secs(10),
         // A response comes after its outcome is written: one read early is soon read again.
         max_retry_delay: Duration::from_secs(5),
         ..ListenerSettings::default()

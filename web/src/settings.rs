@@ -23,6 +23,10 @@ pub struct WebSettings {
     pub workers: usize,
     /// Largest target image upload, in bytes.
     pub max_upload_bytes: u64,
+    /// Answer result downloads with a redirect to a read-only link to the result blob, valid
+    /// this many seconds, so the bytes flow from storage and not through this process; 0 (and
+    /// storage that cannot sign such links) streams them from here.
+    pub result_link_secs: u64,
     /// Largest target image, in pixels (checked from the header before decoding).
     pub max_input_pixels: u64,
     /// Slices a job is cut into when the request names none.
@@ -181,6 +185,7 @@ impl Default for WebSettings {
             port_fixed: false,
             workers: 0,
             max_upload_bytes: 50 * 1024 * 1024,
+            result_link_secs: 0,
             max_input_pixels: 100_000_000,
             default_slices: 8,
             default_library: String::new(),

@@ -26,9 +26,7 @@ use tessera_shared::storage::{BlobMeta, BlobStoreExt, PutMode, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::jobs::{
-    counted, give_up, job_failure, on_background_thread, poison_hook, slice_ranges, spent,
-};
+use crate::jobs::{give_up, job_failure, on_background_thread, poison_hook, slice_ranges, spent};
 use crate::settings::ControllerSettings;
 use crate::stitch::{StitchError, convert_output, stitch_png};
 use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
@@ -145,12 +143,12 @@ impl Controller {
         let client = message.client_id;
         let request = message.body;
         let job = request.job_id;
-        let local = counted(&self.platform);
-        let jobs = local.jobs();
+        let platform = self.platform.clone();
+        let jobs = platform.jobs();
 
         let record = match jobs.get(job).await {
             Ok(record) => record,
-            Err(JobError::NotFound(_)) => self.create_record(&local, client, &request).await?,
+            Err(JobError::NotFound(_)) => self.create_record(&platform, client, &request).await?,
             Err(e) => return Err(job_failure(job, e)),
         };
         if record.state.is_final() {
@@ -170,11 +168,11 @@ impl Controller {
         // The upload's key follows from the job, never from the message: a request cannot make
         // a job of another job's blobs.
         let input_key = BlobKey::ImageInput { job }.path();
-        let input = match local.blobs.get(&input_key).await {
+        let input = match platform.blobs.get(&input_key).await {
             Ok(bytes) => bytes,
             Err(StorageError::NotFound(_)) => {
                 let reason = format!("the uploaded image {input_key} is missing");
-                return Err(give_up(&local, job, reason).await);
+                return Err(give_up(&platform, job, reason).await);
             }
             Err(e) => return Err(e.into()),
         };
@@ -185,7 +183,7 @@ impl Controller {
         {
             Ok(tiles) => tiles,
             Err(LibraryLoadError::Permanent(reason)) => {
-                return Err(give_up(&local, job, reason).await);
+                return Err(give_up(&platform, job, reason).await);
             }
             Err(LibraryLoadError::Transient(e)) => {
                 tracing::warn!(%job, error = %e, "tile library not loaded; retrying");
@@ -237,14 +235,14 @@ impl Controller {
                 // they are in its record.
                 Planned::Slice(seq, plan) if seq + 1 == count => last = Some((seq, plan)),
                 Planned::Slice(seq, plan) => {
-                    self.send_slice(&local, client, &request, &record, seq, plan)
+                    self.send_slice(&platform, client, &request, &record, seq, plan)
                         .await?;
                 }
             }
         }
         let (plan, target, quality_tiles) = match planner.await {
             Ok(Ok(planned)) => planned,
-            Ok(Err(e)) => return Err(give_up(&local, job, e.to_string()).await),
+            Ok(Err(e)) => return Err(give_up(&platform, job, e.to_string()).await),
             Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
         };
         // Which tile went where, kept with the job for viewers that ask of a cell: a pass over
@@ -260,7 +258,7 @@ impl Controller {
         .await
         .map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
         let map = map.map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
-        local
+        platform
             .blobs
             .put(
                 &BlobKey::CellMap { job }.path(),
@@ -283,7 +281,7 @@ impl Controller {
             WholePlan::Adaptive(_) => None,
         };
         // With this update's own head, read and write.
-        let spent_here = spent(&local) + 3;
+        let spent_here = spent(&platform, job) + 3;
         jobs.update(job, |r| {
             if r.quality.is_none() {
                 r.quality = quality.clone();
@@ -294,7 +292,7 @@ impl Controller {
         .await
         .map_err(|e| job_failure(job, e))?;
         if let Some((seq, plan)) = last {
-            self.send_slice(&local, client, &request, &record, seq, plan)
+            self.send_slice(&platform, client, &request, &record, seq, plan)
                 .await?;
         }
         tracing::info!(%job, slices = count, "job planned");
@@ -371,8 +369,8 @@ impl Controller {
         let client = message.client_id;
         let response = message.body;
         let job = response.job_id;
-        let local = counted(&self.platform);
-        let jobs = local.jobs();
+        let platform = self.platform.clone();
+        let jobs = platform.jobs();
 
         let slice = SliceRecord {
             processor: response.processor.clone(),
@@ -398,9 +396,9 @@ impl Controller {
                 // duplicate racing the announcement.)
                 if context.dequeue_count > 1 {
                     if !record.announced {
-                        self.announce(&local, client, &record).await?;
+                        self.announce(&platform, client, &record).await?;
                     }
-                    self.release(&local, job).await?;
+                    self.release(&platform, job).await?;
                 }
                 return Ok(());
             }
@@ -425,7 +423,7 @@ impl Controller {
         if (0..total).any(|seq| !record.slices.contains_key(&seq)) {
             return Ok(());
         }
-        let listed = local
+        let listed = platform
             .blobs
             .list_all(&BlobKey::slice_outputs_prefix(job))
             .await?;
@@ -443,7 +441,7 @@ impl Controller {
                         "slice {seq} of {total} holds {} bytes, too few for a PNG fragment",
                         meta.size
                     );
-                    return Err(give_up(&local, job, reason).await);
+                    return Err(give_up(&platform, job, reason).await);
                 }
                 None => return Ok(()),
             }
@@ -475,7 +473,7 @@ impl Controller {
         let output = BlobKey::ImageOutput { job }.path();
         let started = std::time::Instant::now();
         let stitched = stitch_png(
-            local.blobs.clone(),
+            platform.blobs.clone(),
             &slices,
             &output,
             (size.width, size.height),
@@ -483,7 +481,7 @@ impl Controller {
             self.settings.stitch_band_bytes,
         )
         .await;
-        let png = step_outcome(&local, job, ("stitching", started), stitched).await?;
+        let png = step_outcome(&platform, job, ("stitching", started), stitched).await?;
         let spec = &record.params.spec;
         if spec.format != FileFormat::Png {
             let file = BlobKey::ImageFile {
@@ -493,17 +491,17 @@ impl Controller {
             .path();
             let started = std::time::Instant::now();
             let made = convert_output(
-                local.blobs.clone(),
+                platform.blobs.clone(),
                 (&output, png.size),
                 &file,
                 spec.output_format(),
                 spec.dpi(),
             )
             .await;
-            step_outcome(&local, job, ("the result file", started), made).await?;
+            step_outcome(&platform, job, ("the result file", started), made).await?;
         }
 
-        let spent_here = spent(&local);
+        let spent_here = spent(&platform, job);
         let mut finished = false;
         let record = jobs
             .update(job, |r| {
@@ -517,8 +515,8 @@ impl Controller {
             .await
             .map_err(|e| job_failure(job, e))?;
         if finished {
-            self.announce(&local, client, &record).await?;
-            self.release(&local, job).await?;
+            self.announce(&platform, client, &record).await?;
+            self.release(&platform, job).await?;
         }
         Ok(())
     }

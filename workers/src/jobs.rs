@@ -2,9 +2,7 @@
 //! marking a job failed, and counting the storage transactions one handler spends.
 
 use std::ops::Range;
-use std::sync::Arc;
 
-use tessera_shared::accounting::Accounting;
 use tessera_shared::jobs::{JobError, JobRecord};
 use tessera_shared::lifecycle::release_intermediates;
 use tessera_shared::messages::{Envelope, ImageResponse, JobOutcome, QueueName};
@@ -25,22 +23,10 @@ pub fn slice_ranges(rows: u32, slices: u32) -> Vec<Range<u32>> {
         .collect()
 }
 
-/// The platform seen through a fresh counter: every storage call a handler makes through it is
-/// counted here as well as in the process's accounting.
-pub(crate) fn counted(platform: &Platform) -> Platform {
-    let accounting = Accounting::new();
-    Platform {
-        queues: Arc::new(accounting.wrap(platform.queues.clone())),
-        blobs: Arc::new(accounting.wrap(platform.blobs.clone())),
-        nudges: platform.nudges.clone(),
-        accounting,
-        encoding: platform.encoding,
-    }
-}
-
-/// Transactions made so far through a [`counted`] platform.
-pub(crate) fn spent(platform: &Platform) -> u64 {
-    platform.accounting.snapshot().total
+/// The storage transactions this process has made for `job` since the last call: the share a
+/// handler adds to the job's record (every call of a handler is charged to its job).
+pub(crate) fn spent(platform: &Platform, job: Uuid) -> u64 {
+    platform.accounting.take_job(job)
 }
 
 /// Marks `job` failed with `reason` (unless it already ended) and, if this call ended it, tells

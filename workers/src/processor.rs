@@ -19,7 +19,7 @@ use tessera_shared::runtime::{Context, Failure, Listener};
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
 use crate::jobs::poison_hook;
-use crate::jobs::{caught, counted, lower_thread_priority, spent};
+use crate::jobs::{caught, lower_thread_priority, spent};
 use crate::settings::ProcessorSettings;
 use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 
@@ -256,7 +256,7 @@ impl Processor {
     /// background), for an overlay.
     async fn target(
         &self,
-        local: &Platform,
+        platform: &Platform,
         request: &SliceRequest,
         what: &str,
     ) -> Result<Arc<RgbImage>, Failure> {
@@ -277,7 +277,10 @@ impl Processor {
                 )));
             }
         };
-        let input = local.blobs.get(&BlobKey::ImageInput { job }.path()).await?;
+        let input = platform
+            .blobs
+            .get(&BlobKey::ImageInput { job }.path())
+            .await?;
         let background = library.background();
         let target = tokio::task::spawn_blocking(move || decode_target(&input, background))
             .await
@@ -298,7 +301,7 @@ impl Processor {
         let job = request.job_id;
         let slot = self.take_slot();
         let name = format!("{}/{}", self.prefix, slot.slot);
-        let local = counted(&self.platform);
+        let platform = self.platform.clone();
         let output = BlobKey::SliceOutput {
             job,
             seq: request.seq,
@@ -307,7 +310,7 @@ impl Processor {
         let what = format!("slice {} of {}", request.seq, request.count);
 
         // A slice rendered before (a redelivery, a duplicate) is not rendered again.
-        let render_ms = if local.blobs.exists(&output).await? {
+        let render_ms = if platform.blobs.exists(&output).await? {
             0
         } else {
             // The plan's key follows from the job and the slice, never from the message.
@@ -316,11 +319,11 @@ impl Processor {
                 seq: request.seq,
             }
             .path();
-            let plan_bytes = match local.blobs.get(&plan_key).await {
+            let plan_bytes = match platform.blobs.get(&plan_key).await {
                 Ok(bytes) => bytes,
                 Err(StorageError::NotFound(_)) => {
                     // A failed job's plans are deleted: its slices are not worth rendering.
-                    return match local.jobs().get(job).await {
+                    return match platform.jobs().get(job).await {
                         Ok(record) if record.state.is_final() => {
                             tracing::info!(%job, state = record.state.as_str(), "{what} skipped: the job has ended");
                             Ok(())
@@ -335,7 +338,7 @@ impl Processor {
             let plan = self.slice_plan(&request, &plan_bytes, &what).await?;
             let percent = request.spec.options.overlay_percent;
             let target = if percent > 0 {
-                Some(self.target(&local, &request, &what).await?)
+                Some(self.target(&platform, &request, &what).await?)
             } else {
                 None
             };
@@ -354,7 +357,7 @@ impl Processor {
             let render_ms = rendered.as_millis() as u64;
             // Rendering and encoding are deterministic: a blob written meanwhile holds the same
             // bytes.
-            match local
+            match platform
                 .blobs
                 .put(&output, Bytes::from(fragment), PutMode::CreateNew)
                 .await
@@ -373,9 +376,9 @@ impl Processor {
             render_ms,
             count: request.count,
             // This handler's calls, the response's own send included.
-            transactions: spent(&local) + 1,
+            transactions: spent(&platform, job) + 1,
         };
-        local
+        platform
             .queue::<SliceResponse>()
             .send(&Envelope::new(client, response))
             .await?;

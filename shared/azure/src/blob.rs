@@ -138,6 +138,28 @@ macro_rules! with_container {
 
 #[async_trait]
 impl BlobStore for AzureStorage {
+    fn read_link(
+        &self,
+        key: &str,
+        lifetime: std::time::Duration,
+        disposition: Option<&str>,
+    ) -> Option<String> {
+        let (signer, https_only) = self.inner.link_signer.as_ref()?;
+        let (container, name) = split_blob_key(key).ok()?;
+        let now = time::OffsetDateTime::now_utc();
+        // A little in the past: the service's clock may be behind ours.
+        let window = (now - std::time::Duration::from_secs(300), now + lifetime);
+        let mut url = join_url(
+            &self.inner.blob_endpoint,
+            std::iter::once(container).chain(name.split('/')),
+        );
+        let sas =
+            crate::sas::blob_read_sas(signer, container, name, window, *https_only, disposition);
+        url.query_pairs_mut()
+            .extend_pairs(sas.iter().map(|(k, v)| (*k, v.as_str())));
+        Some(url.into())
+    }
+
     async fn put(&self, key: &str, data: Bytes, mode: PutMode) -> Result<BlobMeta> {
         let (container, _) = split_blob_key(key)?;
         let inner = &*self.inner;

@@ -9,6 +9,7 @@
 
 mod blob;
 pub mod connection;
+mod counting;
 mod error;
 mod queue;
 pub mod sas;
@@ -23,6 +24,7 @@ use azure_core::http::policies::Policy;
 use azure_core::http::{ClientOptions, ExponentialRetryOptions, RetryOptions, Transport};
 use azure_storage_blob::BlobContainerClient;
 use azure_storage_queue::{QueueClient, QueueServiceClient};
+use tessera_shared::accounting::Accounting;
 use tessera_shared::storage::{BlobStore, QueueStore};
 use url::Url;
 
@@ -47,6 +49,9 @@ pub struct AzureOptions {
     pub max_retries: u32,
     /// Size of the blocks a [`tessera_shared::storage::BlobUpload`] stages.
     pub block_size: usize,
+    /// Where every request that reaches either service is counted (by kind, by queue or
+    /// container, and by job), as the service bills it. `None`: not counted.
+    pub accounting: Option<Accounting>,
 }
 
 impl Default for AzureOptions {
@@ -56,6 +61,7 @@ impl Default for AzureOptions {
             read_timeout: Duration::from_secs(30),
             max_retries: 2,
             block_size: 4 * 1024 * 1024,
+            accounting: None,
         }
     }
 }
@@ -88,6 +94,9 @@ pub(crate) struct Inner {
     pub(crate) containers: Mutex<HashMap<String, Arc<BlobContainerClient>>>,
     /// Containers known to exist (created or seen), so puts do not ask again.
     pub(crate) known_containers: Mutex<HashSet<String>>,
+    /// The account key that signs read links to single blobs, and whether they are https
+    /// only; none without a key (a SAS connection string, Entra ID).
+    pub(crate) link_signer: Option<(AccountKey, bool)>,
 }
 
 impl fmt::Debug for AzureStorage {
@@ -122,13 +131,19 @@ impl AzureStorage {
         let sas: Arc<dyn Policy> = Arc::new(sas::SasPolicy::new(&cs.credential, https_only));
         let mut client_options = base_client_options(&options)?;
         client_options.per_call_policies.push(sas);
-        Self::build(
+        let mut storage = Self::build(
             cs.queue_endpoint,
             cs.blob_endpoint,
             None,
             client_options,
             options,
-        )
+        )?;
+        if let SharedCredential::Key(key) = cs.credential {
+            Arc::get_mut(&mut storage.inner)
+                .expect("just built, not shared")
+                .link_signer = Some((key, https_only));
+        }
+        Ok(storage)
     }
 
     /// Connects to the account's endpoints (`https://<account>.queue.core.windows.net` and
@@ -228,9 +243,18 @@ impl AzureStorage {
         queue_endpoint: Url,
         blob_endpoint: Url,
         credential: Option<Arc<dyn TokenCredential>>,
-        client_options: ClientOptions,
+        mut client_options: ClientOptions,
         options: AzureOptions,
     ) -> Result<Self, AzureError> {
+        if let Some(accounting) = &options.accounting {
+            client_options
+                .per_try_policies
+                .push(Arc::new(counting::CountingPolicy::new(
+                    accounting.clone(),
+                    queue_endpoint.clone(),
+                    blob_endpoint.clone(),
+                )));
+        }
         let queue_service = QueueServiceClient::new(
             queue_endpoint.clone(),
             credential.clone(),
@@ -251,6 +275,7 @@ impl AzureStorage {
                 queues: Mutex::new(HashMap::new()),
                 containers: Mutex::new(HashMap::new()),
                 known_containers: Mutex::new(HashSet::new()),
+                link_signer: None,
             }),
         })
     }

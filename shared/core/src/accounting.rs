@@ -106,6 +106,9 @@ pub fn current_job() -> Option<Uuid> {
     JOB.try_with(|job| *job).ok()
 }
 
+/// Jobs whose counts one process keeps at most.
+const MAX_JOBS: usize = 4096;
+
 #[derive(Default)]
 struct Counts {
     by_target: HashMap<(Op, String), u64>,
@@ -212,6 +215,12 @@ impl Accounting {
             }
         }
         if let Some(job) = job {
+            if counts.by_job.len() >= MAX_JOBS && !counts.by_job.contains_key(&job) {
+                // Jobs whose last few transactions were never taken: drop one, stay bounded.
+                if let Some(stale) = counts.by_job.keys().next().copied() {
+                    counts.by_job.remove(&stale);
+                }
+            }
             *counts.by_job.entry(job).or_default().entry(op).or_default() += 1;
         }
     }
@@ -236,10 +245,14 @@ impl Accounting {
         snap
     }
 
-    /// Forgets one job's counters (after its final figures have been read).
-    pub fn forget_job(&self, job: Uuid) {
+    /// The transactions charged to `job` in this process since the last take, forgotten here:
+    /// each is reported once, however many handlers of the job run at once.
+    pub fn take_job(&self, job: Uuid) -> u64 {
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        counts.by_job.remove(&job);
+        counts
+            .by_job
+            .remove(&job)
+            .map_or(0, |ops| ops.values().sum())
     }
 
     /// Wraps a queue or blob backend so that its calls are counted here.
@@ -367,6 +380,15 @@ impl<T: BlobStore + ?Sized> BlobStore for Counted<T> {
         self.inner.writable_bytes().await
     }
 
+    fn read_link(
+        &self,
+        key: &str,
+        lifetime: Duration,
+        disposition: Option<&str>,
+    ) -> Option<String> {
+        self.inner.read_link(key, lifetime, disposition)
+    }
+
     async fn put(&self, key: &str, data: Bytes, mode: PutMode) -> Result<BlobMeta> {
         self.accounting.record(Op::BlobWrite, container(key));
         self.inner.put(key, data, mode).await
@@ -457,5 +479,25 @@ mod tests {
         let json = serde_json::to_value(acc.snapshot()).unwrap();
         assert_eq!(json["by_op"]["get"], 2);
         assert_eq!(json["by_target"]["sliceoutput"]["blob_write"], 1);
+    }
+
+    #[tokio::test]
+    async fn a_job_is_taken_once_and_the_table_stays_bounded() {
+        let acc = Accounting::new();
+        let job = Uuid::new_v4();
+        with_job(job, async {
+            acc.record(Op::Put, "imagerequest");
+            acc.record(Op::BlobWrite, "jobs");
+        })
+        .await;
+        assert_eq!(acc.take_job(job), 2);
+        assert_eq!(acc.take_job(job), 0, "taken once");
+        with_job(job, async { acc.record(Op::Delete, "imagerequest") }).await;
+        assert_eq!(acc.take_job(job), 1);
+        for _ in 0..MAX_JOBS + 10 {
+            with_job(Uuid::new_v4(), async { acc.record(Op::Get, "q") }).await;
+        }
+        assert!(acc.snapshot().by_job.len() <= MAX_JOBS);
+        assert_eq!(acc.snapshot().total, 3 + MAX_JOBS as u64 + 10);
     }
 }

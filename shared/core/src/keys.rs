@@ -11,7 +11,8 @@ pub enum BlobKey {
     SliceInput { job: Uuid, seq: u32 },
     /// One rendered slice.
     SliceOutput { job: Uuid, seq: u32 },
-    /// The finished mosaic.
+    /// The finished mosaic, a PNG (`imageoutput/<job>.png`; before the extension was added,
+    /// `imageoutput/<job>`, which records and messages of that time still name).
     ImageOutput { job: Uuid },
     /// The finished mosaic in the file format the job asked for, when not PNG (`jpg`, `tif`),
     /// made from the PNG.
@@ -51,12 +52,17 @@ pub enum BlobKey {
 }
 
 impl BlobKey {
+    /// Where versions before the `.png` extension wrote a job's mosaic.
+    pub fn unnamed_image_output(job: Uuid) -> String {
+        format!("imageoutput/{job}")
+    }
+
     pub fn path(&self) -> String {
         match self {
             BlobKey::ImageInput { job } => format!("imageinput/{job}"),
             BlobKey::SliceInput { job, seq } => format!("sliceinput/{job}/{seq:05}"),
             BlobKey::SliceOutput { job, seq } => format!("sliceoutput/{job}/{seq:05}"),
-            BlobKey::ImageOutput { job } => format!("imageoutput/{job}"),
+            BlobKey::ImageOutput { job } => format!("imageoutput/{job}.png"),
             BlobKey::ImageFile { job, extension } => format!("imageoutput/{job}.{extension}"),
             BlobKey::ImagePreview { job } => format!("imagepreview/{job}"),
             BlobKey::SeekIndex { output } => format!("seekindex/{output}"),

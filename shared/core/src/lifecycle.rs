@@ -95,7 +95,10 @@ pub async fn release_intermediates(
 /// done again). Returns the blobs deleted.
 pub async fn delete_job(blobs: &dyn BlobStore, record: &JobRecord) -> Result<u64, StorageError> {
     let job = record.id;
-    let output = BlobKey::ImageOutput { job }.path();
+    let output = record
+        .result_blob
+        .clone()
+        .unwrap_or_else(|| BlobKey::ImageOutput { job }.path());
     let mut deleted = release_intermediates(blobs, job, false).await?;
     deleted += delete_prefix(blobs, &BlobKey::image_tiles_prefix(job)).await?;
     for key in [

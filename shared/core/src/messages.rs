@@ -299,6 +299,8 @@ pub struct ImageResponse {
 #[serde(rename_all = "snake_case", tag = "status")]
 pub enum JobOutcome {
     Done {
+        /// Blob key of the mosaic, `imageoutput/<job>.png` (`imageoutput/<job>` from earlier
+        /// versions).
         output_blob: String,
         width: u32,
         height: u32,
@@ -381,6 +383,12 @@ impl Message for ImageResponse {
 
     fn validate(&self) -> Result<(), String> {
         match &self.outcome {
+            // A controller of an earlier version names the mosaic without its extension.
+            JobOutcome::Done { output_blob, .. }
+                if *output_blob == BlobKey::unnamed_image_output(self.job_id) =>
+            {
+                Ok(())
+            }
             JobOutcome::Done { output_blob, .. } => own_key(
                 "output_blob",
                 output_blob,

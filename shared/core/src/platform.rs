@@ -28,9 +28,25 @@ impl Platform {
     /// Wraps raw backends: their calls are counted from here on.
     pub fn new(queues: Arc<dyn QueueStore>, blobs: Arc<dyn BlobStore>, nudges: Nudges) -> Self {
         let accounting = Accounting::new();
+        Self::counted(
+            Arc::new(accounting.wrap(queues)),
+            Arc::new(accounting.wrap(blobs)),
+            nudges,
+            accounting,
+        )
+    }
+
+    /// Ports that already count every transaction in `accounting` (wrapped by
+    /// [`Accounting::wrap`], or a backend that counts at the wire).
+    pub fn counted(
+        queues: Arc<dyn QueueStore>,
+        blobs: Arc<dyn BlobStore>,
+        nudges: Nudges,
+        accounting: Accounting,
+    ) -> Self {
         Platform {
-            queues: Arc::new(accounting.wrap(queues)),
-            blobs: Arc::new(accounting.wrap(blobs)),
+            queues,
+            blobs,
             nudges,
             accounting,
             encoding: Encoding::default(),

@@ -19,9 +19,9 @@ use crate::keys::BlobKey;
 use crate::storage::{BlobStore, BlobStoreExt as _, PutMode, StorageError, rewrite_periodically};
 
 /// How often a process rewrites its registration.
-pub const REFRESH: Duration = Duration::from_secs(6 * 60);
+pub const REFRESH: Duration = Duration::from_secs(10 * 60);
 /// A registration not rewritten for this long is ignored (its process is presumed gone).
-pub const TTL: Duration = Duration::from_secs(20 * 60);
+pub const TTL: Duration = Duration::from_secs(30 * 60);
 
 /// One running process: its role and where its health and metrics endpoints answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

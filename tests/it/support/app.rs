@@ -75,6 +75,11 @@ pub(crate) async fn spawn_app_on(
 /// The app with the back-end roles over Azurite (`TESSERA_AZURE_CONNECTION_STRING`), its
 /// pipeline queues emptied first; it holds [`super::azurite_lock`] while it lives.
 pub(crate) async fn spawn_app_on_azurite() -> TestApp {
+    spawn_app_on_azurite_with(test_settings()).await
+}
+
+/// [`spawn_app_on_azurite`] with these web settings.
+pub(crate) async fn spawn_app_on_azurite_with(settings: WebSettings) -> TestApp {
     let lock = super::azurite_lock().lock().await;
     let connection = std::env::var("TESSERA_AZURE_CONNECTION_STRING").expect(
         "TESSERA_AZURE_CONNECTION_STRING is not set: run scripts/test.sh, or scripts/azurite.sh \
@@ -92,7 +97,7 @@ pub(crate) async fn spawn_app_on_azurite() -> TestApp {
             storage.queues().clear(&name).await.unwrap();
         }
     }
-    let mut app = spawn_app_over(platform, test_settings(), true).await;
+    let mut app = spawn_app_over(platform, settings, true).await;
     app._azurite = Some(lock);
     app
 }

@@ -271,6 +271,9 @@ async fn enqueue(
         },
     );
     record.output = Some(output);
+    // What the submission has cost so far, with the record's own write.
+    let spent = platform.accounting.take_job(job) + 1;
+    record.transactions.insert("web".into(), spent);
     platform.jobs().create(&record).await?;
     // The client's index of its jobs (the "my jobs" page lists it by prefix).
     platform

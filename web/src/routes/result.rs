@@ -43,6 +43,7 @@ const CHUNK: u64 = 1 << 20;
         (status = 206, description = "The requested range (Content-Range names it)", content(
             (inline(Binary) = "image/png"), (inline(Binary) = "image/jpeg"), (inline(Binary) = "image/tiff")),
             headers(("Content-Range" = String))),
+        (status = 302, description = "With `web.result_link_secs` set: a short-lived read-only link to the mosaic in storage (Location)"),
         (status = 304, description = "Not modified"),
         (status = 404, response = crate::error::ErrorBody),
         (status = 409, response = crate::error::ErrorBody),
@@ -78,6 +79,20 @@ pub async fn get(
         }
         .path(),
     };
+    let disposition = content_disposition(&record.params.input_name, format.extension());
+    if state.settings.result_link_secs > 0 {
+        let lifetime = std::time::Duration::from_secs(state.settings.result_link_secs);
+        if let Some(link) = state
+            .platform
+            .blobs
+            .read_link(&key, lifetime, Some(&disposition))
+        {
+            return Ok(HttpResponse::Found()
+                .insert_header((header::LOCATION, link))
+                .insert_header((header::CACHE_CONTROL, "private, no-store"))
+                .finish());
+        }
+    }
     let meta = match state.platform.blobs.head(&key).await {
         Ok(meta) => meta,
         Err(StorageError::NotFound(_)) => return Err(missing()),
@@ -92,10 +107,7 @@ pub async fn get(
             .insert_header((header::ETAG, etag.clone()))
             .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
             .insert_header((header::ACCEPT_RANGES, "bytes"))
-            .insert_header((
-                header::CONTENT_DISPOSITION,
-                content_disposition(&record.params.input_name, format.extension()),
-            ));
+            .insert_header((header::CONTENT_DISPOSITION, disposition.clone()));
         r
     };
 

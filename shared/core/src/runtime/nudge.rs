@@ -53,8 +53,8 @@ impl Default for NudgeSettings {
     fn default() -> Self {
         NudgeSettings {
             endpoint: NudgeEndpoint::loopback(),
-            ttl: Duration::from_secs(20 * 60),
-            refresh: Duration::from_secs(6 * 60),
+            ttl: Duration::from_secs(45 * 60),
+            refresh: Duration::from_secs(15 * 60),
             peer_cache: Duration::from_secs(5),
             min_wake_interval: Duration::from_millis(250),
         }

@@ -36,7 +36,7 @@ impl Default for ListenerSettings {
             renewal_interval: Duration::from_secs(10),
             poison_threshold: 5,
             min_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(60),
+            max_backoff: Duration::from_secs(90),
             max_concurrency: 16,
             max_receivers: 2,
             max_retry_delay: Duration::from_secs(60),

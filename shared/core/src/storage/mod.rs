@@ -297,6 +297,18 @@ pub trait BlobStore: Send + Sync + Debug {
     async fn writable_bytes(&self) -> Option<u64> {
         None
     }
+    /// A URL that reads this blob, and no other, straight from storage until `lifetime` has
+    /// passed, answered with `disposition` as its `Content-Disposition`; `None` where the
+    /// backend cannot sign one (the embedded backend; Azure without an account key). Signed
+    /// here: not a storage transaction.
+    fn read_link(
+        &self,
+        _key: &str,
+        _lifetime: std::time::Duration,
+        _disposition: Option<&str>,
+    ) -> Option<String> {
+        None
+    }
 }
 
 /// A large blob written in pieces (Azure: staged blocks, then a commit).

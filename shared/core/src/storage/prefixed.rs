@@ -190,4 +190,12 @@ impl<T: BlobStore + ?Sized> BlobStore for Prefixed<T> {
     async fn writable_bytes(&self) -> Option<u64> {
         self.inner.writable_bytes().await
     }
+    fn read_link(
+        &self,
+        key: &str,
+        lifetime: std::time::Duration,
+        disposition: Option<&str>,
+    ) -> Option<String> {
+        self.inner.read_link(&self.name(key), lifetime, disposition)
+    }
 }
