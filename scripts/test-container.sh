@@ -207,7 +207,9 @@ compose_job() {
     [ "$state" = done ] || [ "$state" = failed ] && break
     sleep 0.1
   done
-  [ "$state" = done ] && curl -sf "http://127.0.0.1:18180/api/v1/jobs/$id/result" | head -c 8 | grep -q PNG
+  [ "$state" = done ] || return 1
+  curl -sf -o "$work/compose.png" "http://127.0.0.1:18180/api/v1/jobs/$id/result" || return 1
+  [ "$(head -c 4 "$work/compose.png" | tail -c 3)" = PNG ]
 }
 scripts/azurite-image.sh
 check "docker-compose up runs a job (Azurite's image made locally)" compose_job
