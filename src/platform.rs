@@ -3,14 +3,14 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use anyhow::Context;
 use std::sync::Arc;
+
+use anyhow::Context;
 use tessera_azure::{AzureOptions, AzureStorage, EntraCredential};
 use tessera_shared::accounting::Accounting;
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::nudge::{NudgeEndpoint, local_address_towards};
 use tessera_shared::runtime::{NudgeSettings, Nudges};
-
 use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_shared::storage::prefixed::Prefixed;
 use tessera_shared::storage::{BlobStore, QueueStore};
@@ -113,10 +113,9 @@ fn azure_storage(
         },
         AzureCredentialSetting::Developer => EntraCredential::DeveloperTools,
     };
-    let (account, suffix) = (&settings.azure_account, &settings.azure_endpoint_suffix);
-    Ok(AzureStorage::with_entra_id(
-        &format!("https://{account}.queue.{suffix}"),
-        &format!("https://{account}.blob.{suffix}"),
+    Ok(AzureStorage::with_entra_id_for_account(
+        &settings.azure_account,
+        &settings.azure_endpoint_suffix,
         identity,
         options,
     )?)

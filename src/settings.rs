@@ -195,17 +195,9 @@ impl StorageSettings {
                 self.azure_credential
             ),
             _ => {
-                let name = &self.azure_account;
-                let valid = (3..=24).contains(&name.len())
-                    && name
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-                if !valid {
-                    bail!(
-                        "storage.azure_account must be the storage account's name, 3 to 24 \
-                         lowercase letters and digits, for an Entra ID credential; got {name:?}"
-                    );
-                }
+                tessera_azure::check_account_name(&self.azure_account).map_err(|e| {
+                    anyhow::anyhow!("storage.azure_account, for an Entra ID credential: {e}")
+                })?;
                 let suffix = &self.azure_endpoint_suffix;
                 if suffix.is_empty()
                     || !suffix

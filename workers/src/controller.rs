@@ -26,7 +26,7 @@ use tessera_shared::storage::{BlobMeta, BlobStoreExt, PutMode, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::jobs::{give_up, job_failure, on_background_thread, poison_hook, slice_ranges, spent};
+use crate::jobs::{give_up, job_failure, on_background_thread, poison_hook, slice_ranges};
 use crate::settings::ControllerSettings;
 use crate::stitch::{StitchError, convert_output, stitch_png};
 use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
@@ -281,7 +281,7 @@ impl Controller {
             WholePlan::Adaptive(_) => None,
         };
         // With this update's own head, read and write.
-        let spent_here = spent(&platform, job) + 3;
+        let spent_here = platform.accounting.take_job(job) + 3;
         jobs.update(job, |r| {
             if r.quality.is_none() {
                 r.quality = quality.clone();
@@ -501,7 +501,7 @@ impl Controller {
             step_outcome(&platform, job, ("the result file", started), made).await?;
         }
 
-        let spent_here = spent(&platform, job);
+        let spent_here = platform.accounting.take_job(job);
         let mut finished = false;
         let record = jobs
             .update(job, |r| {

@@ -1,5 +1,4 @@
-//! What both roles share: how rows are cut into slices,
-//! marking a job failed, and counting the storage transactions one handler spends.
+//! What both roles share: how rows are cut into slices, and marking a job failed.
 
 use std::ops::Range;
 
@@ -21,12 +20,6 @@ pub fn slice_ranges(rows: u32, slices: u32) -> Vec<Range<u32>> {
             start..end
         })
         .collect()
-}
-
-/// The storage transactions this process has made for `job` since the last call: the share a
-/// handler adds to the job's record (every call of a handler is charged to its job).
-pub(crate) fn spent(platform: &Platform, job: Uuid) -> u64 {
-    platform.accounting.take_job(job)
 }
 
 /// Marks `job` failed with `reason` (unless it already ended) and, if this call ended it, tells

@@ -19,7 +19,7 @@ use tessera_shared::runtime::{Context, Failure, Listener};
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
 use crate::jobs::poison_hook;
-use crate::jobs::{caught, lower_thread_priority, spent};
+use crate::jobs::{caught, lower_thread_priority};
 use crate::settings::ProcessorSettings;
 use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 
@@ -376,7 +376,7 @@ impl Processor {
             render_ms,
             count: request.count,
             // This handler's calls, the response's own send included.
-            transactions: spent(&platform, job) + 1,
+            transactions: platform.accounting.take_job(job) + 1,
         };
         platform
             .queue::<SliceResponse>()

@@ -54,14 +54,19 @@ fn container_client(inner: &Inner, name: &str) -> Result<Arc<BlobContainerClient
     Ok(client)
 }
 
-/// A client for one blob, its name's `/`-separated segments encoded one by one.
+/// A blob's URL, its name's `/`-separated segments encoded one by one.
+fn blob_url(inner: &Inner, container: &str, name: &str) -> url::Url {
+    join_url(
+        &inner.blob_endpoint,
+        std::iter::once(container).chain(name.split('/')),
+    )
+}
+
+/// A client for one blob.
 fn blob_client(inner: &Inner, key: &str) -> Result<BlobClient> {
     let (container, name) = split_blob_key(key)?;
     BlobClient::new(
-        join_url(
-            &inner.blob_endpoint,
-            std::iter::once(container).chain(name.split('/')),
-        ),
+        blob_url(inner, container, name),
         inner.credential.clone(),
         Some(azure_storage_blob::BlobClientOptions {
             client_options: inner.client_options.clone(),
@@ -147,12 +152,8 @@ impl BlobStore for AzureStorage {
         let (signer, https_only) = self.inner.link_signer.as_ref()?;
         let (container, name) = split_blob_key(key).ok()?;
         let now = time::OffsetDateTime::now_utc();
-        // A little in the past: the service's clock may be behind ours.
-        let window = (now - std::time::Duration::from_secs(300), now + lifetime);
-        let mut url = join_url(
-            &self.inner.blob_endpoint,
-            std::iter::once(container).chain(name.split('/')),
-        );
+        let window = (now - crate::sas::CLOCK_SKEW, now + lifetime);
+        let mut url = blob_url(&self.inner, container, name);
         let sas =
             crate::sas::blob_read_sas(signer, container, name, window, *https_only, disposition);
         url.query_pairs_mut()

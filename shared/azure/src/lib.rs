@@ -77,6 +77,9 @@ pub enum EntraCredential {
     DeveloperTools,
 }
 
+/// The account key that signs read links, and whether the links are https only.
+pub(crate) type LinkSigner = (AccountKey, bool);
+
 /// Both ports on one storage account. Cheap to clone: clones share clients and caches.
 #[derive(Clone)]
 pub struct AzureStorage {
@@ -96,7 +99,7 @@ pub(crate) struct Inner {
     pub(crate) known_containers: Mutex<HashSet<String>>,
     /// The account key that signs read links to single blobs, and whether they are https
     /// only; none without a key (a SAS connection string, Entra ID).
-    pub(crate) link_signer: Option<(AccountKey, bool)>,
+    pub(crate) link_signer: Option<LinkSigner>,
 }
 
 impl fmt::Debug for AzureStorage {
@@ -131,19 +134,16 @@ impl AzureStorage {
         let sas: Arc<dyn Policy> = Arc::new(sas::SasPolicy::new(&cs.credential, https_only));
         let mut client_options = base_client_options(&options)?;
         client_options.per_call_policies.push(sas);
-        let mut storage = Self::build(
-            cs.queue_endpoint,
-            cs.blob_endpoint,
-            None,
+        let link_signer = match cs.credential {
+            SharedCredential::Key(key) => Some((key, https_only)),
+            SharedCredential::Sas(_) => None,
+        };
+        Self::build(
+            (cs.queue_endpoint, cs.blob_endpoint),
+            (None, link_signer),
             client_options,
             options,
-        )?;
-        if let SharedCredential::Key(key) = cs.credential {
-            Arc::get_mut(&mut storage.inner)
-                .expect("just built, not shared")
-                .link_signer = Some((key, https_only));
-        }
-        Ok(storage)
+        )
     }
 
     /// Connects to the account's endpoints (`https://<account>.queue.core.windows.net` and
@@ -182,24 +182,19 @@ impl AzureStorage {
         Self::with_token_credential(queue_endpoint, blob_endpoint, token, options)
     }
 
-    /// Connects to a storage account in Azure's public cloud by name, with an Entra ID credential.
+    /// Connects to a storage account by name, with an Entra ID credential: its endpoints are
+    /// `https://<account>.queue.<endpoint_suffix>` and `.blob.` (`core.windows.net` in Azure's
+    /// public cloud).
     pub fn with_entra_id_for_account(
         account: &str,
+        endpoint_suffix: &str,
         credential: EntraCredential,
         options: AzureOptions,
     ) -> Result<Self, AzureError> {
-        let ok = (3..=24).contains(&account.len())
-            && account
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-        if !ok {
-            return Err(AzureError::Config(
-                "a storage account name is 3 to 24 lowercase letters and digits".into(),
-            ));
-        }
+        check_account_name(account)?;
         Self::with_entra_id(
-            &format!("https://{account}.queue.core.windows.net"),
-            &format!("https://{account}.blob.core.windows.net"),
+            &format!("https://{account}.queue.{endpoint_suffix}"),
+            &format!("https://{account}.blob.{endpoint_suffix}"),
             credential,
             options,
         )
@@ -220,7 +215,12 @@ impl AzureStorage {
             ));
         }
         let client_options = base_client_options(&options)?;
-        Self::build(queue, blob, Some(credential), client_options, options)
+        Self::build(
+            (queue, blob),
+            (Some(credential), None),
+            client_options,
+            options,
+        )
     }
 
     /// The queue service's endpoint (where listeners poll; its host tells which network
@@ -239,10 +239,11 @@ impl AzureStorage {
         Arc::new(self.clone())
     }
 
+    /// Both clients on the endpoints `(queue, blob)`, with an Entra ID credential or none (a
+    /// SAS policy among `client_options`) and the key that signs read links, if any.
     fn build(
-        queue_endpoint: Url,
-        blob_endpoint: Url,
-        credential: Option<Arc<dyn TokenCredential>>,
+        (queue_endpoint, blob_endpoint): (Url, Url),
+        (credential, link_signer): (Option<Arc<dyn TokenCredential>>, Option<LinkSigner>),
         mut client_options: ClientOptions,
         options: AzureOptions,
     ) -> Result<Self, AzureError> {
@@ -275,9 +276,24 @@ impl AzureStorage {
                 queues: Mutex::new(HashMap::new()),
                 containers: Mutex::new(HashMap::new()),
                 known_containers: Mutex::new(HashSet::new()),
-                link_signer: None,
+                link_signer,
             }),
         })
+    }
+}
+
+/// Checks a storage account's name: 3 to 24 lowercase letters and digits.
+pub fn check_account_name(account: &str) -> Result<(), AzureError> {
+    let ok = (3..=24).contains(&account.len())
+        && account
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(AzureError::Config(format!(
+            "a storage account name is 3 to 24 lowercase letters and digits, got {account:?}"
+        )))
     }
 }
 
@@ -346,6 +362,7 @@ mod tests {
         assert!(
             AzureStorage::with_entra_id_for_account(
                 "Not-A-Name",
+                "core.windows.net",
                 EntraCredential::WorkloadIdentity,
                 AzureOptions::default()
             )
@@ -353,6 +370,7 @@ mod tests {
         );
         let storage = AzureStorage::with_entra_id_for_account(
             "acct",
+            "core.windows.net",
             EntraCredential::ManagedIdentity {
                 client_id: Some("00000000-0000-0000-0000-000000000000".into()),
             },

@@ -36,7 +36,7 @@ const RESOURCE_TYPES: &str = "sco";
 const LIFETIME: Duration = Duration::from_secs(8 * 3600);
 const RENEW_BEFORE: Duration = Duration::from_secs(3600);
 /// Start a little in the past: the service's clock may be behind ours.
-const CLOCK_SKEW: Duration = Duration::from_secs(15 * 60);
+pub(crate) const CLOCK_SKEW: Duration = Duration::from_secs(15 * 60);
 
 /// The fields of an account SAS (the `s*` query parameters).
 #[derive(Debug, Clone, PartialEq, Eq)]

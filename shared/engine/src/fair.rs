@@ -278,27 +278,63 @@ fn best_two(
     (best, second)
 }
 
+/// Cells taken by the feasibility matching, and how many copies of each tile have one.
+struct Claims {
+    taken: Vec<bool>,
+    placed: Vec<usize>,
+    /// The cells within the repeat radius of each tile's copies so far, closed to its others
+    /// (kept only when tiles have several copies).
+    closed: Vec<HashSet<u32>>,
+    /// Grid width, repeat radius and copies per tile.
+    grid: (usize, usize, usize),
+}
+
+impl Claims {
+    fn new(tiles: usize, cells: usize, (cols, radius, m): (usize, usize, usize)) -> Self {
+        Claims {
+            taken: vec![false; cells],
+            placed: vec![0; tiles],
+            closed: vec![HashSet::new(); if m > 1 { tiles } else { 0 }],
+            grid: (cols, radius, m),
+        }
+    }
+
+    /// Whether a copy of tile `t` may still take cell `c`.
+    fn open(&self, t: usize, c: u32) -> bool {
+        self.placed[t] < self.grid.2
+            && !self.taken[c as usize]
+            && (self.grid.2 == 1 || !self.closed[t].contains(&c))
+    }
+
+    /// Gives a copy of tile `t` cell `c`, when it may take it.
+    fn take(&mut self, t: usize, c: u32) -> bool {
+        if !self.open(t, c) {
+            return false;
+        }
+        let (cols, radius, m) = self.grid;
+        self.taken[c as usize] = true;
+        self.placed[t] += 1;
+        if m > 1 {
+            let cells = self.taken.len();
+            self.closed[t].extend(neighbourhood(c as usize, cells, cols, radius).map(|n| n as u32));
+        }
+        true
+    }
+}
+
 /// Pairs `(tile, cell)` that give each copy a cell of its own, out of the repeat radius of the
 /// tile's other copies, for tiles whose edges do not already: a matching greedy by value over
 /// each tile's best edges, then each copy left over takes the nearest cell by mean colour still
 /// free. With them among the edges the auction has an assignment to find.
 fn own_cells(
     lists: &[Vec<(u32, f32)>],
-    (cols, radius, m): (usize, usize, usize),
+    grid: (usize, usize, usize),
     cell_means: &[Lab],
     tile_means: &[Lab],
 ) -> Vec<(u32, u32)> {
+    let m = grid.2;
     let cells = cell_means.len();
-    let mut taken = vec![false; cells];
-    let mut placed = vec![0usize; lists.len()];
-    // The cells within the repeat radius of each tile's copies so far, closed to its others.
-    let mut closed: Vec<HashSet<u32>> = vec![HashSet::new(); if m > 1 { lists.len() } else { 0 }];
-    let apart = |closed: &[HashSet<u32>], t: usize, c: u32| m == 1 || !closed[t].contains(&c);
-    let close = |closed: &mut [HashSet<u32>], t: usize, c: u32| {
-        if m > 1 {
-            closed[t].extend(neighbourhood(c as usize, cells, cols, radius).map(|n| n as u32));
-        }
-    };
+    let mut claims = Claims::new(lists.len(), cells, grid);
     // Greedy by value over each tile's few best edges...
     let keep = 2 * m + 2;
     let mut order: Vec<(f32, u32, u32)> = lists
@@ -315,36 +351,29 @@ fn own_cells(
         .collect();
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     for (_, t, c) in order {
-        let tu = t as usize;
-        if placed[tu] < m && !taken[c as usize] && apart(&closed, tu, c) {
-            taken[c as usize] = true;
-            placed[tu] += 1;
-            close(&mut closed, tu, c);
-        }
+        claims.take(t as usize, c);
     }
     // ...then each tile still short takes the free cells its list names, in list order...
     for (t, list) in lists.iter().enumerate() {
         for &(c, _) in list {
-            if placed[t] == m {
+            if claims.placed[t] == m {
                 break;
             }
-            if !taken[c as usize] && apart(&closed, t, c) {
-                taken[c as usize] = true;
-                placed[t] += 1;
-                close(&mut closed, t, c);
-            }
+            claims.take(t, c);
         }
     }
-    // ...and the copies left over, in rounds: each takes the nearest of its 16 nearest free cells that
-    // no nearer pair has taken, until none is left.
+    // ...and the copies left over, in rounds: each takes the nearest of its k nearest free
+    // cells that no nearer pair has taken, until none is left.
     let mut left: Vec<u32> = (0..lists.len())
-        .flat_map(|t| std::iter::repeat_n(t as u32, m - placed[t]))
+        .flat_map(|t| std::iter::repeat_n(t as u32, m - claims.placed[t]))
         .collect();
     let mut pairs = Vec::new();
     // How many of the nearest free cells each copy looks at: more when a round places few.
     let mut k = 16usize;
     while !left.is_empty() {
-        let free: Vec<u32> = (0..cells as u32).filter(|&c| !taken[c as usize]).collect();
+        let free: Vec<u32> = (0..cells as u32)
+            .filter(|&c| !claims.taken[c as usize])
+            .collect();
         if free.is_empty() {
             break;
         }
@@ -376,41 +405,29 @@ fn own_cells(
         near.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         let mut done = vec![false; left.len()];
         for (_, i, c) in near {
-            let t = left[i as usize] as usize;
-            if !done[i as usize] && !taken[c as usize] && apart(&closed, t, c) {
+            let t = left[i as usize];
+            if !done[i as usize] && claims.take(t as usize, c) {
                 done[i as usize] = true;
-                taken[c as usize] = true;
-                placed[t] += 1;
-                close(&mut closed, t, c);
-                pairs.push((t as u32, c));
+                pairs.push((t, c));
             }
         }
         let placed_now = done.iter().filter(|&&d| d).count();
+        let crowded = placed_now * SCAN_WHEN_FEWER < left.len();
         let widest = (SHORTLIST_PAIRS / left.len()).max(16).min(free.len());
-        if placed_now * SCAN_WHEN_FEWER < left.len() && k < widest && !tied {
+        if crowded && k < widest && !tied {
             // The copies left crowd the same few cells: look further next round.
             k = (k * 4).min(widest);
-        } else if placed_now * SCAN_WHEN_FEWER < left.len() {
-            // The copies left crowd the same few cells (a flat photo: every cell alike) or their
-            // siblings' radius: each tile scans the free cells in order instead.
-            let mut rest: Vec<u32> = left
-                .iter()
-                .zip(&done)
-                .filter(|(_, d)| !**d)
-                .map(|(t, _)| *t)
-                .collect();
-            rest.dedup();
-            for t in rest {
-                let t = t as usize;
-                let mut c = 0;
-                while placed[t] < m && c < cells {
-                    if !taken[c] && apart(&closed, t, c as u32) {
-                        taken[c] = true;
-                        placed[t] += 1;
-                        close(&mut closed, t, c as u32);
-                        pairs.push((t as u32, c as u32));
+        } else if crowded {
+            // Still crowded (a flat photo: every cell alike), or held back by their siblings'
+            // radius: each tile short of copies scans the free cells in order instead.
+            for t in 0..lists.len() {
+                for c in 0..cells as u32 {
+                    if claims.placed[t] == m {
+                        break;
                     }
-                    c += 1;
+                    if claims.take(t, c) {
+                        pairs.push((t as u32, c));
+                    }
                 }
             }
             break;
@@ -446,7 +463,6 @@ fn peek_cheapest(heap: &mut BinaryHeap<Reverse<(u32, u32)>>, price: &[f32]) -> O
     None
 }
 
-/// Whether cells `a` and `b` of a grid `cols` wide are within `radius` cells of each other.
 /// The cells within `radius` of `cell` (itself included), on a grid `cols` wide.
 fn neighbourhood(
     cell: usize,
@@ -463,6 +479,7 @@ fn neighbourhood(
     .filter(move |&c| c < cells)
 }
 
+/// Whether cells `a` and `b` of a grid `cols` wide are within `radius` cells of each other.
 #[cfg(test)]
 fn within(a: usize, b: usize, cols: usize, radius: usize) -> bool {
     let (ay, ax) = (a / cols, a % cols);

@@ -1,6 +1,7 @@
 //! A name prefix for every queue and container (`storage.name_prefix`), so that one storage
-//! account holds several environments (`dev-`, `prod-`) side by side. The wrapper sits under
-//! everything else: the roles, the accounting and the tools see the names without it.
+//! account holds several environments (`dev-`, `prod-`) side by side. The roles and tools see
+//! the names without it; the transaction counters, which count what storage bills, the names
+//! with it.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -59,13 +60,18 @@ impl<T: ?Sized> Prefixed<T> {
     }
 
     fn strip(&self, meta: BlobMeta) -> BlobMeta {
-        BlobMeta {
-            key: meta
-                .key
-                .strip_prefix(&self.prefix)
-                .map_or(meta.key.clone(), str::to_string),
-            ..meta
-        }
+        unprefixed(&self.prefix, meta)
+    }
+}
+
+/// `meta` with its key named without `prefix`.
+fn unprefixed(prefix: &str, meta: BlobMeta) -> BlobMeta {
+    BlobMeta {
+        key: meta
+            .key
+            .strip_prefix(prefix)
+            .map_or(meta.key.clone(), str::to_string),
+        ..meta
     }
 }
 
@@ -143,12 +149,8 @@ impl BlobUpload for PrefixedUpload {
         self.inner.write(chunk).await
     }
     async fn finish(self: Box<Self>) -> Result<BlobMeta> {
-        let meta = self.inner.finish().await?;
-        let key = meta
-            .key
-            .strip_prefix(&self.prefix)
-            .map_or(meta.key.clone(), str::to_string);
-        Ok(BlobMeta { key, ..meta })
+        let prefix = self.prefix.clone();
+        Ok(unprefixed(&prefix, self.inner.finish().await?))
     }
     async fn abort(self: Box<Self>) -> Result<()> {
         self.inner.abort().await
