@@ -22,9 +22,8 @@ use rayon::prelude::*;
 
 use crate::color::{Lab, srgb_to_lab32};
 use crate::hash::Fnv;
-use crate::kdtree::KdTree;
 use crate::library::Library;
-use crate::plan::{CellDesc, PlanOptions, Sizing, empty_library, no_tile_fits, rank};
+use crate::plan::{CellDesc, PlanOptions, Shortlist, Sizing, empty_library, no_tile_fits, rank};
 use crate::render::{TileCache, blend_shift, copy_tile};
 use crate::resample::AreaResampler;
 use crate::shape::TILE_SIZES;
@@ -373,7 +372,7 @@ impl AdaptivePlan {
         let per_block = sizes.max / sizes.min;
         squares.sort_by_key(|s| (s.y / per_block, s.y, s.x));
         let n = library.len();
-        let tree = KdTree::new(library.means());
+        let tree = Shortlist::new(library);
         let turns: Vec<(Transform, Vec<usize>)> = Transform::allowed(opts.flip, opts.rotate, true)
             .into_iter()
             .map(|t| (t, t.permutation(k, k)))

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use rayon::prelude::*;
 
-use crate::color::{Lab, dist2};
+use crate::color::{Lab, dist2, perceptual};
 use crate::kdtree::KdTree;
 use crate::{Error, Library, Transform};
 
@@ -72,18 +72,6 @@ type Edges = [Vec<(u32, f32)>];
 /// The largest value in `lists`, in size: the first phase's ε is a quarter of it.
 fn spread(lists: &Edges) -> f32 {
     lists.iter().flatten().fold(0f32, |a, e| a.max(e.1.abs()))
-}
-
-/// Lab with chroma compressed logarithmically, as DIN99 does, so that Euclidean distance ranks
-/// pairs of colours nearly as CIEDE2000 does (it divides chroma differences by `1 + 0.045 C`).
-fn perceptual(q: &Lab) -> Lab {
-    let c = (q[1] * q[1] + q[2] * q[2]).sqrt();
-    let s = if c > 1e-6 {
-        (0.045 * c).ln_1p() / (0.045 * c)
-    } else {
-        1.0
-    };
-    [q[0], q[1] * s, q[2] * s]
 }
 
 /// For each tile, the `k` cells of least perceptual distance from it less the cell's

@@ -6,7 +6,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::Error;
-use crate::color::{Lab, ciede2000, srgb_to_lab32};
+use crate::color::{Lab, ciede2000_ranking, perceptual, srgb_to_lab32};
 use crate::hash::Fnv;
 use crate::kdtree::KdTree;
 use crate::library::Library;
@@ -86,7 +86,7 @@ impl Default for PlanOptions {
             min_uses: 0,
             blend: 0,
             max_output_pixels: DEFAULT_MAX_OUTPUT_PIXELS,
-            candidates: 64,
+            candidates: 32,
             structure_weight: 0.0,
             lightness_weight: 0.2,
             gradient_weight: 0.5,
@@ -318,7 +318,7 @@ impl Plan {
         // Every cell's descriptors, kept for the floor on uses, which completes the whole grid.
         let mut all_descs = Vec::with_capacity(if min_uses > 0 { cols * rows } else { 0 });
         let k = library.grid();
-        let tree = KdTree::new(library.means());
+        let tree = Shortlist::new(library);
         let resampler = AreaResampler::new(
             target.width() as usize,
             target.height() as usize,
@@ -355,12 +355,12 @@ impl Plan {
             mosaic_l: vec![0.0; cols * rows],
         };
         const CHUNK: usize = 16;
-        for y0 in (0..rows).step_by(CHUNK) {
+        // Describes each cell of rows y0..y1 and ranks its candidates, in parallel.
+        let describe = |y0: usize| -> Vec<Matched> {
             let y1 = (y0 + CHUNK).min(rows);
             let sub_px = resampler.rows(src, y0 * k..y1 * k);
             let row_stride = cols * k * 3;
-            // Describe each cell and rank its candidates in parallel...
-            let described: Vec<Matched> = (0..(y1 - y0) * cols)
+            (0..(y1 - y0) * cols)
                 .into_par_iter()
                 .map_init(Memo::default, |memo, i| {
                     let (cy, cx) = (i / cols, i % cols);
@@ -420,67 +420,83 @@ impl Plan {
                     memo.last = Some((raw, out.clone()));
                     out
                 })
-                .collect();
-            // ...then assign in scan order, so each cell sees the tiles already placed around it,
-            // and improve the batch's cells with their whole neighbourhood known.
-            let mut lists = Vec::with_capacity(described.len());
-            for (i, (desc, colour, mut ranked)) in described.into_iter().enumerate() {
-                let (y, x) = (y0 + i / cols, i % cols);
-                let here = y * cols + x;
-                grid.target_l[here] = desc.mean[0];
-                plan.colours[here] = colour;
-                let mut pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
-                let mut width = ncand;
-                while pick.is_none() && width < n {
-                    width = (width * 4).min(n);
-                    let free = |t: u32| opts.max_uses.is_none_or(|cap| uses[t as usize] < cap);
-                    ranked = rank(
-                        &desc,
-                        (library, &tree),
-                        width,
-                        opts,
-                        &turns,
-                        &mut Vec::new(),
-                        &free,
-                    );
-                    pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
-                }
-                let Some(pick) = pick else {
-                    return Err(no_tile_fits(n));
-                };
-                grid.place(&mut plan, &mut uses, here, pick);
-                if min_uses > 0 {
-                    all_descs.push(desc);
-                }
-                // The refinement chooses from the list the tile came from, so a cell that had to
-                // look wider keeps its tile among the choices.
-                lists.push(ranked);
-            }
-            for _ in 0..opts.refine_passes {
-                let mut changed = false;
-                for (i, ranked) in lists.iter().enumerate() {
-                    let (y, x) = (y0 + i / cols, i % cols);
-                    let here = y * cols + x;
-                    let current = (plan.tiles[here], plan.transforms[here]);
-                    if let Some(pick) = grid.best(&plan.tiles, &uses, x, y, ranked, Some(current.0))
-                        && pick != current
-                    {
-                        grid.unplace(&mut uses, current.0);
+                .collect()
+        };
+        // Each batch of rows is assigned while the next one is described.
+        let mut upcoming = Some(describe(0));
+        for y0 in (0..rows).step_by(CHUNK) {
+            let y1 = (y0 + CHUNK).min(rows);
+            let described = upcoming.take().unwrap_or_default();
+            let (next, assigned) = rayon::join(
+                || (y1 < rows).then(|| describe(y1)),
+                || -> Result<(), Error> {
+                    // Assign in scan order, so each cell sees the tiles already placed around
+                    // it, and improve the batch's cells with their whole neighbourhood known.
+                    let mut lists = Vec::with_capacity(described.len());
+                    for (i, (desc, colour, mut ranked)) in described.into_iter().enumerate() {
+                        let (y, x) = (y0 + i / cols, i % cols);
+                        let here = y * cols + x;
+                        grid.target_l[here] = desc.mean[0];
+                        plan.colours[here] = colour;
+                        let mut pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
+                        let mut width = ncand;
+                        while pick.is_none() && width < n {
+                            width = (width * 4).min(n);
+                            let free =
+                                |t: u32| opts.max_uses.is_none_or(|cap| uses[t as usize] < cap);
+                            ranked = rank(
+                                &desc,
+                                (library, &tree),
+                                width,
+                                opts,
+                                &turns,
+                                &mut Vec::new(),
+                                &free,
+                            );
+                            pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
+                        }
+                        let Some(pick) = pick else {
+                            return Err(no_tile_fits(n));
+                        };
                         grid.place(&mut plan, &mut uses, here, pick);
-                        changed = true;
+                        if min_uses > 0 {
+                            all_descs.push(desc);
+                        }
+                        // The refinement chooses from the list the tile came from, so a cell that had to
+                        // look wider keeps its tile among the choices.
+                        lists.push(ranked);
                     }
-                }
-                // Ejections: a cell takes a better tile held by the one neighbour that blocks
-                // it under the radius, and that neighbour moves to its own next best.
-                if opts.repeat_radius > 0 && opts.max_uses.is_none() {
-                    for (i, ranked) in lists.iter().enumerate() {
-                        changed |= grid.eject(&mut plan, &lists, (y0, i), ranked);
+                    for _ in 0..opts.refine_passes {
+                        let mut changed = false;
+                        for (i, ranked) in lists.iter().enumerate() {
+                            let (y, x) = (y0 + i / cols, i % cols);
+                            let here = y * cols + x;
+                            let current = (plan.tiles[here], plan.transforms[here]);
+                            if let Some(pick) =
+                                grid.best(&plan.tiles, &uses, x, y, ranked, Some(current.0))
+                                && pick != current
+                            {
+                                grid.unplace(&mut uses, current.0);
+                                grid.place(&mut plan, &mut uses, here, pick);
+                                changed = true;
+                            }
+                        }
+                        // Ejections: a cell takes a better tile held by the one neighbour that blocks
+                        // it under the radius, and that neighbour moves to its own next best.
+                        if opts.repeat_radius > 0 && opts.max_uses.is_none() {
+                            for (i, ranked) in lists.iter().enumerate() {
+                                changed |= grid.eject(&mut plan, &lists, (y0, i), ranked);
+                            }
+                        }
+                        if !changed {
+                            break;
+                        }
                     }
-                }
-                if !changed {
-                    break;
-                }
-            }
+                    Ok(())
+                },
+            );
+            upcoming = next;
+            assigned?;
             // With a floor on uses, rows may change until the whole grid is complete.
             if min_uses == 0 {
                 ready(&plan, y1 as u32)?;
@@ -810,15 +826,35 @@ struct Memo {
     last: Option<(Vec<f32>, Matched)>,
 }
 
-/// Candidates for one cell with their cost: the `width` nearest tiles by mean colour, re-ranked
-/// on the squared CIEDE2000 of the means plus the sub-grid terms, best first. Each tile takes
+/// The first cut of a cell's candidates: the tiles whose means are nearest the cell's in Lab with
+/// chroma compressed ([`perceptual`]), where Euclidean distance ranks pairs of colours nearly as
+/// CIEDE2000 does. Plain Lab distance overrates chroma differences among saturated colours, so a
+/// shortlist cut by it misses tiles that CIEDE2000 would rank high, and needs twice the length.
+pub(crate) struct Shortlist(KdTree);
+
+impl Shortlist {
+    pub(crate) fn new(library: &Library) -> Self {
+        let means: Vec<Lab> = library.means().iter().map(perceptual).collect();
+        Shortlist(KdTree::new(&means))
+    }
+
+    /// The `k` tiles nearest `q` (a Lab mean), nearest first; `out` is a warm start as for
+    /// [`KdTree::nearest`].
+    fn nearest(&self, q: &Lab, k: usize, out: &mut Vec<(f32, u32)>) {
+        self.0.nearest(&perceptual(q), k, out);
+    }
+}
+
+/// Candidates for one cell with their cost: the `width` nearest tiles by mean colour
+/// ([`Shortlist`]), re-ranked on the squared CIEDE2000 of the means plus the sub-grid terms, best
+/// first. Each tile takes
 /// the transform of `turns` (each with its sub-grid permutation) whose sub-grid fits best; a
 /// transform leaves the mean, so the colour term and the gradient term do not depend on it.
 /// Tiles for which `keep` is false (those at their use cap, when a cell looks wider) are left
 /// out before they are scored.
 pub(crate) fn rank(
     desc: &CellDesc,
-    (library, tree): (&Library, &KdTree),
+    (library, tree): (&Library, &Shortlist),
     width: usize,
     opts: &PlanOptions,
     turns: &[(Transform, Vec<usize>)],
@@ -851,7 +887,7 @@ pub(crate) fn score(
     let k2 = desc.subs.len() as f32;
     let q = desc.mean;
     let m = library.means()[t as usize];
-    let de = ciede2000(
+    let de = ciede2000_ranking(
         [q[0] as f64, q[1] as f64, q[2] as f64],
         [m[0] as f64, m[1] as f64, m[2] as f64],
     ) as f32;
