@@ -740,21 +740,12 @@ impl Library {
         let body_len = usize::try_from(len - 8)
             .map_err(|_| Error::BadIndex("too large for this machine".into()))?;
 
-        // The digest, streamed: whole words until the last chunk, as Fnv::digest takes them.
         file.rewind().map_err(io)?;
-        let mut fnv = Fnv::new();
-        let mut chunk = vec![0u8; 1 << 20];
-        let mut left = body_len;
-        while left > 0 {
-            let part = &mut chunk[..left.min(1 << 20)];
-            file.read_exact(part).map_err(io)?;
-            fnv.update(part);
-            left -= part.len();
-        }
+        let body_digest = streamed_digest(&mut file, body_len).map_err(io)?;
         let mut tail = [0u8; 8];
         file.read_exact(&mut tail).map_err(io)?;
         let digest = u64::from_le_bytes(tail);
-        if fnv.finish() != digest {
+        if body_digest != digest {
             return Err(Error::BadIndex(
                 "digest mismatch: the index is corrupt or truncated".into(),
             ));
@@ -1398,6 +1389,48 @@ pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> Described {
         total[2] as f64 / n,
     ]);
     (mean, subs)
+}
+
+/// [`Fnv::digest`] of the next `len` bytes of `file`, read in chunks of 1 MiB (whole words
+/// until the last, as the digest takes them) on one thread and hashed on another, so the copy
+/// from the page cache and the hashing overlap.
+fn streamed_digest(file: &mut std::fs::File, len: usize) -> std::io::Result<u64> {
+    const CHUNK: usize = 1 << 20;
+    let (full, empty) = (
+        std::sync::mpsc::sync_channel::<Vec<u8>>(2),
+        std::sync::mpsc::sync_channel::<Vec<u8>>(3),
+    );
+    for _ in 0..3 {
+        empty
+            .0
+            .send(vec![0u8; CHUNK])
+            .expect("the channel holds three");
+    }
+    let (to_hash, from_reader) = full;
+    let (to_reader, spare) = empty;
+    std::thread::scope(|scope| {
+        let hasher = scope.spawn(move || {
+            let mut fnv = Fnv::new();
+            for chunk in from_reader {
+                fnv.update(&chunk);
+                // The reader may have stopped on an error: then nobody takes the buffer back.
+                let _ = to_reader.send(chunk);
+            }
+            fnv.finish()
+        });
+        let mut left = len;
+        while left > 0 {
+            let mut chunk = spare.recv().expect("the hasher returns every buffer");
+            chunk.resize(left.min(CHUNK), 0);
+            file.read_exact(&mut chunk)?;
+            left -= chunk.len();
+            to_hash
+                .send(chunk)
+                .expect("the hasher runs until the reader is done");
+        }
+        drop(to_hash);
+        Ok(hasher.join().expect("the digest does not panic"))
+    })
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ impl Default for PlanOptions {
             min_uses: 0,
             blend: 0,
             max_output_pixels: DEFAULT_MAX_OUTPUT_PIXELS,
-            candidates: 32,
+            candidates: 24,
             structure_weight: 0.0,
             lightness_weight: 0.2,
             gradient_weight: 0.5,
@@ -887,10 +887,7 @@ pub(crate) fn score(
     let k2 = desc.subs.len() as f32;
     let q = desc.mean;
     let m = library.means()[t as usize];
-    let de = ciede2000_ranking(
-        [q[0] as f64, q[1] as f64, q[2] as f64],
-        [m[0] as f64, m[1] as f64, m[2] as f64],
-    ) as f32;
+    let de = ciede2000_ranking(q, m);
     // Structure: each sub-cell's pattern around its own mean (so the mean colour difference is
     // not counted twice), and each sub-cell's lightness.
     let sub = library.sub_grid(t);

@@ -149,9 +149,30 @@ pub fn resize(src: &[u8], w: usize, h: usize, dw: usize, dh: usize) -> Vec<u8> {
     } else {
         (src, w, h)
     };
-    let tx = lanczos_taps(sw, dw);
-    let ty = lanczos_taps(sh, dh);
+    let (tx, ty) = (lanczos_taps_cached(sw, dw), lanczos_taps_cached(sh, dh));
     resample_rgb8(s, sw, sh, &tx, &ty)
+}
+
+/// [`lanczos_taps`], kept per thread for the sizes last asked for: a tile cache resizes every
+/// tile between the same two sizes, and the taps' sines cost as much as the resampling.
+fn lanczos_taps_cached(src: usize, dst: usize) -> std::rc::Rc<Taps> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    type Kept = Vec<((usize, usize), Rc<Taps>)>;
+    thread_local! {
+        static KEPT: RefCell<Kept> = const { RefCell::new(Vec::new()) };
+    }
+    KEPT.with_borrow_mut(|kept| {
+        if let Some((_, taps)) = kept.iter().find(|(key, _)| *key == (src, dst)) {
+            return taps.clone();
+        }
+        let taps = Rc::new(lanczos_taps(src, dst));
+        if kept.len() == 4 {
+            kept.remove(0);
+        }
+        kept.push(((src, dst), taps.clone()));
+        taps
+    })
 }
 
 /// The `(w, h)` region at `(x0, y0)` of an RGB8 image `width` px wide.
