@@ -6,7 +6,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::Error;
-use crate::color::{Lab, ciede2000_ranking, perceptual, srgb_to_lab32};
+use crate::color::{Lab, ciede2000_ranking, perceptual, srgb_to_lab_quick, srgb_to_lab32};
 use crate::hash::Fnv;
 use crate::kdtree::KdTree;
 use crate::library::Library;
@@ -386,7 +386,7 @@ impl Plan {
                         }
                         let lab = match prev {
                             Some((q, lab)) if q == p => lab,
-                            _ => srgb_to_lab32(rgb),
+                            _ => srgb_to_lab_quick([p[0], p[1], p[2]]),
                         };
                         subs.push(lab);
                         prev = Some((p, lab));
