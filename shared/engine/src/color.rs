@@ -96,159 +96,221 @@ pub fn dist2(a: &Lab, b: &Lab) -> f32 {
 /// leaves one arctangent, for the blue-region rotation term: the same quantities with a third of
 /// the transcendental functions.
 pub fn ciede2000(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
-    difference(lab1, lab2, |cos_h, sin_h| {
-        let hbar_deg = sin_h.atan2(cos_h).to_degrees().rem_euclid(360.0);
-        let dtheta = (30f64).to_radians() * (-((hbar_deg - 275.0) / 25.0).powi(2)).exp();
-        (2.0 * dtheta).sin()
-    })
+    use std::f64::consts::PI;
+    let [l1, a1, b1] = lab1;
+    let [l2, a2, b2] = lab2;
+    let c1 = (a1 * a1 + b1 * b1).sqrt();
+    let c2 = (a2 * a2 + b2 * b2).sqrt();
+    let cbar = (c1 + c2) / 2.0;
+    let cbar7 = cbar.powi(7);
+    let g = 0.5 * (1.0 - (cbar7 / (cbar7 + 25f64.powi(7))).sqrt());
+    let a1p = a1 * (1.0 + g);
+    let a2p = a2 * (1.0 + g);
+    let c1p = (a1p * a1p + b1 * b1).sqrt();
+    let c2p = (a2p * a2p + b2 * b2).sqrt();
+    // Each hue as a unit vector (none for a neutral colour), then sin(Δh'/2) and the mean
+    // hue's cosine and sine.
+    let unit = |a: f64, b: f64, c: f64| (c > 0.0).then(|| (a / c, b / c));
+    let (sin_half_dh, (cos_h, sin_h)) = match (unit(a1p, b1, c1p), unit(a2p, b2, c2p)) {
+        (Some((x1, y1)), Some((x2, y2))) => {
+            let (dot, cross) = (x1 * x2 + y1 * y2, x1 * y2 - y1 * x2);
+            // sin(Δh'/2) from the cross product while the hues are within a quarter turn: from
+            // the dot product, it would cancel to nothing in f32.
+            let half = if dot > 0.0 {
+                cross.abs() / (2.0 * (1.0 + dot)).sqrt()
+            } else {
+                ((1.0 - dot) / 2.0).max(0.0).sqrt()
+            };
+            let (bx, by) = (x1 + x2, y1 + y2);
+            let norm = (bx * bx + by * by).sqrt();
+            let mean = if norm > 1e-12 {
+                (bx / norm, by / norm)
+            } else {
+                // Opposite hues: the mean is a quarter turn from the first, on the side the
+                // hue angles' mean falls, as Sharma's conditions choose it.
+                let h1 = hue_angle(b1, a1p);
+                let h2 = hue_angle(b2, a2p);
+                let m = if h1 + h2 < 2.0 * PI {
+                    (h1 + h2 + 2.0 * PI) / 2.0
+                } else {
+                    (h1 + h2 - 2.0 * PI) / 2.0
+                };
+                let m = if (h1 - h2).abs() <= PI {
+                    (h1 + h2) / 2.0
+                } else {
+                    m
+                };
+                (m.cos(), m.sin())
+            };
+            (if cross < 0.0 { -half } else { half }, mean)
+        }
+        (Some(u), None) | (None, Some(u)) => (0.0, u),
+        (None, None) => (0.0, (1.0, 0.0)),
+    };
+    let dlp = l2 - l1;
+    let dcp = c2p - c1p;
+    let dhp_big = 2.0 * (c1p * c2p).sqrt() * sin_half_dh;
+    let lbarp = (l1 + l2) / 2.0;
+    let cbarp = (c1p + c2p) / 2.0;
+    // The four cosines of T from the mean hue's cosine and sine, by the multiple-angle formulas.
+    let (s1, c1) = (sin_h, cos_h);
+    let (s2, c2) = (2.0 * s1 * c1, 2.0 * c1 * c1 - 1.0);
+    let (s3, c3) = (s1 * (3.0 - 4.0 * s1 * s1), c1 * (4.0 * c1 * c1 - 3.0));
+    let (s4, c4) = (2.0 * s2 * c2, 2.0 * c2 * c2 - 1.0);
+    let (sin30, cos30) = (PI / 6.0).sin_cos();
+    let (sin6, cos6) = (PI / 30.0).sin_cos();
+    let (sin63, cos63) = (63.0 * PI / 180.0).sin_cos();
+    let t = 1.0 - 0.17 * (c1 * cos30 + s1 * sin30) + 0.24 * c2 + 0.32 * (c3 * cos6 - s3 * sin6)
+        - 0.20 * (c4 * cos63 + s4 * sin63);
+    let cbarp7 = cbarp.powi(7);
+    let rc = 2.0 * (cbarp7 / (cbarp7 + 25f64.powi(7))).sqrt();
+    let lb50 = (lbarp - 50.0).powi(2);
+    let sl = 1.0 + 0.015 * lb50 / (20.0 + lb50).sqrt();
+    let sc = 1.0 + 0.045 * cbarp;
+    let sh = 1.0 + 0.015 * cbarp * t;
+    let hbar_deg = sin_h.atan2(cos_h).to_degrees().rem_euclid(360.0);
+    let dtheta = (30f64).to_radians() * (-((hbar_deg - 275.0) / 25.0).powi(2)).exp();
+    let rt = -(2.0 * dtheta).sin() * rc;
+    let (tl, tc, th) = (dlp / sl, dcp / sc, dhp_big / sh);
+    (tl * tl + tc * tc + th * th + rt * tc * th).sqrt()
 }
 
 /// [`ciede2000`] for ranking candidates, in `f32`, within 1e-5 of it relative (of 1e-4 for
-/// differences under 10). The blue-region rotation term takes the mean hue's distance from 275°
-/// by a polynomial arctangent and its sine by a Taylor series, and is left out where it is below
-/// 1e-15. Matching calls this for every candidate: the library's arctangent and sine were a third
-/// of its cost, and `f64` square roots and divisions most of the rest.
+/// differences under 10). Matching calls this for every candidate of every cell.
 pub(crate) fn ciede2000_ranking(lab1: Lab, lab2: Lab) -> f32 {
+    let mut out = [0f32];
+    ciede2000_batch(lab1, &[lab2], &mut out);
+    out[0]
+}
+
+/// [`ciede2000_ranking`] of `q` against each of `others`, into `out` (as long as `others`).
+///
+/// Written without branches or library calls, so that the compiler runs it on several
+/// candidates at once in vector registers: the blue-region rotation term takes the mean hue's
+/// distance from 275° by a polynomial arctangent, its exponential from the float's exponent bits
+/// and a polynomial, and its sine by a Taylor series. Pairs of nearly opposite hues, whose mean
+/// hue the bisector of their directions cannot give in `f32`, are done again by [`ciede2000`].
+pub(crate) fn ciede2000_batch(q: Lab, others: &[Lab], out: &mut [f32]) {
+    let [l1, a1, b1] = q;
+    let c1 = (a1 * a1 + b1 * b1).sqrt();
+    const P25_7: f32 = 6_103_515_625.0;
     let (sin275, cos275) = (275f32).to_radians().sin_cos();
-    difference32(lab1, lab2, |cos_h, sin_h| {
+    let (sin30, cos30) = (30f32).to_radians().sin_cos();
+    let (sin6, cos6) = (6f32).to_radians().sin_cos();
+    let (sin63, cos63) = (63f32).to_radians().sin_cos();
+    for (o, &[l2, a2, b2]) in out.iter_mut().zip(others) {
+        let c2 = (a2 * a2 + b2 * b2).sqrt();
+        let cbar = (c1 + c2) * 0.5;
+        let cbar7 = pow7(cbar);
+        let g = 0.5 * (1.0 - (cbar7 / (cbar7 + P25_7)).sqrt());
+        let (a1p, a2p) = (a1 * (1.0 + g), a2 * (1.0 + g));
+        let c1p = (a1p * a1p + b1 * b1).sqrt();
+        let c2p = (a2p * a2p + b2 * b2).sqrt();
+        // Hue directions as unit vectors, zero for a neutral colour.
+        let i1 = if c1p > 0.0 { 1.0 / c1p } else { 0.0 };
+        let i2 = if c2p > 0.0 { 1.0 / c2p } else { 0.0 };
+        let (x1, y1, x2, y2) = (a1p * i1, b1 * i1, a2p * i2, b2 * i2);
+        let (dot, cross) = (x1 * x2 + y1 * y2, x1 * y2 - y1 * x2);
+        let both = c1p > 0.0 && c2p > 0.0;
+        // sin(Δh'/2), from the cross product within a quarter turn (from the dot product it
+        // would cancel to nothing), and 0 unless both colours have a hue.
+        let near = cross.abs() / (2.0 * (1.0 + dot)).max(1e-30).sqrt();
+        let far = ((1.0 - dot) * 0.5).max(0.0).sqrt();
+        let half = if dot > 0.0 { near } else { far };
+        let half = if cross < 0.0 { -half } else { half };
+        let sin_half_dh = if both { half } else { 0.0 };
+        // The mean hue: the bisector (the one hue if the other is neutral, 0° if both are).
+        let (bx, by) = (x1 + x2, y1 + y2);
+        let norm = (bx * bx + by * by).sqrt();
+        let opposite = both && norm < 1e-2;
+        let inv = if norm > 0.0 { 1.0 / norm } else { 0.0 };
+        let (cos_h, sin_h) = if norm > 0.0 {
+            (bx * inv, by * inv)
+        } else {
+            (1.0, 0.0)
+        };
+        let dlp = l2 - l1;
+        let dcp = c2p - c1p;
+        let dhp_big = 2.0 * (c1p * c2p).sqrt() * sin_half_dh;
+        let lbarp = (l1 + l2) * 0.5;
+        let cbarp = (c1p + c2p) * 0.5;
+        let (s1, k1) = (sin_h, cos_h);
+        let (s2, k2) = (2.0 * s1 * k1, 2.0 * k1 * k1 - 1.0);
+        let (s3, k3) = (s1 * (3.0 - 4.0 * s1 * s1), k1 * (4.0 * k1 * k1 - 3.0));
+        let (s4, k4) = (2.0 * s2 * k2, 2.0 * k2 * k2 - 1.0);
+        let t = 1.0 - 0.17 * (k1 * cos30 + s1 * sin30) + 0.24 * k2 + 0.32 * (k3 * cos6 - s3 * sin6)
+            - 0.20 * (k4 * cos63 + s4 * sin63);
+        // The rotation term: the mean hue less 275° (the mean hue in [0°, 360°)).
         let along = cos_h * cos275 + sin_h * sin275;
         let across = sin_h * cos275 - cos_h * sin275;
-        // The mean hue less 275°, with the mean hue in [0°, 360°) as the formula takes it.
-        let mut off = quick_atan2(across as f64, along as f64).to_degrees() as f32;
-        if off >= 85.0 {
-            off -= 360.0;
-        }
-        let e = (off / 25.0).powi(2);
-        if e > 35.0 {
-            return 0.0;
-        }
-        let x = 2.0 * (30f32).to_radians() * (-e).exp();
-        // sin x for x in [0, π/3]: the Taylor series' next term is under 5e-8.
+        let off = atan2_f32(across, along).to_degrees();
+        let off = if off >= 85.0 { off - 360.0 } else { off };
+        let e = (off * (1.0 / 25.0)) * (off * (1.0 / 25.0));
+        let x = 2.0 * (30f32).to_radians() * exp_neg(e);
         let x2 = x * x;
-        x * (1.0 - x2 / 6.0 * (1.0 - x2 / 20.0 * (1.0 - x2 / 42.0 * (1.0 - x2 / 72.0))))
-    })
+        let sin2dt =
+            x * (1.0 - x2 / 6.0 * (1.0 - x2 / 20.0 * (1.0 - x2 / 42.0 * (1.0 - x2 / 72.0))));
+        let cbarp7 = pow7(cbarp);
+        let rc = 2.0 * (cbarp7 / (cbarp7 + P25_7)).sqrt();
+        let lb50 = (lbarp - 50.0) * (lbarp - 50.0);
+        let sl = 1.0 + 0.015 * lb50 / (20.0 + lb50).sqrt();
+        let sc = 1.0 + 0.045 * cbarp;
+        let sh = 1.0 + 0.015 * cbarp * t;
+        let rt = -sin2dt * rc;
+        let (tl, tc, th) = (dlp / sl, dcp / sc, dhp_big / sh);
+        let de = (tl * tl + tc * tc + th * th + rt * tc * th).max(0.0).sqrt();
+        *o = if opposite { f32::NAN } else { de };
+    }
+    for (o, other) in out.iter_mut().zip(others) {
+        if o.is_nan() {
+            *o = ciede2000(q.map(f64::from), other.map(f64::from)) as f32;
+        }
+    }
 }
 
-/// `atan2(y, x)` within 2e-8 rad: a polynomial on `[0, 1]` and the octant's symmetries.
-fn quick_atan2(y: f64, x: f64) -> f64 {
-    use std::f64::consts::{FRAC_PI_2, PI};
+fn pow7(x: f32) -> f32 {
+    let x2 = x * x;
+    x2 * x2 * x2 * x
+}
+
+/// `exp(-e)` for `e >= 0`, within 2e-7 relative: `2^-(e log2 e)` from the exponent bits and a
+/// polynomial for the fraction; 0 past `e = 80`.
+#[inline(always)]
+fn exp_neg(e: f32) -> f32 {
+    let y = (e.min(80.0) * std::f32::consts::LOG2_E).max(0.0);
+    let n = y.floor();
+    let f = y - n; // 2^-y = 2^-n * 2^-f, f in [0, 1)
+    // 2^-f by its Taylor series in (-f ln 2), to the seventh power: under 2e-7.
+    let z = -f * std::f32::consts::LN_2;
+    let p = 1.0
+        + z * (1.0
+            + z * (0.5
+                + z * (1.0 / 6.0
+                    + z * (1.0 / 24.0 + z * (1.0 / 120.0 + z * (1.0 / 720.0 + z / 5040.0))))));
+    let scale = f32::from_bits(((127 - n as i32).max(0) as u32) << 23);
+    if e > 80.0 { 0.0 } else { p * scale }
+}
+
+/// `atan2(y, x)` in `f32` without branches, within 1e-6 rad: Abramowitz and Stegun's
+/// polynomial (4.4.49) on `[0, 1]` and the octant's symmetries.
+#[inline(always)]
+fn atan2_f32(y: f32, x: f32) -> f32 {
+    use std::f32::consts::{FRAC_PI_2, PI};
     let (ax, ay) = (x.abs(), y.abs());
-    let (lo, hi) = if ax > ay { (ay, ax) } else { (ax, ay) };
-    if hi == 0.0 {
-        return 0.0;
-    }
-    let t = lo / hi;
+    let (lo, hi) = (ax.min(ay), ax.max(ay));
+    let t = if hi > 0.0 { lo / hi } else { 0.0 };
     let s = t * t;
-    // Abramowitz and Stegun 4.4.49.
-    const A: [f64; 8] = [
-        -0.333_331_452_8,
-        0.199_935_508_5,
-        -0.142_088_994_4,
-        0.106_562_639_3,
-        -0.075_289_640_0,
-        0.042_909_613_8,
-        -0.016_165_736_7,
-        0.002_866_225_7,
-    ];
-    let mut r = t * (1.0 + s * A.iter().rev().fold(0.0, |acc, &a| acc * s + a));
-    if ay > ax {
-        r = FRAC_PI_2 - r;
-    }
-    if x < 0.0 {
-        r = PI - r;
-    }
+    let p = -0.333_331_45
+        + s * (0.199_935_51
+            + s * (-0.142_089
+                + s * (0.106_562_64
+                    + s * (-0.075_289_64
+                        + s * (0.042_909_61 + s * (-0.016_165_737 + s * 0.002_866_225_7))))));
+    let r = t * (1.0 + s * p);
+    let r = if ay > ax { FRAC_PI_2 - r } else { r };
+    let r = if x < 0.0 { PI - r } else { r };
     if y < 0.0 { -r } else { r }
 }
-
-/// Defines `$name`, CIEDE2000 in `$t` with the rotation term's `sin(2 Δθ)` given by
-/// `rotation(cos h̄', sin h̄')`. Hues whose bisector is shorter than `$tiny` are taken as opposite
-/// (their mean from the hue angles), where the bisector has too few digits left.
-macro_rules! difference {
-    ($name:ident, $t:ident, $tiny:expr) => {
-        /// CIEDE2000 with the rotation term's `sin(2 Δθ)` given by `rotation(cos h̄', sin h̄')`.
-        #[inline(always)]
-        fn $name(lab1: [$t; 3], lab2: [$t; 3], rotation: impl Fn($t, $t) -> $t) -> $t {
-            use std::$t::consts::PI;
-            let [l1, a1, b1] = lab1;
-            let [l2, a2, b2] = lab2;
-            let c1 = (a1 * a1 + b1 * b1).sqrt();
-            let c2 = (a2 * a2 + b2 * b2).sqrt();
-            let cbar = (c1 + c2) / 2.0;
-            let cbar7 = cbar.powi(7);
-            let g = 0.5 * (1.0 - (cbar7 / (cbar7 + (25.0 as $t).powi(7))).sqrt());
-            let a1p = a1 * (1.0 + g);
-            let a2p = a2 * (1.0 + g);
-            let c1p = (a1p * a1p + b1 * b1).sqrt();
-            let c2p = (a2p * a2p + b2 * b2).sqrt();
-            // Each hue as a unit vector (none for a neutral colour), then sin(Δh'/2) and the mean
-            // hue's cosine and sine.
-            let unit = |a: $t, b: $t, c: $t| (c > 0.0).then(|| (a / c, b / c));
-            let (sin_half_dh, (cos_h, sin_h)) = match (unit(a1p, b1, c1p), unit(a2p, b2, c2p)) {
-                (Some((x1, y1)), Some((x2, y2))) => {
-                    let (dot, cross) = (x1 * x2 + y1 * y2, x1 * y2 - y1 * x2);
-                    // sin(Δh'/2) from the cross product while the hues are within a quarter turn: from
-                    // the dot product, it would cancel to nothing in f32.
-                    let half = if dot > 0.0 {
-                        cross.abs() / (2.0 * (1.0 + dot)).sqrt()
-                    } else {
-                        ((1.0 - dot) / 2.0).max(0.0).sqrt()
-                    };
-                    let (bx, by) = (x1 + x2, y1 + y2);
-                    let norm = (bx * bx + by * by).sqrt();
-                    let mean = if norm > $tiny {
-                        (bx / norm, by / norm)
-                    } else {
-                        // Opposite hues: the mean is a quarter turn from the first, on the side the
-                        // hue angles' mean falls, as Sharma's conditions choose it.
-                        let h1 = hue_angle(b1 as f64, a1p as f64) as $t;
-                        let h2 = hue_angle(b2 as f64, a2p as f64) as $t;
-                        let m = if h1 + h2 < 2.0 * PI {
-                            (h1 + h2 + 2.0 * PI) / 2.0
-                        } else {
-                            (h1 + h2 - 2.0 * PI) / 2.0
-                        };
-                        let m = if (h1 - h2).abs() <= PI {
-                            (h1 + h2) / 2.0
-                        } else {
-                            m
-                        };
-                        (m.cos(), m.sin())
-                    };
-                    (if cross < 0.0 { -half } else { half }, mean)
-                }
-                (Some(u), None) | (None, Some(u)) => (0.0, u),
-                (None, None) => (0.0, (1.0, 0.0)),
-            };
-            let dlp = l2 - l1;
-            let dcp = c2p - c1p;
-            let dhp_big = 2.0 * (c1p * c2p).sqrt() * sin_half_dh;
-            let lbarp = (l1 + l2) / 2.0;
-            let cbarp = (c1p + c2p) / 2.0;
-            // The four cosines of T from the mean hue's cosine and sine, by the multiple-angle formulas.
-            let (s1, c1) = (sin_h, cos_h);
-            let (s2, c2) = (2.0 * s1 * c1, 2.0 * c1 * c1 - 1.0);
-            let (s3, c3) = (s1 * (3.0 - 4.0 * s1 * s1), c1 * (4.0 * c1 * c1 - 3.0));
-            let (s4, c4) = (2.0 * s2 * c2, 2.0 * c2 * c2 - 1.0);
-            let (sin30, cos30) = (PI / 6.0).sin_cos();
-            let (sin6, cos6) = (PI / 30.0).sin_cos();
-            let (sin63, cos63) = (63.0 * PI / 180.0).sin_cos();
-            let t =
-                1.0 - 0.17 * (c1 * cos30 + s1 * sin30) + 0.24 * c2 + 0.32 * (c3 * cos6 - s3 * sin6)
-                    - 0.20 * (c4 * cos63 + s4 * sin63);
-            let cbarp7 = cbarp.powi(7);
-            let rc = 2.0 * (cbarp7 / (cbarp7 + (25.0 as $t).powi(7))).sqrt();
-            let lb50 = (lbarp - 50.0).powi(2);
-            let sl = 1.0 + 0.015 * lb50 / (20.0 + lb50).sqrt();
-            let sc = 1.0 + 0.045 * cbarp;
-            let sh = 1.0 + 0.015 * cbarp * t;
-            let rt = -rotation(cos_h, sin_h) * rc;
-            let (tl, tc, th) = (dlp / sl, dcp / sc, dhp_big / sh);
-            (tl * tl + tc * tc + th * th + rt * tc * th).sqrt()
-        }
-    };
-}
-difference!(difference, f64, 1e-12);
-difference!(difference32, f32, 1e-2);
 
 /// The hue angle of `(a, b)` in `[0, 2π)`, 0 for a neutral colour.
 fn hue_angle(b: f64, a: f64) -> f64 {

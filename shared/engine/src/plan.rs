@@ -6,7 +6,9 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::Error;
-use crate::color::{Lab, ciede2000_ranking, perceptual, srgb_to_lab_quick, srgb_to_lab32};
+use crate::color::{
+    Lab, ciede2000_batch, ciede2000_ranking, perceptual, srgb_to_lab_quick, srgb_to_lab32,
+};
 use crate::hash::Fnv;
 use crate::kdtree::KdTree;
 use crate::library::Library;
@@ -862,12 +864,20 @@ pub(crate) fn rank(
     keep: &dyn Fn(u32) -> bool,
 ) -> Ranked {
     tree.nearest(&desc.mean, width, scratch);
-    let mut scored: Ranked = scratch
+    let kept: Vec<u32> = scratch
         .iter()
-        .filter(|&&(_, t)| keep(t))
-        .map(|&(_, t)| {
-            let (score, turn) = score(desc, library, t, opts, turns);
-            (score, t, turn)
+        .map(|&(_, t)| t)
+        .filter(|&t| keep(t))
+        .collect();
+    let means: Vec<Lab> = kept.iter().map(|&t| library.means()[t as usize]).collect();
+    let mut de = vec![0f32; kept.len()];
+    ciede2000_batch(desc.mean, &means, &mut de);
+    let mut scored: Ranked = kept
+        .iter()
+        .zip(de)
+        .map(|(&t, de)| {
+            let (structure, turn) = structure(desc, library, t, opts, turns);
+            (de * de + structure, t, turn)
         })
         .collect();
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -884,28 +894,46 @@ pub(crate) fn score(
     opts: &PlanOptions,
     turns: &[(Transform, Vec<usize>)],
 ) -> (f32, Transform) {
+    let de = ciede2000_ranking(desc.mean, library.means()[t as usize]);
+    let (structure, turn) = structure(desc, library, t, opts, turns);
+    (de * de + structure, turn)
+}
+
+/// The structure terms of tile `t` in the cell `desc` under the transform of `turns` whose
+/// sub-grid fits best, and that transform: each sub-cell's pattern around its own mean (so the
+/// mean colour difference is not counted twice), and each sub-cell's lightness.
+fn structure(
+    desc: &CellDesc,
+    library: &Library,
+    t: u32,
+    opts: &PlanOptions,
+    turns: &[(Transform, Vec<usize>)],
+) -> (f32, Transform) {
     let k2 = desc.subs.len() as f32;
     let q = desc.mean;
     let m = library.means()[t as usize];
-    let de = ciede2000_ranking(q, m);
-    // Structure: each sub-cell's pattern around its own mean (so the mean colour difference is
-    // not counted twice), and each sub-cell's lightness.
     let sub = library.sub_grid(t);
     let mut best = (f32::INFINITY, Transform::NONE);
     for (turn, perm) in turns {
         let (mut pattern, mut light) = (0f32, 0f32);
-        for (&j, b) in perm.iter().zip(&desc.subs) {
-            let a = sub[j];
-            let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
-            pattern += d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            light += (a[0] - b[0]) * (a[0] - b[0]);
+        if opts.structure_weight == 0.0 {
+            for (&j, b) in perm.iter().zip(&desc.subs) {
+                light += (sub[j][0] - b[0]) * (sub[j][0] - b[0]);
+            }
+        } else {
+            for (&j, b) in perm.iter().zip(&desc.subs) {
+                let a = sub[j];
+                let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
+                pattern += d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                light += (a[0] - b[0]) * (a[0] - b[0]);
+            }
         }
         let structure = (opts.structure_weight * pattern + opts.lightness_weight * light) / k2;
         if structure < best.0 {
             best = (structure, *turn);
         }
     }
-    (de * de + best.0, best.1)
+    best
 }
 
 /// The sequential part of matching: which candidate a cell takes, given the tiles placed around
