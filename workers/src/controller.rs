@@ -245,19 +245,41 @@ impl Controller {
             Ok(Err(e)) => return Err(give_up(&platform, job, e.to_string()).await),
             Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
         };
-        // Which tile went where, kept with the job for viewers that ask of a cell: a pass over
-        // every cell, made off the runtime's threads.
+        // Which tile went where, kept with the job for viewers that ask of a cell (a pass over
+        // every cell, made off the runtime's threads), and the quality figures, measured on a
+        // uniform grid's cells (an adaptive mosaic has none): both at once, for the last slice
+        // waits for them.
         let library = quality_tiles.clone();
-        let (plan, map) = tokio::task::spawn_blocking(move || {
-            let map = match &plan {
+        let started = std::time::Instant::now();
+        let uniform = match &plan {
+            WholePlan::Uniform(plan) => Some(plan.clone()),
+            WholePlan::Adaptive(_) => None,
+        };
+        let mapped = tokio::task::spawn_blocking(move || {
+            match &plan {
                 WholePlan::Uniform(plan) => CellMap::from_plan(plan, library.library()),
                 WholePlan::Adaptive(plan) => CellMap::from_adaptive(plan, library.library()),
-            };
-            (plan, map.map(|m| m.to_bytes()))
-        })
-        .await
-        .map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
-        let map = map.map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
+            }
+            .map(|m| m.to_bytes())
+        });
+        let measured = async {
+            match uniform {
+                Some(plan) => job_quality(
+                    plan,
+                    target,
+                    quality_tiles,
+                    request.spec.options.overlay_percent,
+                )
+                .await
+                .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
+                .ok(),
+                None => None,
+            }
+        };
+        let (map, quality) = tokio::join!(mapped, measured);
+        let map = map
+            .map_err(|e| Failure::poison(format!("no cell map: {e}")))?
+            .map_err(|e| Failure::poison(format!("no cell map: {e}")))?;
         platform
             .blobs
             .put(
@@ -266,20 +288,7 @@ impl Controller {
                 PutMode::Overwrite,
             )
             .await?;
-        // The quality figures are measured on a uniform grid's cells; an adaptive mosaic has
-        // none.
-        let quality = match plan {
-            WholePlan::Uniform(plan) => job_quality(
-                plan,
-                target,
-                quality_tiles,
-                request.spec.options.overlay_percent,
-            )
-            .await
-            .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
-            .ok(),
-            WholePlan::Adaptive(_) => None,
-        };
+        tracing::debug!(%job, ms = started.elapsed().as_millis() as u64, "cell map and quality figures made");
         // With this update's own head, read and write.
         let spent_here = platform.accounting.take_job(job) + 3;
         jobs.update(job, |r| {
@@ -561,8 +570,8 @@ impl Controller {
     }
 }
 
-/// The quality figures of a whole plan. Nothing waits for them, so they are worked out at a low
-/// priority, after the slices' rendering; a failure here costs the figures, not the job.
+/// The quality figures of a whole plan, worked out at a low priority beside the slices'
+/// rendering; a failure here costs the figures, not the job.
 async fn job_quality(
     plan: Plan,
     target: RgbImage,

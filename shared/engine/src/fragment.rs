@@ -293,6 +293,10 @@ impl FragmentEncoder {
 
 /// Compresses all of `input` onto the end of `out`; with a sync flush, everything is out and
 /// the stream ends on a byte boundary.
+///
+/// The compressor writes into a zeroed window a little larger than the input, not into `out`'s
+/// spare capacity: flate2 zeroes all of that before every call, which for a slice's buffer of
+/// tens of megabytes cost more than the compression.
 fn deflate(
     compress: &mut Compress,
     mut input: &[u8],
@@ -300,14 +304,17 @@ fn deflate(
     flush: FlushCompress,
 ) -> Result<(), Error> {
     loop {
-        if out.capacity() - out.len() < 1 << 16 {
-            out.reserve(1 << 18);
-        }
-        let before = compress.total_in();
-        compress.compress_vec(input, out, flush).map_err(enc_err)?;
-        input = &input[(compress.total_in() - before) as usize..];
+        let len = out.len();
+        let room = (input.len() + input.len() / 8).max(1 << 16);
+        out.resize(len + room, 0);
+        let (before_in, before_out) = (compress.total_in(), compress.total_out());
+        let done = compress.compress(input, &mut out[len..], flush);
+        let written = (compress.total_out() - before_out) as usize;
+        out.truncate(len + written);
+        done.map_err(enc_err)?;
+        input = &input[(compress.total_in() - before_in) as usize..];
         // Room left over means the compressor had nothing more to give.
-        if input.is_empty() && out.len() < out.capacity() {
+        if input.is_empty() && written < room {
             return Ok(());
         }
     }
