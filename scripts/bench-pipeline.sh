@@ -13,6 +13,8 @@
 # env:   OUT=DIR      work and result folder (default target/bench-pipeline)
 #        TESSERA=PATH the tessera binary (default: built here in release)
 #        CELLS=512 TILE=16 SLICES=16   the job
+#        TARGET=PATH                   the photo (default: the astronaut)
+#        SIZES="512 1024"              the serve rows' cells across (default CELLS and twice it)
 #        SKIP_AZURITE=1                the serve row only
 # Prints a Markdown table (also written to $OUT/table.md) for BENCHMARKS.md.
 set -euo pipefail
@@ -31,7 +33,7 @@ if [ ! -d "$DATA/tiles/emoji-noto" ]; then
     scripts/fetch-data.sh "$DATA"
 fi
 LIBRARY="$DATA/tiles/emoji-noto"
-TARGET="$DATA/targets/skimage_astronaut.png"
+TARGET=${TARGET:-$DATA/targets/skimage_astronaut.png}
 [ -f "$TARGET" ] || { echo "missing $TARGET" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
@@ -73,7 +75,7 @@ submit() {
     local port=$1 started id state view
     started=$(now)
     id=$(curl -sf -F "image=@$TARGET" -F library=emoji -F "tile_size=$TILE" -F "cells=$CELLS" \
-        -F "slices=$SLICES" -F allow_large=true "http://127.0.0.1:$port/api/v1/jobs" | json 'd["id"]')
+        -F "slices=$SLICES" -F allow_large=true -F format=png "http://127.0.0.1:$port/api/v1/jobs" | json 'd["id"]')
     # Polled with curl alone: a Python start per poll would take a core from the job. A job that
     # hangs ends the run after JOB_DEADLINE seconds (default 600) instead of polling forever.
     local deadline=$(( $(date +%s) + ${JOB_DEADLINE:-600} ))
@@ -122,9 +124,9 @@ rm -rf "$OUT/serve-data"
 SERVE=$!
 PIDS+=("$SERVE")
 wait_http "$PORT"
-for cells in "$CELLS" $((CELLS * 2)); do
+for cells in ${SIZES:-$CELLS $((CELLS * 2))}; do
     render "$cells"
-    px="$((cells * TILE))x$((cells * TILE))"
+    px=$(sed -nE 's/.*output ([0-9]+) x ([0-9]+) px.*/\1x\2/p' "$OUT/render-$cells.log" | head -1)
     echo "| \`tessera render\`, $px | $RENDER | 1.00 | $RENDER_RSS | none |" >> "$TABLE"
     CELLS=$cells submit "$PORT" "serve-$cells"
     echo "| \`tessera serve\` (embedded, $SLICES slices), $px | $SECONDS_TAKEN | $(ratio "$SECONDS_TAKEN" "$RENDER") | serve $(peak_mb "$SERVE") | $TRANSACTIONS |" >> "$TABLE"
