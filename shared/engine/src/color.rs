@@ -20,11 +20,25 @@ fn lab_f(t: f64) -> f64 {
     }
 }
 
+/// [`srgb_to_linear`] of a channel in `0.0..=255.0`, from a table for whole values (the same
+/// numbers: the quality figures convert every cell's 8-bit colour).
+fn channel_to_linear(v: f64) -> f64 {
+    static WHOLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    if v.fract() == 0.0 && (0.0..=255.0).contains(&v) {
+        let table = WHOLE.get_or_init(|| {
+            (0..=255)
+                .map(|i| srgb_to_linear(i as f64 / 255.0))
+                .collect()
+        });
+        table[v as usize]
+    } else {
+        srgb_to_linear(v / 255.0)
+    }
+}
+
 /// Converts an sRGB colour with channels in `0.0..=255.0` to CIELAB (D65 white, 2-degree observer).
 pub fn srgb_to_lab(rgb: [f64; 3]) -> [f64; 3] {
-    let r = srgb_to_linear(rgb[0] / 255.0);
-    let g = srgb_to_linear(rgb[1] / 255.0);
-    let b = srgb_to_linear(rgb[2] / 255.0);
+    let [r, g, b] = rgb.map(channel_to_linear);
     let x = (0.412453 * r + 0.357580 * g + 0.180423 * b) / 0.95047;
     let y = 0.212671 * r + 0.715160 * g + 0.072169 * b;
     let z = (0.019334 * r + 0.119193 * g + 0.950227 * b) / 1.08883;

@@ -202,15 +202,29 @@ pub fn plan_quality(
             blend_shift(cache.mean(t), cell, blend)
         }
     };
+    // Without blend a tile shows its own mean in every cell: each tile used is converted once.
+    let tile_lab: Vec<Option<[f64; 3]>> = if blend == 0 {
+        let mut used = vec![false; cache.library().len()];
+        for &t in plan.tiles() {
+            used[t as usize] = true;
+        }
+        used.par_iter()
+            .enumerate()
+            .map(|(t, &used)| used.then(|| srgb_to_lab(cache.shifted_mean(t as u32, [0; 3]))))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let de: Vec<f64> = plan
         .tiles()
         .par_iter()
         .zip(plan.colours())
         .map(|(&t, &cell)| {
-            ciede2000(
-                srgb_to_lab(cell.map(f64::from)),
-                srgb_to_lab(cache.shifted_mean(t, shift(t, cell))),
-            )
+            let tile = match tile_lab.get(t as usize).copied().flatten() {
+                Some(lab) => lab,
+                None => srgb_to_lab(cache.shifted_mean(t, shift(t, cell))),
+            };
+            ciede2000(srgb_to_lab(cell.map(f64::from)), tile)
         })
         .collect();
     let ssim = (c * r <= VIEW_MAX_CELLS)
