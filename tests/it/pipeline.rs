@@ -1715,6 +1715,13 @@ async fn planned_by_a_controller_alone(
     let controller = start_controller(&env.platform);
     let id = submit(&env.platform, library.reference(), &target_bytes(), job).await;
     wait_for_quality(&env.platform, id).await;
+    // The last slice is sent after the figures are recorded: a test that loses the slice
+    // requests must find them all sent first.
+    let requests = QueueName::SliceRequest.as_str();
+    wait_while("the slices were not all sent", async || {
+        env.depths().await[requests] < u64::from(job.slices)
+    })
+    .await;
     (env, controller, id)
 }
 
@@ -1801,14 +1808,9 @@ async fn job_stalled_again_after_being_driven_again_fails_with_the_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_poisoned_while_blob_writes_fail_ends_failed_with_the_cause() {
+    // Every slice is sent (see the helper), or the controller, still planning when writes fail,
+    // would send the slices again once they return.
     let (env, controller, id) = planned_by_a_controller_alone(&Job::small(2)).await;
-    // The last slice is sent after the figures are recorded: wait for both, or the controller,
-    // still planning when writes fail, would send the slices again once they return.
-    let requests = QueueName::SliceRequest.as_str();
-    wait_while("the slices were not all sent", async || {
-        env.depths().await[requests] < 2
-    })
-    .await;
 
     // Blob writes fail from here on: the blob store's temp folder is replaced by a file.
     let tmp = env._dir.as_ref().unwrap().path().join("blobs/.tmp");
