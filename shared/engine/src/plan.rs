@@ -865,22 +865,24 @@ pub(crate) fn rank(
     keep: &dyn Fn(u32) -> bool,
 ) -> Ranked {
     tree.nearest(&desc.mean, width, scratch);
-    let kept: Vec<u32> = scratch
+    let mut scored: Ranked = scratch
         .iter()
-        .map(|&(_, t)| t)
-        .filter(|&t| keep(t))
+        .filter(|&&(_, t)| keep(t))
+        .map(|&(_, t)| (0.0, t, Transform::NONE))
         .collect();
-    let means: Vec<Lab> = kept.iter().map(|&t| library.means()[t as usize]).collect();
-    let mut de = vec![0f32; kept.len()];
-    ciede2000_batch(desc.mean, &means, &mut de);
-    let mut scored: Ranked = kept
-        .iter()
-        .zip(de)
-        .map(|(&t, de)| {
-            let (structure, turn) = structure(desc, library, t, opts, turns);
-            (de * de + structure, t, turn)
-        })
-        .collect();
+    // The colour differences a batch at a time, in buffers on the stack.
+    const BATCH: usize = 32;
+    let (mut means, mut de) = ([[0f32; 3]; BATCH], [0f32; BATCH]);
+    for part in scored.chunks_mut(BATCH) {
+        for (m, c) in means.iter_mut().zip(part.iter()) {
+            *m = library.means()[c.1 as usize];
+        }
+        ciede2000_batch(desc.mean, &means[..part.len()], &mut de[..part.len()]);
+        for (c, de) in part.iter_mut().zip(de) {
+            let (structure, turn) = structure(desc, library, c.1, opts, turns);
+            *c = (de * de + structure, c.1, turn);
+        }
+    }
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     scored
 }
