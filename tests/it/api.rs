@@ -657,17 +657,17 @@ async fn an_ended_job_frees_its_place_in_the_quota() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_answers_507_and_not_ready_until_space_returns() {
-    // The disk counts as full while less than `keep` is free: set just under what is free now,
-    // then a file takes a gigabyte more.
+    // The disk counts as full while less than `keep` is free: set half a gigabyte under what is
+    // free now (other tests write too), then a file takes a gigabyte.
     let dir = tempfile::tempdir().unwrap();
     let stat = rustix::fs::statvfs(dir.path()).unwrap();
     let free = stat.f_bavail * stat.f_frsize;
-    let gib = 1u64 << 30;
+    let mib = 1u64 << 20;
     assert!(
-        free > 3 * gib,
-        "the test needs 3 GiB free, {free} bytes are"
+        free > 1536 * mib,
+        "the test needs 1.5 GiB free, {free} bytes are"
     );
-    let keep = free - gib;
+    let keep = free - 512 * mib;
     let storage = EmbeddedStorage::open_with(
         dir.path(),
         tessera_shared::storage::embedded::Durability::default(),
@@ -683,7 +683,7 @@ async fn a_full_disk_answers_507_and_not_ready_until_space_returns() {
     assert_eq!(app.readyz().await.status(), StatusCode::OK);
 
     let file = std::fs::File::create(&filler).unwrap();
-    rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, 2 * gib).unwrap();
+    rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, 1024 * mib).unwrap();
     let res = submit().await;
     assert_eq!(res.headers()["retry-after"], "60");
     assert_eq!(
