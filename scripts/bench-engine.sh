@@ -122,6 +122,8 @@ grid_a() {
 }
 
 grid_a emoji
+# (a) with colour weighed over form (`--form 11`; the default is 50).
+tessera_run a-emoji-r1-form11 "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1 --form 11
 # (a) with the emoji over the background the photo suits (Tessera's --background auto picks black
 # for the astronaut), against metapixel on the same tiles flattened onto black.
 tessera_run a-emoji-r1-auto "$OUT/emoji.idx" 128 128 --cells 128 --tile-size 16 --repeat-radius 1 --background auto

@@ -372,11 +372,11 @@ impl AdaptivePlan {
         let per_block = sizes.max / sizes.min;
         squares.sort_by_key(|s| (s.y / per_block, s.y, s.x));
         let n = library.len();
-        let tree = Shortlist::new(library);
         let turns: Vec<(Transform, Vec<usize>)> = Transform::allowed(opts.flip, opts.rotate, true)
             .into_iter()
             .map(|t| (t, t.permutation(k, k)))
             .collect();
+        let tree = Shortlist::new(library, opts, &turns);
         let ncand = opts.candidates.clamp(1, n);
         // Descriptors and rankings in parallel; the choices, which depend on the squares placed
         // before, in order.

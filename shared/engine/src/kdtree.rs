@@ -1,15 +1,14 @@
-//! A static 3-D k-d tree over tile mean colours (Lab), for k-nearest-neighbour candidate search.
-//! Built once per library (leaves of a few points, split at the median of the widest axis); ties
-//! are broken by tile index so results never depend on build order.
+//! A static k-d tree of `D` dimensions (3 by default: tile mean colours in Lab), for
+//! k-nearest-neighbour candidate search. Built once per library (leaves of a few points, split at
+//! the median of the widest axis); ties are broken by point index so results never depend on
+//! build order.
 
-use crate::color::{Lab, dist2};
-
-pub struct KdTree {
+pub struct KdTree<const D: usize = 3> {
     /// Points reordered so that every leaf is a contiguous run.
-    points: Vec<Lab>,
+    points: Vec<[f32; D]>,
     ids: Vec<u32>,
     /// Each point by its id, for the warm start of [`KdTree::nearest`].
-    by_id: Vec<Lab>,
+    by_id: Vec<[f32; D]>,
     nodes: Vec<Node>,
     /// With [`KdTree::with_weights`]: each point's weight (in `points` order) and the largest
     /// weight under each node.
@@ -32,9 +31,20 @@ enum Node {
 
 const LEAF: usize = 8;
 
-impl KdTree {
-    pub fn new(means: &[Lab]) -> Self {
-        let mut items: Vec<(Lab, u32)> = means
+/// Squared Euclidean distance.
+#[inline(always)]
+fn dist2<const D: usize>(a: &[f32; D], b: &[f32; D]) -> f32 {
+    let mut s = 0.0;
+    for i in 0..D {
+        let d = a[i] - b[i];
+        s += d * d;
+    }
+    s
+}
+
+impl<const D: usize> KdTree<D> {
+    pub fn new(means: &[[f32; D]]) -> Self {
+        let mut items: Vec<([f32; D], u32)> = means
             .iter()
             .enumerate()
             .map(|(i, m)| (*m, i as u32))
@@ -54,7 +64,7 @@ impl KdTree {
     }
 
     /// A tree for [`KdTree::least_offset`]: point `i` at `points[i]` with weight `weights[i]`.
-    pub fn with_weights(points: &[Lab], weights: &[f32]) -> Self {
+    pub fn with_weights(points: &[[f32; D]], weights: &[f32]) -> Self {
         let mut tree = KdTree::new(points);
         tree.weights = tree.ids.iter().map(|&i| weights[i as usize]).collect();
         tree.node_max = vec![f32::NEG_INFINITY; tree.nodes.len()];
@@ -78,7 +88,7 @@ impl KdTree {
 
     /// The `k` points of least Euclidean distance from `q` less their weight, least first, as
     /// `(key, id)`. The tree must have been made by [`KdTree::with_weights`].
-    pub fn least_offset(&self, q: &Lab, k: usize, out: &mut Vec<(f32, u32)>) {
+    pub fn least_offset(&self, q: &[f32; D], k: usize, out: &mut Vec<(f32, u32)>) {
         out.clear();
         if k == 0 || self.nodes.is_empty() || self.node_max.is_empty() {
             return;
@@ -87,7 +97,14 @@ impl KdTree {
         out.sort_unstable_by(cmp_key);
     }
 
-    fn search_offset(&self, node: u32, q: &Lab, plane: f32, k: usize, best: &mut Vec<(f32, u32)>) {
+    fn search_offset(
+        &self,
+        node: u32,
+        q: &[f32; D],
+        plane: f32,
+        k: usize,
+        best: &mut Vec<(f32, u32)>,
+    ) {
         // No point under this node is nearer than `plane`, nor weighs more than its maximum.
         if best.len() == k && plane - self.node_max[node as usize] >= best[0].0 {
             return;
@@ -117,12 +134,12 @@ impl KdTree {
         }
     }
 
-    /// The `k` nearest tiles to `q` by Euclidean Lab distance, nearest first, as `(d2, tile)`.
+    /// The `k` nearest points to `q` by Euclidean distance, nearest first, as `(d2, id)`.
     ///
     /// What `out` holds on entry is a warm start: when it names `k` points (a neighbouring
     /// cell's answer, usually), they are `k` points within the farthest of them from `q`, so the
     /// search looks no farther. The answer is the one a search from nothing gives.
-    pub fn nearest(&self, q: &Lab, k: usize, out: &mut Vec<(f32, u32)>) {
+    pub fn nearest(&self, q: &[f32; D], k: usize, out: &mut Vec<(f32, u32)>) {
         let mut bound = f32::INFINITY;
         if k > 0 && out.len() == k {
             let mut far = 0f32;
@@ -146,7 +163,13 @@ impl KdTree {
     }
 
     /// The search under `node`, looking no farther than `bound` (squared).
-    fn search(&self, node: u32, q: &Lab, (k, bound): (usize, f32), best: &mut Vec<(f32, u32)>) {
+    fn search(
+        &self,
+        node: u32,
+        q: &[f32; D],
+        (k, bound): (usize, f32),
+        best: &mut Vec<(f32, u32)>,
+    ) {
         match self.nodes[node as usize] {
             Node::Leaf { start, end } => {
                 for i in start as usize..end as usize {
@@ -225,7 +248,11 @@ fn insert(best: &mut Vec<(f32, u32)>, k: usize, item: (f32, u32)) {
 }
 
 /// Builds the subtree over `items` (which start at `offset` in the final order); returns its node.
-fn build(items: &mut [(Lab, u32)], offset: usize, nodes: &mut Vec<Node>) -> u32 {
+fn build<const D: usize>(
+    items: &mut [([f32; D], u32)],
+    offset: usize,
+    nodes: &mut Vec<Node>,
+) -> u32 {
     let id = nodes.len() as u32;
     if items.len() <= LEAF {
         nodes.push(Node::Leaf {
@@ -235,7 +262,7 @@ fn build(items: &mut [(Lab, u32)], offset: usize, nodes: &mut Vec<Node>) -> u32 
         return id;
     }
     // Split on the axis of widest spread, at the median.
-    let axis = (0..3)
+    let axis = (0..D)
         .map(|a| {
             let (lo, hi) = items.iter().fold((f32::MAX, f32::MIN), |(lo, hi), p| {
                 (lo.min(p.0[a]), hi.max(p.0[a]))
@@ -265,6 +292,7 @@ fn build(items: &mut [(Lab, u32)], offset: usize, nodes: &mut Vec<Node>) -> u32 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::color::Lab;
 
     /// Numbers 0 to 99.9 from a seeded linear congruential generator.
     fn numbers(mut s: u64) -> impl FnMut() -> f32 {

@@ -90,8 +90,8 @@ impl Default for PlanOptions {
             max_output_pixels: DEFAULT_MAX_OUTPUT_PIXELS,
             candidates: 24,
             structure_weight: 0.0,
-            lightness_weight: 0.2,
-            gradient_weight: 0.5,
+            lightness_weight: 1.2,
+            gradient_weight: 1.0,
             refine_passes: 2,
             flip: false,
             rotate: false,
@@ -100,13 +100,16 @@ impl Default for PlanOptions {
 }
 
 impl PlanOptions {
-    /// The structure weights for colour against form `form` (0 to 100): 0 leaves colour alone,
-    /// 50 gives the defaults, and the weights grow in proportion.
+    /// The structure weights for colour against form `form` (0 to 100): 0 leaves colour alone
+    /// and 50 gives the defaults. With `s = form / 50`, the gradient and pattern weights are the
+    /// defaults times `s`, the lightness weight times `s²`: form comes first from the steps
+    /// between cells, which cost little colour, and the sub-cells' lightness, which costs more,
+    /// catches up toward the default.
     pub fn with_form(self, form: u8) -> Self {
         let scale = f32::from(form.min(100)) / 50.0;
         let base = PlanOptions::default();
         PlanOptions {
-            lightness_weight: base.lightness_weight * scale,
+            lightness_weight: base.lightness_weight * scale * scale,
             gradient_weight: base.gradient_weight * scale,
             structure_weight: base.structure_weight * scale,
             ..self
@@ -320,7 +323,6 @@ impl Plan {
         // Every cell's descriptors, kept for the floor on uses, which completes the whole grid.
         let mut all_descs = Vec::with_capacity(if min_uses > 0 { cols * rows } else { 0 });
         let k = library.grid();
-        let tree = Shortlist::new(library);
         let resampler = AreaResampler::new(
             target.width() as usize,
             target.height() as usize,
@@ -336,6 +338,7 @@ impl Plan {
                 .into_iter()
                 .map(|t| (t, t.permutation(k, k)))
                 .collect();
+        let tree = Shortlist::new(library, opts, &turns);
         let mut plan = Plan {
             cols: size.cols,
             total_rows: size.rows,
@@ -828,23 +831,151 @@ struct Memo {
     last: Option<(Vec<f32>, Matched)>,
 }
 
-/// The first cut of a cell's candidates: the tiles whose means are nearest the cell's in Lab with
-/// chroma compressed ([`perceptual`]), where Euclidean distance ranks pairs of colours nearly as
-/// CIEDE2000 does. Plain Lab distance overrates chroma differences among saturated colours, so a
-/// shortlist cut by it misses tiles that CIEDE2000 would rank high: it needed 64 candidates where
-/// this one needs 24.
-pub(crate) struct Shortlist(KdTree);
+/// The first cut of a cell's candidates, by a k-d tree in one of two spaces:
+/// - with no weight on form, the tiles' means in Lab with chroma compressed ([`perceptual`]),
+///   where Euclidean distance ranks pairs of colours nearly as CIEDE2000 does (plain Lab
+///   overrates chroma differences among saturated colours, and a shortlist cut by it missed tiles
+///   that CIEDE2000 ranks high);
+/// - with form, the same mean followed by the main patterns of light and dark in the tile
+///   ([`form_point`]). Euclidean distance there is, nearly, the colour and lightness terms of
+///   the cost ([`rank`]), so the shortlist holds the tiles whose light and dark parts fit, not
+///   only those of the nearest mean: in a large library those can be hundreds of places down a
+///   list cut by colour alone.
+pub(crate) enum Shortlist {
+    Colour(KdTree),
+    Form {
+        tree: KdTree<FORM_DIMS>,
+        /// Whether the patterns are taken whatever their orientation (tiles may be
+        /// transformed).
+        any_turn: bool,
+        /// Weights of a library grid's sub-cells in each cell of the 3 x 3 grid, per axis.
+        weights: [Vec<f32>; 3],
+        /// The factor on the patterns: the square root of the lightness weight per sub-cell.
+        scale: f32,
+    },
+}
 
 impl Shortlist {
-    pub(crate) fn new(library: &Library) -> Self {
-        let means: Vec<Lab> = library.means().iter().map(perceptual).collect();
-        Shortlist(KdTree::new(&means))
+    pub(crate) fn new(
+        library: &Library,
+        opts: &PlanOptions,
+        turns: &[(Transform, Vec<usize>)],
+    ) -> Self {
+        if opts.lightness_weight <= 0.0 {
+            let means: Vec<Lab> = library.means().iter().map(perceptual).collect();
+            return Shortlist::Colour(KdTree::new(&means));
+        }
+        let k = library.grid();
+        let weights = [0, 1, 2].map(|o| thirds(k, o));
+        let scale = (opts.lightness_weight / 9.0).sqrt();
+        let any_turn = turns.len() > 1;
+        let points: Vec<_> = (0..library.len())
+            .map(|t| {
+                let sub = library.sub_grid(t as u32);
+                let light = light_grid(|i| sub[i][0], k, &weights);
+                form_point(&library.means()[t], &light, scale, any_turn)
+            })
+            .collect();
+        Shortlist::Form {
+            tree: KdTree::new(&points),
+            any_turn,
+            weights,
+            scale,
+        }
     }
 
-    /// The `k` tiles nearest `q` (a Lab mean), nearest first; `out` is a warm start as for
-    /// [`KdTree::nearest`].
-    fn nearest(&self, q: &Lab, k: usize, out: &mut Vec<(f32, u32)>) {
-        self.0.nearest(&perceptual(q), k, out);
+    /// The `k` tiles nearest the cell `desc`, nearest first, as `(distance, tile)`; what `out`
+    /// holds on entry is a warm start, as for [`KdTree::nearest`].
+    fn nearest(&self, desc: &CellDesc, k: usize, out: &mut Vec<(f32, u32)>) {
+        match self {
+            Shortlist::Colour(tree) => tree.nearest(&perceptual(&desc.mean), k, out),
+            Shortlist::Form {
+                tree,
+                any_turn,
+                weights,
+                scale,
+            } => {
+                let g = (desc.subs.len() as f64).sqrt().round() as usize;
+                let light = light_grid(|i| desc.subs[i][0], g, weights);
+                tree.nearest(&form_point(&desc.mean, &light, *scale, *any_turn), k, out);
+            }
+        }
+    }
+}
+
+/// The weight of each of a `k`-wide grid's sub-cells in the `o`-th third of the cell.
+fn thirds(k: usize, o: usize) -> Vec<f32> {
+    let (lo, hi) = (o as f32 * k as f32 / 3.0, (o + 1) as f32 * k as f32 / 3.0);
+    (0..k)
+        .map(|j| ((j as f32 + 1.0).min(hi) - (j as f32).max(lo)).max(0.0) * 3.0 / k as f32)
+        .collect()
+}
+
+/// The L* of `light` (a `k x k` grid, row by row) averaged over a 3 x 3 grid.
+fn light_grid(light: impl Fn(usize) -> f32, k: usize, weights: &[Vec<f32>; 3]) -> [f32; 9] {
+    if k == 3 {
+        return std::array::from_fn(light);
+    }
+    let mut grid = [0f32; 9];
+    for (oy, wy) in weights.iter().enumerate() {
+        for (ox, wx) in weights.iter().enumerate() {
+            for (y, &a) in wy.iter().enumerate().filter(|w| *w.1 > 0.0) {
+                for (x, &b) in wx.iter().enumerate().filter(|w| *w.1 > 0.0) {
+                    grid[oy * 3 + ox] += a * b * light(y * k + x);
+                }
+            }
+        }
+    }
+    grid
+}
+
+/// Dimensions of a point of the form-aware [`Shortlist`]: the mean, then four patterns.
+const FORM_DIMS: usize = 7;
+
+/// A point of the form-aware [`Shortlist`] for a tile or cell of mean `mean` and a 3 x 3 grid of
+/// L* `grid`:
+/// - the perceptual mean, its L* weighed by `sqrt(1 + w)` for the lightness term's share in the
+///   mean (`w` the lightness weight, `scale` = `sqrt(w / 9)`);
+/// - times `scale`, the grid's projections on orthonormal patterns made of a step across
+///   (-1, 0, 1) and a bend (1, -2, 1): the steps in x and in y, their product (a saddle), and
+///   the bends in x and in y. These carry most of a photo's detail at this scale, and are few
+///   enough for a k-d tree to prune well.
+/// - With `any_turn`, the same patterns in a form no turn or mirroring changes: the length of
+///   the step, the size of the saddle, and the sum and size of the difference of the bends. A
+///   tile's distance from a cell there is never more than its lightness term under its best
+///   transform.
+fn form_point(mean: &Lab, grid: &[f32; 9], scale: f32, any_turn: bool) -> [f32; FORM_DIMS] {
+    const H: f32 = std::f32::consts::FRAC_1_SQRT_2;
+    const STEP: [f32; 3] = [-H, 0.0, H];
+    const BEND: [f32; 3] = [0.408_248_3, -0.816_496_6, 0.408_248_3];
+    const FLAT: [f32; 3] = [0.577_350_3; 3];
+    let project = |px: &[f32; 3], py: &[f32; 3]| {
+        let mut v = 0f32;
+        for y in 0..3 {
+            for x in 0..3 {
+                v += px[x] * py[y] * grid[y * 3 + x];
+            }
+        }
+        scale * v
+    };
+    let (sx, sy) = (project(&STEP, &FLAT), project(&FLAT, &STEP));
+    let saddle = project(&STEP, &STEP);
+    let (bx, by) = (project(&BEND, &FLAT), project(&FLAT, &BEND));
+    let p = perceptual(mean);
+    let l = p[0] * (1.0 + 9.0 * scale * scale).sqrt();
+    if any_turn {
+        let step = (sx * sx + sy * sy).sqrt();
+        [
+            l,
+            p[1],
+            p[2],
+            step,
+            saddle.abs(),
+            (bx + by) * H,
+            (bx - by).abs() * H,
+        ]
+    } else {
+        [l, p[1], p[2], sx, sy, saddle, bx]
     }
 }
 
@@ -864,7 +995,7 @@ pub(crate) fn rank(
     scratch: &mut Vec<(f32, u32)>,
     keep: &dyn Fn(u32) -> bool,
 ) -> Ranked {
-    tree.nearest(&desc.mean, width, scratch);
+    tree.nearest(desc, width, scratch);
     let mut scored: Ranked = scratch
         .iter()
         .filter(|&&(_, t)| keep(t))
@@ -879,9 +1010,12 @@ pub(crate) fn rank(
         }
         ciede2000_batch(desc.mean, &means[..part.len()], &mut de[..part.len()]);
         for (c, de) in part.iter_mut().zip(de) {
-            let (structure, turn) = structure(desc, library, c.1, opts, turns);
-            *c = (de * de + structure, c.1, turn);
+            c.0 = de * de;
         }
+    }
+    for c in scored.iter_mut() {
+        let (structure, turn) = structure(desc, library, c.1, opts, turns);
+        *c = (c.0 + structure, c.1, turn);
     }
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     scored
@@ -1113,6 +1247,156 @@ impl Assigner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::library::ImportOptions;
+
+    /// A library of `n` 12 x 12 tiles of blocks in pseudo-random colours, described on a
+    /// `grid x grid` sub-grid.
+    fn blocky_library(n: usize, grid: u8) -> Library {
+        use image::ImageEncoder;
+        let mut s = 99u64;
+        let mut next = move || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 33) as u8
+        };
+        let files = (0..n)
+            .map(|i| {
+                let blocks: Vec<[u8; 3]> = (0..9).map(|_| [next(), next(), next()]).collect();
+                let mut px = Vec::with_capacity(12 * 12 * 3);
+                for y in 0..12 {
+                    for x in 0..12 {
+                        px.extend_from_slice(&blocks[(y / 4) * 3 + x / 4]);
+                    }
+                }
+                let mut png = Vec::new();
+                image::codecs::png::PngEncoder::new(&mut png)
+                    .write_image(&px, 12, 12, image::ExtendedColorType::Rgb8)
+                    .unwrap();
+                (format!("{i:03}.png"), png)
+            })
+            .collect();
+        let opts = ImportOptions {
+            grid,
+            ..ImportOptions::default()
+        };
+        Library::from_files(files, &opts).unwrap().0
+    }
+
+    /// The form-aware shortlist gives the `k` tiles a search of every tile gives, for library
+    /// grids of 3 (where its 3 x 3 grid is the library's) and 4 (averaged onto 3 x 3), with
+    /// tiles fixed or free to turn.
+    #[test]
+    fn the_form_shortlist_agrees_with_brute_force() {
+        for grid in [3u8, 4] {
+            let library = blocky_library(300, grid);
+            let k = grid as usize;
+            let weights = [0, 1, 2].map(|o| thirds(k, o));
+            let opts = PlanOptions::default();
+            let scale = (opts.lightness_weight / 9.0).sqrt();
+            for any_turn in [false, true] {
+                let turns: Vec<(Transform, Vec<usize>)> =
+                    Transform::allowed(any_turn, any_turn, true)
+                        .into_iter()
+                        .map(|t| (t, t.permutation(k, k)))
+                        .collect();
+                let tree = Shortlist::new(&library, &opts, &turns);
+                assert!(matches!(tree, Shortlist::Form { .. }));
+                let point = |mean: &Lab, subs: &[Lab]| {
+                    let light = light_grid(|i| subs[i][0], k, &weights);
+                    form_point(mean, &light, scale, any_turn)
+                };
+                let mut got = Vec::new();
+                for cell in 0..40u32 {
+                    // A cell like a tile, seen a little darker.
+                    let t = (cell * 7) % library.len() as u32;
+                    let darker = |c: &Lab| [c[0] * 0.9, c[1], c[2]];
+                    let desc = CellDesc {
+                        mean: darker(&library.means()[t as usize]),
+                        subs: library.sub_grid(t).iter().map(darker).collect(),
+                    };
+                    tree.nearest(&desc, 10, &mut got);
+                    let q = point(&desc.mean, &desc.subs);
+                    let mut all: Vec<(f32, u32)> = (0..library.len() as u32)
+                        .map(|t| {
+                            let p = point(&library.means()[t as usize], library.sub_grid(t));
+                            let d = (0..FORM_DIMS).map(|d| (p[d] - q[d]).powi(2)).sum();
+                            (d, t)
+                        })
+                        .collect();
+                    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    let ids = |v: &[(f32, u32)]| v.iter().map(|c| c.1).collect::<Vec<_>>();
+                    assert_eq!(ids(&got), ids(&all[..10]), "grid {grid}, cell {cell}");
+                }
+            }
+        }
+    }
+
+    /// With tiles free to turn, a grid's point is the same under all eight symmetries of the
+    /// square, and its distance from a cell's is never more than the lightness term under the
+    /// tile's best transform.
+    #[test]
+    fn turned_patterns_are_invariant_and_a_lower_bound() {
+        let mut s = 5u64;
+        let mut grid = || {
+            [0; 9].map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (s >> 40) as f32 / (1u64 << 24) as f32 * 100.0
+            })
+        };
+        let mean = [50.0, 10.0, -5.0];
+        let turns = Transform::allowed(true, true, true);
+        for _ in 0..200 {
+            let (a, b) = (grid(), grid());
+            let q = form_point(&mean, &a, 0.4, true);
+            let mut best = f32::INFINITY;
+            for t in &turns {
+                let perm = t.permutation(3, 3);
+                let turned: [f32; 9] = std::array::from_fn(|i| b[perm[i]]);
+                let p = form_point(&mean, &turned, 0.4, true);
+                let p0 = form_point(&mean, &b, 0.4, true);
+                for d in 0..FORM_DIMS {
+                    assert!((p[d] - p0[d]).abs() < 1e-3, "{t:?}: {p:?} against {p0:?}");
+                }
+                let full: f32 = (0..9).map(|i| (0.4 * (a[i] - turned[i])).powi(2)).sum();
+                best = best.min(full);
+            }
+            let p = form_point(&mean, &b, 0.4, true);
+            let d: f32 = (0..FORM_DIMS).map(|d| (q[d] - p[d]).powi(2)).sum();
+            assert!(d <= best * (1.0 + 1e-4) + 1e-3, "{d} against {best}");
+        }
+    }
+
+    /// Each third of a cell takes a third of its sub-cells' area, whatever the grid.
+    #[test]
+    fn thirds_share_out_the_sub_grid() {
+        for k in 1..=9 {
+            let w = [0, 1, 2].map(|o| thirds(k, o));
+            for (o, third) in w.iter().enumerate() {
+                let sum: f32 = third.iter().sum();
+                assert!((sum - 1.0).abs() < 1e-5, "k {k}, third {o}: {sum}");
+            }
+            for j in 0..k {
+                let area: f32 = w.iter().map(|third| third[j]).sum();
+                assert!((area - 3.0 / k as f32).abs() < 1e-5, "k {k}, sub-cell {j}");
+            }
+        }
+        assert_eq!(thirds(3, 1), vec![0.0, 1.0, 0.0]);
+    }
+
+    /// No weight on form leaves the shortlist to colour alone.
+    #[test]
+    fn without_form_the_shortlist_is_by_colour() {
+        let library = blocky_library(20, 3);
+        let opts = PlanOptions::default().with_form(0);
+        let turns = vec![(Transform::NONE, (0..9).collect())];
+        assert!(matches!(
+            Shortlist::new(&library, &opts, &turns),
+            Shortlist::Colour(_)
+        ));
+    }
 
     fn plan(tile_size: TileSize) -> Plan {
         Plan {
