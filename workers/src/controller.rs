@@ -252,7 +252,7 @@ impl Controller {
         let library = quality_tiles.clone();
         let started = std::time::Instant::now();
         let uniform = match &plan {
-            WholePlan::Uniform(plan) => Some(plan.clone()),
+            WholePlan::Uniform(plan) => Some(Arc::clone(plan)),
             WholePlan::Adaptive(_) => None,
         };
         let mapped = tokio::task::spawn_blocking(move || {
@@ -573,7 +573,7 @@ impl Controller {
 /// The quality figures of a whole plan, worked out at a low priority beside the slices'
 /// rendering; a failure here costs the figures, not the job.
 async fn job_quality(
-    plan: Plan,
+    plan: Arc<Plan>,
     target: RgbImage,
     tiles: Arc<TileCache<'static>>,
     overlay_percent: u8,
@@ -627,8 +627,8 @@ enum Planned {
 
 /// The plan of a whole job.
 enum WholePlan {
-    /// A uniform grid of cells.
-    Uniform(Plan),
+    /// A uniform grid of cells, shared by the cell map and the quality figures, made at once.
+    Uniform(Arc<Plan>),
     /// Adaptive squares.
     Adaptive(AdaptivePlan),
 }
@@ -704,7 +704,7 @@ fn plan_job(
         }
         Ok(())
     })?;
-    Ok((WholePlan::Uniform(plan), target, tiles))
+    Ok((WholePlan::Uniform(Arc::new(plan)), target, tiles))
 }
 
 /// The end of one step of making a job's output (`what`, begun at `started`): logged when done,

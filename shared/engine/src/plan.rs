@@ -872,7 +872,7 @@ impl Shortlist {
         let points: Vec<_> = (0..library.len())
             .map(|t| {
                 let sub = library.sub_grid(t as u32);
-                let light = light_grid(|i| sub[i][0], k, &weights);
+                let light = light_grid(|i| sub[i][0], &weights);
                 form_point(&library.means()[t], &light, scale, any_turn)
             })
             .collect();
@@ -895,8 +895,7 @@ impl Shortlist {
                 weights,
                 scale,
             } => {
-                let g = (desc.subs.len() as f64).sqrt().round() as usize;
-                let light = light_grid(|i| desc.subs[i][0], g, weights);
+                let light = light_grid(|i| desc.subs[i][0], weights);
                 tree.nearest(&form_point(&desc.mean, &light, *scale, *any_turn), k, out);
             }
         }
@@ -911,8 +910,10 @@ fn thirds(k: usize, o: usize) -> Vec<f32> {
         .collect()
 }
 
-/// The L* of `light` (a `k x k` grid, row by row) averaged over a 3 x 3 grid.
-fn light_grid(light: impl Fn(usize) -> f32, k: usize, weights: &[Vec<f32>; 3]) -> [f32; 9] {
+/// The L* of `light` (a `k x k` grid, row by row, `k` the length of each of `weights`, from
+/// [`thirds`]) averaged over a 3 x 3 grid.
+fn light_grid(light: impl Fn(usize) -> f32, weights: &[Vec<f32>; 3]) -> [f32; 9] {
+    let k = weights[0].len();
     if k == 3 {
         return std::array::from_fn(light);
     }
@@ -1010,12 +1011,9 @@ pub(crate) fn rank(
         }
         ciede2000_batch(desc.mean, &means[..part.len()], &mut de[..part.len()]);
         for (c, de) in part.iter_mut().zip(de) {
-            c.0 = de * de;
+            let (structure, turn) = structure(desc, library, c.1, opts, turns);
+            *c = (de * de + structure, c.1, turn);
         }
-    }
-    for c in scored.iter_mut() {
-        let (structure, turn) = structure(desc, library, c.1, opts, turns);
-        *c = (c.0 + structure, c.1, turn);
     }
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     scored
@@ -1050,19 +1048,17 @@ fn structure(
     let q = desc.mean;
     let m = library.means()[t as usize];
     let sub = library.sub_grid(t);
+    let with_pattern = opts.structure_weight != 0.0;
     let mut best = (f32::INFINITY, Transform::NONE);
     for (turn, perm) in turns {
         let (mut pattern, mut light) = (0f32, 0f32);
-        if opts.structure_weight == 0.0 {
-            for (&j, b) in perm.iter().zip(&desc.subs) {
-                light += (sub[j][0] - b[0]) * (sub[j][0] - b[0]);
-            }
-        } else {
-            for (&j, b) in perm.iter().zip(&desc.subs) {
-                let a = sub[j];
+        for (&j, b) in perm.iter().zip(&desc.subs) {
+            let a = sub[j];
+            light += (a[0] - b[0]) * (a[0] - b[0]);
+            // The pattern term only when it has a weight (by default it has none).
+            if with_pattern {
                 let d = [0, 1, 2].map(|c| (a[c] - m[c]) - (b[c] - q[c]));
                 pattern += d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                light += (a[0] - b[0]) * (a[0] - b[0]);
             }
         }
         let structure = (opts.structure_weight * pattern + opts.lightness_weight * light) / k2;
@@ -1248,11 +1244,11 @@ impl Assigner<'_> {
 mod tests {
     use super::*;
     use crate::library::ImportOptions;
+    use crate::pyramid::encode_png_rgb;
 
     /// A library of `n` 12 x 12 tiles of blocks in pseudo-random colours, described on a
     /// `grid x grid` sub-grid.
     fn blocky_library(n: usize, grid: u8) -> Library {
-        use image::ImageEncoder;
         let mut s = 99u64;
         let mut next = move || {
             s = s
@@ -1269,11 +1265,7 @@ mod tests {
                         px.extend_from_slice(&blocks[(y / 4) * 3 + x / 4]);
                     }
                 }
-                let mut png = Vec::new();
-                image::codecs::png::PngEncoder::new(&mut png)
-                    .write_image(&px, 12, 12, image::ExtendedColorType::Rgb8)
-                    .unwrap();
-                (format!("{i:03}.png"), png)
+                (format!("{i:03}.png"), encode_png_rgb(&px, 12, 12).unwrap())
             })
             .collect();
         let opts = ImportOptions {
@@ -1303,7 +1295,7 @@ mod tests {
                 let tree = Shortlist::new(&library, &opts, &turns);
                 assert!(matches!(tree, Shortlist::Form { .. }));
                 let point = |mean: &Lab, subs: &[Lab]| {
-                    let light = light_grid(|i| subs[i][0], k, &weights);
+                    let light = light_grid(|i| subs[i][0], &weights);
                     form_point(mean, &light, scale, any_turn)
                 };
                 let mut got = Vec::new();
