@@ -34,6 +34,7 @@ if [ ! -x /usr/bin/time ]; then
     $SUDO apt-get install -y time || { $SUDO apt-get update && $SUDO apt-get install -y time; }
 fi
 . scripts/suites.sh
+ensure_build_deps
 CARGO_TARGET_DIR=$(cargo_target_dir)
 export CARGO_TARGET_DIR
 if [ -z "${TESSERA:-}" ]; then

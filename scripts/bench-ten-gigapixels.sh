@@ -29,6 +29,7 @@ OUT=$(cd "$OUT" && pwd)
 [ -d "$DATA/tiles/emoji-noto" ] || scripts/fetch-data.sh "$DATA"
 TARGET="$DATA/targets/skimage_astronaut.png"
 . scripts/suites.sh
+ensure_build_deps
 CARGO_TARGET_DIR=$(cargo_target_dir)
 export CARGO_TARGET_DIR
 if [ -z "${TESSERA:-}" ]; then

@@ -23,6 +23,7 @@ TARGET="$DATA/targets/skimage_astronaut.png"
 
 # Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
 . scripts/suites.sh
+ensure_build_deps
 CARGO_TARGET_DIR=$(cargo_target_dir)
 export CARGO_TARGET_DIR
 if [ -z "${TESSERA:-}" ]; then

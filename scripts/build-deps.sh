@@ -1,6 +1,6 @@
-# Sourced by scripts/serve.sh and scripts/test.sh: the system libraries the build links against.
-# libheif (HEIC and AVIF photos), with pkg-config to find it, from Debian's packages: installed
-# when missing, as root or with sudo.
+# Sourced by scripts/suites.sh, and so by every script that builds: the system libraries the
+# build links against. libheif (HEIC and AVIF photos), with pkg-config to find it, from Debian's
+# packages: installed when missing, as root or with sudo.
 
 ensure_build_deps() {
   if command -v pkg-config >/dev/null && pkg-config --exists 'libheif >= 1.14'; then

@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/suites.sh
+ensure_build_deps
 if [ -z "${TESSERA_BIN:-}" ]; then
   cargo build --release --bin tessera
   TESSERA_BIN=$(tessera_bin release)

@@ -1,6 +1,9 @@
 # Sourced by scripts/test.sh and the scripts it runs: where cargo builds, and suites whose
 # result the closing line counts even when they cannot run.
 
+# ensure_build_deps: the system libraries the build links against.
+. "$(dirname "${BASH_SOURCE[0]}")/build-deps.sh"
+
 # Cargo's target directory: CARGO_TARGET_DIR, a config's build.target-dir, or ./target.
 cargo_target_dir() {
   cargo metadata --format-version 1 --no-deps \
