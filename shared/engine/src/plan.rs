@@ -1036,7 +1036,8 @@ pub(crate) fn score(
 
 /// The structure terms of tile `t` in the cell `desc` under the transform of `turns` whose
 /// sub-grid fits best, and that transform: each sub-cell's pattern around its own mean (so the
-/// mean colour difference is not counted twice), and each sub-cell's lightness.
+/// mean colour difference is not counted twice), each sub-cell's lightness, and in dark cells
+/// the means' lightness (the dark term, [`DARK_WEIGHT`]).
 fn structure(
     desc: &CellDesc,
     library: &Library,
@@ -1049,6 +1050,9 @@ fn structure(
     let m = library.means()[t as usize];
     let sub = library.sub_grid(t);
     let with_pattern = opts.structure_weight != 0.0;
+    let dark = opts.lightness_weight * DARK_WEIGHT * DARK_KNEE / (q[0] * q[0] + DARK_KNEE)
+        * (q[0] - m[0])
+        * (q[0] - m[0]);
     let mut best = (f32::INFINITY, Transform::NONE);
     for (turn, perm) in turns {
         let (mut pattern, mut light) = (0f32, 0f32);
@@ -1066,8 +1070,19 @@ fn structure(
             best = (structure, *turn);
         }
     }
+    best.0 += dark;
     best
 }
+
+/// The dark term of [`structure`]: in cells near black, the squared difference of the means' L*
+/// weighs `DARK_WEIGHT * DARK_KNEE / (L*² + DARK_KNEE)` times the lightness weight (16 times at
+/// black, half that at L* 2, a tenth at L* 6). Likeness from a distance (`ssim_view`'s SSIM)
+/// weighs lightness against its level: in a black area, L* 1 instead of 0.4 costs it as much as
+/// a step of tens of L* in mid-tones, and a night sky a few L* too light loses its depth.
+/// CIEDE2000 weighs the other way near black (lightness steps little, colour casts fully), so the
+/// term costs some colour there; `form` scales it with the lightness weight.
+const DARK_WEIGHT: f32 = 16.0;
+const DARK_KNEE: f32 = 4.0;
 
 /// The sequential part of matching: which candidate a cell takes, given the tiles placed around
 /// it (cells not placed yet hold `u32::MAX`), the repetition limits and the lightness steps.
@@ -1376,6 +1391,33 @@ mod tests {
             }
         }
         assert_eq!(thirds(3, 1), vec![0.0, 1.0, 0.0]);
+    }
+
+    /// In a black cell, form weighs the tile's darkness over its colour cast (the dark term): a
+    /// near-black blue tile beats a neutral dark grey that colour alone prefers, and that the
+    /// sub-cells' lightness alone would prefer too.
+    #[test]
+    fn black_cells_take_the_darker_tile() {
+        let flat = |rgb: [u8; 3]| encode_png_rgb(&rgb.repeat(12 * 12), 12, 12).unwrap();
+        let files = vec![
+            ("0-grey.png".to_string(), flat([10, 10, 10])),
+            ("1-blue.png".to_string(), flat([0, 0, 12])),
+        ];
+        let library = Library::from_files(files, &ImportOptions::default())
+            .unwrap()
+            .0;
+        let (grey, blue) = (0u32, 1u32);
+        assert!(library.means()[blue as usize][0] < library.means()[grey as usize][0]);
+        let black = CellDesc {
+            mean: [0.0; 3],
+            subs: vec![[0.0; 3]; library.grid() * library.grid()],
+        };
+        let turns = vec![(Transform::NONE, (0..black.subs.len()).collect())];
+        let cost = |opts: &PlanOptions, t| score(&black, &library, t, opts, &turns).0;
+        let colour = PlanOptions::default().with_form(0);
+        assert!(cost(&colour, grey) < cost(&colour, blue));
+        let form = PlanOptions::default();
+        assert!(cost(&form, blue) < cost(&form, grey));
     }
 
     /// No weight on form leaves the shortlist to colour alone.
