@@ -47,7 +47,7 @@ METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
 PY="$OUT/venv/bin/python"
 
 # The sources, downloaded once.
-if [ ! -f "$OUT/src/.done" ]; then
+if [ ! -f "$OUT/src/.done-sets-1-2" ]; then
     (cd "$OUT/src" && pip download -q --no-deps matplotlib -d wheel)
     unzip -q -o -j "$OUT/src"/wheel/matplotlib-*.whl 'matplotlib/mpl-data/sample_data/*.jpg' \
         'matplotlib/mpl-data/sample_data/*.png' -d "$OUT/src/mpl"
@@ -58,7 +58,7 @@ if [ ! -f "$OUT/src/.done" ]; then
         (cd "$OUT/src" && apt-get download -q "$p" 2>&1 | grep -v unsandboxed || true)
         dpkg-deb -x "$OUT/src/${p}"_*.deb "$OUT/src/root"
     done
-    touch "$OUT/src/.done"
+    touch "$OUT/src/.done-sets-1-2"
 fi
 W="$OUT/src/root/usr/share/wallpapers"
 M="$OUT/src/root/usr/share/backgrounds/mate"
