@@ -10,6 +10,9 @@ pub struct KdTree<const D: usize = 3> {
     /// Each point by its id, for the warm start of [`KdTree::nearest`].
     by_id: Vec<[f32; D]>,
     nodes: Vec<Node>,
+    /// Each leaf's points by dimension, one lane per point (lanes past the leaf's end unused),
+    /// so that a leaf's distances are computed for all its points at once in vector registers.
+    lanes: Vec<[[f32; LEAF]; D]>,
     /// With [`KdTree::with_weights`]: each point's weight (in `points` order) and the largest
     /// weight under each node.
     weights: Vec<f32>,
@@ -20,6 +23,8 @@ enum Node {
     Leaf {
         start: u32,
         end: u32,
+        /// Index in [`KdTree::lanes`].
+        block: u32,
     },
     Split {
         axis: u8,
@@ -53,11 +58,25 @@ impl<const D: usize> KdTree<D> {
         if !items.is_empty() {
             build(&mut items, 0, &mut nodes);
         }
+        let mut lanes = Vec::new();
+        for node in &mut nodes {
+            if let Node::Leaf { start, end, block } = node {
+                let mut leaf = [[0f32; LEAF]; D];
+                for (lane, item) in items[*start as usize..*end as usize].iter().enumerate() {
+                    for (dim, row) in leaf.iter_mut().enumerate() {
+                        row[lane] = item.0[dim];
+                    }
+                }
+                *block = lanes.len() as u32;
+                lanes.push(leaf);
+            }
+        }
         KdTree {
             points: items.iter().map(|p| p.0).collect(),
             ids: items.iter().map(|p| p.1).collect(),
             by_id: means.to_vec(),
             nodes,
+            lanes,
             weights: Vec::new(),
             node_max: Vec::new(),
         }
@@ -76,7 +95,7 @@ impl<const D: usize> KdTree<D> {
 
     fn fill_max(&mut self, node: u32) -> f32 {
         let max = match self.nodes[node as usize] {
-            Node::Leaf { start, end } => self.weights[start as usize..end as usize]
+            Node::Leaf { start, end, .. } => self.weights[start as usize..end as usize]
                 .iter()
                 .copied()
                 .fold(f32::NEG_INFINITY, f32::max),
@@ -110,7 +129,7 @@ impl<const D: usize> KdTree<D> {
             return;
         }
         match self.nodes[node as usize] {
-            Node::Leaf { start, end } => {
+            Node::Leaf { start, end, .. } => {
                 for i in start as usize..end as usize {
                     let key = dist2(q, &self.points[i]).sqrt() - self.weights[i];
                     insert(best, k, (key, self.ids[i]));
@@ -171,9 +190,17 @@ impl<const D: usize> KdTree<D> {
         best: &mut Vec<(f32, u32)>,
     ) {
         match self.nodes[node as usize] {
-            Node::Leaf { start, end } => {
-                for i in start as usize..end as usize {
-                    let d = dist2(q, &self.points[i]);
+            Node::Leaf { start, end, block } => {
+                // Every lane's squared distance, summed over dimensions in the order `dist2`
+                // sums them, so the figures are the same to the last bit.
+                let mut d = [0f32; LEAF];
+                for (row, &qd) in self.lanes[block as usize].iter().zip(q) {
+                    for (d, &x) in d.iter_mut().zip(row) {
+                        let diff = x - qd;
+                        *d += diff * diff;
+                    }
+                }
+                for (i, &d) in (start as usize..end as usize).zip(&d) {
                     let limit = if best.len() == k { best[0].0 } else { bound };
                     // Ties at the limit still compete on the tile index.
                     if d <= limit {
@@ -258,6 +285,7 @@ fn build<const D: usize>(
         nodes.push(Node::Leaf {
             start: offset as u32,
             end: (offset + items.len()) as u32,
+            block: 0,
         });
         return id;
     }
@@ -276,7 +304,11 @@ fn build<const D: usize>(
         a.0[axis].total_cmp(&b.0[axis]).then(a.1.cmp(&b.1))
     });
     let value = items[mid].0[axis];
-    nodes.push(Node::Leaf { start: 0, end: 0 });
+    nodes.push(Node::Leaf {
+        start: 0,
+        end: 0,
+        block: 0,
+    });
     let (l, r) = items.split_at_mut(mid);
     let left = build(l, offset, nodes);
     let right = build(r, offset + mid, nodes);
