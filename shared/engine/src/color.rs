@@ -94,13 +94,15 @@ fn quick_cbrt(t: f32) -> f32 {
     y
 }
 
-/// Squared Euclidean distance between two Lab colours (CIE76 squared).
-#[inline]
-pub fn dist2(a: &Lab, b: &Lab) -> f32 {
-    let d0 = a[0] - b[0];
-    let d1 = a[1] - b[1];
-    let d2 = a[2] - b[2];
-    d0 * d0 + d1 * d1 + d2 * d2
+/// Squared Euclidean distance between two points (for Lab colours, CIE76 squared).
+#[inline(always)]
+pub fn dist2<const D: usize>(a: &[f32; D], b: &[f32; D]) -> f32 {
+    let mut s = 0.0;
+    for i in 0..D {
+        let d = a[i] - b[i];
+        s += d * d;
+    }
+    s
 }
 
 /// The CIEDE2000 colour difference (kL = kC = kH = 1), after Sharma, Wu and Dalal (2005).

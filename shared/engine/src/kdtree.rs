@@ -3,17 +3,18 @@
 //! the median of the widest axis); ties are broken by point index so results never depend on
 //! build order.
 
+use crate::color::dist2;
+
 pub struct KdTree<const D: usize = 3> {
-    /// Points reordered so that every leaf is a contiguous run.
-    points: Vec<[f32; D]>,
+    /// Point ids reordered so that every leaf is a contiguous run.
     ids: Vec<u32>,
     /// Each point by its id, for the warm start of [`KdTree::nearest`].
     by_id: Vec<[f32; D]>,
     nodes: Vec<Node>,
-    /// Each leaf's points by dimension, one lane per point (lanes past the leaf's end unused),
-    /// so that a leaf's distances are computed for all its points at once in vector registers.
+    /// Each leaf's points by dimension, one lane per point in `ids` order (lanes past the leaf's
+    /// end unused), so that a leaf's distances are computed at once in vector registers.
     lanes: Vec<[[f32; LEAF]; D]>,
-    /// With [`KdTree::with_weights`]: each point's weight (in `points` order) and the largest
+    /// With [`KdTree::with_weights`]: each point's weight (in `ids` order) and the largest
     /// weight under each node.
     weights: Vec<f32>,
     node_max: Vec<f32>,
@@ -36,17 +37,6 @@ enum Node {
 
 const LEAF: usize = 8;
 
-/// Squared Euclidean distance.
-#[inline(always)]
-fn dist2<const D: usize>(a: &[f32; D], b: &[f32; D]) -> f32 {
-    let mut s = 0.0;
-    for i in 0..D {
-        let d = a[i] - b[i];
-        s += d * d;
-    }
-    s
-}
-
 impl<const D: usize> KdTree<D> {
     pub fn new(means: &[[f32; D]]) -> Self {
         let mut items: Vec<([f32; D], u32)> = means
@@ -54,25 +44,11 @@ impl<const D: usize> KdTree<D> {
             .enumerate()
             .map(|(i, m)| (*m, i as u32))
             .collect();
-        let mut nodes = Vec::new();
+        let (mut nodes, mut lanes) = (Vec::new(), Vec::new());
         if !items.is_empty() {
-            build(&mut items, 0, &mut nodes);
-        }
-        let mut lanes = Vec::new();
-        for node in &mut nodes {
-            if let Node::Leaf { start, end, block } = node {
-                let mut leaf = [[0f32; LEAF]; D];
-                for (lane, item) in items[*start as usize..*end as usize].iter().enumerate() {
-                    for (dim, row) in leaf.iter_mut().enumerate() {
-                        row[lane] = item.0[dim];
-                    }
-                }
-                *block = lanes.len() as u32;
-                lanes.push(leaf);
-            }
+            build(&mut items, 0, &mut nodes, &mut lanes);
         }
         KdTree {
-            points: items.iter().map(|p| p.0).collect(),
             ids: items.iter().map(|p| p.1).collect(),
             by_id: means.to_vec(),
             nodes,
@@ -129,9 +105,10 @@ impl<const D: usize> KdTree<D> {
             return;
         }
         match self.nodes[node as usize] {
-            Node::Leaf { start, end, .. } => {
-                for i in start as usize..end as usize {
-                    let key = dist2(q, &self.points[i]).sqrt() - self.weights[i];
+            Node::Leaf { start, end, block } => {
+                let d = self.leaf_dist2(block, q);
+                for (i, &d) in (start as usize..end as usize).zip(&d) {
+                    let key = d.sqrt() - self.weights[i];
                     insert(best, k, (key, self.ids[i]));
                 }
             }
@@ -181,6 +158,20 @@ impl<const D: usize> KdTree<D> {
         out.sort_unstable_by(cmp_key);
     }
 
+    /// The squared distance from `q` of every lane of leaf `block`, summed over dimensions in
+    /// the order [`dist2`] sums them, so the figures are the same to the last bit.
+    #[inline(always)]
+    fn leaf_dist2(&self, block: u32, q: &[f32; D]) -> [f32; LEAF] {
+        let mut d = [0f32; LEAF];
+        for (row, &qd) in self.lanes[block as usize].iter().zip(q) {
+            for (d, &x) in d.iter_mut().zip(row) {
+                let diff = x - qd;
+                *d += diff * diff;
+            }
+        }
+        d
+    }
+
     /// The search under `node`, looking no farther than `bound` (squared).
     fn search(
         &self,
@@ -191,15 +182,7 @@ impl<const D: usize> KdTree<D> {
     ) {
         match self.nodes[node as usize] {
             Node::Leaf { start, end, block } => {
-                // Every lane's squared distance, summed over dimensions in the order `dist2`
-                // sums them, so the figures are the same to the last bit.
-                let mut d = [0f32; LEAF];
-                for (row, &qd) in self.lanes[block as usize].iter().zip(q) {
-                    for (d, &x) in d.iter_mut().zip(row) {
-                        let diff = x - qd;
-                        *d += diff * diff;
-                    }
-                }
+                let d = self.leaf_dist2(block, q);
                 for (i, &d) in (start as usize..end as usize).zip(&d) {
                     let limit = if best.len() == k { best[0].0 } else { bound };
                     // Ties at the limit still compete on the tile index.
@@ -274,19 +257,28 @@ fn insert(best: &mut Vec<(f32, u32)>, k: usize, item: (f32, u32)) {
     }
 }
 
-/// Builds the subtree over `items` (which start at `offset` in the final order); returns its node.
+/// Builds the subtree over `items` (which start at `offset` in the final order), each leaf's
+/// points laid out by dimension in `lanes`; returns its node.
 fn build<const D: usize>(
     items: &mut [([f32; D], u32)],
     offset: usize,
     nodes: &mut Vec<Node>,
+    lanes: &mut Vec<[[f32; LEAF]; D]>,
 ) -> u32 {
     let id = nodes.len() as u32;
     if items.len() <= LEAF {
+        let mut leaf = [[0f32; LEAF]; D];
+        for (lane, item) in items.iter().enumerate() {
+            for (row, &x) in leaf.iter_mut().zip(&item.0) {
+                row[lane] = x;
+            }
+        }
         nodes.push(Node::Leaf {
             start: offset as u32,
             end: (offset + items.len()) as u32,
-            block: 0,
+            block: lanes.len() as u32,
         });
+        lanes.push(leaf);
         return id;
     }
     // Split on the axis of widest spread, at the median.
@@ -310,8 +302,8 @@ fn build<const D: usize>(
         block: 0,
     });
     let (l, r) = items.split_at_mut(mid);
-    let left = build(l, offset, nodes);
-    let right = build(r, offset + mid, nodes);
+    let left = build(l, offset, nodes, lanes);
+    let right = build(r, offset + mid, nodes, lanes);
     nodes[id as usize] = Node::Split {
         axis: axis as u8,
         value,
