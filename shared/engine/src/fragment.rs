@@ -41,7 +41,6 @@ const IDAT_BYTES: usize = 1 << 20;
 const IDAT_START: u64 = 8 + 25 + 13 + 21;
 /// Uncompressed bytes handed to the compressor at a time.
 const FILTER_BATCH: usize = 1 << 18;
-const ADLER_BASE: u32 = 65_521;
 
 /// Rows between a fragment's random-access points for rows `width` px wide: about
 /// 4 MiB of scanlines, and never more than 256 rows nor fewer than 16.
@@ -130,41 +129,13 @@ impl FragmentHeader {
 
 /// adler32 of `data`, continuing from `adler` (1 for an empty start).
 pub fn adler32_update(adler: u32, data: &[u8]) -> u32 {
-    // 5552 bytes is the most that can be summed before the u32 sums must be reduced.
-    let (mut a, mut b) = (adler & 0xffff, adler >> 16);
-    for chunk in data.chunks(5552) {
-        for &byte in chunk {
-            a += u32::from(byte);
-            b += a;
-        }
-        a %= ADLER_BASE;
-        b %= ADLER_BASE;
-    }
-    (b << 16) | a
+    zlib_rs::adler32::adler32(adler, data)
 }
 
 /// The adler32 of two byte runs one after the other, from the first run's adler32 and the
 /// second's adler32 and length (zlib's `adler32_combine`).
 pub fn adler32_combine(adler1: u32, adler2: u32, len2: u64) -> u32 {
-    let base = u64::from(ADLER_BASE);
-    let rem = len2 % base;
-    let mut sum1 = u64::from(adler1 & 0xffff);
-    let mut sum2 = (rem * sum1) % base;
-    sum1 += u64::from(adler2 & 0xffff) + base - 1;
-    sum2 += u64::from(adler1 >> 16) + u64::from(adler2 >> 16) + base - rem;
-    if sum1 >= base {
-        sum1 -= base;
-    }
-    if sum1 >= base {
-        sum1 -= base;
-    }
-    if sum2 >= base << 1 {
-        sum2 -= base << 1;
-    }
-    if sum2 >= base {
-        sum2 -= base;
-    }
-    (sum1 | (sum2 << 16)) as u32
+    zlib_rs::adler32::adler32_combine(adler1, adler2, len2)
 }
 
 fn enc_err(e: impl std::fmt::Display) -> Error {
@@ -197,6 +168,8 @@ pub struct FragmentEncoder {
     /// The last row taken (empty before the first).
     prev: Vec<u8>,
     out: Vec<u8>,
+    /// The compressor's output buffer (see [`deflate`]).
+    window: Vec<u8>,
 }
 
 impl FragmentEncoder {
@@ -219,6 +192,7 @@ impl FragmentEncoder {
             scan: Vec::with_capacity(FILTER_BATCH + row_bytes + 1),
             prev: Vec::with_capacity(row_bytes),
             out,
+            window: Vec::new(),
         })
     }
 
@@ -270,7 +244,12 @@ impl FragmentEncoder {
     fn compress_scan(&mut self, flush: FlushCompress) -> Result<(), Error> {
         self.adler = adler32_update(self.adler, &self.scan);
         self.raw_len += self.scan.len() as u64;
-        deflate(&mut self.compress, &self.scan, &mut self.out, flush)?;
+        deflate(
+            &mut self.compress,
+            &self.scan,
+            (&mut self.out, &mut self.window),
+            flush,
+        )?;
         self.scan.clear();
         Ok(())
     }
@@ -294,27 +273,28 @@ impl FragmentEncoder {
 /// Compresses all of `input` onto the end of `out`; with a sync flush, everything is out and
 /// the stream ends on a byte boundary.
 ///
-/// The compressor writes into a zeroed window a little larger than the input, not into `out`'s
-/// spare capacity: flate2 zeroes all of that before every call, which for a slice's buffer of
-/// tens of megabytes cost more than the compression.
+/// The compressor writes into `window`, a buffer kept from call to call and zeroed only when it
+/// grows, and its output is copied onto `out`: the backend zeroes any uninitialised room before
+/// every call, which cost more than the compression.
 fn deflate(
     compress: &mut Compress,
     mut input: &[u8],
-    out: &mut Vec<u8>,
+    (out, window): (&mut Vec<u8>, &mut Vec<u8>),
     flush: FlushCompress,
 ) -> Result<(), Error> {
+    let room = (input.len() + input.len() / 8).max(1 << 16);
+    if window.len() < room {
+        window.resize(room, 0);
+    }
     loop {
-        let len = out.len();
-        let room = (input.len() + input.len() / 8).max(1 << 16);
-        out.resize(len + room, 0);
         let (before_in, before_out) = (compress.total_in(), compress.total_out());
-        let done = compress.compress(input, &mut out[len..], flush);
+        let done = compress.compress(input, window, flush);
         let written = (compress.total_out() - before_out) as usize;
-        out.truncate(len + written);
+        out.extend_from_slice(&window[..written]);
         done.map_err(enc_err)?;
         input = &input[(compress.total_in() - before_in) as usize..];
         // Room left over means the compressor had nothing more to give.
-        if input.is_empty() && written < room {
+        if input.is_empty() && written < window.len() {
             return Ok(());
         }
     }
