@@ -64,38 +64,27 @@ pub(crate) fn area_taps(src: usize, dst: usize) -> Taps {
 }
 
 /// Separable resampling of a packed RGB8 image through the given taps, rounded back to RGB8.
+/// Each output value sums its taps in order, so the loops' shape never changes a result.
 fn resample_rgb8(src: &[u8], w: usize, h: usize, tx: &Taps, ty: &Taps) -> Vec<u8> {
     let dw = tx.start.len();
     let dh = ty.start.len();
     let mut tmp = vec![0f32; h * dw * 3];
-    for y in 0..h {
-        let row = &src[y * w * 3..(y + 1) * w * 3];
-        let out = &mut tmp[y * dw * 3..(y + 1) * dw * 3];
-        for x in 0..dw {
-            let mut acc = [0f32; 3];
-            for (k, wt) in tx.weights[x].iter().enumerate() {
-                let p = &row[(tx.start[x] + k) * 3..];
-                acc[0] += wt * p[0] as f32;
-                acc[1] += wt * p[1] as f32;
-                acc[2] += wt * p[2] as f32;
-            }
-            out[x * 3..x * 3 + 3].copy_from_slice(&acc);
-        }
+    for (row, out) in src.chunks_exact(w * 3).zip(tmp.chunks_exact_mut(dw * 3)) {
+        area_row(tx, row, out);
     }
     let mut dst = vec![0u8; dw * dh * 3];
-    for y in 0..dh {
-        let out = &mut dst[y * dw * 3..(y + 1) * dw * 3];
-        for (x, px) in out.chunks_exact_mut(3).enumerate() {
-            let mut acc = [0f32; 3];
-            for (k, wt) in ty.weights[y].iter().enumerate() {
-                let p = &tmp[((ty.start[y] + k) * dw + x) * 3..];
-                acc[0] += wt * p[0];
-                acc[1] += wt * p[1];
-                acc[2] += wt * p[2];
+    let mut acc = vec![0f32; dw * 3];
+    for (y, out) in dst.chunks_exact_mut(dw * 3).enumerate() {
+        acc.fill(0.0);
+        let first = ty.start[y] * dw * 3;
+        let rows = tmp[first..].chunks_exact(dw * 3);
+        for (wt, row) in ty.weights[y].iter().zip(rows) {
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a += wt * v;
             }
-            for c in 0..3 {
-                px[c] = acc[c].round().clamp(0.0, 255.0) as u8;
-            }
+        }
+        for (d, a) in out.iter_mut().zip(&acc) {
+            *d = a.round().clamp(0.0, 255.0) as u8;
         }
     }
     dst
@@ -187,10 +176,10 @@ fn crop(src: &[u8], width: usize, (x0, y0): (usize, usize), (w, h): (usize, usiz
 /// One RGB8 row through horizontal taps: `out` (packed RGB `f32`) gets, per tap, the weighted
 /// sum of the pixels under it.
 pub(crate) fn area_row(taps: &Taps, row: &[u8], out: &mut [f32]) {
-    for (x, px) in out.chunks_exact_mut(3).enumerate() {
+    for ((px, &start), weights) in out.chunks_exact_mut(3).zip(&taps.start).zip(&taps.weights) {
+        let under = &row[start * 3..(start + weights.len()) * 3];
         let mut acc = [0f32; 3];
-        for (j, wx) in taps.weights[x].iter().enumerate() {
-            let p = &row[(taps.start[x] + j) * 3..];
+        for (wx, p) in weights.iter().zip(under.chunks_exact(3)) {
             acc[0] += wx * p[0] as f32;
             acc[1] += wx * p[1] as f32;
             acc[2] += wx * p[2] as f32;
