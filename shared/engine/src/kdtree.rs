@@ -154,7 +154,7 @@ impl<const D: usize> KdTree<D> {
         if k == 0 || self.nodes.is_empty() {
             return;
         }
-        self.search(0, q, (k, bound), out);
+        self.search(0, q, &mut [0.0; D], (k, bound), out);
         out.sort_unstable_by(cmp_key);
     }
 
@@ -172,17 +172,26 @@ impl<const D: usize> KdTree<D> {
         d
     }
 
-    /// The search under `node`, looking no farther than `bound` (squared).
+    /// The search under `node`, looking no farther than `bound` (squared). `off` holds, by
+    /// axis, how far `q` lies outside the node's box (0 inside): the box's squared distance,
+    /// summed in the order [`KdTree::leaf_dist2`] sums, is never more than any of its points'.
     fn search(
         &self,
         node: u32,
         q: &[f32; D],
+        off: &mut [f32; D],
         (k, bound): (usize, f32),
         best: &mut Vec<(f32, u32)>,
     ) {
         match self.nodes[node as usize] {
             Node::Leaf { start, end, block } => {
                 let d = self.leaf_dist2(block, q);
+                // Most leaves hold no point within the limit: one test of all lanes says so.
+                let limit = if best.len() == k { best[0].0 } else { bound };
+                let lanes = (end - start) as usize;
+                if d[..lanes].iter().all(|&d| d > limit) {
+                    return;
+                }
                 for (i, &d) in (start as usize..end as usize).zip(&d) {
                     let limit = if best.len() == k { best[0].0 } else { bound };
                     // Ties at the limit still compete on the tile index.
@@ -203,11 +212,14 @@ impl<const D: usize> KdTree<D> {
                 } else {
                     (right, left)
                 };
-                self.search(near, q, (k, bound), best);
+                self.search(near, q, off, (k, bound), best);
                 let limit = if best.len() == k { best[0].0 } else { bound };
-                if diff * diff <= limit {
-                    self.search(far, q, (k, bound), best);
+                let before = off[axis as usize];
+                off[axis as usize] = diff;
+                if off.iter().fold(0.0, |s, &o| s + o * o) <= limit {
+                    self.search(far, q, off, (k, bound), best);
                 }
+                off[axis as usize] = before;
             }
         }
     }
