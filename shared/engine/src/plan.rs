@@ -1084,6 +1084,25 @@ fn structure(
 const DARK_WEIGHT: f32 = 16.0;
 const DARK_KNEE: f32 = 4.0;
 
+/// A cell's placed neighbours (3 x 3, in scan order): each one's L*, and the target's step in L*
+/// from there to the cell.
+struct Steps {
+    at: [(f32, f32); 8],
+    len: usize,
+}
+
+impl Steps {
+    /// [`Assigner::gradient`] for a tile of L* `l`.
+    fn gradient(&self, l: f32) -> f32 {
+        let mut sum = 0.0;
+        for &(mosaic, target_step) in &self.at[..self.len] {
+            let d = (l - mosaic) - target_step;
+            sum += d * d;
+        }
+        sum
+    }
+}
+
 /// The sequential part of matching: which candidate a cell takes, given the tiles placed around
 /// it (cells not placed yet hold `u32::MAX`), the repetition limits and the lightness steps.
 struct Assigner<'a> {
@@ -1108,6 +1127,8 @@ impl Assigner<'_> {
         current: Option<u32>,
     ) -> Option<(u32, Transform)> {
         let here = y * self.cols + x;
+        let steps = self.steps(tiles, here);
+        let held = self.held(tiles, x, y);
         let mut best: Option<(f32, u32, Transform)> = None;
         for &(score, t, turn) in ranked {
             // Candidates are sorted by score and the gradient term is never negative.
@@ -1116,11 +1137,15 @@ impl Assigner<'_> {
             }
             let free = Some(t) == current
                 || (self.opts.max_uses.is_none_or(|cap| uses[t as usize] < cap)
-                    && !self.repeats(tiles, x, y, t));
+                    && !held.as_ref().map_or_else(
+                        || self.repeats(tiles, x, y, t),
+                        |(held, n)| held[..*n].contains(&t),
+                    ));
             if !free {
                 continue;
             }
-            let cost = score + self.opts.gradient_weight * self.gradient(tiles, here, t);
+            let l = self.library.means()[t as usize][0];
+            let cost = score + self.opts.gradient_weight * steps.gradient(l);
             if best.is_none_or(|(b, bt, _)| cost < b || (cost == b && t < bt)) {
                 best = Some((cost, t, turn));
             }
@@ -1202,23 +1227,58 @@ impl Assigner<'_> {
     /// Sum over the placed neighbours of the squared difference between the mosaic's and the
     /// target's step in L* from there to `here`, were `here` to hold `t`.
     fn gradient(&self, tiles: &[u32], here: usize, t: u32) -> f32 {
+        self.steps(tiles, here)
+            .gradient(self.library.means()[t as usize][0])
+    }
+
+    /// The placed neighbours of `here` as [`Assigner::gradient`] needs them (none without a
+    /// gradient weight).
+    fn steps(&self, tiles: &[u32], here: usize) -> Steps {
+        let mut steps = Steps {
+            at: [(0.0, 0.0); 8],
+            len: 0,
+        };
         if self.opts.gradient_weight == 0.0 {
-            return 0.0;
+            return steps;
         }
         let (y, x) = (here / self.cols, here % self.cols);
-        let l = self.library.means()[t as usize][0];
         let rows = tiles.len() / self.cols;
-        let mut sum = 0.0;
         for yy in y.saturating_sub(1)..=(y + 1).min(rows - 1) {
             for xx in x.saturating_sub(1)..=(x + 1).min(self.cols - 1) {
                 let j = yy * self.cols + xx;
                 if j != here && tiles[j] != u32::MAX {
-                    let d = (l - self.mosaic_l[j]) - (self.target_l[here] - self.target_l[j]);
-                    sum += d * d;
+                    steps.at[steps.len] =
+                        (self.mosaic_l[j], self.target_l[here] - self.target_l[j]);
+                    steps.len += 1;
                 }
             }
         }
-        sum
+        steps
+    }
+
+    /// The tiles of the other cells within a repeat radius of 1 or 2 of `(x, y)`, gathered once
+    /// for all of a cell's candidates; `None` for a wider radius, which
+    /// [`Assigner::repeats`] scans per candidate.
+    fn held(&self, tiles: &[u32], x: usize, y: usize) -> Option<([u32; 24], usize)> {
+        let r = self.opts.repeat_radius as usize;
+        if r > 2 {
+            return None;
+        }
+        let mut held = ([u32::MAX; 24], 0);
+        if r == 0 {
+            return Some(held);
+        }
+        let rows = tiles.len() / self.cols;
+        let (x0, x1) = (x.saturating_sub(r), (x + r).min(self.cols - 1));
+        for yy in y.saturating_sub(r)..=(y + r).min(rows - 1) {
+            for xx in x0..=x1 {
+                if (yy, xx) != (y, x) {
+                    held.0[held.1] = tiles[yy * self.cols + xx];
+                    held.1 += 1;
+                }
+            }
+        }
+        Some(held)
     }
 
     /// True if tile `t` sits in another placed cell within the repeat radius of `(x, y)`.
