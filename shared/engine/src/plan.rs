@@ -1183,15 +1183,22 @@ impl Assigner<'_> {
             if t == cur {
                 continue;
             }
-            let mut blockers = (y.saturating_sub(r)..=(y + r).min(rows - 1)).flat_map(|yy| {
-                (x.saturating_sub(r)..=(x + r).min(cols - 1)).map(move |xx| yy * cols + xx)
-            });
-            let mut holding = blockers
-                .by_ref()
-                .filter(|&j| j != here && plan.tiles[j] == t);
-            let (Some(n), None) = (holding.next(), holding.next()) else {
+            // The one cell within the radius that holds `t`, if only one does.
+            let (mut holder, mut holders) = (0, 0);
+            'scan: for yy in y.saturating_sub(r)..=(y + r).min(rows - 1) {
+                for j in yy * cols + x.saturating_sub(r)..=yy * cols + (x + r).min(cols - 1) {
+                    if j != here && plan.tiles[j] == t {
+                        (holder, holders) = (j, holders + 1);
+                        if holders > 1 {
+                            break 'scan;
+                        }
+                    }
+                }
+            }
+            if holders != 1 {
                 continue;
-            };
+            }
+            let n = holder;
             if n < y0 * cols {
                 continue;
             }
