@@ -358,6 +358,7 @@ impl Plan {
             cols,
             target_l: vec![0.0; cols * rows],
             mosaic_l: vec![0.0; cols * rows],
+            held: Vec::new(),
         };
         const CHUNK: usize = 16;
         // Describes each cell of rows y0..y1 and ranks its candidates, in parallel.
@@ -1103,6 +1104,38 @@ impl Steps {
     }
 }
 
+/// The cells of a square window of the grid but its centre, by index, row by row.
+struct Window {
+    cols: usize,
+    here: usize,
+    next: usize,
+    row_end: usize,
+    last_row_end: usize,
+    /// From one row's end to the next row's start.
+    skip: usize,
+}
+
+impl Iterator for Window {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        loop {
+            if self.next == self.row_end {
+                if self.row_end == self.last_row_end {
+                    return None;
+                }
+                self.next += self.skip;
+                self.row_end += self.cols;
+            }
+            let j = self.next;
+            self.next += 1;
+            if j != self.here {
+                return Some(j);
+            }
+        }
+    }
+}
+
 /// The sequential part of matching: which candidate a cell takes, given the tiles placed around
 /// it (cells not placed yet hold `u32::MAX`), the repetition limits and the lightness steps.
 struct Assigner<'a> {
@@ -1112,13 +1145,16 @@ struct Assigner<'a> {
     /// Each placed cell's target L*, and the L* of the tile it holds.
     target_l: Vec<f32>,
     mosaic_l: Vec<f32>,
+    /// The tiles of the other cells within the repeat radius of the cell [`Assigner::best`]
+    /// is choosing for, gathered once for all its candidates.
+    held: Vec<u32>,
 }
 
 impl Assigner<'_> {
     /// The candidate of least cost that the limits allow at `(x, y)`, with its transform;
     /// `current` is the tile the cell holds now (it does not count against itself), if any.
     fn best(
-        &self,
+        &mut self,
         tiles: &[u32],
         uses: &[u32],
         x: usize,
@@ -1128,7 +1164,11 @@ impl Assigner<'_> {
     ) -> Option<(u32, Transform)> {
         let here = y * self.cols + x;
         let steps = self.steps(tiles, here);
-        let held = self.held(tiles, x, y);
+        self.held.clear();
+        if self.opts.repeat_radius > 0 {
+            let window = self.window(tiles, here, self.opts.repeat_radius as usize);
+            self.held.extend(window.map(|j| tiles[j]));
+        }
         let mut best: Option<(f32, u32, Transform)> = None;
         for &(score, t, turn) in ranked {
             // Candidates are sorted by score and the gradient term is never negative.
@@ -1137,10 +1177,7 @@ impl Assigner<'_> {
             }
             let free = Some(t) == current
                 || (self.opts.max_uses.is_none_or(|cap| uses[t as usize] < cap)
-                    && !held.as_ref().map_or_else(
-                        || self.repeats(tiles, x, y, t),
-                        |(held, n)| held[..*n].contains(&t),
-                    ));
+                    && !self.held.contains(&t));
             if !free {
                 continue;
             }
@@ -1175,7 +1212,6 @@ impl Assigner<'_> {
         let g = self.opts.gradient_weight;
         let cur_cost = cur_score + g * self.gradient(&plan.tiles, here, cur);
         let r = self.opts.repeat_radius as usize;
-        let rows = plan.tiles.len() / cols;
         for &(score, t, turn) in ranked {
             if score >= cur_cost {
                 break;
@@ -1184,21 +1220,12 @@ impl Assigner<'_> {
                 continue;
             }
             // The one cell within the radius that holds `t`, if only one does.
-            let (mut holder, mut holders) = (0, 0);
-            'scan: for yy in y.saturating_sub(r)..=(y + r).min(rows - 1) {
-                for j in yy * cols + x.saturating_sub(r)..=yy * cols + (x + r).min(cols - 1) {
-                    if j != here && plan.tiles[j] == t {
-                        (holder, holders) = (j, holders + 1);
-                        if holders > 1 {
-                            break 'scan;
-                        }
-                    }
-                }
-            }
-            if holders != 1 {
+            let mut holding = self
+                .window(&plan.tiles, here, r)
+                .filter(|&j| plan.tiles[j] == t);
+            let (Some(n), None) = (holding.next(), holding.next()) else {
                 continue;
-            }
-            let n = holder;
+            };
             if n < y0 * cols {
                 continue;
             }
@@ -1248,56 +1275,38 @@ impl Assigner<'_> {
         if self.opts.gradient_weight == 0.0 {
             return steps;
         }
-        let (y, x) = (here / self.cols, here % self.cols);
-        let rows = tiles.len() / self.cols;
-        for yy in y.saturating_sub(1)..=(y + 1).min(rows - 1) {
-            for xx in x.saturating_sub(1)..=(x + 1).min(self.cols - 1) {
-                let j = yy * self.cols + xx;
-                if j != here && tiles[j] != u32::MAX {
-                    steps.at[steps.len] =
-                        (self.mosaic_l[j], self.target_l[here] - self.target_l[j]);
-                    steps.len += 1;
-                }
+        for j in self.window(tiles, here, 1) {
+            if tiles[j] != u32::MAX {
+                steps.at[steps.len] = (self.mosaic_l[j], self.target_l[here] - self.target_l[j]);
+                steps.len += 1;
             }
         }
         steps
     }
 
-    /// The tiles of the other cells within a repeat radius of 1 or 2 of `(x, y)`, gathered once
-    /// for all of a cell's candidates; `None` for a wider radius, which
-    /// [`Assigner::repeats`] scans per candidate.
-    fn held(&self, tiles: &[u32], x: usize, y: usize) -> Option<([u32; 24], usize)> {
-        let r = self.opts.repeat_radius as usize;
-        if r > 2 {
-            return None;
-        }
-        let mut held = ([u32::MAX; 24], 0);
-        if r == 0 {
-            return Some(held);
-        }
-        let rows = tiles.len() / self.cols;
-        let (x0, x1) = (x.saturating_sub(r), (x + r).min(self.cols - 1));
-        for yy in y.saturating_sub(r)..=(y + r).min(rows - 1) {
-            for xx in x0..=x1 {
-                if (yy, xx) != (y, x) {
-                    held.0[held.1] = tiles[yy * self.cols + xx];
-                    held.1 += 1;
-                }
-            }
-        }
-        Some(held)
-    }
-
     /// True if tile `t` sits in another placed cell within the repeat radius of `(x, y)`.
     fn repeats(&self, tiles: &[u32], x: usize, y: usize, t: u32) -> bool {
         let r = self.opts.repeat_radius as usize;
-        if r == 0 {
-            return false;
+        r > 0
+            && self
+                .window(tiles, y * self.cols + x, r)
+                .any(|j| tiles[j] == t)
+    }
+
+    /// The other cells within `r` of `here` (by index, row by row), on a grid of `tiles`.
+    fn window(&self, tiles: &[u32], here: usize, r: usize) -> Window {
+        let (cols, rows) = (self.cols, tiles.len() / self.cols);
+        let (y, x) = (here / cols, here % cols);
+        let (x0, x1) = (x.saturating_sub(r), (x + r + 1).min(cols));
+        let (y0, y1) = (y.saturating_sub(r), (y + r + 1).min(rows));
+        Window {
+            cols,
+            here,
+            next: y0 * cols + x0,
+            row_end: y0 * cols + x1,
+            last_row_end: (y1 - 1) * cols + x1,
+            skip: cols - (x1 - x0),
         }
-        let rows = tiles.len() / self.cols;
-        let (x0, x1) = (x.saturating_sub(r), (x + r).min(self.cols - 1));
-        (y.saturating_sub(r)..=(y + r).min(rows - 1))
-            .any(|yy| (x0..=x1).any(|xx| (yy, xx) != (y, x) && tiles[yy * self.cols + xx] == t))
     }
 
     fn place(
