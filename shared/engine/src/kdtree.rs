@@ -89,7 +89,7 @@ impl<const D: usize> KdTree<D> {
             return;
         }
         self.search_offset(0, q, 0.0, k, out);
-        out.sort_unstable_by(cmp_key);
+        settle(out, k);
     }
 
     fn search_offset(
@@ -101,7 +101,7 @@ impl<const D: usize> KdTree<D> {
         best: &mut Vec<(f32, u32)>,
     ) {
         // No point under this node is nearer than `plane`, nor weighs more than its maximum.
-        if best.len() == k && plane - self.node_max[node as usize] >= best[0].0 {
+        if best.len() == k && plane - self.node_max[node as usize] >= best[k - 1].0 {
             return;
         }
         match self.nodes[node as usize] {
@@ -155,7 +155,7 @@ impl<const D: usize> KdTree<D> {
             return;
         }
         self.search(0, q, &mut [0.0; D], (k, bound), out);
-        out.sort_unstable_by(cmp_key);
+        settle(out, k);
     }
 
     /// The squared distance from `q` of every lane of leaf `block`, summed over dimensions in
@@ -187,13 +187,13 @@ impl<const D: usize> KdTree<D> {
             Node::Leaf { start, end, block } => {
                 let d = self.leaf_dist2(block, q);
                 // Most leaves hold no point within the limit: one test of all lanes says so.
-                let limit = if best.len() == k { best[0].0 } else { bound };
+                let limit = reach(best, k, bound);
                 let lanes = (end - start) as usize;
                 if d[..lanes].iter().all(|&d| d > limit) {
                     return;
                 }
                 for (i, &d) in (start as usize..end as usize).zip(&d) {
-                    let limit = if best.len() == k { best[0].0 } else { bound };
+                    let limit = reach(best, k, bound);
                     // Ties at the limit still compete on the tile index.
                     if d <= limit {
                         insert(best, k, (d, self.ids[i]));
@@ -213,7 +213,7 @@ impl<const D: usize> KdTree<D> {
                     (right, left)
                 };
                 self.search(near, q, off, (k, bound), best);
-                let limit = if best.len() == k { best[0].0 } else { bound };
+                let limit = reach(best, k, bound);
                 let before = off[axis as usize];
                 off[axis as usize] = diff;
                 if off.iter().fold(0.0, |s, &o| s + o * o) <= limit {
@@ -229,43 +229,46 @@ fn cmp_key(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
     a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
 }
 
-/// Keeps `item` among the `k` least of `best`, a max-heap under [`cmp_key`] (worst at 0).
+/// Keeps `item` among the `k` least of `best`, which is sorted under [`cmp_key`] (worst last)
+/// except while a list longer than [`SORTED_FILL`] fills: that one is sorted once, when full,
+/// rather than shifted on every insertion ([`settle`] sorts one that never fills).
 #[inline(always)]
 fn insert(best: &mut Vec<(f32, u32)>, k: usize, item: (f32, u32)) {
-    if best.len() < k {
-        // Sift up.
-        let mut i = best.len();
+    if best.len() == k {
+        if cmp_key(&item, &best[k - 1]).is_ge() {
+            return;
+        }
+        best.pop();
+    } else if k > SORTED_FILL {
         best.push(item);
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if cmp_key(&best[parent], &best[i]).is_ge() {
-                break;
-            }
-            best.swap(parent, i);
-            i = parent;
+        if best.len() == k {
+            best.sort_unstable_by(cmp_key);
         }
         return;
     }
-    if cmp_key(&item, &best[0]).is_ge() {
-        return;
+    let at = best.partition_point(|b| cmp_key(b, &item).is_lt());
+    best.insert(at, item);
+}
+
+/// The longest list [`insert`] keeps sorted from its first point.
+const SORTED_FILL: usize = 64;
+
+/// Sorts the answer of a search that found fewer than `k` points, which [`insert`] leaves
+/// unsorted when `k` is over [`SORTED_FILL`].
+fn settle(best: &mut [(f32, u32)], k: usize) {
+    if best.len() < k && k > SORTED_FILL {
+        best.sort_unstable_by(cmp_key);
     }
-    // Replace the worst and sift down.
-    best[0] = item;
-    let mut i = 0;
-    loop {
-        let (l, r) = (2 * i + 1, 2 * i + 2);
-        let mut top = i;
-        if l < k && cmp_key(&best[l], &best[top]).is_gt() {
-            top = l;
-        }
-        if r < k && cmp_key(&best[r], &best[top]).is_gt() {
-            top = r;
-        }
-        if top == i {
-            break;
-        }
-        best.swap(i, top);
-        i = top;
+}
+
+/// How far a search keeping `k` points in `best` (sorted) still looks: its worst point once it
+/// has `k`, and `bound` until then.
+#[inline(always)]
+fn reach(best: &[(f32, u32)], k: usize, bound: f32) -> f32 {
+    if best.len() == k {
+        best[k - 1].0
+    } else {
+        bound
     }
 }
 
@@ -376,16 +379,23 @@ mod tests {
             .collect();
         let tree = KdTree::new(&pts);
         let mut got = Vec::new();
-        for _ in 0..50 {
+        // Short lists are kept sorted, long ones sorted when full, and one of more than all
+        // the points never fills.
+        for (round, k) in [7, 24, 100, 600].into_iter().cycle().take(60).enumerate() {
             let q = [rnd(), rnd() - 50.0, rnd() - 50.0];
-            tree.nearest(&q, 7, &mut got);
+            got.clear();
+            tree.nearest(&q, k, &mut got);
             let mut all: Vec<(f32, u32)> = pts
                 .iter()
                 .enumerate()
                 .map(|(i, p)| (dist2(&q, p), i as u32))
                 .collect();
             all.sort_by(cmp_key);
-            assert_eq!(got, all[..7].to_vec());
+            assert_eq!(
+                got,
+                all[..k.min(pts.len())].to_vec(),
+                "round {round}, k {k}"
+            );
         }
     }
 

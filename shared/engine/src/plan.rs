@@ -361,72 +361,83 @@ impl Plan {
             held: Vec::new(),
         };
         const CHUNK: usize = 16;
-        // Describes each cell of rows y0..y1 and ranks its candidates, in parallel.
+        // Describes one cell from its sub-grid's sRGB values, and ranks its candidates.
+        let describe_cell = |raw: &[f32], scratch: &mut Vec<(f32, u32)>| -> Matched {
+            let mut subs = Vec::with_capacity(k * k);
+            let mut sum = [0f64; 3];
+            let mut prev: Option<(&[f32], Lab)> = None;
+            for p in raw.chunks_exact(3) {
+                let rgb = [p[0] as f64, p[1] as f64, p[2] as f64];
+                for c in 0..3 {
+                    sum[c] += rgb[c];
+                }
+                let lab = match prev {
+                    Some((q, lab)) if q == p => lab,
+                    _ => srgb_to_lab_quick([p[0], p[1], p[2]]),
+                };
+                subs.push(lab);
+                prev = Some((p, lab));
+            }
+            let kk = (k * k) as f64;
+            let rgb = [sum[0] / kk, sum[1] / kk, sum[2] / kk];
+            let colour = rgb.map(|v| v.round().clamp(0.0, 255.0) as u8);
+            let desc = CellDesc {
+                mean: srgb_to_lab32(rgb),
+                subs,
+            };
+            // A cell with no inner structure (one target pixel or less, as in a per-pixel grid)
+            // gives the structure terms little to choose by: a quarter of the candidates do,
+            // unless a use cap needs the room.
+            let flat = desc.subs.windows(2).all(|w| w[0] == w[1]);
+            let width = if flat && opts.max_uses.is_none() {
+                ncand.div_ceil(4)
+            } else {
+                ncand
+            };
+            let ranked = rank(
+                &desc,
+                (library, &tree),
+                width,
+                opts,
+                &turns,
+                scratch,
+                &|_| true,
+            );
+            (desc, colour, ranked)
+        };
+        // Describes each cell of rows y0..y1 and ranks its candidates, a row per task.
         let describe = |y0: usize| -> Vec<Matched> {
             let y1 = (y0 + CHUNK).min(rows);
             let sub_px = resampler.rows(src, y0 * k..y1 * k);
             let row_stride = cols * k * 3;
-            (0..(y1 - y0) * cols)
+            let described: Vec<Vec<Matched>> = (0..y1 - y0)
                 .into_par_iter()
-                .map_init(Memo::default, |memo, i| {
-                    let (cy, cx) = (i / cols, i % cols);
-                    let mut raw = Vec::with_capacity(k * k * 3);
-                    for sy in 0..k {
-                        let at = (cy * k + sy) * row_stride + cx * k * 3;
-                        raw.extend_from_slice(&sub_px[at..at + k * 3]);
-                    }
-                    // Neighbouring cells are often identical (flat areas, per-pixel grids):
-                    // the ranking is a pure function of the cell, so reuse it.
-                    if let Some((prev_raw, prev)) = &memo.last
-                        && *prev_raw == raw
-                    {
-                        return prev.clone();
-                    }
-                    let mut subs = Vec::with_capacity(k * k);
-                    let mut sum = [0f64; 3];
-                    let mut prev: Option<(&[f32], Lab)> = None;
-                    for p in raw.chunks_exact(3) {
-                        let rgb = [p[0] as f64, p[1] as f64, p[2] as f64];
-                        for c in 0..3 {
-                            sum[c] += rgb[c];
+                .map(|cy| {
+                    let mut out: Vec<Matched> = Vec::with_capacity(cols);
+                    let mut scratch = Vec::new();
+                    let (mut raw, mut last_raw) = (Vec::new(), Vec::new());
+                    for cx in 0..cols {
+                        raw.clear();
+                        for sy in 0..k {
+                            let at = (cy * k + sy) * row_stride + cx * k * 3;
+                            raw.extend_from_slice(&sub_px[at..at + k * 3]);
                         }
-                        let lab = match prev {
-                            Some((q, lab)) if q == p => lab,
-                            _ => srgb_to_lab_quick([p[0], p[1], p[2]]),
-                        };
-                        subs.push(lab);
-                        prev = Some((p, lab));
+                        // Neighbouring cells are often identical (flat areas, per-pixel
+                        // grids): the ranking is a pure function of the cell, so reuse it.
+                        if let Some(last) = out.last()
+                            && raw == last_raw
+                        {
+                            let again = last.clone();
+                            out.push(again);
+                            continue;
+                        }
+                        out.push(describe_cell(&raw, &mut scratch));
+                        std::mem::swap(&mut raw, &mut last_raw);
                     }
-                    let kk = (k * k) as f64;
-                    let rgb = [sum[0] / kk, sum[1] / kk, sum[2] / kk];
-                    let colour = rgb.map(|v| v.round().clamp(0.0, 255.0) as u8);
-                    let desc = CellDesc {
-                        mean: srgb_to_lab32(rgb),
-                        subs,
-                    };
-                    // A cell with no inner structure (one target pixel or less, as in a
-                    // per-pixel grid) gives the structure terms little to choose by: a quarter
-                    // of the candidates do, unless a use cap needs the room.
-                    let flat = desc.subs.windows(2).all(|w| w[0] == w[1]);
-                    let width = if flat && opts.max_uses.is_none() {
-                        ncand.div_ceil(4)
-                    } else {
-                        ncand
-                    };
-                    let ranked = rank(
-                        &desc,
-                        (library, &tree),
-                        width,
-                        opts,
-                        &turns,
-                        &mut memo.scratch,
-                        &|_| true,
-                    );
-                    let out = (desc, colour, ranked);
-                    memo.last = Some((raw, out.clone()));
                     out
                 })
-                .collect()
+                .collect();
+            described.into_iter().flatten().collect()
         };
         // Each batch of rows is assigned while the next one is described.
         let mut upcoming = Some(describe(0));
@@ -825,13 +836,6 @@ pub(crate) type Ranked = Vec<(f32, u32, Transform)>;
 /// A described cell: descriptors, sRGB colour, and its ranked candidates.
 type Matched = (CellDesc, [u8; 3], Ranked);
 
-/// Per-worker scratch space of the matcher and its last cell (sub-grid sRGB and result).
-#[derive(Default)]
-struct Memo {
-    scratch: Vec<(f32, u32)>,
-    last: Option<(Vec<f32>, Matched)>,
-}
-
 /// The first cut of a cell's candidates, by a k-d tree in one of two spaces:
 /// - with no weight on form, the tiles' means in Lab with chroma compressed ([`perceptual`]),
 ///   where Euclidean distance ranks pairs of colours nearly as CIEDE2000 does (plain Lab
@@ -998,11 +1002,13 @@ pub(crate) fn rank(
     keep: &dyn Fn(u32) -> bool,
 ) -> Ranked {
     tree.nearest(desc, width, scratch);
-    let mut scored: Ranked = scratch
-        .iter()
-        .filter(|&&(_, t)| keep(t))
-        .map(|&(_, t)| (0.0, t, Transform::NONE))
-        .collect();
+    let mut scored: Ranked = Vec::with_capacity(scratch.len());
+    scored.extend(
+        scratch
+            .iter()
+            .filter(|&&(_, t)| keep(t))
+            .map(|&(_, t)| (0.0, t, Transform::NONE)),
+    );
     // The colour differences a batch at a time, in buffers on the stack.
     const BATCH: usize = 32;
     let (mut means, mut de) = ([[0f32; 3]; BATCH], [0f32; BATCH]);
