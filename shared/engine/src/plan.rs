@@ -406,11 +406,11 @@ impl Plan {
             (desc, colour, ranked)
         };
         // Describes each cell of rows y0..y1 and ranks its candidates, a row per task.
-        let describe = |y0: usize| -> Vec<Matched> {
+        let describe = |y0: usize| -> Vec<Vec<Matched>> {
             let y1 = (y0 + CHUNK).min(rows);
             let sub_px = resampler.rows(src, y0 * k..y1 * k);
             let row_stride = cols * k * 3;
-            let described: Vec<Vec<Matched>> = (0..y1 - y0)
+            (0..y1 - y0)
                 .into_par_iter()
                 .map(|cy| {
                     let mut out: Vec<Matched> = Vec::with_capacity(cols);
@@ -436,8 +436,7 @@ impl Plan {
                     }
                     out
                 })
-                .collect();
-            described.into_iter().flatten().collect()
+                .collect()
         };
         // Each batch of rows is assigned while the next one is described.
         let mut upcoming = Some(describe(0));
@@ -449,8 +448,10 @@ impl Plan {
                 || -> Result<(), Error> {
                     // Assign in scan order, so each cell sees the tiles already placed around
                     // it, and improve the batch's cells with their whole neighbourhood known.
-                    let mut lists = Vec::with_capacity(described.len());
-                    for (i, (desc, colour, mut ranked)) in described.into_iter().enumerate() {
+                    let mut lists = Vec::with_capacity((y1 - y0) * cols);
+                    for (i, (desc, colour, mut ranked)) in
+                        described.into_iter().flatten().enumerate()
+                    {
                         let (y, x) = (y0 + i / cols, i % cols);
                         let here = y * cols + x;
                         grid.target_l[here] = desc.mean[0];
@@ -1022,8 +1023,29 @@ pub(crate) fn rank(
             *c = (de * de + structure, c.1, turn);
         }
     }
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    sort_by_cost(&mut scored);
     scored
+}
+
+/// Sorts candidates by cost, then tile index. A shortlist comes in order of distance in its own
+/// space, which is nearly the order of cost, so a short one takes an insertion sort.
+fn sort_by_cost(list: &mut [(f32, u32, Transform)]) {
+    let before = |a: &(f32, u32, Transform), b: &(f32, u32, Transform)| {
+        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).is_lt()
+    };
+    if list.len() > 64 {
+        list.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        return;
+    }
+    for i in 1..list.len() {
+        let item = list[i];
+        let mut j = i;
+        while j > 0 && before(&item, &list[j - 1]) {
+            list[j] = list[j - 1];
+            j -= 1;
+        }
+        list[j] = item;
+    }
 }
 
 /// What tile `t` costs in the cell `desc` (squared CIEDE2000 of the means, plus the structure
