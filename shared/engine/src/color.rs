@@ -200,13 +200,35 @@ pub(crate) fn ciede2000_ranking(lab1: Lab, lab2: Lab) -> f32 {
 }
 
 /// [`ciede2000_ranking`] of `q` against each of `others`, into `out` (as long as `others`).
+#[allow(unsafe_code)]
+pub(crate) fn ciede2000_batch(q: Lab, others: &[Lab], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, the one feature the function is compiled for.
+        unsafe { ciede2000_batch_avx2(q, others, out) };
+        return;
+    }
+    ciede2000_lanes(q, others, out);
+}
+
+/// [`ciede2000_lanes`] compiled for AVX2, eight candidates to an instruction rather than four.
+/// The operations are the same ones (Rust never fuses a multiply and an add), so the figures
+/// are the same to the last bit on every CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn ciede2000_batch_avx2(q: Lab, others: &[Lab], out: &mut [f32]) {
+    ciede2000_lanes(q, others, out);
+}
+
+/// The body of [`ciede2000_batch`].
 ///
 /// Written without branches or library calls, so that the compiler runs it on several
 /// candidates at once in vector registers: the blue-region rotation term takes the mean hue's
 /// distance from 275° by a polynomial arctangent, its exponential from the float's exponent bits
 /// and a polynomial, and its sine by a Taylor series. Pairs of nearly opposite hues, whose mean
 /// hue the bisector of their directions cannot give in `f32`, are done again by [`ciede2000`].
-pub(crate) fn ciede2000_batch(q: Lab, others: &[Lab], out: &mut [f32]) {
+#[inline(always)]
+fn ciede2000_lanes(q: Lab, others: &[Lab], out: &mut [f32]) {
     let [l1, a1, b1] = q;
     let c1 = (a1 * a1 + b1 * b1).sqrt();
     const P25_7: f32 = 6_103_515_625.0;
@@ -284,6 +306,7 @@ pub(crate) fn ciede2000_batch(q: Lab, others: &[Lab], out: &mut [f32]) {
     }
 }
 
+#[inline(always)]
 fn pow7(x: f32) -> f32 {
     let x2 = x * x;
     x2 * x2 * x2 * x
