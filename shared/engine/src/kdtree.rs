@@ -238,16 +238,23 @@ fn insert(best: &mut Vec<(f32, u32)>, k: usize, item: (f32, u32)) {
         if cmp_key(&item, &best[k - 1]).is_ge() {
             return;
         }
-        best.pop();
+        best[k - 1] = item;
     } else if k > SORTED_FILL {
         best.push(item);
         if best.len() == k {
             best.sort_unstable_by(cmp_key);
         }
         return;
+    } else {
+        best.push(item);
     }
-    let at = best.partition_point(|b| cmp_key(b, &item).is_lt());
-    best.insert(at, item);
+    // Move the new last point down to its place.
+    let mut at = best.len() - 1;
+    while at > 0 && cmp_key(&best[at - 1], &item).is_gt() {
+        best[at] = best[at - 1];
+        at -= 1;
+    }
+    best[at] = item;
 }
 
 /// The longest list [`insert`] keeps sorted from its first point.
