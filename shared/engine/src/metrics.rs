@@ -391,3 +391,44 @@ pub fn evaluate_file(
     let img = crate::decode::decode_target(&bytes, [255, 255, 255])?;
     evaluate(target, &img, cols, rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The percentile and the repeats, against the plain ways of working them out: a full sort,
+    /// and a scan of each cell's neighbourhood.
+    #[test]
+    fn summary_figures_agree_with_plain_counts() {
+        let mut s = 3u64;
+        let mut next = |n: u64| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 33) % n
+        };
+        for (c, r) in [(1, 1), (1, 2), (7, 5), (40, 23)] {
+            let de: Vec<f64> = (0..c * r).map(|_| next(10_000) as f64 / 100.0).collect();
+            let ids: Vec<u32> = (0..c * r).map(|_| next(12) as u32).collect();
+            let q = summarize(de.clone(), None, &ids, c, r);
+            let mut sorted = de.clone();
+            sorted.sort_by(f64::total_cmp);
+            let pos = 0.95 * (sorted.len() - 1) as f64;
+            let lo = pos.floor() as usize;
+            let hi = (lo + 1).min(sorted.len() - 1);
+            let want = sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - pos.floor());
+            assert_eq!(q.de00_p95.to_bits(), want.to_bits(), "{c} x {r}");
+            for (rad, got) in [(1, q.dup_r1), (5, q.dup_r5)] {
+                let mut hits = 0;
+                for i in 0..c * r {
+                    let (y, x) = ((i / c) as i64, (i % c) as i64);
+                    hits += (0..c * r).any(|j| {
+                        let (yy, xx) = ((j / c) as i64, (j % c) as i64);
+                        j != i && ids[j] == ids[i] && (yy - y).abs() <= rad && (xx - x).abs() <= rad
+                    }) as usize;
+                }
+                assert_eq!(got, hits as f64 / (c * r) as f64, "{c} x {r}, radius {rad}");
+            }
+        }
+    }
+}
