@@ -234,22 +234,29 @@ fn cmp_key(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
 /// rather than shifted on every insertion ([`settle`] sorts one that never fills).
 #[inline(always)]
 fn insert(best: &mut Vec<(f32, u32)>, k: usize, item: (f32, u32)) {
-    if best.len() == k {
-        if cmp_key(&item, &best[k - 1]).is_ge() {
+    if best.len() < k {
+        best.push(item);
+        if k > SORTED_FILL {
+            if best.len() == k {
+                best.sort_unstable_by(cmp_key);
+            }
             return;
         }
-        best[k - 1] = item;
-    } else if k > SORTED_FILL {
-        best.push(item);
-        if best.len() == k {
-            best.sort_unstable_by(cmp_key);
-        }
+    } else if cmp_key(&item, &best[k - 1]).is_ge() {
         return;
     } else {
-        best.push(item);
+        best[k - 1] = item;
     }
-    // Move the new last point down to its place.
-    let mut at = best.len() - 1;
+    // The new last point moves down to its place: in a long list, found by halves and the
+    // points past it moved up at once.
+    let last = best.len() - 1;
+    if k > SORTED_FILL {
+        let at = best[..last].partition_point(|b| cmp_key(b, &item).is_lt());
+        best.copy_within(at..last, at + 1);
+        best[at] = item;
+        return;
+    }
+    let mut at = last;
     while at > 0 && cmp_key(&best[at - 1], &item).is_gt() {
         best[at] = best[at - 1];
         at -= 1;
