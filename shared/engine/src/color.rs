@@ -460,13 +460,9 @@ mod tests {
 
     #[test]
     fn ciede2000_by_vectors_agrees_with_the_angle_formulas() {
-        let mut s = 7u64;
-        let mut next = |lo: f64, hi: f64| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
-        };
+        let mut state = crate::seeded(7);
+        let mut next =
+            |lo: f64, hi: f64| lo + (hi - lo) * ((state() >> 11) as f64 / (1u64 << 53) as f64);
         let mut pairs: Vec<([f64; 3], [f64; 3])> = (0..20_000)
             .map(|_| {
                 let a = [next(0.0, 100.0), next(-110.0, 110.0), next(-110.0, 110.0)];
@@ -501,13 +497,9 @@ mod tests {
     /// equals the portable code, over batches of every length up to two vectors and a tail.
     #[test]
     fn ciede2000_batch_is_the_same_on_every_cpu() {
-        let mut s = 11u64;
-        let mut next = |lo: f32, hi: f32| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            lo + (hi - lo) * ((s >> 40) as f32 / (1u64 << 24) as f32)
-        };
+        let mut state = crate::seeded(11);
+        let mut next =
+            |lo: f32, hi: f32| lo + (hi - lo) * ((state() >> 40) as f32 / (1u64 << 24) as f32);
         let mut lab = || [next(0.0, 100.0), next(-110.0, 110.0), next(-110.0, 110.0)];
         for len in 0..=19 {
             for _ in 0..200 {

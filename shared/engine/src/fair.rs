@@ -480,14 +480,9 @@ mod tests {
     use super::*;
 
     fn values(seed: u64, len: usize) -> Vec<f32> {
-        let mut s = seed;
+        let mut state = crate::seeded(seed);
         (0..len)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 33) % 1000) as f32 / 20.0 - 25.0
-            })
+            .map(|_| ((state() >> 33) % 1000) as f32 / 20.0 - 25.0)
             .collect()
     }
 

@@ -348,13 +348,9 @@ mod tests {
     use crate::color::Lab;
 
     /// Numbers 0 to 99.9 from a seeded linear congruential generator.
-    fn numbers(mut s: u64) -> impl FnMut() -> f32 {
-        move || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 33) % 1000) as f32 / 10.0
-        }
+    fn numbers(seed: u64) -> impl FnMut() -> f32 {
+        let mut state = crate::seeded(seed);
+        move || ((state() >> 33) % 1000) as f32 / 10.0
     }
 
     /// A walk of nearby queries, each warm-started from the last answer (and once from another

@@ -32,6 +32,17 @@ pub mod tiff;
 pub mod transform;
 mod view;
 
+/// A seeded linear congruential generator for tests: each call steps it and gives its state.
+#[cfg(test)]
+pub(crate) fn seeded(mut s: u64) -> impl FnMut() -> u64 {
+    move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        s
+    }
+}
+
 pub use adaptive::{AdaptivePlan, AdaptiveSizes, AdaptiveSizing, Leaf};
 pub use background::{TileBackground, choose_background, lay_over};
 pub use cells::{CellMap, CellSource, Placement, write_placements_csv};

@@ -400,13 +400,8 @@ mod tests {
     /// and a scan of each cell's neighbourhood.
     #[test]
     fn summary_figures_agree_with_plain_counts() {
-        let mut s = 3u64;
-        let mut next = |n: u64| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 33) % n
-        };
+        let mut state = crate::seeded(3);
+        let mut next = |n: u64| (state() >> 33) % n;
         for (c, r) in [(1, 1), (1, 2), (7, 5), (40, 23)] {
             let de: Vec<f64> = (0..c * r).map(|_| next(10_000) as f64 / 100.0).collect();
             let ids: Vec<u32> = (0..c * r).map(|_| next(12) as u32).collect();

@@ -1030,17 +1030,17 @@ pub(crate) fn rank(
 /// Sorts candidates by cost, then tile index. A shortlist comes in order of distance in its own
 /// space, which is nearly the order of cost, so a short one takes an insertion sort.
 fn sort_by_cost(list: &mut [(f32, u32, Transform)]) {
-    let before = |a: &(f32, u32, Transform), b: &(f32, u32, Transform)| {
-        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).is_lt()
+    let by_cost = |a: &(f32, u32, Transform), b: &(f32, u32, Transform)| {
+        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
     };
     if list.len() > 64 {
-        list.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        list.sort_unstable_by(by_cost);
         return;
     }
     for i in 1..list.len() {
         let item = list[i];
         let mut j = i;
-        while j > 0 && before(&item, &list[j - 1]) {
+        while j > 0 && by_cost(&item, &list[j - 1]).is_lt() {
             list[j] = list[j - 1];
             j -= 1;
         }
@@ -1368,13 +1368,8 @@ mod tests {
     /// A library of `n` 12 x 12 tiles of blocks in pseudo-random colours, described on a
     /// `grid x grid` sub-grid.
     fn blocky_library(n: usize, grid: u8) -> Library {
-        let mut s = 99u64;
-        let mut next = move || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 33) as u8
-        };
+        let mut state = crate::seeded(99);
+        let mut next = move || (state() >> 33) as u8;
         let files = (0..n)
             .map(|i| {
                 let blocks: Vec<[u8; 3]> = (0..9).map(|_| [next(), next(), next()]).collect();
@@ -1448,15 +1443,8 @@ mod tests {
     /// tile's best transform.
     #[test]
     fn turned_patterns_are_invariant_and_a_lower_bound() {
-        let mut s = 5u64;
-        let mut grid = || {
-            [0; 9].map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (s >> 40) as f32 / (1u64 << 24) as f32 * 100.0
-            })
-        };
+        let mut state = crate::seeded(5);
+        let mut grid = || [0; 9].map(|_| (state() >> 40) as f32 / (1u64 << 24) as f32 * 100.0);
         let mean = [50.0, 10.0, -5.0];
         let turns = Transform::allowed(true, true, true);
         for _ in 0..200 {
