@@ -1715,8 +1715,8 @@ async fn planned_by_a_controller_alone(
     let controller = start_controller(&env.platform);
     let id = submit(&env.platform, library.reference(), &target_bytes(), job).await;
     wait_for_quality(&env.platform, id).await;
-    // The last slice is sent after the figures are recorded: a test that loses the slice
-    // requests must find them all sent first.
+    // Every slice is asked for as it is planned, before the figures are recorded; a test that
+    // loses the slice requests must find them all sent first.
     let requests = QueueName::SliceRequest.as_str();
     wait_while("the slices were not all sent", async || {
         env.depths().await[requests] < u64::from(job.slices)
@@ -1768,6 +1768,56 @@ async fn stalled_job_is_driven_again_once_and_ends_done() {
     assert_eq!(active_markers(&env).await, 0);
     let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
     assert_eq!(report.active, 0);
+    stop_role(processors).await;
+    stop_role(controller).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_stitched_without_its_summary_waits_for_it_and_is_driven_again_for_it() {
+    let job = Job::small(3);
+    let (env, controller, id) = planned_by_a_controller_alone(&job).await;
+    // The planner's summary is lost: as if its controller had died after asking for the slices,
+    // and its image request had been lost with it.
+    env.platform
+        .jobs()
+        .update(id, |r| {
+            r.summarized = false;
+            r.quality = None;
+            true
+        })
+        .await
+        .unwrap();
+
+    // Rendered and stitched, the job waits for the summary: it is not done without its figures.
+    let processors = start_processors(&env.platform, processor_settings(2));
+    wait_while("the job was not stitched", async || {
+        !env.platform.jobs().get(id).await.unwrap().is_stitched()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let record = env.platform.jobs().get(id).await.unwrap();
+    assert_eq!(record.state, JobState::Stitching, "{record:#?}");
+    assert!(record.quality.is_none() && !record.announced);
+
+    // Stalled: the reconciler asks for the plan again, whose summary finishes the job.
+    tokio::time::sleep(STALL).await;
+    let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
+    assert_eq!(report.redriven, vec![id], "{report:?}");
+    let record = finished(&env.platform, id).await;
+    assert_done_record(&record, &job, 3);
+    assert!(record.summarized && record.announced, "{record:#?}");
+    let quality = record.quality.expect("quality figures");
+    assert!(
+        quality.de00_mean > 0.0 && quality.distinct > 0,
+        "{quality:?}"
+    );
+    assert_same_pixels(
+        &result_pixels(&env.platform, id).await,
+        &local_render(&job),
+        "the job finished by its summary",
+    );
+    assert_eq!(active_markers(&env).await, 0);
+    assert_eq!(env.depths().await[QueueName::ImageResponse.as_str()], 1);
     stop_role(processors).await;
     stop_role(controller).await;
 }

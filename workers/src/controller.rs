@@ -152,6 +152,11 @@ impl Controller {
             Err(e) => return Err(job_failure(job, e)),
         };
         if record.state.is_final() {
+            // This request's summary may have finished the job just before a crash: its
+            // redelivery tells the front end and releases what the job no longer needs.
+            if record.state == JobState::Done && context.dequeue_count > 1 {
+                self.wind_up(&platform, client, &record).await?;
+            }
             return Ok(());
         }
         if record.slices_total > 0 && context.dequeue_count == 1 && !request.redrive {
@@ -203,12 +208,9 @@ impl Controller {
             plan_job(&input, tiles, (&spec, &limits), max_slice_pixels, &planned)
         });
         let mut record = record;
-        let mut count = 0;
-        let mut last = None;
         while let Some(item) = slices.recv().await {
             match item {
                 Planned::Sized(size, total) => {
-                    count = total;
                     record = jobs
                         .update(job, |r| {
                             if r.state.is_final() || r.slices_total > 0 {
@@ -231,9 +233,6 @@ impl Controller {
                         )));
                     }
                 }
-                // The last slice waits for the quality figures: the job cannot be done before
-                // they are in its record.
-                Planned::Slice(seq, plan) if seq + 1 == count => last = Some((seq, plan)),
                 Planned::Slice(seq, plan) => {
                     self.send_slice(&platform, client, &request, &record, seq, plan)
                         .await?;
@@ -247,8 +246,9 @@ impl Controller {
         };
         // Which tile went where, kept with the job for viewers that ask of a cell (a pass over
         // every cell, made off the runtime's threads), and the quality figures, measured on a
-        // uniform grid's cells (an adaptive mosaic has none): both at once, for the last slice
-        // waits for them.
+        // uniform grid's cells (an adaptive mosaic has none): both at once, while the last
+        // slices render and are stitched. The job is done once both this summary and the
+        // stitch are recorded, by whichever comes last.
         let library = quality_tiles.clone();
         let started = std::time::Instant::now();
         let uniform = match &plan {
@@ -291,20 +291,22 @@ impl Controller {
         tracing::debug!(%job, ms = started.elapsed().as_millis() as u64, "cell map and quality figures made");
         // With this update's own head, read and write.
         let spent_here = platform.accounting.take_job(job) + 3;
-        jobs.update(job, |r| {
-            if r.quality.is_none() {
-                r.quality = quality.clone();
-            }
-            *r.transactions.entry("controller".into()).or_default() += spent_here;
-            true
-        })
-        .await
-        .map_err(|e| job_failure(job, e))?;
-        if let Some((seq, plan)) = last {
-            self.send_slice(&platform, client, &request, &record, seq, plan)
-                .await?;
+        let mut finished = false;
+        let record = jobs
+            .update(job, |r| {
+                if r.state.is_final() {
+                    return false;
+                }
+                finished = r.summary_done(quality.clone());
+                *r.transactions.entry("controller".into()).or_default() += spent_here;
+                true
+            })
+            .await
+            .map_err(|e| job_failure(job, e))?;
+        tracing::info!(%job, slices = record.slices_total, "job planned");
+        if finished {
+            self.wind_up(&platform, client, &record).await?;
         }
-        tracing::info!(%job, slices = count, "job planned");
         Ok(())
     }
 
@@ -404,10 +406,7 @@ impl Controller {
                 // front end, or releasing what the job no longer needs. (A first delivery is a
                 // duplicate racing the announcement.)
                 if context.dequeue_count > 1 {
-                    if !record.announced {
-                        self.announce(&platform, client, &record).await?;
-                    }
-                    self.release(&platform, job).await?;
+                    self.wind_up(&platform, client, &record).await?;
                 }
                 return Ok(());
             }
@@ -471,6 +470,11 @@ impl Controller {
             stitching: &self.stitching,
             job,
         };
+        // Stitched already, waiting for the planner's summary, which will finish the job (the
+        // reconciler asks for it again should the planner die first).
+        if record.is_stitched() {
+            return Ok(());
+        }
         if record.state == JobState::Stitching && context.dequeue_count == 1 {
             return Err(Failure::retry_after(Duration::from_millis(
                 self.settings.visibility_timeout_ms,
@@ -514,20 +518,33 @@ impl Controller {
         let mut finished = false;
         let record = jobs
             .update(job, |r| {
-                finished = r.advance(JobState::Done);
-                if finished {
-                    r.result_blob = Some(output.clone());
-                    *r.transactions.entry("controller".into()).or_default() += spent_here;
+                if r.state.is_final() {
+                    return false;
                 }
-                finished
+                finished = r.stitch_done(output.clone());
+                *r.transactions.entry("controller".into()).or_default() += spent_here;
+                true
             })
             .await
             .map_err(|e| job_failure(job, e))?;
         if finished {
-            self.announce(&platform, client, &record).await?;
-            self.release(&platform, job).await?;
+            self.wind_up(&platform, client, &record).await?;
         }
         Ok(())
+    }
+
+    /// Tells the front end that a done job is done (unless told before) and releases what the
+    /// job no longer needs.
+    async fn wind_up(
+        &self,
+        platform: &Platform,
+        client: Uuid,
+        record: &JobRecord,
+    ) -> Result<(), Failure> {
+        if !record.announced {
+            self.announce(platform, client, record).await?;
+        }
+        self.release(platform, record.id).await
     }
 
     /// Deletes a done job's upload (unless kept), slice plans and outputs. Part of handling the

@@ -5,7 +5,7 @@
 //! an operator cleared a queue. Each job controller sweeps the jobs not ended yet (one listing of
 //! their [`BlobKey::ActiveJob`] markers) every quarter of `jobs.stall_timeout_secs`. A job whose
 //! record has not changed for that long is re-driven once: what is missing is asked for again
-//! (the plan, the slices not rendered, or the stitch), idempotently. A job that stalls again
+//! (the plan, the slices not rendered, the planner's summary, or the stitch), idempotently. A job that stalls again
 //! after that fails with the reason.
 //!
 //! Under several controllers, the record's conditional write decides: the first to note the
@@ -174,8 +174,9 @@ async fn redrive(platform: &Platform, job: Uuid, stall: Duration) -> Result<bool
 }
 
 /// Sends the messages that take `record`'s job on from where it stands: the image request when
-/// it was never planned (or a slice's plan is gone), the requests of the slices not rendered, or,
-/// with every slice in, one slice response again so that the job is stitched.
+/// it was never planned, a slice's plan is gone or the planner's summary never came (planning
+/// again also asks for the slices not rendered), the requests of the slices not rendered, and,
+/// with every slice in but no stitch, one slice response again so that the job is stitched.
 async fn resend_missing(platform: &Platform, record: &JobRecord) -> Result<(), StorageError> {
     let job = record.id;
     let client = record.client_id;
@@ -194,13 +195,22 @@ async fn resend_missing(platform: &Platform, record: &JobRecord) -> Result<(), S
             .map(drop)
     };
     let total = record.slices_total;
-    if total == 0 || record.state < JobState::Rendering {
-        return plan_again().await;
-    }
     let missing: Vec<u32> = (0..total)
         .filter(|seq| !record.slices.contains_key(seq))
         .collect();
+    if total == 0
+        || record.state < JobState::Rendering
+        || (!record.summarized && !missing.is_empty())
+    {
+        return plan_again().await;
+    }
     if missing.is_empty() {
+        if !record.summarized {
+            plan_again().await?;
+        }
+        if record.is_stitched() {
+            return Ok(());
+        }
         let (&seq, slice) = record.slices.last_key_value().expect("total > 0");
         let response = SliceResponse {
             job_id: job,

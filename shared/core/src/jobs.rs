@@ -144,6 +144,11 @@ pub struct JobRecord {
     /// Quality figures (known once planned).
     #[serde(default)]
     pub quality: Option<JobQuality>,
+    /// Whether the planner has stored the cell map and recorded the quality figures (none, for
+    /// an adaptive mosaic). The job is done once this and the stitch are both in, whichever
+    /// comes last.
+    #[serde(default)]
+    pub summarized: bool,
     /// Slices the job was cut into (known once sliced).
     #[serde(default)]
     pub slices_total: u32,
@@ -180,6 +185,7 @@ impl JobRecord {
             finished_at: None,
             output: None,
             quality: None,
+            summarized: false,
             slices_total: 0,
             slices: BTreeMap::new(),
             result_blob: None,
@@ -210,6 +216,34 @@ impl JobRecord {
         }
         self.slices.insert(seq, slice);
         true
+    }
+
+    /// Records the planner's summary (the quality figures, kept if recorded before). Returns
+    /// whether this finished the job: the stitch was already in.
+    pub fn summary_done(&mut self, quality: Option<JobQuality>) -> bool {
+        if self.state.is_final() {
+            return false;
+        }
+        if self.quality.is_none() {
+            self.quality = quality;
+        }
+        self.summarized = true;
+        self.is_stitched() && self.advance(JobState::Done)
+    }
+
+    /// Records the stitched result. Returns whether this finished the job: the planner's
+    /// summary was already in.
+    pub fn stitch_done(&mut self, result_blob: String) -> bool {
+        if self.state.is_final() {
+            return false;
+        }
+        self.result_blob = Some(result_blob);
+        self.summarized && self.advance(JobState::Done)
+    }
+
+    /// Whether the result is stitched (the job may still wait for the planner's summary).
+    pub fn is_stitched(&self) -> bool {
+        self.result_blob.is_some()
     }
 
     /// Marks the job failed with a reason, unless it already ended.
@@ -449,6 +483,67 @@ mod tests {
         ));
         assert_eq!(r.slices_done(), 1);
         assert_eq!(r.slices[&2].processor, "p1");
+    }
+
+    fn quality(de00_mean: f64) -> JobQuality {
+        JobQuality {
+            de00_mean,
+            de00_p95: 20.0,
+            ssim_view: Some(0.7),
+            distinct: 10,
+            library_tiles: 12,
+            min_uses: 0,
+            max_uses: 3,
+            overlay: None,
+            dup_r1: 0.0,
+            dup_r5: 0.1,
+            background: None,
+        }
+    }
+
+    #[test]
+    fn the_job_is_done_by_whichever_of_summary_and_stitch_comes_last() {
+        // Summary first: the stitch finishes the job.
+        let mut r = record();
+        r.advance(JobState::Rendering);
+        assert!(!r.summary_done(Some(quality(12.0))));
+        assert_eq!(r.state, JobState::Rendering);
+        r.advance(JobState::Stitching);
+        assert!(r.stitch_done("out.png".into()));
+        assert_eq!(r.state, JobState::Done);
+        assert_eq!(r.quality.as_ref().map(|q| q.de00_mean), Some(12.0));
+        // Once done, neither finishes it again.
+        assert!(!r.stitch_done("out.png".into()));
+        assert!(!r.summary_done(None));
+
+        // Stitch first: the job waits, stitched, for the summary, which finishes it.
+        let mut r = record();
+        r.advance(JobState::Stitching);
+        assert!(!r.stitch_done("out.png".into()));
+        assert!(r.is_stitched());
+        assert_eq!(r.state, JobState::Stitching);
+        assert!(r.summary_done(Some(quality(13.0))));
+        assert_eq!(r.state, JobState::Done);
+        assert_eq!(r.result_blob.as_deref(), Some("out.png"));
+
+        // A summary made again (a redelivery) keeps the figures recorded first; a summary
+        // without figures (an adaptive mosaic) still lets the job end.
+        let mut r = record();
+        r.advance(JobState::Stitching);
+        r.summary_done(Some(quality(12.0)));
+        r.summary_done(Some(quality(14.0)));
+        assert_eq!(r.quality.as_ref().map(|q| q.de00_mean), Some(12.0));
+        let mut r = record();
+        r.advance(JobState::Stitching);
+        assert!(!r.summary_done(None));
+        assert!(r.stitch_done("out.png".into()));
+        assert!(r.quality.is_none());
+
+        // A failed job stays failed.
+        let mut r = record();
+        r.fail("gone");
+        assert!(!r.summary_done(None) && !r.stitch_done("out.png".into()));
+        assert!(!r.is_stitched());
     }
 
     #[test]
