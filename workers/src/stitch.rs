@@ -427,10 +427,13 @@ mod tests {
             .unwrap();
         let good = ("sliceoutput/x/00000".to_string(), size);
         let raw = ("sliceoutput/x/00001".to_string(), 30);
+        // Listed longer than it is.
+        let short = ("sliceoutput/x/00000".to_string(), size + 5);
         for (slices, height) in [
             (vec![good.clone()], 3),
             (vec![good.clone(), good.clone()], 3),
             (vec![good.clone(), raw], 4),
+            (vec![good.clone(), short], 4),
         ] {
             let err = stitch_png(
                 blobs.clone(),
