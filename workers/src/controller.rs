@@ -291,23 +291,43 @@ impl Controller {
         tracing::debug!(%job, ms = started.elapsed().as_millis() as u64, "cell map and quality figures made");
         // With this update's own head, read and write.
         let spent_here = platform.accounting.take_job(job) + 3;
+        let record = self
+            .record_ending(&platform, client, job, spent_here, |r| {
+                r.summary_done(quality.clone())
+            })
+            .await?;
+        tracing::info!(%job, slices = record.slices_total, "job planned");
+        Ok(())
+    }
+
+    /// Records one of the two steps a job ends with (the planner's summary, the stitch: `step`
+    /// says whether it was the last) with the controller's transactions, and winds the job up if
+    /// this finished it.
+    async fn record_ending(
+        &self,
+        platform: &Platform,
+        client: Uuid,
+        job: Uuid,
+        spent_here: u64,
+        mut step: impl FnMut(&mut JobRecord) -> bool,
+    ) -> Result<JobRecord, Failure> {
         let mut finished = false;
-        let record = jobs
+        let record = platform
+            .jobs()
             .update(job, |r| {
                 if r.state.is_final() {
                     return false;
                 }
-                finished = r.summary_done(quality.clone());
+                finished = step(r);
                 *r.transactions.entry("controller".into()).or_default() += spent_here;
                 true
             })
             .await
             .map_err(|e| job_failure(job, e))?;
-        tracing::info!(%job, slices = record.slices_total, "job planned");
         if finished {
-            self.wind_up(&platform, client, &record).await?;
+            self.wind_up(platform, client, &record).await?;
         }
-        Ok(())
+        Ok(record)
     }
 
     /// Stores one slice's rows of the plan and, unless the slice is rendered already, asks for
@@ -515,21 +535,10 @@ impl Controller {
         }
 
         let spent_here = platform.accounting.take_job(job);
-        let mut finished = false;
-        let record = jobs
-            .update(job, |r| {
-                if r.state.is_final() {
-                    return false;
-                }
-                finished = r.stitch_done(output.clone());
-                *r.transactions.entry("controller".into()).or_default() += spent_here;
-                true
-            })
-            .await
-            .map_err(|e| job_failure(job, e))?;
-        if finished {
-            self.wind_up(&platform, client, &record).await?;
-        }
+        self.record_ending(&platform, client, job, spent_here, |r| {
+            r.stitch_done(output.clone())
+        })
+        .await?;
         Ok(())
     }
 
