@@ -430,6 +430,9 @@ impl Controller {
                 }
                 return Ok(());
             }
+            // Stitched already, waiting for the planner's summary, which will finish the job
+            // (the reconciler asks for it again should the planner die first).
+            _ if record.is_stitched() => return Ok(()),
             _ => {}
         }
         let Some(size) = record.output else {
@@ -490,11 +493,6 @@ impl Controller {
             stitching: &self.stitching,
             job,
         };
-        // Stitched already, waiting for the planner's summary, which will finish the job (the
-        // reconciler asks for it again should the planner die first).
-        if record.is_stitched() {
-            return Ok(());
-        }
         if record.state == JobState::Stitching && context.dequeue_count == 1 {
             return Err(Failure::retry_after(Duration::from_millis(
                 self.settings.visibility_timeout_ms,

@@ -5,8 +5,8 @@
 //! an operator cleared a queue. Each job controller sweeps the jobs not ended yet (one listing of
 //! their [`BlobKey::ActiveJob`] markers) every quarter of `jobs.stall_timeout_secs`. A job whose
 //! record has not changed for that long is re-driven once: what is missing is asked for again
-//! (the plan, the slices not rendered, the planner's summary, or the stitch), idempotently. A job that stalls again
-//! after that fails with the reason.
+//! (the plan, the slices not rendered, the planner's summary, or the stitch), idempotently. A
+//! job that stalls again after that fails with the reason.
 //!
 //! Under several controllers, the record's conditional write decides: the first to note the
 //! re-drive acts, the others find a record that changed a moment ago and leave it.
