@@ -151,8 +151,14 @@ fn read_png_rows(bytes: &[u8]) -> Result<(), ApiError> {
             format!("the image is corrupt or truncated: {e}"),
         )
     };
-    // The rows are the limit here (checked above): the decoder's own would refuse large images.
-    let limits = png::Limits { bytes: usize::MAX };
+    let bad = |e: png::DecodingError| match e {
+        png::DecodingError::LimitsExceeded => {
+            ApiError::unprocessable("image_too_large", tessera_engine::decode::png_over_budget())
+        }
+        e => bad(e),
+    };
+    // A row at a time, and the metadata within its budget.
+    let limits = tessera_engine::decode::png_limits(bytes);
     let mut reader = png::Decoder::new_with_limits(Cursor::new(bytes), limits)
         .read_info()
         .map_err(bad)?;

@@ -79,7 +79,8 @@ pub fn signature(secret: &str, unix: i64, body: &str) -> String {
 fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
-            v4.is_loopback()
+            v4.octets()[0] == 0
+                || v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
                 || v4.is_unspecified()
@@ -92,10 +93,26 @@ fn is_private(ip: IpAddr) -> bool {
                 || v6.is_unspecified()
                 || (first & 0xfe00) == 0xfc00
                 || (first & 0xffc0) == 0xfe80
-                || v6
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| is_private(IpAddr::V4(v4)))
+                || embedded_v4(v6).is_some_and(|v4| is_private(IpAddr::V4(v4)))
         }
+    }
+}
+
+/// The IPv4 address an IPv6 address carries, where a router or host would reach it: mapped
+/// (`::ffff:a.b.c.d`), compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`).
+fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let low = |hi: u16, lo: u16| {
+        std::net::Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8)
+    };
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    match s {
+        [0, 0, 0, 0, 0, 0, hi, lo] if (hi, lo) != (0, 0) && (hi, lo) != (0, 1) => Some(low(hi, lo)),
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => Some(low(hi, lo)),
+        [0x2002, hi, lo, ..] => Some(low(hi, lo)),
+        _ => None,
     }
 }
 
@@ -122,6 +139,9 @@ async fn deliver(
         "{}:{port}",
         host.trim_start_matches('[').trim_end_matches(']')
     );
+    // reqwest has no TLS provider of its own here: without one, building a client panics.
+    // Fails harmlessly when a provider is already installed for the process.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client_for = |addr: std::net::SocketAddr| {
         reqwest::Client::builder()
             .timeout(Duration::from_secs(settings.timeout_secs.max(1)))
@@ -199,10 +219,24 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:10.0.0.1",
+            "0.0.0.0",
+            "0.1.2.3",
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "64:ff9b::7f00:1",
+            "64:ff9b::a00:1",
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
         ] {
             assert!(is_private(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["8.8.8.8", "2001:4860:4860::8888", "100.128.0.1"] {
+        for ip in [
+            "8.8.8.8",
+            "2001:4860:4860::8888",
+            "100.128.0.1",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+        ] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
         }
     }

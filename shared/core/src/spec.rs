@@ -1062,6 +1062,17 @@ impl JobSpec {
                 ),
             ));
         }
+        if let Some(why) = tessera_engine::plan::floor_unworkable(
+            (cols, rows),
+            u64::from(tiles),
+            radius,
+            self.options.min_uses,
+        ) {
+            return Err(SpecError::unusable(
+                "too_few_cells",
+                format!("the library {name:?}: {why}"),
+            ));
+        }
         Ok(())
     }
 }

@@ -82,8 +82,12 @@ pub fn write_placements_csv(
     mut w: impl std::io::Write,
 ) -> std::io::Result<()> {
     let field = |s: &str| {
-        if s.contains([',', '"', '\n', '\r']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
+        // A cell a spreadsheet would read as a formula is neutralised as OWASP advises: a
+        // leading quote, and the field quoted.
+        let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
+        if formula || s.contains([',', '"', '\n', '\r']) {
+            let quote = if formula { "'" } else { "" };
+            format!("\"{quote}{}\"", s.replace('"', "\"\""))
         } else {
             s.to_string()
         }
@@ -454,4 +458,61 @@ fn read_squares(r: &mut Reader, (cols, rows): (u32, u32), cell: TileSize) -> Opt
         }
     }
     Some(Squares { squares, cells })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_csv_cell_can_start_a_formula() {
+        let hostile = [
+            "=HYPERLINK(\"http://x\")",
+            "+1+2",
+            "-3",
+            "@cmd",
+            "\tx",
+            "\rx",
+            "plain",
+            "a,b",
+        ];
+        let placements: Vec<Placement> = hostile
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Placement {
+                source: CellSource {
+                    tile: i as u32,
+                    name: s.to_string(),
+                    caption: s.to_string(),
+                },
+                cells: vec![[0, i as u32]],
+            })
+            .collect();
+        let mut out = Vec::new();
+        write_placements_csv(&placements, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // Each field as a spreadsheet reads it: unquoted, doubled quotes undone.
+        let mut fields = Vec::new();
+        let (mut field, mut quoted, mut chars) = (String::new(), false, text.chars().peekable());
+        while let Some(c) = chars.next() {
+            match c {
+                '"' if quoted && chars.peek() == Some(&'"') => {
+                    field.push('"');
+                    chars.next();
+                }
+                '"' => quoted = !quoted,
+                ',' | '\n' if !quoted => fields.push(std::mem::take(&mut field)),
+                c => field.push(c),
+            }
+        }
+        assert!(fields.len() > 5 * hostile.len(), "{fields:?}");
+        for f in &fields {
+            assert!(
+                !f.starts_with(['=', '+', '-', '@', '\t', '\r']),
+                "{f:?} in\n{text}"
+            );
+        }
+        assert!(text.contains("\"'=HYPERLINK(\"\"http://x\"\")\""), "{text}");
+        assert!(text.contains(",plain,plain,"), "{text}");
+    }
 }

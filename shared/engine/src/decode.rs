@@ -201,9 +201,14 @@ pub fn image_size(path: &std::path::Path) -> Option<(u32, u32)> {
         .take(64)
         .read_to_end(&mut head)
         .ok()?;
-    if Format::sniff(&head).is_some_and(Format::is_heif) {
-        let header = read_header(&std::fs::read(path).ok()?).ok()?;
-        return Some((header.width, header.height));
+    match Format::sniff(&head) {
+        Some(f) if f.is_heif() => {
+            let header = read_header(&std::fs::read(path).ok()?).ok()?;
+            return Some((header.width, header.height));
+        }
+        // The IHDR's own numbers: the image crate would read the metadata on its way there.
+        Some(Format::Png) => return png_ihdr_size(&head),
+        _ => {}
     }
     image::ImageReader::open(path)
         .and_then(|r| r.with_guessed_format())
@@ -217,18 +222,22 @@ pub fn read_header(bytes: &[u8]) -> Result<Header, String> {
     use image::ImageDecoder;
     use image::metadata::Orientation;
     let format = Format::sniff(bytes).ok_or("not an image Tessera reads")?;
+    if format == Format::Png {
+        png_declared(bytes)?;
+    }
     if format.is_heif() {
-        let (width, height, alpha) = heif::header(bytes)?;
+        let (width, height, _, decoded_bytes) = heif::header(bytes)?;
         return Ok(Header {
             format,
             width,
             height,
             turned: false,
-            decoded_bytes: u64::from(width) * u64::from(height) * if alpha { 4 } else { 3 },
+            decoded_bytes,
         });
     }
     let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes));
     reader.set_format(format.image_format().expect("not HEIF"));
+    reader.limits(header_limits(format, bytes));
     let mut decoder = reader.into_decoder().map_err(|e| e.to_string())?;
     let (width, height) = decoder.dimensions();
     let turned = matches!(
@@ -328,8 +337,31 @@ pub fn decode_oriented(
     if format == Format::Jpeg && jpeg_cut_off(bytes) {
         return Err("the JPEG ends before its image does: the file was cut off".into());
     }
+    // A PNG's profile and text are read within their own budget before the decoder reads them.
+    let png_declared = match format {
+        Format::Png => Some(png_declared(bytes)?),
+        _ => None,
+    };
     let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes));
     reader.set_format(format.image_format().expect("not HEIF"));
+    if format == Format::Png {
+        // The PNG decoder reads the metadata as it opens, within what is left of the allocation
+        // limit once the image's pixels are counted: at most those pixels (8 bytes each) and
+        // the metadata's budget, or the caller's limit if lower.
+        let (w, h) = png_ihdr_size(bytes).unwrap_or((0, 0));
+        if let Some(limits) = &limits {
+            check_side(w, h, limits)?;
+        }
+        let own = (u64::from(w) * u64::from(h) * 8).saturating_add(png_limits(bytes).bytes as u64);
+        let mut png = image::Limits::default();
+        png.max_alloc = Some(
+            limits
+                .as_ref()
+                .and_then(|l| l.max_alloc)
+                .map_or(own, |max| max.min(own)),
+        );
+        reader.limits(png);
+    }
     // The header only; the limits are checked here, so that the reason names the size.
     let mut decoder = reader.into_decoder().map_err(|e| e.to_string())?;
     if let Some(limits) = limits {
@@ -337,13 +369,12 @@ pub fn decode_oriented(
         check_side(w, h, &limits)?;
         decoder.set_limits(limits).map_err(|e| e.to_string())?;
     }
-    let declared = if format == Format::Png {
-        png_declared(bytes)
-    } else {
-        match decoder.icc_profile() {
+    let declared = match png_declared {
+        Some(declared) => declared,
+        None => match decoder.icc_profile() {
             Ok(Some(icc)) => Declared::icc(&icc),
             _ => Declared::SRGB,
-        }
+        },
     };
     let orientation = decoder
         .orientation()
@@ -372,12 +403,57 @@ fn check_side(w: u32, h: u32, limits: &image::Limits) -> Result<(), String> {
     Ok(())
 }
 
-/// The colour space a PNG declares, from its header chunks.
-fn png_declared(bytes: &[u8]) -> Declared {
-    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+/// Most bytes a file's metadata (colour profile, EXIF, XMP, text) may take once decompressed.
+/// Only PNG compresses its metadata; in the other formats it is bounded by the file's size.
+pub const MAX_METADATA_BYTES: usize = 16 << 20;
+
+/// The `png` crate's allocation budget for `bytes`: the metadata's, and two rows of the
+/// widest pixels for the image the IHDR declares (the decoder holds a row, not the image).
+pub fn png_limits(bytes: &[u8]) -> png::Limits {
+    let width = bytes
+        .get(16..20)
+        .map_or(0, |w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+    png::Limits {
+        bytes: MAX_METADATA_BYTES.saturating_add((width as usize).saturating_mul(16)),
+    }
+}
+
+/// The width and height a PNG's IHDR declares.
+fn png_ihdr_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    let be = |at: usize| Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    (bytes.get(12..16) == Some(b"IHDR")).then_some(())?;
+    Some((be(16)?, be(20)?))
+}
+
+/// The image crate's limits for reading a header: a PNG's metadata within its budget.
+fn header_limits(format: Format, bytes: &[u8]) -> image::Limits {
+    let mut limits = image::Limits::default();
+    if format == Format::Png {
+        limits.max_alloc = Some(png_limits(bytes).bytes as u64);
+    }
+    limits
+}
+
+/// Why a PNG is refused when the `png` crate's budget ran out: its metadata is too large.
+pub fn png_over_budget() -> String {
+    format!(
+        "the PNG's metadata (colour profile or text) is over the {} MB allowed",
+        MAX_METADATA_BYTES >> 20
+    )
+}
+
+/// The colour space a PNG declares, from its header chunks, read within
+/// [`MAX_METADATA_BYTES`]: a profile or text over it is refused; a PNG whose header cannot be
+/// read otherwise is left to the decoder (sRGB here).
+fn png_declared(bytes: &[u8]) -> Result<Declared, String> {
+    let limits = png::Limits {
+        bytes: MAX_METADATA_BYTES,
+    };
+    let decoder = png::Decoder::new_with_limits(std::io::Cursor::new(bytes), limits);
     match decoder.read_info() {
-        Ok(reader) => Declared::png(reader.info()),
-        Err(_) => Declared::SRGB,
+        Ok(reader) => Ok(Declared::png(reader.info())),
+        Err(png::DecodingError::LimitsExceeded) => Err(png_over_budget()),
+        Err(_) => Ok(Declared::SRGB),
     }
 }
 
@@ -458,11 +534,11 @@ pub fn decode_target(bytes: &[u8], background: [u8; 3]) -> Result<image::RgbImag
 /// rows come in passes; the whole-image path takes it).
 fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::RgbImage>, Error> {
     use image::ImageDecoder;
-    let bad = |e: png::DecodingError| Error::Decode(e.to_string());
-    let mut decoder = png::Decoder::new_with_limits(
-        std::io::Cursor::new(bytes),
-        png::Limits { bytes: usize::MAX },
-    );
+    let bad = |e: png::DecodingError| match e {
+        png::DecodingError::LimitsExceeded => Error::Decode(png_over_budget()),
+        e => Error::Decode(e.to_string()),
+    };
+    let mut decoder = png::Decoder::new_with_limits(std::io::Cursor::new(bytes), png_limits(bytes));
     // Palettes, low bit depths and transparency chunks expanded; 16-bit samples are narrowed
     // below, rounded as the image crate rounds them.
     decoder.set_transformations(png::Transformations::EXPAND);
@@ -528,10 +604,12 @@ fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::Rg
     }
     let img = image::RgbImage::from_raw(w, h, out).expect("sized buffer");
     // The orientation an eXIf chunk gives, read as the whole-image path reads it.
-    let orientation = image::codecs::png::PngDecoder::new(std::io::Cursor::new(bytes))
-        .ok()
-        .and_then(|mut d| d.orientation().ok())
-        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let limits = header_limits(Format::Png, bytes);
+    let orientation =
+        image::codecs::png::PngDecoder::with_limits(std::io::Cursor::new(bytes), limits)
+            .ok()
+            .and_then(|mut d| d.orientation().ok())
+            .unwrap_or(image::metadata::Orientation::NoTransforms);
     if orientation == image::metadata::Orientation::NoTransforms {
         return Ok(Some(img));
     }
@@ -546,24 +624,41 @@ mod heif {
 
     use crate::profile::{Declared, image_to_srgb};
 
-    /// Width, height (rotation applied) and whether there is an alpha channel.
-    pub(super) fn header(bytes: &[u8]) -> Result<(u32, u32, bool), String> {
+    /// Width, height (rotation applied), whether there is an alpha channel, and the bytes the
+    /// decode takes, from the file's real structure (`heif_items`), not from what it declares.
+    pub(super) fn header(bytes: &[u8]) -> Result<(u32, u32, bool, u64), String> {
+        let real = crate::heif_items::real_size(bytes)?;
         let context = HeifContext::read_from_bytes(bytes).map_err(|e| e.message)?;
         let handle = context.primary_image_handle().map_err(|e| e.message)?;
-        Ok((handle.width(), handle.height(), handle.has_alpha_channel()))
+        let (w, h, alpha) = (handle.width(), handle.height(), handle.has_alpha_channel());
+        // libheif's size turns with the image; the real one is as stored.
+        let (rw, rh) = if (w < h) == (real.width < real.height) {
+            (real.width, real.height)
+        } else {
+            (real.height, real.width)
+        };
+        let (w, h) = (w.max(rw), h.max(rh));
+        let channels = if alpha { 4 } else { 3 };
+        // Every coded pixel in YUV (1.5 bytes) on the way, then the image in RGB twice:
+        // libheif's and ours.
+        let decoded = real
+            .decoded_pixels
+            .saturating_mul(2)
+            .saturating_add(u64::from(w) * u64::from(h) * 2 * channels);
+        Ok((w, h, alpha, decoded))
     }
 
     pub(super) fn decode(
         bytes: &[u8],
         limits: Option<&image::Limits>,
     ) -> Result<image::DynamicImage, String> {
+        let (w, h, _, decoded) = header(bytes)?;
         let context = HeifContext::read_from_bytes(bytes).map_err(|e| e.message)?;
         let handle = context.primary_image_handle().map_err(|e| e.message)?;
-        let (w, h, alpha) = (handle.width(), handle.height(), handle.has_alpha_channel());
+        let alpha = handle.has_alpha_channel();
         if let Some(limits) = limits {
             super::check_side(w, h, limits)?;
-            let bytes = u64::from(w) * u64::from(h) * if alpha { 4 } else { 3 };
-            if limits.max_alloc.is_some_and(|max| bytes > max) {
+            if limits.max_alloc.is_some_and(|max| decoded > max) {
                 return Err(format!("{w}x{h} pixels is over the memory allowed"));
             }
         }

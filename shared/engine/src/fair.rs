@@ -56,6 +56,45 @@ const EPSILON_STEP: f32 = 5.0;
 const SCAN_WHEN_FEWER: usize = 16;
 /// Bids one auction phase may take per bidder before the assignment is taken to be impossible.
 const BIDS_PER_BIDDER: usize = 20;
+/// Work the floor may do for each cell of the grid, and at least in all, where a unit is a cell
+/// looked at or a count updated: a floor whose copies cannot settle within it fails with its
+/// reason rather than hold a planning slot for minutes.
+pub(crate) const WORK_PER_CELL: u64 = 20_000;
+pub(crate) const WORK_AT_LEAST: u64 = 1 << 30;
+
+/// Why the copies found no assignment.
+enum Stuck {
+    /// This tile's copies have no cells left that keep them apart.
+    Tile(u32),
+    /// The work budget ran out.
+    Budget(u64),
+}
+
+/// Work done against [`WORK_PER_CELL`].
+struct Work {
+    done: u64,
+    most: u64,
+}
+
+impl Work {
+    fn for_cells(cells: usize) -> Work {
+        Work {
+            done: 0,
+            most: (cells as u64)
+                .saturating_mul(WORK_PER_CELL)
+                .max(WORK_AT_LEAST),
+        }
+    }
+
+    /// Counts `units`; an error once the budget is spent.
+    fn spend(&mut self, units: usize) -> Result<(), Stuck> {
+        self.done += units as u64;
+        if self.done > self.most {
+            return Err(Stuck::Budget(self.most));
+        }
+        Ok(())
+    }
+}
 
 /// A cost in the units the assignment adds up: the square root of the matcher's score (squared
 /// CIEDE2000 of the means plus the structure terms), so the sum is a sum of distances, as the
@@ -135,11 +174,9 @@ pub(crate) fn place_copies(
         .enumerate()
         .map(|(t, cells)| cells.into_iter().map(|c| (c, value(t as u32, c))).collect())
         .collect();
-    for (t, c) in own_cells(&lists, (cols, radius, m), cell_means, library.means()) {
-        lists[t as usize].push((c, value(t, c)));
-    }
-    let cell_of =
-        auction(&lists, cells, (cols, radius, m)).map_err(|t| Error::LibraryTooSmall {
+    let mut work = Work::for_cells(cells);
+    let stuck = |why: Stuck| match why {
+        Stuck::Tile(t) => Error::LibraryTooSmall {
             tiles: n,
             needed: n,
             hint: format!(
@@ -147,7 +184,24 @@ pub(crate) fn place_copies(
                  min_uses or the repeat radius, or add cells",
                 library.name(t)
             ),
-        })?;
+        },
+        Stuck::Budget(most) => Error::InvalidOption(format!(
+            "every tile at least {min_uses} times found no placement within the planner's \
+             budget ({most} steps for {cells} cells): lower min_uses or the repeat radius, or \
+             add cells"
+        )),
+    };
+    let own = own_cells(
+        &lists,
+        (cols, radius, m),
+        cell_means,
+        library.means(),
+        &mut work,
+    );
+    for (t, c) in own.map_err(stuck)? {
+        lists[t as usize].push((c, value(t, c)));
+    }
+    let cell_of = auction(&lists, cells, (cols, radius, m), &mut work).map_err(stuck)?;
     let mut placed = vec![None; cells];
     for (copy, &cell) in cell_of.iter().enumerate() {
         let t = (copy / m) as u32;
@@ -162,7 +216,8 @@ fn auction(
     lists: &Edges,
     cells: usize,
     (cols, radius, m): (usize, usize, usize),
-) -> Result<Vec<u32>, u32> {
+    work: &mut Work,
+) -> Result<Vec<u32>, Stuck> {
     let copies = lists.len() * m;
     let mut price = vec![0f32; cells];
     let mut owner = vec![NONE; cells];
@@ -187,8 +242,18 @@ fn auction(
         while let Some(bidder) = queue.pop_front() {
             bids += 1;
             if bids > most_bids {
-                return Err((bidder as usize).min(copies.saturating_sub(1)) as u32 / m as u32);
+                let t = (bidder as usize).min(copies.saturating_sub(1)) / m;
+                return Err(Stuck::Tile(t as u32));
             }
+            // A bid looks at its tile's cells and, with several copies, counts the cells
+            // around the one it takes and the one it frees.
+            let around = if m > 1 {
+                2 * (2 * radius + 1).pow(2)
+            } else {
+                0
+            };
+            let looked = lists.get(bidder as usize / m).map_or(1, Vec::len);
+            work.spend(looked + around)?;
             let (cell, margin) = if bidder as usize >= copies {
                 // A stand-in takes the cheapest cell, raised to just past the next cheapest.
                 let Some((p1, c1)) = pop_cheapest(&mut cheapest, &price) else {
@@ -202,7 +267,7 @@ fn auction(
                 let near_sibling = |c: u32| m > 1 && cover[t].get(&c).is_some_and(|&n| n > 0);
                 let (best, second) = best_two(lists[t].iter().copied(), &price, near_sibling);
                 if best.1 == NONE {
-                    return Err(t as u32);
+                    return Err(Stuck::Tile(t as u32));
                 }
                 let margin = if second == f32::NEG_INFINITY {
                     0.0
@@ -319,8 +384,10 @@ fn own_cells(
     grid: (usize, usize, usize),
     cell_means: &[Lab],
     tile_means: &[Lab],
-) -> Vec<(u32, u32)> {
+    work: &mut Work,
+) -> Result<Vec<(u32, u32)>, Stuck> {
     let m = grid.2;
+    let around = if m > 1 { (2 * grid.1 + 1).pow(2) } else { 0 };
     let cells = cell_means.len();
     let mut claims = Claims::new(lists.len(), cells, grid);
     // Greedy by value over each tile's few best edges...
@@ -339,7 +406,10 @@ fn own_cells(
         .collect();
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     for (_, t, c) in order {
-        claims.take(t as usize, c);
+        work.spend(1)?;
+        if claims.take(t as usize, c) {
+            work.spend(around)?;
+        }
     }
     // ...then each tile still short takes the free cells its list names, in list order...
     for (t, list) in lists.iter().enumerate() {
@@ -347,7 +417,10 @@ fn own_cells(
             if claims.placed[t] == m {
                 break;
             }
-            claims.take(t, c);
+            work.spend(1)?;
+            if claims.take(t, c) {
+                work.spend(around)?;
+            }
         }
     }
     // ...and the copies left over, in rounds: each takes the nearest of its k nearest free
@@ -392,9 +465,11 @@ fn own_cells(
         let tied = tied.into_inner() * 2 > left.len();
         near.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         let mut done = vec![false; left.len()];
+        work.spend(near.len() + free.len())?;
         for (_, i, c) in near {
             let t = left[i as usize];
             if !done[i as usize] && claims.take(t as usize, c) {
+                work.spend(around)?;
                 done[i as usize] = true;
                 pairs.push((t, c));
             }
@@ -413,7 +488,9 @@ fn own_cells(
                     if claims.placed[t] == m {
                         break;
                     }
+                    work.spend(1)?;
                     if claims.take(t, c) {
+                        work.spend(around)?;
                         pairs.push((t as u32, c));
                     }
                 }
@@ -426,7 +503,7 @@ fn own_cells(
             !done[i - 1]
         });
     }
-    pairs
+    Ok(pairs)
 }
 
 /// The cell of least price, taken off the heap (entries whose price has changed since are
@@ -521,7 +598,9 @@ mod tests {
                 .map(|l| l.iter().rev().copied().collect())
                 .collect();
             for lists in [lists, reversed] {
-                let cell_of = auction(&lists, cells, (cells, 0, 1)).expect("a cell for each");
+                let cell_of = auction(&lists, cells, (cells, 0, 1), &mut Work::for_cells(cells))
+                    .ok()
+                    .expect("a cell for each");
                 let mut seen = cell_of.clone();
                 seen.sort();
                 seen.dedup();
@@ -552,7 +631,9 @@ mod tests {
                     .collect()
             })
             .collect();
-        let cell_of = auction(&lists, cells, (cols, 1, 2)).expect("room for every copy");
+        let cell_of = auction(&lists, cells, (cols, 1, 2), &mut Work::for_cells(cells))
+            .ok()
+            .expect("room for every copy");
         for t in 0..tiles {
             let (a, b) = (cell_of[2 * t] as usize, cell_of[2 * t + 1] as usize);
             assert!(!within(a, b, cols, 1), "tile {t}: cells {a} and {b}");
@@ -564,7 +645,15 @@ mod tests {
         // Ten tiles all wanting cell 0 and seeing nothing else.
         let means: Vec<Lab> = (0..12).map(|i| [i as f32 * 5.0, 0.0, 0.0]).collect();
         let lists: Vec<Vec<(u32, f32)>> = (0..10).map(|_| vec![(0, 1.0)]).collect();
-        let pairs = own_cells(&lists, (12, 0, 1), &means, &means[..10]);
+        let pairs = own_cells(
+            &lists,
+            (12, 0, 1),
+            &means,
+            &means[..10],
+            &mut Work::for_cells(12),
+        )
+        .ok()
+        .unwrap();
         let mut cells: Vec<u32> = pairs.iter().map(|p| p.1).collect();
         cells.push(0);
         cells.sort();
@@ -583,10 +672,21 @@ mod tests {
         let mut lists: Vec<Vec<(u32, f32)>> = (0..tiles)
             .map(|_| (0..256).map(|c| (c, 1.0)).collect())
             .collect();
-        for (t, c) in own_cells(&lists, (cols, 1, m), &means, &vec![grey; tiles]) {
+        for (t, c) in own_cells(
+            &lists,
+            (cols, 1, m),
+            &means,
+            &vec![grey; tiles],
+            &mut Work::for_cells(cells),
+        )
+        .ok()
+        .unwrap()
+        {
             lists[t as usize].push((c, 1.0));
         }
-        let cell_of = auction(&lists, cells, (cols, 1, m)).expect("an assignment");
+        let cell_of = auction(&lists, cells, (cols, 1, m), &mut Work::for_cells(cells))
+            .ok()
+            .expect("an assignment");
         for t in 0..tiles {
             let mine = &cell_of[t * m..(t + 1) * m];
             for (i, &a) in mine.iter().enumerate() {
@@ -607,6 +707,6 @@ mod tests {
         let lists: Vec<Vec<(u32, f32)>> = (0..2)
             .map(|_| (0..cells as u32).map(|c| (c, 1.0)).collect())
             .collect();
-        assert!(auction(&lists, cells, (cols, 1, m)).is_err());
+        assert!(auction(&lists, cells, (cols, 1, m), &mut Work::for_cells(cells)).is_err());
     }
 }

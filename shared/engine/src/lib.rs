@@ -16,6 +16,7 @@ pub mod decode;
 mod fair;
 pub mod fragment;
 mod hash;
+mod heif_items;
 mod kdtree;
 pub mod library;
 pub mod metrics;

@@ -236,6 +236,59 @@ pub fn tiles_needed(cols: u32, rows: u32, repeat_radius: u32) -> usize {
     (r.min(rows - 1) * (2 * r + 1).min(cols) + r.min(cols - 1) + 1).min(cols * rows)
 }
 
+/// Most cells of bookkeeping a floor of several copies per tile may keep: each copy closes the
+/// cells within the repeat radius to its siblings, `tiles x min_uses x (2r + 1)²` in all.
+pub const MAX_FLOOR_CLOSED_CELLS: u64 = 1 << 25;
+
+/// Why every tile at least `min_uses` times cannot be placed on a `cols` x `rows` grid with
+/// `tiles` tiles under `repeat_radius`, where the numbers alone say so: `None` when they do
+/// not. Cheap, so that a job is refused at its submission rather than after its search.
+pub fn floor_unworkable(
+    (cols, rows): (u32, u32),
+    tiles: u64,
+    repeat_radius: u32,
+    min_uses: u32,
+) -> Option<String> {
+    if min_uses == 0 {
+        return None;
+    }
+    let (cols, rows, r, m) = (
+        u64::from(cols),
+        u64::from(rows),
+        u64::from(repeat_radius),
+        u64::from(min_uses),
+    );
+    let cells = cols * rows;
+    if tiles.saturating_mul(m) > cells {
+        return Some(format!(
+            "{tiles} tiles at least {m} times each need {} cells; the grid has {cells} \
+             ({cols} x {rows}): use more cells, a lower min_uses or fewer tiles",
+            tiles.saturating_mul(m)
+        ));
+    }
+    // Copies of one tile are more than r cells apart, across and down: a grid holds at most
+    // one in each block of (r + 1) x (r + 1) cells.
+    let apart = cols.div_ceil(r + 1) * rows.div_ceil(r + 1);
+    if m > apart {
+        return Some(format!(
+            "a tile fits at most {apart} times on a {cols} x {rows} grid with no copy within \
+             {r} cells of another, so it cannot be placed {m} times: lower min_uses or the \
+             repeat radius, or add cells"
+        ));
+    }
+    let closed = tiles
+        .saturating_mul(m)
+        .saturating_mul((2 * r + 1).saturating_mul(2 * r + 1));
+    if m > 1 && closed > MAX_FLOOR_CLOSED_CELLS {
+        return Some(format!(
+            "{tiles} tiles at least {m} times each, none within {r} cells of itself, is more \
+             than the planner places ({closed} cells kept apart, at most \
+             {MAX_FLOOR_CLOSED_CELLS}): lower min_uses or the repeat radius"
+        ));
+    }
+    None
+}
+
 impl Plan {
     /// Matches every cell of `target` to a tile of `library`.
     pub fn make(
@@ -305,13 +358,9 @@ impl Plan {
 
         let min_uses = opts.min_uses;
         if min_uses > 0 {
-            let needed = n as u64 * u64::from(min_uses);
-            if needed > (cols * rows) as u64 {
-                return Err(Error::InvalidOption(format!(
-                    "{n} tiles at least {min_uses} times each need {needed} cells; the grid has {} \
-                     ({cols} x {rows}): use more cells, a lower min_uses or fewer tiles",
-                    cols * rows
-                )));
+            let grid = (size.cols, size.rows);
+            if let Some(why) = floor_unworkable(grid, n as u64, opts.repeat_radius, min_uses) {
+                return Err(Error::InvalidOption(why));
             }
             if opts.max_uses.is_some_and(|cap| cap < min_uses) {
                 return Err(Error::InvalidOption(format!(

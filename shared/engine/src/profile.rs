@@ -15,7 +15,7 @@ use moxcms::{
 };
 use rayon::prelude::*;
 
-use crate::hash::Fnv;
+use sha2::{Digest, Sha256};
 
 /// The colour space a file declares for its pixels.
 #[derive(Clone)]
@@ -23,14 +23,15 @@ pub(crate) struct Declared {
     /// `None`: sRGB, or nothing said, or something we do not convert (a CMYK profile: the
     /// decoder has made RGB of it already).
     profile: Option<ColorProfile>,
-    /// Tells declarations apart in the transform cache.
-    key: u64,
+    /// Tells declarations apart in the transform cache: a SHA-256 of what was declared, so that
+    /// no file can make its profile's conversion stand in for another's.
+    key: [u8; 32],
 }
 
 impl Declared {
     pub(crate) const SRGB: Declared = Declared {
         profile: None,
-        key: 0,
+        key: [0; 32],
     };
 
     /// An embedded ICC profile. One that cannot be read is taken as sRGB.
@@ -38,7 +39,7 @@ impl Declared {
         let Ok(profile) = ColorProfile::new_from_slice(bytes) else {
             return Declared::SRGB;
         };
-        Declared::of(profile, Fnv::digest_seeded(bytes, 1))
+        Declared::of(profile, cache_key(b"icc", bytes))
     }
 
     /// Colour codes (ITU-T H.273): HEIF/AVIF's nclx, PNG's cICP. Unknown codes are sRGB.
@@ -60,7 +61,7 @@ impl Declared {
             return Declared::SRGB;
         }
         let key = u64::from(primaries) << 8 | u64::from(transfer);
-        Declared::of(profile, Fnv::digest_seeded(&key.to_le_bytes(), 2))
+        Declared::of(profile, cache_key(b"cicp", &key.to_le_bytes()))
     }
 
     /// A PNG's own say: iCCP, else sRGB, else cICP, else gAMA and cHRM (either may be alone; a
@@ -120,12 +121,12 @@ impl Declared {
         ) {
             key.extend_from_slice(&v.to_le_bytes());
         }
-        Declared::of(profile, Fnv::digest_seeded(&key, 3))
+        Declared::of(profile, cache_key(b"png", &key))
     }
 
     /// An RGB profile as it is; a grey one as the RGB profile with its curve on every channel
     /// (grey pixels are neutral, so the primaries do not matter); any other: no conversion.
-    fn of(mut profile: ColorProfile, key: u64) -> Declared {
+    fn of(mut profile: ColorProfile, key: [u8; 32]) -> Declared {
         match profile.color_space {
             DataColorSpace::Rgb => {}
             DataColorSpace::Gray if profile.gray_trc.is_some() => {
@@ -149,7 +150,7 @@ impl Declared {
     /// is nothing to convert.
     pub(crate) fn to_srgb(&self, alpha: bool) -> Option<ToSrgb> {
         let profile = self.profile.as_ref()?;
-        static CACHE: Mutex<Vec<(u64, bool, Option<ToSrgb>)>> = Mutex::new(Vec::new());
+        static CACHE: Mutex<Vec<([u8; 32], bool, Option<ToSrgb>)>> = Mutex::new(Vec::new());
         // A poisoned cache is still a good cache: its entries are whole.
         let lock = || {
             CACHE
@@ -182,6 +183,15 @@ impl Declared {
         cache.push((self.key, alpha, transform.clone()));
         transform
     }
+}
+
+/// The transform cache's key for a declaration of `kind` made of `bytes`.
+fn cache_key(kind: &[u8], bytes: &[u8]) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    digest.update(kind);
+    digest.update([0]);
+    digest.update(bytes);
+    digest.finalize().into()
 }
 
 /// A conversion of 8-bit RGB or RGBA pixels to sRGB, in place.
@@ -272,6 +282,64 @@ mod tests {
         let mut orange = vec![200, 120, 40];
         convert.run(&mut orange);
         assert!(orange[0] > 200 && orange[2] < 40, "{orange:?}");
+    }
+
+    /// A profile forged to collide with Display P3 under the transform cache's former key (a
+    /// 64-bit FNV of the bytes, which one chosen word inverts) converts as itself, and a P3
+    /// photo converted after it still converts as P3.
+    #[test]
+    fn a_profile_forged_to_collide_with_p3_does_not_take_its_place() {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let step = |mut h: u64, w: u64| {
+            h ^= w;
+            h = h.wrapping_mul(PRIME);
+            h ^ (h >> 29)
+        };
+        let words = |mut h: u64, bytes: &[u8]| {
+            for c in bytes.chunks_exact(8) {
+                h = step(h, u64::from_le_bytes(c.try_into().unwrap()));
+            }
+            h
+        };
+        let mut inverse = PRIME;
+        for _ in 0..6 {
+            inverse = inverse.wrapping_mul(2u64.wrapping_sub(PRIME.wrapping_mul(inverse)));
+        }
+        // The former key: FNV seeded with 1.
+        let start = step(0xcbf2_9ce4_8422_2325, 1);
+        let p3 = ColorProfile::new_display_p3().encode().unwrap();
+        let whole = p3.len() / 8 * 8;
+        let target = words(start, &p3[..whole]);
+        // A profile that swaps P3's red and blue, padded to whole words, then the one word
+        // that brings the hash to P3's state, then P3's last bytes.
+        let mut swapped = ColorProfile::new_display_p3();
+        std::mem::swap(&mut swapped.red_colorant, &mut swapped.blue_colorant);
+        let mut forged = swapped.encode().unwrap();
+        forged.resize(forged.len().div_ceil(8) * 8, 0);
+        let before = words(start, &forged);
+        let unshifted = target ^ (target >> 29) ^ (target >> 58);
+        forged.extend_from_slice(&(unshifted.wrapping_mul(inverse) ^ before).to_le_bytes());
+        forged.extend_from_slice(&p3[whole..]);
+        assert_eq!(
+            crate::hash::Fnv::digest_seeded(&forged, 1),
+            crate::hash::Fnv::digest_seeded(&p3, 1),
+            "the forgery collides under the former key"
+        );
+        let red = |declared: &Declared| {
+            let mut px = vec![220, 30, 30];
+            declared.to_srgb(false).expect("converts").run(&mut px);
+            px
+        };
+        let forged_red = red(&Declared::icc(&forged));
+        assert!(
+            forged_red[2] > forged_red[0],
+            "the forgery turns red blue: {forged_red:?}"
+        );
+        let p3_red = red(&Declared::icc(&p3));
+        assert!(
+            p3_red[0] > 200 && p3_red[2] < 60,
+            "P3 red stays red: {p3_red:?}"
+        );
     }
 
     #[test]

@@ -1,0 +1,364 @@
+//! Files that lie about themselves, against `tessera serve` as it ships: a HEIC grid whose header
+//! declares 64 x 64 but whose tiles make 15360 x 15360, and a small PNG whose colour profile
+//! inflates to a gigabyte. Each is refused, as a target and as a tile, and the process's peak
+//! memory (`VmHWM` from /proc) rises by less than [`MOST_ADDED`].
+
+use std::io::Write;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+
+use crate::support::{KillOnDrop, fixture, free_port, no_redirect_client, zip_of};
+
+/// The most one hostile file may add to the service's peak memory.
+const MOST_ADDED: u64 = 400 << 20;
+
+/// A `tessera serve` process of its own (the emoji fixtures as its default library).
+pub(crate) struct Serve {
+    pub(crate) process: KillOnDrop,
+    pub(crate) base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    pub(crate) async fn start(env: &[(&str, &str)]) -> Serve {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let log = dir.path().join("serve.log");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+        command
+            .arg("--data")
+            .arg(dir.path().join("data"))
+            .args(["serve", "--processors", "1", "--port", &port.to_string()])
+            .arg("--default-library")
+            .arg(fixture("engine/tiles"))
+            .env_remove("TESSERA_STORAGE")
+            .env_remove("TESSERA_CONFIG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let process = KillOnDrop(command.spawn().unwrap());
+        let base = format!("http://127.0.0.1:{port}");
+        let client = no_redirect_client();
+        for _ in 0..600 {
+            if let Ok(res) = client.get(format!("{base}/readyz")).send().await
+                && res.status() == StatusCode::OK
+            {
+                return Serve {
+                    process,
+                    base,
+                    _dir: dir,
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "serve never got ready:\n{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+    }
+
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("serve.log")).unwrap_or_default()
+    }
+
+    /// Peak resident memory so far (`VmHWM`), in bytes.
+    pub(crate) fn peak(&self) -> u64 {
+        let pid = self.process.0.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        kb * 1024
+    }
+}
+
+/// One ISO box: size, type, body.
+fn iso_box(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut out = ((body.len() + 8) as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(kind);
+    out.extend_from_slice(body);
+    out
+}
+
+/// A full box: version and flags, then the body.
+fn full_box(kind: &[u8; 4], version: u8, flags: u32, body: &[u8]) -> Vec<u8> {
+    let mut head = (u32::from(version) << 24 | flags).to_be_bytes().to_vec();
+    head.extend_from_slice(body);
+    iso_box(kind, &head)
+}
+
+/// The boxes in `bytes`, by type, with their bodies.
+fn boxes(bytes: &[u8]) -> Vec<([u8; 4], &[u8])> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 8 <= bytes.len() {
+        let size = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let kind = bytes[at + 4..at + 8].try_into().unwrap();
+        out.push((kind, &bytes[at + 8..at + size]));
+        at += size;
+    }
+    out
+}
+
+/// A HEIC whose primary image is a grid of `grid x grid` tiles of `tile` pixels, all the same
+/// coded picture, making `grid * tile` pixels a side, while its `ispe` declares 64 x 64.
+fn lying_heic_grid(grid: u16, tile: u32) -> Vec<u8> {
+    use libheif_rs::{
+        Channel, ColorSpace, CompressionFormat, HeifContext, Image, LibHeif, RgbChroma,
+    };
+    // One real HEVC tile, from libheif's own encoder.
+    let mut image = Image::new(tile, tile, ColorSpace::Rgb(RgbChroma::Rgb)).unwrap();
+    image
+        .create_plane(Channel::Interleaved, tile, tile, 8)
+        .unwrap();
+    let plane = image.planes_mut().interleaved.unwrap();
+    for (i, v) in plane.data.iter_mut().enumerate() {
+        *v = (i % 251) as u8;
+    }
+    let mut context = HeifContext::new().unwrap();
+    let heif = LibHeif::new();
+    let mut encoder = heif.encoder_for_format(CompressionFormat::Hevc).unwrap();
+    context.encode_image(&image, &mut encoder, None).unwrap();
+    let one = context.write_to_bytes().unwrap();
+    let top = boxes(&one);
+    let mdat = top.iter().find(|(k, _)| k == b"mdat").unwrap().1.to_vec();
+    let meta = top.iter().find(|(k, _)| k == b"meta").unwrap().1;
+    let iprp = boxes(&meta[4..])
+        .into_iter()
+        .find(|(k, _)| k == b"iprp")
+        .unwrap()
+        .1;
+    let ipco = boxes(iprp)
+        .into_iter()
+        .find(|(k, _)| k == b"ipco")
+        .unwrap()
+        .1;
+    let hvcc = boxes(ipco)
+        .into_iter()
+        .find(|(k, _)| k == b"hvcC")
+        .unwrap()
+        .1;
+
+    let tiles = grid * grid;
+    let side = u32::from(grid) * tile;
+    let ids = 2..=tiles + 1;
+    let hdlr = full_box(b"hdlr", 0, 0, &[&[0; 4], &b"pict"[..], &[0; 13]].concat());
+    let pitm = full_box(b"pitm", 0, 0, &1u16.to_be_bytes());
+    let infe = |id: u16, kind: &[u8; 4]| {
+        full_box(
+            b"infe",
+            2,
+            0,
+            &[&id.to_be_bytes()[..], &[0, 0], kind, &[0]].concat(),
+        )
+    };
+    let mut iinf = (tiles + 1).to_be_bytes().to_vec();
+    iinf.extend(infe(1, b"grid"));
+    for id in ids.clone() {
+        iinf.extend(infe(id, b"hvc1"));
+    }
+    let mut dimg = 1u16.to_be_bytes().to_vec();
+    dimg.extend_from_slice(&tiles.to_be_bytes());
+    for id in ids.clone() {
+        dimg.extend_from_slice(&id.to_be_bytes());
+    }
+    let iref = full_box(b"iref", 0, 0, &iso_box(b"dimg", &dimg));
+    let ispe =
+        |w: u32, h: u32| full_box(b"ispe", 0, 0, &[w.to_be_bytes(), h.to_be_bytes()].concat());
+    let ipco = iso_box(
+        b"ipco",
+        &[iso_box(b"hvcC", hvcc), ispe(tile, tile), ispe(64, 64)].concat(),
+    );
+    let mut ipma = u32::from(tiles + 1).to_be_bytes().to_vec();
+    ipma.extend_from_slice(&[0, 1, 1, 0x83]);
+    for id in ids.clone() {
+        ipma.extend_from_slice(&id.to_be_bytes());
+        ipma.extend_from_slice(&[2, 0x81, 0x02]);
+    }
+    let iprp = iso_box(b"iprp", &[ipco, full_box(b"ipma", 0, 0, &ipma)].concat());
+    // The grid's description: 32-bit sizes, rows and columns less one.
+    let mut grid_data = vec![0, 1, (grid - 1) as u8, (grid - 1) as u8];
+    grid_data.extend_from_slice(&side.to_be_bytes());
+    grid_data.extend_from_slice(&side.to_be_bytes());
+    let idat = iso_box(b"idat", &grid_data);
+    let iloc = |mdat_at: u32| {
+        let mut body = vec![0x44, 0x00];
+        body.extend_from_slice(&(tiles + 1).to_be_bytes());
+        body.extend_from_slice(&[0, 1, 0, 1, 0, 0, 0, 1]);
+        body.extend_from_slice(&0u32.to_be_bytes());
+        body.extend_from_slice(&(grid_data.len() as u32).to_be_bytes());
+        for id in ids.clone() {
+            body.extend_from_slice(&id.to_be_bytes());
+            body.extend_from_slice(&[0, 0, 0, 0, 0, 1]);
+            body.extend_from_slice(&mdat_at.to_be_bytes());
+            body.extend_from_slice(&(mdat.len() as u32).to_be_bytes());
+        }
+        full_box(b"iloc", 1, 0, &body)
+    };
+    let ftyp = iso_box(b"ftyp", &[&b"heic"[..], &[0; 4], b"mif1", b"heic"].concat());
+    let meta_of = |mdat_at: u32| {
+        full_box(
+            b"meta",
+            0,
+            0,
+            &[
+                hdlr.clone(),
+                pitm.clone(),
+                full_box(b"iinf", 0, 0, &iinf),
+                iref.clone(),
+                iprp.clone(),
+                idat.clone(),
+                iloc(mdat_at),
+            ]
+            .concat(),
+        )
+    };
+    let mdat_at = (ftyp.len() + meta_of(0).len() + 8) as u32;
+    [ftyp, meta_of(mdat_at), iso_box(b"mdat", &mdat)].concat()
+}
+
+/// A 64 x 64 PNG with an `iCCP` chunk of `inflated` zero bytes, deflated.
+fn png_with_profile_bomb(inflated: usize) -> Vec<u8> {
+    let mut plain = Vec::new();
+    image::RgbImage::from_pixel(64, 64, image::Rgb([200, 40, 40]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut plain),
+            image::ImageFormat::Png,
+        )
+        .unwrap();
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..inflated >> 20 {
+        z.write_all(&zeros).unwrap();
+    }
+    let mut body = b"bomb\0\0".to_vec();
+    body.extend(z.finish().unwrap());
+    let mut chunk = (body.len() as u32).to_be_bytes().to_vec();
+    let mut crc = flate2::Crc::new();
+    crc.update(b"iCCP");
+    crc.update(&body);
+    chunk.extend_from_slice(b"iCCP");
+    chunk.extend_from_slice(&body);
+    chunk.extend_from_slice(&crc.sum().to_be_bytes());
+    // After the signature and the IHDR chunk (8 + 25 bytes).
+    [&plain[..33], &chunk, &plain[33..]].concat()
+}
+
+async fn refused_as_target(serve: &Serve, name: &str, bytes: Vec<u8>) -> (u16, Value) {
+    let form = Form::new()
+        .part("image", Part::bytes(bytes).file_name(name.to_string()))
+        .text("tile_size", "8")
+        .text("cells", "40");
+    let res = no_redirect_client()
+        .post(format!("{}/api/v1/jobs", serve.base))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or_default())
+}
+
+async fn imported_as_tile(serve: &Serve, name: &str, bytes: Vec<u8>) -> Value {
+    let mut entries = vec![(name, bytes)];
+    let tiles = crate::support::tiles(12);
+    for (file, tile) in &tiles {
+        entries.push((file.as_str(), tile.clone()));
+    }
+    let form = Form::new().text("name", "With a bomb").part(
+        "files",
+        Part::bytes(zip_of(&entries)).file_name("tiles.zip"),
+    );
+    let res = no_redirect_client()
+        .post(format!("{}/api/v1/libraries", serve.base))
+        .header("X-Client-Id", uuid::Uuid::new_v4().to_string())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED, "{:?}", res.text().await);
+    res.json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heic_grid_that_lies_about_its_size_is_refused_in_bounded_memory() {
+    let bomb = lying_heic_grid(30, 512);
+    assert!(bomb.len() < 100_000, "{} bytes", bomb.len());
+    // libheif itself reads the header as 64 x 64.
+    let header = tessera_engine::decode::read_header(&lying_heic_grid(2, 64));
+    assert!(header.is_err(), "{header:?}");
+    let serve = Serve::start(&[]).await;
+    let before = serve.peak();
+    let (status, body) = refused_as_target(&serve, "grid.heic", bomb.clone()).await;
+    assert_eq!(status, 422, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("64 x 64") && message.contains("15360"),
+        "{message}"
+    );
+    let created = imported_as_tile(&serve, "grid.heic", bomb).await;
+    let skipped = created["report"]["skipped"].as_array().unwrap();
+    assert!(
+        skipped.iter().any(|s| s["name"] == "grid.heic"),
+        "{created}"
+    );
+    let added = serve.peak().saturating_sub(before);
+    eprintln!("the lying HEIC added {} MiB to the peak", added >> 20);
+    assert!(
+        added < MOST_ADDED,
+        "the lying HEIC added {} MiB",
+        added >> 20
+    );
+}
+
+/// Polls a job until it ends; its final view.
+async fn ended(serve: &Serve, id: &str) -> Value {
+    let client = no_redirect_client();
+    for _ in 0..600 {
+        let view: Value = client
+            .get(format!("{}/api/v1/jobs/{id}", serve.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if view["state"] == "done" || view["state"] == "failed" {
+            return view;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("job {id} never ended:\n{}", serve.log());
+}
+
+/// The `png` crate reads a profile within the budget it is given and drops one over it: the
+/// photo is read as sRGB, through the web's check, the planner and the processors, and the
+/// gigabyte is never allocated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_png_whose_profile_inflates_to_a_gigabyte_costs_no_more_than_its_pixels() {
+    let bomb = png_with_profile_bomb(1 << 30);
+    assert!(bomb.len() < 2 << 20, "{} bytes", bomb.len());
+    let serve = Serve::start(&[]).await;
+    let before = serve.peak();
+    let (status, body) = refused_as_target(&serve, "profile.png", bomb.clone()).await;
+    assert_eq!(status, 202, "{body}");
+    let view = ended(&serve, body["id"].as_str().unwrap()).await;
+    assert_eq!(view["state"], "done", "{view}");
+
+    let created = imported_as_tile(&serve, "profile.png", bomb).await;
+    assert_eq!(created["library"]["tiles"], 13, "{created}");
+    let added = serve.peak().saturating_sub(before);
+    eprintln!("the profile bomb added {} MiB to the peak", added >> 20);
+    assert!(
+        added < MOST_ADDED,
+        "the profile bomb added {} MiB",
+        added >> 20
+    );
+}
