@@ -19,18 +19,31 @@ const MOST_ADDED: u64 = 400 << 20;
 pub(crate) struct Serve {
     pub(crate) process: KillOnDrop,
     pub(crate) base: String,
-    _dir: tempfile::TempDir,
+    log: std::path::PathBuf,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Serve {
     pub(crate) async fn start(env: &[(&str, &str)]) -> Serve {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let log = dir.path().join("serve.log");
+        let mut serve = Serve::start_in(dir.path(), free_port(), &[], env).await;
+        serve._dir = Some(dir);
+        serve
+    }
+
+    /// `tessera serve` on `port` with its data (and log) in `dir`, the global `args` first.
+    pub(crate) async fn start_in(
+        dir: &std::path::Path,
+        port: u16,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Serve {
+        let log = dir.join(format!("serve-{}.log", uuid::Uuid::new_v4()));
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
         command
             .arg("--data")
-            .arg(dir.path().join("data"))
+            .arg(dir.join("data"))
+            .args(args)
             .args(["serve", "--processors", "1", "--port", &port.to_string()])
             .arg("--default-library")
             .arg(fixture("engine/tiles"))
@@ -51,7 +64,8 @@ impl Serve {
                 return Serve {
                     process,
                     base,
-                    _dir: dir,
+                    log,
+                    _dir: None,
                 };
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -63,7 +77,7 @@ impl Serve {
     }
 
     pub(crate) fn log(&self) -> String {
-        std::fs::read_to_string(self._dir.path().join("serve.log")).unwrap_or_default()
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Peak resident memory so far (`VmHWM`), in bytes.
@@ -319,7 +333,7 @@ async fn a_heic_grid_that_lies_about_its_size_is_refused_in_bounded_memory() {
 }
 
 /// Polls a job until it ends; its final view.
-async fn ended(serve: &Serve, id: &str) -> Value {
+pub(crate) async fn ended(serve: &Serve, id: &str) -> Value {
     let client = no_redirect_client();
     for _ in 0..600 {
         let view: Value = client

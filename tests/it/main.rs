@@ -18,6 +18,7 @@ mod interop;
 mod job_spec;
 mod messages;
 mod module_cycles;
+mod notifications;
 mod openapi;
 mod ops;
 mod pages;

@@ -718,10 +718,17 @@ async fn a_job_calls_its_webhook_with_a_signed_body() {
         signature,
         tessera_web::webhook::signature("another secret", unix, body)
     );
-    let payload: Value = serde_json::from_str(body).unwrap();
+    let event: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(event["specversion"], "1.0");
+    assert_eq!(event["id"], format!("{id}/job.done"));
+    assert_eq!(event["type"], "io.tessera.job.done");
+    let payload = &event["data"];
     assert_eq!(payload["job_id"], id.as_str());
     assert_eq!(payload["state"], "done");
-    assert_eq!(payload["result_url"], format!("/api/v1/jobs/{id}/result"));
+    assert_eq!(
+        payload["result_url"],
+        format!("{}/api/v1/jobs/{id}/result", app.address)
+    );
     assert!(payload["width"].as_u64().unwrap() > 0, "{payload}");
 
     // A service with webhooks off refuses a job that asks for one.

@@ -1,7 +1,7 @@
 //! The `imageresponse` listener: when the controller reports a job done or failed, tells the
-//! pages and event streams, and starts the viewer's zoom tiles. The controller alone writes a
+//! pages and event streams, wakes the webhook sender, and starts the viewer's zoom tiles. The controller alone writes a
 //! job's outcome (before it sends the response); this listener only reads it, so a redelivered
-//! response changes nothing but a repeated webhook call (which carries the same delivery id).
+//! response changes nothing.
 
 use std::time::Duration;
 
@@ -13,14 +13,13 @@ use tessera_shared::runtime::{
 };
 use tessera_shared::storage::StorageError;
 
-use crate::settings::WebhookSettings;
 use crate::streams::JobChanges;
 
 /// Starts the listener over `platform`'s `imageresponse` queue.
 pub async fn start(
     platform: Platform,
     changes: JobChanges,
-    webhooks: WebhookSettings,
+    outbox: std::sync::Arc<tokio::sync::Notify>,
 ) -> Result<ListenerHandle, StorageError> {
     let queue = platform.queue::<ImageResponse>();
     // The job's outcome is in its record before its response is sent: a response set aside
@@ -49,13 +48,16 @@ pub async fn start(
         .start(move |message: Envelope<ImageResponse>, _context: Context| {
             let platform = platform.clone();
             let changes = changes.clone();
-            let webhooks = webhooks.clone();
+            let outbox = outbox.clone();
             async move {
                 let job = message.body.job_id;
                 let record = ended(&platform, &message.body).await?;
                 tracing::info!(%job, state = record.state.as_str(), "job finished");
                 crate::pyramid::warm_in_background(platform.blobs.clone(), &record);
-                crate::webhook::deliver_in_background(&webhooks, &record);
+                if record.params.spec.webhook.is_some() {
+                    // Its notification is in the outbox: send it now.
+                    outbox.notify_one();
+                }
                 changes.changed(job);
                 Ok(())
             }

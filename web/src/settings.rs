@@ -117,10 +117,19 @@ pub struct WebhookSettings {
     /// address. Off: such a call is not made, whatever the allow-list says (no requests into
     /// the service's own network by a name that points there).
     pub allow_private: bool,
-    /// Calls made at most for one job's end, with back-off from one second, doubling.
-    pub attempts: u32,
+    /// How long a job's notification is tried again, from its job's end, with back-off from
+    /// one second, doubling: after that it is set aside, where the operator sees it.
+    pub retry_for_secs: u64,
+    /// The longest wait between two attempts at one notification.
+    pub max_backoff_secs: u64,
+    /// How often an idle sender looks for notifications owed (a job's end wakes it at once in
+    /// the web process that hears of it; this finds what another process left).
+    pub poll_secs: u64,
     /// A call that takes longer is abandoned (and tried again).
     pub timeout_secs: u64,
+    /// The service's address as receivers reach it, for the absolute links in events
+    /// (`https://mosaics.example.com`). Empty: `http://` and the address the web role binds.
+    pub public_url: String,
 }
 
 impl Default for WebhookSettings {
@@ -129,8 +138,11 @@ impl Default for WebhookSettings {
             secret: ApiKey::default(),
             allow: Vec::new(),
             allow_private: false,
-            attempts: 6,
+            retry_for_secs: 24 * 60 * 60,
+            max_backoff_secs: 300,
+            poll_secs: 300,
             timeout_secs: 10,
+            public_url: String::new(),
         }
     }
 }

@@ -57,10 +57,6 @@ impl Application {
             .await
             .context("creating the queues")?;
         let changes = JobChanges::new();
-        let listener =
-            crate::listener::start(platform.clone(), changes.clone(), settings.webhooks.clone())
-                .await
-                .context("starting the imageresponse listener")?;
         let tcp = crate::listen::bind_port(
             "the web front end",
             &settings.bind,
@@ -68,6 +64,16 @@ impl Application {
             settings.port_fixed,
         )?;
         let addr = tcp.local_addr()?;
+        let public_url = match settings.webhooks.public_url.trim() {
+            "" if addr.ip().is_unspecified() => format!("http://localhost:{}", addr.port()),
+            "" => format!("http://{addr}"),
+            url => url.to_string(),
+        };
+        let outbox =
+            crate::webhook::start_sender(platform.clone(), settings.webhooks.clone(), public_url);
+        let listener = crate::listener::start(platform.clone(), changes.clone(), outbox)
+            .await
+            .context("starting the imageresponse listener")?;
         let grace = Duration::from_secs(settings.shutdown_grace_secs);
         let workers = settings.workers;
         let guard = crate::auth::Guard::new(

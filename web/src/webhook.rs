@@ -1,69 +1,162 @@
-//! Completion webhooks: when a job that asked for one ends, its `webhook` URL is POSTed a JSON
-//! body signed with HMAC-SHA256 under `web.webhooks.secret`:
+//! Completion webhooks: when a job that asked for one ends, its `webhook` URL is POSTed a
+//! CloudEvents 1.0 event (structured JSON: `specversion`, `id`, `source`, `type`, `subject`,
+//! `time`, `datacontenttype`, `data`, with absolute links), signed with HMAC-SHA256 under
+//! `web.webhooks.secret`:
 //!
 //! `Tessera-Signature: t=UNIX,v1=HEX`, HEX being the MAC of `UNIX.BODY` (the receiver checks it
 //! and refuses old timestamps). `Tessera-Event` names the event (`job.done`, `job.failed`) and
-//! `Tessera-Delivery` is the same for every attempt at one job's end, so a receiver can drop a
-//! repeat (delivery is at least once: a redelivered response may call again).
+//! `Tessera-Delivery` is the event's id, the same on every attempt, so a receiver can drop a
+//! repeat (delivery is at least once).
 //!
-//! Calls are retried with back-off (one second, doubling) on errors and on answers other than
-//! 2xx, up to `attempts`. Before each call the host is resolved, and a name that resolves to a
-//! loopback, private, link-local or unique-local address is not called unless
-//! `allow_private` is set.
+//! The controller records each delivery a job's end owes in the outbox
+//! ([`tessera_shared::outbox`]); every web process runs a sender that calls what is due, with
+//! back-off from one second, doubling up to `max_backoff_secs`, for `retry_for_secs` (a day by
+//! default), across restarts. What is still undelivered then is set aside for the operator.
+//! Before each call the host is resolved, and a name that resolves to a loopback, private,
+//! link-local or unique-local address is not called unless `allow_private` is set.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::Sha256;
-use tessera_shared::jobs::{JobRecord, JobState};
+use tessera_shared::outbox::{self, Delivery};
+use tessera_shared::platform::Platform;
+use time::OffsetDateTime;
 
 use crate::settings::WebhookSettings;
 
-/// Calls the job's webhook, if it has one, in a task of its own.
-pub fn deliver_in_background(settings: &WebhookSettings, record: &JobRecord) {
-    let Some(url) = record.params.spec.webhook.clone() else {
-        return;
-    };
-    let (settings, body, event) = (settings.clone(), payload(record), event(record));
-    let job = record.id;
+/// Starts this process's outbox sender; the handle wakes it when a job has ended. With
+/// webhooks off it sends nothing (no job may ask for one).
+pub fn start_sender(
+    platform: Platform,
+    settings: WebhookSettings,
+    public_url: String,
+) -> Arc<tokio::sync::Notify> {
+    let wake = Arc::new(tokio::sync::Notify::new());
+    if settings.secret.get().is_none() {
+        return wake;
+    }
+    let woken = wake.clone();
     tokio::spawn(async move {
-        if let Err(e) = deliver(&settings, &url, event, job, &body).await {
-            tracing::warn!(%job, error = %e, "webhook not delivered");
+        let idle = Duration::from_secs(settings.poll_secs.max(1));
+        loop {
+            let next = send_due(&platform, &settings, &public_url).await;
+            let wait = next.map_or(idle, |at| {
+                let left = at - OffsetDateTime::now_utc();
+                Duration::try_from(left).unwrap_or_default().min(idle)
+            });
+            tokio::select! {
+                _ = woken.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
         }
     });
+    wake
 }
 
-fn event(record: &JobRecord) -> &'static str {
-    match record.state {
-        JobState::Done => "job.done",
-        _ => "job.failed",
-    }
-}
-
-/// The JSON body for a job's end.
-fn payload(record: &JobRecord) -> String {
-    let id = record.id;
-    let mut body = json!({
-        "event": event(record),
-        "job_id": id,
-        "state": record.state.as_str(),
-        "finished_at": record.finished_at.and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339).ok()
-        }),
-        "job_url": format!("/api/v1/jobs/{id}"),
-    });
-    if record.state == JobState::Done {
-        body["result_url"] = format!("/api/v1/jobs/{id}/result").into();
-        if let Some(size) = &record.output {
-            body["width"] = size.width.into();
-            body["height"] = size.height.into();
+/// Sends every delivery that is due; the earliest next attempt of those that are not.
+async fn send_due(
+    platform: &Platform,
+    settings: &WebhookSettings,
+    public_url: &str,
+) -> Option<OffsetDateTime> {
+    let blobs = &*platform.blobs;
+    let owed = match outbox::owed(blobs).await {
+        Ok(owed) => owed,
+        Err(e) => {
+            tracing::warn!(error = %e, "the outbox could not be read");
+            return Some(OffsetDateTime::now_utc() + Duration::from_secs(30));
         }
-    } else if let Some(reason) = &record.error {
-        body["reason"] = reason.as_str().into();
+    };
+    let mut earliest: Option<OffsetDateTime> = None;
+    let mut later = |at: OffsetDateTime| {
+        earliest = Some(earliest.map_or(at, |e| e.min(at)));
+    };
+    for (mut delivery, etag) in owed {
+        let now = OffsetDateTime::now_utc();
+        if delivery.next_attempt_at > now {
+            later(delivery.next_attempt_at);
+            continue;
+        }
+        let job = delivery.job;
+        let last = delivery.last_error.clone().unwrap_or_default();
+        if now - delivery.created_at > Duration::from_secs(settings.retry_for_secs) {
+            tracing::warn!(%job, attempts = delivery.attempts, error = last, "webhook undelivered: set aside");
+            if let Err(e) = outbox::set_aside(blobs, &delivery, last).await {
+                tracing::warn!(%job, error = %e, "an undelivered webhook could not be set aside");
+            }
+            continue;
+        }
+        // A lease: no other sender calls while this one does.
+        let lease = now + Duration::from_secs(settings.timeout_secs.max(1) + 60);
+        let etag = match outbox::claim(blobs, &mut delivery, &etag, lease).await {
+            Ok(Some(etag)) => etag,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(%job, error = %e, "a webhook could not be claimed");
+                later(now + Duration::from_secs(30));
+                continue;
+            }
+        };
+        let outcome = call(settings, public_url, &delivery).await;
+        let recorded = match outcome {
+            Ok(()) => {
+                tracing::info!(%job, attempt = delivery.attempts, "webhook delivered");
+                metrics::counter!(tessera_shared::metric_names::NOTIFICATIONS, "outcome" => "delivered").increment(1);
+                outbox::delivered(blobs, job).await
+            }
+            Err(Refused::ForGood(why)) => {
+                tracing::warn!(%job, error = why, "webhook refused: set aside");
+                outbox::set_aside(blobs, &delivery, why).await
+            }
+            Err(Refused::ForNow(why)) => {
+                metrics::counter!(tessera_shared::metric_names::NOTIFICATIONS, "outcome" => "failed").increment(1);
+                let doubling = 1u64 << delivery.attempts.saturating_sub(1).min(20);
+                let backoff = Duration::from_secs(doubling.min(settings.max_backoff_secs.max(1)));
+                tracing::info!(%job, attempt = delivery.attempts, error = why, retry_in = ?backoff, "webhook attempt failed");
+                let next = OffsetDateTime::now_utc() + backoff;
+                later(next);
+                outbox::retry_at(blobs, &mut delivery, &etag, next, why).await
+            }
+        };
+        if let Err(e) = recorded {
+            tracing::warn!(%job, error = %e, "a webhook's outcome could not be recorded");
+        }
     }
-    body.to_string()
+    earliest
+}
+
+/// Why a call did not deliver.
+enum Refused {
+    /// Tried again later: the receiver failed or could not be reached.
+    ForNow(String),
+    /// Never tried again: the URL may not be called.
+    ForGood(String),
+}
+
+/// The CloudEvents 1.0 body of `delivery`, in structured mode, links made absolute.
+pub fn event_body(delivery: &Delivery, public_url: &str) -> String {
+    let base = public_url.trim_end_matches('/');
+    let job = delivery.job;
+    let mut data = delivery.data.clone();
+    data["job_url"] = format!("{base}/api/v1/jobs/{job}").into();
+    if delivery.event == "job.done" {
+        data["result_url"] = format!("{base}/api/v1/jobs/{job}/result").into();
+    }
+    json!({
+        "specversion": "1.0",
+        "id": delivery.id(),
+        "source": format!("{base}/api/v1/jobs"),
+        "type": format!("io.tessera.{}", delivery.event),
+        "subject": job.to_string(),
+        "time": delivery.time.format(&time::format_description::well_known::Rfc3339).ok(),
+        "datacontenttype": "application/json",
+        "data": data,
+    })
+    .to_string()
 }
 
 /// `t=UNIX,v1=HEX`: the HMAC-SHA256 of `UNIX.BODY` under `secret`.
@@ -116,20 +209,21 @@ fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
     }
 }
 
-async fn deliver(
+/// One attempt at `delivery`.
+async fn call(
     settings: &WebhookSettings,
-    url: &str,
-    event: &str,
-    job: uuid::Uuid,
-    body: &str,
-) -> Result<(), String> {
+    public_url: &str,
+    delivery: &Delivery,
+) -> Result<(), Refused> {
     let secret = settings
         .secret
         .get()
-        .ok_or("webhooks are off (no secret)")?;
-    let parsed = tessera_shared::spec::check_webhook(url).map_err(|e| e.to_string())?;
+        .ok_or_else(|| Refused::ForGood("webhooks are off (no secret)".into()))?;
+    let url = &delivery.url;
+    let parsed =
+        tessera_shared::spec::check_webhook(url).map_err(|e| Refused::ForGood(e.to_string()))?;
     if !settings.allows(&parsed) {
-        return Err(format!("{url} is not on the allow-list"));
+        return Err(Refused::ForGood(format!("{url} is not on the allow-list")));
     }
     let host = parsed.host_str().unwrap_or_default().to_string();
     let port = parsed.port_or_known_default().unwrap_or(443);
@@ -139,68 +233,47 @@ async fn deliver(
         "{}:{port}",
         host.trim_start_matches('[').trim_end_matches(']')
     );
+    let addr = match tokio::net::lookup_host(&lookup).await {
+        Ok(mut addrs) => addrs
+            .next()
+            .ok_or_else(|| Refused::ForNow(format!("{host} has no address")))?,
+        Err(e) => return Err(Refused::ForNow(format!("{host}: {e}"))),
+    };
+    if is_private(addr.ip()) && !settings.allow_private {
+        return Err(Refused::ForGood(format!(
+            "{host} resolves to {} (a private address; web.webhooks.allow_private is off)",
+            addr.ip()
+        )));
+    }
     // reqwest has no TLS provider of its own here: without one, building a client panics.
     // Fails harmlessly when a provider is already installed for the process.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client_for = |addr: std::net::SocketAddr| {
-        reqwest::Client::builder()
-            .timeout(Duration::from_secs(settings.timeout_secs.max(1)))
-            .redirect(reqwest::redirect::Policy::none())
-            .resolve(&host, addr)
-            .build()
-            .map_err(|e| e.to_string())
-    };
-    let mut delay = Duration::from_secs(1);
-    let mut last = String::new();
-    for attempt in 1..=settings.attempts.max(1) {
-        if attempt > 1 {
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(300));
-        }
-        let addr = match tokio::net::lookup_host(&lookup).await {
-            Ok(mut addrs) => match addrs.next() {
-                Some(addr) => addr,
-                None => {
-                    last = format!("{host} has no address");
-                    continue;
-                }
-            },
-            Err(e) => {
-                last = format!("{host}: {e}");
-                continue;
-            }
-        };
-        if is_private(addr.ip()) && !settings.allow_private {
-            return Err(format!(
-                "{host} resolves to {} (a private address; web.webhooks.allow_private is off)",
-                addr.ip()
-            ));
-        }
-        let unix = time::OffsetDateTime::now_utc().unix_timestamp();
-        let answer = client_for(addr)?
-            .post(parsed.clone())
-            .header("Content-Type", "application/json")
-            .header("User-Agent", "Tessera-Webhook/1")
-            .header("Tessera-Event", event)
-            .header("Tessera-Delivery", format!("{job}/{event}"))
-            .header("Tessera-Signature", signature(secret, unix, body))
-            .body(body.to_string())
-            .send()
-            .await;
-        match answer {
-            Ok(r) if r.status().is_success() => {
-                tracing::info!(%job, attempt, "webhook delivered");
-                return Ok(());
-            }
-            Ok(r) => last = format!("answered {}", r.status()),
-            Err(e) => last = e.to_string(),
-        }
-        tracing::debug!(%job, attempt, error = last, "webhook attempt failed");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(settings.timeout_secs.max(1)))
+        .redirect(reqwest::redirect::Policy::none())
+        .resolve(&host, addr)
+        .build()
+        .map_err(|e| Refused::ForNow(e.to_string()))?;
+    let body = event_body(delivery, public_url);
+    let unix = OffsetDateTime::now_utc().unix_timestamp();
+    let answer = client
+        .post(parsed)
+        .header(
+            "Content-Type",
+            "application/cloudevents+json; charset=utf-8",
+        )
+        .header("User-Agent", "Tessera-Webhook/1")
+        .header("Tessera-Event", delivery.event.as_str())
+        .header("Tessera-Delivery", delivery.id())
+        .header("Tessera-Signature", signature(secret, unix, &body))
+        .body(body)
+        .send()
+        .await;
+    match answer {
+        Ok(r) if r.status().is_success() => Ok(()),
+        Ok(r) => Err(Refused::ForNow(format!("answered {}", r.status()))),
+        Err(e) => Err(Refused::ForNow(e.to_string())),
     }
-    Err(format!(
-        "{} attempts, the last: {last}",
-        settings.attempts.max(1)
-    ))
 }
 
 #[cfg(test)]

@@ -573,6 +573,11 @@ impl Controller {
         let (Some(output), Some(size)) = (&record.result_blob, record.output) else {
             return Ok(());
         };
+        // The notification is owed before the end is announced: whoever reads imageresponse,
+        // the webhook is called.
+        tessera_shared::outbox::owe(&*platform.blobs, record)
+            .await
+            .map_err(|e| Failure::retry_because(format!("notification not recorded: {e}")))?;
         let response = ImageResponse {
             job_id: record.id,
             outcome: JobOutcome::Done {

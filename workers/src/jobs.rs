@@ -50,7 +50,13 @@ pub(crate) async fn fail_job_if(
         })
         .await
     {
-        Ok(record) => record.client_id,
+        Ok(record) => {
+            if ended.is_some() {
+                // Owed before the failure is announced, as a done job's is.
+                tessera_shared::outbox::owe(&*platform.blobs, &record).await?;
+            }
+            record.client_id
+        }
         Err(JobError::NotFound(_)) => match no_record {
             Some((client, reason)) => {
                 tracing::warn!(%job, "request without a job record failed");

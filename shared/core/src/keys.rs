@@ -49,6 +49,10 @@ pub enum BlobKey {
     /// A signed-in browser's session, by the SHA-256 (hex) of its token: which key it signed in
     /// with and until when. Sign-out deletes it.
     Session { digest: String },
+    /// A notification a job's end owes (its webhook call), kept until it is delivered.
+    OutboxEvent { job: Uuid },
+    /// A notification still undelivered when its retry period ended, kept for the operator.
+    UndeliveredEvent { job: Uuid },
 }
 
 impl BlobKey {
@@ -84,6 +88,10 @@ impl BlobKey {
                 format!("{}{id}.json", Self::ROLE_REGISTRATIONS_PREFIX)
             }
             BlobKey::Session { digest } => format!("{}{digest}.json", Self::SESSIONS_PREFIX),
+            BlobKey::OutboxEvent { job } => format!("{}{job}.json", Self::OUTBOX_PREFIX),
+            BlobKey::UndeliveredEvent { job } => {
+                format!("{}{job}.json", Self::UNDELIVERED_PREFIX)
+            }
         }
     }
 
@@ -93,6 +101,10 @@ impl BlobKey {
     pub const SESSIONS_PREFIX: &str = "sessions/";
     /// The prefix under which running processes register.
     pub const ROLE_REGISTRATIONS_PREFIX: &str = "roles/";
+    /// The prefix under which notifications owed live.
+    pub const OUTBOX_PREFIX: &str = "outbox/";
+    /// The prefix under which notifications that could not be delivered are kept.
+    pub const UNDELIVERED_PREFIX: &str = "outbox-undelivered/";
     /// The prefix under which job records live.
     pub const JOB_RECORDS_PREFIX: &str = "jobs/";
 
@@ -208,6 +220,8 @@ mod tests {
             BlobKey::Session {
                 digest: "ab".repeat(32),
             },
+            BlobKey::OutboxEvent { job },
+            BlobKey::UndeliveredEvent { job },
         ];
         for key in keys {
             split_blob_key(&key.path()).unwrap();

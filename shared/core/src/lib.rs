@@ -11,6 +11,7 @@ pub mod library_import;
 pub mod lifecycle;
 pub mod messages;
 pub mod metric_names;
+pub mod outbox;
 pub mod platform;
 pub mod print;
 pub mod queue;

@@ -22,3 +22,6 @@ pub const STORAGE_TRANSACTIONS: &str = "tessera_storage_transactions_total";
 pub const JOBS_FINISHED: &str = "tessera_jobs_finished_total";
 /// Time a processor took to render and compress one slice.
 pub const SLICE_RENDER: &str = "tessera_slice_render_seconds";
+/// Job notifications (webhook calls) made, by `outcome` (`delivered`, `failed` for an attempt
+/// that will be tried again, `undelivered` for one set aside when its retry period ended).
+pub const NOTIFICATIONS: &str = "tessera_notifications_total";

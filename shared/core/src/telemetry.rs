@@ -59,6 +59,10 @@ fn describe() {
     describe_gauge!(QUEUE_DEPTH, "Approximate messages waiting in a queue");
     describe_counter!(STORAGE_TRANSACTIONS, "Storage transactions of this process");
     describe_counter!(JOBS_FINISHED, "Jobs that reached a final state");
+    describe_counter!(
+        NOTIFICATIONS,
+        "Job notification attempts, by outcome (delivered, failed, undelivered)"
+    );
     describe_histogram!(
         SLICE_RENDER,
         Unit::Seconds,

@@ -1,0 +1,209 @@
+//! Notifications a job's end owes, kept in storage until they are delivered: the outbox.
+//!
+//! The controller, the one writer of a job's outcome, records the delivery when the job ends
+//! (before it announces the end on `imageresponse`), at a key derived from the job, so a
+//! redelivered message records it once. Any web process sends what is due: it claims a
+//! delivery by a conditional write (a lease of a few minutes, so one sender calls at a time),
+//! calls, and deletes it once delivered, or sets the next attempt with back-off. A delivery
+//! still owed when its retry period ends is moved to [`BlobKey::UNDELIVERED_PREFIX`], where the
+//! operator sees it (the System page, a metric). Every attempt carries the same event id.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::jobs::{JobRecord, JobState};
+use crate::keys::BlobKey;
+use crate::storage::{BlobStore, BlobStoreExt, PutMode, StorageError};
+
+/// One notification owed: what happened to which job, and where it goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub job: Uuid,
+    /// The webhook URL the job asked for.
+    pub url: String,
+    /// `job.done` or `job.failed`.
+    pub event: String,
+    /// When the job ended.
+    #[serde(with = "time::serde::rfc3339")]
+    pub time: OffsetDateTime,
+    /// What the event says of the job: its state, size or reason (links are made absolute by
+    /// the sender, which knows the service's address).
+    pub data: serde_json::Value,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub attempts: u32,
+    #[serde(with = "time::serde::rfc3339")]
+    pub next_attempt_at: OffsetDateTime,
+    #[serde(default)]
+    pub last_error: Option<String>,
+}
+
+impl Delivery {
+    /// The delivery a job's end owes, if the job asked for a webhook and has ended.
+    pub fn of(record: &JobRecord) -> Option<Delivery> {
+        let url = record.params.spec.webhook.clone()?;
+        if !record.state.is_final() {
+            return None;
+        }
+        let now = OffsetDateTime::now_utc();
+        let mut data = serde_json::json!({
+            "job_id": record.id,
+            "state": record.state.as_str(),
+        });
+        if record.state == JobState::Done {
+            if let Some(size) = &record.output {
+                data["width"] = size.width.into();
+                data["height"] = size.height.into();
+            }
+        } else if let Some(reason) = &record.error {
+            data["reason"] = reason.as_str().into();
+        }
+        Some(Delivery {
+            job: record.id,
+            url,
+            event: event_of(record.state).into(),
+            time: record.finished_at.unwrap_or(now),
+            data,
+            created_at: now,
+            attempts: 0,
+            next_attempt_at: now,
+            last_error: None,
+        })
+    }
+
+    /// The event's id: the same on every attempt, so a receiver can drop a repeat.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.job, self.event)
+    }
+}
+
+/// The event a job's final state makes.
+pub fn event_of(state: JobState) -> &'static str {
+    match state {
+        JobState::Done => "job.done",
+        _ => "job.failed",
+    }
+}
+
+/// Records the delivery `record`'s end owes, if any; once per job, whoever records it first.
+pub async fn owe(blobs: &dyn BlobStore, record: &JobRecord) -> Result<(), StorageError> {
+    let Some(delivery) = Delivery::of(record) else {
+        return Ok(());
+    };
+    let key = BlobKey::OutboxEvent { job: record.id }.path();
+    match blobs.put(&key, encode(&delivery), PutMode::CreateNew).await {
+        Ok(_) | Err(StorageError::AlreadyExists(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every delivery owed, with the ETag it was read at (for [`claim`]).
+pub async fn owed(blobs: &dyn BlobStore) -> Result<Vec<(Delivery, String)>, StorageError> {
+    let mut out = Vec::new();
+    for meta in blobs.list_all(BlobKey::OUTBOX_PREFIX).await? {
+        let bytes = match blobs.get(&meta.key).await {
+            Ok(bytes) => bytes,
+            Err(StorageError::NotFound(_)) => continue,
+            Err(e) => return Err(e),
+        };
+        match serde_json::from_slice::<Delivery>(&bytes) {
+            Ok(delivery) => out.push((delivery, meta.etag)),
+            Err(e) => tracing::warn!(key = meta.key, error = %e, "an outbox entry is unreadable"),
+        }
+    }
+    Ok(out)
+}
+
+/// Takes `delivery` (read at `etag`) for one attempt until `lease_until`: `None` when another
+/// sender changed it first.
+pub async fn claim(
+    blobs: &dyn BlobStore,
+    delivery: &mut Delivery,
+    etag: &str,
+    lease_until: OffsetDateTime,
+) -> Result<Option<String>, StorageError> {
+    delivery.attempts += 1;
+    delivery.next_attempt_at = lease_until;
+    let key = BlobKey::OutboxEvent { job: delivery.job }.path();
+    match blobs
+        .put(&key, encode(delivery), PutMode::IfMatch(etag.to_string()))
+        .await
+    {
+        Ok(meta) => Ok(Some(meta.etag)),
+        Err(StorageError::Precondition(_) | StorageError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The delivery was made: it is owed no more.
+pub async fn delivered(blobs: &dyn BlobStore, job: Uuid) -> Result<(), StorageError> {
+    match blobs.delete(&BlobKey::OutboxEvent { job }.path()).await {
+        Ok(()) | Err(StorageError::NotFound(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The attempt failed: the next is at `next`, unless the delivery was claimed since.
+pub async fn retry_at(
+    blobs: &dyn BlobStore,
+    delivery: &mut Delivery,
+    etag: &str,
+    next: OffsetDateTime,
+    error: String,
+) -> Result<(), StorageError> {
+    delivery.next_attempt_at = next;
+    delivery.last_error = Some(error);
+    let key = BlobKey::OutboxEvent { job: delivery.job }.path();
+    match blobs
+        .put(&key, encode(delivery), PutMode::IfMatch(etag.to_string()))
+        .await
+    {
+        Ok(_) | Err(StorageError::Precondition(_) | StorageError::NotFound(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The retry period ended: the delivery is kept where the operator sees it, and owed no more.
+pub async fn set_aside(
+    blobs: &dyn BlobStore,
+    delivery: &Delivery,
+    error: String,
+) -> Result<(), StorageError> {
+    let mut kept = delivery.clone();
+    kept.last_error = Some(error);
+    blobs
+        .put(
+            &BlobKey::UndeliveredEvent { job: delivery.job }.path(),
+            encode(&kept),
+            PutMode::Overwrite,
+        )
+        .await?;
+    metrics::counter!(crate::metric_names::NOTIFICATIONS, "outcome" => "undelivered").increment(1);
+    delivered(blobs, delivery.job).await
+}
+
+/// The deliveries set aside, newest first, at most `max`.
+pub async fn undelivered(
+    blobs: &dyn BlobStore,
+    max: usize,
+) -> Result<(usize, Vec<Delivery>), StorageError> {
+    let list = blobs.list_all(BlobKey::UNDELIVERED_PREFIX).await?;
+    let total = list.len();
+    let mut out = Vec::new();
+    for meta in list.iter().rev().take(max) {
+        if let Ok(bytes) = blobs.get(&meta.key).await
+            && let Ok(delivery) = serde_json::from_slice::<Delivery>(&bytes)
+        {
+            out.push(delivery);
+        }
+    }
+    out.sort_by_key(|d| std::cmp::Reverse(d.created_at));
+    Ok((total, out))
+}
+
+fn encode(delivery: &Delivery) -> bytes::Bytes {
+    serde_json::to_vec(delivery)
+        .expect("a delivery serializes")
+        .into()
+}

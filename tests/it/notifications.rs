@@ -1,0 +1,211 @@
+//! Job notifications as `tessera serve` ships them, on the embedded backend, with the binary's
+//! own HTTP client (this test installs no TLS provider in that process): the event arrives as
+//! CloudEvents 1.0, signed, and a receiver that fails for 70 seconds while the service is
+//! killed and started again still gets it, with the same id on every attempt.
+
+use std::time::{Duration, Instant};
+
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::hostile_files::{Serve, ended};
+use crate::support::{astronaut, free_port, no_redirect_client};
+
+/// One request a receiver got: its head and its body.
+struct Call {
+    head: String,
+    body: String,
+}
+
+impl Call {
+    fn header(&self, name: &str) -> String {
+        self.head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no {name} in {}", self.head))
+    }
+}
+
+/// A receiver on 127.0.0.1 that answers 500 until `fail_for` has passed since it started, then
+/// 200; every call is sent on the channel.
+async fn receiver(fail_for: Duration) -> (u16, tokio::sync::mpsc::UnboundedReceiver<(Call, u16)>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let started = Instant::now();
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut chunk = [0u8; 8192];
+            loop {
+                let n = socket.read(&mut chunk).await.unwrap_or(0);
+                request.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&request).to_string();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length: usize = text
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+            let status = if started.elapsed() < fail_for {
+                500
+            } else {
+                200
+            };
+            let reply =
+                format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let _ = socket.write_all(reply.as_bytes()).await;
+            let text = String::from_utf8_lossy(&request).to_string();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+            let call = Call {
+                head: head.to_string(),
+                body: body.to_string(),
+            };
+            if tx.send((call, status)).is_err() {
+                return;
+            }
+        }
+    });
+    (port, rx)
+}
+
+const SECRET: &str = "whsec-binary-secret";
+
+fn config(dir: &std::path::Path, receiver: u16) -> std::path::PathBuf {
+    let path = dir.join("tessera.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[web.webhooks]\nsecret = \"{SECRET}\"\nallow = [\"127.0.0.1:{receiver}\"]\n\
+             allow_private = true\nmax_backoff_secs = 4\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+async fn submit_with_webhook(serve: &Serve, hook: &str) -> String {
+    let form = Form::new()
+        .part("image", Part::bytes(astronaut()).file_name("a.png"))
+        .text("cells", "16")
+        .text("tile_size", "8")
+        .text("webhook", hook.to_string());
+    let res = no_redirect_client()
+        .post(format!("{}/api/v1/jobs", serve.base))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(status, 202, "{body}");
+    body["id"].as_str().unwrap().to_string()
+}
+
+fn check_event(call: &Call, id: &str, base: &str) {
+    assert!(
+        call.head.starts_with("POST /hook HTTP/1.1"),
+        "{}",
+        call.head
+    );
+    assert_eq!(call.header("Tessera-Delivery"), format!("{id}/job.done"));
+    let signature = call.header("Tessera-Signature");
+    let unix: i64 = signature
+        .strip_prefix("t=")
+        .and_then(|s| s.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        signature,
+        tessera_web::webhook::signature(SECRET, unix, &call.body)
+    );
+    let event: Value = serde_json::from_str(&call.body).unwrap();
+    assert_eq!(event["specversion"], "1.0", "{event}");
+    assert_eq!(event["id"], format!("{id}/job.done"));
+    assert_eq!(event["type"], "io.tessera.job.done");
+    assert_eq!(event["subject"], id);
+    assert!(event["time"].as_str().is_some(), "{event}");
+    assert_eq!(event["data"]["state"], "done");
+    assert_eq!(
+        event["data"]["result_url"],
+        format!("{base}/api/v1/jobs/{id}/result")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_delivers_a_webhook_on_the_embedded_backend() {
+    let (port, mut calls) = receiver(Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), port);
+    let args = ["--config", config.to_str().unwrap()];
+    let serve = Serve::start_in(dir.path(), free_port(), &args, &[]).await;
+    let hook = format!("http://127.0.0.1:{port}/hook");
+    let id = submit_with_webhook(&serve, &hook).await;
+    assert_eq!(ended(&serve, &id).await["state"], "done");
+    let (call, status) = tokio::time::timeout(Duration::from_secs(30), calls.recv())
+        .await
+        .unwrap_or_else(|_| panic!("no webhook call:\n{}", serve.log()))
+        .unwrap();
+    assert_eq!(status, 200);
+    check_event(&call, &id, &serve.base);
+    assert!(!serve.log().contains("panicked"), "{}", serve.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_fails_for_70_seconds_across_a_restart_still_gets_the_event() {
+    let (port, mut calls) = receiver(Duration::from_secs(70)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), port);
+    let args = ["--config", config.to_str().unwrap()];
+    let web_port = free_port();
+    let serve = Serve::start_in(dir.path(), web_port, &args, &[]).await;
+    let hook = format!("http://127.0.0.1:{port}/hook");
+    let id = submit_with_webhook(&serve, &hook).await;
+    assert_eq!(ended(&serve, &id).await["state"], "done");
+    let (first, status) = tokio::time::timeout(Duration::from_secs(30), calls.recv())
+        .await
+        .unwrap_or_else(|_| panic!("no webhook call:\n{}", serve.log()))
+        .unwrap();
+    assert_eq!(status, 500);
+    // Killed while the receiver still fails, and started again on the same data.
+    drop(serve);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let serve = Serve::start_in(dir.path(), web_port, &args, &[]).await;
+    let mut attempts = 1;
+    let delivered = loop {
+        let (call, status) = tokio::time::timeout(Duration::from_secs(60), calls.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the event never came:\n{}", serve.log()))
+            .unwrap();
+        attempts += 1;
+        assert_eq!(
+            call.header("Tessera-Delivery"),
+            first.header("Tessera-Delivery")
+        );
+        if status == 200 {
+            break call;
+        }
+    };
+    check_event(&delivered, &id, &serve.base);
+    assert!(attempts >= 3, "{attempts} attempts");
+    // Delivered once: nothing more comes.
+    let more = tokio::time::timeout(Duration::from_secs(6), calls.recv()).await;
+    assert!(more.is_err(), "a call after the delivery");
+}
