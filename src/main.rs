@@ -133,9 +133,19 @@ fn limit_malloc_arenas() {
     }
 }
 
-/// The subcommands that talk to storage, on a multi-threaded runtime.
-#[tokio::main]
-async fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> {
+/// The subcommands that talk to storage, on a multi-threaded runtime. Once they return (a role
+/// has stopped within its shutdown deadline), CPU work still running on blocking threads (a
+/// plan, a render) is abandoned rather than waited for, so the process exits.
+fn async_main(command: Command, settings: Settings) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(run_with_storage(command, settings));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result
+}
+
+async fn run_with_storage(command: Command, settings: Settings) -> anyhow::Result<()> {
     // `serve` keeps its nudges on this machine; the roles run alone reach other hosts.
     let reach = match command {
         Command::Serve(_) => platform::NudgeReach::Machine,

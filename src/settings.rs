@@ -310,8 +310,12 @@ impl Settings {
         if !shown.storage.azure_connection_string.is_empty() {
             shown.storage.azure_connection_string = "<redacted>".into();
         }
+        let redacted = || tessera_web::settings::ApiKey::new("<redacted>");
         if shown.web.api_key.get().is_some() {
-            shown.web.api_key = tessera_web::settings::ApiKey::new("<redacted>");
+            shown.web.api_key = redacted();
+        }
+        if shown.web.webhooks.secret.get().is_some() {
+            shown.web.webhooks.secret = redacted();
         }
         Ok(toml::to_string(&shown)?)
     }
@@ -397,6 +401,14 @@ fn set_path(tree: &mut toml::Table, key: &str, raw: &str) -> anyhow::Result<()> 
                 .parse()
                 .with_context(|| format!("{key} must be true or false, got {raw:?}"))?,
         ),
+        // A list: its items separated by commas (`10.0.0.1,10.0.0.2`); empty: none.
+        Some(toml::Value::Array(_)) => toml::Value::Array(
+            raw.split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(|item| toml::Value::String(item.to_string()))
+                .collect(),
+        ),
         Some(_) => toml::Value::String(raw.to_string()),
         None => bail!("unknown setting {key}"),
     };
@@ -467,6 +479,37 @@ mod tests {
         assert_eq!(s.storage.min_free_bytes, 1024);
         let err = Settings::load(None, env(&[("TESSERA_STORAGE__DURABILITY", "fsync")]));
         assert!(err.is_err());
+    }
+
+    #[test]
+    fn list_settings_come_from_the_environment_separated_by_commas() {
+        let s = Settings::load(
+            None,
+            env(&[
+                ("TESSERA_WEB__TRUSTED_PROXIES", "10.0.0.1, 10.0.0.2"),
+                ("TESSERA_WEB__WEBHOOKS__ALLOW", "hooks.example.com:443"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.web.trusted_proxies.len(), 2);
+        assert_eq!(s.web.webhooks.allow, vec!["hooks.example.com:443"]);
+        let err = Settings::load(None, env(&[("TESSERA_WEB__TRUSTED_PROXIES", "nonsense")]));
+        assert!(err.is_err());
+    }
+
+    #[test]
+    fn the_printed_configuration_shows_no_secret() {
+        let s = Settings::load(
+            None,
+            env(&[
+                ("TESSERA_WEB__API_KEY", "key-c2VjcmV0"),
+                ("TESSERA_WEB__WEBHOOKS__SECRET", "hook-c2VjcmV0"),
+            ]),
+        )
+        .unwrap();
+        let shown = s.to_toml_redacted().unwrap();
+        assert!(!shown.contains("c2VjcmV0"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
     }
 
     #[test]

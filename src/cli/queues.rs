@@ -53,7 +53,8 @@ pub enum QueuesCommand {
         #[arg(long)]
         max: Option<u64>,
     },
-    /// Delete every message of a queue.
+    /// Delete every message of one of the deployment's queues (a work queue or its poison
+    /// queue, named without the storage prefix).
     Purge {
         queue: String,
         /// Confirm: the messages are gone for good.
@@ -83,11 +84,30 @@ pub async fn run(args: QueuesArgs, platform: &Platform) -> anyhow::Result<()> {
             Ok(())
         }
         QueuesCommand::Purge { queue, yes } => {
+            // Only this deployment's own queues: a name with another environment's prefix is
+            // not one of them, whatever storage holds.
+            let own: Vec<String> = QueueName::ALL
+                .iter()
+                .flat_map(|q| [q.as_str().to_string(), q.poison()])
+                .collect();
+            if !own.contains(&queue) {
+                bail!(
+                    "{queue} is not one of this deployment's queues: purge one of {}",
+                    own.join(", ")
+                );
+            }
             if !yes {
                 bail!("purging deletes every message in {queue}: add --yes to confirm");
             }
-            let depth = platform.queues.approximate_depth(&queue).await?;
-            platform.queues.clear(&queue).await?;
+            // A queue not made yet holds nothing.
+            let depth = match platform.queues.approximate_depth(&queue).await {
+                Err(StorageError::NotFound(_)) => None,
+                depth => Some(depth?),
+            };
+            if depth.is_some() {
+                platform.queues.clear(&queue).await?;
+            }
+            let depth = depth.unwrap_or(0);
             println!("purged {queue} ({depth} message(s))");
             Ok(())
         }

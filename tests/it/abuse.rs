@@ -330,6 +330,53 @@ async fn library_uploads_pass_the_free_space_guard() {
     );
 }
 
+/// An archive under a megabyte that unpacks to more than the disk has left is refused before
+/// it is unpacked (its compressed size passed the guard; its unpacked size does not), and
+/// nothing of it stays in the spool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_that_unpacks_past_the_free_space_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let stat = rustix::fs::statvfs(dir.path()).unwrap();
+    let free = stat.f_bavail * stat.f_frsize;
+    // Storage that keeps all but 200 MB of the disk free.
+    let keep = free.saturating_sub(200 << 20);
+    let spool = dir.path().join("spool");
+    let storage = EmbeddedStorage::open_with(dir.path(), Durability::default(), keep).unwrap();
+    let mut settings = test_settings();
+    settings.spool_dir = Some(spool.clone());
+    let app = spawn_app_on(dir, storage, settings, false).await;
+    let mut entries = tiles(3);
+    entries.push(("zeros.png".into(), vec![0u8; 400 << 20]));
+    let entries: Vec<(&str, Vec<u8>)> = entries
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
+    let zip = zip_of(&entries);
+    assert!(zip.len() < 1 << 20, "{} bytes", zip.len());
+    let form = Form::new()
+        .text("name", "Zeros")
+        .part("files", Part::bytes(zip).file_name("zeros.zip"));
+    let res = app.post_library(form).await;
+    let (status, code) = code(res).await;
+    assert_eq!((status, code.as_str()), (507, "insufficient_storage"));
+    let left: u64 = walk_bytes(&spool);
+    assert!(left < 1 << 20, "{left} bytes left in the spool");
+}
+
+/// Bytes of every file under `dir`.
+fn walk_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => walk_bytes(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
+
 /// A PNG of `side` x `side` pixels, 8-bit grey, varied so that it does not compress to
 /// nothing, yet small.
 fn big_grey_png(side: u32, seed: u8) -> Vec<u8> {

@@ -361,3 +361,30 @@ fn a_flat_photo_with_a_high_floor_places_every_copy() {
     assert!(uses.iter().all(|&n| n >= 40), "{uses:?}");
     assert_eq!(uses.iter().sum::<u32>(), 64 * 64);
 }
+
+/// `tessera queues purge` empties only the deployment's own queues: a name that carries another
+/// environment's prefix is refused, and the other environment's messages stay.
+#[test]
+fn queues_purge_is_confined_to_the_deployments_own_queues() {
+    let dir = tempfile::tempdir().unwrap();
+    let tessera = |args: &[&str], prefix: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .arg("--data")
+            .arg(dir.path())
+            .args(args)
+            .env_remove("TESSERA_STORAGE")
+            .env_remove("TESSERA_CONFIG")
+            .env("TESSERA_STORAGE__NAME_PREFIX", prefix)
+            .output()
+            .unwrap()
+    };
+    // In the dev environment, its own queue purges.
+    let out = tessera(&["queues", "purge", "imagerequest", "--yes"], "dev-");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = tessera(&["queues", "purge", "dev-imagerequest", "--yes"], "");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not one of this deployment's queues"), "{err}");
+    let out = tessera(&["queues", "purge", "imagerequest-poison", "--yes"], "");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

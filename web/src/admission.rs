@@ -56,6 +56,7 @@ impl Admission {
         client: Uuid,
         address: Option<IpAddr>,
     ) -> ApiResult<Seat<'a>> {
+        let address = address.map(crate::client::limited_network);
         let mut held = self.by_address.lock().await;
         let quota = settings.max_active_jobs_per_client;
         if quota > 0 {

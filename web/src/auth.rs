@@ -143,7 +143,7 @@ impl Guard {
 
     /// How long `from` must wait before a wrong key is looked at again, if it sent too many.
     fn blocked(&self, from: Option<IpAddr>) -> Option<Duration> {
-        let from = from?;
+        let from = crate::client::limited_network(from?);
         let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         let (start, count) = failures.get(&from)?;
         let left = FAILURE_WINDOW.checked_sub(start.elapsed())?;
@@ -151,7 +151,9 @@ impl Guard {
     }
 
     fn failed(&self, from: Option<IpAddr>) {
-        let Some(from) = from else { return };
+        let Some(from) = from.map(crate::client::limited_network) else {
+            return;
+        };
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         if failures.len() > 4096 {
             failures.retain(|_, (start, _)| start.elapsed() < FAILURE_WINDOW);
@@ -705,6 +707,21 @@ mod tests {
             blobs,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn wrong_keys_count_per_ipv6_network_not_per_address() {
+        let guard = guard(&[]);
+        // Each wrong key from a new address of one /64.
+        for i in 0..MAX_FAILURES {
+            let from: IpAddr = format!("2001:db8:1:2::{:x}", i + 1).parse().unwrap();
+            assert!(guard.blocked(Some(from)).is_none());
+            guard.failed(Some(from));
+        }
+        let next: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        assert!(guard.blocked(Some(next)).is_some(), "the /64 is blocked");
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(guard.blocked(Some(other)).is_none(), "another /64 is not");
     }
 
     #[test]

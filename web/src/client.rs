@@ -111,6 +111,22 @@ pub(crate) fn known_requester(req: &HttpRequest) -> Option<Owner> {
     }
 }
 
+/// The network whose requests count together against a limit kept per address: the address
+/// itself for IPv4, its /64 for IPv6 (one host or site holds a whole /64, so counting single
+/// addresses there would leave it unlimited).
+pub(crate) fn limited_network(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
 /// The proxies whose `X-Forwarded-For` is believed (`web.trusted_proxies`).
 #[derive(Debug, Clone, Default)]
 pub struct TrustedProxies(pub Vec<IpAddr>);

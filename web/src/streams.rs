@@ -140,6 +140,7 @@ impl StreamHub {
         client: Option<Uuid>,
         address: Option<std::net::IpAddr>,
     ) -> ApiResult<Seat> {
+        let address = address.map(crate::client::limited_network);
         let hub = &self.inner;
         if *hub.closing.borrow() {
             return Err(ApiError::new(

@@ -93,6 +93,23 @@ pub struct SystemView {
     /// `/readyz` and `/metrics` answer, as each registered itself (rewritten every few
     /// minutes; withdrawn when it stops).
     pub roles: Vec<RoleRegistration>,
+    /// Job notifications (webhook calls) still undelivered when their retry period ended: how
+    /// many, and the latest few.
+    pub undelivered_total: usize,
+    pub undelivered: Vec<UndeliveredEvent>,
+}
+
+/// A notification set aside (`outbox-undelivered/`).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct UndeliveredEvent {
+    pub job: uuid::Uuid,
+    /// `job.done` or `job.failed`.
+    pub event: String,
+    /// The host it was for (the URL's path and query may carry a receiver's token).
+    pub host: String,
+    pub attempts: u32,
+    /// Why the last attempt failed.
+    pub last_error: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -220,6 +237,20 @@ pub async fn system_view(state: &AppState) -> ApiResult<SystemView> {
     slice_listeners.sort_by_key(|l| std::cmp::Reverse(l.last_seen));
 
     let roles = RoleRegistry::new(blobs.clone()).list().await?;
+    let (undelivered_total, set_aside) = tessera_shared::outbox::undelivered(&**blobs, 10).await?;
+    let undelivered = set_aside
+        .into_iter()
+        .map(|d| UndeliveredEvent {
+            job: d.job,
+            host: url::Url::parse(&d.url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string))
+                .unwrap_or_default(),
+            event: d.event,
+            attempts: d.attempts,
+            last_error: d.last_error.unwrap_or_default(),
+        })
+        .collect();
 
     Ok(SystemView {
         window_minutes: RECENT.whole_minutes(),
@@ -227,6 +258,8 @@ pub async fn system_view(state: &AppState) -> ApiResult<SystemView> {
         processors,
         slice_listeners,
         roles,
+        undelivered_total,
+        undelivered,
     })
 }
 

@@ -49,6 +49,9 @@ pub enum BlobKey {
     /// A signed-in browser's session, by the SHA-256 (hex) of its token: which key it signed in
     /// with and until when. Sign-out deletes it.
     Session { digest: String },
+    /// The last version a deleted library had, so that a new library of its name starts
+    /// after it and never takes an old job's version.
+    RetiredLibrary { library: String },
     /// A notification a job's end owes (its webhook call), kept until it is delivered.
     OutboxEvent { job: Uuid },
     /// A notification still undelivered when its retry period ended, kept for the operator.
@@ -88,6 +91,7 @@ impl BlobKey {
                 format!("{}{id}.json", Self::ROLE_REGISTRATIONS_PREFIX)
             }
             BlobKey::Session { digest } => format!("{}{digest}.json", Self::SESSIONS_PREFIX),
+            BlobKey::RetiredLibrary { library } => format!("retiredlibraries/{library}"),
             BlobKey::OutboxEvent { job } => format!("{}{job}.json", Self::OUTBOX_PREFIX),
             BlobKey::UndeliveredEvent { job } => {
                 format!("{}{job}.json", Self::UNDELIVERED_PREFIX)
@@ -222,6 +226,9 @@ mod tests {
             },
             BlobKey::OutboxEvent { job },
             BlobKey::UndeliveredEvent { job },
+            BlobKey::RetiredLibrary {
+                library: "emoji".into(),
+            },
         ];
         for key in keys {
             split_blob_key(&key.path()).unwrap();

@@ -309,9 +309,11 @@ impl LibraryCatalog {
                 existing.owner,
                 how.visibility.unwrap_or(existing.visibility),
             ),
-            Err(LibraryError::NotFound(_)) => {
-                (1, how.by.clone(), how.visibility.unwrap_or_default())
-            }
+            Err(LibraryError::NotFound(_)) => (
+                self.retired_version(id).await? + 1,
+                how.by.clone(),
+                how.visibility.unwrap_or_default(),
+            ),
             Err(e) => return Err(e),
         };
         let index_bytes = index.len() as u64;
@@ -443,6 +445,19 @@ impl LibraryCatalog {
                 jobs: using.len(),
             });
         }
+        // The last version is remembered first: a library of the same name made later takes
+        // versions after it, never one an old job names.
+        let last = self.get(id).await?.version.max(self.retired_version(id).await?);
+        let retired = BlobKey::RetiredLibrary {
+            library: id.to_string(),
+        };
+        self.blobs
+            .put(
+                &retired.path(),
+                Bytes::from(last.to_string()),
+                PutMode::Overwrite,
+            )
+            .await?;
         match self.blobs.delete(&record_key(id)).await {
             Ok(()) => {}
             Err(StorageError::NotFound(_)) => return Err(LibraryError::NotFound(id.to_string())),
@@ -467,6 +482,21 @@ impl LibraryCatalog {
             }
         }
         Ok(deleted + 1)
+    }
+
+    /// The last version library `id` had when it was last deleted (0: never deleted).
+    async fn retired_version(&self, id: &str) -> Result<u32, LibraryError> {
+        let key = BlobKey::RetiredLibrary {
+            library: id.to_string(),
+        };
+        match self.blobs.get(&key.path()).await {
+            Ok(bytes) => Ok(std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0)),
+            Err(StorageError::NotFound(_)) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The index blob of one version.

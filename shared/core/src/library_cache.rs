@@ -220,6 +220,16 @@ impl LibraryCache {
             .collect()
     }
 
+    /// Lets go of every version of library `id` (it was deleted): nothing is served from it
+    /// again by this process.
+    pub fn drop_library(&self, id: &str) {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.retain(|(r, _)| r.id != id);
+        drop(slots);
+        let mut tiles = self.tiles.lock().unwrap_or_else(|e| e.into_inner());
+        tiles.retain(|(key, _)| key.0.id != id);
+    }
+
     fn forget(&self, reference: &LibraryRef) {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         slots.retain(|(r, slot)| r != reference || slot.initialized());

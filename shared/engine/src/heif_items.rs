@@ -46,6 +46,9 @@ pub(crate) fn real_size(bytes: &[u8]) -> Result<RealSize, String> {
     })
 }
 
+/// An item's references: each kind (`dimg`, `auxl`, ...) and the items it refers to.
+type References = Vec<([u8; 4], Vec<u32>)>;
+
 /// A byte cursor whose every read is checked.
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -122,7 +125,7 @@ struct Meta<'a> {
     primary: Option<u32>,
     types: HashMap<u32, [u8; 4]>,
     /// For each item, its references: kind and the items referred to.
-    refs: HashMap<u32, Vec<([u8; 4], Vec<u32>)>>,
+    refs: HashMap<u32, References>,
     /// Properties in `ipco` order (index 1 is the first).
     properties: Vec<([u8; 4], &'a [u8])>,
     associations: HashMap<u32, Vec<u16>>,

@@ -150,7 +150,7 @@ impl Declared {
     /// is nothing to convert.
     pub(crate) fn to_srgb(&self, alpha: bool) -> Option<ToSrgb> {
         let profile = self.profile.as_ref()?;
-        static CACHE: Mutex<Vec<([u8; 32], bool, Option<ToSrgb>)>> = Mutex::new(Vec::new());
+        static CACHE: Mutex<Vec<CachedTransform>> = Mutex::new(Vec::new());
         // A poisoned cache is still a good cache: its entries are whole.
         let lock = || {
             CACHE
@@ -184,6 +184,9 @@ impl Declared {
         transform
     }
 }
+
+/// A conversion the cache keeps: the declaration's key, whether it has alpha, the conversion.
+type CachedTransform = ([u8; 32], bool, Option<ToSrgb>);
 
 /// The transform cache's key for a declaration of `kind` made of `bytes`.
 fn cache_key(kind: &[u8], bytes: &[u8]) -> [u8; 32] {

@@ -148,6 +148,7 @@ pub async fn delete(
         return Err(LibraryError::NotOwner(record.id).into());
     }
     let deleted = state.platform.libraries().delete(&record.id).await?;
+    state.loaded_libraries.drop_library(&record.id);
     tracing::info!(library = %record.id, blobs = deleted, "library deleted");
     Ok(HttpResponse::NoContent().finish())
 }
@@ -313,7 +314,6 @@ pub async fn create(
     };
     let mut fields = Fields::default();
     read_parts(&mut payload, &state, &mut upload, &mut fields).await?;
-    drop(slot);
     let name = fields
         .name
         .filter(|n| !n.is_empty())
@@ -384,6 +384,14 @@ pub async fn create(
     let files_dir = upload.files.clone();
     let archives = upload.archives.clone();
     let mut count = upload.count - archives.len() as u32;
+    // What unpacking must leave free on the spool's disk: the storage's own floor, where the
+    // storage knows its room (the spool lies in the embedded data directory).
+    let spool_free = free_bytes(&state.spool);
+    let keep_free = match (state.platform.blobs.writable_bytes().await, spool_free) {
+        (Some(writable), Some(free)) => Some(free.saturating_sub(writable)),
+        _ => None,
+    };
+    let spool = state.spool.clone();
     let images = tokio::task::spawn_blocking(move || -> ApiResult<u64> {
         let mut unpacked = 0;
         for (i, archive) in archives.iter().enumerate() {
@@ -396,10 +404,9 @@ pub async fn create(
             extract(
                 archive,
                 &into,
-                max_files,
-                &mut count,
-                max_unpacked,
-                &mut unpacked,
+                (max_files, &mut count),
+                (max_unpacked, &mut unpacked),
+                keep_free.map(|keep| (spool.as_path(), keep)),
             )?;
             std::fs::remove_file(archive).map_err(ApiError::internal)?;
         }
@@ -428,6 +435,8 @@ pub async fn create(
     })
     .await
     .map_err(ApiError::internal)??;
+    // The upload's slot is held until its archives are unpacked.
+    drop(slot);
     // The index keeps a rendition of every tile: refuse what the storage cannot hold.
     let (rw, rh) = shape.fit(options.rendition_size);
     let estimate = images * (u64::from(rw) * u64::from(rh) * 4 + 256);
@@ -693,14 +702,27 @@ async fn read_part(
 }
 
 /// Extracts `archive` into `into` under the limits; refuses unsafe names.
+/// Free bytes on the disk that holds `path`, if known.
+fn free_bytes(path: &Path) -> Option<u64> {
+    let stat = rustix::fs::statvfs(path).ok()?;
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+/// Bytes unpacked between two looks at the disk's free space.
+const FREE_CHECK_BYTES: u64 = 4 << 20;
+
+/// Unpacks `archive` into `into`, counting its files against `max_files` and its real bytes
+/// against `max_unpacked` (declared sizes can lie), and, with `keep_free` (a folder and the
+/// bytes its disk must keep free), stopping with 507 once the disk would go below that: every
+/// upload unpacking at once sees the others' bytes there.
 fn extract(
     archive: &Path,
     into: &Path,
-    max_files: u32,
-    count: &mut u32,
-    max_unpacked: u64,
-    unpacked: &mut u64,
+    (max_files, count): (u32, &mut u32),
+    (max_unpacked, unpacked): (u64, &mut u64),
+    keep_free: Option<(&Path, u64)>,
 ) -> ApiResult<()> {
+    let mut since_check = 0u64;
     let bad = |e: zip::result::ZipError| {
         ApiError::unprocessable("bad_archive", format!("the archive cannot be read: {e}"))
     };
@@ -733,6 +755,15 @@ fn extract(
             "archive_too_large",
             format!("the archive unpacks to more than {max_unpacked} bytes"),
         ));
+    }
+    if let Some((folder, keep)) = keep_free
+        && let Some(free) = free_bytes(folder)
+        && free < keep.saturating_add(declared)
+    {
+        return Err(ApiError::insufficient_storage(format!(
+            "{} bytes free for unpacking, the archive declares {declared}",
+            free.saturating_sub(keep)
+        )));
     }
     std::fs::create_dir_all(into).map_err(ApiError::internal)?;
     for i in 0..zip.len() {
@@ -783,6 +814,19 @@ fn extract(
                     "archive_too_large",
                     format!("the archive unpacks to more than {max_unpacked} bytes"),
                 ));
+            }
+            since_check += n as u64;
+            if since_check >= FREE_CHECK_BYTES
+                && let Some((folder, keep)) = keep_free
+            {
+                since_check = 0;
+                if free_bytes(folder).is_some_and(|free| free < keep + FREE_CHECK_BYTES) {
+                    return Err(ApiError::insufficient_storage(format!(
+                        "the disk is full: the archive unpacked {} bytes before the free space \
+                         ran out",
+                        *unpacked
+                    )));
+                }
             }
             out.write_all(&buf[..n]).map_err(ApiError::internal)?;
         }
