@@ -380,11 +380,19 @@ fn queues_purge_is_confined_to_the_deployments_own_queues() {
     };
     // In the dev environment, its own queue purges.
     let out = tessera(&["queues", "purge", "imagerequest", "--yes"], "dev-");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = tessera(&["queues", "purge", "dev-imagerequest", "--yes"], "");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not one of this deployment's queues"), "{err}");
     let out = tessera(&["queues", "purge", "imagerequest-poison", "--yes"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -107,7 +107,7 @@ impl Application {
             )),
             imports: Arc::new(Semaphore::new(settings_imports)),
             decode_memory: crate::state::DecodeMemory::new(settings.decode_memory_bytes),
-            uploads: Arc::new(Semaphore::new(settings.max_uploads_in_flight.max(1))),
+            uploads: crate::upload::UploadSlots::new(settings.max_uploads_in_flight),
             admission: Default::default(),
             spool,
             settings,

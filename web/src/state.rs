@@ -27,7 +27,7 @@ pub struct AppState {
     /// The memory the checks of uploaded targets share (`web.decode_memory_bytes`).
     pub decode_memory: DecodeMemory,
     /// Uploads read at once (`web.max_uploads_in_flight`).
-    pub uploads: Arc<Semaphore>,
+    pub uploads: crate::upload::UploadSlots,
     /// Active jobs per client, per address and in all.
     pub admission: Arc<crate::admission::Admission>,
     /// Where uploads are spooled (emptied at start).

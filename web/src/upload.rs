@@ -88,16 +88,75 @@ pub fn drainable(e: &ApiError) -> bool {
     )
 }
 
-/// A slot among the uploads read at once (`web.max_uploads_in_flight`), or 503.
-pub fn upload_slot(slots: &std::sync::Arc<Semaphore>) -> ApiResult<OwnedSemaphorePermit> {
-    slots.clone().try_acquire_owned().map_err(|_| {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too_many_uploads",
-            "the service is reading as many uploads as it takes at once: try again shortly",
-        )
-        .retry_after(Duration::from_secs(5))
-    })
+/// The uploads read at once: `web.max_uploads_in_flight` in all, and at most half of them (at
+/// least one) from one address (an IPv6 /64), so that slow uploads from one place cannot hold
+/// every slot.
+#[derive(Debug, Clone)]
+pub struct UploadSlots {
+    all: std::sync::Arc<Semaphore>,
+    per_address: usize,
+    held: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+}
+
+/// One upload's slot, given back when dropped.
+pub struct UploadSlot {
+    _permit: OwnedSemaphorePermit,
+    address: Option<std::net::IpAddr>,
+    held: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+}
+
+impl Drop for UploadSlot {
+    fn drop(&mut self) {
+        if let Some(address) = self.address {
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = held.get_mut(&address) {
+                *n -= 1;
+                if *n == 0 {
+                    held.remove(&address);
+                }
+            }
+        }
+    }
+}
+
+impl UploadSlots {
+    pub fn new(total: usize) -> Self {
+        let total = total.max(1);
+        UploadSlots {
+            all: std::sync::Arc::new(Semaphore::new(total)),
+            per_address: (total / 2).max(1),
+            held: Default::default(),
+        }
+    }
+
+    /// A slot for an upload from `address`, or 503.
+    pub fn take(&self, address: Option<std::net::IpAddr>) -> ApiResult<UploadSlot> {
+        let busy = |why: &str| {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "too_many_uploads", why)
+                .retry_after(Duration::from_secs(5))
+        };
+        let address = address.map(crate::client::limited_network);
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(address) = address
+            && held.get(&address).copied().unwrap_or(0) >= self.per_address
+        {
+            return Err(busy(
+                "your address is sending as many uploads as one address may at once: try \
+                 again when one has finished",
+            ));
+        }
+        let permit = self.all.clone().try_acquire_owned().map_err(|_| {
+            busy("the service is reading as many uploads as it takes at once: try again shortly")
+        })?;
+        if let Some(address) = address {
+            *held.entry(address).or_insert(0) += 1;
+        }
+        Ok(UploadSlot {
+            _permit: permit,
+            address,
+            held: self.held.clone(),
+        })
+    }
 }
 
 /// Largest plain text field (a number, a name).
@@ -218,5 +277,26 @@ pub(crate) fn parse_bool(name: &str, text: Option<&str>) -> ApiResult<bool> {
             "invalid_parameter",
             format!("{name} must be true or false, not {other:?}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+
+    #[test]
+    fn one_address_holds_at_most_half_of_the_upload_slots() {
+        let slots = UploadSlots::new(8);
+        let a: std::net::IpAddr = "10.0.0.1".parse().unwrap();
+        let b: std::net::IpAddr = "2001:db8::1".parse().unwrap();
+        let held: Vec<_> = (0..4).map(|_| slots.take(Some(a)).unwrap()).collect();
+        assert_eq!(slots.take(Some(a)).err().unwrap().code, "too_many_uploads");
+        // Another address still gets in, and one of the same /64 counts with it.
+        let others: Vec<_> = (0..4).map(|_| slots.take(Some(b)).unwrap()).collect();
+        let same_net: std::net::IpAddr = "2001:db8::2".parse().unwrap();
+        assert!(slots.take(Some(same_net)).is_err());
+        drop(held);
+        assert!(slots.take(Some(a)).is_ok());
+        drop(others);
     }
 }

@@ -447,7 +447,11 @@ impl LibraryCatalog {
         }
         // The last version is remembered first: a library of the same name made later takes
         // versions after it, never one an old job names.
-        let last = self.get(id).await?.version.max(self.retired_version(id).await?);
+        let last = self
+            .get(id)
+            .await?
+            .version
+            .max(self.retired_version(id).await?);
         let retired = BlobKey::RetiredLibrary {
             library: id.to_string(),
         };

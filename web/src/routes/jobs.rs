@@ -26,7 +26,7 @@ use crate::inspect::{probe_target, verify_target};
 use crate::state::AppState;
 use crate::upload::{
     BodyClock, DRAIN_SLACK, drain, drainable, field_name, file_name, read_limited, read_text,
-    require_multipart, upload_slot,
+    require_multipart,
 };
 use crate::view::{JobView, job_path};
 
@@ -90,7 +90,10 @@ pub async fn submit(
             .seat(&state.platform, &state.settings, client, address)
             .await?,
     );
-    let slot = upload_slot(&state.uploads)?;
+    let slot = state.uploads.take(crate::client::client_address(
+        &req,
+        state.guard.trusted_proxies(),
+    ))?;
     let form = read_form(&mut payload, &state).await?;
     drop(slot);
     let job = Uuid::new_v4();

@@ -35,7 +35,6 @@ use crate::settings::WebSettings;
 use crate::state::AppState;
 use crate::upload::{
     BodyClock, DRAIN_SLACK, drain, drainable, field_name, file_name, read_text, require_multipart,
-    upload_slot,
 };
 
 use tessera_engine::decode::FORMAT_NAMES;
@@ -301,7 +300,10 @@ pub async fn create(
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
         .unwrap_or(0);
     state.require_room(declared.max(1), "the library").await?;
-    let slot = upload_slot(&state.uploads)?;
+    let slot = state.uploads.take(crate::client::client_address(
+        &req,
+        state.guard.trusted_proxies(),
+    ))?;
     let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
     let files = dir.path().join("files");
     std::fs::create_dir(&files).map_err(ApiError::internal)?;

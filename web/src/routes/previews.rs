@@ -12,7 +12,7 @@ use crate::inspect::probe_target;
 use crate::routes::jobs::{read_form, spec_of, usable_library};
 use crate::schema::Binary;
 use crate::state::AppState;
-use crate::upload::{require_multipart, upload_slot};
+use crate::upload::require_multipart;
 
 /// Preview a mosaic before submitting it.
 ///
@@ -49,7 +49,10 @@ pub async fn create(
     require_multipart(&req, "a preview")?;
     let (client, _) = client_id(&req)?;
     let _seat = state.previews.take(client)?;
-    let slot = upload_slot(&state.uploads)?;
+    let slot = state.uploads.take(crate::client::client_address(
+        &req,
+        state.guard.trusted_proxies(),
+    ))?;
     let form = read_form(&mut payload, &state).await?;
     drop(slot);
     let settings = &state.settings;
