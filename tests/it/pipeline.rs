@@ -856,8 +856,10 @@ async fn poison_records(env: &Env, queue: QueueName) -> Vec<(Option<Uuid>, Strin
             return out;
         }
         for message in got {
+            // Written in the queue's encoding, as its messages are.
+            let text = tessera_shared::messages::Encoding::from_wire(&message.body).unwrap();
             let record: tessera_shared::runtime::PoisonRecord =
-                serde_json::from_str(&message.body).unwrap();
+                serde_json::from_str(&text).unwrap();
             out.push((record.job_id, record.reason));
             env.queues
                 .delete(&queue.poison(), &message.id, &message.pop_receipt)

@@ -125,6 +125,7 @@ on_every_backend!(
     handles_each_message_once_and_counts_its_transactions,
     poison_path_end_to_end_with_the_reason_readable,
     handler_poison_and_malformed_bodies_go_straight_to_the_poison_queue,
+    a_base64_queue_writes_its_poison_records_in_base64,
     a_handler_three_times_the_visibility_timeout_keeps_its_lease,
     a_panicking_handler_is_a_failed_attempt_not_a_dead_worker,
     graceful_shutdown_finishes_in_time_and_releases_the_rest,
@@ -172,7 +173,10 @@ async fn poison_records(store: &Store, queue: &str) -> Vec<PoisonRecord> {
         .await
         .unwrap()
         .into_iter()
-        .map(|m| serde_json::from_str(&m.body).unwrap())
+        .map(|m| {
+            let text = tessera_shared::messages::Encoding::from_wire(&m.body).unwrap();
+            serde_json::from_str(&text).unwrap()
+        })
         .collect()
 }
 
@@ -287,6 +291,44 @@ async fn poison_path_end_to_end_with_the_reason_readable(store: &Store) {
         sent
     );
     assert_eq!(hooked.lock().unwrap().as_slice(), records.as_slice());
+}
+
+/// A queue written in base64 (for Azure Functions' bindings) writes its poison records in
+/// base64 too, so the same tooling reads its poison queue.
+async fn a_base64_queue_writes_its_poison_records_in_base64(store: &Store) {
+    let name = unique_name("rt");
+    let queue = store
+        .queue(&name, &Nudges::local())
+        .encoded(Encoding::Base64);
+    let listener = Listener::new(queue.clone())
+        .settings(quick())
+        .start(|m: Envelope<Ping>, _ctx: Context| async move {
+            Err(Failure::poison(format!("ping {} refused", m.body.n)))
+        })
+        .await
+        .unwrap();
+    queue.send(&ping(7)).await.unwrap();
+    eventually(
+        Duration::from_secs(10),
+        "the message poisoned",
+        async || listener.stats().poisoned == 1,
+    )
+    .await;
+    listener.shutdown(Duration::from_secs(5)).await;
+    let raw = store
+        .queues
+        .peek(&format!("{name}-poison"), 32)
+        .await
+        .unwrap();
+    assert_eq!(raw.len(), 1);
+    assert_eq!(
+        Encoding::of(&raw[0].body),
+        Encoding::Base64,
+        "{}",
+        raw[0].body
+    );
+    let records = poison_records(store, &name).await;
+    assert_eq!(records[0].reason, "ping 7 refused");
 }
 
 async fn handler_poison_and_malformed_bodies_go_straight_to_the_poison_queue(store: &Store) {

@@ -767,7 +767,9 @@ async fn move_to_poison<M: Message>(
                 return;
             }
         };
-    if let Err(e) = with_retries(|| poison::send_record(&**queues, &record)).await {
+    if let Err(e) =
+        with_retries(|| poison::send_record(&**queues, &record, shared.queue.encoding())).await
+    {
         tracing::warn!(error = %e, "poison record not sent; the message stays");
         return;
     }

@@ -205,12 +205,14 @@ fn without_last_error(body: &str) -> String {
         .unwrap_or_else(|_| body.to_string())
 }
 
-/// Sends `record` to its queue's poison queue.
+/// Sends `record` to its queue's poison queue, written in `encoding` as the queue's own
+/// messages are (base64 for tooling that expects it).
 pub(crate) async fn send_record(
     queues: &dyn QueueStore,
     record: &PoisonRecord,
+    encoding: Encoding,
 ) -> Result<(), StorageError> {
-    let text = serde_json::to_string(record).expect("poison records serialize");
+    let text = encoding.to_wire(&serde_json::to_string(record).expect("poison records serialize"));
     queues
         .send(
             &poison_queue_name(&record.queue),
