@@ -90,8 +90,9 @@ async fn send_due(
             }
             continue;
         }
-        // A lease: no other sender calls while this one does.
-        let lease = now + Duration::from_secs(settings.timeout_secs.max(1) + 60);
+        // A lease: no other sender calls while this one does. A call ends within its time
+        // limit, so the lease is not much longer: a sender killed mid-call holds it no more.
+        let lease = now + Duration::from_secs(settings.timeout_secs.max(1) + 5);
         let etag = match outbox::claim(blobs, &mut delivery, &etag, lease).await {
             Ok(Some(etag)) => etag,
             Ok(None) => continue,
