@@ -44,38 +44,100 @@ pub struct AppState {
     pub streams: crate::streams::StreamHub,
 }
 
-/// The clients with a preview being made.
+/// The clients with a preview being made, and how many each address (an IPv6 /64) has.
 #[derive(Debug, Default, Clone)]
-pub struct PreviewSeats(Arc<Mutex<std::collections::HashSet<Uuid>>>);
+pub struct PreviewSeats(Arc<Mutex<HeldPreviews>>);
+
+#[derive(Debug, Default)]
+struct HeldPreviews {
+    clients: std::collections::HashSet<Uuid>,
+    addresses: std::collections::HashMap<std::net::IpAddr, usize>,
+}
+
+/// Previews one address may have made at once: fresh client ids from one place cannot take
+/// every decode from the others.
+const PREVIEWS_PER_ADDRESS: usize = 2;
 
 /// A client's place while its preview is made.
 pub(crate) struct PreviewSeat {
     seats: PreviewSeats,
     client: Uuid,
+    address: Option<std::net::IpAddr>,
 }
 
 impl Drop for PreviewSeat {
     fn drop(&mut self) {
         let mut held = self.seats.0.lock().unwrap_or_else(|e| e.into_inner());
-        held.remove(&self.client);
+        held.clients.remove(&self.client);
+        if let Some(address) = self.address
+            && let Some(n) = held.addresses.get_mut(&address)
+        {
+            *n -= 1;
+            if *n == 0 {
+                held.addresses.remove(&address);
+            }
+        }
     }
 }
 
 impl PreviewSeats {
-    pub(crate) fn take(&self, client: Uuid) -> crate::error::ApiResult<PreviewSeat> {
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if !held.insert(client) {
-            return Err(crate::error::ApiError::new(
+    pub(crate) fn take(
+        &self,
+        client: Uuid,
+        address: Option<std::net::IpAddr>,
+    ) -> crate::error::ApiResult<PreviewSeat> {
+        let busy = |why: &str| {
+            crate::error::ApiError::new(
                 actix_web::http::StatusCode::TOO_MANY_REQUESTS,
                 "preview_in_progress",
-                "a preview of yours is being made: ask again once it has come",
+                why,
             )
-            .retry_after(std::time::Duration::from_secs(1)));
+            .retry_after(std::time::Duration::from_secs(1))
+        };
+        let address = address.map(crate::client::limited_network);
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if held.clients.contains(&client) {
+            return Err(busy(
+                "a preview of yours is being made: ask again once it has come",
+            ));
+        }
+        if let Some(address) = address
+            && held.addresses.get(&address).copied().unwrap_or(0) >= PREVIEWS_PER_ADDRESS
+        {
+            return Err(busy(
+                "previews from your address are being made: ask again once one has come",
+            ));
+        }
+        held.clients.insert(client);
+        if let Some(address) = address {
+            *held.addresses.entry(address).or_insert(0) += 1;
         }
         Ok(PreviewSeat {
             seats: self.clone(),
             client,
+            address,
         })
+    }
+}
+
+#[cfg(test)]
+mod preview_tests {
+    use super::*;
+
+    #[test]
+    fn fresh_client_ids_from_one_address_share_its_previews() {
+        let seats = PreviewSeats::default();
+        let here: std::net::IpAddr = "192.0.2.7".parse().unwrap();
+        let a = seats.take(Uuid::new_v4(), Some(here)).unwrap();
+        let _b = seats.take(Uuid::new_v4(), Some(here)).unwrap();
+        assert!(seats.take(Uuid::new_v4(), Some(here)).is_err());
+        // Another address is not held up; one client still has one preview at a time.
+        let elsewhere: std::net::IpAddr = "198.51.100.1".parse().unwrap();
+        let client = Uuid::new_v4();
+        let _c = seats.take(client, Some(elsewhere)).unwrap();
+        assert!(seats.take(client, Some(elsewhere)).is_err());
+        drop(a);
+        assert!(seats.take(Uuid::new_v4(), Some(here)).is_ok());
     }
 }
 

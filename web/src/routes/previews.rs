@@ -48,11 +48,9 @@ pub async fn create(
 ) -> ApiResult<HttpResponse> {
     require_multipart(&req, "a preview")?;
     let (client, _) = client_id(&req)?;
-    let _seat = state.previews.take(client)?;
-    let slot = state.uploads.take(crate::client::client_address(
-        &req,
-        state.guard.trusted_proxies(),
-    ))?;
+    let address = crate::client::client_address(&req, state.guard.trusted_proxies());
+    let _seat = state.previews.take(client, address)?;
+    let slot = state.uploads.take(address)?;
     let form = read_form(&mut payload, &state).await?;
     drop(slot);
     let settings = &state.settings;
