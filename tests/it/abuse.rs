@@ -697,17 +697,6 @@ fn huge_deep_png() -> Vec<u8> {
     out
 }
 
-/// Peak resident memory of process `pid` (`VmHWM`), in bytes.
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
-}
-
 /// The most `tessera serve` may hold at its peak while checking, planning and rendering a
 /// 10000 x 10000 16-bit target: the target decoded once at 3 bytes a pixel (300 MB), and room
 /// for the rest of the service. Checked whole at 8 bytes a pixel, then decoded at 8 and 4 bytes
@@ -716,42 +705,10 @@ const HUGE_TARGET_PEAK: u64 = 512 << 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_deep_target_stays_within_a_stated_peak() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = crate::support::free_port();
-    let log = dir.path().join("serve.log");
-    let mut serve = crate::support::KillOnDrop(
-        std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .arg("--data")
-            .arg(dir.path().join("data"))
-            .args(["serve", "--processors", "1", "--port", &port.to_string()])
-            .arg("--default-library")
-            .arg(crate::support::fixture("engine/tiles"))
-            .env_remove("TESSERA_STORAGE")
-            .env_remove("TESSERA_CONFIG")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    let pid = serve.0.id();
+    let serve = crate::support::Serve::start(&[]).await;
     let client = no_redirect_client();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut ready = false;
-    for _ in 0..600 {
-        if let Ok(res) = client.get(format!("{base}/readyz")).send().await
-            && res.status() == StatusCode::OK
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(
-        ready,
-        "serve never got ready:\n{}",
-        std::fs::read_to_string(&log).unwrap()
-    );
-    let before = peak_rss(pid);
+    let base = serve.base.clone();
+    let before = serve.peak();
 
     let image = huge_deep_png();
     assert!(image.len() < 4 << 20, "{} bytes", image.len());
@@ -786,8 +743,8 @@ async fn a_huge_deep_target_stays_within_a_stated_peak() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(state, "done", "{}", std::fs::read_to_string(&log).unwrap());
-    let peak = peak_rss(pid);
+    assert_eq!(state, "done", "{}", serve.log());
+    let peak = serve.peak();
     println!(
         "tessera serve peak resident memory: {} MiB before the job, {} MiB after",
         before >> 20,
@@ -799,7 +756,6 @@ async fn a_huge_deep_target_stays_within_a_stated_peak() {
         peak >> 20,
         HUGE_TARGET_PEAK >> 20
     );
-    serve.kill();
 }
 
 #[test]

@@ -4,94 +4,15 @@
 //! memory (`VmHWM` from /proc) rises by less than [`MOST_ADDED`].
 
 use std::io::Write;
-use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
 use serde_json::Value;
 
-use crate::support::{KillOnDrop, fixture, free_port, no_redirect_client, zip_of};
+use crate::support::{Serve, ended, no_redirect_client, zip_of};
 
 /// The most one hostile file may add to the service's peak memory.
 const MOST_ADDED: u64 = 400 << 20;
-
-/// A `tessera serve` process of its own (the emoji fixtures as its default library).
-pub(crate) struct Serve {
-    pub(crate) process: KillOnDrop,
-    pub(crate) base: String,
-    log: std::path::PathBuf,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Serve {
-    pub(crate) async fn start(env: &[(&str, &str)]) -> Serve {
-        let dir = tempfile::tempdir().unwrap();
-        let mut serve = Serve::start_in(dir.path(), free_port(), &[], env).await;
-        serve._dir = Some(dir);
-        serve
-    }
-
-    /// `tessera serve` on `port` with its data (and log) in `dir`, the global `args` first.
-    pub(crate) async fn start_in(
-        dir: &std::path::Path,
-        port: u16,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> Serve {
-        let log = dir.join(format!("serve-{}.log", uuid::Uuid::new_v4()));
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
-        command
-            .arg("--data")
-            .arg(dir.join("data"))
-            .args(args)
-            .args(["serve", "--processors", "1", "--port", &port.to_string()])
-            .arg("--default-library")
-            .arg(fixture("engine/tiles"))
-            .env_remove("TESSERA_STORAGE")
-            .env_remove("TESSERA_CONFIG")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap());
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let process = KillOnDrop(command.spawn().unwrap());
-        let base = format!("http://127.0.0.1:{port}");
-        let client = no_redirect_client();
-        for _ in 0..600 {
-            if let Ok(res) = client.get(format!("{base}/readyz")).send().await
-                && res.status() == StatusCode::OK
-            {
-                return Serve {
-                    process,
-                    base,
-                    log,
-                    _dir: None,
-                };
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!(
-            "serve never got ready:\n{}",
-            std::fs::read_to_string(&log).unwrap()
-        );
-    }
-
-    pub(crate) fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Peak resident memory so far (`VmHWM`), in bytes.
-    pub(crate) fn peak(&self) -> u64 {
-        let pid = self.process.0.id();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let kb: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        kb * 1024
-    }
-}
 
 /// One ISO box: size, type, body.
 fn iso_box(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
@@ -330,26 +251,6 @@ async fn a_heic_grid_that_lies_about_its_size_is_refused_in_bounded_memory() {
         "the lying HEIC added {} MiB",
         added >> 20
     );
-}
-
-/// Polls a job until it ends; its final view.
-pub(crate) async fn ended(serve: &Serve, id: &str) -> Value {
-    let client = no_redirect_client();
-    for _ in 0..600 {
-        let view: Value = client
-            .get(format!("{}/api/v1/jobs/{id}", serve.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if view["state"] == "done" || view["state"] == "failed" {
-            return view;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("job {id} never ended:\n{}", serve.log());
 }
 
 /// The `png` crate reads a profile within the budget it is given and drops one over it: the

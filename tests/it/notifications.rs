@@ -7,10 +7,9 @@ use std::time::{Duration, Instant};
 
 use reqwest::multipart::{Form, Part};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
-use crate::hostile_files::{Serve, ended};
-use crate::support::{astronaut, free_port, no_redirect_client};
+use crate::support::{Serve, astronaut, ended, free_port, no_redirect_client};
 
 /// One request a receiver got: its head and its body.
 struct Call {
@@ -40,29 +39,7 @@ async fn receiver(fail_for: Duration) -> (u16, tokio::sync::mpsc::UnboundedRecei
     tokio::spawn(async move {
         loop {
             let (mut socket, _) = listener.accept().await.unwrap();
-            let mut request = Vec::new();
-            let mut chunk = [0u8; 8192];
-            loop {
-                let n = socket.read(&mut chunk).await.unwrap_or(0);
-                request.extend_from_slice(&chunk[..n]);
-                let text = String::from_utf8_lossy(&request).to_string();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let length: usize = text
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().parse().unwrap())
-                        })
-                        .unwrap_or(0);
-                    if request.len() >= end + 4 + length {
-                        break;
-                    }
-                }
-                if n == 0 {
-                    break;
-                }
-            }
+            let text = crate::support::read_http_request(&mut socket).await;
             let status = if started.elapsed() < fail_for {
                 500
             } else {
@@ -71,7 +48,6 @@ async fn receiver(fail_for: Duration) -> (u16, tokio::sync::mpsc::UnboundedRecei
             let reply =
                 format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
             let _ = socket.write_all(reply.as_bytes()).await;
-            let text = String::from_utf8_lossy(&request).to_string();
             let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
             let call = Call {
                 head: head.to_string(),

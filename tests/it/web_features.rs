@@ -617,7 +617,7 @@ async fn a_preview_shows_the_jobs_grid_and_stores_nothing() {
 /// service with webhooks off too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_calls_its_webhook_with_a_signed_body() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     // The receiver: answers 500 to the first call (the sender retries) and 200 to the next.
     let receiver = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = receiver.local_addr().unwrap().port();
@@ -625,33 +625,11 @@ async fn a_job_calls_its_webhook_with_a_signed_body() {
     tokio::spawn(async move {
         for status in ["500 Internal Server Error", "200 OK"] {
             let (mut socket, _) = receiver.accept().await.unwrap();
-            let mut request = Vec::new();
-            let mut chunk = [0u8; 8192];
-            // Headers, then as many body bytes as Content-Length says.
-            loop {
-                let n = socket.read(&mut chunk).await.unwrap();
-                request.extend_from_slice(&chunk[..n]);
-                let text = String::from_utf8_lossy(&request).to_string();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let length: usize = text
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().parse().unwrap())
-                        })
-                        .unwrap_or(0);
-                    if request.len() >= end + 4 + length || n == 0 {
-                        break;
-                    }
-                }
-            }
+            let request = crate::support::read_http_request(&mut socket).await;
             let reply =
                 format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
             socket.write_all(reply.as_bytes()).await.unwrap();
-            calls_tx
-                .send(String::from_utf8_lossy(&request).to_string())
-                .unwrap();
+            calls_tx.send(request).unwrap();
         }
     });
 

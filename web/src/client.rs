@@ -127,6 +127,52 @@ pub(crate) fn limited_network(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// How many of something (uploads, previews) each network ([`limited_network`]) holds now,
+/// for the limits kept per address.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct AddressCounts(
+    std::sync::Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>,
+);
+
+/// One place counted against an address, given back when dropped.
+pub(crate) struct AddressHold {
+    counts: AddressCounts,
+    network: Option<IpAddr>,
+}
+
+impl AddressCounts {
+    /// A place for `address` if its network holds fewer than `most`; no address: always.
+    pub(crate) fn hold(&self, address: Option<IpAddr>, most: usize) -> Option<AddressHold> {
+        let network = address.map(limited_network);
+        if let Some(network) = network {
+            let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let n = held.entry(network).or_insert(0);
+            if *n >= most {
+                return None;
+            }
+            *n += 1;
+        }
+        Some(AddressHold {
+            counts: self.clone(),
+            network,
+        })
+    }
+}
+
+impl Drop for AddressHold {
+    fn drop(&mut self) {
+        if let Some(network) = self.network {
+            let mut held = self.counts.0.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = held.get_mut(&network) {
+                *n -= 1;
+                if *n == 0 {
+                    held.remove(&network);
+                }
+            }
+        }
+    }
+}
+
 /// The proxies whose `X-Forwarded-For` is believed (`web.trusted_proxies`).
 #[derive(Debug, Clone, Default)]
 pub struct TrustedProxies(pub Vec<IpAddr>);

@@ -46,12 +46,9 @@ pub struct AppState {
 
 /// The clients with a preview being made, and how many each address (an IPv6 /64) has.
 #[derive(Debug, Default, Clone)]
-pub struct PreviewSeats(Arc<Mutex<HeldPreviews>>);
-
-#[derive(Debug, Default)]
-struct HeldPreviews {
-    clients: std::collections::HashSet<Uuid>,
-    addresses: std::collections::HashMap<std::net::IpAddr, usize>,
+pub struct PreviewSeats {
+    clients: Arc<Mutex<std::collections::HashSet<Uuid>>>,
+    addresses: crate::client::AddressCounts,
 }
 
 /// Previews one address may have made at once: fresh client ids from one place cannot take
@@ -62,21 +59,13 @@ const PREVIEWS_PER_ADDRESS: usize = 2;
 pub(crate) struct PreviewSeat {
     seats: PreviewSeats,
     client: Uuid,
-    address: Option<std::net::IpAddr>,
+    _address: crate::client::AddressHold,
 }
 
 impl Drop for PreviewSeat {
     fn drop(&mut self) {
-        let mut held = self.seats.0.lock().unwrap_or_else(|e| e.into_inner());
-        held.clients.remove(&self.client);
-        if let Some(address) = self.address
-            && let Some(n) = held.addresses.get_mut(&address)
-        {
-            *n -= 1;
-            if *n == 0 {
-                held.addresses.remove(&address);
-            }
-        }
+        let mut held = self.seats.clients.lock().unwrap_or_else(|e| e.into_inner());
+        held.remove(&self.client);
     }
 }
 
@@ -94,28 +83,23 @@ impl PreviewSeats {
             )
             .retry_after(std::time::Duration::from_secs(1))
         };
-        let address = address.map(crate::client::limited_network);
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if held.clients.contains(&client) {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if clients.contains(&client) {
             return Err(busy(
                 "a preview of yours is being made: ask again once it has come",
             ));
         }
-        if let Some(address) = address
-            && held.addresses.get(&address).copied().unwrap_or(0) >= PREVIEWS_PER_ADDRESS
-        {
-            return Err(busy(
-                "previews from your address are being made: ask again once one has come",
-            ));
-        }
-        held.clients.insert(client);
-        if let Some(address) = address {
-            *held.addresses.entry(address).or_insert(0) += 1;
-        }
+        let held = self
+            .addresses
+            .hold(address, PREVIEWS_PER_ADDRESS)
+            .ok_or_else(|| {
+                busy("previews from your address are being made: ask again once one has come")
+            })?;
+        clients.insert(client);
         Ok(PreviewSeat {
             seats: self.clone(),
             client,
-            address,
+            _address: held,
         })
     }
 }

@@ -95,28 +95,13 @@ pub fn drainable(e: &ApiError) -> bool {
 pub struct UploadSlots {
     all: std::sync::Arc<Semaphore>,
     per_address: usize,
-    held: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+    held: crate::client::AddressCounts,
 }
 
 /// One upload's slot, given back when dropped.
 pub struct UploadSlot {
     _permit: OwnedSemaphorePermit,
-    address: Option<std::net::IpAddr>,
-    held: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
-}
-
-impl Drop for UploadSlot {
-    fn drop(&mut self) {
-        if let Some(address) = self.address {
-            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(n) = held.get_mut(&address) {
-                *n -= 1;
-                if *n == 0 {
-                    held.remove(&address);
-                }
-            }
-        }
-    }
+    _address: crate::client::AddressHold,
 }
 
 impl UploadSlots {
@@ -135,26 +120,18 @@ impl UploadSlots {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "too_many_uploads", why)
                 .retry_after(Duration::from_secs(5))
         };
-        let address = address.map(crate::client::limited_network);
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(address) = address
-            && held.get(&address).copied().unwrap_or(0) >= self.per_address
-        {
-            return Err(busy(
+        let held = self.held.hold(address, self.per_address).ok_or_else(|| {
+            busy(
                 "your address is sending as many uploads as one address may at once: try \
                  again when one has finished",
-            ));
-        }
+            )
+        })?;
         let permit = self.all.clone().try_acquire_owned().map_err(|_| {
             busy("the service is reading as many uploads as it takes at once: try again shortly")
         })?;
-        if let Some(address) = address {
-            *held.entry(address).or_insert(0) += 1;
-        }
         Ok(UploadSlot {
             _permit: permit,
-            address,
-            held: self.held.clone(),
+            _address: held,
         })
     }
 }

@@ -222,9 +222,6 @@ pub fn read_header(bytes: &[u8]) -> Result<Header, String> {
     use image::ImageDecoder;
     use image::metadata::Orientation;
     let format = Format::sniff(bytes).ok_or("not an image Tessera reads")?;
-    if format == Format::Png {
-        png_declared(bytes)?;
-    }
     if format.is_heif() {
         let (width, height, _, decoded_bytes) = heif::header(bytes)?;
         return Ok(Header {
@@ -620,16 +617,21 @@ fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::Rg
 
 /// HEIC/HEIF and AVIF through libheif, which applies the file's rotation and mirroring.
 mod heif {
-    use libheif_rs::{ColorSpace, HeifContext, LibHeif, RgbChroma};
+    use libheif_rs::{ColorSpace, HeifContext, ImageHandle, LibHeif, RgbChroma};
 
     use crate::profile::{Declared, image_to_srgb};
 
     /// Width, height (rotation applied), whether there is an alpha channel, and the bytes the
     /// decode takes, from the file's real structure (`heif_items`), not from what it declares.
     pub(super) fn header(bytes: &[u8]) -> Result<(u32, u32, bool, u64), String> {
-        let real = crate::heif_items::real_size(bytes)?;
         let context = HeifContext::read_from_bytes(bytes).map_err(|e| e.message)?;
         let handle = context.primary_image_handle().map_err(|e| e.message)?;
+        sized(bytes, &handle)
+    }
+
+    /// [`header`] of the primary image `handle` of the file `bytes`.
+    fn sized(bytes: &[u8], handle: &ImageHandle) -> Result<(u32, u32, bool, u64), String> {
+        let real = crate::heif_items::real_size(bytes)?;
         let (w, h, alpha) = (handle.width(), handle.height(), handle.has_alpha_channel());
         // libheif's size turns with the image; the real one is as stored.
         let (rw, rh) = if (w < h) == (real.width < real.height) {
@@ -652,10 +654,9 @@ mod heif {
         bytes: &[u8],
         limits: Option<&image::Limits>,
     ) -> Result<image::DynamicImage, String> {
-        let (w, h, _, decoded) = header(bytes)?;
         let context = HeifContext::read_from_bytes(bytes).map_err(|e| e.message)?;
         let handle = context.primary_image_handle().map_err(|e| e.message)?;
-        let alpha = handle.has_alpha_channel();
+        let (w, h, alpha, decoded) = sized(bytes, &handle)?;
         if let Some(limits) = limits {
             super::check_side(w, h, limits)?;
             if limits.max_alloc.is_some_and(|max| decoded > max) {

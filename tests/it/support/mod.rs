@@ -3,9 +3,11 @@
 
 mod app;
 mod files;
+mod serve;
 
 pub(crate) use app::*;
 pub(crate) use files::*;
+pub(crate) use serve::*;
 
 /// A name no other test uses: `prefix-` and 12 hex digits (a queue or a container).
 pub(crate) fn unique_name(prefix: &str) -> String {

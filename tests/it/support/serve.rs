@@ -1,0 +1,141 @@
+//! `tessera serve` as it ships, in a process of its own, for the tests that watch its memory,
+//! kill it or read its log.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use super::{KillOnDrop, fixture, free_port, no_redirect_client};
+
+/// A `tessera serve` process of its own (the emoji fixtures as its default library).
+pub(crate) struct Serve {
+    pub(crate) process: KillOnDrop,
+    pub(crate) base: String,
+    log: std::path::PathBuf,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Serve {
+    pub(crate) async fn start(env: &[(&str, &str)]) -> Serve {
+        let dir = tempfile::tempdir().unwrap();
+        let mut serve = Serve::start_in(dir.path(), free_port(), &[], env).await;
+        serve._dir = Some(dir);
+        serve
+    }
+
+    /// `tessera serve` on `port` with its data (and log) in `dir`, the global `args` first.
+    pub(crate) async fn start_in(
+        dir: &std::path::Path,
+        port: u16,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Serve {
+        let log = dir.join(format!("serve-{}.log", uuid::Uuid::new_v4()));
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+        command
+            .arg("--data")
+            .arg(dir.join("data"))
+            .args(args)
+            .args(["serve", "--processors", "1", "--port", &port.to_string()])
+            .arg("--default-library")
+            .arg(fixture("engine/tiles"))
+            .env_remove("TESSERA_STORAGE")
+            .env_remove("TESSERA_CONFIG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let process = KillOnDrop(command.spawn().unwrap());
+        let base = format!("http://127.0.0.1:{port}");
+        let client = no_redirect_client();
+        for _ in 0..600 {
+            if let Ok(res) = client.get(format!("{base}/readyz")).send().await
+                && res.status() == StatusCode::OK
+            {
+                return Serve {
+                    process,
+                    base,
+                    log,
+                    _dir: None,
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "serve never got ready:\n{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+    }
+
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Peak resident memory so far (`VmHWM`), in bytes.
+    pub(crate) fn peak(&self) -> u64 {
+        peak_rss(self.process.0.id())
+    }
+}
+
+/// Peak resident memory of process `pid` (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// Polls a job until it ends; its final view.
+pub(crate) async fn ended(serve: &Serve, id: &str) -> Value {
+    let client = no_redirect_client();
+    for _ in 0..600 {
+        let view: Value = client
+            .get(format!("{}/api/v1/jobs/{id}", serve.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if view["state"] == "done" || view["state"] == "failed" {
+            return view;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("job {id} never ended:\n{}", serve.log());
+}
+
+/// Reads one HTTP/1.1 request from `socket`: the head, then as many body bytes as its
+/// `Content-Length` says (or until the peer stops sending).
+pub(crate) async fn read_http_request(socket: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut request = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = socket.read(&mut chunk).await.unwrap_or(0);
+        request.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&request);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length: usize = text
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap())
+                })
+                .unwrap_or(0);
+            if request.len() >= end + 4 + length {
+                break;
+            }
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&request).to_string()
+}
