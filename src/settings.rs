@@ -486,12 +486,16 @@ mod tests {
         let s = Settings::load(
             None,
             env(&[
-                ("TESSERA_WEB__TRUSTED_PROXIES", "10.0.0.1, 10.0.0.2"),
+                (
+                    "TESSERA_WEB__TRUSTED_PROXIES",
+                    "10.0.0.1, 10.0.0.0/8, fd00::/8",
+                ),
                 ("TESSERA_WEB__WEBHOOKS__ALLOW", "hooks.example.com:443"),
             ]),
         )
         .unwrap();
-        assert_eq!(s.web.trusted_proxies.len(), 2);
+        assert_eq!(s.web.trusted_proxies.len(), 3);
+        assert!(s.web.trusted_proxies[1].contains(&"10.200.3.4".parse().unwrap()));
         assert_eq!(s.web.webhooks.allow, vec!["hooks.example.com:443"]);
         let err = Settings::load(None, env(&[("TESSERA_WEB__TRUSTED_PROXIES", "nonsense")]));
         assert!(err.is_err());

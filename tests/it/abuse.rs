@@ -314,6 +314,91 @@ async fn named_keys_own_their_libraries_and_the_operator_keeps_the_default() {
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
 }
 
+/// A job submitted with a named key belongs to the key: another key may not cancel or delete it
+/// with the submitting client's id, the same key may from any client, and the operator's key
+/// may cancel anyone's job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_made_with_a_key_belong_to_that_key() {
+    let digest = |key: &str| format!("sha256:{:x}", sha2::Sha256::digest(key.as_bytes()));
+    let settings = WebSettings {
+        api_key: ApiKey::new("operator-key"),
+        keys: [("alice", "alice-key"), ("bob", "bob-key")]
+            .into_iter()
+            .map(|(name, key)| (name.to_string(), digest(key)))
+            .collect(),
+        ..test_settings()
+    };
+    let app = spawn_app_with(settings, false).await;
+    let submit = |key: &'static str, client: Uuid| {
+        app.client
+            .post(app.url("/api/v1/jobs"))
+            .header("X-API-Key", key)
+            .header("X-Client-Id", client.to_string())
+            .multipart(job_form(astronaut()))
+            .send()
+    };
+    let act = |method: reqwest::Method, path: String, key: &'static str, client: Uuid| {
+        app.client
+            .request(method, app.url(&path))
+            .header("X-API-Key", key)
+            .header("X-Client-Id", client.to_string())
+            .send()
+    };
+    let shared_client = Uuid::new_v4();
+    let res = submit("alice-key", shared_client).await.unwrap();
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let job = res.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cancel = format!("/api/v1/jobs/{job}/cancel");
+    // The client id that submitted it, with another key: refused.
+    let res = act(
+        reqwest::Method::POST,
+        cancel.clone(),
+        "bob-key",
+        shared_client,
+    )
+    .await
+    .unwrap();
+    assert_eq!(code(res).await, (403, "not_your_job".into()));
+    // The key that submitted it, from another client: its own.
+    let res = act(reqwest::Method::POST, cancel, "alice-key", Uuid::new_v4())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let path = format!("/api/v1/jobs/{job}");
+    let res = act(
+        reqwest::Method::DELETE,
+        path.clone(),
+        "bob-key",
+        shared_client,
+    )
+    .await
+    .unwrap();
+    assert_eq!(code(res).await, (403, "not_your_job".into()));
+    let res = act(reqwest::Method::DELETE, path, "alice-key", Uuid::new_v4())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+
+    // Bob's job: the operator's key may cancel it.
+    let res = submit("bob-key", Uuid::new_v4()).await.unwrap();
+    let job = res.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let res = act(
+        reqwest::Method::POST,
+        format!("/api/v1/jobs/{job}/cancel"),
+        "operator-key",
+        Uuid::new_v4(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn library_uploads_pass_the_free_space_guard() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use actix_web::cookie::{Cookie, SameSite};
 use actix_web::{HttpMessage as _, HttpRequest};
+use tessera_shared::jobs::JobRecord;
 use tessera_shared::libraries::Owner;
 use uuid::Uuid;
 
@@ -95,8 +96,22 @@ pub(crate) fn owner_of(req: &HttpRequest, client: Uuid) -> Owner {
     credential_owner(req).unwrap_or_else(|| Owner::client(client))
 }
 
+/// Whether a request may cancel or delete a job, or is shown it as its own: the operator's
+/// key may, for any job; a job submitted with a key belongs to that key; any other job to the
+/// client that submitted it (its cookie or `X-Client-Id`).
+pub(crate) fn manages_job(req: &HttpRequest, record: &JobRecord) -> ApiResult<bool> {
+    let carried = credential_owner(req);
+    if carried.as_ref().is_some_and(Owner::is_operator) {
+        return Ok(true);
+    }
+    match &record.key_holder {
+        Some(holder) => Ok(carried.as_ref() == Some(holder)),
+        None => Ok(named_client(req)? == Some(record.client_id)),
+    }
+}
+
 /// The owner the key a request carries stands for, if it carries one.
-fn credential_owner(req: &HttpRequest) -> Option<Owner> {
+pub(crate) fn credential_owner(req: &HttpRequest) -> Option<Owner> {
     req.extensions().get::<Credential>().map(|c| match c {
         Credential::Operator => Owner::operator(),
         Credential::Key(name) => Owner::key(name),
@@ -173,9 +188,59 @@ impl Drop for AddressHold {
     }
 }
 
+/// One address or a CIDR range of them (`10.0.0.7`, `10.0.0.0/8`, `fd00::/8`), as settings
+/// name trusted proxies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct AddressRange(ipnet::IpNet);
+
+impl AddressRange {
+    pub fn contains(&self, address: &IpAddr) -> bool {
+        self.0.contains(address)
+    }
+}
+
+impl std::str::FromStr for AddressRange {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if let Ok(net) = text.parse::<ipnet::IpNet>() {
+            return Ok(AddressRange(net.trunc()));
+        }
+        text.parse::<IpAddr>()
+            .map(|address| AddressRange(address.into()))
+            .map_err(|_| {
+                format!("{text:?} is neither an address nor a CIDR range such as 10.0.0.0/8")
+            })
+    }
+}
+
+impl TryFrom<String> for AddressRange {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        text.parse()
+    }
+}
+
+impl From<AddressRange> for String {
+    fn from(range: AddressRange) -> String {
+        if range.0.prefix_len() == range.0.max_prefix_len() {
+            range.0.addr().to_string()
+        } else {
+            range.0.to_string()
+        }
+    }
+}
+
 /// The proxies whose `X-Forwarded-For` is believed (`web.trusted_proxies`).
 #[derive(Debug, Clone, Default)]
-pub struct TrustedProxies(pub Vec<IpAddr>);
+pub struct TrustedProxies(pub Vec<AddressRange>);
+
+impl TrustedProxies {
+    fn trusts(&self, address: &IpAddr) -> bool {
+        self.0.iter().any(|range| range.contains(address))
+    }
+}
 
 /// The address a request comes from: the peer's, or behind a trusted proxy the nearest address
 /// in `X-Forwarded-For` that is not itself a trusted proxy.
@@ -193,7 +258,7 @@ pub(crate) fn address_of<'a>(
     trusted: &TrustedProxies,
 ) -> Option<IpAddr> {
     let peer = peer?;
-    if !trusted.0.contains(&peer) {
+    if !trusted.trusts(&peer) {
         return Some(peer);
     }
     let hops: Vec<IpAddr> = forwarded
@@ -203,7 +268,7 @@ pub(crate) fn address_of<'a>(
         .collect();
     hops.iter()
         .rev()
-        .find(|hop| !trusted.0.contains(hop))
+        .find(|hop| !trusted.trusts(hop))
         .or(hops.first())
         .copied()
         .or(Some(peer))
@@ -216,4 +281,55 @@ pub(crate) fn client_and_address(
     trusted: &TrustedProxies,
 ) -> ApiResult<(Option<Uuid>, Option<IpAddr>)> {
     Ok((named_client(req)?, client_address(req, trusted)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::http::header::HeaderValue;
+
+    fn from(peer: &str, forwarded: &str, trusted: &[&str]) -> IpAddr {
+        let trusted = TrustedProxies(trusted.iter().map(|t| t.parse().unwrap()).collect());
+        let header = HeaderValue::from_str(forwarded).unwrap();
+        address_of(
+            Some(peer.parse().unwrap()),
+            std::iter::once(&header),
+            &trusted,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_ranges() {
+        // A proxy inside a trusted range is believed; the nearest untrusted hop counts.
+        let hops = "198.51.100.4, 10.1.2.3";
+        assert_eq!(
+            from("10.9.9.9", hops, &["10.0.0.0/8"]),
+            "198.51.100.4".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            from("10.9.9.9", hops, &["10.9.9.9"]),
+            "10.1.2.3".parse::<IpAddr>().unwrap()
+        );
+        // A peer outside every range names itself, whatever it forwards.
+        assert_eq!(
+            from("192.0.2.1", hops, &["10.0.0.0/8"]),
+            "192.0.2.1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            from("fd00::1", "2001:db8::5", &["fd00::/8"]),
+            "2001:db8::5".parse::<IpAddr>().unwrap()
+        );
+        // Host bits are dropped; nonsense is refused with its reason.
+        assert_eq!(
+            String::from("10.1.2.3/8".parse::<AddressRange>().unwrap()),
+            "10.0.0.0/8"
+        );
+        assert_eq!(
+            String::from("10.1.2.3".parse::<AddressRange>().unwrap()),
+            "10.1.2.3"
+        );
+        assert!("10.0.0.0/33".parse::<AddressRange>().is_err());
+        assert!("proxy.local".parse::<AddressRange>().is_err());
+    }
 }

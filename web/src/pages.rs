@@ -442,10 +442,7 @@ async fn job(
 ) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;
-    let owned = req
-        .cookie(CLIENT_COOKIE)
-        .and_then(|c| Uuid::parse_str(c.value()).ok())
-        == Some(record.client_id);
+    let owned = crate::client::manages_job(&req, &record).unwrap_or(false);
     let download_size = match (&record.result_blob, record.state) {
         (Some(key), JobState::Done) => state
             .platform

@@ -2,7 +2,6 @@
 //! optional API key that guards everything it serves.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -85,8 +84,9 @@ pub struct WebSettings {
     /// each holder owns what it uploads. The operator's key (`api_key`) stands apart.
     pub keys: BTreeMap<String, String>,
     /// Proxies in front of the service whose `X-Forwarded-For` names the client's address (for
-    /// the limits kept per address). Without them the peer's address counts.
-    pub trusted_proxies: Vec<IpAddr>,
+    /// the limits kept per address), as addresses or CIDR ranges (`10.0.0.0/8`). Without them
+    /// the peer's address counts.
+    pub trusted_proxies: Vec<crate::client::AddressRange>,
     /// Completion webhooks (`[web.webhooks]`): who may be called, and the signing secret.
     pub webhooks: WebhookSettings,
     /// Where uploads are spooled while they are read and imported: `spool/` in the embedded

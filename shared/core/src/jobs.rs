@@ -131,6 +131,10 @@ pub struct OverlayQuality {
 pub struct JobRecord {
     pub id: Uuid,
     pub client_id: Uuid,
+    /// The key the job was submitted with (a named key, or the operator's): such a job belongs
+    /// to that key, whichever client carries it, and not to a client without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_holder: Option<crate::libraries::Owner>,
     pub state: JobState,
     pub params: JobParams,
     #[serde(with = "time::serde::rfc3339")]
@@ -178,6 +182,7 @@ impl JobRecord {
         JobRecord {
             id,
             client_id,
+            key_holder: None,
             state: JobState::Queued,
             params,
             created_at: now,

@@ -20,7 +20,9 @@ use tessera_shared::messages::{Envelope, ImageRequest};
 use tessera_shared::spec::{Defaults, FIELDS, JobSpec};
 use tessera_shared::storage::PutMode;
 
-use crate::client::{client_address, client_cookie, client_id, job_id, named_client, owner_of};
+use crate::client::{
+    client_address, client_cookie, client_id, credential_owner, job_id, manages_job,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::inspect::{probe_target, verify_target};
 use crate::state::AppState;
@@ -101,7 +103,7 @@ pub async fn submit(
     let record = tracing::Instrument::instrument(
         accounting::with_job(
             job,
-            enqueue(&state, job, (client, owner_of(&req, client)), address, form),
+            enqueue(&state, job, (client, credential_owner(&req)), address, form),
         ),
         span,
     )
@@ -231,10 +233,11 @@ pub(crate) async fn usable_library(
 async fn enqueue(
     state: &AppState,
     job: Uuid,
-    (client, owner): (Uuid, Owner),
+    (client, key_holder): (Uuid, Option<Owner>),
     address: Option<std::net::IpAddr>,
     form: Form,
 ) -> ApiResult<JobRecord> {
+    let owner = key_holder.clone().unwrap_or_else(|| Owner::client(client));
     let settings = &state.settings;
     let (image, input_name) = form.image.ok_or_else(|| missing("image"))?;
     let mut spec = spec_of(&form.fields, state)?;
@@ -273,6 +276,7 @@ async fn enqueue(
             input_name: input_name.chars().take(255).collect(),
         },
     );
+    record.key_holder = key_holder;
     record.output = Some(output);
     // What the submission has cost so far, with the record's own write.
     let spent = platform.accounting.take_job(job) + 1;
@@ -340,7 +344,8 @@ pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResu
 ///
 /// Removes the job's record, result, preview, zoom tiles and anything left of its upload and
 /// slices; afterwards the job answers 404. Only the client that submitted the job may delete it
-/// (its tessera_client cookie or X-Client-Id): 403 not_your_job otherwise. A job still running
+/// (its tessera_client cookie or X-Client-Id), or for a job submitted with a key, that key (and
+/// the operator's key, any job): 403 not_your_job otherwise. A job still running
 /// answers 409 job_active. Without a deletion, an ended job is kept for retention.result_days
 /// (its expires_at).
 #[utoipa::path(
@@ -368,11 +373,11 @@ pub async fn delete(
 ) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;
-    if named_client(&req)? != Some(record.client_id) {
+    if !manages_job(&req, &record)? {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "not_your_job",
-            "only the client that submitted a job may delete it",
+            "only the client that submitted a job (or the key it was submitted with) may delete it",
         ));
     }
     if !record.state.is_final() {
@@ -398,7 +403,8 @@ pub const CANCELLED: &str = "cancelled by the client that submitted it";
 /// The job ends at once as failed, with the reason "cancelled by the client that submitted it";
 /// slices already rendering finish and are dropped, and what the job left in storage is freed.
 /// Only the client that submitted the job may cancel it (its tessera_client cookie or
-/// X-Client-Id): 403 not_your_job otherwise. A job that has already ended answers 409
+/// X-Client-Id), or for a job submitted with a key, that key (and the operator's key, any
+/// job): 403 not_your_job otherwise. A job that has already ended answers 409
 /// job_ended.
 #[utoipa::path(
     post,
@@ -425,11 +431,11 @@ pub async fn cancel(
 ) -> ApiResult<HttpResponse> {
     let id = job_id(&path)?;
     let record = state.platform.jobs().get(id).await?;
-    if named_client(&req)? != Some(record.client_id) {
+    if !manages_job(&req, &record)? {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "not_your_job",
-            "only the client that submitted a job may cancel it",
+            "only the client that submitted a job (or the key it was submitted with) may cancel it",
         ));
     }
     let mut cancelled = false;
