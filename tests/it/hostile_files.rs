@@ -1,7 +1,8 @@
 //! Files that lie about themselves, against `tessera serve` as it ships: a HEIC grid whose header
 //! declares 64 x 64 but whose tiles make 15360 x 15360, and a small PNG whose colour profile
 //! inflates to a gigabyte. Each is refused, as a target and as a tile, and the process's peak
-//! memory (`VmHWM` from /proc) rises by less than [`MOST_ADDED`].
+//! memory (`VmHWM` from /proc) rises by less than [`MOST_ADDED`]. An honest 100-megapixel TIFF
+//! costs its pixels once, not twice.
 
 use std::io::Write;
 
@@ -274,6 +275,52 @@ async fn a_png_whose_profile_inflates_to_a_gigabyte_costs_no_more_than_its_pixel
     assert!(
         added < MOST_ADDED,
         "the profile bomb added {} MiB",
+        added >> 20
+    );
+}
+
+/// A `side` x `side` RGB TIFF, deflated in strips of 16 rows: a gradient across, one shade of
+/// it per strip, so that 100 megapixels fit in a megabyte or two.
+fn large_tiff(side: u32) -> Vec<u8> {
+    use tiff::encoder::{Compression, DeflateLevel, TiffEncoder, colortype::RGB8};
+    let side_px = side as usize;
+    let mut pixels = Vec::with_capacity(side_px * side_px * 3);
+    for y in 0..side {
+        let shade = (y / 16 * 16 * 255 / side) as u8;
+        pixels.extend((0..side).flat_map(|x| [(x * 255 / side) as u8, shade, 255 - shade]));
+    }
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut encoder = TiffEncoder::new(&mut out)
+        .unwrap()
+        .with_compression(Compression::Deflate(DeflateLevel::Fast));
+    let mut image = encoder.new_image::<RGB8>(side, side).unwrap();
+    image.rows_per_strip(16).unwrap();
+    // Whole, as only `write_data` compresses.
+    image.write_data(&pixels).unwrap();
+    out.into_inner()
+}
+
+/// The image crate's TIFF decoder fills its own buffer and copies it into the image, so a
+/// 100-megapixel photo (300 MB of pixels) cost 739 MB; read straight into the image, and
+/// checked at the web a strip at a time, it costs its pixels once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_megapixel_tiff_costs_its_pixels_once() {
+    let photo = large_tiff(10_000);
+    assert!(photo.len() < 20 << 20, "{} bytes", photo.len());
+    let serve = Serve::start(&[]).await;
+    let before = serve.peak();
+    let (status, body) = refused_as_target(&serve, "large.tif", photo).await;
+    assert_eq!(status, 202, "{body}");
+    let view = ended(&serve, body["id"].as_str().unwrap()).await;
+    assert_eq!(view["state"], "done", "{view}");
+    let added = serve.peak().saturating_sub(before);
+    eprintln!(
+        "the 100-megapixel TIFF added {} MiB to the peak",
+        added >> 20
+    );
+    assert!(
+        added < MOST_ADDED,
+        "the 100-megapixel TIFF added {} MiB",
         added >> 20
     );
 }

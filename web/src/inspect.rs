@@ -119,6 +119,13 @@ pub fn verify_target(bytes: &[u8], probe: &Probe) -> Result<TargetInfo, ApiError
     }
     if format == Format::Png {
         read_png_rows(bytes)?;
+    } else if format == Format::Tiff {
+        tessera_engine::decode::check_tiff_whole(bytes).map_err(|e| {
+            ApiError::unprocessable(
+                "corrupt_image",
+                format!("the image is corrupt or truncated: {e}"),
+            )
+        })?;
     } else if format.is_heif() {
         tessera_engine::decode::decode_oriented(bytes, Some(limits)).map_err(|e| {
             ApiError::unprocessable(

@@ -217,6 +217,8 @@ pub fn image_size(path: &std::path::Path) -> Option<(u32, u32)> {
         .ok()
 }
 
+pub use crate::tiff_read::check_whole as check_tiff_whole;
+
 /// Reads the header of an image in a format Tessera reads.
 pub fn read_header(bytes: &[u8]) -> Result<Header, String> {
     use image::ImageDecoder;
@@ -244,12 +246,16 @@ pub fn read_header(bytes: &[u8]) -> Result<Header, String> {
             | Orientation::Rotate90FlipH
             | Orientation::Rotate270FlipH
     );
+    let decoded_bytes = match format {
+        Format::Tiff => crate::tiff_read::decode_bytes(bytes, decoder.total_bytes()),
+        _ => decoder.total_bytes(),
+    };
     Ok(Header {
         format,
         width,
         height,
         turned,
-        decoded_bytes: decoder.total_bytes(),
+        decoded_bytes,
     })
 }
 
@@ -330,6 +336,13 @@ pub fn decode_oriented(
     if format.is_heif() {
         return heif::decode(bytes, limits.as_ref());
     }
+    if format == Format::Tiff
+        && let Some(read) = crate::tiff_read::read(bytes, limits.as_ref())?
+    {
+        let mut img = image_to_srgb(read.image, &read.declared);
+        img.apply_orientation(read.orientation);
+        return Ok(img);
+    }
     // The JPEG decoder pads a cut-off file with grey rather than failing.
     if format == Format::Jpeg && jpeg_cut_off(bytes) {
         return Err("the JPEG ends before its image does: the file was cut off".into());
@@ -386,7 +399,7 @@ pub fn decode_oriented(
 }
 
 /// Refuses `w x h` when a side is over `limits`, naming the sizes.
-fn check_side(w: u32, h: u32, limits: &image::Limits) -> Result<(), String> {
+pub(crate) fn check_side(w: u32, h: u32, limits: &image::Limits) -> Result<(), String> {
     let over = limits.max_image_width.is_some_and(|max| w > max)
         || limits.max_image_height.is_some_and(|max| h > max);
     if over {

@@ -30,6 +30,7 @@ mod resample;
 pub mod seek;
 pub mod shape;
 pub mod tiff;
+mod tiff_read;
 pub mod transform;
 mod view;
 
