@@ -881,3 +881,74 @@ fn the_operator_lists_owners_and_deletes_any_library_from_the_command_line() {
     assert!(deleted.contains("library cli-tiles deleted"), "{deleted}");
     assert!(!tessera(&["library", "list"]).contains("cli-tiles"));
 }
+
+/// A socket whose receive window is a few kilobytes: a request sent on it holds the server's
+/// answer mid-way for as long as it is not read.
+fn slow_reader(port: u16) -> TcpStream {
+    use rustix::net::{AddressFamily, SocketType, connect, socket, sockopt};
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    sockopt::set_socket_recv_buffer_size(&fd, 4096).unwrap();
+    connect(&fd, &std::net::SocketAddr::from(([127, 0, 0, 1], port))).unwrap();
+    TcpStream::from(fd)
+}
+
+/// A large mosaic's placements are written as they are sent (a chunk at a time, the whole
+/// answer never held), and one address has at most two being sent at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn placements_stream_and_are_shared_per_address() {
+    let app = crate::support::spawn_app().await;
+    let form = crate::support::sized_job_form(astronaut(), 4, 800, 4).text("repeat_radius", "0");
+    let id = app.submit(form).await;
+    let job = app.wait_until_finished(&id).await;
+    assert_eq!(job["state"], "done", "{job}");
+    let cells = job["output"]["cols"].as_u64().unwrap() * job["output"]["rows"].as_u64().unwrap();
+    assert!(cells > 500_000, "{cells} cells");
+    let path = format!("/api/v1/jobs/{id}/placements");
+    let res = app.get(&path).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let body = res.bytes().await.unwrap();
+    assert!(body.len() > 4 << 20, "{} bytes", body.len());
+    let placements: Value = serde_json::from_slice(&body).unwrap();
+    let mut seen = vec![false; cells as usize];
+    let cols = job["output"]["cols"].as_u64().unwrap();
+    for tile in placements["tiles"].as_array().unwrap() {
+        let listed = tile["cells"].as_array().unwrap();
+        assert_eq!(listed.len() as u64, tile["uses"].as_u64().unwrap());
+        for cell in listed {
+            let at = cell[0].as_u64().unwrap() * cols + cell[1].as_u64().unwrap();
+            assert!(
+                !std::mem::replace(&mut seen[at as usize], true),
+                "{cell} twice"
+            );
+        }
+    }
+    assert!(seen.iter().all(|&s| s), "a cell is missing");
+    assert_eq!(placements["uses"], cells);
+    let csv = app
+        .get(&format!("{path}?format=csv"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        placements["tiles"].as_array().unwrap().len() + 1
+    );
+
+    // Two answers held by slow readers: the address's third request waits its turn.
+    let port: u16 = app.address.rsplit(':').next().unwrap().parse().unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut socket = slow_reader(port);
+            socket.write_all(request.as_bytes()).unwrap();
+            socket
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let res = app.get(&path).await;
+    assert_eq!(code(res).await, (429, "too_many_placements".into()));
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(app.get(&path).await.status(), StatusCode::OK);
+}

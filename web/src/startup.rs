@@ -115,6 +115,7 @@ impl Application {
             cell_maps: Default::default(),
             loaded_libraries,
             previews: Default::default(),
+            placements: Default::default(),
         });
         let mut server = HttpServer::new(move || {
             App::new()

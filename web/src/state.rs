@@ -38,6 +38,8 @@ pub struct AppState {
     pub cell_maps: CellMaps,
     /// The clients with a preview being made.
     pub previews: PreviewSeats,
+    /// Placements being sent, per address (an IPv6 /64).
+    pub(crate) placements: crate::client::AddressCounts,
     /// Library versions decoded lately, for the pictures of their tiles and previews.
     pub loaded_libraries: Arc<LibraryCache>,
     /// The job event streams: one poller per job, caps, the end at shutdown.
@@ -198,20 +200,51 @@ impl AppState {
 pub struct CellMaps(Arc<Mutex<VecDeque<HeldMap>>>);
 
 /// A job's map, read once.
-type HeldMap = (Uuid, Arc<CellMap>);
+type HeldMap = (Uuid, Arc<HeldCellMap>);
+
+/// A job's cell map, and the index of its placements once asked for (made once, shared by
+/// every placements request).
+#[derive(Debug)]
+pub struct HeldCellMap {
+    map: CellMap,
+    index: std::sync::OnceLock<Arc<tessera_engine::PlacementIndex>>,
+}
+
+impl HeldCellMap {
+    pub fn new(map: CellMap) -> Self {
+        HeldCellMap {
+            map,
+            index: Default::default(),
+        }
+    }
+
+    /// The tiles and their cells (made on the first call: CPU work, for a blocking thread).
+    pub fn placement_index(&self) -> Arc<tessera_engine::PlacementIndex> {
+        self.index
+            .get_or_init(|| Arc::new(self.map.placement_index()))
+            .clone()
+    }
+}
+
+impl std::ops::Deref for HeldCellMap {
+    type Target = CellMap;
+    fn deref(&self) -> &CellMap {
+        &self.map
+    }
+}
 
 /// Maps kept at once.
 const KEPT_MAPS: usize = 8;
 
 impl CellMaps {
-    pub(crate) fn get(&self, job: Uuid) -> Option<Arc<CellMap>> {
+    pub(crate) fn get(&self, job: Uuid) -> Option<Arc<HeldCellMap>> {
         let held = self.0.lock().unwrap_or_else(|e| e.into_inner());
         held.iter()
             .find(|(id, _)| *id == job)
             .map(|(_, m)| m.clone())
     }
 
-    pub(crate) fn keep(&self, job: Uuid, map: Arc<CellMap>) {
+    pub(crate) fn keep(&self, job: Uuid, map: Arc<HeldCellMap>) {
         let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if held.len() >= KEPT_MAPS {
             held.pop_front();

@@ -55,23 +55,64 @@ pub struct Placement {
     pub cells: Vec<[u32; 2]>,
 }
 
-impl Placement {
+impl CellSource {
     /// Whether `query` names this tile: its file name or caption holds it, in any case.
     pub fn matches(&self, query: &str) -> bool {
         let q = query.trim().to_lowercase();
         !q.is_empty()
-            && (self.source.name.to_lowercase().contains(&q)
-                || self.source.caption.to_lowercase().contains(&q))
+            && (self.name.to_lowercase().contains(&q) || self.caption.to_lowercase().contains(&q))
     }
 
     /// Whether `query` is this tile's whole file name or caption (in any case), or its file
     /// name without folders and extension.
     pub fn is_named(&self, query: &str) -> bool {
         let q = query.trim().to_lowercase();
-        let name = self.source.name.to_lowercase();
+        let name = self.name.to_lowercase();
         let stem = name.rsplit('/').next().unwrap_or(&name);
         let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-        q == name || q == stem || q == self.source.caption.to_lowercase()
+        q == name || q == stem || q == self.caption.to_lowercase()
+    }
+}
+
+/// The tiles a mosaic uses, each with its cells (indices in reading order), and the tiles in
+/// the order of their file names ([`CellMap::placement_index`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacementIndex {
+    by_name: Vec<u32>,
+    /// Where each tile's cells start in `cells` (one more than the tiles: the end).
+    starts: Vec<u32>,
+    cells: Vec<u32>,
+}
+
+impl PlacementIndex {
+    /// The tiles (indices into [`CellMap::sources`]) by file name.
+    pub fn by_name(&self) -> &[u32] {
+        &self.by_name
+    }
+
+    /// The cells tile `source` fills, in reading order.
+    pub fn cells_of(&self, source: u32) -> &[u32] {
+        let (a, b) = (
+            self.starts[source as usize],
+            self.starts[source as usize + 1],
+        );
+        &self.cells[a as usize..b as usize]
+    }
+}
+
+/// The first line of placements as CSV.
+pub const PLACEMENTS_CSV_HEADER: &str = "tile,name,caption,uses,cells\n";
+
+/// One field of a CSV line: quoted when it holds a comma, a quote or a line break, and a cell a
+/// spreadsheet would read as a formula neutralised as OWASP advises (a leading quote, and the
+/// field quoted).
+pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if formula || s.contains([',', '"', '\n', '\r']) {
+        let quote = if formula { "'" } else { "" };
+        format!("\"{quote}{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
     }
 }
 
@@ -81,26 +122,15 @@ pub fn write_placements_csv(
     placements: &[Placement],
     mut w: impl std::io::Write,
 ) -> std::io::Result<()> {
-    let field = |s: &str| {
-        // A cell a spreadsheet would read as a formula is neutralised as OWASP advises: a
-        // leading quote, and the field quoted.
-        let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
-        if formula || s.contains([',', '"', '\n', '\r']) {
-            let quote = if formula { "'" } else { "" };
-            format!("\"{quote}{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
-        }
-    };
-    writeln!(w, "tile,name,caption,uses,cells")?;
+    w.write_all(PLACEMENTS_CSV_HEADER.as_bytes())?;
     for p in placements {
         let cells: Vec<String> = p.cells.iter().map(|[r, c]| format!("{r}:{c}")).collect();
         writeln!(
             w,
             "{},{},{},{},{}",
             p.source.tile,
-            field(&p.source.name),
-            field(&p.source.caption),
+            csv_field(&p.source.name),
+            csv_field(&p.source.caption),
             p.cells.len(),
             cells.join(" ")
         )?;
@@ -279,32 +309,64 @@ impl CellMap {
         &self.sources
     }
 
-    /// Every tile used and the cells it fills, by file name. The uses add up to the cells (to
-    /// the squares, in a mosaic of adaptive sizes).
+    /// Every tile used and its cells, in the order of their file names.
     pub fn placements(&self) -> Vec<Placement> {
-        let mut cells: Vec<Vec<[u32; 2]>> = vec![Vec::new(); self.sources.len()];
-        let mut seen_square = vec![false; self.squares.as_ref().map_or(0, |s| s.squares.len())];
-        for (i, &source) in self.cells.iter().enumerate() {
-            if let Some(s) = &self.squares {
-                let square = s.cells[i] as usize;
-                if std::mem::replace(&mut seen_square[square], true) {
-                    continue;
-                }
-            }
-            let (row, col) = (i / self.cols as usize, i % self.cols as usize);
-            cells[source as usize].push([row as u32, col as u32]);
-        }
-        let mut out: Vec<Placement> = self
-            .sources
+        let index = self.placement_index();
+        index
+            .by_name()
             .iter()
-            .zip(cells)
-            .map(|(source, cells)| Placement {
-                source: source.clone(),
-                cells,
+            .map(|&source| Placement {
+                source: self.sources[source as usize].clone(),
+                cells: index
+                    .cells_of(source)
+                    .iter()
+                    .map(|&cell| self.position(cell))
+                    .collect(),
             })
-            .collect();
-        out.sort_by(|a, b| a.source.name.cmp(&b.source.name));
-        out
+            .collect()
+    }
+
+    /// The cells of each tile used, grouped by tile: four bytes a cell, however many tiles.
+    /// An adaptive mosaic's squares each count once, by their top-left cell.
+    pub fn placement_index(&self) -> PlacementIndex {
+        let mut starts = vec![0u32; self.sources.len() + 1];
+        let mut seen_square = vec![false; self.squares.as_ref().map_or(0, |s| s.squares.len())];
+        let mut counted = Vec::with_capacity(self.cells.len());
+        for (i, &source) in self.cells.iter().enumerate() {
+            if let Some(s) = &self.squares
+                && std::mem::replace(&mut seen_square[s.cells[i] as usize], true)
+            {
+                continue;
+            }
+            starts[source as usize + 1] += 1;
+            counted.push(i as u32);
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut next = starts.clone();
+        let mut cells = vec![0u32; counted.len()];
+        for cell in counted {
+            let source = self.cells[cell as usize] as usize;
+            cells[next[source] as usize] = cell;
+            next[source] += 1;
+        }
+        let mut by_name: Vec<u32> = (0..self.sources.len() as u32).collect();
+        by_name.sort_by(|&a, &b| {
+            self.sources[a as usize]
+                .name
+                .cmp(&self.sources[b as usize].name)
+        });
+        PlacementIndex {
+            by_name,
+            starts,
+            cells,
+        }
+    }
+
+    /// A cell's `[row, column]` from its index in reading order.
+    pub fn position(&self, cell: u32) -> [u32; 2] {
+        [cell / self.cols, cell % self.cols]
     }
 
     /// Serializes the map: magic, format version, grid, the tiles used, the cells, a digest.

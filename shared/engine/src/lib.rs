@@ -47,7 +47,10 @@ pub(crate) fn seeded(mut s: u64) -> impl FnMut() -> u64 {
 
 pub use adaptive::{AdaptivePlan, AdaptiveSizes, AdaptiveSizing, Leaf};
 pub use background::{TileBackground, choose_background, lay_over};
-pub use cells::{CellMap, CellSource, Placement, write_placements_csv};
+pub use cells::{
+    CellMap, CellSource, PLACEMENTS_CSV_HEADER, Placement, PlacementIndex, csv_field,
+    write_placements_csv,
+};
 pub use decode::{Format, decode_target, jpeg_cut_off};
 pub use fragment::{
     FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,

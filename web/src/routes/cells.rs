@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use actix_web::http::header;
+use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, web};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -22,7 +22,7 @@ use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
 use crate::mosaic::{Source, done_result, encode_png, read_index, result_size};
 use crate::schema::Binary;
-use crate::state::AppState;
+use crate::state::{AppState, HeldCellMap};
 
 /// One cell of a finished mosaic and the tile in it. In a mosaic of adaptive tile sizes the
 /// cells are those of the smallest square, and a larger square covers several: the position
@@ -289,6 +289,8 @@ pub enum PlacementsFormat {
         (status = 400, response = crate::error::ErrorBody),
         (status = 404, response = crate::error::ErrorBody),
         (status = 409, response = crate::error::ErrorBody),
+        (status = 429, description = "too_many_placements: two placements answers are being sent to the address already", body = crate::error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 503, response = crate::error::ErrorBody),
     ),
 )]
@@ -315,47 +317,173 @@ pub async fn placements(
         Some(format) => format == PlacementsFormat::Csv,
     };
     let map = cell_map(&state, id, None).await?;
-    let mut found = map.placements();
+    let address = crate::client::client_address(&req, state.guard.trusted_proxies());
+    let seat = state
+        .placements
+        .hold(address, PLACEMENTS_PER_ADDRESS)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_placements",
+                "placements are being sent to your address already: ask again once one has come",
+            )
+            .retry_after(std::time::Duration::from_secs(1))
+        })?;
+    let index = {
+        let map = map.clone();
+        tokio::task::spawn_blocking(move || map.placement_index())
+            .await
+            .map_err(ApiError::internal)?
+    };
+    let mut tiles = index.by_name().to_vec();
     if let Some(q) = q {
-        found.retain(|p| p.matches(q));
+        let sources = map.sources();
+        tiles.retain(|&t| sources[t as usize].matches(q));
         // Stable: the exact names first, each part still by file name.
-        found.sort_by_key(|p| !p.is_named(q));
+        tiles.sort_by_key(|&t| !sources[t as usize].is_named(q));
     }
+    let mut response = HttpResponse::Ok();
+    response
+        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        .insert_header((header::VARY, "Accept"));
     if csv {
-        let mut body = Vec::new();
-        tessera_engine::write_placements_csv(&found, &mut body).map_err(ApiError::internal)?;
         // The photo's name, for the file's: the record is read for a download only.
         let record = state.platform.jobs().get(id).await?;
         let name = crate::view::named_after(&record.params.input_name, "placements.csv");
-        return Ok(HttpResponse::Ok()
+        response
             .insert_header((header::CONTENT_TYPE, "text/csv; charset=utf-8"))
             .insert_header((
                 header::CONTENT_DISPOSITION,
                 format!("attachment; filename=\"{name}\""),
-            ))
-            .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
-            .insert_header((header::VARY, "Accept"))
-            .body(body));
+            ));
+    } else {
+        response.insert_header((header::CONTENT_TYPE, "application/json"));
     }
-    let tiles: Vec<TilePlacement> = found
-        .into_iter()
-        .map(|p| TilePlacement {
-            tile: p.source.tile,
-            name: p.source.name,
-            caption: p.source.caption,
-            uses: p.cells.len() as u32,
-            cells: p.cells,
-        })
-        .collect();
-    Ok(HttpResponse::Ok()
-        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
-        .insert_header((header::VARY, "Accept"))
-        .json(Placements {
-            cols: map.cols(),
-            rows: map.rows(),
-            uses: tiles.iter().map(|t| u64::from(t.uses)).sum(),
-            tiles,
-        }))
+    let body = PlacementsBody {
+        map,
+        index,
+        tiles,
+        csv,
+        at: (0, 0),
+        begun: false,
+        tile_open: false,
+        ended: false,
+        _seat: seat,
+    };
+    Ok(
+        response.streaming(futures_util::stream::unfold(body, |mut body| async move {
+            body.chunk()
+                .map(|chunk| (Ok::<_, actix_web::Error>(chunk), body))
+        })),
+    )
+}
+
+/// Placements sent at once to one address: a large mosaic's run to tens of megabytes.
+const PLACEMENTS_PER_ADDRESS: usize = 2;
+
+/// About how much of a placements answer is made at a time: the answer is written as it is
+/// sent, so a request holds this much, whatever the mosaic's size.
+const PLACEMENTS_CHUNK: usize = 64 << 10;
+
+/// A placements answer (JSON or CSV), written a chunk at a time from the map's index.
+struct PlacementsBody {
+    map: Arc<HeldCellMap>,
+    index: Arc<tessera_engine::PlacementIndex>,
+    /// The tiles to list, in order.
+    tiles: Vec<u32>,
+    csv: bool,
+    /// The next tile (in `tiles`) and cell (in its cells) to write.
+    at: (usize, usize),
+    begun: bool,
+    tile_open: bool,
+    ended: bool,
+    /// The address's place, given back when the answer is sent or dropped.
+    _seat: crate::client::AddressHold,
+}
+
+impl PlacementsBody {
+    fn chunk(&mut self) -> Option<bytes::Bytes> {
+        use std::io::Write;
+        if self.ended {
+            return None;
+        }
+        let mut out = Vec::with_capacity(PLACEMENTS_CHUNK + 1024);
+        if !self.begun {
+            self.begun = true;
+            if self.csv {
+                out.extend_from_slice(tessera_engine::PLACEMENTS_CSV_HEADER.as_bytes());
+            } else {
+                let uses: usize = self
+                    .tiles
+                    .iter()
+                    .map(|&t| self.index.cells_of(t).len())
+                    .sum();
+                let (cols, rows) = (self.map.cols(), self.map.rows());
+                let _ = write!(
+                    out,
+                    r#"{{"cols":{cols},"rows":{rows},"uses":{uses},"tiles":["#
+                );
+            }
+        }
+        while out.len() < PLACEMENTS_CHUNK {
+            let (tile, cell) = self.at;
+            let Some(&source) = self.tiles.get(tile) else {
+                if !self.csv {
+                    out.extend_from_slice(b"]}");
+                }
+                self.ended = true;
+                break;
+            };
+            let cells = self.index.cells_of(source);
+            if !self.tile_open {
+                self.tile_open = true;
+                self.open_tile(&mut out, tile, source, cells.len());
+            }
+            let mut next = cell;
+            while next < cells.len() && out.len() < PLACEMENTS_CHUNK {
+                let [row, col] = self.map.position(cells[next]);
+                let _ = match (self.csv, next) {
+                    (true, 0) => write!(out, "{row}:{col}"),
+                    (true, _) => write!(out, " {row}:{col}"),
+                    (false, 0) => write!(out, "[{row},{col}]"),
+                    (false, _) => write!(out, ",[{row},{col}]"),
+                };
+                next += 1;
+            }
+            self.at = (tile, next);
+            if next == cells.len() {
+                out.extend_from_slice(if self.csv { b"\n" } else { b"]}" });
+                self.tile_open = false;
+                self.at = (tile + 1, 0);
+            }
+        }
+        Some(out.into())
+    }
+
+    /// A tile's line (CSV) or object (JSON), up to its cells.
+    fn open_tile(&self, out: &mut Vec<u8>, tile: usize, source: u32, uses: usize) {
+        use std::io::Write;
+        let s = &self.map.sources()[source as usize];
+        if self.csv {
+            let (name, caption) = (
+                tessera_engine::csv_field(&s.name),
+                tessera_engine::csv_field(&s.caption),
+            );
+            let _ = write!(out, "{},{name},{caption},{uses},", s.tile);
+        } else {
+            if tile > 0 {
+                out.push(b',');
+            }
+            let json = |text: &str| serde_json::to_string(text).unwrap_or_default();
+            let _ = write!(
+                out,
+                r#"{{"tile":{},"name":{},"caption":{},"uses":{uses},"cells":["#,
+                s.tile,
+                json(&s.name),
+                json(&s.caption)
+            );
+        }
+    }
 }
 
 fn out_of_range(map: &CellMap) -> ApiError {
@@ -375,7 +503,7 @@ async fn cell_map(
     state: &AppState,
     job: Uuid,
     record: Option<&JobRecord>,
-) -> ApiResult<Arc<CellMap>> {
+) -> ApiResult<Arc<HeldCellMap>> {
     if let Some(map) = state.cell_maps.get(job) {
         return Ok(map);
     }
@@ -402,7 +530,7 @@ async fn cell_map(
         .await
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
-    let map = Arc::new(map);
+    let map = Arc::new(HeldCellMap::new(map));
     state.cell_maps.keep(job, map.clone());
     Ok(map)
 }
