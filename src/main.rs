@@ -152,7 +152,8 @@ async fn run_with_storage(command: Command, settings: Settings) -> anyhow::Resul
         _ => platform::NudgeReach::Network,
     };
     let platform = platform::open(&settings.storage, &settings.nudge, reach)?
-        .with_encoding(settings.queues.encoding);
+        .with_encoding(settings.queues.encoding)
+        .with_job_events(settings.job_events_queue());
     match command {
         Command::Serve(args) => roles::serve(platform, settings, args).await,
         Command::Web(args) => roles::web(platform, settings, args).await,

@@ -227,6 +227,13 @@ pub async fn controller(
         settings.ops.port_fixed = true;
     }
     platform.ensure_queues().await?;
+    // The controller sends the notifications it records as well as the web processes do, so
+    // they go out with no web process running.
+    tessera_web::webhook::start_sender(
+        platform.clone(),
+        settings.web.webhooks.clone(),
+        settings.public_url(),
+    );
     run_until_stopped(|signal| async move {
         let work = tessera_workers::run_controller(
             platform.clone(),

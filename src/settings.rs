@@ -33,6 +33,34 @@ pub struct QueueConfig {
     /// `base64` (the default: what Azure Functions queue triggers and output bindings use on
     /// their default settings) or `json`. Readers take both.
     pub encoding: tessera_shared::messages::Encoding,
+    /// A queue (e.g. `jobevents`, under the deployment's prefix) that hears of every job's end
+    /// as a CloudEvents event, for consumers outside Tessera; empty: none. Nothing outside
+    /// Tessera reads `imageresponse`.
+    pub job_events: String,
+}
+
+impl Settings {
+    /// The job events queue, if one is kept, with the address its events link to (the
+    /// webhooks' `public_url`, else the web role's port on this host).
+    pub fn job_events_queue(&self) -> Option<tessera_shared::outbox::JobEventsQueue> {
+        let queue = self.queues.job_events.trim();
+        if queue.is_empty() {
+            return None;
+        }
+        Some(tessera_shared::outbox::JobEventsQueue {
+            queue: queue.to_string(),
+            public_url: self.public_url(),
+        })
+    }
+
+    /// The service's address as the receivers of its events reach it, for a process other than
+    /// the web role's (which knows the address it binds).
+    pub fn public_url(&self) -> String {
+        match self.web.webhooks.public_url.trim() {
+            "" => format!("http://localhost:{}", self.web.port),
+            url => url.to_string(),
+        }
+    }
 }
 
 /// The operations endpoint of `tessera controller` and `tessera processor`: `/healthz`,
@@ -334,6 +362,21 @@ impl Settings {
                 bail!("{key} must be an IP address, got {value:?}");
             }
         }
+        let events = self.queues.job_events.trim();
+        let taken = tessera_shared::messages::QueueName::ALL
+            .iter()
+            .any(|q| events == q.as_str() || events == q.poison());
+        let well_formed = events.len() <= 40
+            && events
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !events.starts_with('-');
+        if !events.is_empty() && (taken || !well_formed || events.len() < 3) {
+            bail!(
+                "queues.job_events {events:?} must be a queue of its own: 3 to 40 lowercase \
+                 letters, digits and hyphens (as \"jobevents\"), not a work queue"
+            );
+        }
         if self.jobs.gc_interval_secs == 0 {
             bail!("jobs.gc_interval_secs must be at least 1");
         }
@@ -629,6 +672,13 @@ mod tests {
             .to_string();
         assert!(err.contains("name_prefix"), "{err}");
         assert!(Settings::load(None, env(&[("TESSERA_QUEUES__ENCODING", "xml")])).is_err());
+        let s = Settings::load(None, env(&[("TESSERA_QUEUES__JOB_EVENTS", "jobevents")])).unwrap();
+        assert_eq!(s.job_events_queue().unwrap().queue, "jobevents");
+        assert!(Settings::default().job_events_queue().is_none());
+        for taken in ["imageresponse", "imageresponse-poison", "Job_Events", "x"] {
+            let env = env(&[("TESSERA_QUEUES__JOB_EVENTS", taken)]);
+            assert!(Settings::load(None, env).is_err(), "{taken}");
+        }
     }
 
     #[test]

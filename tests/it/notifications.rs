@@ -186,3 +186,54 @@ async fn a_receiver_that_fails_for_70_seconds_across_a_restart_still_gets_the_ev
     let more = tokio::time::timeout(Duration::from_secs(6), calls.recv()).await;
     assert!(more.is_err(), "a call after the delivery");
 }
+
+/// With `queues.job_events`, every job's end is also sent to that queue, as the CloudEvents
+/// event a webhook gets, in the queues' encoding: a consumer outside Tessera reads it there and
+/// never needs `imageresponse`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_job_end_reaches_the_job_events_queue() {
+    use tessera_shared::storage::embedded::EmbeddedStorage;
+    let dir = tempfile::tempdir().unwrap();
+    let public = "https://mosaics.example.com";
+    let env = [
+        ("TESSERA_QUEUES__JOB_EVENTS", "jobevents"),
+        ("TESSERA_WEB__WEBHOOKS__PUBLIC_URL", public),
+    ];
+    let serve = Serve::start_in(dir.path(), free_port(), &[], &env).await;
+    let form = Form::new()
+        .part("image", Part::bytes(astronaut()).file_name("a.png"))
+        .text("cells", "16")
+        .text("tile_size", "8");
+    let res = no_redirect_client()
+        .post(format!("{}/api/v1/jobs", serve.base))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let id = res.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(ended(&serve, &id).await["state"], "done");
+    drop(serve);
+
+    let storage = EmbeddedStorage::open(&dir.path().join("data")).unwrap();
+    let got = storage
+        .queues()
+        .receive("jobevents", 32, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1, "{got:?}");
+    // Base64, as the work queues are by default.
+    assert!(!got[0].body.starts_with('{'), "{}", got[0].body);
+    let json = tessera_shared::messages::Encoding::from_wire(&got[0].body).unwrap();
+    let event: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(event["specversion"], "1.0", "{event}");
+    assert_eq!(event["id"], format!("{id}/job.done"));
+    assert_eq!(event["type"], "io.tessera.job.done");
+    assert_eq!(event["subject"], id);
+    assert_eq!(
+        event["data"]["result_url"],
+        format!("{public}/api/v1/jobs/{id}/result")
+    );
+}

@@ -9,7 +9,7 @@
 //! repeat (delivery is at least once).
 //!
 //! The controller records each delivery a job's end owes in the outbox
-//! ([`tessera_shared::outbox`]); every web process runs a sender that calls what is due, with
+//! ([`tessera_shared::outbox`]); every web and controller process runs a sender that calls what is due, with
 //! back-off from one second, doubling up to `max_backoff_secs`, for `retry_for_secs` (a day by
 //! default), across restarts. What is still undelivered then is set aside for the operator.
 //! Before each call the host is resolved, and a name that resolves to a loopback, private,
@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
-use serde_json::json;
 use sha2::Sha256;
 use tessera_shared::outbox::{self, Delivery};
 use tessera_shared::platform::Platform;
@@ -140,24 +139,7 @@ enum Refused {
 
 /// The CloudEvents 1.0 body of `delivery`, in structured mode, links made absolute.
 pub fn event_body(delivery: &Delivery, public_url: &str) -> String {
-    let base = public_url.trim_end_matches('/');
-    let job = delivery.job;
-    let mut data = delivery.data.clone();
-    data["job_url"] = format!("{base}/api/v1/jobs/{job}").into();
-    if delivery.event == "job.done" {
-        data["result_url"] = format!("{base}/api/v1/jobs/{job}/result").into();
-    }
-    json!({
-        "specversion": "1.0",
-        "id": delivery.id(),
-        "source": format!("{base}/api/v1/jobs"),
-        "type": format!("io.tessera.{}", delivery.event),
-        "subject": job.to_string(),
-        "time": delivery.time.format(&time::format_description::well_known::Rfc3339).ok(),
-        "datacontenttype": "application/json",
-        "data": data,
-    })
-    .to_string()
+    outbox::cloud_event(delivery, public_url)
 }
 
 /// `t=UNIX,v1=HEX`: the HMAC-SHA256 of `UNIX.BODY` under `secret`.

@@ -575,7 +575,7 @@ impl Controller {
         };
         // The notification is owed before the end is announced: whoever reads imageresponse,
         // the webhook is called.
-        tessera_shared::outbox::owe(&*platform.blobs, record)
+        tessera_shared::outbox::owe(platform, record)
             .await
             .map_err(|e| Failure::retry_because(format!("notification not recorded: {e}")))?;
         let response = ImageResponse {

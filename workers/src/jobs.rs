@@ -53,7 +53,7 @@ pub(crate) async fn fail_job_if(
         Ok(record) => {
             if ended.is_some() {
                 // Owed before the failure is announced, as a done job's is.
-                tessera_shared::outbox::owe(&*platform.blobs, &record).await?;
+                tessera_shared::outbox::owe(platform, &record).await?;
             }
             record.client_id
         }

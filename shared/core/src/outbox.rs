@@ -2,11 +2,15 @@
 //!
 //! The controller, the one writer of a job's outcome, records the delivery when the job ends
 //! (before it announces the end on `imageresponse`), at a key derived from the job, so a
-//! redelivered message records it once. Any web process sends what is due: it claims a
+//! redelivered message records it once. Any web or controller process sends what is due: it claims a
 //! delivery by a conditional write (a lease of a few minutes, so one sender calls at a time),
 //! calls, and deletes it once delivered, or sets the next attempt with back-off. A delivery
 //! still owed when its retry period ends is moved to [`BlobKey::UNDELIVERED_PREFIX`], where the
 //! operator sees it (the System page, a metric). Every attempt carries the same event id.
+//!
+//! Consumers outside Tessera read the same events from a queue of their own when one is
+//! configured (`queues.job_events`, e.g. `jobevents`): every job's end, whether or not it asked
+//! for a webhook, as the CloudEvents body a webhook gets. `imageresponse` is Tessera's own.
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -14,7 +18,8 @@ use uuid::Uuid;
 
 use crate::jobs::{JobRecord, JobState};
 use crate::keys::BlobKey;
-use crate::storage::{BlobStore, BlobStoreExt, PutMode, StorageError};
+use crate::platform::Platform;
+use crate::storage::{BlobStore, BlobStoreExt, PutMode, SendOptions, StorageError};
 
 /// One notification owed: what happened to which job, and where it goes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,7 +47,11 @@ pub struct Delivery {
 impl Delivery {
     /// The delivery a job's end owes, if the job asked for a webhook and has ended.
     pub fn of(record: &JobRecord) -> Option<Delivery> {
-        let url = record.params.spec.webhook.clone()?;
+        Self::to(record, record.params.spec.webhook.clone()?)
+    }
+
+    /// The event of `record`'s end, for `url`, once the job has ended.
+    fn to(record: &JobRecord, url: String) -> Option<Delivery> {
         if !record.state.is_final() {
             return None;
         }
@@ -86,13 +95,61 @@ pub fn event_of(state: JobState) -> &'static str {
     }
 }
 
-/// Records the delivery `record`'s end owes, if any; once per job, whoever records it first.
-pub async fn owe(blobs: &dyn BlobStore, record: &JobRecord) -> Result<(), StorageError> {
+/// The CloudEvents 1.0 body of `delivery`, in structured mode, links made absolute under
+/// `public_url`.
+pub fn cloud_event(delivery: &Delivery, public_url: &str) -> String {
+    let base = public_url.trim_end_matches('/');
+    let job = delivery.job;
+    let mut data = delivery.data.clone();
+    data["job_url"] = format!("{base}/api/v1/jobs/{job}").into();
+    if delivery.event == "job.done" {
+        data["result_url"] = format!("{base}/api/v1/jobs/{job}/result").into();
+    }
+    serde_json::json!({
+        "specversion": "1.0",
+        "id": delivery.id(),
+        "source": format!("{base}/api/v1/jobs"),
+        "type": format!("io.tessera.{}", delivery.event),
+        "subject": job.to_string(),
+        "time": delivery.time.format(&time::format_description::well_known::Rfc3339).ok(),
+        "datacontenttype": "application/json",
+        "data": data,
+    })
+    .to_string()
+}
+
+/// A queue that hears of every job's end (`queues.job_events`), and the service's address for
+/// the events' links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEventsQueue {
+    pub queue: String,
+    pub public_url: String,
+}
+
+/// Records what `record`'s end owes: the webhook delivery, if the job asked for one (once per
+/// job, whoever records it first), and the event on the job events queue, if one is kept (at
+/// least once: a consumer drops a repeat by the event's `id`).
+pub async fn owe(platform: &Platform, record: &JobRecord) -> Result<(), StorageError> {
+    if let Some(events) = &platform.job_events
+        && let Some(event) = Delivery::to(record, String::new())
+    {
+        let body = platform
+            .encoding
+            .to_wire(&cloud_event(&event, &events.public_url));
+        platform
+            .queues
+            .send(&events.queue, &body, SendOptions::default())
+            .await?;
+    }
     let Some(delivery) = Delivery::of(record) else {
         return Ok(());
     };
     let key = BlobKey::OutboxEvent { job: record.id }.path();
-    match blobs.put(&key, encode(&delivery), PutMode::CreateNew).await {
+    match platform
+        .blobs
+        .put(&key, encode(&delivery), PutMode::CreateNew)
+        .await
+    {
         Ok(_) | Err(StorageError::AlreadyExists(_)) => Ok(()),
         Err(e) => Err(e),
     }

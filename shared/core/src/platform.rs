@@ -22,6 +22,9 @@ pub struct Platform {
     pub accounting: Accounting,
     /// How messages are written on the queues (`queues.encoding`).
     pub encoding: Encoding,
+    /// Where every job's end is also told, for consumers outside Tessera
+    /// (`queues.job_events`); none by default.
+    pub job_events: Option<crate::outbox::JobEventsQueue>,
 }
 
 impl Platform {
@@ -50,7 +53,14 @@ impl Platform {
             nudges,
             accounting,
             encoding: Encoding::default(),
+            job_events: None,
         }
+    }
+
+    /// The same platform, telling every job's end on `queue` too.
+    pub fn with_job_events(mut self, queue: Option<crate::outbox::JobEventsQueue>) -> Self {
+        self.job_events = queue;
+        self
     }
 
     /// The same platform, writing messages in `encoding`.
@@ -73,11 +83,15 @@ impl Platform {
         LibraryCatalog::new(self.blobs.clone())
     }
 
-    /// Creates the four work queues and their poison queues.
+    /// Creates the four work queues and their poison queues, and the job events queue if one
+    /// is kept.
     pub async fn ensure_queues(&self) -> Result<(), StorageError> {
         for name in crate::messages::QueueName::ALL {
             self.queues.create_queue(name.as_str()).await?;
             self.queues.create_queue(&name.poison()).await?;
+        }
+        if let Some(events) = &self.job_events {
+            self.queues.create_queue(&events.queue).await?;
         }
         Ok(())
     }
