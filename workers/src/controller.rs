@@ -22,7 +22,7 @@ use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
 use tessera_shared::runtime::{Context, Failure, Listener};
 use tessera_shared::spec::{FileFormat, JobLimits, JobSpec};
-use tessera_shared::storage::{BlobMeta, BlobStoreExt, PutMode, StorageError};
+use tessera_shared::storage::{BlobMeta, BlobStoreExt, PutMode, SendOptions, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -59,6 +59,7 @@ pub(crate) async fn run_controller_with(
         platform: platform.clone(),
         settings: settings.clone(),
         stitching: Mutex::new(HashSet::new()),
+        shares: crate::shares::PlanningShares::new(settings.plan_concurrency),
     });
 
     let c = controller.clone();
@@ -111,12 +112,17 @@ pub(crate) async fn run_controller_with(
     Ok(())
 }
 
+/// How long a job over its submitter's planning share waits before it is received again.
+const SHARE_WAIT: Duration = Duration::from_secs(1);
+
 struct Controller {
     platform: Platform,
     settings: ControllerSettings,
     libraries: Arc<LibraryCache>,
     /// Jobs this process is stitching now.
     stitching: Mutex<HashSet<Uuid>>,
+    /// Planning places held per submitter.
+    shares: crate::shares::PlanningShares,
 }
 
 /// Marks a job as being stitched in this process while it lives.
@@ -166,6 +172,30 @@ impl Controller {
             // deterministic) and asks for the slices not rendered.
             return Ok(());
         }
+        let submitter = record
+            .submitter
+            .clone()
+            .unwrap_or_else(|| format!("client:{client}"));
+        let Some(_share) = self.shares.take(&submitter) else {
+            // Over its submitter's share: back on the queue as a new message, for a little while.
+            // A job waiting its turn is not stalled: its record says it is alive, a minute at a
+            // time.
+            if OffsetDateTime::now_utc() - record.updated_at > Duration::from_secs(60) {
+                jobs.update(job, |r| !r.state.is_final())
+                    .await
+                    .map_err(|e| job_failure(job, e))?;
+            }
+            let later = SendOptions {
+                visibility_delay: SHARE_WAIT,
+                ..Default::default()
+            };
+            platform
+                .queue::<ImageRequest>()
+                .send_with(&Envelope::new(client, request), later)
+                .await?;
+            tracing::info!(%job, submitter, "planning places of its submitter taken: the job waits its turn");
+            return Ok(());
+        };
         jobs.update(job, |r| r.advance(JobState::Slicing))
             .await
             .map_err(|e| job_failure(job, e))?;

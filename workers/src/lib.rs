@@ -20,6 +20,7 @@ mod jobs;
 mod processor;
 mod reconciler;
 mod settings;
+mod shares;
 mod stitch;
 
 pub use controller::run_controller;

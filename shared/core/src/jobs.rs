@@ -135,6 +135,10 @@ pub struct JobRecord {
     /// to that key, whichever client carries it, and not to a client without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_holder: Option<crate::libraries::Owner>,
+    /// Who planning is shared by: the key (`key:NAME`), else the address the job came from
+    /// (`address:IP`, an IPv6 /64 as its network). None: the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitter: Option<String>,
     pub state: JobState,
     pub params: JobParams,
     #[serde(with = "time::serde::rfc3339")]
@@ -183,6 +187,7 @@ impl JobRecord {
             id,
             client_id,
             key_holder: None,
+            submitter: None,
             state: JobState::Queued,
             params,
             created_at: now,

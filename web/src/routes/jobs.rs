@@ -276,6 +276,11 @@ async fn enqueue(
             input_name: input_name.chars().take(255).collect(),
         },
     );
+    record.submitter = match (&key_holder, address) {
+        (Some(holder), _) => Some(holder.as_str().to_string()),
+        (None, Some(ip)) => Some(format!("address:{}", crate::client::limited_network(ip))),
+        (None, None) => None,
+    };
     record.key_holder = key_holder;
     record.output = Some(output);
     // What the submission has cost so far, with the record's own write.
