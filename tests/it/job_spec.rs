@@ -24,12 +24,17 @@ fn png(width: u32, height: u32) -> Vec<u8> {
 }
 
 fn form(image: Vec<u8>) -> reqwest::multipart::Form {
+    form_for(image, "emoji")
+}
+
+/// A submission of `image` from `library`.
+fn form_for(image: Vec<u8>, library: &str) -> reqwest::multipart::Form {
     reqwest::multipart::Form::new()
         .part(
             "image",
             reqwest::multipart::Part::bytes(image).file_name("photo.png"),
         )
-        .text("library", "emoji")
+        .text("library", library.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -267,4 +272,46 @@ fn limits_above_the_engines_default_hold_in_the_plan_options() {
     // Under the defaults the same job is refused at the door, with the reason.
     let err = spec.size(1000, 1000, &JobLimits::default()).unwrap_err();
     assert_eq!(err.code(), "output_too_large");
+}
+
+/// The floor that kept the planner busy for minutes (every tile 100 times, none within 16
+/// cells of itself, on a 720-across grid of a 600-tile library) is refused at the door, from
+/// the numbers alone, and nothing is queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_floor_the_planner_cannot_place_in_bounded_work_is_refused_at_the_door() {
+    let app = spawn_app().await;
+    let mut form = reqwest::multipart::Form::new().text("name", "Six hundred");
+    for i in 0..600u32 {
+        let colour = image::Rgb([
+            (i % 10 * 25) as u8,
+            (i / 10 % 10 * 25) as u8,
+            (i / 100 * 40) as u8,
+        ]);
+        let mut png = Vec::new();
+        image::RgbImage::from_pixel(8, 8, colour)
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        form = form.part(
+            "files",
+            reqwest::multipart::Part::bytes(png).file_name(format!("t{i}.png")),
+        );
+    }
+    let res = app.post_library(form).await;
+    assert_eq!(res.status(), StatusCode::CREATED, "{:?}", res.text().await);
+    let res = app
+        .post_job(
+            form_for(astronaut(), "six-hundred")
+                .text("cells", "720")
+                .text("tile_size", "4")
+                .text("min_uses", "100")
+                .text("repeat_radius", "16"),
+        )
+        .await;
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "too_few_cells", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("more than the planner places"),
+        "{message}"
+    );
 }
