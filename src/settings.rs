@@ -42,12 +42,12 @@ pub struct QueueConfig {
 impl Settings {
     /// The job events queue, if one is kept, with the address its events link to (the
     /// webhooks' `public_url`, else the web role's port on this host).
-    pub fn job_events_queue(&self) -> Option<tessera_shared::outbox::JobEventsQueue> {
+    pub fn job_events_queue(&self) -> Option<tessera_shared::platform::JobEventsQueue> {
         let queue = self.queues.job_events.trim();
         if queue.is_empty() {
             return None;
         }
-        Some(tessera_shared::outbox::JobEventsQueue {
+        Some(tessera_shared::platform::JobEventsQueue {
             queue: queue.to_string(),
             public_url: self.public_url(),
         })

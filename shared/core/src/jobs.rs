@@ -134,7 +134,7 @@ pub struct JobRecord {
     /// The key the job was submitted with (a named key, or the operator's): such a job belongs
     /// to that key, whichever client carries it, and not to a client without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_holder: Option<crate::libraries::Owner>,
+    pub key_holder: Option<crate::owner::Owner>,
     /// Who planning is shared by: the key (`key:NAME`), else the address the job came from
     /// (`address:IP`, an IPv6 /64 as its network). None: the client.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,6 +12,7 @@ pub mod lifecycle;
 pub mod messages;
 pub mod metric_names;
 pub mod outbox;
+pub mod owner;
 pub mod platform;
 pub mod print;
 pub mod queue;

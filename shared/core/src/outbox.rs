@@ -118,14 +118,6 @@ pub fn cloud_event(delivery: &Delivery, public_url: &str) -> String {
     .to_string()
 }
 
-/// A queue that hears of every job's end (`queues.job_events`), and the service's address for
-/// the events' links.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobEventsQueue {
-    pub queue: String,
-    pub public_url: String,
-}
-
 /// Records what `record`'s end owes: the webhook delivery, if the job asked for one (once per
 /// job, whoever records it first), and the event on the job events queue, if one is kept (at
 /// least once: a consumer drops a repeat by the event's `id`).

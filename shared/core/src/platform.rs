@@ -12,6 +12,14 @@ use crate::queue::Queue;
 use crate::runtime::Nudges;
 use crate::storage::{BlobStore, QueueStore, StorageError};
 
+/// A queue that hears of every job's end (`queues.job_events`), and the service's address for
+/// the events' links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEventsQueue {
+    pub queue: String,
+    pub public_url: String,
+}
+
 #[derive(Debug, Clone)]
 pub struct Platform {
     /// The queue port, every call counted in `accounting`.
@@ -24,7 +32,7 @@ pub struct Platform {
     pub encoding: Encoding,
     /// Where every job's end is also told, for consumers outside Tessera
     /// (`queues.job_events`); none by default.
-    pub job_events: Option<crate::outbox::JobEventsQueue>,
+    pub job_events: Option<JobEventsQueue>,
 }
 
 impl Platform {
@@ -58,7 +66,7 @@ impl Platform {
     }
 
     /// The same platform, telling every job's end on `queue` too.
-    pub fn with_job_events(mut self, queue: Option<crate::outbox::JobEventsQueue>) -> Self {
+    pub fn with_job_events(mut self, queue: Option<JobEventsQueue>) -> Self {
         self.job_events = queue;
         self
     }

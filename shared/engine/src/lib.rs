@@ -10,6 +10,7 @@
 
 pub mod adaptive;
 pub mod background;
+mod budget;
 pub mod cells;
 pub mod color;
 pub mod decode;

@@ -10,7 +10,7 @@ use std::io::Cursor;
 use tiff::decoder::{Decoder, Limits};
 use tiff::tags::Tag;
 
-use crate::decode::MAX_METADATA_BYTES;
+use crate::budget::{MAX_METADATA_BYTES, check_side};
 use crate::profile::Declared;
 
 /// How a TIFF's pixels are laid out, when they can be read straight into an image.
@@ -85,7 +85,7 @@ pub(crate) fn read(bytes: &[u8], limits: Option<&image::Limits>) -> Result<Optio
     };
     let (w, h) = d.dimensions().map_err(|e| e.to_string())?;
     if let Some(limits) = limits {
-        crate::decode::check_side(w, h, limits)?;
+        check_side(w, h, limits)?;
     }
     let max_alloc = limits.and_then(|l| l.max_alloc);
     let total = u64::from(w) * u64::from(h) * u64::from(color.bytes_per_pixel());
