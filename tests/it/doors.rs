@@ -79,7 +79,8 @@ fn render_help() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_job_field_is_taken_at_every_door() {
     let app = spawn_app_with(test_settings(), false).await;
-    let document: Value = serde_json::from_str(tessera_web::openapi::document_json()).unwrap();
+    let document: Value =
+        serde_json::from_str(tessera_web::routes::openapi::document_json()).unwrap();
     let documented: BTreeSet<String> =
         document["components"]["schemas"]["JobSubmission"]["properties"]
             .as_object()

@@ -446,7 +446,7 @@ mod validation {
     use super::validate;
 
     fn doc() -> Value {
-        serde_json::from_str(tessera_web::openapi::document_json()).unwrap()
+        serde_json::from_str(tessera_web::routes::openapi::document_json()).unwrap()
     }
 
     fn job() -> Value {

@@ -964,7 +964,7 @@ async fn nudge_endpoint_advertises_its_address_and_a_datagram_flood_costs_bounde
 /// loopback for storage on this machine.
 #[test]
 fn the_interface_towards_local_storage_is_loopback() {
-    use tessera_shared::runtime::nudge::local_address_towards;
+    use tessera_shared::nudge::local_address_towards;
     assert_eq!(
         local_address_towards("127.0.0.1", 10001).unwrap(),
         "127.0.0.1".parse::<std::net::IpAddr>().unwrap()

@@ -14,7 +14,6 @@ pub mod library_sheet;
 pub mod listen;
 mod listener;
 pub mod mosaic;
-pub mod openapi;
 pub mod ops_endpoint;
 pub mod pages;
 mod peer;

@@ -15,7 +15,8 @@ use actix_web::http::StatusCode;
 use tessera_engine::{Scanlines, SeekIndex};
 use tessera_shared::jobs::{JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
-use tessera_shared::storage::{BlobReader, BlobStore, StorageError};
+use tessera_shared::storage::reader::BlobReader;
+use tessera_shared::storage::{BlobStore, StorageError};
 
 use crate::error::{ApiError, ApiResult};
 

@@ -735,7 +735,7 @@ pub fn documented_operations() -> Vec<(String, String, String, Vec<String>)> {
 }
 
 fn api_document() -> serde_json::Value {
-    serde_json::from_str(crate::openapi::document_json()).unwrap_or_default()
+    serde_json::from_str(crate::routes::openapi::document_json()).unwrap_or_default()
 }
 
 /// The document's operations: path, method and the operation's object.

@@ -9,8 +9,8 @@ use utoipa::ToSchema;
 
 use tessera_shared::jobs::JobError;
 use tessera_shared::messages::QueueName;
+use tessera_shared::nudge;
 use tessera_shared::registry::{RoleRegistration, RoleRegistry};
-use tessera_shared::runtime::nudge;
 use tessera_shared::storage::StorageError;
 
 use crate::error::ApiResult;

@@ -101,8 +101,8 @@ pub(crate) async fn run_controller_with(
     shutdown.fired().await;
     let _ = tokio::join!(reconciler, gc);
     let (a, b) = tokio::join!(
-        requests.shutdown(crate::SHUTDOWN_GRACE),
-        responses.shutdown(crate::SHUTDOWN_GRACE)
+        requests.shutdown(crate::settings::SHUTDOWN_GRACE),
+        responses.shutdown(crate::settings::SHUTDOWN_GRACE)
     );
     tracing::info!(
         image_requests = a.processed,

@@ -76,6 +76,3 @@ pub async fn run_workers(
     )
     .map(|_| ())
 }
-
-/// How long a role waits for running handlers when it shuts down.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);

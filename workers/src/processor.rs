@@ -129,7 +129,7 @@ pub(crate) async fn run_processors_with(
         .await?;
     tracing::info!(processors = concurrency, name = %prefix, "image processors running");
     shutdown.fired().await;
-    let stats = listener.shutdown(crate::SHUTDOWN_GRACE).await;
+    let stats = listener.shutdown(crate::settings::SHUTDOWN_GRACE).await;
     tracing::info!(slices = stats.processed, "image processors stopped");
     Ok(())
 }

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use tessera_engine::{FRAGMENT_HEADER_BYTES, FragmentHeader, FragmentPngWriter, SeekIndex};
 use tessera_shared::keys::BlobKey;
-use tessera_shared::storage::{BlobMeta, BlobReader, BlobStore, PutMode, StorageError};
+use tessera_shared::storage::reader::BlobReader;
+use tessera_shared::storage::{BlobMeta, BlobStore, PutMode, StorageError};
 use tokio::sync::mpsc;
 
 /// Size of the chunks handed to the upload (one staged block each).

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use url::Url;
 
-use crate::AzureError;
+use crate::error::AzureError;
 
 /// Azurite's account: public, documented, and the same on every machine.
 pub const DEV_ACCOUNT_NAME: &str = "devstoreaccount1";

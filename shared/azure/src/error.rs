@@ -7,6 +7,13 @@ use azure_core::error::ErrorKind;
 use azure_core::http::StatusCode;
 use tessera_shared::storage::StorageError;
 
+/// What can go wrong before the first request: configuration.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum AzureError {
+    #[error("Azure storage configuration: {0}")]
+    Config(String),
+}
+
 /// The status and error code of a failed request, when the service answered.
 pub(crate) fn http_failure(e: &azure_core::Error) -> Option<(u16, Option<&str>)> {
     match e.kind() {

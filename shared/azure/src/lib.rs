@@ -29,13 +29,7 @@ use tessera_shared::storage::{BlobStore, QueueStore};
 use url::Url;
 
 pub use connection::{AccountKey, ConnectionString, SharedCredential};
-
-/// What can go wrong before the first request: configuration.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum AzureError {
-    #[error("Azure storage configuration: {0}")]
-    Config(String),
-}
+pub use error::AzureError;
 
 /// Tuning of the HTTP client under both services.
 #[derive(Debug, Clone)]

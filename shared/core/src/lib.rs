@@ -11,6 +11,7 @@ pub mod library_import;
 pub mod lifecycle;
 pub mod messages;
 pub mod metric_names;
+pub mod nudge;
 pub mod outbox;
 pub mod owner;
 pub mod platform;

@@ -19,7 +19,7 @@ use crate::keys::BlobKey;
 use crate::messages::{
     DecodeError, ENVELOPE_VERSION, Encoding, Envelope, Message, poison_queue_name,
 };
-use crate::runtime::nudge::Nudges;
+use crate::nudge::Nudges;
 use crate::storage::{
     BlobStore, MAX_MESSAGE_BYTES, PutMode, QueueStore, SendOptions, SentMessage, StorageError,
 };

@@ -29,7 +29,7 @@ use crate::resample::AreaResampler;
 use crate::shape::TILE_SIZES;
 use crate::shape::TileSize;
 use crate::transform::Transform;
-use crate::{BandSink, Error};
+use crate::{error::Error, output::BandSink};
 
 const MAGIC: &[u8; 8] = b"TSRADPT\n";
 /// Version of the adaptive plan blob layout.

@@ -12,7 +12,7 @@ use crate::hash::Fnv;
 use crate::library::Reader;
 use crate::shape::TileSize;
 use crate::transform::Transform;
-use crate::{AdaptivePlan, Error, Library, Plan};
+use crate::{adaptive::AdaptivePlan, error::Error, library::Library, plan::Plan};
 
 const MAGIC: &[u8; 8] = b"TSRCELL\n";
 /// Version 2 added the cell height after the width (version 1 maps load with square cells);

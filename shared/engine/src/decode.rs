@@ -3,9 +3,9 @@
 //! and mirroring by libheif), colours are converted to sRGB from the file's profile
 //! (the `profile` module, with moxcms), and a cut-off JPEG is refused rather than padded with grey.
 
-use crate::Error;
 pub use crate::budget::MAX_METADATA_BYTES;
 use crate::budget::check_side;
+use crate::error::Error;
 use crate::profile::{Declared, image_to_srgb};
 use crate::shape::TileShape;
 
@@ -654,7 +654,7 @@ mod heif {
         let handle = context.primary_image_handle().map_err(|e| e.message)?;
         let (w, h, alpha, decoded) = sized(bytes, &handle)?;
         if let Some(limits) = limits {
-            super::check_side(w, h, limits)?;
+            crate::budget::check_side(w, h, limits)?;
             if limits.max_alloc.is_some_and(|max| decoded > max) {
                 return Err(format!("{w}x{h} pixels is over the memory allowed"));
             }

@@ -33,7 +33,7 @@ use rayon::prelude::*;
 
 use crate::color::{Lab, dist2, perceptual};
 use crate::kdtree::KdTree;
-use crate::{Error, Library, Transform};
+use crate::{error::Error, library::Library, transform::Transform};
 
 /// What tile `tile` costs in cell `cell`, and the transform it takes there.
 pub(crate) type CellCost<'a> = dyn Fn(u32, u32) -> (f32, Transform) + Sync + 'a;

@@ -18,7 +18,7 @@ use std::io::Write;
 
 use flate2::{Compress, Compression, Crc, FlushCompress};
 
-use crate::Error;
+use crate::error::Error;
 use crate::seek::{SeekIndex, SeekPoint};
 
 /// The first bytes of a fragment with random-access points.

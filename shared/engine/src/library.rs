@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use crate::Error;
 use crate::color::{Lab, srgb_to_lab32};
 use crate::decode::{Cropped, decode_crop};
+use crate::error::Error;
 use crate::hash::{Fnv, FnvStream};
 use crate::resample::resize;
 use crate::shape::TileShape;

@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 
-use crate::Error;
 use crate::color::{ciede2000, srgb_to_lab};
+use crate::error::Error;
 use crate::hash::Fnv;
 use crate::output::BandSink;
 use crate::plan::Plan;
@@ -267,7 +267,7 @@ pub fn plan_quality(
 }
 
 /// Mean and 95th percentile CIEDE2000 of the mosaic a whole plan renders with the target laid
-/// over it at `percent` ([`crate::Overlay`]): each cell's tile colour (blend included) mixed
+/// over it at `percent` ([`crate::overlay::Overlay`]): each cell's tile colour (blend included) mixed
 /// with its target colour as the overlay mixes the pixels. Beside [`plan_quality`]'s, which are
 /// the tiles' alone.
 pub fn overlaid_difference(plan: &Plan, cache: &TileCache, percent: u8) -> (f64, f64) {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
-use crate::Error;
+use crate::error::Error;
 use crate::fragment::{FragmentPngWriter, encode_png_fragment};
 
 /// Receives an image as consecutive runs of whole RGB8 rows, top to bottom.
@@ -274,7 +274,7 @@ impl JpegSink {
                 enc.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_2);
                 let dpi = dpi.min(u32::from(u16::MAX)) as u16;
                 enc.set_density(jpeg_encoder::Density::Inch { x: dpi, y: dpi });
-                enc.add_icc_profile(crate::srgb_icc())
+                enc.add_icc_profile(crate::profile::srgb_icc())
                     .map_err(|e| e.to_string())?;
                 enc.encode_image(image).map_err(|e| e.to_string())?;
                 w.flush().map_err(|e| e.to_string())

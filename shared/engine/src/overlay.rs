@@ -1,7 +1,7 @@
 //! The target laid over the tiles at an opacity ("ghosting"): opt-in, and reported beside the
 //! tiles' own quality figures so that it is never mistaken for matching.
 
-use crate::Error;
+use crate::error::Error;
 use crate::output::BandSink;
 use crate::resample::AreaResampler;
 

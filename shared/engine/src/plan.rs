@@ -5,10 +5,10 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::Error;
 use crate::color::{
     Lab, ciede2000_batch, ciede2000_ranking, perceptual, srgb_to_lab_quick, srgb_to_lab32,
 };
+use crate::error::Error;
 use crate::hash::Fnv;
 use crate::kdtree::KdTree;
 use crate::library::Library;

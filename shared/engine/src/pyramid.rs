@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::Error;
+use crate::error::Error;
 use crate::output::BandSink;
 
 /// Pixels on a side of a full tile.

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
-use crate::Error;
+use crate::error::Error;
 use crate::library::{Library, area_mean};
 use crate::output::BandSink;
 use crate::plan::Plan;

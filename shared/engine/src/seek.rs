@@ -10,14 +10,14 @@
 //! and in the PNG file (u64). The row after a point is filtered without looking at the row
 //! above it (Sub), so a reader starts there with an empty previous row.
 //!
-//! [`FragmentPngWriter`]: crate::FragmentPngWriter
+//! [`FragmentPngWriter`]: crate::fragment::FragmentPngWriter
 
 use std::io::Read;
 use std::ops::Range;
 
 use flate2::{Decompress, FlushDecompress, Status};
 
-use crate::Error;
+use crate::error::Error;
 
 const INDEX_MAGIC: [u8; 4] = *b"TSI1";
 const INDEX_HEAD: usize = 4 + 4 + 4 + 8 + 4 + 8 + 4;
@@ -340,7 +340,7 @@ fn unfilter(kind: u8, line: &mut [u8], prev: &[u8]) -> Result<(), Error> {
 mod tests {
     use super::*;
     use crate::fragment::tests::{fragments, pixels};
-    use crate::{encode_png_fragment, point_interval};
+    use crate::{fragment::encode_png_fragment, fragment::point_interval};
 
     fn indexed(px: &[u8], width: u32, cuts: &[usize]) -> (Vec<u8>, SeekIndex) {
         let (mut png, fragments) = fragments(px, width, cuts);
@@ -432,12 +432,12 @@ mod tests {
         let (width, height) = (6000u32, 300usize);
         let px = pixels(width as usize, height, 4);
         let whole = encode_png_fragment(&px, width).unwrap();
-        let mut banded = crate::FragmentEncoder::new(width, 0).unwrap();
+        let mut banded = crate::fragment::FragmentEncoder::new(width, 0).unwrap();
         for band in px.chunks(width as usize * 3 * 7) {
             banded.write_rows(band).unwrap();
         }
         assert!(banded.finish().unwrap() == whole);
-        let header = crate::FragmentHeader::parse(&whole).unwrap();
+        let header = crate::fragment::FragmentHeader::parse(&whole).unwrap();
         assert_eq!(
             header.points.len(),
             (height - 1) / point_interval(width) as usize

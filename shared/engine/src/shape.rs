@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Smallest and largest tile side in output pixels.
 pub const TILE_SIZES: std::ops::RangeInclusive<u32> = 4..=256;

@@ -16,7 +16,7 @@ use flate2::Compression;
 use flate2::write::ZlibEncoder;
 use rayon::prelude::*;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Tile side in pixels.
 const TILE: usize = 256;
@@ -163,7 +163,7 @@ impl<W: Write + Seek> TiffSink<W> {
             self.at += 1;
         }
         let first = self.at;
-        let icc = crate::srgb_icc();
+        let icc = crate::profile::srgb_icc();
         for l in 0..self.levels.len() {
             let last = l + 1 == self.levels.len();
             let dir = self.directory(l, icc, last)?;

@@ -5,6 +5,7 @@ pub mod dzi;
 pub mod events;
 pub mod jobs;
 pub mod libraries;
+pub mod openapi;
 pub mod ops;
 pub mod preview;
 pub mod previews;
@@ -70,9 +71,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(resource("/libraries/{id}/sheet", "GET").route(web::get().to(sheet::get)))
             .service(resource("/queues", "GET").route(web::get().to(ops::queues)))
             .service(resource("/system", "GET").route(web::get().to(ops::system)))
-            .service(
-                resource("/openapi.json", "GET").route(web::get().to(crate::openapi::document)),
-            )
+            .service(resource("/openapi.json", "GET").route(web::get().to(openapi::document)))
             .default_service(web::to(no_route)),
     );
 }

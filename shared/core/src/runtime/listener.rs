@@ -13,10 +13,10 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::backoff::Backoff;
+use super::handler::{Context, Failure, Handler};
 use super::poison::{self, PoisonHook, probe_job_id};
 use super::settings::ListenerSettings;
 use super::shutdown::{self, Shutdown, ShutdownTrigger};
-use super::{Context, Failure, Handler};
 use crate::messages::Message;
 use crate::queue::{BodyError, Queue};
 use crate::storage::{ReceivedMessage, StorageError};
@@ -318,7 +318,7 @@ async fn reserve<M: Message>(shared: &Shared<M>) -> usize {
 async fn receive_loop<M: Message>(
     shared: Arc<Shared<M>>,
     mut idle: Option<Backoff>,
-    nudges: Option<&super::nudge::Subscription>,
+    nudges: Option<&crate::nudge::Subscription>,
 ) {
     let settings = &shared.settings;
     let name = &*shared.name;
@@ -401,7 +401,7 @@ async fn receive_loop<M: Message>(
     shared.stats.receivers.fetch_sub(1, Ordering::Relaxed);
 }
 
-async fn wait_nudge(subscription: Option<&super::nudge::Subscription>) {
+async fn wait_nudge(subscription: Option<&crate::nudge::Subscription>) {
     match subscription {
         Some(s) => s.notified().await,
         None => std::future::pending().await,

@@ -12,9 +12,7 @@
 pub mod describe;
 pub mod embedded;
 pub mod prefixed;
-mod reader;
-
-pub use reader::BlobReader;
+pub mod reader;
 
 use std::collections::HashMap;
 use std::fmt::{self, Debug};

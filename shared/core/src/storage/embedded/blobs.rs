@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use time::OffsetDateTime;
 
-use super::Durability;
+use super::durability::Durability;
 use crate::storage::{
     BlobMeta, BlobStore, BlobUpload, Cause, ListPage, PutMode, Result, StorageError, split_blob_key,
 };

@@ -14,26 +14,17 @@
 //! on an ordinary disk).
 
 mod blobs;
+mod durability;
 mod queues;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use blobs::EmbeddedBlobs;
+pub use durability::Durability;
 pub use queues::EmbeddedQueues;
 
 use super::{BlobStore, Cause, QueueStore, Result, StorageError};
-
-/// What an acknowledged write survives.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Durability {
-    /// The death of the process (SIGKILL included): data is handed to the operating system
-    /// before the call returns. The default.
-    #[default]
-    ProcessCrash,
-    /// A power cut or kernel crash as well: data is fsynced before the call returns.
-    PowerLoss,
-}
 
 /// Both stores of one data directory.
 #[derive(Debug, Clone)]

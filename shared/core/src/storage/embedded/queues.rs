@@ -23,7 +23,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use time::OffsetDateTime;
 use tokio::sync::oneshot;
 
-use super::Durability;
+use super::durability::Durability;
 use crate::storage::{
     Cause, DEFAULT_TIME_TO_LIVE, PeekedMessage, QueueStore, ReceivedMessage, Result, SendOptions,
     SentMessage, StorageError, UpdatedMessage, check_batch, check_body, check_visibility,
