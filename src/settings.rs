@@ -39,30 +39,6 @@ pub struct QueueConfig {
     pub job_events: String,
 }
 
-impl Settings {
-    /// The job events queue, if one is kept, with the address its events link to (the
-    /// webhooks' `public_url`, else the web role's port on this host).
-    pub fn job_events_queue(&self) -> Option<tessera_shared::platform::JobEventsQueue> {
-        let queue = self.queues.job_events.trim();
-        if queue.is_empty() {
-            return None;
-        }
-        Some(tessera_shared::platform::JobEventsQueue {
-            queue: queue.to_string(),
-            public_url: self.public_url(),
-        })
-    }
-
-    /// The service's address as the receivers of its events reach it, for a process other than
-    /// the web role's (which knows the address it binds).
-    pub fn public_url(&self) -> String {
-        match self.web.webhooks.public_url.trim() {
-            "" => format!("http://localhost:{}", self.web.port),
-            url => url.to_string(),
-        }
-    }
-}
-
 /// The operations endpoint of `tessera controller` and `tessera processor`: `/healthz`,
 /// `/readyz` and `/metrics` (the web roles serve them on their web port).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -275,6 +251,28 @@ const ENV_ALIASES: &[(&str, &str)] = &[
 ];
 
 impl Settings {
+    /// The job events queue, if one is kept, with the address its events link to (the
+    /// webhooks' `public_url`, else the web role's port on this host).
+    pub fn job_events_queue(&self) -> Option<tessera_shared::platform::JobEventsQueue> {
+        let queue = self.queues.job_events.trim();
+        if queue.is_empty() {
+            return None;
+        }
+        Some(tessera_shared::platform::JobEventsQueue {
+            queue: queue.to_string(),
+            public_url: self.public_url(),
+        })
+    }
+
+    /// The service's address as the receivers of its events reach it, for a process other than
+    /// the web role's (which knows the address it binds).
+    pub fn public_url(&self) -> String {
+        match self.web.webhooks.public_url.trim() {
+            "" => format!("http://localhost:{}", self.web.port),
+            url => url.to_string(),
+        }
+    }
+
     /// Defaults, then `file` if given, then the environment `env` (usually `std::env::vars()`).
     pub fn load(
         file: Option<&Path>,

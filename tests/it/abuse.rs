@@ -238,17 +238,22 @@ async fn a_library_is_its_owners_to_replace_delete_and_share() {
     assert!(left.items.is_empty(), "{:?}", left.items);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn named_keys_own_their_libraries_and_the_operator_keeps_the_default() {
+/// Settings with the operator's key and two named keys, `alice-key` and `bob-key`.
+fn operator_alice_and_bob() -> WebSettings {
     let digest = |key: &str| format!("sha256:{:x}", sha2::Sha256::digest(key.as_bytes()));
-    let settings = WebSettings {
+    WebSettings {
         api_key: ApiKey::new("operator-key"),
         keys: [("alice", "alice-key"), ("bob", "bob-key")]
             .into_iter()
             .map(|(name, key)| (name.to_string(), digest(key)))
             .collect(),
         ..test_settings()
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_keys_own_their_libraries_and_the_operator_keeps_the_default() {
+    let settings = operator_alice_and_bob();
     let mut app = spawn_app_with(settings, false).await;
     app.client = no_redirect_client();
     let call = |method: reqwest::Method, path: &str, key: &str| {
@@ -319,84 +324,45 @@ async fn named_keys_own_their_libraries_and_the_operator_keeps_the_default() {
 /// may cancel anyone's job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_made_with_a_key_belong_to_that_key() {
-    let digest = |key: &str| format!("sha256:{:x}", sha2::Sha256::digest(key.as_bytes()));
-    let settings = WebSettings {
-        api_key: ApiKey::new("operator-key"),
-        keys: [("alice", "alice-key"), ("bob", "bob-key")]
-            .into_iter()
-            .map(|(name, key)| (name.to_string(), digest(key)))
-            .collect(),
-        ..test_settings()
-    };
+    let settings = operator_alice_and_bob();
     let app = spawn_app_with(settings, false).await;
-    let submit = |key: &'static str, client: Uuid| {
+    let call = |method: reqwest::Method, path: &str, key: &'static str, client: Uuid| {
         app.client
-            .post(app.url("/api/v1/jobs"))
+            .request(method, app.url(path))
             .header("X-API-Key", key)
             .header("X-Client-Id", client.to_string())
+    };
+    let submit = |key: &'static str, client: Uuid| async move {
+        let res = call(reqwest::Method::POST, "/api/v1/jobs", key, client)
             .multipart(job_form(astronaut()))
             .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+        let job: Value = res.json().await.unwrap();
+        job["id"].as_str().unwrap().to_string()
     };
-    let act = |method: reqwest::Method, path: String, key: &'static str, client: Uuid| {
-        app.client
-            .request(method, app.url(&path))
-            .header("X-API-Key", key)
-            .header("X-Client-Id", client.to_string())
-            .send()
-    };
+    let (post, delete) = (reqwest::Method::POST, reqwest::Method::DELETE);
     let shared_client = Uuid::new_v4();
-    let res = submit("alice-key", shared_client).await.unwrap();
-    assert_eq!(res.status(), StatusCode::ACCEPTED);
-    let job = res.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let job = submit("alice-key", shared_client).await;
     let cancel = format!("/api/v1/jobs/{job}/cancel");
-    // The client id that submitted it, with another key: refused.
-    let res = act(
-        reqwest::Method::POST,
-        cancel.clone(),
-        "bob-key",
-        shared_client,
-    )
-    .await
-    .unwrap();
-    assert_eq!(code(res).await, (403, "not_your_job".into()));
-    // The key that submitted it, from another client: its own.
-    let res = act(reqwest::Method::POST, cancel, "alice-key", Uuid::new_v4())
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
     let path = format!("/api/v1/jobs/{job}");
-    let res = act(
-        reqwest::Method::DELETE,
-        path.clone(),
-        "bob-key",
-        shared_client,
-    )
-    .await
-    .unwrap();
-    assert_eq!(code(res).await, (403, "not_your_job".into()));
-    let res = act(reqwest::Method::DELETE, path, "alice-key", Uuid::new_v4())
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    // The client id that submitted it, with another key: refused.
+    let res = call(post.clone(), &cancel, "bob-key", shared_client).send();
+    assert_eq!(code(res.await.unwrap()).await, (403, "not_your_job".into()));
+    // The key that submitted it, from another client: its own.
+    let res = call(post.clone(), &cancel, "alice-key", Uuid::new_v4()).send();
+    assert_eq!(res.await.unwrap().status(), StatusCode::OK);
+    let res = call(delete.clone(), &path, "bob-key", shared_client).send();
+    assert_eq!(code(res.await.unwrap()).await, (403, "not_your_job".into()));
+    let res = call(delete, &path, "alice-key", Uuid::new_v4()).send();
+    assert_eq!(res.await.unwrap().status(), StatusCode::NO_CONTENT);
 
     // Bob's job: the operator's key may cancel it.
-    let res = submit("bob-key", Uuid::new_v4()).await.unwrap();
-    let job = res.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let res = act(
-        reqwest::Method::POST,
-        format!("/api/v1/jobs/{job}/cancel"),
-        "operator-key",
-        Uuid::new_v4(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
+    let job = submit("bob-key", Uuid::new_v4()).await;
+    let cancel = format!("/api/v1/jobs/{job}/cancel");
+    let res = call(post, &cancel, "operator-key", Uuid::new_v4()).send();
+    assert_eq!(res.await.unwrap().status(), StatusCode::OK);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

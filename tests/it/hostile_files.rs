@@ -192,14 +192,7 @@ async fn refused_as_target(serve: &Serve, name: &str, bytes: Vec<u8>) -> (u16, V
         .part("image", Part::bytes(bytes).file_name(name.to_string()))
         .text("tile_size", "8")
         .text("cells", "40");
-    let res = no_redirect_client()
-        .post(format!("{}/api/v1/jobs", serve.base))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or_default())
+    serve.submit(form).await
 }
 
 async fn imported_as_tile(serve: &Serve, name: &str, bytes: Vec<u8>) -> Value {

@@ -9,7 +9,7 @@ use reqwest::multipart::{Form, Part};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
-use crate::support::{Serve, astronaut, ended, free_port, no_redirect_client};
+use crate::support::{Serve, astronaut, ended, free_port};
 
 /// One request a receiver got: its head and its body.
 struct Call {
@@ -82,14 +82,7 @@ async fn submit_with_webhook(serve: &Serve, hook: &str) -> String {
         .text("cells", "16")
         .text("tile_size", "8")
         .text("webhook", hook.to_string());
-    let res = no_redirect_client()
-        .post(format!("{}/api/v1/jobs", serve.base))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    let body: Value = res.json().await.unwrap();
+    let (status, body) = serve.submit(form).await;
     assert_eq!(status, 202, "{body}");
     body["id"].as_str().unwrap().to_string()
 }
@@ -204,16 +197,8 @@ async fn every_job_end_reaches_the_job_events_queue() {
         .part("image", Part::bytes(astronaut()).file_name("a.png"))
         .text("cells", "16")
         .text("tile_size", "8");
-    let res = no_redirect_client()
-        .post(format!("{}/api/v1/jobs", serve.base))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let id = res.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (_, body) = serve.submit(form).await;
+    let id = body["id"].as_str().unwrap().to_string();
     assert_eq!(ended(&serve, &id).await["state"], "done");
     drop(serve);
 

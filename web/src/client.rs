@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use actix_web::cookie::{Cookie, SameSite};
 use actix_web::{HttpMessage as _, HttpRequest};
+use tessera_shared::holds::{Hold, Holds};
 use tessera_shared::jobs::JobRecord;
 use tessera_shared::libraries::Owner;
 use uuid::Uuid;
@@ -142,48 +143,26 @@ pub(crate) fn limited_network(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// How many of something (uploads, previews) each network ([`limited_network`]) holds now,
-/// for the limits kept per address.
+/// How many of something (uploads, previews, placements) each network ([`limited_network`])
+/// holds now, for the limits kept per address.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct AddressCounts(
-    std::sync::Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>,
-);
+pub(crate) struct AddressCounts(Holds<IpAddr>);
 
-/// One place counted against an address, given back when dropped.
+/// One place counted against an address (none for a request of no known address), given back
+/// when dropped.
 pub(crate) struct AddressHold {
-    counts: AddressCounts,
-    network: Option<IpAddr>,
+    _held: Option<Hold<IpAddr>>,
 }
 
 impl AddressCounts {
     /// A place for `address` if its network holds fewer than `most`; no address: always.
     pub(crate) fn hold(&self, address: Option<IpAddr>, most: usize) -> Option<AddressHold> {
-        let network = address.map(limited_network);
-        if let Some(network) = network {
-            let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            let n = held.entry(network).or_insert(0);
-            if *n >= most {
-                return None;
-            }
-            *n += 1;
-        }
-        Some(AddressHold {
-            counts: self.clone(),
-            network,
-        })
-    }
-}
-
-impl Drop for AddressHold {
-    fn drop(&mut self) {
-        if let Some(network) = self.network {
-            let mut held = self.counts.0.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(n) = held.get_mut(&network) {
-                *n -= 1;
-                if *n == 0 {
-                    held.remove(&network);
-                }
-            }
+        match address {
+            None => Some(AddressHold { _held: None }),
+            Some(ip) => self
+                .0
+                .take(limited_network(ip), most)
+                .map(|held| AddressHold { _held: Some(held) }),
         }
     }
 }

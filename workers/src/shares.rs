@@ -4,55 +4,30 @@
 //! A request over its submitter's share goes back on the queue for a few seconds, as a new
 //! message: its delivery count (and so the poison threshold) is untouched.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use tessera_shared::holds::{Hold, Holds};
 
 /// Planning places held, per submitter.
 #[derive(Debug, Clone)]
 pub(crate) struct PlanningShares {
-    held: Arc<Mutex<HashMap<String, usize>>>,
+    held: Holds<String>,
     most: usize,
 }
 
 /// A submitter's place while its job is planned, given back when dropped.
-pub(crate) struct PlanningShare {
-    shares: PlanningShares,
-    submitter: String,
-}
+pub(crate) type PlanningShare = Hold<String>;
 
 impl PlanningShares {
     /// Shares of `places` planning places: at most half each, at least one.
     pub(crate) fn new(places: usize) -> Self {
         PlanningShares {
-            held: Default::default(),
+            held: Holds::default(),
             most: (places / 2).max(1),
         }
     }
 
     /// A place for `submitter`, unless it holds its share already.
     pub(crate) fn take(&self, submitter: &str) -> Option<PlanningShare> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        let n = held.entry(submitter.to_string()).or_default();
-        if *n >= self.most {
-            return None;
-        }
-        *n += 1;
-        Some(PlanningShare {
-            shares: self.clone(),
-            submitter: submitter.to_string(),
-        })
-    }
-}
-
-impl Drop for PlanningShare {
-    fn drop(&mut self) {
-        let mut held = self.shares.held.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = held.get_mut(&self.submitter) {
-            *n -= 1;
-            if *n == 0 {
-                held.remove(&self.submitter);
-            }
-        }
+        self.held.take(submitter.to_string(), self.most)
     }
 }
 

@@ -69,6 +69,18 @@ impl Serve {
         );
     }
 
+    /// Submits `form` as a job: the status and the body.
+    pub(crate) async fn submit(&self, form: reqwest::multipart::Form) -> (u16, Value) {
+        let res = no_redirect_client()
+            .post(format!("{}/api/v1/jobs", self.base))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or_default())
+    }
+
     pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
