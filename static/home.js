@@ -32,16 +32,21 @@
   const printField = document.getElementById("print");
   const paperBox = document.getElementById("paper");
   const printWarning = document.getElementById("print-warning");
-  // The form's fields: their labels, for messages, and their bounds (from the inputs).
-  const LABELS = {
-    image: "Target image", library: "Tile library", tile_size: "Tile size",
-    cells: "Cells across", per_pixel: "One tile per pixel",
-    repeat_radius: "Repetition radius", max_uses: "Uses of each tile", blend: "Blend",
-    min_uses: "Fewest uses of each tile",
-    overlay: "Photo overlay", form: "Colour or form",
-    flip: "Mirror tiles", rotate: "Turn tiles", adaptive: "Adaptive tile sizes",
-    allow_large: "Make it this large", print: "Paper size", quality: "JPEG quality",
-  };
+  // The job's options as the server declares them (GET /api/v1/options): their labels, for
+  // messages. The inputs carry their bounds and defaults, rendered from the same declaration.
+  const LABELS = { image: "Target image" };
+  fetch("/api/v1/options", { credentials: "same-origin" })
+    .then(function (res) { return res.ok ? res.json() : []; })
+    .then(function (options) {
+      options.forEach(function (o) { LABELS[o.name] = o.label.replace(/ \(.*\)$/, ""); });
+    })
+    .catch(function () { /* the inputs' own labels serve */ });
+  // An option's label: the declared one, else its input's.
+  function labelOf(name) {
+    if (LABELS[name]) return LABELS[name];
+    const label = form.querySelector('label[for="' + name + '"]');
+    return label ? label.textContent.trim().replace(/ \(.*\)$/, "") : name;
+  }
 
   // Paper sizes as the server reads them (tessera_shared::print): ISO sizes in mm, portrait.
   const PRESETS = { a0: [841, 1189], a1: [594, 841], a2: [420, 594], a3: [297, 420], a4: [210, 297], a5: [148, 210] };
@@ -83,10 +88,10 @@
     const max = field.max === "" ? Infinity : Number(field.max);
     const range = max === Infinity ? min + " or more" : min + " to " + max;
     if (text === "" && optional) return { value: null };
-    if (text === "") return { message: "Enter the " + LABELS[id].toLowerCase() + " (" + range + ").", field: field };
+    if (text === "") return { message: "Enter the " + labelOf(id).toLowerCase() + " (" + range + ").", field: field };
     const value = Number(text);
     if (!Number.isInteger(value) || value < min || value > max) {
-      return { message: LABELS[id] + " must be a whole number, " + range + ".", field: field };
+      return { message: labelOf(id) + " must be a whole number, " + range + ".", field: field };
     }
     return { value: value };
   }
@@ -109,7 +114,7 @@
   // A tile size of `shape` close in area to w x h, as the field takes it: "21", "24x18".
   function sizeOfShape(shape, w, h) {
     const [a, b] = shape.split(":").map(Number);
-    const min = Number(tile.dataset.min), max = Number(tile.dataset.max);
+    const min = Number(form.dataset.tileMin), max = Number(form.dataset.tileMax);
     let k = Math.max(1, Math.round(Math.sqrt((w * h) / (a * b))));
     while (Math.min(a, b) * k < min) k += 1;
     while (k > 1 && Math.max(a, b) * k > max) k -= 1;
@@ -119,8 +124,8 @@
   // The tile size field: {w, h} or a reason it has none: {message, field}.
   function tileSize() {
     const text = tile.value.trim();
-    const min = Number(tile.dataset.min);
-    const max = Number(tile.dataset.max);
+    const min = Number(form.dataset.tileMin);
+    const max = Number(form.dataset.tileMax);
     const range = min + " to " + max;
     if (text === "") return { message: "Enter the tile size (" + range + " pixels, or width x height such as 24x18).", field: tile };
     const m = /^(\d+)(?:x(\d+))?$/.exec(text);
@@ -150,7 +155,7 @@
     const m = /^(\d+)\.\.(\d+)$/.exec(text);
     if (!m) return { message: "Adaptive tile sizes must be smallest..largest, such as 8..32.", field: adaptive };
     const min = Number(m[1]), max = Number(m[2]);
-    const lo = Number(tile.dataset.min), hi = Number(tile.dataset.max);
+    const lo = Number(form.dataset.tileMin), hi = Number(form.dataset.tileMax);
     if (min < lo || max > hi || max < lo || min > hi) {
       return { message: "Adaptive tile sizes must each be " + lo + " to " + hi + " pixels.", field: adaptive };
     }
@@ -210,7 +215,7 @@
       rows = rowsOf(cols);
       const tileCm = cmOf(Math.min(t.w, t.h), paper.dpi);
       if (tileCm < 0.995) {
-        const needed = Math.min(Number(tile.dataset.max), Math.ceil(paper.dpi / 2.54));
+        const needed = Math.min(Number(form.dataset.tileMax), Math.ceil(paper.dpi / 2.54));
         printWarning.textContent = "Tiles of " + t.w + (t.w === t.h ? "" : "x" + t.h) + " px print " + tileCm.toFixed(2) +
           " cm wide at " + paper.dpi + " dpi: below about 1 cm the photos in them stop being recognisable. Use tiles of at least " +
           needed + " px, or choose a larger paper.";
@@ -255,7 +260,7 @@
     if (!large.hidden && !allowLarge.checked) {
       return {
         message: "The mosaic would be " + megapixels(pixels) + " megapixels, more than this server makes unasked (" +
-          megapixels(largePixels) + "): tick “" + LABELS.allow_large + "”, or use fewer cells or smaller tiles.",
+          megapixels(largePixels) + "): tick “" + labelOf("allow_large") + "”, or use fewer cells or smaller tiles.",
         fields: [allowLarge],
       };
     }
@@ -313,7 +318,7 @@
     if (radio.value === "paper") {
       // The grid follows from the paper; tiles of about 1 cm, of the library's shape.
       const p = printSize();
-      const side = Math.min(Number(tile.dataset.max), Math.ceil((p.dpi || 300) / 2.54));
+      const side = Math.min(Number(form.dataset.tileMax), Math.ceil((p.dpi || 300) / 2.54));
       tile.value = sizeOfShape(libraryShape(), side, side);
       cells.value = "";
       if (cellsRadio0) cellsRadio0.checked = true;
@@ -329,6 +334,7 @@
     radio.addEventListener("change", function () { applySize(); refresh(); });
   });
   printField.addEventListener("input", function () { applySize(); refresh(); });
+  document.getElementById("quality").disabled = document.getElementById("format").value !== "jpeg";
   document.getElementById("format").addEventListener("change", function () {
     document.getElementById("quality").disabled = this.value !== "jpeg";
   });
@@ -457,14 +463,16 @@
   function explain(status, body) {
     const error = body && body.error ? body.error : { code: "", message: "the server answered " + status };
     const field = function (name) { return name === "image" ? input : document.getElementById(name); };
-    const named = Object.keys(LABELS).find(function (name) {
-      return error.message === name || error.message.startsWith(name + " ");
-    });
+    const named = Array.from(form.elements).map(function (el) { return el.name; })
+      .concat(["image"])
+      .find(function (name) {
+        return name && (error.message === name || error.message.startsWith(name + " "));
+      });
     switch (error.code) {
       case "missing_parameter": case "invalid_parameter": case "out_of_range":
       case "duplicate_field": case "unknown_field":
         if (named) {
-          return { message: LABELS[named] + error.message.slice(named.length) + ".", fields: [field(named)] };
+          return { message: labelOf(named) + error.message.slice(named.length) + ".", fields: [field(named)] };
         }
         break;
       case "conflicting_parameters":
@@ -499,26 +507,31 @@
     return { message: capitalised(error.message) + "." };
   }
 
+  // The fields laid out by hand, which jobData sends by its own rules.
+  const BY_HAND = ["grid", "cells", "format", "quality", "background"];
+  // The inputs made from the job specification's declaration, under More options.
+  function declaredInputs() {
+    return Array.from(document.querySelectorAll("#more-options [name]")).filter(function (el) {
+      return BY_HAND.indexOf(el.name) < 0;
+    });
+  }
+
   // The submission's fields as the form holds them (also what a preview is asked with).
   function jobData() {
     const data = new FormData();
     data.append("image", input.files[0], input.files[0].name);
     data.append("library", document.getElementById("library").value);
-    data.append("tile_size", tile.value.trim());
     if (paperChosen()) data.append("print", printField.value.trim());
     else if (perPixel()) data.append("per_pixel", "true");
     else if (cells.value.trim() !== "") data.append("cells", cells.value.trim());
-    if (maxUses.value.trim() !== "") data.append("max_uses", maxUses.value.trim());
-    const minUses = document.getElementById("min_uses").value.trim();
-    if (minUses !== "" && minUses !== "0") data.append("min_uses", minUses);
     if (!large.hidden && allowLarge.checked) data.append("allow_large", "true");
-    ["repeat_radius", "blend", "overlay", "form"].forEach(function (name) {
-      data.append(name, document.getElementById(name).value.trim());
+    declaredInputs().forEach(function (el) {
+      if (el.type === "checkbox") {
+        if (el.checked) data.append(el.name, "true");
+      } else if (el.value.trim() !== "") {
+        data.append(el.name, el.value.trim());
+      }
     });
-    ["flip", "rotate"].forEach(function (name) {
-      if (document.getElementById(name).checked) data.append(name, "true");
-    });
-    if (adaptive.value.trim() !== "") data.append("adaptive", adaptive.value.trim());
     const format = document.getElementById("format").value;
     if (format !== "png") data.append("format", format);
     if (format === "jpeg") data.append("quality", document.getElementById("quality").value.trim());
@@ -546,11 +559,13 @@
       fail(t.message, [t.field]);
       return;
     }
-    const numbers = ["repeat_radius", "blend", "overlay", "max_uses", "min_uses"]
+    const numbers = declaredInputs().filter(function (el) { return el.type === "number"; })
+      .map(function (el) { return el.id; })
       .concat(perPixel() || paperChosen() ? [] : ["cells"])
       .concat(document.getElementById("format").value === "jpeg" ? ["quality"] : []);
     for (const id of numbers) {
-      const n = number(id, id === "cells" || id === "max_uses");
+      // A field whose placeholder says what empty means ("auto", "no limit") may be empty.
+      const n = number(id, document.getElementById(id).placeholder !== "");
       if (n.message) {
         fail(n.message, [n.field]);
         return;

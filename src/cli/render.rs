@@ -7,13 +7,14 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use tessera_engine::{
-    AdaptivePlan, BandSink, DziSink, ImportOptions, Library, MosaicCells, OutputFormat, Plan,
-    TeeSink, TileBackground, TileCache, TileShape, TileSize, decode_target, file_sink, hex_colour,
+    AdaptivePlan, BandSink, DziSink, FinishSink, ImportOptions, Library, MosaicCells, OutputFormat,
+    Plan, TeeSink, TileBackground, TileCache, TileShape, decode_target, file_sink, hex_colour,
     lay_over, render_to_sink,
 };
-use tessera_shared::messages::{Grid as SpecGrid, LibraryRef, RenderOptions, tile_height_field};
-use tessera_shared::print::{Print, cm};
-use tessera_shared::spec::{JobLimits, JobSpec};
+use tessera_shared::print::cm;
+use tessera_shared::spec::{DEFAULT_JPEG_QUALITY, JobLimits, JobSpec};
+
+use super::job_flags::JobFlags;
 
 use super::library::{import_with_bar, print_report, progress_bar};
 
@@ -46,52 +47,9 @@ pub struct RenderArgs {
     /// tiles in DIR/mosaic_files/, as OpenSeadragon and other Deep Zoom viewers read them.
     #[arg(long, value_name = "DIR")]
     pub dzi: Option<PathBuf>,
-    /// Tile size in output pixels: 16 for square tiles, or WxH such as 24x18 (each side 4 to
-    /// 256). The tiles' shape must be the library's [default: 16; with --print, tiles that
-    /// print 1 cm wide].
-    #[arg(long, value_name = "SIZE", value_parser = parse_tile_size)]
-    pub tile_size: Option<TileSize>,
-    /// Size the mosaic as a print: a preset (A0 to A5) or WxH with a unit (cm, mm, in), then
-    /// optionally @ and a resolution (300 dpi by default), as A2@300dpi, 60x40cm@300dpi or
-    /// 18x24in. The paper turns to the photo's orientation; cells across follow from the paper
-    /// and the tile size. The output carries the resolution (300 dpi without --print).
-    #[arg(long, value_name = "SIZE[@DPI]", conflicts_with_all = ["cells", "per_pixel", "adaptive"],
-          value_parser = |s: &str| s.parse::<Print>().map_err(|e| e.to_string()))]
-    pub print: Option<Print>,
-    /// Cells across; rows follow the aspect ratio [default: chosen by the photo's shape for
-    /// about 16,384 cells (limits.auto_cells): 128 across a square photo].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub cells: Option<u32>,
-    /// One cell per target pixel instead of --cells.
-    #[arg(long, conflicts_with = "cells")]
-    pub per_pixel: bool,
-    /// No identical tile within this many cells (1 = no identical neighbours; 0 = no limit).
-    #[arg(long, default_value_t = 1)]
-    pub repeat_radius: u32,
-    /// Use no tile more than this many times.
-    #[arg(long, value_name = "N")]
-    pub max_uses: Option<u32>,
-    /// Use every tile at least this many times (1: every photo is in), solved as one assignment
-    /// over the whole grid.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub min_uses: u32,
-    /// Move each tile toward its cell's colour, 0 to 100 %.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub blend: u8,
-    /// Tiles may be mirrored left-right, where that fits the cell better.
-    #[arg(long)]
-    pub flip: bool,
-    /// Tiles may be turned by 90, 180 or 270 degrees, where that fits the cell better (with
-    /// --flip: all 8 symmetries of the square). Tiles that are not square (--tile-size 24x18)
-    /// turn by 180 degrees only, the one turn that keeps their shape. A turned tile still counts
-    /// as that tile for --repeat-radius and --max-uses.
-    #[arg(long)]
-    pub rotate: bool,
-    /// Adaptive tile sizes, MIN..MAX px (as 8..32; MAX a power-of-two multiple of MIN): large
-    /// tiles where the photo is flat, small where it is detailed, no more tiles than the uniform
-    /// grid of --cells and --tile-size has.
-    #[arg(long, value_name = "MIN..MAX", conflicts_with_all = ["per_pixel", "plan"])]
-    pub adaptive: Option<tessera_engine::AdaptiveSizes>,
+    /// The job's options, as the service takes them.
+    #[command(flatten)]
+    pub job: JobFlags,
     /// Also write the plan as CSV (row, col, tile, file name, transform: none, flip, rot90, ...,
     /// flip+rot270; flip mirrors left-right before the clockwise turn).
     #[arg(long, value_name = "PLAN.csv")]
@@ -100,31 +58,10 @@ pub struct RenderArgs {
     /// uses, its cells as row:column from 0), as `GET /api/v1/jobs/{id}/placements` gives it.
     #[arg(long, value_name = "PLACEMENTS.csv")]
     pub placements: Option<PathBuf>,
-    /// JPEG quality, 1 to 100.
-    #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u8).range(1..=100))]
-    pub quality: u8,
     /// Refuse outputs larger than this many pixels [default: limits.max_output_pixels, one
     /// gigapixel].
     #[arg(long, value_name = "PIXELS")]
     pub max_pixels: Option<u64>,
-    /// Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels
-    /// by default).
-    #[arg(long)]
-    pub allow_large: bool,
-    /// What transparent tiles (and a transparent target) lie over: a colour as RRGGBB hex, or
-    /// auto, the one (black, a grey, white or the photo's mean colour) over which the tiles come
-    /// nearest the photo. Without it, tiles keep the background they were indexed over, and a
-    /// folder or .zip is imported over white.
-    #[arg(long, value_name = "RRGGBB|auto", value_parser = TileBackground::parse)]
-    pub background: Option<TileBackground>,
-    /// Lay the photo over the tiles at this opacity, 0 to 50 % (ghosting; the metrics give the
-    /// mosaic with it and without it).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=50))]
-    pub overlay: u8,
-    /// Colour against form, 0 to 100: 0 chooses each tile by its colour alone; higher follows
-    /// the photo's light and dark within each cell and its edges more, at some cost in colour.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub form: u8,
     /// Print the quality metric (CIEDE2000 on the cell grid, repeats) after rendering.
     #[arg(long)]
     pub metrics: bool,
@@ -133,66 +70,25 @@ pub struct RenderArgs {
     pub quiet: bool,
 }
 
-/// The job specification the flags ask for: the same type a job of the service carries.
-fn job_spec(args: &RenderArgs) -> JobSpec {
-    let tile = match (args.tile_size, args.print) {
-        (Some(tile), _) => tile,
-        (None, Some(print)) => print.default_tile(),
-        (None, None) => TileSize::square(16),
-    };
-    JobSpec {
-        // The library is the file or folder given; the spec's reference is not used here.
-        library: LibraryRef {
-            id: "local".into(),
-            version: 1,
-        },
-        tile_size: tile.width,
-        tile_height: tile_height_field(tile),
-        grid: match (args.per_pixel, args.cells) {
-            (true, _) => SpecGrid::PerPixel,
-            (false, Some(across)) => SpecGrid::Cells { across },
-            (false, None) => SpecGrid::Auto,
-        },
-        slices: 1,
-        options: RenderOptions {
-            repeat_radius: args.repeat_radius,
-            blend_percent: args.blend,
-            max_uses: args.max_uses,
-            min_uses: args.min_uses,
-            flip: args.flip,
-            rotate: args.rotate,
-            background: args.background.filter(|bg| *bg != TileBackground::Library),
-            adaptive: args.adaptive,
-            overlay_percent: args.overlay,
-            form: args.form,
-        },
-        allow_large: args.allow_large,
-        print: args.print,
-        // The output's extension chooses the format here; the spec's is the service's.
-        format: Default::default(),
-        quality: Some(args.quality),
-        webhook: None,
-    }
-}
-
 pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     let started = Instant::now();
+    let spec = args.job.spec()?;
+    let quality = spec.quality.unwrap_or(DEFAULT_JPEG_QUALITY);
     let format = args
         .output
         .as_deref()
-        .map(|path| OutputFormat::from_path(path, args.quality))
+        .map(|path| OutputFormat::from_path(path, quality))
         .transpose()?;
     let limits = JobLimits {
         max_output_pixels: args.max_pixels.unwrap_or(limits.max_output_pixels),
         ..limits.clone()
     };
-    let spec = job_spec(&args);
     // On one machine the operator's caps on cells and radius do not apply: the rules between
     // the fields and the sizes do.
     spec.check_fields()?;
     let target_bytes = std::fs::read(&args.target)
         .with_context(|| format!("cannot read {}", args.target.display()))?;
-    let target = decode_target(&target_bytes, args.colour())
+    let target = decode_target(&target_bytes, colour(&spec))
         .with_context(|| format!("cannot decode {}", args.target.display()))?;
     drop(target_bytes);
     // Check the size before the (possibly long) import.
@@ -222,24 +118,21 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         );
     }
 
-    let library = load_library(&args, spec.tile())?;
+    let library = load_library(&args, &spec)?;
     spec.check_library(
         &job_size,
         &args.library.display().to_string(),
         library.len() as u32,
         library.shape(),
     )?;
-    let background = args
-        .background
-        .unwrap_or_default()
-        .resolve(&target, &library);
+    let background = spec.options.tile_background().resolve(&target, &library);
     if let Some(bg) = background {
         eprintln!("transparent tiles over #{}", hex_colour(bg));
     }
     let library = lay_over(&library, background);
 
     let bar = progress_bar(args.quiet, "matching");
-    let layout = match args.adaptive {
+    let layout = match spec.options.adaptive {
         Some(sizes) => {
             let adaptive = AdaptivePlan::make(&target, &library, opts, sizes)?;
             eprintln!(
@@ -321,14 +214,15 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     };
     // With an overlay, the sinks take the overlaid rows; the metrics measure the tiles alone
     // as well, so that ghosting is not mistaken for matching.
-    let mut alone = if args.metrics && args.overlay > 0 {
+    let overlay = spec.options.overlay_percent;
+    let mut alone = if args.metrics && overlay > 0 {
         Some(MosaicCells::new(width, height, grid.0, grid.1)?)
     } else {
         None
     };
-    let mut all: Box<dyn BandSink + '_> = if args.overlay > 0 {
-        let overlay = tessera_engine::Overlay::new(&target, width, height, args.overlay);
-        let overlaid = tessera_engine::OverlaySink::new(overlay, TeeSink(sinks));
+    let finish = spec.finish(Some(&target), width, height);
+    let mut all: Box<dyn BandSink + '_> = if !finish.is_none() {
+        let overlaid = FinishSink::new(finish, width, TeeSink(sinks));
         let mut first: Vec<Box<dyn BandSink + '_>> = Vec::new();
         if let Some(alone) = &mut alone {
             first.push(Box::new(alone));
@@ -371,7 +265,7 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
             println!("{alone}");
             println!(
                 "with the {} % overlay: de00_mean={:.4} de00_p95={:.4} ssim_view={}",
-                args.overlay,
+                overlay,
                 q.de00_mean,
                 q.de00_p95,
                 q.ssim_view
@@ -390,18 +284,17 @@ enum Layout {
     Adaptive(AdaptivePlan),
 }
 
-impl RenderArgs {
-    /// The colour `--background` gives, or white (for a transparent target, and for tiles
-    /// imported here before `auto` chooses).
-    fn colour(&self) -> [u8; 3] {
-        match self.background {
-            Some(TileBackground::Colour(c)) => c,
-            _ => [255, 255, 255],
-        }
+/// The colour `background` gives, or white (for a transparent target, and for tiles imported
+/// here before `auto` chooses).
+fn colour(spec: &JobSpec) -> [u8; 3] {
+    match spec.options.tile_background() {
+        TileBackground::Colour(c) => c,
+        _ => [255, 255, 255],
     }
 }
 
-fn load_library(args: &RenderArgs, tile: TileSize) -> anyhow::Result<Library> {
+fn load_library(args: &RenderArgs, spec: &JobSpec) -> anyhow::Result<Library> {
+    let tile = spec.tile();
     let path = &args.library;
     if Library::is_index_file(path) {
         // Renditions stay in the file: a mosaic reads only the tiles it uses.
@@ -426,16 +319,11 @@ fn load_library(args: &RenderArgs, tile: TileSize) -> anyhow::Result<Library> {
     let shape =
         TileShape::new(tile.width, tile.height).with_context(|| format!("--tile-size {tile}"))?;
     let opts = ImportOptions {
-        background: args.colour(),
+        background: colour(spec),
         shape,
         ..ImportOptions::default()
     };
     let (library, report) = import_with_bar(path, &opts, args.quiet)?;
     print_report(&report);
     Ok(library)
-}
-
-/// Parses `--tile-size`: `16` or `24x18`.
-fn parse_tile_size(s: &str) -> Result<TileSize, String> {
-    TileSize::parse(s).map_err(|e| e.to_string())
 }

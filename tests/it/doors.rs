@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use tessera_shared::spec::FIELDS;
+use tessera_shared::spec::{FIELDS, Kind};
 
 use reqwest::multipart::{Form, Part};
 
@@ -52,6 +52,7 @@ fn sample(field: &str) -> &'static str {
         "blend" => "10",
         "min_uses" => "1",
         "overlay" => "30",
+        "grout" => "2",
         "form" => "70",
         "flip" => "true",
         "rotate" => "true",
@@ -143,4 +144,97 @@ async fn every_job_field_is_taken_at_every_door() {
              specification, or to RENDER_ONLY with the reason"
         );
     }
+}
+
+/// The input of `name` in the home page's HTML (from `<input` to its `>`).
+fn input_tag<'a>(home: &'a str, name: &str) -> Option<&'a str> {
+    let at = home.find(&format!("name=\"{name}\""))?;
+    let start = home[..at].rfind('<')?;
+    let end = at + home[at..].find('>')?;
+    Some(&home[start..=end])
+}
+
+/// Every whole-number option has one range and one default, and every door says the same: the
+/// API document, the home form's input, `tessera render --help`, and the API itself, which
+/// takes the bounds and refuses one past them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_door_has_the_declared_ranges_and_defaults() {
+    let settings = test_settings();
+    let limits = settings.limits.clone();
+    let app = spawn_app_with(settings, false).await;
+    let document: Value =
+        serde_json::from_str(tessera_web::routes::openapi::document_json()).unwrap();
+    let schemas = &document["components"]["schemas"]["JobSubmission"]["properties"];
+    let home = app.get("/").await.text().await.unwrap();
+    let help = render_help();
+    let served: Vec<Value> = app.get("/api/v1/options").await.json().await.unwrap();
+    let mut checked = 0;
+    for field in FIELDS {
+        let name = field.name;
+        let doc = served
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap_or_else(|| panic!("the options document lacks {name}"));
+        assert_eq!(doc["label"], field.label, "{name}");
+        assert_eq!(doc["default"], field.default_text(), "{name}");
+        let Kind::Whole {
+            min, max, default, ..
+        } = field.kind
+        else {
+            continue;
+        };
+        checked += 1;
+        let served_max = field.max(&limits).filter(|m| *m != u32::MAX);
+        assert_eq!(doc["min"], min, "{name}");
+        assert_eq!(doc["max"].as_u64(), served_max.map(u64::from), "{name}");
+        // The API document.
+        let schema = &schemas[name];
+        assert_eq!(schema["minimum"], min, "{name}: {schema}");
+        assert_eq!(schema["maximum"], max, "{name}: {schema}");
+        assert_eq!(schema["default"].as_u64(), default.map(u64::from), "{name}");
+        // The home form's input, where it has one made from the declaration.
+        if let Some(tag) = input_tag(&home, name).filter(|t| t.contains("type=\"number\"")) {
+            assert!(tag.contains(&format!("min=\"{min}\"")), "{tag}");
+            if let Some(max) = served_max {
+                assert!(tag.contains(&format!("max=\"{max}\"")), "{tag}");
+            }
+            if let Some(d) = default {
+                assert!(tag.contains(&format!("value=\"{d}\"")), "{tag}");
+            }
+        }
+        // `tessera render --help`: the flag's paragraph gives the range and the default.
+        if let Ok(flag) = field.flag {
+            let at = help.find(&format!("{flag} ")).expect(flag);
+            let paragraph = &help[at..at + help[at..].find("\n  ").unwrap_or(help.len() - at)];
+            let paragraph = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+            if max != u32::MAX {
+                assert!(
+                    paragraph.contains(&format!("{min} to {max}")),
+                    "{paragraph}"
+                );
+            }
+            if let Some(d) = default {
+                assert!(paragraph.contains(&format!("default: {d}")), "{paragraph}");
+            }
+        }
+        // The API: the bounds are taken (refused only for the unknown library), one past is not.
+        let bound = served_max.unwrap_or(min);
+        for (value, taken) in [(min, true), (bound, true)]
+            .into_iter()
+            .chain(served_max.map(|m| (m + 1, false)))
+            .chain(min.checked_sub(1).map(|m| (m, false)))
+        {
+            let form = Form::new()
+                .part("image", Part::bytes(vec![1, 2, 3]).file_name("x.png"))
+                .text("library", "no-such-library")
+                .text(name, value.to_string());
+            let (_, code) = error_code(app.post_job(form).await).await;
+            assert_eq!(
+                code != "out_of_range",
+                taken,
+                "{name}={value}: {code} (range {min} to {bound})"
+            );
+        }
+    }
+    assert!(checked >= 10, "only {checked} whole-number options checked");
 }

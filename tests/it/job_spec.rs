@@ -174,7 +174,7 @@ async fn done_is_never_seen_without_the_quality_figures_and_the_job_says_how_it_
             "Settings",
             "12 cells across, 12 rows",
             "96 x 96 px",
-            "Uses of each tile",
+            "Use each tile at most",
         ] {
             assert!(page.contains(shown), "the job page lacks {shown:?}");
         }

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 23] = [
+const ROUTES: [(&str, &str); 24] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("GET", "/api/v1/jobs/{id}"),
@@ -40,6 +40,7 @@ const ROUTES: [(&str, &str); 23] = [
     ("GET", "/api/v1/libraries/{id}"),
     ("DELETE", "/api/v1/libraries/{id}"),
     ("GET", "/api/v1/libraries/{id}/sheet"),
+    ("GET", "/api/v1/options"),
     ("GET", "/api/v1/queues"),
     ("GET", "/api/v1/system"),
     ("GET", "/api/v1/openapi.json"),
@@ -464,8 +465,9 @@ mod validation {
                 "library": { "id": "emoji", "version": 1 },
                 "tile_size": 16, "tile_height": 16, "cells": 4, "per_pixel": false,
                 "grid": "cells", "slices": 2, "repeat_radius": 1, "max_uses": null,
-                "min_uses": 0, "blend": 0, "overlay": 0, "form": 50, "flip": false, "rotate": true, "adaptive": null, "allow_large": false,
-                "print": null, "format": "png", "quality": null, "input_name": "a.png"
+                "min_uses": 0, "blend": 0, "overlay": 0, "grout": 0, "form": 50, "flip": false, "rotate": true,
+                "background": null, "adaptive": null, "allow_large": false,
+                "print": null, "format": "png", "quality": null, "webhook": null, "input_name": "a.png"
             },
             "warnings": [],
             "slices": [],

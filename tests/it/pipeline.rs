@@ -84,6 +84,7 @@ impl Job {
                 adaptive: None,
                 overlay_percent: 0,
                 form: 50,
+                grout: 0,
             },
         }
     }
@@ -166,6 +167,13 @@ fn local_render(job: &Job) -> (u32, u32, Vec<u8>) {
     let percent = job.options.overlay_percent;
     tessera_engine::Overlay::new(&target, plan.width(), plan.total_height(), percent)
         .apply(&mut pixels, 0);
+    // Grout over the whole image, in white (the background asked for is not a colour).
+    tessera_engine::Grout {
+        width: job.options.grout.into(),
+        cell: plan.tile_size(),
+        colour: [255, 255, 255],
+    }
+    .apply(&mut pixels, 0, plan.width());
     (plan.width(), plan.total_height(), pixels)
 }
 
@@ -1445,6 +1453,7 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
             adaptive: None,
             overlay_percent: 30,
             form: 80,
+            grout: 3,
         };
         job
     };

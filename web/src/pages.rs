@@ -196,7 +196,6 @@ struct Home {
     tile_min: u32,
     tile_max: u32,
     max_cells: u32,
-    max_radius: u32,
     /// The upload limit, so the page can refuse a file that is too large before sending it.
     max_upload_bytes: u64,
     /// The largest mosaic the server makes: the page shows the output size against it.
@@ -205,6 +204,19 @@ struct Home {
     large_output_pixels: u64,
     /// Cells of a job that names none (cells across then follow the photo's shape).
     auto_cells: u32,
+    /// Every option as the job specification declares it, with this service's limits.
+    options: Vec<tessera_shared::spec::OptionDoc>,
+}
+
+impl Home {
+    /// The option called `name` (its label and hint for the inputs laid out by hand).
+    fn option(&self, name: &str) -> &tessera_shared::spec::OptionDoc {
+        // Every name the template asks for is declared (the doors test walks the page).
+        self.options
+            .iter()
+            .find(|o| o.name == name)
+            .unwrap_or(&self.options[0])
+    }
 }
 
 async fn home(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -229,11 +241,11 @@ async fn home(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpRes
         tile_min: *TILE_SIZES.start(),
         tile_max: *TILE_SIZES.end(),
         max_cells: s.limits.max_cells,
-        max_radius: s.limits.max_repeat_radius,
         max_upload_bytes: s.max_upload_bytes,
         max_output_pixels: s.limits.max_output_pixels,
         large_output_pixels: s.limits.large_output_pixels,
         auto_cells: s.limits.auto_cells,
+        options: tessera_shared::spec::options_document(&s.limits),
     })
 }
 
@@ -257,126 +269,83 @@ struct JobPage {
     settings: Vec<(&'static str, String)>,
 }
 
-/// A job's settings in words: each as asked, and as resolved where the photo decided it.
+/// A job's settings in words: each option as its declaration reads it, with the grid, size
+/// and print size as made, and the colour `auto` chose.
 fn settings_in_words(record: &tessera_shared::jobs::JobRecord) -> Vec<(&'static str, String)> {
-    use tessera_shared::messages::Grid;
-    use tessera_shared::print::cm;
     let spec = &record.params.spec;
-    let options = &spec.options;
-    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
-    let grid = match (spec.grid, record.output) {
+    let mut made = vec![("Grid", grid_in_words(record))];
+    if let Some(o) = record.output {
+        made.extend(size_in_words(spec, o));
+    }
+    made.extend(spec.warnings().into_iter().map(|w| ("Warning", w)));
+    let chosen = record.quality.as_ref().and_then(|q| q.background.clone());
+    let mut out = Vec::new();
+    for (label, words) in tessera_shared::spec::settings_in_words(spec) {
+        // "Tile size (px)" reads "Tile size: 16 px".
+        let label = label.split(" (").next().unwrap_or(label);
+        let words = match (label, &chosen) {
+            ("Behind transparent tiles", Some(colour)) if words != *colour => {
+                format!("{words}: #{colour}")
+            }
+            ("Behind transparent tiles", Some(colour)) => format!("#{colour}"),
+            _ => words,
+        };
+        out.push((label, words));
+        if label == "Tile size" {
+            out.append(&mut made);
+        }
+    }
+    out
+}
+
+/// How the grid was made, in words.
+fn grid_in_words(record: &tessera_shared::jobs::JobRecord) -> String {
+    use tessera_shared::messages::Grid;
+    let spec = &record.params.spec;
+    match (spec.grid, record.output) {
         (Grid::Cells { across }, Some(o)) => format!("{across} cells across, {} rows", o.rows),
-        (Grid::Auto, Some(o)) if spec.print.is_some() => {
-            format!(
-                "chosen by the print size: {} cells across, {} rows",
-                o.cols, o.rows
-            )
-        }
-        (Grid::Auto, Some(o)) => {
-            format!(
-                "chosen by the photo's shape: {} cells across, {} rows",
-                o.cols, o.rows
-            )
-        }
+        (Grid::Auto, Some(o)) if spec.print.is_some() => format!(
+            "chosen by the print size: {} cells across, {} rows",
+            o.cols, o.rows
+        ),
+        (Grid::Auto, Some(o)) => format!(
+            "chosen by the photo's shape: {} cells across, {} rows",
+            o.cols, o.rows
+        ),
         (Grid::PerPixel, Some(o)) => format!("one tile per pixel: {} x {}", o.cols, o.rows),
         (grid, None) => format!("{grid:?}"),
-    };
-    let mut out = vec![
+    }
+}
+
+/// The mosaic's size in pixels and on paper, in words.
+fn size_in_words(
+    spec: &tessera_shared::spec::JobSpec,
+    o: tessera_shared::jobs::OutputSize,
+) -> [(&'static str, String); 2] {
+    use tessera_shared::print::cm;
+    let mp = f64::from(o.width) * f64::from(o.height) / 1e6;
+    let dpi = spec.dpi();
+    let size = format!(
+        "{:.1} x {:.1} cm ({:.1} x {:.1} in) at {dpi} dpi, tiles {:.2} cm wide",
+        cm(o.width, dpi),
+        cm(o.height, dpi),
+        cm(o.width, dpi) / 2.54,
+        cm(o.height, dpi) / 2.54,
+        cm(spec.tile().width, dpi),
+    );
+    [
         (
-            "Library",
-            format!("{} (version {})", spec.library.id, spec.library.version),
-        ),
-        ("Tile size", format!("{} px", spec.tile())),
-        ("Grid", grid),
-    ];
-    if let Some(o) = record.output {
-        let mp = f64::from(o.width) * f64::from(o.height) / 1e6;
-        out.push((
             "Output",
             format!("{} x {} px ({mp:.1} megapixels)", o.width, o.height),
-        ));
-        let dpi = spec.dpi();
-        let size = format!(
-            "{:.1} x {:.1} cm ({:.1} x {:.1} in) at {dpi} dpi, tiles {:.2} cm wide",
-            cm(o.width, dpi),
-            cm(o.height, dpi),
-            cm(o.width, dpi) / 2.54,
-            cm(o.height, dpi) / 2.54,
-            cm(spec.tile().width, dpi),
-        );
-        out.push((
+        ),
+        (
             "Print size",
             match spec.print {
                 Some(print) => format!("{size}, on {print}"),
                 None => size,
             },
-        ));
-    }
-    for warning in spec.warnings() {
-        out.push(("Warning", warning));
-    }
-    out.push((
-        "File",
-        match spec.format {
-            tessera_shared::spec::FileFormat::Png => "PNG".to_string(),
-            tessera_shared::spec::FileFormat::Jpeg => format!(
-                "JPEG, quality {}",
-                spec.quality
-                    .unwrap_or(tessera_shared::spec::DEFAULT_JPEG_QUALITY)
-            ),
-            tessera_shared::spec::FileFormat::Tiff => "TIFF: tiled, pyramidal, deflate".to_string(),
-        },
-    ));
-    out.push(("Slices asked for", spec.slices.to_string()));
-    out.push(("Repetition radius", options.repeat_radius.to_string()));
-    out.push((
-        "Uses of each tile",
-        options
-            .max_uses
-            .map_or_else(|| "no limit".to_string(), |n| format!("at most {n}")),
-    ));
-    if options.min_uses > 0 {
-        out.push((
-            "Fewest uses of each tile",
-            format!("at least {}", options.min_uses),
-        ));
-    }
-    out.push(("Blend", format!("{} %", options.blend_percent)));
-    out.push((
-        "Colour or form",
-        match options.form {
-            0 => "0: colour alone".to_string(),
-            f => format!("{f} (0: colour alone, 100: the most form)"),
-        },
-    ));
-    if options.overlay_percent > 0 {
-        out.push((
-            "Photo overlay",
-            format!(
-                "{} %: the photo is laid over the tiles, which makes it look closer than the tiles alone do",
-                options.overlay_percent
-            ),
-        ));
-    }
-    out.push(("Mirror tiles", yes_no(options.flip)));
-    out.push(("Turn tiles", yes_no(options.rotate)));
-    let chosen = record.quality.as_ref().and_then(|q| q.background.clone());
-    let asked = options.tile_background().to_string();
-    out.push((
-        "Behind transparent tiles",
-        match chosen {
-            Some(colour) if asked != colour => format!("{asked}: #{colour}"),
-            Some(colour) => format!("#{colour}"),
-            None => asked,
-        },
-    ));
-    out.push((
-        "Adaptive tile sizes",
-        options
-            .adaptive
-            .map_or_else(|| "no".to_string(), |a| format!("{a} px")),
-    ));
-    out
+        ),
+    ]
 }
 
 /// The colour differences with an overlay, in words.

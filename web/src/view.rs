@@ -64,6 +64,9 @@ pub struct Progress {
     pub slices_total: u32,
 }
 
+/// The job's parameters: the library at its version, the tile and grid as made, and every
+/// option of the job specification by its name ([`tessera_shared::spec::params`]; the API
+/// document lists them from the same declaration).
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[schema(as = JobParams)]
 pub struct ParamsView {
@@ -72,53 +75,15 @@ pub struct ParamsView {
     pub tile_size: u32,
     /// Tile height in pixels (`tile_size`, for square tiles).
     pub tile_height: u32,
-    /// Cells across as asked, or null in one-tile-per-pixel mode and when the photo's shape
-    /// chose them (`auto`; `resolved` has the grid made).
-    #[schema(required = true)]
-    pub cells: Option<u32>,
-    pub per_pixel: bool,
     /// `cells` (as asked), `per_pixel`, `auto` (cells across chosen by the photo's shape) or
     /// `print` (cells across chosen by the print size).
     #[schema(example = "auto")]
     pub grid: &'static str,
-    pub slices: u32,
-    pub repeat_radius: u32,
-    /// Most uses of any one tile, or null for no cap.
-    #[schema(required = true)]
-    pub max_uses: Option<u32>,
-    /// Fewest uses of each tile (0: no floor; 1: every tile is in).
-    pub min_uses: u32,
-    #[schema(maximum = 100)]
-    pub blend: u8,
-    /// Opacity of the photo laid over the tiles, percent (0: none).
-    #[schema(maximum = 50)]
-    pub overlay: u8,
-    /// Colour against form, 0 (colour alone) to 100.
-    #[schema(maximum = 100)]
-    pub form: u8,
-    /// Tiles may be mirrored left-right.
-    pub flip: bool,
-    /// Tiles may be turned by quarter turns (tiles that are not square: by the half turn only).
-    pub rotate: bool,
-    /// What transparent tiles lie over, as asked: `auto` or `rrggbb` (absent: the library's
-    /// own background).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub background: Option<String>,
-    /// Adaptive tile sizes, `MIN..MAX` pixels, or null for the uniform grid.
-    #[schema(required = true, example = "8..32")]
-    pub adaptive: Option<String>,
-    /// Whether the job asked for a mosaic over the service's size made unasked.
-    pub allow_large: bool,
-    /// The result's file format: `png`, `jpeg` or `tiff`.
-    #[schema(example = "png")]
-    pub format: &'static str,
-    /// JPEG quality (null: the default, 90, or not JPEG).
-    #[schema(required = true, minimum = 1, maximum = 100)]
-    pub quality: Option<u8>,
-    /// The print size asked for (`A2@300dpi`), or null when the grid was asked for in cells.
-    #[schema(required = true, example = "A2@300dpi")]
-    pub print: Option<String>,
     pub input_name: String,
+    /// Every other option by its name, null when not given.
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub options: serde_json::Map<String, serde_json::Value>,
 }
 
 /// How the job was made, as resolved from what it asked: the grid and size the photo gave, and
@@ -246,25 +211,14 @@ impl JobView {
                 library: spec.library.clone(),
                 tile_size: spec.tile_size,
                 tile_height: spec.tile().height,
-                cells: spec.grid.cells(),
-                per_pixel: spec.grid == Grid::PerPixel,
                 grid,
-                slices: spec.slices,
-                repeat_radius: spec.options.repeat_radius,
-                max_uses: spec.options.max_uses,
-                min_uses: spec.options.min_uses,
-                blend: spec.options.blend_percent,
-                overlay: spec.options.overlay_percent,
-                form: spec.options.form,
-                flip: spec.options.flip,
-                rotate: spec.options.rotate,
-                background: spec.options.background.map(|bg| bg.to_string()),
-                adaptive: spec.options.adaptive.map(|sizes| sizes.to_string()),
-                allow_large: spec.allow_large,
-                print: spec.print.map(|p| p.to_string()),
-                format: spec.format.name(),
-                quality: spec.quality,
                 input_name: r.params.input_name.clone(),
+                options: {
+                    let mut options = tessera_shared::spec::params(spec);
+                    options.remove("library");
+                    options.remove("tile_size");
+                    options
+                },
             },
             warnings: spec.warnings(),
             slices: r

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use tessera_engine::{
-    AdaptivePlan, FragmentEncoder, Overlay, Plan, RgbImage, TileCache, TileSize, decode_target,
+    AdaptivePlan, FragmentEncoder, Plan, RgbImage, TileCache, TileSize, decode_target,
     render_band_serial,
 };
 use tessera_shared::keys::BlobKey;
@@ -16,6 +16,7 @@ use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
 use tessera_shared::runtime::{Context, Failure, Listener};
+use tessera_shared::spec::JobSpec;
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
 use crate::jobs::poison_hook;
@@ -38,9 +39,13 @@ enum SlicePlan {
 
 impl SlicePlan {
     /// Renders the slice a few rows at a time, compressed as they come: memory holds a band of
-    /// pixels and the compressed slice, not the slice's pixels. With `overlay`, the target is
-    /// laid over the tiles at that opacity (percent).
-    fn render(&self, overlay: Option<(&RgbImage, u8)>) -> Result<Vec<u8>, tessera_engine::Error> {
+    /// pixels and the compressed slice, not the slice's pixels. The rows are finished as `spec`
+    /// asks ([`JobSpec::finish`]: the overlay of `target`, the grout).
+    fn render(
+        &self,
+        spec: &JobSpec,
+        target: Option<&RgbImage>,
+    ) -> Result<Vec<u8>, tessera_engine::Error> {
         let (width, height, rows, row_height) = match self {
             SlicePlan::Uniform(plan, _) => (
                 plan.width(),
@@ -55,7 +60,7 @@ impl SlicePlan {
                 plan.sizes().max,
             ),
         };
-        let overlay = overlay.map(|(target, percent)| Overlay::new(target, width, height, percent));
+        let finish = spec.finish(target, width, height);
         let row_bytes = width as usize * 3 * row_height as usize;
         let step = (RENDER_BAND_BYTES / row_bytes.max(1)).max(1) as u32;
         let mut fragment = FragmentEncoder::new(width, row_bytes * rows.len() / 4)?;
@@ -71,8 +76,8 @@ impl SlicePlan {
                     plan.render_rows_serial(caches, y..end, &mut band)?
                 }
             }
-            if let Some(overlay) = &overlay {
-                overlay.apply(&mut band, y * row_height);
+            if !finish.is_none() {
+                finish.apply(&mut band, y * row_height, width);
             }
             fragment.write_rows(&band)?;
             y = end;
@@ -336,17 +341,17 @@ impl Processor {
                 Err(e) => return Err(e.into()),
             };
             let plan = self.slice_plan(&request, &plan_bytes, &what).await?;
-            let percent = request.spec.options.overlay_percent;
-            let target = if percent > 0 {
+            let target = if request.spec.options.overlay_percent > 0 {
                 Some(self.target(&platform, &request, &what).await?)
             } else {
                 None
             };
             let started = Instant::now();
             let span = tracing::Span::current();
+            let spec = request.spec.clone();
             let fragment = on_render_thread(&self.render_threads, move || {
                 let _entered = span.enter();
-                plan.render(target.as_deref().map(|t| (t, percent)))
+                plan.render(&spec, target.as_deref())
             })
             .await
             .map_err(|e| Failure::poison(format!("{what}: {e}")))?

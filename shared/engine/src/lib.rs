@@ -16,6 +16,7 @@ pub mod color;
 pub mod decode;
 mod error;
 mod fair;
+pub mod finish;
 pub mod fragment;
 mod hash;
 mod heif_items;
@@ -55,6 +56,7 @@ pub use cells::{
 };
 pub use decode::{Format, decode_target, jpeg_cut_off};
 pub use error::Error;
+pub use finish::{Finish, FinishSink, Grout};
 pub use fragment::{
     FRAGMENT_HEADER_BYTES, FragmentEncoder, FragmentHeader, FragmentPngWriter, adler32_combine,
     encode_png_fragment, point_interval,
@@ -71,7 +73,7 @@ pub use output::{
     BandSink, JpegSink, OutputFormat, ParallelPngSink, PngSink, TeeSink, ThreadedSink, VecSink,
     file_sink, open_file_sink,
 };
-pub use overlay::{MAX_OVERLAY_PERCENT, Overlay, OverlaySink};
+pub use overlay::{MAX_OVERLAY_PERCENT, Overlay};
 pub use plan::{DEFAULT_MAX_OUTPUT_PIXELS, Grid, Plan, PlanOptions, Sizing};
 pub use profile::srgb_icc;
 pub use pyramid::{DziSink, Pyramid, PyramidTile};

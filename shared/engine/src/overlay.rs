@@ -1,8 +1,6 @@
 //! The target laid over the tiles at an opacity ("ghosting"): opt-in, and reported beside the
 //! tiles' own quality figures so that it is never mistaken for matching.
 
-use crate::error::Error;
-use crate::output::BandSink;
 use crate::resample::AreaResampler;
 
 /// The most opacity an overlay may have, in percent.
@@ -14,7 +12,7 @@ pub const MAX_OVERLAY_PERCENT: u8 = 50;
 pub struct Overlay<'a> {
     target: &'a image::RgbImage,
     resampler: AreaResampler,
-    width: u32,
+    pub(crate) width: u32,
     percent: u8,
 }
 
@@ -51,40 +49,6 @@ impl<'a> Overlay<'a> {
                 .round()
                 .clamp(0.0, 255.0) as u8;
         }
-    }
-}
-
-/// Lays an overlay over each band of rows before handing it on to `inner`.
-pub struct OverlaySink<'a, S> {
-    overlay: Overlay<'a>,
-    row: u32,
-    inner: S,
-}
-
-impl<'a, S: BandSink> OverlaySink<'a, S> {
-    pub fn new(overlay: Overlay<'a>, inner: S) -> Self {
-        OverlaySink {
-            overlay,
-            row: 0,
-            inner,
-        }
-    }
-}
-
-impl<S: BandSink> BandSink for OverlaySink<'_, S> {
-    fn write_rows(&mut self, rows: &[u8]) -> Result<(), Error> {
-        self.write_owned(rows.to_vec())
-    }
-
-    fn write_owned(&mut self, mut rows: Vec<u8>) -> Result<(), Error> {
-        let row_bytes = (self.overlay.width as usize * 3).max(1);
-        self.overlay.apply(&mut rows, self.row);
-        self.row += (rows.len() / row_bytes) as u32;
-        self.inner.write_owned(rows)
-    }
-
-    fn finish(&mut self) -> Result<(), Error> {
-        self.inner.finish()
     }
 }
 

@@ -7,6 +7,7 @@ pub mod jobs;
 pub mod libraries;
 pub mod openapi;
 pub mod ops;
+pub mod options;
 pub mod preview;
 pub mod previews;
 pub mod result;
@@ -69,6 +70,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .route(web::delete().to(libraries::delete)),
             )
             .service(resource("/libraries/{id}/sheet", "GET").route(web::get().to(sheet::get)))
+            .service(resource("/options", "GET").route(web::get().to(options::list)))
             .service(resource("/queues", "GET").route(web::get().to(ops::queues)))
             .service(resource("/system", "GET").route(web::get().to(ops::system)))
             .service(resource("/openapi.json", "GET").route(web::get().to(openapi::document)))

@@ -11,7 +11,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    cells, dzi, events, jobs, libraries, ops, preview, previews, result, sheet, tiles,
+    cells, dzi, events, jobs, libraries, ops, options, preview, previews, result, sheet, tiles,
 };
 
 /// The document's description: how errors look and how calls are authorised.
@@ -53,6 +53,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         libraries::get,
         libraries::delete,
         sheet::get,
+        options::list,
         ops::queues,
         ops::system,
         document,
@@ -92,6 +93,7 @@ impl Modify for Described {
             }
             Ok(_) | Err(_) => tracing::error!("the job submission's schema is not an object"),
         }
+        add_params(&mut components.schemas);
         components.add_security_scheme(
             "bearerAuth",
             SecurityScheme::Http(
@@ -115,6 +117,46 @@ impl Modify for Described {
                 "Set by signing in at /signin: a random session token, ended by signing out.",
             ))),
         );
+    }
+}
+
+/// A job's `params` list every option of the job specification, from its declaration.
+fn add_params(schemas: &mut std::collections::BTreeMap<String, RefOr<Schema>>) {
+    let Some(params) = schemas.get("JobParams") else {
+        return;
+    };
+    let Ok(derived) = serde_json::to_value(params) else {
+        return;
+    };
+    // The derive writes the flattened options as `allOf` with an open object: one object
+    // instead, with each option's property.
+    let mut json = serde_json::json!({
+        "type": "object",
+        "description": derived["description"],
+        "properties": {},
+        "required": [],
+    });
+    let parts = derived["allOf"].as_array().cloned().unwrap_or_default();
+    for part in parts.iter().chain([&derived]) {
+        if let Some(properties) = part["properties"].as_object() {
+            json["properties"] = properties.clone().into();
+            json["required"] = part["required"].clone();
+        }
+    }
+    for field in tessera_shared::spec::FIELDS {
+        if matches!(field.name, "library" | "tile_size") {
+            continue;
+        }
+        json["properties"][field.name] = tessera_shared::spec::params_schema(field);
+        if let Some(required) = json["required"].as_array_mut() {
+            required.push(field.name.into());
+        }
+    }
+    match serde_json::from_value::<RefOr<Schema>>(json) {
+        Ok(schema) => {
+            schemas.insert("JobParams".to_string(), schema);
+        }
+        Err(e) => tracing::error!("the job parameters' schema: {e}"),
     }
 }
 

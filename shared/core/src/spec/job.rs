@@ -1,18 +1,10 @@
-//! What a job asks for: one [`JobSpec`] from the door to the processor.
-//!
-//! Each door builds it once: the web role's multipart form through [`JobSpec::from_fields`],
-//! `tessera render` from its flags, the queues by deserializing the `ImageRequest` (which carries
-//! it, as do the job record and every `SliceRequest`). It is checked once against the operator's
-//! [`JobLimits`] ([`JobSpec::check`]), sized once ([`JobSpec::size`]: cells, rows and output
-//! pixels, with the same limits in the web role and the controller), checked against its library
-//! once ([`JobSpec::check_library`]) and converted once to the engine's plan options
-//! ([`JobSpec::plan_options`]). [`FIELDS`] lists every field a job takes, for the form, the API
-//! document and the test that keeps the doors in step.
+//! The job specification's types, its checks, its sizing and its conversion to the engine's
+//! options; each option's declaration is in `fields`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::print::{DEFAULT_DPI, Print, PrintError};
+use crate::print::{DEFAULT_DPI, Print};
 use tessera_engine::{
     AdaptiveSizes, AdaptiveSizing, Grid as EngineGrid, PlanOptions, Sizing, TILE_SIZES,
     TileBackground, TileShape, TileSize,
@@ -80,6 +72,9 @@ pub struct RenderOptions {
     /// from cell to cell more, at some cost in colour.
     #[serde(default = "default_form", skip_serializing_if = "is_default_form")]
     pub form: u8,
+    /// Lines this many pixels wide between the tiles (absent: 0, none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub grout: u8,
 }
 
 /// The colour-against-form weight of a job that gives none: the matcher's weights as tuned on
@@ -139,7 +134,7 @@ impl WireText for AdaptiveSizes {
 mod wire_text {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    use super::WireText;
+    use crate::spec::job::WireText;
 
     pub fn serialize<T: WireText, S: Serializer>(
         value: &Option<T>,
@@ -161,19 +156,9 @@ mod wire_text {
 }
 
 impl Default for RenderOptions {
+    /// Every option's declared default ([`FIELDS`]).
     fn default() -> Self {
-        RenderOptions {
-            repeat_radius: 1,
-            blend_percent: 0,
-            max_uses: None,
-            min_uses: 0,
-            flip: false,
-            rotate: false,
-            background: None,
-            adaptive: None,
-            overlay_percent: 0,
-            form: DEFAULT_FORM,
-        }
+        JobSpec::with_defaults(&Defaults::default()).options
     }
 }
 
@@ -209,17 +194,6 @@ pub fn tile_height_field(size: TileSize) -> Option<u32> {
 /// Slices a job may be cut into.
 pub const SLICES_RANGE: std::ops::RangeInclusive<u32> = 1..=1024;
 
-/// One field of a job, as the form and the API name it, and the `tessera render` flag that sets
-/// the same (`None`: the field has no meaning for a render on one machine, with the reason).
-#[derive(Debug, Clone, Copy)]
-pub struct Field {
-    pub name: &'static str,
-    pub flag: Result<&'static str, &'static str>,
-    /// The field's JSON Schema in the API document (as multipart text: numbers and booleans
-    /// as their words), with its description.
-    pub schema: &'static str,
-}
-
 /// The submission's image, as the API document describes it.
 pub const IMAGE_SCHEMA: &str = r#"{"type": "string", "format": "binary", "description": "The target image: JPEG, PNG, HEIC, AVIF, WebP, TIFF, BMP or GIF. Colour profiles are honoured.", "minLength": 1}"#;
 
@@ -228,137 +202,6 @@ pub const IMAGE_SCHEMA: &str = r#"{"type": "string", "format": "binary", "descri
 /// `tile_size` and no `background` but the library's own, and `print` gives none of `cells`,
 /// `per_pixel` and `adaptive`.
 pub const RULES_SCHEMA: &str = r#"[{"anyOf": [{"properties": {"per_pixel": {"const": false}}}, {"properties": {"adaptive": false, "cells": false}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"tile_size": {"pattern": "^[0-9]+$"}}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"background": {"pattern": "^[Ll][Ii][Bb][Rr][Aa][Rr][Yy]$"}}}]}, {"anyOf": [{"properties": {"print": {"maxLength": 0}}}, {"properties": {"cells": false, "per_pixel": {"const": false}, "adaptive": {"maxLength": 0}}}]}]"#;
-
-/// The JSON Schema of a job submission (`multipart/form-data`): the image and every field of
-/// [`FIELDS`], with the rules between them. The API document's `JobSubmission`.
-pub fn submission_schema() -> serde_json::Value {
-    let parse = |text: &str| {
-        serde_json::from_str::<serde_json::Value>(text).unwrap_or_else(
-            |e| serde_json::json!({ "description": format!("(schema unreadable: {e})") }),
-        )
-    };
-    let mut properties = serde_json::Map::new();
-    properties.insert("image".into(), parse(IMAGE_SCHEMA));
-    for field in FIELDS {
-        properties.insert(field.name.into(), parse(field.schema));
-    }
-    serde_json::json!({
-        "type": "object",
-        "description": "A job submission (`multipart/form-data`).",
-        "required": ["image"],
-        "properties": properties,
-        "additionalProperties": false,
-        "allOf": parse(RULES_SCHEMA),
-    })
-}
-
-/// Every field of a job submission but the image itself. The test of the doors walks this list:
-/// each field must be read by the form parser, documented in the API, offered by the home form and
-/// (unless it says why not) a flag of `tessera render`.
-pub const FIELDS: &[Field] = &[
-    Field {
-        name: "library",
-        flag: Ok("--library"),
-        schema: r#"{"type": "string", "description": "Library id (the configured default when omitted or empty).", "pattern": "^([a-z0-9][a-z0-9-]{0,47})?$"}"#,
-    },
-    Field {
-        name: "tile_size",
-        flag: Ok("--tile-size"),
-        schema: r#"{"type": "string", "description": "Tile size in pixels: `16` for square tiles, or width x height such as `24x18` (each side 4 to 256). The tiles' shape must be the library's (`24x18` is 4:3; a square library takes square tiles).", "default": "16", "example": "24x18", "pattern": "^(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])(?:x(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$"}"#,
-    },
-    Field {
-        name: "cells",
-        flag: Ok("--cells"),
-        schema: r#"{"type": "integer", "format": "int32", "description": "Cells across (at most limits.max_cells, 4096 by default); not with per_pixel. Absent or empty: chosen by the photo's shape, for about limits.auto_cells cells (128 across a square photo) and a mosaic within limits.large_output_pixels.", "maximum": 4096, "minimum": 1}"#,
-    },
-    Field {
-        name: "per_pixel",
-        flag: Ok("--per-pixel"),
-        schema: r#"{"type": "boolean", "description": "One tile per pixel of the target.", "default": false}"#,
-    },
-    Field {
-        name: "slices",
-        flag: Err("a render on one machine is not cut into slices"),
-        schema: r#"{"type": "integer", "format": "int32", "description": "Slices to render in parallel (rounded to whole rows of cells; the default suits the size).", "maximum": 1024, "minimum": 1}"#,
-    },
-    Field {
-        name: "repeat_radius",
-        flag: Ok("--repeat-radius"),
-        schema: r#"{"type": "integer", "format": "int32", "description": "No tile repeats within this many cells (at most limits.max_repeat_radius, 16 by default).", "default": 1, "maximum": 16, "minimum": 0}"#,
-    },
-    Field {
-        name: "max_uses",
-        flag: Ok("--max-uses"),
-        schema: r#"{"type": "integer", "format": "int32", "description": "Use each tile at most this many times (absent: no cap). When the library's tiles times this cannot fill the grid: 422 too_few_uses, naming the cap, the cells or the library size that would.", "example": 1, "maximum": 4294967295, "minimum": 1}"#,
-    },
-    Field {
-        name: "min_uses",
-        flag: Ok("--min-uses"),
-        schema: r#"{"type": "integer", "format": "int32", "description": "Use every tile at least this many times (1: every photo is in the mosaic), solved as one assignment over the whole grid; at most max_uses. When the grid has fewer cells than the library's tiles times this: 422 too_few_cells, naming the cells across that would fit. Not with adaptive.", "default": 0, "maximum": 1000, "minimum": 0}"#,
-    },
-    Field {
-        name: "blend",
-        flag: Ok("--blend"),
-        schema: r#"{"type": "integer", "format": "int32", "description": "Percent of each cell's colour error corrected by tinting its tile.", "default": 0, "maximum": 100, "minimum": 0}"#,
-    },
-    Field {
-        name: "overlay",
-        flag: Ok("--overlay"),
-        schema: r#"{"type": "integer", "format": "int32", "description": "Percent opacity of the photo laid over the tiles (ghosting), 0 to 50. The quality figures give the mosaic with it and without it.", "default": 0, "maximum": 50, "minimum": 0}"#,
-    },
-    Field {
-        name: "form",
-        flag: Ok("--form"),
-        schema: r#"{"type": "integer", "format": "int32", "description": "Colour against form, 0 to 100: 0 chooses each tile by its colour alone (the least colour error); higher follows the photo's light and dark within each cell, and its edges from cell to cell, more (a closer likeness from across the room, at some cost in colour).", "default": 50, "maximum": 100, "minimum": 0}"#,
-    },
-    Field {
-        name: "flip",
-        flag: Ok("--flip"),
-        schema: r#"{"type": "boolean", "description": "Tiles may be mirrored left-right where that fits their cell better.", "default": false}"#,
-    },
-    Field {
-        name: "rotate",
-        flag: Ok("--rotate"),
-        schema: r#"{"type": "boolean", "description": "Tiles may be turned by 90, 180 or 270 degrees where that fits their cell better (with flip: all 8 symmetries of the square); tiles that are not square turn by 180 degrees only. A turned tile still counts as itself for the repetition radius.", "default": false}"#,
-    },
-    Field {
-        name: "background",
-        flag: Ok("--background"),
-        schema: r#"{"type": "string", "description": "What the transparent parts of tiles (emoji, cut-outs) lie over: `library` (the colour the library was imported over), `auto` (black, a grey, white or the photo's mean colour, whichever brings the tiles nearest the photo) or a colour as `rrggbb` or `#rrggbb`. Opaque tiles look the same under all. Not with adaptive (422 adaptive_background).", "default": "library", "example": "auto", "pattern": "^(?:[Ll][Ii][Bb][Rr][Aa][Rr][Yy]|[Aa][Uu][Tt][Oo]|#?[0-9A-Fa-f]{6})$"}"#,
-    },
-    Field {
-        name: "adaptive",
-        flag: Ok("--adaptive"),
-        schema: r#"{"type": "string", "description": "Adaptive tile sizes, MIN..MAX pixels (as `8..32`; each 4 to 256, and the largest the smallest doubled one or more times): square tiles of several sizes, large where the photo is flat and small where it is detailed, with no more tiles than the uniform grid of `cells` and `tile_size` would have; the output is that grid's size rounded up to whole squares of MAX. Needs a square tile_size and cells across (not per_pixel). Empty or absent: the uniform grid. Sizes that do not double are 422 adaptive_not_doubling, an oblong tile_size 422 adaptive_not_square, and a largest size whose squares alone are more than the uniform grid's tiles 422 adaptive_too_coarse.", "example": "8..32", "pattern": "^(?:(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])\\.\\.(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$"}"#,
-    },
-    Field {
-        name: "print",
-        flag: Ok("--print"),
-        schema: r#"{"type": "string", "description": "Size the mosaic as a print: a preset (A0 to A5) or width x height with a unit (cm, mm or in), then optionally @ and a resolution (72 to 1200 dpi; 300 when absent), as `A2@300dpi`, `60x40cm@300dpi` or `18x24in`. The paper turns to the photo's orientation, and the mosaic is the largest grid of whole tiles that fits on it with the photo uncropped; cells across follow from it, so give no cells (nor per_pixel or adaptive). Without tile_size, tiles print 1 cm wide; tiles that print smaller draw a warning. Outputs carry the resolution (300 dpi without print).", "example": "A2@300dpi", "pattern": "^\\s*(?:[Aa][0-5]|[0-9]+(?:\\.[0-9]+)?x[0-9]+(?:\\.[0-9]+)?(?:cm|mm|in|CM|MM|IN))\\s*(?:@\\s*[0-9]+\\s*(?:dpi|ppi|DPI|PPI)?\\s*)?$"}"#,
-    },
-    Field {
-        name: "format",
-        flag: Err(
-            "tessera render takes the format from the output's extension: .png, .jpg or .tif",
-        ),
-        schema: r#"{"type": "string", "description": "The result's file: `png`, `jpeg` (at `quality`) or `tiff` (tiled, pyramidal, deflate; BigTIFF past 4 GB, for print shops and huge mosaics). Every format carries the print's resolution. The viewer and zoom tiles are made from the PNG, which is kept beside the others.", "default": "png", "enum": ["png", "jpeg", "tiff"]}"#,
-    },
-    Field {
-        name: "quality",
-        flag: Ok("--quality"),
-        schema: r#"{"type": "integer", "format": "int32", "description": "JPEG quality, 1 to 100 (other formats ignore it).", "default": 90, "maximum": 100, "minimum": 1}"#,
-    },
-    Field {
-        name: "webhook",
-        flag: Err("a render on one machine has no one to call back"),
-        schema: r#"{"type": "string", "format": "uri", "maxLength": 2048, "description": "Called with an HMAC-signed JSON POST when the job ends (done or failed), with retries and back-off. Only http or https URLs without credentials (otherwise 422 invalid_webhook), on hosts of the operator's allow-list (web.webhooks.allow; otherwise 422 webhook_not_allowed).", "example": "https://hooks.example.com/tessera"}"#,
-    },
-    Field {
-        name: "allow_large",
-        flag: Ok("--allow-large"),
-        schema: r#"{"type": "boolean", "description": "Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels by default); without it such a job is 422 large_output, naming the size.", "default": false}"#,
-    },
-];
 
 /// The operator's limits on what a job may ask for (`[limits]` in the configuration). The web role
 /// checks a submission against them and the controller plans under the same ones: both read this
@@ -435,7 +278,7 @@ impl FileFormat {
         }
     }
 
-    fn parse(text: &str) -> Option<FileFormat> {
+    pub(crate) fn parse(text: &str) -> Option<FileFormat> {
         match text.trim().to_ascii_lowercase().as_str() {
             "png" => Some(FileFormat::Png),
             "jpeg" | "jpg" => Some(FileFormat::Jpeg),
@@ -524,14 +367,14 @@ pub enum SpecError {
 }
 
 impl SpecError {
-    fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(code: &'static str, message: impl Into<String>) -> Self {
         SpecError::Invalid {
             code,
             message: message.into(),
         }
     }
 
-    fn unusable(code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn unusable(code: &'static str, message: impl Into<String>) -> Self {
         SpecError::Unusable {
             code,
             message: message.into(),
@@ -585,6 +428,32 @@ impl JobSpec {
         }
     }
 
+    /// What is laid over the rendered tiles of a `width` x `height` mosaic: the overlay of
+    /// `target` (when the job asks for one and it is given), and the grout lines, in the
+    /// background's colour when that is one, white otherwise.
+    pub fn finish<'a>(
+        &self,
+        target: Option<&'a tessera_engine::RgbImage>,
+        width: u32,
+        height: u32,
+    ) -> tessera_engine::Finish<'a> {
+        let percent = self.options.overlay_percent;
+        let colour = match self.options.tile_background() {
+            TileBackground::Colour(c) => c,
+            _ => [255, 255, 255],
+        };
+        tessera_engine::Finish {
+            overlay: target
+                .filter(|_| percent > 0)
+                .map(|t| tessera_engine::Overlay::new(t, width, height, percent)),
+            grout: (self.options.grout > 0).then(|| tessera_engine::Grout {
+                width: self.options.grout.into(),
+                cell: self.tile(),
+                colour,
+            }),
+        }
+    }
+
     /// The resolution the outputs carry, in dots per inch.
     pub fn dpi(&self) -> u32 {
         self.print.map_or(DEFAULT_DPI, |p| p.dpi)
@@ -597,124 +466,6 @@ impl JobSpec {
             .and_then(|p| p.tile_warning(self.tile()))
             .into_iter()
             .collect()
-    }
-
-    /// Reads a submission's text fields (`field(name)`: the field's text, if given): each field
-    /// parsed, none yet checked against the others or the limits ([`JobSpec::check`]). The
-    /// library is the id asked for (its `version` is 0 until the door resolves it).
-    pub fn from_fields<'a>(
-        field: impl Fn(&str) -> Option<&'a str>,
-        defaults: &Defaults,
-    ) -> Result<JobSpec, SpecError> {
-        let get = |name: &str| field(name);
-        // `library`, `background` and `adaptive` may be sent empty: the default, as absent.
-        let given = |name: &str| field(name).filter(|t| !t.is_empty());
-        let library = match given("library") {
-            Some(id) => id.to_string(),
-            None if !defaults.library.is_empty() => defaults.library.clone(),
-            None => {
-                return Err(SpecError::invalid(
-                    "missing_parameter",
-                    "library is required",
-                ));
-            }
-        };
-        let tile = match get("tile_size") {
-            Some(text) => parse_tile_size(text)?,
-            None => TileSize::square(16),
-        };
-        let per_pixel = parse_bool("per_pixel", get("per_pixel"))?;
-        let cells = get("cells").map(|t| parse_u32("cells", t)).transpose()?;
-        let grid = match (per_pixel, cells) {
-            (true, Some(_)) => {
-                return Err(SpecError::invalid(
-                    "conflicting_parameters",
-                    "give either cells or per_pixel, not both",
-                ));
-            }
-            (true, None) => Grid::PerPixel,
-            (false, Some(across)) => Grid::Cells { across },
-            (false, None) => Grid::Auto,
-        };
-        let slices = match get("slices") {
-            Some(t) => parse_u32("slices", t)?,
-            None => defaults
-                .slices
-                .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
-        };
-        let repeat_radius = get("repeat_radius")
-            .map(|t| parse_u32("repeat_radius", t))
-            .transpose()?
-            .unwrap_or(1);
-        let blend_percent = parse_u8_in("blend", get("blend"), 0..=100, "")?.unwrap_or(0);
-        let max_uses = get("max_uses")
-            .map(|t| parse_u32("max_uses", t))
-            .transpose()?;
-        let min_uses = get("min_uses")
-            .map(|t| parse_u32("min_uses", t))
-            .transpose()?
-            .unwrap_or(0);
-        let overlay_percent =
-            parse_u8_in("overlay", get("overlay"), 0..=50, " (percent)")?.unwrap_or(0);
-        let background = given("background")
-            .map(|text| {
-                TileBackground::parse(text).map_err(|e| {
-                    SpecError::invalid("invalid_parameter", format!("background: {e}"))
-                })
-            })
-            .transpose()?
-            // `library` is the default: none asked for.
-            .filter(|bg| *bg != TileBackground::Library);
-        let adaptive = given("adaptive").map(parse_adaptive).transpose()?;
-        let print = given("print")
-            .map(|text| {
-                text.parse::<Print>().map_err(|e| match e {
-                    PrintError::Malformed(m) => SpecError::invalid("invalid_parameter", m),
-                    PrintError::OutOfRange(m) => SpecError::unusable("print_out_of_range", m),
-                })
-            })
-            .transpose()?;
-        // A print fixes the pixels, so the grid follows from it; tiles print 1 cm by default.
-        let tile = match (print, get("tile_size")) {
-            (Some(print), None) => print.default_tile(),
-            _ => tile,
-        };
-        let spec = JobSpec {
-            library: LibraryRef {
-                id: library,
-                version: 0,
-            },
-            tile_size: tile.width,
-            tile_height: tile_height_field(tile),
-            grid,
-            slices,
-            options: RenderOptions {
-                repeat_radius,
-                blend_percent,
-                max_uses,
-                min_uses,
-                flip: parse_bool("flip", get("flip"))?,
-                rotate: parse_bool("rotate", get("rotate"))?,
-                background,
-                adaptive,
-                overlay_percent,
-                form: parse_u8_in("form", get("form"), 0..=100, "")?.unwrap_or(DEFAULT_FORM),
-            },
-            allow_large: parse_bool("allow_large", get("allow_large"))?,
-            print,
-            format: match given("format") {
-                None => FileFormat::Png,
-                Some(text) => FileFormat::parse(text).ok_or_else(|| {
-                    SpecError::invalid(
-                        "invalid_parameter",
-                        format!("format must be png, jpeg or tiff, not {text:?}"),
-                    )
-                })?,
-            },
-            quality: parse_u8_in("quality", get("quality"), 1..=100, "")?,
-            webhook: given("webhook").map(str::to_string),
-        };
-        Ok(spec)
     }
 
     /// The rules a spec keeps on its own, whatever the limits: each field in range and no two
@@ -736,36 +487,15 @@ impl JobSpec {
                 ));
             }
         }
-        if !SLICES_RANGE.contains(&self.slices) {
-            return Err(SpecError::invalid(
-                "out_of_range",
-                format!(
-                    "slices must be {} to {}, not {}",
-                    SLICES_RANGE.start(),
-                    SLICES_RANGE.end(),
-                    self.slices
-                ),
-            ));
-        }
-        if let Grid::Cells { across: 0 } = self.grid {
-            return Err(SpecError::invalid(
-                "out_of_range",
-                "cells must be at least 1",
-            ));
-        }
+        self.check_ranges(None)?;
+        self.check_uses()?;
+        self.check_print()?;
+        self.check_adaptive()
+    }
+
+    /// `min_uses` within `max_uses`, and not with adaptive sizes.
+    fn check_uses(&self) -> Result<(), SpecError> {
         let options = &self.options;
-        if options.blend_percent > 100 {
-            return Err(SpecError::invalid(
-                "out_of_range",
-                format!("blend must be 0 to 100, not {}", options.blend_percent),
-            ));
-        }
-        if options.min_uses > 1000 {
-            return Err(SpecError::invalid(
-                "out_of_range",
-                format!("min_uses must be 0 to 1000, not {}", options.min_uses),
-            ));
-        }
         if let Some(cap) = options.max_uses
             && options.min_uses > cap
         {
@@ -784,76 +514,69 @@ impl JobSpec {
                 "min_uses is for a uniform grid: adaptive tile sizes cannot promise each tile a place",
             ));
         }
-        if options.overlay_percent > 50 {
-            return Err(SpecError::invalid(
-                "out_of_range",
+        Ok(())
+    }
+
+    /// A print sets the grid: no cells, per_pixel or adaptive sizes with it.
+    fn check_print(&self) -> Result<(), SpecError> {
+        let Some(print) = self.print else {
+            return Ok(());
+        };
+        let other = match self.grid {
+            Grid::Cells { .. } => Some("cells"),
+            Grid::PerPixel => Some("per_pixel"),
+            Grid::Auto => self.options.adaptive.map(|_| "adaptive"),
+        };
+        match other {
+            Some(other) => Err(SpecError::unusable(
+                "conflicting_parameters",
                 format!(
-                    "overlay must be 0 to 50 (percent), not {}",
-                    options.overlay_percent
+                    "print {print} sets the grid from the paper: give either print or {other}, \
+                     not both"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Adaptive sizes need cells across, square tiles and the library's own background.
+    fn check_adaptive(&self) -> Result<(), SpecError> {
+        let Some(sizes) = self.options.adaptive else {
+            return Ok(());
+        };
+        if self.options.grout > 0 {
+            return Err(SpecError::unusable(
+                "adaptive_grout",
+                format!(
+                    "adaptive {sizes} makes tiles of several sizes: grout is for a uniform grid, \
+                     give grout 0 or no adaptive sizes"
                 ),
             ));
         }
-        if let Some(print) = self.print {
-            let other = match self.grid {
-                Grid::Cells { .. } => Some("cells"),
-                Grid::PerPixel => Some("per_pixel"),
-                Grid::Auto => options.adaptive.map(|_| "adaptive"),
-            };
-            if let Some(other) = other {
-                return Err(SpecError::unusable(
-                    "conflicting_parameters",
-                    format!(
-                        "print {print} sets the grid from the paper: give either print or {other}, \
-                         not both"
-                    ),
-                ));
-            }
-        }
-        if let Some(q) = self.quality
-            && !(1..=100).contains(&q)
-        {
+        let tile = self.tile();
+        if self.grid == Grid::PerPixel {
             return Err(SpecError::invalid(
-                "out_of_range",
-                format!("quality must be 1 to 100, not {q}"),
+                "conflicting_parameters",
+                "adaptive needs cells across: give either adaptive or per_pixel, not both",
             ));
         }
-        if options.form > 100 {
-            return Err(SpecError::invalid(
-                "out_of_range",
-                format!("form must be 0 to 100, not {}", options.form),
+        if !tile.is_square() {
+            return Err(SpecError::unusable(
+                "adaptive_not_square",
+                format!(
+                    "adaptive {sizes} makes square tiles, but tile_size {tile} is not square: \
+                     give a square tile_size (and a square library), or no adaptive sizes"
+                ),
             ));
         }
-        if options.max_uses == Some(0) {
-            return Err(SpecError::invalid(
-                "out_of_range",
-                "max_uses must be at least 1 (leave it out for no cap)",
+        if self.options.tile_background() != TileBackground::Library {
+            return Err(SpecError::unusable(
+                "adaptive_background",
+                format!(
+                    "adaptive {sizes} lays tiles over the library's own background: leave \
+                     background out (or library), or give no adaptive sizes"
+                ),
             ));
-        }
-        if let Some(sizes) = options.adaptive {
-            if self.grid == Grid::PerPixel {
-                return Err(SpecError::invalid(
-                    "conflicting_parameters",
-                    "adaptive needs cells across: give either adaptive or per_pixel, not both",
-                ));
-            }
-            if !tile.is_square() {
-                return Err(SpecError::unusable(
-                    "adaptive_not_square",
-                    format!(
-                        "adaptive {sizes} makes square tiles, but tile_size {tile} is not square: \
-                         give a square tile_size (and a square library), or no adaptive sizes"
-                    ),
-                ));
-            }
-            if options.tile_background() != TileBackground::Library {
-                return Err(SpecError::unusable(
-                    "adaptive_background",
-                    format!(
-                        "adaptive {sizes} lays tiles over the library's own background: leave \
-                         background out (or library), or give no adaptive sizes"
-                    ),
-                ));
-            }
         }
         Ok(())
     }
@@ -861,23 +584,7 @@ impl JobSpec {
     /// The operator's limits on cells and the repetition radius, then
     /// [`JobSpec::check_fields`].
     pub fn check(&self, limits: &JobLimits) -> Result<(), SpecError> {
-        if let Grid::Cells { across } = self.grid
-            && !(1..=limits.max_cells).contains(&across)
-        {
-            return Err(SpecError::invalid(
-                "out_of_range",
-                format!("cells must be 1 to {}, not {across}", limits.max_cells),
-            ));
-        }
-        if self.options.repeat_radius > limits.max_repeat_radius {
-            return Err(SpecError::invalid(
-                "out_of_range",
-                format!(
-                    "repeat_radius must be 0 to {}, not {}",
-                    limits.max_repeat_radius, self.options.repeat_radius
-                ),
-            ));
-        }
+        self.check_ranges(Some(limits))?;
         self.check_fields()
     }
 
@@ -1097,52 +804,8 @@ pub fn auto_cells_across(width: u32, height: u32, tile: TileSize, limits: &JobLi
     across
 }
 
-fn parse_u32(name: &str, text: &str) -> Result<u32, SpecError> {
-    text.parse().map_err(|_| {
-        SpecError::invalid(
-            "invalid_parameter",
-            format!("{name} must be a whole number, not {text:?}"),
-        )
-    })
-}
-
-/// A whole-number field within `range`, if given: 400 `out_of_range` outside it, naming the
-/// range (and `unit` after it).
-fn parse_u8_in(
-    name: &str,
-    text: Option<&str>,
-    range: std::ops::RangeInclusive<u8>,
-    unit: &str,
-) -> Result<Option<u8>, SpecError> {
-    let Some(value) = text.map(|t| parse_u32(name, t)).transpose()? else {
-        return Ok(None);
-    };
-    match u8::try_from(value) {
-        Ok(v) if range.contains(&v) => Ok(Some(v)),
-        _ => Err(SpecError::invalid(
-            "out_of_range",
-            format!(
-                "{name} must be {} to {}{unit}, not {value}",
-                range.start(),
-                range.end()
-            ),
-        )),
-    }
-}
-
-fn parse_bool(name: &str, text: Option<&str>) -> Result<bool, SpecError> {
-    match text {
-        None | Some("false") => Ok(false),
-        Some("true") => Ok(true),
-        Some(other) => Err(SpecError::invalid(
-            "invalid_parameter",
-            format!("{name} must be true or false, not {other:?}"),
-        )),
-    }
-}
-
 /// `16` or `24x18`.
-fn parse_tile_size(text: &str) -> Result<TileSize, SpecError> {
+pub(crate) fn parse_tile_size(text: &str) -> Result<TileSize, SpecError> {
     TileSize::parse(text).map_err(|e| match e {
         tessera_engine::Error::TileSize(side) => SpecError::invalid(
             "out_of_range",
@@ -1164,7 +827,7 @@ fn parse_tile_size(text: &str) -> Result<TileSize, SpecError> {
 
 /// `MIN..MAX`. Malformed or a side out of range: invalid, as for `tile_size`; sides that do not
 /// double: unusable.
-fn parse_adaptive(text: &str) -> Result<AdaptiveSizes, SpecError> {
+pub(crate) fn parse_adaptive(text: &str) -> Result<AdaptiveSizes, SpecError> {
     let side = |v: &str| {
         (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
             .then(|| v.parse::<u32>().ok())

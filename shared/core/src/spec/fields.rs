@@ -1,0 +1,1095 @@
+//! Every option of a job, declared once ([`FIELDS`]): its name, kind, range, default, flag,
+//! label, hint, unit and how it reads in words, with how it is read from and written to a
+//! [`JobSpec`]. The doors derive from this table: the form parser and the range checks
+//! ([`JobSpec::from_fields`], [`JobSpec::check_fields`]), the API document
+//! ([`submission_schema`]), the job's `params` ([`params`]), the job page's settings in words
+//! ([`settings_in_words`]), the flags of `tessera render`, the home form's inputs and the options
+//! document the page reads (`GET /api/v1/options`).
+
+use serde::Serialize;
+
+use super::job::{
+    DEFAULT_FORM, DEFAULT_JPEG_QUALITY, Defaults, FileFormat, Grid, IMAGE_SCHEMA, JobLimits,
+    JobSpec, LibraryRef, MAX_WEBHOOK_CHARS, RULES_SCHEMA, RenderOptions, SLICES_RANGE, SpecError,
+    parse_adaptive, parse_tile_size, tile_height_field,
+};
+use crate::print::{Print, PrintError};
+use tessera_engine::TileBackground;
+
+/// What kind of value an option takes, with its range and default.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// A whole number from `min` to `max`. With a `limit`, the operator's limit replaces `max`
+    /// at the service's doors (`max` is its default); on one machine (`tessera render`) the
+    /// limit does not apply.
+    Whole {
+        min: u32,
+        max: u32,
+        default: Option<u32>,
+        limit: Option<Limit>,
+    },
+    /// `true` or `false`; absent is `false`.
+    Switch,
+    /// Text of a form its parser checks; `pattern` is the regular expression the API document
+    /// gives for it, and `choices` the values the form offers (value, label), if it offers a
+    /// list.
+    Text {
+        pattern: &'static str,
+        default: Option<&'static str>,
+        example: Option<&'static str>,
+        choices: &'static [(&'static str, &'static str)],
+    },
+    /// One of a few names (value, label).
+    Choice {
+        choices: &'static [(&'static str, &'static str)],
+        default: &'static str,
+    },
+}
+
+/// An operator's limit that bounds a whole-number option at the service's doors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `limits.max_cells`.
+    Cells,
+    /// `limits.max_repeat_radius`.
+    RepeatRadius,
+}
+
+impl Limit {
+    /// The limit's value in `limits`.
+    pub fn value(self, limits: &JobLimits) -> u32 {
+        match self {
+            Limit::Cells => limits.max_cells,
+            Limit::RepeatRadius => limits.max_repeat_radius,
+        }
+    }
+}
+
+/// Where the home form offers an option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Among the first choices (library, size), laid out by hand with the declaration's words.
+    Main,
+    /// Under "More options", an input made from the declaration alone.
+    More,
+    /// Not offered (the operator's default serves).
+    Nowhere,
+}
+
+/// An option's value, as read from a spec or parsed from a field's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Whole(Option<u32>),
+    Switch(bool),
+    Text(Option<String>),
+}
+
+impl Value {
+    fn text(text: impl ToString) -> Value {
+        Value::Text(Some(text.to_string()))
+    }
+}
+
+/// One option of a job.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    /// The form's and the API's name.
+    pub name: &'static str,
+    /// The `tessera render` flag that sets it, or why a render on one machine has none.
+    pub flag: Result<&'static str, &'static str>,
+    pub kind: Kind,
+    /// What the form and the job page call it.
+    pub label: &'static str,
+    /// A sentence under the form's input and in `tessera render --help`.
+    pub hint: &'static str,
+    /// What the API document says of it.
+    pub description: &'static str,
+    /// The unit after a number (`px`, `%`), or empty.
+    pub unit: &'static str,
+    /// What an empty input means, as the form shows it (`no limit`, `auto`), or empty.
+    pub placeholder: &'static str,
+    pub place: Place,
+    /// The value in `spec` (`Whole(None)`, `Text(None)`: not given).
+    pub get: fn(&JobSpec) -> Value,
+    /// Sets the value in `spec` (parsed and in range); cross-field rules come later.
+    pub set: fn(&mut JobSpec, Value) -> Result<(), SpecError>,
+    /// How the value reads on the job page, or `None` to leave it out there (a default that
+    /// says nothing, or a line the page writes itself).
+    pub words: fn(&JobSpec) -> Option<String>,
+}
+
+fn whole(value: Value) -> Option<u32> {
+    match value {
+        Value::Whole(v) => v,
+        _ => None,
+    }
+}
+
+fn switch(value: Value) -> bool {
+    matches!(value, Value::Switch(true))
+}
+
+fn text(value: Value) -> Option<String> {
+    match value {
+        Value::Text(t) => t,
+        _ => None,
+    }
+}
+
+/// A percentage or other small number that the range check has kept within a byte.
+fn byte(value: Value) -> u8 {
+    whole(value).map_or(0, |v| v.min(255) as u8)
+}
+
+fn yes_no(b: bool) -> Option<String> {
+    Some(if b { "yes" } else { "no" }.to_string())
+}
+
+/// Every option of a job submission but the image itself, in the order the form and the API
+/// document give them.
+pub const FIELDS: &[Field] = &[
+    Field {
+        name: "library",
+        flag: Ok("--library"),
+        kind: Kind::Text {
+            pattern: "^([a-z0-9][a-z0-9-]{0,47})?$",
+            default: None,
+            example: None,
+            choices: &[],
+        },
+        label: "Tile library",
+        hint: "The pictures the mosaic is made of.",
+        description: "Library id (the configured default when omitted or empty).",
+        unit: "",
+        placeholder: "",
+        place: Place::Main,
+        get: |s| Value::text(&s.library.id),
+        set: |s, v| {
+            if let Some(id) = text(v) {
+                s.library.id = id;
+            }
+            Ok(())
+        },
+        words: |s| Some(format!("{} (version {})", s.library.id, s.library.version)),
+    },
+    Field {
+        name: "tile_size",
+        flag: Ok("--tile-size"),
+        kind: Kind::Text {
+            pattern: "^(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])(?:x(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$",
+            default: Some("16"),
+            example: Some("24x18"),
+            choices: &[],
+        },
+        label: "Tile size (px)",
+        hint: "4 to 256 px a side; width x height for libraries that are not square (24x18 for 4:3). On paper, tiles print 1 cm wide unless set here.",
+        description: "Tile size in pixels: `16` for square tiles, or width x height such as `24x18` (each side 4 to 256). The tiles' shape must be the library's (`24x18` is 4:3; a square library takes square tiles). With print and no tile_size, tiles print 1 cm wide.",
+        unit: "px",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::text(s.tile()),
+        set: |s, v| {
+            if let Some(t) = text(v) {
+                let tile = parse_tile_size(&t)?;
+                s.tile_size = tile.width;
+                s.tile_height = tile_height_field(tile);
+            }
+            Ok(())
+        },
+        words: |s| Some(format!("{} px", s.tile())),
+    },
+    Field {
+        name: "cells",
+        flag: Ok("--cells"),
+        kind: Kind::Whole {
+            min: 1,
+            max: 4096,
+            default: None,
+            limit: Some(Limit::Cells),
+        },
+        label: "Cells across",
+        hint: "Tiles in one row; none: chosen from the photo's shape. Not with one tile per pixel.",
+        description: "Cells across (at most limits.max_cells, 4096 by default); not with per_pixel or print. Absent: chosen by the photo's shape, for about limits.auto_cells cells (128 across a square photo) and a mosaic within limits.large_output_pixels.",
+        unit: "",
+        placeholder: "auto",
+        place: Place::Main,
+        get: |s| Value::Whole(s.grid.cells()),
+        set: |s, v| {
+            if let Some(across) = whole(v) {
+                s.grid = Grid::Cells { across };
+            }
+            Ok(())
+        },
+        // The page's "Grid" line says how the grid was made.
+        words: |_| None,
+    },
+    Field {
+        name: "per_pixel",
+        flag: Ok("--per-pixel"),
+        kind: Kind::Switch,
+        label: "One tile per pixel",
+        hint: "One tile for each pixel of the image, for small images: the mosaic is the image's size times the tile size.",
+        description: "One tile per pixel of the target; not with cells.",
+        unit: "",
+        placeholder: "",
+        place: Place::Main,
+        get: |s| Value::Switch(s.grid == Grid::PerPixel),
+        set: |s, v| {
+            if switch(v) {
+                if let Grid::Cells { .. } = s.grid {
+                    return Err(SpecError::invalid(
+                        "conflicting_parameters",
+                        "give either cells or per_pixel, not both",
+                    ));
+                }
+                s.grid = Grid::PerPixel;
+            }
+            Ok(())
+        },
+        words: |_| None,
+    },
+    Field {
+        name: "slices",
+        flag: Err("a render on one machine is not cut into slices"),
+        kind: Kind::Whole {
+            min: *SLICES_RANGE.start(),
+            max: *SLICES_RANGE.end(),
+            default: None,
+            limit: None,
+        },
+        label: "Parts made in parallel",
+        hint: "The operator's default suits the size.",
+        description: "Slices to render in parallel (rounded to whole rows of cells; the default suits the size).",
+        unit: "",
+        placeholder: "",
+        place: Place::Nowhere,
+        get: |s| Value::Whole(Some(s.slices)),
+        set: |s, v| {
+            if let Some(n) = whole(v) {
+                s.slices = n;
+            }
+            Ok(())
+        },
+        words: |s| Some(s.slices.to_string()),
+    },
+    Field {
+        name: "repeat_radius",
+        flag: Ok("--repeat-radius"),
+        kind: Kind::Whole {
+            min: 0,
+            max: 16,
+            default: Some(1),
+            limit: Some(Limit::RepeatRadius),
+        },
+        label: "Repetition radius",
+        hint: "No tile repeats within this many cells of itself (1: no identical neighbours; 0: no limit).",
+        description: "No tile repeats within this many cells (at most limits.max_repeat_radius, 16 by default).",
+        unit: "",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Whole(Some(s.options.repeat_radius)),
+        set: |s, v| {
+            s.options.repeat_radius = whole(v).unwrap_or(0);
+            Ok(())
+        },
+        words: |s| Some(s.options.repeat_radius.to_string()),
+    },
+    Field {
+        name: "max_uses",
+        flag: Ok("--max-uses"),
+        kind: Kind::Whole {
+            min: 1,
+            max: u32::MAX,
+            default: None,
+            limit: None,
+        },
+        label: "Use each tile at most (times)",
+        hint: "1 puts each picture in once at most; none: no limit.",
+        description: "Use each tile at most this many times (absent: no cap). When the library's tiles times this cannot fill the grid: 422 too_few_uses, naming the cap, the cells or the library size that would.",
+        unit: "",
+        placeholder: "no limit",
+        place: Place::More,
+        get: |s| Value::Whole(s.options.max_uses),
+        set: |s, v| {
+            s.options.max_uses = whole(v);
+            Ok(())
+        },
+        words: |s| {
+            Some(
+                s.options
+                    .max_uses
+                    .map_or_else(|| "no limit".to_string(), |n| format!("at most {n}")),
+            )
+        },
+    },
+    Field {
+        name: "min_uses",
+        flag: Ok("--min-uses"),
+        kind: Kind::Whole {
+            min: 0,
+            max: 1000,
+            default: Some(0),
+            limit: None,
+        },
+        label: "Use each tile at least (times)",
+        hint: "1 puts every picture in the mosaic (a guest book, a team): the grid needs at least as many cells as the library has pictures.",
+        description: "Use every tile at least this many times (1: every photo is in the mosaic), solved as one assignment over the whole grid; at most max_uses. When the grid has fewer cells than the library's tiles times this: 422 too_few_cells, naming the cells across that would fit. Not with adaptive.",
+        unit: "",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Whole(Some(s.options.min_uses)),
+        set: |s, v| {
+            s.options.min_uses = whole(v).unwrap_or(0);
+            Ok(())
+        },
+        words: |s| (s.options.min_uses > 0).then(|| format!("at least {}", s.options.min_uses)),
+    },
+    Field {
+        name: "blend",
+        flag: Ok("--blend"),
+        kind: Kind::Whole {
+            min: 0,
+            max: 100,
+            default: Some(0),
+            limit: None,
+        },
+        label: "Blend (%)",
+        hint: "How far each tile is tinted toward the photo's colours: 0 keeps the tiles as they are, 100 tints them fully.",
+        description: "Percent of each cell's colour error corrected by tinting its tile.",
+        unit: "%",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Whole(Some(s.options.blend_percent.into())),
+        set: |s, v| {
+            s.options.blend_percent = byte(v);
+            Ok(())
+        },
+        words: |s| Some(format!("{} %", s.options.blend_percent)),
+    },
+    Field {
+        name: "overlay",
+        flag: Ok("--overlay"),
+        kind: Kind::Whole {
+            min: 0,
+            max: 50,
+            default: Some(0),
+            limit: None,
+        },
+        label: "Photo overlay (%)",
+        hint: "Lays the photo itself over the tiles, 0 to 50 % opaque (ghosting): a closer likeness that the tiles did not make. The job page says so, and gives the quality with it and without it.",
+        description: "Percent opacity of the photo laid over the tiles (ghosting), 0 to 50. The quality figures give the mosaic with it and without it.",
+        unit: "%",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Whole(Some(s.options.overlay_percent.into())),
+        set: |s, v| {
+            s.options.overlay_percent = byte(v);
+            Ok(())
+        },
+        words: |s| {
+            (s.options.overlay_percent > 0).then(|| {
+                format!(
+                    "{} %: the photo is laid over the tiles, which makes it look closer than \
+                     the tiles alone do",
+                    s.options.overlay_percent
+                )
+            })
+        },
+    },
+    Field {
+        name: "grout",
+        flag: Ok("--grout"),
+        kind: Kind::Whole {
+            min: 0,
+            max: 16,
+            default: Some(0),
+            limit: None,
+        },
+        label: "Grout (px)",
+        hint: "Lines this wide between the tiles, as between the stones of a real mosaic: in the colour behind transparent tiles when that is a colour, white otherwise.",
+        description: "Width in pixels of the lines drawn between tiles (grout), 0 to 16: half of it on each side of a tile's edge, in the background colour when `background` is a colour, white otherwise. 0: none.",
+        unit: "px",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Whole(Some(s.options.grout.into())),
+        set: |s, v| {
+            s.options.grout = byte(v);
+            Ok(())
+        },
+        words: |s| (s.options.grout > 0).then(|| format!("{} px", s.options.grout)),
+    },
+    Field {
+        name: "form",
+        flag: Ok("--form"),
+        kind: Kind::Whole {
+            min: 0,
+            max: 100,
+            default: Some(DEFAULT_FORM as u32),
+            limit: None,
+        },
+        label: "Colour or form",
+        hint: "Colour against form. 0: each tile chosen by its colour alone, the least colour difference. Higher: tiles follow the photo's light and dark and its edges more, a closer likeness from across the room, at some cost in colour.",
+        description: "Colour against form, 0 to 100: 0 chooses each tile by its colour alone (the least colour error); higher follows the photo's light and dark within each cell, and its edges from cell to cell, more (a closer likeness from across the room, at some cost in colour).",
+        unit: "",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Whole(Some(s.options.form.into())),
+        set: |s, v| {
+            s.options.form = byte(v);
+            Ok(())
+        },
+        words: |s| {
+            Some(match s.options.form {
+                0 => "0: colour alone".to_string(),
+                f => format!("{f} (0: colour alone, 100: the most form)"),
+            })
+        },
+    },
+    Field {
+        name: "flip",
+        flag: Ok("--flip"),
+        kind: Kind::Switch,
+        label: "Mirror tiles",
+        hint: "Tiles may be mirrored where that follows the photo better; best with patterns and textures, less so with faces or text.",
+        description: "Tiles may be mirrored left-right where that fits their cell better.",
+        unit: "",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Switch(s.options.flip),
+        set: |s, v| {
+            s.options.flip = switch(v);
+            Ok(())
+        },
+        words: |s| yes_no(s.options.flip),
+    },
+    Field {
+        name: "rotate",
+        flag: Ok("--rotate"),
+        kind: Kind::Switch,
+        label: "Turn tiles",
+        hint: "Tiles may be turned where that follows the photo better (with mirroring: all 8 symmetries of the square); tiles that are not square turn by half turns only. A turned tile still counts as itself for the repetition radius and the uses.",
+        description: "Tiles may be turned by 90, 180 or 270 degrees where that fits their cell better (with flip: all 8 symmetries of the square); tiles that are not square turn by 180 degrees only. A turned tile still counts as itself for the repetition radius.",
+        unit: "",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Switch(s.options.rotate),
+        set: |s, v| {
+            s.options.rotate = switch(v);
+            Ok(())
+        },
+        words: |s| yes_no(s.options.rotate),
+    },
+    Field {
+        name: "background",
+        flag: Ok("--background"),
+        kind: Kind::Text {
+            pattern: "^(?:[Ll][Ii][Bb][Rr][Aa][Rr][Yy]|[Aa][Uu][Tt][Oo]|#?[0-9A-Fa-f]{6})?$",
+            default: Some("library"),
+            example: Some("auto"),
+            choices: &[
+                ("library", "The library's own background"),
+                ("auto", "Chosen to suit the photo"),
+                ("000000", "Black"),
+                ("808080", "Grey"),
+                ("ffffff", "White"),
+            ],
+        },
+        label: "Behind transparent tiles",
+        hint: "What shows through tiles with transparent parts, such as emoji.",
+        description: "What the transparent parts of tiles (emoji, cut-outs) lie over: `library` (the colour the library was imported over), `auto` (black, a grey, white or the photo's mean colour, whichever brings the tiles nearest the photo) or a colour as `rrggbb` or `#rrggbb`. Opaque tiles look the same under all. Not with adaptive (422 adaptive_background). Empty: library.",
+        unit: "",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Text(s.options.background.map(|bg| bg.to_string())),
+        set: |s, v| {
+            s.options.background = text(v)
+                .map(|t| {
+                    TileBackground::parse(&t).map_err(|e| {
+                        SpecError::invalid("invalid_parameter", format!("background: {e}"))
+                    })
+                })
+                .transpose()?
+                // `library` is the default: none asked for.
+                .filter(|bg| *bg != TileBackground::Library);
+            Ok(())
+        },
+        // The page adds the colour `auto` chose.
+        words: |s| Some(s.options.tile_background().to_string()),
+    },
+    Field {
+        name: "adaptive",
+        flag: Ok("--adaptive"),
+        kind: Kind::Text {
+            pattern: "^(?:(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])\\.\\.(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$",
+            default: None,
+            example: Some("8..32"),
+            choices: &[],
+        },
+        label: "Adaptive tile sizes (px)",
+        hint: "Tiles of several sizes, smallest..largest such as 8..32: large tiles where the photo is calm, small ones at its detail; none: one size.",
+        description: "Adaptive tile sizes, MIN..MAX pixels (as `8..32`; each 4 to 256, and the largest the smallest doubled one or more times): square tiles of several sizes, large where the photo is flat and small where it is detailed, with no more tiles than the uniform grid of `cells` and `tile_size` would have; the output is that grid's size rounded up to whole squares of MAX. Needs a square tile_size and cells across (not per_pixel). Empty or absent: the uniform grid. Sizes that do not double are 422 adaptive_not_doubling, an oblong tile_size 422 adaptive_not_square, and a largest size whose squares alone are more than the uniform grid's tiles 422 adaptive_too_coarse.",
+        unit: "px",
+        placeholder: "8..32",
+        place: Place::More,
+        get: |s| Value::Text(s.options.adaptive.map(|a| a.to_string())),
+        set: |s, v| {
+            s.options.adaptive = text(v).as_deref().map(parse_adaptive).transpose()?;
+            Ok(())
+        },
+        words: |s| {
+            Some(
+                s.options
+                    .adaptive
+                    .map_or_else(|| "no".to_string(), |a| format!("{a} px")),
+            )
+        },
+    },
+    Field {
+        name: "print",
+        flag: Ok("--print"),
+        kind: Kind::Text {
+            pattern: "^\\s*(?:(?:[Aa][0-5]|[0-9]+(?:\\.[0-9]+)?x[0-9]+(?:\\.[0-9]+)?(?:cm|mm|in|CM|MM|IN))\\s*(?:@\\s*[0-9]+\\s*(?:dpi|ppi|DPI|PPI)?\\s*)?)?$",
+            default: None,
+            example: Some("A2@300dpi"),
+            choices: &[
+                ("A4@300dpi", "A4"),
+                ("A3@300dpi", "A3"),
+                ("A2@300dpi", "A2"),
+                ("A1@300dpi", "A1"),
+                ("A0@300dpi", "A0"),
+                ("18x24in@300dpi", "18 x 24 in"),
+                ("24x36in@300dpi", "24 x 36 in"),
+                ("60x40cm@300dpi", "60 x 40 cm"),
+            ],
+        },
+        label: "Paper size",
+        hint: "A0 to A5, or width x height in cm, mm or in, then @ and the dots per inch (300 if left out): A2@300dpi, 60x40cm@300dpi, 18x24in. The paper turns to the photo; tiles print 1 cm wide unless a tile size is given.",
+        description: "Size the mosaic as a print: a preset (A0 to A5) or width x height with a unit (cm, mm or in), then optionally @ and a resolution (72 to 1200 dpi; 300 when absent), as `A2@300dpi`, `60x40cm@300dpi` or `18x24in`. The paper turns to the photo's orientation, and the mosaic is the largest grid of whole tiles that fits on it with the photo uncropped; cells across follow from it, so give no cells (nor per_pixel or adaptive): 422 conflicting_parameters otherwise. Without tile_size, tiles print 1 cm wide; tiles that print smaller draw a warning. Outputs carry the resolution (300 dpi without print). Empty: none.",
+        unit: "",
+        placeholder: "",
+        place: Place::Main,
+        get: |s| Value::Text(s.print.map(|p| p.to_string())),
+        set: |s, v| {
+            s.print = text(v)
+                .map(|t| {
+                    t.parse::<Print>().map_err(|e| match e {
+                        PrintError::Malformed(m) => SpecError::invalid("invalid_parameter", m),
+                        PrintError::OutOfRange(m) => SpecError::unusable("print_out_of_range", m),
+                    })
+                })
+                .transpose()?;
+            Ok(())
+        },
+        // The page's "Print size" line says it with the size it gives.
+        words: |_| None,
+    },
+    Field {
+        name: "format",
+        flag: Err(
+            "tessera render takes the format from the output's extension: .png, .jpg or .tif",
+        ),
+        kind: Kind::Choice {
+            choices: &[
+                ("png", "PNG"),
+                ("jpeg", "JPEG"),
+                ("tiff", "TIFF (for print shops)"),
+            ],
+            default: "png",
+        },
+        label: "File",
+        hint: "PNG keeps every pixel. JPEG is smaller, at the quality below. TIFF is tiled and pyramidal, for print shops and very large mosaics. All carry the print's resolution.",
+        description: "The result's file: `png`, `jpeg` (at `quality`) or `tiff` (tiled, pyramidal, deflate; BigTIFF past 4 GB, for print shops and huge mosaics). Every format carries the print's resolution. The viewer and zoom tiles are made from the PNG, which is kept beside the others. Empty: png.",
+        unit: "",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::text(s.format.name()),
+        set: |s, v| {
+            if let Some(t) = text(v) {
+                s.format = FileFormat::parse(&t).ok_or_else(|| {
+                    SpecError::invalid(
+                        "invalid_parameter",
+                        format!("format must be png, jpeg or tiff, not {t:?}"),
+                    )
+                })?;
+            }
+            Ok(())
+        },
+        words: |s| {
+            Some(match s.format {
+                FileFormat::Png => "PNG".to_string(),
+                FileFormat::Jpeg => format!(
+                    "JPEG, quality {}",
+                    s.quality.unwrap_or(DEFAULT_JPEG_QUALITY)
+                ),
+                FileFormat::Tiff => "TIFF: tiled, pyramidal, deflate".to_string(),
+            })
+        },
+    },
+    Field {
+        name: "quality",
+        flag: Ok("--quality"),
+        kind: Kind::Whole {
+            min: 1,
+            max: 100,
+            default: Some(DEFAULT_JPEG_QUALITY as u32),
+            limit: None,
+        },
+        label: "JPEG quality",
+        hint: "The JPEG file's quality, 1 to 100; other files ignore it.",
+        description: "JPEG quality, 1 to 100 (other formats ignore it).",
+        unit: "",
+        placeholder: "",
+        place: Place::More,
+        get: |s| Value::Whole(s.quality.map(u32::from)),
+        set: |s, v| {
+            s.quality = whole(v).map(|q| q.min(255) as u8);
+            Ok(())
+        },
+        // The "File" line gives it.
+        words: |_| None,
+    },
+    Field {
+        name: "webhook",
+        flag: Err("a render on one machine has no one to call back"),
+        kind: Kind::Text {
+            pattern: "^(?:[Hh][Tt][Tt][Pp][Ss]?://[^\\s#]{1,2040})?$",
+            default: None,
+            example: Some("https://hooks.example.com/tessera"),
+            choices: &[],
+        },
+        label: "Call a web address when done",
+        hint: "None: no call. The address gets a signed notice when the mosaic is done or has failed; only hosts this service allows.",
+        description: "Called with an HMAC-signed JSON POST when the job ends (done or failed), with retries and back-off. Only http or https URLs with a host and without credentials or a fragment, at most 2048 characters (otherwise 422 invalid_webhook), on hosts of the operator's allow-list (web.webhooks.allow; otherwise 422 webhook_not_allowed). Empty: none.",
+        unit: "",
+        placeholder: "https://hooks.example.com/tessera",
+        place: Place::More,
+        get: |s| Value::Text(s.webhook.clone()),
+        set: |s, v| {
+            s.webhook = text(v);
+            Ok(())
+        },
+        words: |_| None,
+    },
+    Field {
+        name: "allow_large",
+        flag: Ok("--allow-large"),
+        kind: Kind::Switch,
+        label: "Make it this large",
+        hint: "Make the mosaic even over the size made unasked (it takes long to make and to download).",
+        description: "Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels by default); without it such a job is 422 large_output, naming the size.",
+        unit: "",
+        placeholder: "",
+        place: Place::Main,
+        get: |s| Value::Switch(s.allow_large),
+        set: |s, v| {
+            s.allow_large = switch(v);
+            Ok(())
+        },
+        words: |_| None,
+    },
+];
+
+/// The option called `name`.
+pub fn field(name: &str) -> Option<&'static Field> {
+    FIELDS.iter().find(|f| f.name == name)
+}
+
+impl Field {
+    /// The default a whole-number option takes when not given (`None`: absent means none, or
+    /// the operator's).
+    pub fn default_whole(&self) -> Option<u32> {
+        match self.kind {
+            Kind::Whole { default, .. } => default,
+            _ => None,
+        }
+    }
+
+    /// The value the form's input starts at, as text (empty: none).
+    pub fn default_text(&self) -> String {
+        match self.kind {
+            Kind::Whole { default, .. } => default.map(|d| d.to_string()).unwrap_or_default(),
+            Kind::Switch => "false".into(),
+            Kind::Text { default, .. } => default.unwrap_or_default().into(),
+            Kind::Choice { default, .. } => default.into(),
+        }
+    }
+
+    /// The largest value a whole-number option may take under `limits`.
+    pub fn max(&self, limits: &JobLimits) -> Option<u32> {
+        match self.kind {
+            Kind::Whole { max, limit, .. } => Some(limit.map_or(max, |l| l.value(limits))),
+            _ => None,
+        }
+    }
+
+    /// Reads the field's text as its kind: 400 when it is not one, or (for a whole number
+    /// without an operator's limit) out of range. An empty text is absent for the options
+    /// that say what empty means.
+    pub fn parse(&self, text: &str) -> Result<Value, SpecError> {
+        let name = self.name;
+        match self.kind {
+            Kind::Whole { limit, .. } => {
+                let value = text.parse::<u32>().map_err(|_| {
+                    SpecError::invalid(
+                        "invalid_parameter",
+                        format!("{name} must be a whole number, not {text:?}"),
+                    )
+                })?;
+                if limit.is_none() {
+                    self.check_range(value, None)?;
+                }
+                Ok(Value::Whole(Some(value)))
+            }
+            Kind::Switch => match text {
+                "true" => Ok(Value::Switch(true)),
+                "false" => Ok(Value::Switch(false)),
+                other => Err(SpecError::invalid(
+                    "invalid_parameter",
+                    format!("{name} must be true or false, not {other:?}"),
+                )),
+            },
+            // A tile size is never empty; the others may be sent empty, meaning absent.
+            Kind::Text { .. } if name == "tile_size" => Ok(Value::text(text)),
+            Kind::Text { .. } | Kind::Choice { .. } => Ok(Value::Text(
+                Some(text.trim())
+                    .filter(|t| !t.is_empty())
+                    .map(|_| text.to_string()),
+            )),
+        }
+    }
+
+    /// A whole number against the option's range (`limits`: the operator's, where they bound
+    /// it; `None`: its lower bound alone for those).
+    fn check_range(&self, value: u32, limits: Option<&JobLimits>) -> Result<(), SpecError> {
+        let Kind::Whole {
+            min, max, limit, ..
+        } = self.kind
+        else {
+            return Ok(());
+        };
+        let max = match (limit, limits) {
+            (Some(limit), Some(limits)) => limit.value(limits),
+            (Some(_), None) => u32::MAX,
+            (None, _) => max,
+        };
+        if (min..=max).contains(&value) {
+            return Ok(());
+        }
+        let range = if max == u32::MAX {
+            format!("at least {min}")
+        } else {
+            format!("{min} to {max}")
+        };
+        Err(SpecError::invalid(
+            "out_of_range",
+            format!("{} must be {range}, not {value}", self.name),
+        ))
+    }
+}
+
+impl JobSpec {
+    /// A spec of every option's declared default, the library and slices `defaults`' (the
+    /// library's version 0 until a door resolves it).
+    pub fn with_defaults(defaults: &Defaults) -> JobSpec {
+        let mut spec = JobSpec {
+            library: LibraryRef {
+                id: defaults.library.clone(),
+                version: 0,
+            },
+            tile_size: 16,
+            tile_height: None,
+            grid: Grid::Auto,
+            slices: defaults
+                .slices
+                .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
+            options: RenderOptions {
+                repeat_radius: 0,
+                blend_percent: 0,
+                max_uses: None,
+                min_uses: 0,
+                flip: false,
+                rotate: false,
+                background: None,
+                adaptive: None,
+                overlay_percent: 0,
+                form: 0,
+                grout: 0,
+            },
+            allow_large: false,
+            print: None,
+            format: FileFormat::Png,
+            quality: None,
+            webhook: None,
+        };
+        apply_defaults(&mut spec);
+        spec
+    }
+
+    /// Reads a submission's text fields (`field(name)`: the field's text, if given): each field
+    /// parsed as [`FIELDS`] declares it, none yet checked against the others or the limits
+    /// ([`JobSpec::check`]). The library is the id asked for (its `version` is 0 until the door
+    /// resolves it).
+    pub fn from_fields<'a>(
+        field: impl Fn(&str) -> Option<&'a str>,
+        defaults: &Defaults,
+    ) -> Result<JobSpec, SpecError> {
+        let mut spec = JobSpec::with_defaults(defaults);
+        for declared in FIELDS {
+            if let Some(text) = field(declared.name) {
+                let value = declared.parse(text)?;
+                (declared.set)(&mut spec, value)?;
+            }
+        }
+        if spec.library.id.is_empty() {
+            return Err(SpecError::invalid(
+                "missing_parameter",
+                "library is required",
+            ));
+        }
+        // A print fixes the pixels, so the grid follows from it; tiles print 1 cm by default.
+        if let (Some(print), None) = (spec.print, field("tile_size")) {
+            let tile = print.default_tile();
+            spec.tile_size = tile.width;
+            spec.tile_height = tile_height_field(tile);
+        }
+        Ok(spec)
+    }
+}
+
+impl JobSpec {
+    /// Every whole-number option within its range (`limits`: with the operator's limits where
+    /// they bound one).
+    pub(super) fn check_ranges(&self, limits: Option<&JobLimits>) -> Result<(), SpecError> {
+        for field in FIELDS {
+            if let Value::Whole(Some(value)) = (field.get)(self) {
+                field.check_range(value, limits)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The JSON Schema of a job submission (`multipart/form-data`): the image and every field of
+/// [`FIELDS`], with the rules between them. The API document's `JobSubmission`.
+pub fn submission_schema() -> serde_json::Value {
+    let parse = |text: &str| {
+        serde_json::from_str::<serde_json::Value>(text).unwrap_or_else(
+            |e| serde_json::json!({ "description": format!("(schema unreadable: {e})") }),
+        )
+    };
+    let mut properties = serde_json::Map::new();
+    properties.insert("image".into(), parse(IMAGE_SCHEMA));
+    for field in FIELDS {
+        properties.insert(field.name.into(), field_schema(field));
+    }
+    serde_json::json!({
+        "type": "object",
+        "description": "A job submission (`multipart/form-data`).",
+        "required": ["image"],
+        "properties": properties,
+        "additionalProperties": false,
+        "allOf": parse(RULES_SCHEMA),
+    })
+}
+
+/// The spec every option's default makes (the library and slices the door's).
+fn apply_defaults(spec: &mut JobSpec) {
+    for field in FIELDS {
+        let value = match field.kind {
+            Kind::Whole {
+                default: Some(d), ..
+            } => Value::Whole(Some(d)),
+            Kind::Switch => Value::Switch(false),
+            _ => continue,
+        };
+        // Defaults are in range.
+        let _ = (field.set)(spec, value);
+    }
+}
+
+/// The JSON Schema of one option in the API document (as multipart text: numbers and booleans
+/// as their words).
+pub fn field_schema(field: &Field) -> serde_json::Value {
+    use serde_json::json;
+    let mut schema = match field.kind {
+        Kind::Whole { min, max, .. } => {
+            json!({"type": "integer", "format": "int32", "minimum": min, "maximum": max})
+        }
+        Kind::Switch => json!({"type": "boolean", "default": false}),
+        Kind::Text { pattern, .. } => json!({"type": "string", "pattern": pattern}),
+        Kind::Choice { choices, default } => json!({
+            "type": "string",
+            "enum": choices.iter().map(|(v, _)| *v).chain([""]).collect::<Vec<_>>(),
+            "default": default,
+        }),
+    };
+    schema["description"] = json!(field.description);
+    if let Some(default) = field.default_whole() {
+        schema["default"] = json!(default);
+    }
+    if let Kind::Text {
+        default, example, ..
+    } = field.kind
+    {
+        if let Some(d) = default {
+            schema["default"] = json!(d);
+        }
+        if let Some(e) = example {
+            schema["example"] = json!(e);
+        }
+    }
+    if field.name == "webhook" {
+        schema["maxLength"] = json!(MAX_WEBHOOK_CHARS);
+    }
+    schema
+}
+
+/// The job's options as the API's `params` show them: each option's value by name (null: not
+/// given).
+pub fn params(spec: &JobSpec) -> serde_json::Map<String, serde_json::Value> {
+    FIELDS
+        .iter()
+        .map(|field| {
+            let value = match (field.get)(spec) {
+                Value::Whole(v) => serde_json::json!(v),
+                Value::Switch(b) => serde_json::json!(b),
+                Value::Text(t) => serde_json::json!(t),
+            };
+            (field.name.to_string(), value)
+        })
+        .collect()
+}
+
+/// The JSON Schema of one option as the job's `params` give it (null: not given).
+pub fn params_schema(field: &Field) -> serde_json::Value {
+    use serde_json::json;
+    let (kind, nullable) = match field.kind {
+        Kind::Whole { .. } => ("integer", true),
+        Kind::Switch => ("boolean", false),
+        Kind::Text { .. } => ("string", true),
+        Kind::Choice { .. } => ("string", false),
+    };
+    let mut schema = if nullable {
+        json!({"type": [kind, "null"]})
+    } else {
+        json!({"type": kind})
+    };
+    schema["description"] = json!(field.label);
+    if let Kind::Whole { min, max, .. } = field.kind {
+        schema["minimum"] = json!(min);
+        schema["maximum"] = json!(max);
+    }
+    schema
+}
+
+/// The job's options in words, label first, as the job page lists them.
+pub fn settings_in_words(spec: &JobSpec) -> Vec<(&'static str, String)> {
+    FIELDS
+        .iter()
+        .filter_map(|field| (field.words)(spec).map(|words| (field.label, words)))
+        .collect()
+}
+
+/// One option as the options document gives it to the page (`GET /api/v1/options`).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct OptionDoc {
+    pub name: &'static str,
+    /// `whole`, `switch`, `text` or `choice`.
+    pub kind: &'static str,
+    pub label: &'static str,
+    pub hint: &'static str,
+    pub unit: &'static str,
+    pub placeholder: &'static str,
+    /// The `tessera render` flag, if any.
+    pub flag: Option<&'static str>,
+    /// A whole number's bounds here (the operator's limits applied).
+    pub min: Option<u32>,
+    pub max: Option<u32>,
+    /// What an absent value means, as text (empty: none).
+    pub default: String,
+    /// The values offered.
+    pub choices: Vec<Choice>,
+    /// Where the home form offers it: `main`, `more` or `none`.
+    pub place: &'static str,
+}
+
+/// A value the form offers for an option.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Choice {
+    pub value: &'static str,
+    pub label: &'static str,
+}
+
+/// Every option as the page reads it, with this service's limits.
+pub fn options_document(limits: &JobLimits) -> Vec<OptionDoc> {
+    FIELDS
+        .iter()
+        .map(|field| {
+            let (kind, min, choices) = match field.kind {
+                Kind::Whole { min, .. } => ("whole", Some(min), &[][..]),
+                Kind::Switch => ("switch", None, &[][..]),
+                Kind::Text { choices, .. } => ("text", None, choices),
+                Kind::Choice { choices, .. } => ("choice", None, choices),
+            };
+            OptionDoc {
+                name: field.name,
+                kind,
+                label: field.label,
+                hint: field.hint,
+                unit: field.unit,
+                placeholder: field.placeholder,
+                flag: field.flag.ok(),
+                min,
+                max: field.max(limits).filter(|m| *m != u32::MAX),
+                default: field.default_text(),
+                choices: choices
+                    .iter()
+                    .map(|&(value, label)| Choice { value, label })
+                    .collect(),
+                place: match field.place {
+                    Place::Main => "main",
+                    Place::More => "more",
+                    Place::Nowhere => "none",
+                },
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_option_is_declared_once_with_a_label_and_a_schema() {
+        let mut names = std::collections::BTreeSet::new();
+        for field in FIELDS {
+            assert!(names.insert(field.name), "{} declared twice", field.name);
+            assert!(!field.label.is_empty() && !field.description.is_empty());
+            let schema = field_schema(field);
+            assert!(schema["type"].is_string(), "{}: {schema}", field.name);
+            if let Kind::Text { pattern, .. } = field.kind {
+                assert!(pattern.starts_with('^') && pattern.ends_with('$'));
+            }
+        }
+    }
+
+    #[test]
+    fn whole_numbers_are_checked_against_their_declared_range() {
+        let blend = field("blend").unwrap();
+        assert_eq!(blend.parse("100").unwrap(), Value::Whole(Some(100)));
+        let err = blend.parse("101").unwrap_err();
+        assert_eq!(err.to_string(), "blend must be 0 to 100, not 101");
+        let cells = field("cells").unwrap();
+        // The operator's limit applies at the service's doors, not at parsing.
+        assert!(cells.parse("9999").is_ok());
+        let limits = JobLimits::default();
+        assert_eq!(
+            cells
+                .check_range(9999, Some(&limits))
+                .unwrap_err()
+                .to_string(),
+            "cells must be 1 to 4096, not 9999"
+        );
+    }
+}

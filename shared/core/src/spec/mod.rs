@@ -1,0 +1,19 @@
+//! What a job asks for: one [`JobSpec`] from the door to the processor.
+//!
+//! Each door builds it once: the web role's multipart form through [`JobSpec::from_fields`],
+//! `tessera render` from its flags, the queues by deserializing the `ImageRequest` (which carries
+//! it, as do the job record and every `SliceRequest`). It is checked once against the operator's
+//! [`JobLimits`] ([`JobSpec::check`]), sized once ([`JobSpec::size`]: cells, rows and output
+//! pixels, with the same limits in the web role and the controller), checked against its library
+//! once ([`JobSpec::check_library`]) and converted once to the engine's plan options
+//! ([`JobSpec::plan_options`]). [`FIELDS`] lists every field a job takes, for the form, the API
+//! document and the test that keeps the doors in step.
+
+mod fields;
+mod job;
+
+pub use fields::{
+    Choice, FIELDS, Field, Kind, Limit, OptionDoc, Place, Value, field, options_document, params,
+    params_schema, settings_in_words, submission_schema,
+};
+pub use job::*;
