@@ -652,7 +652,7 @@ pub const FIELDS: &[Field] = &[
         name: "webhook",
         flag: Err("a render on one machine has no one to call back"),
         kind: Kind::Text {
-            pattern: "^(?:[Hh][Tt][Tt][Pp][Ss]?://[^\\s#]{1,2040})?$",
+            pattern: "^(?:[Hh][Tt][Tt][Pp][Ss]?://(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.){0,8}[A-Za-z][A-Za-z0-9-]{0,61}(?::[1-9][0-9]{0,3})?(?:/[A-Za-z0-9._~%/-]{0,1900})?)?$",
             default: None,
             example: Some("https://hooks.example.com/tessera"),
             choices: &[],
