@@ -156,7 +156,7 @@ mod wire_text {
 }
 
 impl Default for RenderOptions {
-    /// Every option's declared default ([`FIELDS`]).
+    /// Every option's declared default ([`crate::spec::FIELDS`]).
     fn default() -> Self {
         JobSpec::with_defaults(&Defaults::default()).options
     }
