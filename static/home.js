@@ -27,7 +27,6 @@
   const maxCells = Number(cells.max) || 4096;
   const large = document.getElementById("large-confirm");
   const allowLarge = document.getElementById("allow_large");
-  const maxUses = document.getElementById("max_uses");
   const warning = document.getElementById("output-warning");
   const printField = document.getElementById("print");
   const paperBox = document.getElementById("paper");
@@ -458,53 +457,17 @@
     return text.charAt(0).toUpperCase() + text.slice(1);
   }
 
-  // The server's answer in words, and the field it is about. The API's codes are stable;
-  // its messages name fields as the API does, so they are put in the form's words here.
+  // The server's answer in words, and the field it is about: the message is the server's, for
+  // any code, with the field it names (the body's `field`) in the form's words and marked.
   function explain(status, body) {
-    const error = body && body.error ? body.error : { code: "", message: "the server answered " + status };
-    const field = function (name) { return name === "image" ? input : document.getElementById(name); };
-    const named = Array.from(form.elements).map(function (el) { return el.name; })
-      .concat(["image"])
-      .find(function (name) {
-        return name && (error.message === name || error.message.startsWith(name + " "));
-      });
-    switch (error.code) {
-      case "missing_parameter": case "invalid_parameter": case "out_of_range":
-      case "duplicate_field": case "unknown_field":
-        if (named) {
-          return { message: labelOf(named) + error.message.slice(named.length) + ".", fields: [field(named)] };
-        }
-        break;
-      case "conflicting_parameters":
-        if (error.message.startsWith("adaptive")) {
-          return { message: "Adaptive tile sizes need cells across, not one tile per pixel.", fields: [adaptive] };
-        }
-        return { message: "Choose either cells across or one tile per pixel.", fields: [cells] };
-      case "adaptive_not_doubling": case "adaptive_not_square": case "adaptive_too_coarse":
-        return { message: capitalised(error.message) + ".", fields: [adaptive] };
-      case "output_too_large":
-        return { message: "The mosaic would be larger than this server makes: use fewer cells or smaller tiles.", fields: [cells, tile] };
-      case "large_output":
-        return { message: capitalised(error.message) + ".", fields: [cells, tile] };
-      case "too_few_uses":
-        return { message: capitalised(error.message) + ".", fields: [maxUses] };
-      case "library_too_small":
-        return { message: capitalised(error.message) + ".", fields: [document.getElementById("repeat_radius")] };
-      case "shape_mismatch":
-        return { message: capitalised(error.message) + ".", fields: [tile] };
-      case "unknown_library":
-        return { message: "That library is gone: reload the page and choose another.", fields: [document.getElementById("library")] };
-      case "upload_too_large": case "empty_upload": case "not_an_image": case "unsupported_format":
-      case "corrupt_image": case "image_too_large": case "unsupported_media_type":
-        return { message: capitalised(error.message) + ".", fields: [input] };
-      case "too_many_active_jobs":
-        return { message: "You have as many mosaics in the making as this server allows at once: submit again when one has finished (see My jobs)." };
-      case "insufficient_storage":
-        return { message: "The server has no room for another mosaic just now: try again later." };
-      case "storage_unavailable":
-        return { message: "The server's storage is not answering: try again in a moment." };
+    const error = body && body.error ? body.error : { message: "the server answered " + status };
+    const name = error.field;
+    const el = !name ? null : name === "image" ? input : document.getElementById(name);
+    let message = error.message;
+    if (name && message.startsWith(name + " ")) {
+      message = labelOf(name) + message.slice(name.length);
     }
-    return { message: capitalised(error.message) + "." };
+    return { message: capitalised(message) + ".", fields: el ? [el] : [] };
   }
 
   // The fields laid out by hand, which jobData sends by its own rules.

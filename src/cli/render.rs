@@ -8,11 +8,11 @@ use std::time::Instant;
 use anyhow::Context as _;
 use tessera_engine::{
     AdaptivePlan, BandSink, DziSink, FinishSink, ImportOptions, Library, MosaicCells, OutputFormat,
-    Plan, TeeSink, TileBackground, TileCache, TileShape, decode_target, file_sink, hex_colour,
-    lay_over, render_to_sink,
+    Plan, Quality, RgbImage, TeeSink, TileBackground, TileCache, TileShape, decode_target,
+    file_sink, hex_colour, lay_over, render_to_sink,
 };
 use tessera_shared::print::cm;
-use tessera_shared::spec::{DEFAULT_JPEG_QUALITY, JobLimits, JobSpec};
+use tessera_shared::spec::{DEFAULT_JPEG_QUALITY, JobLimits, JobSize, JobSpec};
 
 use super::job_flags::JobFlags;
 
@@ -93,8 +93,43 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     drop(target_bytes);
     // Check the size before the (possibly long) import.
     let job_size = spec.size(target.width(), target.height(), &limits)?;
+    describe(&spec, &job_size);
+
+    let library = load_library(&args, &spec)?;
+    spec.check_library(
+        &job_size,
+        &args.library.display().to_string(),
+        library.len() as u32,
+        library.shape(),
+    )?;
+    let background = spec.options.tile_background().resolve(&target, &library);
+    if let Some(bg) = background {
+        eprintln!("transparent tiles over #{}", hex_colour(bg));
+    }
+    let library = lay_over(&library, background);
+    let layout = plan_layout(&args, &spec, &job_size, &target, &library)?;
+    write_csvs(&args, &layout, &library)?;
+    let (quality, alone) = render(&args, &spec, &layout, &library, &target, format)?;
+    let written: Vec<String> = (args.output.iter().map(|p| p.display().to_string()))
+        .chain(
+            args.dzi
+                .iter()
+                .map(|d| d.join("mosaic.dzi").display().to_string()),
+        )
+        .collect();
+    let (width, height, _) = layout.metric_grid();
+    eprintln!(
+        "wrote {} ({width} x {height} px) in {:.2} s",
+        written.join(" and "),
+        started.elapsed().as_secs_f64()
+    );
+    print_metrics(quality, alone, spec.options.overlay_percent);
+    Ok(())
+}
+
+/// Says on stderr what the mosaic will be: its grid and pixels, its print size and warnings.
+fn describe(spec: &JobSpec, job_size: &JobSize) {
     let size = job_size.sizing;
-    let opts = &job_size.options;
     eprintln!(
         "{} x {} cells of {} px: output {} x {} px",
         size.cols, size.rows, size.tile_size, size.width, size.height
@@ -111,30 +146,28 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     for warning in spec.warnings() {
         eprintln!("warning: {warning}");
     }
+    let opts = &job_size.options;
     if opts.rotate && !opts.tile_size.is_square() {
         eprintln!(
             "{} px tiles are not square: --rotate turns them by 180 degrees only",
             opts.tile_size
         );
     }
+}
 
-    let library = load_library(&args, &spec)?;
-    spec.check_library(
-        &job_size,
-        &args.library.display().to_string(),
-        library.len() as u32,
-        library.shape(),
-    )?;
-    let background = spec.options.tile_background().resolve(&target, &library);
-    if let Some(bg) = background {
-        eprintln!("transparent tiles over #{}", hex_colour(bg));
-    }
-    let library = lay_over(&library, background);
-
+/// Matches the tiles to the target: a uniform plan, or adaptive squares.
+fn plan_layout(
+    args: &RenderArgs,
+    spec: &JobSpec,
+    job_size: &JobSize,
+    target: &RgbImage,
+    library: &Library,
+) -> anyhow::Result<Layout> {
+    let (size, opts) = (job_size.sizing, &job_size.options);
     let bar = progress_bar(args.quiet, "matching");
     let layout = match spec.options.adaptive {
         Some(sizes) => {
-            let adaptive = AdaptivePlan::make(&target, &library, opts, sizes)?;
+            let adaptive = AdaptivePlan::make(target, library, opts, sizes)?;
             eprintln!(
                 "adaptive: {} tiles of {} to {} px (the uniform grid has {}): output {} x {} px",
                 adaptive.leaves().len(),
@@ -147,8 +180,8 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
             Layout::Adaptive(adaptive)
         }
         None => Layout::Uniform(Plan::make_with_progress(
-            &target,
-            &library,
+            target,
+            library,
             opts,
             &|done, total| {
                 bar.set_length(total as u64);
@@ -157,41 +190,45 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         )?),
     };
     bar.finish_and_clear();
-    if let (Some(csv), Layout::Uniform(plan)) = (&args.plan, &layout) {
-        let file = std::fs::File::create(csv)
-            .with_context(|| format!("cannot create {}", csv.display()))?;
-        plan.write_csv(&library, std::io::BufWriter::new(file))
+    Ok(layout)
+}
+
+/// Writes the plan and the placements as CSV, where asked.
+fn write_csvs(args: &RenderArgs, layout: &Layout, library: &Library) -> anyhow::Result<()> {
+    let create = |csv: &std::path::Path| {
+        std::fs::File::create(csv)
+            .map(std::io::BufWriter::new)
+            .with_context(|| format!("cannot create {}", csv.display()))
+    };
+    if let (Some(csv), Layout::Uniform(plan)) = (&args.plan, layout) {
+        plan.write_csv(library, create(csv)?)
             .with_context(|| format!("cannot write {}", csv.display()))?;
     }
     if let Some(csv) = &args.placements {
-        let map = match &layout {
-            Layout::Uniform(plan) => tessera_engine::CellMap::from_plan(plan, &library)?,
-            Layout::Adaptive(plan) => tessera_engine::CellMap::from_adaptive(plan, &library)?,
+        let map = match layout {
+            Layout::Uniform(plan) => tessera_engine::CellMap::from_plan(plan, library)?,
+            Layout::Adaptive(plan) => tessera_engine::CellMap::from_adaptive(plan, library)?,
         };
-        let file = std::fs::File::create(csv)
-            .with_context(|| format!("cannot create {}", csv.display()))?;
-        tessera_engine::write_placements_csv(&map.placements(), std::io::BufWriter::new(file))
+        tessera_engine::write_placements_csv(&map.placements(), create(csv)?)
             .with_context(|| format!("cannot write {}", csv.display()))?;
     }
+    Ok(())
+}
 
-    // The quality metric's grid: the plan's cells, or the smallest squares of an adaptive one.
-    let (width, height, grid) = match &layout {
-        Layout::Uniform(plan) => (
-            plan.width(),
-            plan.total_height(),
-            (plan.cols(), plan.total_rows()),
-        ),
-        Layout::Adaptive(a) => (
-            a.width(),
-            a.height(),
-            (a.width() / a.sizes().min, a.height() / a.sizes().min),
-        ),
-    };
-    let mut cells = if args.metrics {
-        Some(MosaicCells::new(width, height, grid.0, grid.1)?)
-    } else {
-        None
-    };
+/// Renders the layout band by band into the outputs asked for, finished as the job asks
+/// (overlay, grout). With `--metrics`, the quality of what was written and, when rows are
+/// finished, of the tiles alone, so that ghosting is not mistaken for matching.
+fn render(
+    args: &RenderArgs,
+    spec: &JobSpec,
+    layout: &Layout,
+    library: &Library,
+    target: &RgbImage,
+    format: Option<OutputFormat>,
+) -> anyhow::Result<(Option<Quality>, Option<Quality>)> {
+    let (width, height, grid) = layout.metric_grid();
+    let metric_sink = || MosaicCells::new(width, height, grid.0, grid.1);
+    let mut cells = args.metrics.then(metric_sink).transpose()?;
     // The image encoder goes last: it takes each band by value.
     let mut sinks: Vec<Box<dyn BandSink + '_>> = Vec::new();
     if let Some(dir) = &args.dzi {
@@ -205,83 +242,89 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         sinks.push(Box::new(cells));
     }
     if let (Some(path), Some(format)) = (&args.output, format) {
-        sinks.push(file_sink(path, (width, height), format, dpi)?);
+        sinks.push(file_sink(path, (width, height), format, spec.dpi())?);
     }
-    let bar = progress_bar(args.quiet, "rendering");
-    let progress = |done: u32, total: u32| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    };
-    // With an overlay, the sinks take the overlaid rows; the metrics measure the tiles alone
-    // as well, so that ghosting is not mistaken for matching.
-    let overlay = spec.options.overlay_percent;
-    let mut alone = if args.metrics && overlay > 0 {
-        Some(MosaicCells::new(width, height, grid.0, grid.1)?)
+    let finish = spec.finish(Some(target), width, height);
+    let mut alone = (args.metrics && !finish.is_none())
+        .then(metric_sink)
+        .transpose()?;
+    let mut all: Box<dyn BandSink + '_> = if finish.is_none() {
+        Box::new(TeeSink(sinks))
     } else {
-        None
-    };
-    let finish = spec.finish(Some(&target), width, height);
-    let mut all: Box<dyn BandSink + '_> = if !finish.is_none() {
-        let overlaid = FinishSink::new(finish, width, TeeSink(sinks));
+        let finished = FinishSink::new(finish, width, TeeSink(sinks));
         let mut first: Vec<Box<dyn BandSink + '_>> = Vec::new();
         if let Some(alone) = &mut alone {
             first.push(Box::new(alone));
         }
-        first.push(Box::new(overlaid));
+        first.push(Box::new(finished));
         Box::new(TeeSink(first))
-    } else {
-        Box::new(TeeSink(sinks))
     };
-    match &layout {
+    let bar = progress_bar(args.quiet, "rendering");
+    match layout {
         Layout::Uniform(plan) => {
-            let cache = TileCache::new(&library, plan.tile_size());
+            let cache = TileCache::new(library, plan.tile_size());
             // Bands of about 4 MB (at least one row of cells) keep memory flat whatever the height.
             let band_cells =
                 ((4 << 20) / (width as u64 * 3 * plan.tile_size().height as u64)).max(1) as u32;
+            let progress = |done: u32, total: u32| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            };
             render_to_sink(plan, &cache, &mut *all, band_cells, &progress)?;
         }
-        Layout::Adaptive(adaptive) => adaptive.render_to_sink(&library, &mut *all)?,
+        Layout::Adaptive(adaptive) => adaptive.render_to_sink(library, &mut *all)?,
     }
     all.finish()?;
     drop(all);
-    let quality = cells.map(|c| c.quality(&target)).transpose()?;
-    let alone = alone.map(|c| c.quality(&target)).transpose()?;
     bar.finish_and_clear();
-    let written: Vec<String> = (args.output.iter().map(|p| p.display().to_string()))
-        .chain(
-            args.dzi
-                .iter()
-                .map(|d| d.join("mosaic.dzi").display().to_string()),
-        )
-        .collect();
-    eprintln!(
-        "wrote {} ({width} x {height} px) in {:.2} s",
-        written.join(" and "),
-        started.elapsed().as_secs_f64()
-    );
+    let quality = cells.map(|c| c.quality(target)).transpose()?;
+    let alone = alone.map(|c| c.quality(target)).transpose()?;
+    Ok((quality, alone))
+}
+
+/// Prints the quality figures: the tiles' own, and with the overlay where there is one.
+fn print_metrics(quality: Option<Quality>, alone: Option<Quality>, overlay: u8) {
     match (quality, alone) {
-        (Some(q), Some(alone)) => {
+        (Some(q), Some(alone)) if overlay > 0 => {
             // Repeats are the tiles' (overlaid cells all differ): the colour figures alone.
             println!("{alone}");
             println!(
-                "with the {} % overlay: de00_mean={:.4} de00_p95={:.4} ssim_view={}",
-                overlay,
+                "with the {overlay} % overlay: de00_mean={:.4} de00_p95={:.4} ssim_view={}",
                 q.de00_mean,
                 q.de00_p95,
                 q.ssim_view
                     .map_or_else(|| "none".to_string(), |s| format!("{s:.4}"))
             );
         }
+        (_, Some(alone)) => println!("{alone}"),
         (Some(q), None) => println!("{q}"),
         _ => {}
     }
-    Ok(())
 }
 
 /// A uniform grid of cells, or adaptive squares.
 enum Layout {
     Uniform(Plan),
     Adaptive(AdaptivePlan),
+}
+
+impl Layout {
+    /// The mosaic's width and height, and the quality metric's grid: the plan's cells, or the
+    /// smallest squares of an adaptive one.
+    fn metric_grid(&self) -> (u32, u32, (u32, u32)) {
+        match self {
+            Layout::Uniform(plan) => (
+                plan.width(),
+                plan.total_height(),
+                (plan.cols(), plan.total_rows()),
+            ),
+            Layout::Adaptive(a) => (
+                a.width(),
+                a.height(),
+                (a.width() / a.sizes().min, a.height() / a.sizes().min),
+            ),
+        }
+    }
 }
 
 /// The colour `background` gives, or white (for a transparent target, and for tiles imported

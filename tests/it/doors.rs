@@ -238,3 +238,40 @@ async fn every_door_has_the_declared_ranges_and_defaults() {
     }
     assert!(checked >= 10, "only {checked} whole-number options checked");
 }
+
+/// An error about one field names it (`error.field`), so a form can mark that field and show
+/// the server's message beside it without knowing the codes: from the code itself (an image
+/// that is not one, a cap the library cannot meet) or from the field the message names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_about_a_field_names_the_field() {
+    let app = spawn_app_with(test_settings(), false).await;
+    let field_of = |form: Form| {
+        let app = &app;
+        async move {
+            let body: Value = app.post_job(form).await.json().await.unwrap();
+            body["error"]["field"].as_str().map(str::to_string)
+        }
+    };
+    let not_an_image = Form::new()
+        .part("image", Part::bytes(vec![1, 2, 3]).file_name("x.png"))
+        .text("library", "emoji");
+    assert_eq!(field_of(not_an_image).await.as_deref(), Some("image"));
+    for (name, value) in [("blend", "101"), ("cells", "0"), ("tile_size", "x")] {
+        let form = Form::new()
+            .part("image", Part::bytes(vec![1, 2, 3]).file_name("x.png"))
+            .text("library", "emoji")
+            .text(name, value);
+        assert_eq!(
+            field_of(form).await.as_deref(),
+            Some(name),
+            "{name}={value}"
+        );
+    }
+    // Not about a field: none named.
+    let res = app
+        .get("/api/v1/jobs/00000000-0000-4000-8000-000000000000")
+        .await;
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "job_not_found");
+    assert!(body["error"].get("field").is_none(), "{body}");
+}

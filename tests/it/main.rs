@@ -13,6 +13,7 @@ mod contract;
 mod costs;
 mod crash;
 mod doors;
+mod function_length;
 mod hostile_files;
 mod interop;
 mod job_spec;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The crates' source roots, relative to the workspace.
-const CRATES: &[&str] = &[
+pub(crate) const CRATES: &[&str] = &[
     "src",
     "web/src",
     "workers/src",
@@ -19,7 +19,7 @@ const CRATES: &[&str] = &[
     "shared/azure/src",
 ];
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -68,7 +68,7 @@ fn paths(text: &str) -> Vec<(bool, Vec<String>)> {
 }
 
 /// `text` without its test modules (`#[cfg(test)] mod NAME { ... }`, wherever they are).
-fn without_test_modules(text: &str) -> String {
+pub(crate) fn without_test_modules(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(at) = rest.find("#[cfg(test)]\n") {

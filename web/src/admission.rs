@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
+use tessera_shared::error_code::ErrorCode;
 
 use actix_web::http::StatusCode;
 use tokio::sync::{Mutex, MutexGuard};
@@ -64,7 +65,7 @@ impl Admission {
             if active >= quota as usize {
                 return Err(over(
                     StatusCode::TOO_MANY_REQUESTS,
-                    "too_many_active_jobs",
+                    ErrorCode::TooManyActiveJobs,
                     format!(
                         "{active} of your jobs are still running, the most allowed at once: \
                          submit again when one has ended"
@@ -95,7 +96,7 @@ impl Admission {
             if jobs.len() >= quota as usize {
                 return Err(over(
                     StatusCode::TOO_MANY_REQUESTS,
-                    "too_many_active_jobs_from_address",
+                    ErrorCode::TooManyActiveJobsFromAddress,
                     format!(
                         "{} jobs from your address are still running, the most allowed at \
                          once: submit again when one has ended",
@@ -114,7 +115,7 @@ impl Admission {
             if active >= cap as usize {
                 return Err(over(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "service_busy",
+                    ErrorCode::ServiceBusy,
                     format!(
                         "the service has {active} jobs running, the most it takes at once: \
                          try again in a while"
@@ -126,6 +127,6 @@ impl Admission {
     }
 }
 
-fn over(status: StatusCode, code: &'static str, message: String) -> ApiError {
+fn over(status: StatusCode, code: ErrorCode, message: String) -> ApiError {
     ApiError::new(status, code, message).retry_after(RETRY_AFTER)
 }

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tessera_shared::error_code::ErrorCode;
 
 use actix_web::cookie::{Cookie, SameSite};
 use actix_web::dev::ServiceRequest;
@@ -300,7 +301,7 @@ pub async fn key_check(
 fn too_many_failures(wait: Duration) -> ApiError {
     ApiError::new(
         StatusCode::TOO_MANY_REQUESTS,
-        "too_many_failed_keys",
+        ErrorCode::TooManyFailedKeys,
         "too many wrong keys from this address: wait a minute and try again",
     )
     .retry_after(wait)
@@ -448,7 +449,7 @@ pub fn forgery_check(req: &actix_web::dev::ServiceRequest) -> Option<ApiError> {
     }
     Some(ApiError::new(
         StatusCode::FORBIDDEN,
-        "cross_site_request",
+        ErrorCode::CrossSiteRequest,
         "a request with this site's cookies must come from this site",
     ))
 }
@@ -489,7 +490,7 @@ pub fn keep_private(headers: &mut header::HeaderMap) {
 fn unauthorized() -> HttpResponse {
     let mut response = actix_web::ResponseError::error_response(&ApiError::new(
         StatusCode::UNAUTHORIZED,
-        "unauthorized",
+        ErrorCode::Unauthorized,
         format!(
             "this service needs its API key: send Authorization: Bearer KEY or {API_KEY_HEADER}: KEY"
         ),
@@ -520,7 +521,7 @@ async fn sign_out(req: HttpRequest, guard: web::Data<Guard>) -> ApiResult<HttpRe
     if !same_origin(&req) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "cross_site_request",
+            ErrorCode::CrossSiteRequest,
             "sign out from this site's own pages",
         ));
     }
@@ -603,7 +604,7 @@ async fn sign_in(
     if !same_origin(&req) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "cross_site_request",
+            ErrorCode::CrossSiteRequest,
             "sign in from this site's own sign-in page",
         ));
     }

@@ -3,6 +3,7 @@
 //! comes from (behind a trusted proxy, the one it names), and the job id in a path.
 
 use std::net::IpAddr;
+use tessera_shared::error_code::ErrorCode;
 
 use actix_web::cookie::{Cookie, SameSite};
 use actix_web::{HttpMessage as _, HttpRequest};
@@ -27,7 +28,7 @@ pub(crate) fn client_id(req: &HttpRequest) -> ApiResult<(Uuid, bool)> {
             .and_then(|v| Uuid::parse_str(v.trim()).ok())
             .ok_or_else(|| {
                 ApiError::bad_request(
-                    "invalid_client_id",
+                    ErrorCode::InvalidClientId,
                     format!("{CLIENT_HEADER} must be a UUID"),
                 )
             })?;
@@ -51,7 +52,7 @@ pub(crate) fn named_client(req: &HttpRequest) -> ApiResult<Option<Uuid>> {
 /// Parses a job id from a path; anything that is not a UUID names no job.
 pub fn job_id(raw: &str) -> ApiResult<Uuid> {
     Uuid::parse_str(raw)
-        .map_err(|_| ApiError::not_found("job_not_found", format!("no job {raw:?}")))
+        .map_err(|_| ApiError::not_found(ErrorCode::JobNotFound, format!("no job {raw:?}")))
 }
 
 /// The cookie that names a browser's client id, minted by the server. `Secure` when the

@@ -26,6 +26,7 @@ use actix_web::{HttpResponse, ResponseError, web};
 use serde::Serialize;
 use utoipa::{ToResponse, ToSchema};
 
+use tessera_shared::error_code::ErrorCode;
 use tessera_shared::jobs::JobError;
 use tessera_shared::libraries::LibraryError;
 use tessera_shared::storage::StorageError;
@@ -34,7 +35,7 @@ use tessera_shared::storage::StorageError;
 pub struct ApiError {
     pub status: StatusCode,
     /// Stable, machine-readable: clients branch on it.
-    pub code: &'static str,
+    pub code: ErrorCode,
     /// For a person; never carries internal details.
     pub message: String,
     /// Seconds a client should wait before trying again (`Retry-After`).
@@ -52,27 +53,50 @@ pub struct ErrorBody<'a> {
 impl<'a> ErrorBody<'a> {
     pub fn new(code: &'a str, message: &'a str) -> Self {
         ErrorBody {
-            error: ErrorDetail { code, message },
+            error: ErrorDetail {
+                code,
+                message,
+                field: None,
+            },
         }
     }
 }
 
 #[derive(Serialize, ToSchema)]
 struct ErrorDetail<'a> {
-    /// Stable and machine-readable: clients branch on it.
+    /// Stable and machine-readable: clients branch on it (`ErrorCode`).
     code: &'a str,
     /// For a person.
     message: &'a str,
+    /// The request's field the error is about, when it is about one (`image`, `cells`, ...):
+    /// a form marks that field and shows the message beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    field: Option<&'a str>,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
             status,
             code,
             message: message.into(),
             retry_after: None,
         }
+    }
+
+    /// The request's field the error is about: the code's own, else the first word of the
+    /// message that names a job's option (`blend must be 0 to 100`, `give either print or
+    /// cells`).
+    pub fn field(&self) -> Option<&'static str> {
+        self.code.field().or_else(|| {
+            self.message
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .find_map(|word| match word {
+                    "tile_height" => Some("tile_size"),
+                    word => tessera_shared::spec::field(word).map(|f| f.name),
+                })
+        })
     }
 
     /// The same error, asking the client to wait `after` before trying again.
@@ -82,24 +106,24 @@ impl ApiError {
     }
 
     /// A request that cannot be understood: a missing, malformed or out-of-range parameter.
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn bad_request(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 
     /// Well-formed but unusable content (a corrupt image, an unknown library, ...).
-    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn unprocessable(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
     }
 
-    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn not_found(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, code, message)
     }
 
-    pub fn too_large(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn too_large(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, code, message)
     }
 
-    pub fn unsupported_media(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn unsupported_media(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, code, message)
     }
 
@@ -108,7 +132,7 @@ impl ApiError {
         tracing::error!(error = %cause, "internal error");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            ErrorCode::Internal,
             "internal error; the cause has been logged",
         )
     }
@@ -118,7 +142,7 @@ impl ApiError {
         tracing::warn!(error = %cause, "storage full");
         Self::new(
             StatusCode::INSUFFICIENT_STORAGE,
-            "insufficient_storage",
+            ErrorCode::InsufficientStorage,
             "storage is full; try again later",
         )
         .retry_after(std::time::Duration::from_secs(60))
@@ -133,7 +157,7 @@ impl ApiError {
             tracing::warn!(error = %cause, "storage unavailable");
             Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "storage_unavailable",
+                ErrorCode::StorageUnavailable,
                 "storage is unavailable; try again shortly",
             )
         } else {
@@ -172,8 +196,9 @@ impl ResponseError for ApiError {
         }
         response.json(ErrorBody {
             error: ErrorDetail {
-                code: self.code,
+                code: self.code.as_str(),
                 message: &self.message,
+                field: self.field(),
             },
         })
     }
@@ -199,7 +224,9 @@ impl From<StorageError> for ApiError {
 impl From<JobError> for ApiError {
     fn from(e: JobError) -> Self {
         match e {
-            JobError::NotFound(id) => ApiError::not_found("job_not_found", format!("no job {id}")),
+            JobError::NotFound(id) => {
+                ApiError::not_found(ErrorCode::JobNotFound, format!("no job {id}"))
+            }
             JobError::Corrupt(..) => ApiError::internal(e),
             JobError::Storage(e) => ApiError::storage(e),
         }
@@ -210,17 +237,23 @@ impl From<LibraryError> for ApiError {
     fn from(e: LibraryError) -> Self {
         match e {
             LibraryError::NotFound(id) => {
-                ApiError::not_found("library_not_found", format!("no library {id:?}"))
+                ApiError::not_found(ErrorCode::LibraryNotFound, format!("no library {id:?}"))
             }
-            LibraryError::BadId(_) => ApiError::bad_request("invalid_library_id", e.to_string()),
-            LibraryError::Exists { .. } => {
-                ApiError::new(StatusCode::CONFLICT, "library_exists", e.to_string())
+            LibraryError::BadId(_) => {
+                ApiError::bad_request(ErrorCode::InvalidLibraryId, e.to_string())
             }
-            LibraryError::NotOwner(_) => {
-                ApiError::new(StatusCode::FORBIDDEN, "not_library_owner", e.to_string())
-            }
+            LibraryError::Exists { .. } => ApiError::new(
+                StatusCode::CONFLICT,
+                ErrorCode::LibraryExists,
+                e.to_string(),
+            ),
+            LibraryError::NotOwner(_) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::NotLibraryOwner,
+                e.to_string(),
+            ),
             LibraryError::InUse { .. } => {
-                ApiError::new(StatusCode::CONFLICT, "library_in_use", e.to_string())
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::LibraryInUse, e.to_string())
             }
             LibraryError::Corrupt(..) => ApiError::internal(e),
             LibraryError::Storage(e) => ApiError::storage(e),
@@ -234,12 +267,12 @@ impl From<actix_multipart::MultipartError> for ApiError {
         match e {
             M::ContentTypeMissing | M::ContentTypeParse | M::ContentTypeIncompatible => {
                 ApiError::unsupported_media(
-                    "unsupported_media_type",
+                    ErrorCode::UnsupportedMediaType,
                     "send the request as multipart/form-data",
                 )
             }
             e => ApiError::bad_request(
-                "bad_multipart",
+                ErrorCode::BadMultipart,
                 format!("the multipart body is unreadable: {e}"),
             ),
         }
@@ -250,24 +283,24 @@ impl From<actix_multipart::MultipartError> for ApiError {
 fn json_error(e: JsonPayloadError) -> ApiError {
     match e {
         JsonPayloadError::ContentType => ApiError::unsupported_media(
-            "unsupported_media_type",
+            ErrorCode::UnsupportedMediaType,
             "send the request body as application/json",
         ),
         JsonPayloadError::Overflow { limit }
         | JsonPayloadError::OverflowKnownLength { limit, .. } => ApiError::too_large(
-            "body_too_large",
+            ErrorCode::BodyTooLarge,
             format!("the JSON body is over the limit of {limit} bytes"),
         ),
         JsonPayloadError::Deserialize(e) if e.is_data() => ApiError::bad_request(
-            "invalid_parameter",
+            ErrorCode::InvalidParameter,
             format!("the JSON body does not have the expected fields: {e}"),
         ),
         JsonPayloadError::Deserialize(e) => ApiError::bad_request(
-            "malformed_json",
+            ErrorCode::MalformedJson,
             format!("the request body is not valid JSON: {e}"),
         ),
         e => ApiError::bad_request(
-            "malformed_json",
+            ErrorCode::MalformedJson,
             format!("the JSON body could not be read: {e}"),
         ),
     }
@@ -280,19 +313,19 @@ pub fn configure_extractors(cfg: &mut web::ServiceConfig) {
     cfg.app_data(web::JsonConfig::default().error_handler(|e, _| json_error(e).into()))
         .app_data(web::QueryConfig::default().error_handler(|e, _| {
             ApiError::bad_request(
-                "invalid_parameter",
+                ErrorCode::InvalidParameter,
                 format!("the query string is invalid: {e}"),
             )
             .into()
         }))
         .app_data(web::PathConfig::default().error_handler(|e, _| {
-            ApiError::not_found("not_found", format!("no such resource: {e}")).into()
+            ApiError::not_found(ErrorCode::NotFound, format!("no such resource: {e}")).into()
         }));
 }
 
 /// A JSON 404 for paths no route matches.
 pub async fn no_route() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::not_found("no_route", "no such endpoint"))
+    Err(ApiError::not_found(ErrorCode::NoRoute, "no such endpoint"))
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;

@@ -3,6 +3,7 @@
 //! costs nothing), and a body that decodes to the end.
 
 use std::io::Cursor;
+use tessera_shared::error_code::ErrorCode;
 
 use image::{ImageDecoder, ImageError, ImageReader, Limits};
 use tessera_engine::Format;
@@ -43,38 +44,41 @@ pub fn inspect_target(bytes: &[u8], max_pixels: u64) -> Result<TargetInfo, ApiEr
 pub fn probe_target(bytes: &[u8], max_pixels: u64) -> Result<Probe, ApiError> {
     if bytes.is_empty() {
         return Err(ApiError::bad_request(
-            "empty_upload",
+            ErrorCode::EmptyUpload,
             "the image file is empty",
         ));
     }
     if Format::sniff(bytes).is_none() {
         return Err(match unreadable_kind(bytes) {
             Some(kind) => ApiError::unsupported_media(
-                "unsupported_format",
+                ErrorCode::UnsupportedFormat,
                 format!(
                     "{kind} files are not read: export the photo as JPEG (Tessera reads {FORMAT_NAMES})"
                 ),
             ),
             None => ApiError::unsupported_media(
-                "not_an_image",
+                ErrorCode::NotAnImage,
                 format!("the file is not an image ({FORMAT_NAMES} expected)"),
             ),
         });
     }
     let header = read_header(bytes).map_err(|e| {
-        ApiError::unprocessable("corrupt_image", format!("the image cannot be read: {e}"))
+        ApiError::unprocessable(
+            ErrorCode::CorruptImage,
+            format!("the image cannot be read: {e}"),
+        )
     })?;
     let (w, h) = (header.width, header.height);
     if w == 0 || h == 0 {
         return Err(ApiError::unprocessable(
-            "corrupt_image",
+            ErrorCode::CorruptImage,
             "the image has no pixels",
         ));
     }
     let pixels = u64::from(w) * u64::from(h);
     if pixels > max_pixels {
         return Err(ApiError::unprocessable(
-            "image_too_large",
+            ErrorCode::ImageTooLarge,
             format!("the image is {w} x {h} pixels, over the limit of {max_pixels} pixels"),
         ));
     }
@@ -113,7 +117,7 @@ pub fn verify_target(bytes: &[u8], probe: &Probe) -> Result<TargetInfo, ApiError
     if format == Format::Jpeg && tessera_engine::jpeg_cut_off(bytes) {
         // The decoder would pad the missing rows with grey.
         return Err(ApiError::unprocessable(
-            "corrupt_image",
+            ErrorCode::CorruptImage,
             "the image is corrupt or truncated: the JPEG ends before its image does",
         ));
     }
@@ -122,14 +126,14 @@ pub fn verify_target(bytes: &[u8], probe: &Probe) -> Result<TargetInfo, ApiError
     } else if format == Format::Tiff {
         tessera_engine::decode::check_tiff_whole(bytes).map_err(|e| {
             ApiError::unprocessable(
-                "corrupt_image",
+                ErrorCode::CorruptImage,
                 format!("the image is corrupt or truncated: {e}"),
             )
         })?;
     } else if format.is_heif() {
         tessera_engine::decode::decode_oriented(bytes, Some(limits)).map_err(|e| {
             ApiError::unprocessable(
-                "corrupt_image",
+                ErrorCode::CorruptImage,
                 format!("the image is corrupt or truncated: {e}"),
             )
         })?;
@@ -154,14 +158,15 @@ pub fn verify_target(bytes: &[u8], probe: &Probe) -> Result<TargetInfo, ApiError
 fn read_png_rows(bytes: &[u8]) -> Result<(), ApiError> {
     let bad = |e: png::DecodingError| {
         ApiError::unprocessable(
-            "corrupt_image",
+            ErrorCode::CorruptImage,
             format!("the image is corrupt or truncated: {e}"),
         )
     };
     let bad = |e: png::DecodingError| match e {
-        png::DecodingError::LimitsExceeded => {
-            ApiError::unprocessable("image_too_large", tessera_engine::decode::png_over_budget())
-        }
+        png::DecodingError::LimitsExceeded => ApiError::unprocessable(
+            ErrorCode::ImageTooLarge,
+            tessera_engine::decode::png_over_budget(),
+        ),
         e => bad(e),
     };
     // A row at a time, and the metadata within its budget.
@@ -176,7 +181,7 @@ fn read_png_rows(bytes: &[u8]) -> Result<(), ApiError> {
 
 fn too_big(w: u32, h: u32) -> ApiError {
     ApiError::unprocessable(
-        "image_too_large",
+        ErrorCode::ImageTooLarge,
         format!("the image is {w} x {h} pixels: too large to decode"),
     )
 }
@@ -184,15 +189,15 @@ fn too_big(w: u32, h: u32) -> ApiError {
 fn corrupt(e: ImageError) -> ApiError {
     match e {
         ImageError::Limits(_) => ApiError::unprocessable(
-            "image_too_large",
+            ErrorCode::ImageTooLarge,
             "the image needs more memory to decode than the limit allows",
         ),
         ImageError::Unsupported(u) => ApiError::unsupported_media(
-            "unsupported_format",
+            ErrorCode::UnsupportedFormat,
             format!("this image variant is not supported: {u}"),
         ),
         e => ApiError::unprocessable(
-            "corrupt_image",
+            ErrorCode::CorruptImage,
             format!("the image is corrupt or truncated: {e}"),
         ),
     }

@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use tessera_shared::error_code::ErrorCode;
 
 use actix_web::http::StatusCode;
 
@@ -48,7 +49,7 @@ pub(crate) fn done_result(record: &JobRecord) -> ApiResult<String> {
             .unwrap_or_else(|| BlobKey::ImageOutput { job: record.id }.path())),
         state => Err(ApiError::new(
             StatusCode::CONFLICT,
-            "job_not_done",
+            ErrorCode::JobNotDone,
             format!("the job is {}; its mosaic is not ready", state.as_str()),
         )),
     }
@@ -89,7 +90,7 @@ pub(crate) async fn result_size(
 /// A done job whose result blob is gone.
 pub(crate) fn missing() -> ApiError {
     ApiError::not_found(
-        "result_missing",
+        ErrorCode::ResultMissing,
         "the job is done but its result is no longer stored",
     )
 }

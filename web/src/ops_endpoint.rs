@@ -4,6 +4,7 @@
 
 use std::net::TcpListener;
 use std::time::Duration;
+use tessera_shared::error_code::ErrorCode;
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
@@ -64,7 +65,7 @@ pub async fn readyz(probes: web::Data<Probes>) -> HttpResponse {
             };
             let mut r = actix_web::ResponseError::error_response(&ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "not_ready",
+                ErrorCode::NotReady,
                 reason,
             ));
             r.headers_mut()

@@ -9,6 +9,7 @@ use askama::Template;
 use uuid::Uuid;
 
 use tessera_engine::TILE_SIZES;
+use tessera_shared::error_code::ErrorCode;
 use tessera_shared::jobs::{JobError, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::{LibraryRecord, Visibility};
@@ -859,7 +860,7 @@ fn serve_asset(name: &str) -> ApiResult<HttpResponse> {
     let (_, content_type, body) = ASSETS
         .iter()
         .find(|(n, _, _)| *n == name)
-        .ok_or_else(|| ApiError::not_found("not_found", format!("no asset {name:?}")))?;
+        .ok_or_else(|| ApiError::not_found(ErrorCode::NotFound, format!("no asset {name:?}")))?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, *content_type))
         .insert_header((header::CACHE_CONTROL, "public, max-age=300"))

@@ -4,8 +4,9 @@
 //! transforms, the blend and the background; adaptive sizes show in the mosaic only.
 
 use tessera_engine::{Library, Plan, TileCache, VecSink, decode_target, render_to_sink};
+use tessera_shared::error_code::ErrorCode;
 
-use tessera_shared::spec::{Grid, JobLimits, JobSpec};
+use tessera_shared::spec::{JobLimits, JobSpec};
 
 use crate::error::ApiError;
 
@@ -41,7 +42,10 @@ pub fn sketch(
     limits: &JobLimits,
 ) -> Result<Sketch, ApiError> {
     let target = decode_target(bytes, library.background()).map_err(|e| {
-        ApiError::unprocessable("corrupt_image", format!("the image cannot be decoded: {e}"))
+        ApiError::unprocessable(
+            ErrorCode::CorruptImage,
+            format!("the image cannot be decoded: {e}"),
+        )
     })?;
     let (width, height) = target.dimensions();
     // The job's own grid, as the job would be sized.
@@ -60,17 +64,7 @@ pub fn sketch(
     while tw.min(th) < 4 {
         (tw, th) = shape.fit(tw.max(th) + 1);
     }
-    let preview = JobSpec {
-        tile_size: tw,
-        tile_height: (tw != th).then_some(th),
-        grid: Grid::Cells { across: cols },
-        allow_large: true,
-        options: tessera_shared::spec::RenderOptions {
-            adaptive: None,
-            ..spec.options
-        },
-        ..spec.clone()
-    };
+    let preview = spec.sketch(cols, (tw, th));
     // The photo at a few pixels a cell: enough for its cells' colours, and enough pixels for
     // every cell however small the photo.
     let small_w = cols * 4;
@@ -97,7 +91,7 @@ pub fn sketch(
     let over = background.and_then(|bg| library.over(bg));
     let library = over.as_ref().unwrap_or(library);
     let engine =
-        |e: tessera_engine::Error| ApiError::unprocessable("preview_failed", e.to_string());
+        |e: tessera_engine::Error| ApiError::unprocessable(ErrorCode::PreviewFailed, e.to_string());
     let plan = Plan::make(&small, library, &sized.options).map_err(engine)?;
     let cache = TileCache::new(library, plan.tile_size());
     let mut pixels = VecSink::default();

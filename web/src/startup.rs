@@ -4,8 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::dev::{Server, ServerHandle, Service};
+use actix_web::body::MessageBody;
+use actix_web::dev::{Server, ServerHandle, ServiceRequest, ServiceResponse};
 use actix_web::middleware::DefaultHeaders;
+use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpMessage as _, HttpServer, web};
 use anyhow::Context as _;
 use tokio::sync::Semaphore;
@@ -90,33 +92,14 @@ impl Application {
             );
         }
         let spool = spool_dir(&settings)?;
-        let settings_imports = settings.max_concurrent_imports.max(1);
         let streams = StreamHub::new(platform.jobs(), changes.clone(), &settings);
         let probes = web::Data::new(probes);
-        let loaded_libraries = Arc::new(tessera_shared::library_cache::LibraryCache::new(
-            platform.libraries(),
-            crate::state::KEPT_LIBRARIES,
-            crate::state::KEPT_LIBRARY_BYTES,
-        ));
-        let state = web::Data::new(AppState {
-            guard: guard.clone(),
+        let state = web::Data::new(app_state(
             platform,
-            changes,
-            decodes: Arc::new(Semaphore::new(
-                std::thread::available_parallelism().map_or(1, |n| n.get()),
-            )),
-            imports: Arc::new(Semaphore::new(settings_imports)),
-            decode_memory: crate::state::DecodeMemory::new(settings.decode_memory_bytes),
-            uploads: crate::upload::UploadSlots::new(settings.max_uploads_in_flight),
-            admission: Default::default(),
-            spool,
             settings,
-            streams: streams.clone(),
-            cell_maps: Default::default(),
-            loaded_libraries,
-            previews: Default::default(),
-            placements: Default::default(),
-        });
+            (guard.clone(), changes, streams.clone()),
+            spool,
+        ));
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
@@ -128,50 +111,11 @@ impl Application {
                 .configure(crate::ops_endpoint::configure)
                 .configure(crate::routes::configure)
                 .default_service(web::to(no_route))
-                .wrap_fn(|mut req, srv| {
-                    // HEAD is answered wherever GET is: routed as GET, the body left unsent
-                    // (the connection knows the request was a HEAD).
-                    if req.method() == actix_web::http::Method::HEAD {
-                        req.head_mut().method = actix_web::http::Method::GET;
-                        req.extensions_mut().insert(HeadRequest);
-                    }
-                    srv.call(req)
-                })
-                .wrap_fn(|req, srv| {
-                    use futures_util::future::Either;
-                    match crate::auth::forgery_check(&req) {
-                        None => Either::Left(srv.call(req)),
-                        Some(refused) => {
-                            let response = req.error_response(refused);
-                            Either::Right(std::future::ready(Ok(response)))
-                        }
-                    }
-                })
-                .wrap(actix_web::middleware::from_fn(crate::auth::key_check))
+                .wrap(from_fn(head_as_get))
+                .wrap(from_fn(refuse_forgeries))
+                .wrap(from_fn(crate::auth::key_check))
                 .wrap(security_headers())
-                .wrap_fn(|req, srv| {
-                    let span = tracing::info_span!(
-                        "http",
-                        method = %req.method(),
-                        path = %req.path(),
-                        request = %uuid::Uuid::new_v4(),
-                    );
-                    let started = std::time::Instant::now();
-                    let fut = span.in_scope(|| srv.call(req));
-                    async move {
-                        let res = fut.await;
-                        match &res {
-                            Ok(r) => tracing::info!(
-                                status = r.status().as_u16(),
-                                ms = started.elapsed().as_millis() as u64,
-                                "served"
-                            ),
-                            Err(e) => tracing::warn!(error = %e, "request failed"),
-                        }
-                        res
-                    }
-                    .instrument(span)
-                })
+                .wrap(from_fn(log_request))
                 .wrap(
                     actix_web::middleware::ErrorHandlers::new()
                         .default_handler(crate::pages::error_page),
@@ -221,6 +165,92 @@ impl Application {
 }
 
 /// The spool directory of uploads, emptied: what a killed process left in the data directory is
+/// The shared state of every worker: the platform, settings and the limits and caches each
+/// request takes from.
+fn app_state(
+    platform: Platform,
+    settings: WebSettings,
+    (guard, changes, streams): (crate::auth::Guard, JobChanges, StreamHub),
+    spool: std::path::PathBuf,
+) -> AppState {
+    let loaded_libraries = Arc::new(tessera_shared::library_cache::LibraryCache::new(
+        platform.libraries(),
+        crate::state::KEPT_LIBRARIES,
+        crate::state::KEPT_LIBRARY_BYTES,
+    ));
+    AppState {
+        guard,
+        platform,
+        changes,
+        decodes: Arc::new(Semaphore::new(
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        )),
+        imports: Arc::new(Semaphore::new(settings.max_concurrent_imports.max(1))),
+        decode_memory: crate::state::DecodeMemory::new(settings.decode_memory_bytes),
+        uploads: crate::upload::UploadSlots::new(settings.max_uploads_in_flight),
+        admission: Default::default(),
+        spool,
+        settings,
+        streams,
+        cell_maps: Default::default(),
+        loaded_libraries,
+        previews: Default::default(),
+        placements: Default::default(),
+    }
+}
+
+/// HEAD is answered wherever GET is: routed as GET, the body left unsent (the connection knows
+/// the request was a HEAD).
+async fn head_as_get(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse, actix_web::Error> {
+    if req.method() == actix_web::http::Method::HEAD {
+        req.head_mut().method = actix_web::http::Method::GET;
+        req.extensions_mut().insert(HeadRequest);
+    }
+    Ok(next.call(req).await?.map_into_boxed_body())
+}
+
+/// Refuses a cross-site request that would change something ([`crate::auth::forgery_check`]).
+async fn refuse_forgeries(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse, actix_web::Error> {
+    match crate::auth::forgery_check(&req) {
+        None => Ok(next.call(req).await?.map_into_boxed_body()),
+        Some(refused) => Ok(req.error_response(refused)),
+    }
+}
+
+/// One log line per request, with its status and time, in a span that names it.
+async fn log_request(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse, actix_web::Error> {
+    let span = tracing::info_span!(
+        "http",
+        method = %req.method(),
+        path = %req.path(),
+        request = %uuid::Uuid::new_v4(),
+    );
+    let started = std::time::Instant::now();
+    async move {
+        let res = next.call(req).await;
+        match &res {
+            Ok(r) => tracing::info!(
+                status = r.status().as_u16(),
+                ms = started.elapsed().as_millis() as u64,
+                "served"
+            ),
+            Err(e) => tracing::warn!(error = %e, "request failed"),
+        }
+        Ok(res?.map_into_boxed_body())
+    }
+    .instrument(span)
+    .await
+}
+
 /// gone at start.
 fn spool_dir(settings: &WebSettings) -> anyhow::Result<std::path::PathBuf> {
     let Some(dir) = settings.spool_dir.clone() else {

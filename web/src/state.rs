@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use tessera_shared::error_code::ErrorCode;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -80,7 +81,7 @@ impl PreviewSeats {
         let busy = |why: &str| {
             crate::error::ApiError::new(
                 actix_web::http::StatusCode::TOO_MANY_REQUESTS,
-                "preview_in_progress",
+                ErrorCode::PreviewInProgress,
                 why,
             )
             .retry_after(std::time::Duration::from_secs(1))
@@ -175,7 +176,7 @@ impl AppState {
             .await
             .map_err(|e| match e {
                 LibraryLoadError::Permanent(reason) => {
-                    ApiError::not_found("library_not_found", reason)
+                    ApiError::not_found(ErrorCode::LibraryNotFound, reason)
                 }
                 LibraryLoadError::Transient(reason) => ApiError::internal(reason),
             })

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tessera_shared::error_code::ErrorCode;
 
 use actix_web::http::StatusCode;
 use tokio::sync::{broadcast, watch};
@@ -145,7 +146,7 @@ impl StreamHub {
         if *hub.closing.borrow() {
             return Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "shutting_down",
+                ErrorCode::ShuttingDown,
                 "the server is shutting down",
             ));
         }
@@ -170,10 +171,12 @@ impl StreamHub {
             None
         };
         if let Some(message) = refused {
-            return Err(
-                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_streams", message)
-                    .retry_after(Duration::from_secs(5)),
-            );
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::TooManyStreams,
+                message,
+            )
+            .retry_after(Duration::from_secs(5)));
         }
         state.total += 1;
         for (key, _) in &counted {

@@ -11,7 +11,7 @@ use tessera_shared::jobs::JobError;
 use tessera_shared::messages::QueueName;
 use tessera_shared::nudge;
 use tessera_shared::registry::{RoleRegistration, RoleRegistry};
-use tessera_shared::storage::StorageError;
+use tessera_shared::storage::{BlobMeta, StorageError};
 
 use crate::error::ApiResult;
 use crate::state::AppState;
@@ -139,8 +139,39 @@ pub async fn system_view(state: &AppState) -> ApiResult<SystemView> {
     let now = OffsetDateTime::now_utc();
     let since = now - RECENT;
     let blobs = &state.platform.blobs;
+    let recent = recent_records(state, since).await?;
+    let (jobs_read, processors) = processors_seen(state, &recent, since).await;
+    let slice_listeners = slice_listeners(state, now).await?;
+    let roles = RoleRegistry::new(blobs.clone()).list().await?;
+    let (undelivered_total, set_aside) = tessera_shared::outbox::undelivered(&**blobs, 10).await?;
+    let undelivered = set_aside
+        .into_iter()
+        .map(|d| UndeliveredEvent {
+            job: d.job,
+            host: url::Url::parse(&d.url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string))
+                .unwrap_or_default(),
+            event: d.event,
+            attempts: d.attempts,
+            last_error: d.last_error.unwrap_or_default(),
+        })
+        .collect();
+    Ok(SystemView {
+        window_minutes: RECENT.whole_minutes(),
+        jobs_read,
+        processors,
+        slice_listeners,
+        roles,
+        undelivered_total,
+        undelivered,
+    })
+}
 
-    // The job records written most recently within the window.
+/// The job records written most recently since `since`, newest first, at most
+/// [`RECENT_JOBS`] of them.
+async fn recent_records(state: &AppState, since: OffsetDateTime) -> ApiResult<Vec<BlobMeta>> {
+    let blobs = &state.platform.blobs;
     let mut recent = Vec::new();
     let mut token = None;
     for _ in 0..MAX_LIST_PAGES {
@@ -161,10 +192,19 @@ pub async fn system_view(state: &AppState) -> ApiResult<SystemView> {
     }
     recent.sort_by_key(|m| std::cmp::Reverse(m.last_modified));
     recent.truncate(RECENT_JOBS);
+    Ok(recent)
+}
 
+/// The processors credited with slices since `since` in the `recent` job records: how many
+/// records were read, and each process with its slices and slots, the latest seen first.
+async fn processors_seen(
+    state: &AppState,
+    recent: &[BlobMeta],
+    since: OffsetDateTime,
+) -> (usize, Vec<ProcessorSeen>) {
     let mut seen: BTreeMap<String, (OffsetDateTime, u32, BTreeSet<String>)> = BTreeMap::new();
     let mut jobs_read = 0;
-    for meta in &recent {
+    for meta in recent {
         let Some(id) = meta
             .key
             .strip_prefix("jobs/")
@@ -209,20 +249,23 @@ pub async fn system_view(state: &AppState) -> ApiResult<SystemView> {
         })
         .collect();
     processors.sort_by_key(|p| std::cmp::Reverse(p.last_seen));
+    (jobs_read, processors)
+}
 
-    // Wake-up registrations: one listing.
+/// The processes registered to be woken for slice requests and alive at `now`: one listing.
+async fn slice_listeners(state: &AppState, now: OffsetDateTime) -> ApiResult<Vec<ListenerSeen>> {
     let ttl = Duration::try_from(nudge::NudgeSettings::default().ttl).unwrap_or(Duration::ZERO);
     let prefix = format!(
         "{}/listeners/{}/",
         nudge::CONTAINER,
         QueueName::SliceRequest.as_str()
     );
-    let listed = match blobs.list(&prefix, LIST_PAGE, None).await {
+    let listed = match state.platform.blobs.list(&prefix, LIST_PAGE, None).await {
         Ok(p) => p.items,
         Err(StorageError::NotFound(_)) => Vec::new(),
         Err(e) => return Err(e.into()),
     };
-    let mut slice_listeners: Vec<ListenerSeen> = listed
+    let mut listeners: Vec<ListenerSeen> = listed
         .into_iter()
         .filter(|m| m.last_modified + ttl > now)
         .filter_map(|m| {
@@ -234,33 +277,8 @@ pub async fn system_view(state: &AppState) -> ApiResult<SystemView> {
             })
         })
         .collect();
-    slice_listeners.sort_by_key(|l| std::cmp::Reverse(l.last_seen));
-
-    let roles = RoleRegistry::new(blobs.clone()).list().await?;
-    let (undelivered_total, set_aside) = tessera_shared::outbox::undelivered(&**blobs, 10).await?;
-    let undelivered = set_aside
-        .into_iter()
-        .map(|d| UndeliveredEvent {
-            job: d.job,
-            host: url::Url::parse(&d.url)
-                .ok()
-                .and_then(|u| u.host_str().map(str::to_string))
-                .unwrap_or_default(),
-            event: d.event,
-            attempts: d.attempts,
-            last_error: d.last_error.unwrap_or_default(),
-        })
-        .collect();
-
-    Ok(SystemView {
-        window_minutes: RECENT.whole_minutes(),
-        jobs_read,
-        processors,
-        slice_listeners,
-        roles,
-        undelivered_total,
-        undelivered,
-    })
+    listeners.sort_by_key(|l| std::cmp::Reverse(l.last_seen));
+    Ok(listeners)
 }
 
 /// A queue that does not exist yet holds nothing.

@@ -2,6 +2,7 @@
 //! request can make the server buffer more than the limit allows.
 
 use std::time::{Duration, Instant};
+use tessera_shared::error_code::ErrorCode;
 
 use actix_multipart::{Field, Multipart};
 use actix_web::HttpRequest;
@@ -49,7 +50,7 @@ impl BodyClock {
         {
             return Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
-                "upload_too_slow",
+                ErrorCode::UploadTooSlow,
                 format!(
                     "the upload came at {} bytes a second, under the {} the service needs",
                     (self.received as f64 / elapsed.as_secs_f64()) as u64,
@@ -71,7 +72,7 @@ impl BodyClock {
     fn stalled(&self) -> ApiError {
         ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
-            "upload_stalled",
+            ErrorCode::UploadStalled,
             format!(
                 "nothing of the upload arrived for {} s: send it again",
                 self.idle.as_secs()
@@ -84,7 +85,7 @@ impl BodyClock {
 pub fn drainable(e: &ApiError) -> bool {
     !matches!(
         e.code,
-        "bad_multipart" | "upload_stalled" | "upload_too_slow"
+        ErrorCode::BadMultipart | ErrorCode::UploadStalled | ErrorCode::UploadTooSlow
     )
 }
 
@@ -117,8 +118,12 @@ impl UploadSlots {
     /// A slot for an upload from `address`, or 503.
     pub fn take(&self, address: Option<std::net::IpAddr>) -> ApiResult<UploadSlot> {
         let busy = |why: &str| {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "too_many_uploads", why)
-                .retry_after(Duration::from_secs(5))
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::TooManyUploads,
+                why,
+            )
+            .retry_after(Duration::from_secs(5))
         };
         let held = self.held.hold(address, self.per_address).ok_or_else(|| {
             busy(
@@ -157,7 +162,7 @@ pub fn require_multipart(req: &HttpRequest, what: &str) -> ApiResult<()> {
         format!("{:?}", essence.chars().take(100).collect::<String>())
     };
     Err(ApiError::unsupported_media(
-        "unsupported_media_type",
+        ErrorCode::UnsupportedMediaType,
         format!("{what} must be sent as multipart/form-data (a form with files), not {sent}"),
     ))
 }
@@ -196,13 +201,16 @@ pub async fn read_limited(
 pub async fn read_text(field: &mut Field, clock: &mut BodyClock, name: &str) -> ApiResult<String> {
     let bytes = read_limited(field, clock, MAX_TEXT_FIELD as u64, || {
         ApiError::bad_request(
-            "invalid_parameter",
+            ErrorCode::InvalidParameter,
             format!("{name} is longer than {MAX_TEXT_FIELD} bytes"),
         )
     })
     .await?;
     let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
-        ApiError::bad_request("invalid_parameter", format!("{name} is not UTF-8 text"))
+        ApiError::bad_request(
+            ErrorCode::InvalidParameter,
+            format!("{name} is not UTF-8 text"),
+        )
     })?;
     Ok(text.trim().to_string())
 }
@@ -251,7 +259,7 @@ pub(crate) fn parse_bool(name: &str, text: Option<&str>) -> ApiResult<bool> {
         None | Some("false") => Ok(false),
         Some("true") => Ok(true),
         Some(other) => Err(ApiError::bad_request(
-            "invalid_parameter",
+            ErrorCode::InvalidParameter,
             format!("{name} must be true or false, not {other:?}"),
         )),
     }

@@ -177,59 +177,98 @@ impl Controller {
             .clone()
             .unwrap_or_else(|| format!("client:{client}"));
         let Some(_share) = self.shares.take(&submitter) else {
-            // Over its submitter's share: back on the queue as a new message, for a little while.
-            // A job waiting its turn is not stalled: its record says it is alive, a minute at a
-            // time.
-            if OffsetDateTime::now_utc() - record.updated_at > Duration::from_secs(60) {
-                jobs.update(job, |r| !r.state.is_final())
-                    .await
-                    .map_err(|e| job_failure(job, e))?;
-            }
-            let later = SendOptions {
-                visibility_delay: SHARE_WAIT,
-                ..Default::default()
-            };
-            platform
-                .queue::<ImageRequest>()
-                .send_with(&Envelope::new(client, request), later)
-                .await?;
-            tracing::info!(%job, submitter, "planning places of its submitter taken: the job waits its turn");
-            return Ok(());
+            return self
+                .wait_for_share(client, request, &record, &submitter)
+                .await;
         };
         jobs.update(job, |r| r.advance(JobState::Slicing))
             .await
             .map_err(|e| job_failure(job, e))?;
+        let (input, tiles) = self.job_inputs(&request).await?;
+        let Some((plan, target, quality_tiles)) = self
+            .plan_and_send(client, &request, record, input, tiles)
+            .await?
+        else {
+            return Ok(());
+        };
+        self.summarise(client, &request, plan, target, quality_tiles)
+            .await
+    }
 
-        // The upload's key follows from the job, never from the message: a request cannot make
-        // a job of another job's blobs.
+    /// Puts a job whose submitter has all its planning places back on the queue as a new
+    /// message, for a little while. A job waiting its turn is not stalled: its record says it is
+    /// alive, a minute at a time.
+    async fn wait_for_share(
+        &self,
+        client: Uuid,
+        request: ImageRequest,
+        record: &JobRecord,
+        submitter: &str,
+    ) -> Result<(), Failure> {
+        let job = request.job_id;
+        if OffsetDateTime::now_utc() - record.updated_at > Duration::from_secs(60) {
+            self.platform
+                .jobs()
+                .update(job, |r| !r.state.is_final())
+                .await
+                .map_err(|e| job_failure(job, e))?;
+        }
+        let later = SendOptions {
+            visibility_delay: SHARE_WAIT,
+            ..Default::default()
+        };
+        self.platform
+            .queue::<ImageRequest>()
+            .send_with(&Envelope::new(client, request), later)
+            .await?;
+        tracing::info!(%job, submitter, "planning places of its submitter taken: the job waits its turn");
+        Ok(())
+    }
+
+    /// The job's upload and its library's tiles. The upload's key follows from the job, never
+    /// from the message: a request cannot make a job of another job's blobs.
+    async fn job_inputs(
+        &self,
+        request: &ImageRequest,
+    ) -> Result<(Bytes, Arc<TileCache<'static>>), Failure> {
+        let (platform, job) = (&self.platform, request.job_id);
         let input_key = BlobKey::ImageInput { job }.path();
         let input = match platform.blobs.get(&input_key).await {
             Ok(bytes) => bytes,
             Err(StorageError::NotFound(_)) => {
                 let reason = format!("the uploaded image {input_key} is missing");
-                return Err(give_up(&platform, job, reason).await);
+                return Err(give_up(platform, job, reason).await);
             }
             Err(e) => return Err(e.into()),
         };
-        let tiles = match self
+        match self
             .libraries
             .tiles(&request.spec.library, request.spec.tile(), None)
             .await
         {
-            Ok(tiles) => tiles,
-            Err(LibraryLoadError::Permanent(reason)) => {
-                return Err(give_up(&platform, job, reason).await);
-            }
+            Ok(tiles) => Ok((input, tiles)),
+            Err(LibraryLoadError::Permanent(reason)) => Err(give_up(platform, job, reason).await),
             Err(LibraryLoadError::Transient(e)) => {
                 tracing::warn!(%job, error = %e, "tile library not loaded; retrying");
-                return Err(Failure::retry_because(format!(
+                Err(Failure::retry_because(format!(
                     "tile library not loaded: {e}"
-                )));
+                )))
             }
-        };
+        }
+    }
 
-        // The planner hands over each slice as soon as its rows are matched, so processors
-        // render the first slices while the rest of the image is still being planned.
+    /// Plans the job, asking for each slice as soon as its rows are matched, so processors
+    /// render the first slices while the rest of the image is still being planned. `None` when
+    /// the job ended meanwhile.
+    async fn plan_and_send(
+        &self,
+        client: Uuid,
+        request: &ImageRequest,
+        mut record: JobRecord,
+        input: Bytes,
+        tiles: Arc<TileCache<'static>>,
+    ) -> Result<Option<(WholePlan, RgbImage, Arc<TileCache<'static>>)>, Failure> {
+        let (platform, job) = (&self.platform, request.job_id);
         let (planned, mut slices) = tokio::sync::mpsc::channel(4);
         let spec = request.spec.clone();
         let (limits, max_slice_pixels) =
@@ -237,11 +276,11 @@ impl Controller {
         let planner = tokio::task::spawn_blocking(move || {
             plan_job(&input, tiles, (&spec, &limits), max_slice_pixels, &planned)
         });
-        let mut record = record;
         while let Some(item) = slices.recv().await {
             match item {
                 Planned::Sized(size, total) => {
-                    record = jobs
+                    record = platform
+                        .jobs()
                         .update(job, |r| {
                             if r.state.is_final() || r.slices_total > 0 {
                                 return false;
@@ -254,7 +293,7 @@ impl Controller {
                         .await
                         .map_err(|e| job_failure(job, e))?;
                     if record.state.is_final() {
-                        return Ok(());
+                        return Ok(None);
                     }
                     if record.slices_total != total || record.output != Some(size) {
                         return Err(Failure::poison(format!(
@@ -264,21 +303,32 @@ impl Controller {
                     }
                 }
                 Planned::Slice(seq, plan) => {
-                    self.send_slice(&platform, client, &request, &record, seq, plan)
+                    self.send_slice(platform, client, request, &record, seq, plan)
                         .await?;
                 }
             }
         }
-        let (plan, target, quality_tiles) = match planner.await {
-            Ok(Ok(planned)) => planned,
-            Ok(Err(e)) => return Err(give_up(&platform, job, e.to_string()).await),
-            Err(e) => return Err(Failure::poison(format!("planning panicked: {e}"))),
-        };
-        // Which tile went where, kept with the job for viewers that ask of a cell (a pass over
-        // every cell, made off the runtime's threads), and the quality figures, measured on a
-        // uniform grid's cells (an adaptive mosaic has none): both at once, while the last
-        // slices render and are stitched. The job is done once both this summary and the
-        // stitch are recorded, by whichever comes last.
+        match planner.await {
+            Ok(Ok(planned)) => Ok(Some(planned)),
+            Ok(Err(e)) => Err(give_up(platform, job, e.to_string()).await),
+            Err(e) => Err(Failure::poison(format!("planning panicked: {e}"))),
+        }
+    }
+
+    /// Which tile went where, kept with the job for viewers that ask of a cell (a pass over
+    /// every cell, made off the runtime's threads), and the quality figures, measured on a
+    /// uniform grid's cells (an adaptive mosaic has none): both at once, while the last slices
+    /// render and are stitched. The job is done once both this summary and the stitch are
+    /// recorded, by whichever comes last.
+    async fn summarise(
+        &self,
+        client: Uuid,
+        request: &ImageRequest,
+        plan: WholePlan,
+        target: RgbImage,
+        quality_tiles: Arc<TileCache<'static>>,
+    ) -> Result<(), Failure> {
+        let (platform, job) = (&self.platform, request.job_id);
         let library = quality_tiles.clone();
         let started = std::time::Instant::now();
         let uniform = match &plan {
@@ -322,7 +372,7 @@ impl Controller {
         // With this update's own head, read and write.
         let spent_here = platform.accounting.take_job(job) + 3;
         let record = self
-            .record_ending(&platform, client, job, spent_here, |r| {
+            .record_ending(platform, client, job, spent_here, |r| {
                 r.summary_done(quality.clone())
             })
             .await?;
@@ -478,35 +528,9 @@ impl Controller {
             )));
         }
 
-        // Completion is decided from the record and from what exists: every slice's response
-        // noted (so no late response finds the job already done and goes unrecorded), and every
-        // slice blob (written whole, at once).
-        if (0..total).any(|seq| !record.slices.contains_key(&seq)) {
+        let Some(slices) = self.rendered_slices(&record, total).await? else {
             return Ok(());
-        }
-        let listed = platform
-            .blobs
-            .list_all(&BlobKey::slice_outputs_prefix(job))
-            .await?;
-        let mut slices = Vec::with_capacity(total as usize);
-        for seq in 0..total {
-            let key = BlobKey::SliceOutput { job, seq }.path();
-            match listed.iter().find(|meta| meta.key == key) {
-                // The stitcher checks the fragments' rows against the image: it needs only the
-                // output's size, whatever rows (of cells, or of adaptive blocks) cut the slices.
-                Some(meta) if meta.size > FRAGMENT_HEADER_BYTES as u64 => {
-                    slices.push((key, meta.size))
-                }
-                Some(meta) => {
-                    let reason = format!(
-                        "slice {seq} of {total} holds {} bytes, too few for a PNG fragment",
-                        meta.size
-                    );
-                    return Err(give_up(&platform, job, reason).await);
-                }
-                None => return Ok(()),
-            }
-        }
+        };
 
         // One stitch per job at a time, as far as can be told: in this process for sure; across
         // processes, a first delivery that finds the job already stitching comes back later
@@ -531,18 +555,75 @@ impl Controller {
         jobs.update(job, |r| r.advance(JobState::Stitching))
             .await
             .map_err(|e| job_failure(job, e))?;
+        let output = self.stitch(&record, size, &slices).await?;
+        let spent_here = platform.accounting.take_job(job);
+        self.record_ending(&platform, client, job, spent_here, |r| {
+            r.stitch_done(output.clone())
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Every slice's blob with its size, once the job is complete: decided from the record and
+    /// from what exists, every slice's response noted (so no late response finds the job
+    /// already done and goes unrecorded), and every slice blob (written whole, at once). `None`
+    /// while some are missing.
+    async fn rendered_slices(
+        &self,
+        record: &JobRecord,
+        total: u32,
+    ) -> Result<Option<Vec<(String, u64)>>, Failure> {
+        let (platform, job) = (&self.platform, record.id);
+        if (0..total).any(|seq| !record.slices.contains_key(&seq)) {
+            return Ok(None);
+        }
+        let listed = platform
+            .blobs
+            .list_all(&BlobKey::slice_outputs_prefix(job))
+            .await?;
+        let mut slices = Vec::with_capacity(total as usize);
+        for seq in 0..total {
+            let key = BlobKey::SliceOutput { job, seq }.path();
+            match listed.iter().find(|meta| meta.key == key) {
+                // The stitcher checks the fragments' rows against the image: it needs only the
+                // output's size, whatever rows (of cells, or of adaptive blocks) cut the slices.
+                Some(meta) if meta.size > FRAGMENT_HEADER_BYTES as u64 => {
+                    slices.push((key, meta.size))
+                }
+                Some(meta) => {
+                    let reason = format!(
+                        "slice {seq} of {total} holds {} bytes, too few for a PNG fragment",
+                        meta.size
+                    );
+                    return Err(give_up(platform, job, reason).await);
+                }
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(slices))
+    }
+
+    /// Stitches the slices into the job's PNG, and makes the result's file from it when the job
+    /// asks for another format. The PNG's key.
+    async fn stitch(
+        &self,
+        record: &JobRecord,
+        size: OutputSize,
+        slices: &[(String, u64)],
+    ) -> Result<String, Failure> {
+        let (platform, job) = (&self.platform, record.id);
         let output = BlobKey::ImageOutput { job }.path();
         let started = std::time::Instant::now();
         let stitched = stitch_png(
             platform.blobs.clone(),
-            &slices,
+            slices,
             &output,
             (size.width, size.height),
             record.params.spec.dpi(),
             self.settings.stitch_band_bytes,
         )
         .await;
-        let png = step_outcome(&platform, job, ("stitching", started), stitched).await?;
+        let png = step_outcome(platform, job, ("stitching", started), stitched).await?;
         let spec = &record.params.spec;
         if spec.format != FileFormat::Png {
             let file = BlobKey::ImageFile {
@@ -559,15 +640,9 @@ impl Controller {
                 spec.dpi(),
             )
             .await;
-            step_outcome(&platform, job, ("the result file", started), made).await?;
+            step_outcome(platform, job, ("the result file", started), made).await?;
         }
-
-        let spent_here = platform.accounting.take_job(job);
-        self.record_ending(&platform, client, job, spent_here, |r| {
-            r.stitch_done(output.clone())
-        })
-        .await?;
-        Ok(())
+        Ok(output)
     }
 
     /// Tells the front end that a done job is done (unless told before) and releases what the

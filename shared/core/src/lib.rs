@@ -3,6 +3,7 @@
 //! the metrics and readiness every role exposes.
 
 pub mod accounting;
+pub mod error_code;
 pub mod holds;
 pub mod jobs;
 pub mod keys;

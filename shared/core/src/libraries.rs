@@ -252,7 +252,7 @@ impl LibraryCatalog {
     ) -> Result<LibraryRecord, LibraryError> {
         validate_library_id(id)?;
         let replace = how.replace;
-        let (mut version, owner, visibility) = match self.get(id).await {
+        let (version, owner, visibility) = match self.get(id).await {
             Ok(existing) if !existing.may_change(&how.by) => {
                 return Err(LibraryError::NotOwner(id.to_string()));
             }
@@ -275,7 +275,33 @@ impl LibraryCatalog {
             Err(e) => return Err(e),
         };
         let index_bytes = index.len() as u64;
-        // Versions are claimed with create-only writes, so two concurrent imports never share one.
+        let version = self.claim_version(id, index, version).await?;
+        let record = LibraryRecord {
+            id: id.to_string(),
+            name: name.to_string(),
+            version,
+            tiles: summary.tiles,
+            shape: summary.shape.to_string(),
+            duplicates: summary.duplicates,
+            skipped: summary.skipped,
+            transparent: summary.transparent,
+            owner,
+            visibility,
+            index_bytes,
+            created_at: OffsetDateTime::now_utc(),
+        };
+        self.put_record(record, how).await
+    }
+
+    /// Writes `index` as the first version of library `id` from `version` on that no upload has
+    /// claimed: versions are claimed with create-only writes, so two concurrent imports never
+    /// share one.
+    async fn claim_version(
+        &self,
+        id: &str,
+        index: Bytes,
+        mut version: u32,
+    ) -> Result<u32, LibraryError> {
         loop {
             let key = BlobKey::LibraryIndex {
                 library: id.to_string(),
@@ -287,41 +313,37 @@ impl LibraryCatalog {
                 .put(&key, index.clone(), PutMode::CreateNew)
                 .await
             {
-                Ok(_) => break,
+                Ok(_) => return Ok(version),
                 Err(StorageError::AlreadyExists(_)) => version += 1,
                 Err(e) => return Err(e.into()),
             }
         }
-        let record = LibraryRecord {
-            id: id.to_string(),
-            name: name.to_string(),
-            version,
-            tiles: summary.tiles,
-            shape: summary.shape.to_string(),
-            duplicates: summary.duplicates,
-            skipped: summary.skipped,
-            transparent: summary.transparent,
-            owner: owner.clone(),
-            visibility,
-            index_bytes,
-            created_at: OffsetDateTime::now_utc(),
-        };
+    }
+
+    /// Makes `record` the library's current version, unless an upload meanwhile took the name
+    /// (its index is then deleted) or made a newer version current (which stays so).
+    async fn put_record(
+        &self,
+        record: LibraryRecord,
+        how: &Publication,
+    ) -> Result<LibraryRecord, LibraryError> {
+        let id = record.id.as_str();
         let body = Bytes::from(serde_json::to_vec(&record).expect("records serialize"));
         let index_key = BlobKey::LibraryIndex {
             library: id.to_string(),
-            version,
+            version: record.version,
         }
         .path();
         loop {
             let mode = match self.blobs.head(&record_key(id)).await {
                 Ok(meta) => {
                     let current = self.get(id).await?;
-                    if current.owner != owner && !how.by.is_operator() {
+                    if current.owner != record.owner && !how.by.is_operator() {
                         // Taken meanwhile by someone else's upload of the same name.
                         let _ = self.blobs.delete(&index_key).await;
                         return Err(LibraryError::NotOwner(id.to_string()));
                     }
-                    if !replace {
+                    if !how.replace {
                         // Created by a concurrent upload of the same name.
                         let _ = self.blobs.delete(&index_key).await;
                         return Err(LibraryError::Exists {
@@ -329,7 +351,7 @@ impl LibraryCatalog {
                             name: current.name,
                         });
                     }
-                    if current.version >= version {
+                    if current.version >= record.version {
                         // A newer version is current already: it stays so (this one is
                         // collected by the storage sweep).
                         return Ok(record);

@@ -187,12 +187,34 @@ pub async fn collect_garbage(
     platform: &Platform,
     options: GcOptions,
 ) -> Result<GcReport, StorageError> {
-    let blobs = &*platform.blobs;
-    let jobs = platform.jobs();
     let now = OffsetDateTime::now_utc();
     let mut report = GcReport::default();
+    collect_intermediates(platform, &options, now, &mut report).await?;
+    if let Some(retention) = options.retention {
+        collect_expired(platform, retention, now, &mut report).await?;
+    }
+    collect_library_versions(platform, &mut report).await?;
+    // Sessions: written once at sign-in, over when their lifetime has passed since.
+    let blobs = &*platform.blobs;
+    let lifetime = time::Duration::days(SESSION_LIFETIME_DAYS);
+    for meta in blobs.list_all(BlobKey::SESSIONS_PREFIX).await? {
+        if now - meta.last_modified > lifetime {
+            report.blobs += delete_quietly(blobs, &meta.key).await?;
+            report.sessions += 1;
+        }
+    }
+    Ok(report)
+}
 
-    // Intermediates, by the job they belong to.
+/// Intermediates, by the job they belong to: a finished job's are released, and those of a
+/// job without a record once the grace has passed.
+async fn collect_intermediates(
+    platform: &Platform,
+    options: &GcOptions,
+    now: OffsetDateTime,
+    report: &mut GcReport,
+) -> Result<(), StorageError> {
+    let (blobs, jobs) = (&*platform.blobs, platform.jobs());
     let mut owners: BTreeMap<Uuid, OffsetDateTime> = BTreeMap::new();
     for container in ["imageinput/", "sliceinput/", "sliceoutput/"] {
         for meta in blobs.list_all(container).await? {
@@ -223,30 +245,45 @@ pub async fn collect_garbage(
             Err(JobError::Storage(e)) => return Err(e),
         }
     }
+    Ok(())
+}
 
-    // Expired results: a record's last write is no earlier than the job's end, so only records
-    // unchanged for the whole retention are read.
-    if let Some(retention) = options.retention {
-        for meta in blobs.list_all(BlobKey::JOB_RECORDS_PREFIX).await? {
-            if now - meta.last_modified < retention {
-                continue;
-            }
-            let Some(job) = BlobKey::job_of_record(&meta.key) else {
-                continue;
-            };
-            let record = match jobs.get(job).await {
-                Ok(record) => record,
-                Err(JobError::Storage(e)) => return Err(e),
-                Err(_) => continue,
-            };
-            if expires_at(&record, Some(retention)).is_some_and(|at| at <= now) {
-                report.blobs += delete_job(blobs, &record).await?;
-                report.expired += 1;
-            }
+/// Expired results: a record's last write is no earlier than the job's end, so only records
+/// unchanged for the whole retention are read.
+async fn collect_expired(
+    platform: &Platform,
+    retention: Duration,
+    now: OffsetDateTime,
+    report: &mut GcReport,
+) -> Result<(), StorageError> {
+    let (blobs, jobs) = (&*platform.blobs, platform.jobs());
+    for meta in blobs.list_all(BlobKey::JOB_RECORDS_PREFIX).await? {
+        if now - meta.last_modified < retention {
+            continue;
+        }
+        let Some(job) = BlobKey::job_of_record(&meta.key) else {
+            continue;
+        };
+        let record = match jobs.get(job).await {
+            Ok(record) => record,
+            Err(JobError::Storage(e)) => return Err(e),
+            Err(_) => continue,
+        };
+        if expires_at(&record, Some(retention)).is_some_and(|at| at <= now) {
+            report.blobs += delete_job(blobs, &record).await?;
+            report.expired += 1;
         }
     }
+    Ok(())
+}
 
-    // Library versions: the current one of each library stays, and any an active job names.
+/// Library versions: the current one of each library stays, and any an active job names. One
+/// listing of each library's indexes and sheets finds the versions still stored.
+async fn collect_library_versions(
+    platform: &Platform,
+    report: &mut GcReport,
+) -> Result<(), StorageError> {
+    let (blobs, jobs) = (&*platform.blobs, platform.jobs());
     let mut in_use: HashSet<LibraryRef> = HashSet::new();
     for marker in blobs.list_all(BlobKey::ACTIVE_JOBS_PREFIX).await? {
         if let Some(job) = BlobKey::active_job_of(&marker.key)
@@ -255,7 +292,6 @@ pub async fn collect_garbage(
             in_use.insert(record.params.spec.library.clone());
         }
     }
-    // One listing of each library's indexes and sheets finds the versions still stored.
     for library in platform
         .libraries()
         .list()
@@ -287,16 +323,7 @@ pub async fn collect_garbage(
         }
         report.library_versions += collected.len() as u64;
     }
-
-    // Sessions: written once at sign-in, over when their lifetime has passed since.
-    let lifetime = time::Duration::days(SESSION_LIFETIME_DAYS);
-    for meta in blobs.list_all(BlobKey::SESSIONS_PREFIX).await? {
-        if now - meta.last_modified > lifetime {
-            report.blobs += delete_quietly(blobs, &meta.key).await?;
-            report.sessions += 1;
-        }
-    }
-    Ok(report)
+    Ok(())
 }
 
 /// How long a browser stays signed in: its session ends this long after sign-in (or at

@@ -383,10 +383,9 @@ impl AdaptivePlan {
         let described: Vec<(CellDesc, [u8; 3], crate::plan::Ranked)> = squares
             .par_iter()
             .map_init(Vec::new, |scratch, s| {
-                let desc = describe(samples, s, k);
-                let colour = desc.1;
+                let (desc, colour) = describe(samples, s, k);
                 let ranked = rank(
-                    &desc.0,
+                    &desc,
                     (library, &tree),
                     ncand,
                     opts,
@@ -394,7 +393,7 @@ impl AdaptivePlan {
                     scratch,
                     &|_| true,
                 );
-                (desc.0, colour, ranked)
+                (desc, colour, ranked)
             })
             .collect();
         let (gw, gh) = ((width / sizes.min) as usize, (height / sizes.min) as usize);
@@ -404,24 +403,8 @@ impl AdaptivePlan {
         for (s, (desc, colour, mut ranked)) in squares.iter().zip(described) {
             let mut width_now = ncand;
             let allowed = |t: u32, leaves: &[Leaf], uses: &[u32]| {
-                if let Some(cap) = opts.max_uses
-                    && uses[t as usize] >= cap
-                {
-                    return false;
-                }
-                let r = opts.repeat_radius * s.units;
-                if r == 0 {
-                    return true;
-                }
-                let x0 = s.x.saturating_sub(r) as usize;
-                let y0 = s.y.saturating_sub(r) as usize;
-                let x1 = ((s.x + s.units + r) as usize).min(gw);
-                let y1 = ((s.y + s.units + r) as usize).min(gh);
-                (y0..y1).all(|y| {
-                    owner[y * gw + x0..y * gw + x1]
-                        .iter()
-                        .all(|&o| o == u32::MAX || leaves[o as usize].tile != t)
-                })
+                opts.max_uses.is_none_or(|cap| uses[t as usize] < cap)
+                    && no_repeat_near((&owner, gw, gh), leaves, s, opts.repeat_radius * s.units, t)
             };
             let mut pick = ranked
                 .iter()
@@ -887,6 +870,29 @@ fn describe(samples: &Samples, s: &Node, k: usize) -> (CellDesc, [u8; 3]) {
         CellDesc { mean, subs },
         rgb.map(|v| v.round().clamp(0.0, 255.0) as u8),
     )
+}
+
+/// Whether tile `t` is nowhere within `r` units of square `s` in the squares placed so far
+/// (`owner`: each unit of the `gw x gh` grid's leaf, or `u32::MAX`).
+fn no_repeat_near(
+    (owner, gw, gh): (&[u32], usize, usize),
+    leaves: &[Leaf],
+    s: &Node,
+    r: u32,
+    t: u32,
+) -> bool {
+    if r == 0 {
+        return true;
+    }
+    let x0 = s.x.saturating_sub(r) as usize;
+    let y0 = s.y.saturating_sub(r) as usize;
+    let x1 = ((s.x + s.units + r) as usize).min(gw);
+    let y1 = ((s.y + s.units + r) as usize).min(gh);
+    (y0..y1).all(|y| {
+        owner[y * gw + x0..y * gw + x1]
+            .iter()
+            .all(|&o| o == u32::MAX || leaves[o as usize].tile != t)
+    })
 }
 
 #[cfg(test)]

@@ -390,7 +390,29 @@ fn own_cells(
     let around = if m > 1 { (2 * grid.1 + 1).pow(2) } else { 0 };
     let cells = cell_means.len();
     let mut claims = Claims::new(lists.len(), cells, grid);
-    // Greedy by value over each tile's few best edges...
+    claim_best_edges(lists, &mut claims, (m, around), work)?;
+    // ...and the copies left over, in rounds: each takes the nearest of its k nearest free
+    // cells that no nearer pair has taken, until none is left.
+    let left: Vec<u32> = (0..lists.len())
+        .flat_map(|t| std::iter::repeat_n(t as u32, m - claims.placed[t]))
+        .collect();
+    place_left_over(
+        left,
+        &mut claims,
+        (cell_means, tile_means),
+        (m, around),
+        work,
+    )
+}
+
+/// Claims cells for each tile's copies from its edges: greedy by value over each tile's few
+/// best edges, then each tile still short takes the free cells its list names, in list order.
+fn claim_best_edges(
+    lists: &[Vec<(u32, f32)>],
+    claims: &mut Claims,
+    (m, around): (usize, usize),
+    work: &mut Work,
+) -> Result<(), Stuck> {
     let keep = 2 * m + 2;
     let mut order: Vec<(f32, u32, u32)> = lists
         .par_iter()
@@ -411,7 +433,6 @@ fn own_cells(
             work.spend(around)?;
         }
     }
-    // ...then each tile still short takes the free cells its list names, in list order...
     for (t, list) in lists.iter().enumerate() {
         for &(c, _) in list {
             if claims.placed[t] == m {
@@ -423,11 +444,21 @@ fn own_cells(
             }
         }
     }
-    // ...and the copies left over, in rounds: each takes the nearest of its k nearest free
-    // cells that no nearer pair has taken, until none is left.
-    let mut left: Vec<u32> = (0..lists.len())
-        .flat_map(|t| std::iter::repeat_n(t as u32, m - claims.placed[t]))
-        .collect();
+    Ok(())
+}
+
+/// Places the copies `left` (their tiles) in rounds: each takes the nearest of its k nearest
+/// free cells by mean colour that no nearer pair has taken. When a round places few, the next
+/// looks further; when that does not help, each tile short of copies scans the free cells in
+/// order.
+fn place_left_over(
+    mut left: Vec<u32>,
+    claims: &mut Claims,
+    (cell_means, tile_means): (&[Lab], &[Lab]),
+    (m, around): (usize, usize),
+    work: &mut Work,
+) -> Result<Vec<(u32, u32)>, Stuck> {
+    let (tiles, cells) = (claims.placed.len(), cell_means.len());
     let mut pairs = Vec::new();
     // How many of the nearest free cells each copy looks at: more when a round places few.
     let mut k = 16usize;
@@ -483,7 +514,7 @@ fn own_cells(
         } else if crowded {
             // Still crowded (a flat photo: every cell alike), or held back by their siblings'
             // radius: each tile short of copies scans the free cells in order instead.
-            for t in 0..lists.len() {
+            for t in 0..tiles {
                 for c in 0..cells as u32 {
                     if claims.placed[t] == m {
                         break;

@@ -192,112 +192,17 @@ impl Library {
         opts: &ImportOptions,
         progress: &(dyn Fn(usize, usize) -> bool + Sync),
     ) -> Result<(Library, ImportReport), Error> {
-        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-        let stopped = AtomicBool::new(false);
-        // Called once a file is done: counts it and asks whether to go on.
-        let done = AtomicUsize::new(0);
-        let step = |total: usize| {
-            let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if !progress(d, total) {
-                stopped.store(true, Ordering::Relaxed);
-            }
-        };
-        let check = || {
-            if stopped.load(Ordering::Relaxed) {
-                Err(Error::Stopped)
-            } else {
-                Ok(())
-            }
-        };
         check_options(opts)?;
+        let steps = Steps {
+            stopped: Default::default(),
+            done: Default::default(),
+            progress,
+        };
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         if meta.is_dir() {
-            let mut files = Vec::new();
-            walk(path, path, &mut files)?;
-            files.sort();
-            let captions = match files.iter().find(|f| is_captions_file(f)) {
-                Some(f) => {
-                    let at = path.join(f);
-                    Some(std::fs::read(&at).map_err(|e| Error::io(&at, e))?)
-                }
-                None => None,
-            };
-            let (images, others) = split_images(files, |f| f.as_str());
-            let total = images.len();
-            let mut assembler = Assembler::new(opts, others, total);
-            for chunk in images.chunks(BATCH) {
-                let results: Vec<_> = chunk
-                    .par_iter()
-                    .map(|name| {
-                        if stopped.load(Ordering::Relaxed) {
-                            return (name.clone(), Err(String::new()));
-                        }
-                        let r = std::fs::read(path.join(name))
-                            .map_err(|e| e.to_string())
-                            .and_then(|bytes| prepare(name, &bytes, opts));
-                        step(total);
-                        (name.clone(), r)
-                    })
-                    .collect();
-                check()?;
-                assembler.feed(results);
-            }
-            let listed = images.iter().map(String::as_str);
-            with_captions(assembler.finish(), captions, listed)
+            import_folder(path, opts, &steps)
         } else {
-            let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-            let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
-                .map_err(|e| Error::Archive(format!("{}: {e}", path.display())))?;
-            let mut names = Vec::new();
-            for i in 0..zip.len() {
-                let entry = zip.by_index(i).map_err(|e| Error::Archive(e.to_string()))?;
-                if entry.is_file() && !hidden(entry.name()) {
-                    names.push((entry.name().to_string(), i));
-                }
-            }
-            names.sort();
-            let captions = match names.iter().find(|(n, _)| is_captions_file(n)) {
-                Some((_, i)) => {
-                    let mut bytes = Vec::new();
-                    zip.by_index(*i)
-                        .and_then(|mut e| Ok(e.read_to_end(&mut bytes)?))
-                        .map_err(|e| Error::Archive(format!("{CAPTIONS_FILE}: {e}")))?;
-                    Some(bytes)
-                }
-                None => None,
-            };
-            let (images, others) = split_images(names, |(n, _)| n.as_str());
-            let total = images.len();
-            let mut assembler = Assembler::new(opts, others, total);
-            // Decode in chunks so that memory holds a bounded number of compressed files.
-            for chunk in images.chunks(256) {
-                check()?;
-                let mut raw = Vec::with_capacity(chunk.len());
-                for (name, i) in chunk {
-                    let mut bytes = Vec::new();
-                    let r = zip
-                        .by_index(*i)
-                        .map_err(|e| e.to_string())
-                        .and_then(|mut e| e.read_to_end(&mut bytes).map_err(|e| e.to_string()))
-                        .map(|_| bytes);
-                    raw.push((name.clone(), r));
-                }
-                let results: Vec<_> = raw
-                    .into_par_iter()
-                    .map(|(name, r)| {
-                        if stopped.load(Ordering::Relaxed) {
-                            return (name, Err(String::new()));
-                        }
-                        let p = r.and_then(|bytes| prepare(&name, &bytes, opts));
-                        step(total);
-                        (name, p)
-                    })
-                    .collect();
-                check()?;
-                assembler.feed(results);
-            }
-            let listed = images.iter().map(|(n, _)| n.as_str());
-            with_captions(assembler.finish(), captions, listed)
+            import_zip(path, opts, &steps)
         }
     }
 
@@ -1431,6 +1336,138 @@ fn streamed_digest(file: &mut std::fs::File, len: usize) -> std::io::Result<u64>
         drop(to_hash);
         Ok(hasher.join().expect("the digest does not panic"))
     })
+}
+
+/// An import's progress: files done, and whether its caller asked it to stop.
+struct Steps<'a> {
+    stopped: std::sync::atomic::AtomicBool,
+    done: std::sync::atomic::AtomicUsize,
+    progress: &'a (dyn Fn(usize, usize) -> bool + Sync),
+}
+
+impl Steps<'_> {
+    /// Counts a file done of `total`, and asks whether to go on.
+    fn step(&self, total: usize) {
+        use std::sync::atomic::Ordering;
+        let d = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if !(self.progress)(d, total) {
+            self.stopped.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// [`Error::Stopped`] once the caller has asked to stop.
+    fn check(&self) -> Result<(), Error> {
+        if self.stopped() {
+            Err(Error::Stopped)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Imports the images of a folder (and its subfolders), a batch at a time in parallel.
+fn import_folder(
+    path: &Path,
+    opts: &ImportOptions,
+    steps: &Steps,
+) -> Result<(Library, ImportReport), Error> {
+    let mut files = Vec::new();
+    walk(path, path, &mut files)?;
+    files.sort();
+    let captions = match files.iter().find(|f| is_captions_file(f)) {
+        Some(f) => {
+            let at = path.join(f);
+            Some(std::fs::read(&at).map_err(|e| Error::io(&at, e))?)
+        }
+        None => None,
+    };
+    let (images, others) = split_images(files, |f| f.as_str());
+    let total = images.len();
+    let mut assembler = Assembler::new(opts, others, total);
+    for chunk in images.chunks(BATCH) {
+        let results: Vec<_> = chunk
+            .par_iter()
+            .map(|name| {
+                if steps.stopped() {
+                    return (name.clone(), Err(String::new()));
+                }
+                let r = std::fs::read(path.join(name))
+                    .map_err(|e| e.to_string())
+                    .and_then(|bytes| prepare(name, &bytes, opts));
+                steps.step(total);
+                (name.clone(), r)
+            })
+            .collect();
+        steps.check()?;
+        assembler.feed(results);
+    }
+    let listed = images.iter().map(String::as_str);
+    with_captions(assembler.finish(), captions, listed)
+}
+
+/// Imports the images of a .zip, reading a chunk of entries at a time (so that memory holds a
+/// bounded number of compressed files) and decoding each chunk in parallel.
+fn import_zip(
+    path: &Path,
+    opts: &ImportOptions,
+    steps: &Steps,
+) -> Result<(Library, ImportReport), Error> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|e| Error::Archive(format!("{}: {e}", path.display())))?;
+    let mut names = Vec::new();
+    for i in 0..zip.len() {
+        let entry = zip.by_index(i).map_err(|e| Error::Archive(e.to_string()))?;
+        if entry.is_file() && !hidden(entry.name()) {
+            names.push((entry.name().to_string(), i));
+        }
+    }
+    names.sort();
+    let captions = match names.iter().find(|(n, _)| is_captions_file(n)) {
+        Some((_, i)) => {
+            let mut bytes = Vec::new();
+            zip.by_index(*i)
+                .and_then(|mut e| Ok(e.read_to_end(&mut bytes)?))
+                .map_err(|e| Error::Archive(format!("{CAPTIONS_FILE}: {e}")))?;
+            Some(bytes)
+        }
+        None => None,
+    };
+    let (images, others) = split_images(names, |(n, _)| n.as_str());
+    let total = images.len();
+    let mut assembler = Assembler::new(opts, others, total);
+    for chunk in images.chunks(256) {
+        steps.check()?;
+        let mut raw = Vec::with_capacity(chunk.len());
+        for (name, i) in chunk {
+            let mut bytes = Vec::new();
+            let r = zip
+                .by_index(*i)
+                .map_err(|e| e.to_string())
+                .and_then(|mut e| e.read_to_end(&mut bytes).map_err(|e| e.to_string()))
+                .map(|_| bytes);
+            raw.push((name.clone(), r));
+        }
+        let results: Vec<_> = raw
+            .into_par_iter()
+            .map(|(name, r)| {
+                if steps.stopped() {
+                    return (name, Err(String::new()));
+                }
+                let p = r.and_then(|bytes| prepare(&name, &bytes, opts));
+                steps.step(total);
+                (name, p)
+            })
+            .collect();
+        steps.check()?;
+        assembler.feed(results);
+    }
+    let listed = images.iter().map(|(n, _)| n.as_str());
+    with_captions(assembler.finish(), captions, listed)
 }
 
 #[cfg(test)]

@@ -322,72 +322,19 @@ impl Plan {
         ready: &mut dyn FnMut(&Plan, u32) -> Result<(), Error>,
     ) -> Result<Plan, Error> {
         let size = Sizing::new(target.width(), target.height(), opts)?;
-        check_shape(size.tile_size, library.shape())?;
+        check_plannable(&size, library, opts)?;
         let (cols, rows) = (size.cols as usize, size.rows as usize);
-        let n = library.len();
-        if n == 0 {
-            return Err(empty_library());
-        }
-        let r = opts.repeat_radius as usize;
-        if r > 0 {
-            let needed = tiles_needed(size.cols, size.rows, opts.repeat_radius);
-            if n < needed {
-                return Err(Error::LibraryTooSmall {
-                    tiles: n,
-                    needed,
-                    hint: format!(
-                        "repeat radius {r} needs at least {needed} distinct tiles: lower --repeat-radius \
-                         or add tiles"
-                    ),
-                });
-            }
-        }
-        if let Some(cap) = opts.max_uses
-            && (n as u64) * (cap as u64) < (cols * rows) as u64
-        {
-            return Err(Error::LibraryTooSmall {
-                tiles: n,
-                needed: (cols * rows).div_ceil(cap.max(1) as usize),
-                hint: format!(
-                    "{} cells with at most {cap} uses per tile: raise the use cap, use fewer cells \
-                         or add tiles",
-                    cols * rows
-                ),
-            });
-        }
-
         let min_uses = opts.min_uses;
-        if min_uses > 0 {
-            let grid = (size.cols, size.rows);
-            if let Some(why) = floor_unworkable(grid, n as u64, opts.repeat_radius, min_uses) {
-                return Err(Error::InvalidOption(why));
-            }
-            if opts.max_uses.is_some_and(|cap| cap < min_uses) {
-                return Err(Error::InvalidOption(format!(
-                    "min_uses {min_uses} is over max_uses {}",
-                    opts.max_uses.unwrap_or_default()
-                )));
-            }
-        }
         // Every cell's descriptors, kept for the floor on uses, which completes the whole grid.
         let mut all_descs = Vec::with_capacity(if min_uses > 0 { cols * rows } else { 0 });
-        let k = library.grid();
+        let matcher = Matcher::new(library, opts, size.tile_size.is_square());
+        let k = matcher.k;
         let resampler = AreaResampler::new(
             target.width() as usize,
             target.height() as usize,
             cols * k,
             rows * k,
         );
-        let src = target.as_raw();
-        let ncand = opts.candidates.clamp(1, n);
-        // Each allowed transform as the permutation of a tile's sub-grid it makes.
-        let square = size.tile_size.is_square();
-        let turns: Vec<(Transform, Vec<usize>)> =
-            Transform::allowed(opts.flip, opts.rotate, square)
-                .into_iter()
-                .map(|t| (t, t.permutation(k, k)))
-                .collect();
-        let tree = Shortlist::new(library, opts, &turns);
         let mut plan = Plan {
             cols: size.cols,
             total_rows: size.rows,
@@ -400,7 +347,14 @@ impl Plan {
             colours: vec![[0u8; 3]; cols * rows],
             transforms: vec![Transform::NONE; cols * rows],
         };
-        let mut uses = vec![0u32; if opts.max_uses.is_some() { n } else { 0 }];
+        let mut uses = vec![
+            0u32;
+            if opts.max_uses.is_some() {
+                library.len()
+            } else {
+                0
+            }
+        ];
         let mut grid = Assigner {
             library,
             opts,
@@ -409,157 +363,20 @@ impl Plan {
             mosaic_l: vec![0.0; cols * rows],
             held: Vec::new(),
         };
-        const CHUNK: usize = 16;
-        // Describes one cell from its sub-grid's sRGB values, and ranks its candidates.
-        let describe_cell = |raw: &[f32], scratch: &mut Vec<(f32, u32)>| -> Matched {
-            let mut subs = Vec::with_capacity(k * k);
-            let mut sum = [0f64; 3];
-            let mut prev: Option<(&[f32], Lab)> = None;
-            for p in raw.chunks_exact(3) {
-                let rgb = [p[0] as f64, p[1] as f64, p[2] as f64];
-                for c in 0..3 {
-                    sum[c] += rgb[c];
-                }
-                let lab = match prev {
-                    Some((q, lab)) if q == p => lab,
-                    _ => srgb_to_lab_quick([p[0], p[1], p[2]]),
-                };
-                subs.push(lab);
-                prev = Some((p, lab));
-            }
-            let kk = (k * k) as f64;
-            let rgb = [sum[0] / kk, sum[1] / kk, sum[2] / kk];
-            let colour = rgb.map(|v| v.round().clamp(0.0, 255.0) as u8);
-            let desc = CellDesc {
-                mean: srgb_to_lab32(rgb),
-                subs,
-            };
-            // A cell with no inner structure (one target pixel or less, as in a per-pixel grid)
-            // gives the structure terms little to choose by: a quarter of the candidates do,
-            // unless a use cap needs the room.
-            let flat = desc.subs.windows(2).all(|w| w[0] == w[1]);
-            let width = if flat && opts.max_uses.is_none() {
-                ncand.div_ceil(4)
-            } else {
-                ncand
-            };
-            let ranked = rank(
-                &desc,
-                (library, &tree),
-                width,
-                opts,
-                &turns,
-                scratch,
-                &|_| true,
-            );
-            (desc, colour, ranked)
-        };
-        // Describes each cell of rows y0..y1 and ranks its candidates, a row per task.
-        let describe = |y0: usize| -> Vec<Vec<Matched>> {
-            let y1 = (y0 + CHUNK).min(rows);
-            let sub_px = resampler.rows(src, y0 * k..y1 * k);
-            let row_stride = cols * k * 3;
-            (0..y1 - y0)
-                .into_par_iter()
-                .map(|cy| {
-                    let mut out: Vec<Matched> = Vec::with_capacity(cols);
-                    let mut scratch = Vec::new();
-                    let (mut raw, mut last_raw) = (Vec::new(), Vec::new());
-                    for cx in 0..cols {
-                        raw.clear();
-                        for sy in 0..k {
-                            let at = (cy * k + sy) * row_stride + cx * k * 3;
-                            raw.extend_from_slice(&sub_px[at..at + k * 3]);
-                        }
-                        // Neighbouring cells are often identical (flat areas, per-pixel
-                        // grids): the ranking is a pure function of the cell, so reuse it.
-                        if let Some(last) = out.last()
-                            && raw == last_raw
-                        {
-                            let again = last.clone();
-                            out.push(again);
-                            continue;
-                        }
-                        out.push(describe_cell(&raw, &mut scratch));
-                        std::mem::swap(&mut raw, &mut last_raw);
-                    }
-                    out
-                })
-                .collect()
+        let describe = |y0: usize| {
+            let y1 = (y0 + DESCRIBE_ROWS).min(rows);
+            matcher.describe_rows(&resampler.rows(target.as_raw(), y0 * k..y1 * k), cols)
         };
         // Each batch of rows is assigned while the next one is described.
         let mut upcoming = Some(describe(0));
-        for y0 in (0..rows).step_by(CHUNK) {
-            let y1 = (y0 + CHUNK).min(rows);
+        for y0 in (0..rows).step_by(DESCRIBE_ROWS) {
+            let y1 = (y0 + DESCRIBE_ROWS).min(rows);
             let described = upcoming.take().unwrap_or_default();
             let (next, assigned) = rayon::join(
                 || (y1 < rows).then(|| describe(y1)),
-                || -> Result<(), Error> {
-                    // Assign in scan order, so each cell sees the tiles already placed around
-                    // it, and improve the batch's cells with their whole neighbourhood known.
-                    let mut lists = Vec::with_capacity((y1 - y0) * cols);
-                    for (i, (desc, colour, mut ranked)) in
-                        described.into_iter().flatten().enumerate()
-                    {
-                        let (y, x) = (y0 + i / cols, i % cols);
-                        let here = y * cols + x;
-                        grid.target_l[here] = desc.mean[0];
-                        plan.colours[here] = colour;
-                        let mut pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
-                        let mut width = ncand;
-                        while pick.is_none() && width < n {
-                            width = (width * 4).min(n);
-                            let free =
-                                |t: u32| opts.max_uses.is_none_or(|cap| uses[t as usize] < cap);
-                            ranked = rank(
-                                &desc,
-                                (library, &tree),
-                                width,
-                                opts,
-                                &turns,
-                                &mut Vec::new(),
-                                &free,
-                            );
-                            pick = grid.best(&plan.tiles, &uses, x, y, &ranked, None);
-                        }
-                        let Some(pick) = pick else {
-                            return Err(no_tile_fits(n));
-                        };
-                        grid.place(&mut plan, &mut uses, here, pick);
-                        if min_uses > 0 {
-                            all_descs.push(desc);
-                        }
-                        // The refinement chooses from the list the tile came from, so a cell that had to
-                        // look wider keeps its tile among the choices.
-                        lists.push(ranked);
-                    }
-                    for _ in 0..opts.refine_passes {
-                        let mut changed = false;
-                        for (i, ranked) in lists.iter().enumerate() {
-                            let (y, x) = (y0 + i / cols, i % cols);
-                            let here = y * cols + x;
-                            let current = (plan.tiles[here], plan.transforms[here]);
-                            if let Some(pick) =
-                                grid.best(&plan.tiles, &uses, x, y, ranked, Some(current.0))
-                                && pick != current
-                            {
-                                grid.unplace(&mut uses, current.0);
-                                grid.place(&mut plan, &mut uses, here, pick);
-                                changed = true;
-                            }
-                        }
-                        // Ejections: a cell takes a better tile held by the one neighbour that blocks
-                        // it under the radius, and that neighbour moves to its own next best.
-                        if opts.repeat_radius > 0 && opts.max_uses.is_none() {
-                            for (i, ranked) in lists.iter().enumerate() {
-                                changed |= grid.eject(&mut plan, &lists, (y0, i), ranked);
-                            }
-                        }
-                        if !changed {
-                            break;
-                        }
-                    }
-                    Ok(())
+                || {
+                    let keep = (min_uses > 0).then_some(&mut all_descs);
+                    matcher.assign_rows(&mut grid, (&mut plan, &mut uses), described, y0, keep)
                 },
             );
             upcoming = next;
@@ -570,65 +387,7 @@ impl Plan {
             }
         }
         if min_uses > 0 {
-            let cost_of = |c: u32, t: u32| score(&all_descs[c as usize], library, t, opts, &turns);
-            let outside: Vec<f32> = (0..cols * rows)
-                .into_par_iter()
-                .map(|c| cost_of(c as u32, plan.tiles[c]).0)
-                .collect();
-            let means: Vec<Lab> = all_descs.iter().map(|d| d.mean).collect();
-            let copies = crate::fair::place_copies(
-                &means,
-                &outside,
-                library,
-                &cost_of,
-                (cols, r, min_uses),
-            )?;
-            // The copies' cells are fixed; every other cell chooses again in scan order, around
-            // them and under the use cap they leave.
-            let mut uses = vec![0u32; n];
-            let before = std::mem::replace(&mut plan.tiles, vec![u32::MAX; cols * rows]);
-            for (here, copy) in copies.iter().enumerate() {
-                if let Some(pick) = *copy {
-                    grid.place(&mut plan, &mut uses, here, pick);
-                }
-            }
-            let cap = opts.max_uses.unwrap_or(u32::MAX);
-            for (here, copy) in copies.iter().enumerate() {
-                if copy.is_some() {
-                    continue;
-                }
-                let (y, x) = (here / cols, here % cols);
-                let own = before[here];
-                let pick = if uses[own as usize] < cap && !grid.repeats(&plan.tiles, x, y, own) {
-                    Some((own, plan.transforms[here]))
-                } else {
-                    let desc = &all_descs[here];
-                    let mut width = ncand;
-                    loop {
-                        let free = |t: u32| uses[t as usize] < cap;
-                        let ranked = rank(
-                            desc,
-                            (library, &tree),
-                            width,
-                            opts,
-                            &turns,
-                            &mut Vec::new(),
-                            &free,
-                        );
-                        if let Some(pick) = grid.best(&plan.tiles, &uses, x, y, &ranked, None) {
-                            break Some(pick);
-                        }
-                        if width >= n {
-                            break None;
-                        }
-                        width = (width * 4).min(n);
-                    }
-                };
-                let Some(pick) = pick else {
-                    return Err(no_tile_fits(n));
-                };
-                grid.place(&mut plan, &mut uses, here, pick);
-            }
+            matcher.complete_floor(&mut grid, &mut plan, &all_descs)?;
             ready(&plan, rows as u32)?;
         }
         Ok(plan)
@@ -882,6 +641,347 @@ impl Plan {
 
 /// Candidate tiles of a cell with their cost and the transform they take, best first.
 pub(crate) type Ranked = Vec<(f32, u32, Transform)>;
+
+/// Rows of cells described (and their candidates ranked) as one batch, while the batch before
+/// is assigned.
+const DESCRIBE_ROWS: usize = 16;
+
+/// Whether `library` can fill a grid of `size` under `opts`: not empty, of the tiles' shape,
+/// enough distinct tiles for the repetition radius, enough uses under the cap, and a floor on
+/// uses that can be placed.
+fn check_plannable(size: &Sizing, library: &Library, opts: &PlanOptions) -> Result<(), Error> {
+    check_shape(size.tile_size, library.shape())?;
+    let (cols, rows) = (size.cols as usize, size.rows as usize);
+    let n = library.len();
+    if n == 0 {
+        return Err(empty_library());
+    }
+    let r = opts.repeat_radius as usize;
+    if r > 0 {
+        let needed = tiles_needed(size.cols, size.rows, opts.repeat_radius);
+        if n < needed {
+            return Err(Error::LibraryTooSmall {
+                tiles: n,
+                needed,
+                hint: format!(
+                    "repeat radius {r} needs at least {needed} distinct tiles: lower --repeat-radius \
+                     or add tiles"
+                ),
+            });
+        }
+    }
+    if let Some(cap) = opts.max_uses
+        && (n as u64) * (cap as u64) < (cols * rows) as u64
+    {
+        return Err(Error::LibraryTooSmall {
+            tiles: n,
+            needed: (cols * rows).div_ceil(cap.max(1) as usize),
+            hint: format!(
+                "{} cells with at most {cap} uses per tile: raise the use cap, use fewer cells \
+                     or add tiles",
+                cols * rows
+            ),
+        });
+    }
+    let min_uses = opts.min_uses;
+    if min_uses > 0 {
+        let grid = (size.cols, size.rows);
+        if let Some(why) = floor_unworkable(grid, n as u64, opts.repeat_radius, min_uses) {
+            return Err(Error::InvalidOption(why));
+        }
+        if opts.max_uses.is_some_and(|cap| cap < min_uses) {
+            return Err(Error::InvalidOption(format!(
+                "min_uses {min_uses} is over max_uses {}",
+                opts.max_uses.unwrap_or_default()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What matching a cell needs, set up once per plan: the library and options, the shortlist
+/// tree, each allowed transform as the permutation of a tile's sub-grid it makes, and how
+/// many candidates a cell ranks.
+struct Matcher<'a> {
+    library: &'a Library,
+    opts: &'a PlanOptions,
+    tree: Shortlist,
+    turns: Vec<(Transform, Vec<usize>)>,
+    /// Candidates ranked per cell.
+    ncand: usize,
+    /// The sub-grid's side.
+    k: usize,
+}
+
+impl<'a> Matcher<'a> {
+    fn new(library: &'a Library, opts: &'a PlanOptions, square: bool) -> Self {
+        let k = library.grid();
+        let turns: Vec<(Transform, Vec<usize>)> =
+            Transform::allowed(opts.flip, opts.rotate, square)
+                .into_iter()
+                .map(|t| (t, t.permutation(k, k)))
+                .collect();
+        Matcher {
+            library,
+            opts,
+            tree: Shortlist::new(library, opts, &turns),
+            turns,
+            ncand: opts.candidates.clamp(1, library.len().max(1)),
+            k,
+        }
+    }
+
+    /// The `width` best candidates for `desc` among the tiles `keep` lets through.
+    fn rank(
+        &self,
+        desc: &CellDesc,
+        width: usize,
+        scratch: &mut Vec<(f32, u32)>,
+        keep: &dyn Fn(u32) -> bool,
+    ) -> Ranked {
+        rank(
+            desc,
+            (self.library, &self.tree),
+            width,
+            self.opts,
+            &self.turns,
+            scratch,
+            keep,
+        )
+    }
+
+    /// Describes one cell from its sub-grid's sRGB values, and ranks its candidates.
+    fn describe_cell(&self, raw: &[f32], scratch: &mut Vec<(f32, u32)>) -> Matched {
+        let k = self.k;
+        let mut subs = Vec::with_capacity(k * k);
+        let mut sum = [0f64; 3];
+        let mut prev: Option<(&[f32], Lab)> = None;
+        for p in raw.chunks_exact(3) {
+            let rgb = [p[0] as f64, p[1] as f64, p[2] as f64];
+            for c in 0..3 {
+                sum[c] += rgb[c];
+            }
+            let lab = match prev {
+                Some((q, lab)) if q == p => lab,
+                _ => srgb_to_lab_quick([p[0], p[1], p[2]]),
+            };
+            subs.push(lab);
+            prev = Some((p, lab));
+        }
+        let kk = (k * k) as f64;
+        let rgb = [sum[0] / kk, sum[1] / kk, sum[2] / kk];
+        let colour = rgb.map(|v| v.round().clamp(0.0, 255.0) as u8);
+        let desc = CellDesc {
+            mean: srgb_to_lab32(rgb),
+            subs,
+        };
+        // A cell with no inner structure (one target pixel or less, as in a per-pixel grid)
+        // gives the structure terms little to choose by: a quarter of the candidates do,
+        // unless a use cap needs the room.
+        let flat = desc.subs.windows(2).all(|w| w[0] == w[1]);
+        let width = if flat && self.opts.max_uses.is_none() {
+            self.ncand.div_ceil(4)
+        } else {
+            self.ncand
+        };
+        let ranked = self.rank(&desc, width, scratch, &|_| true);
+        (desc, colour, ranked)
+    }
+
+    /// Describes each cell of some rows, given as their sub-pixels (`cols` cells of `k x k`
+    /// sub-pixels across), and ranks its candidates, a row per task.
+    fn describe_rows(&self, sub_px: &[f32], cols: usize) -> Vec<Vec<Matched>> {
+        let k = self.k;
+        let row_stride = cols * k * 3;
+        let rows = sub_px.len() / (row_stride * k).max(1);
+        (0..rows)
+            .into_par_iter()
+            .map(|cy| {
+                let mut out: Vec<Matched> = Vec::with_capacity(cols);
+                let mut scratch = Vec::new();
+                let (mut raw, mut last_raw) = (Vec::new(), Vec::new());
+                for cx in 0..cols {
+                    raw.clear();
+                    for sy in 0..k {
+                        let at = (cy * k + sy) * row_stride + cx * k * 3;
+                        raw.extend_from_slice(&sub_px[at..at + k * 3]);
+                    }
+                    // Neighbouring cells are often identical (flat areas, per-pixel grids):
+                    // the ranking is a pure function of the cell, so reuse it.
+                    if let Some(last) = out.last()
+                        && raw == last_raw
+                    {
+                        let again = last.clone();
+                        out.push(again);
+                        continue;
+                    }
+                    out.push(self.describe_cell(&raw, &mut scratch));
+                    std::mem::swap(&mut raw, &mut last_raw);
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// The best tile for cell `(x, y)` from `ranked`, looking four times wider each time no
+    /// candidate fits (the use cap and the radius may rule them all out), with the list it came
+    /// from. `None` when no tile of the library fits.
+    #[allow(clippy::too_many_arguments)]
+    fn pick_widening(
+        &self,
+        grid: &mut Assigner,
+        (tiles, uses): (&[u32], &[u32]),
+        (x, y): (usize, usize),
+        desc: &CellDesc,
+        mut ranked: Ranked,
+    ) -> (Option<(u32, Transform)>, Ranked) {
+        let n = self.library.len();
+        let mut pick = grid.best(tiles, uses, x, y, &ranked, None);
+        let mut width = self.ncand;
+        while pick.is_none() && width < n {
+            width = (width * 4).min(n);
+            let free = |t: u32| self.opts.max_uses.is_none_or(|cap| uses[t as usize] < cap);
+            ranked = self.rank(desc, width, &mut Vec::new(), &free);
+            pick = grid.best(tiles, uses, x, y, &ranked, None);
+        }
+        (pick, ranked)
+    }
+
+    /// Assigns the cells of a batch of rows from `y0` on in scan order, so each cell sees the
+    /// tiles already placed around it, then improves them with their whole neighbourhood known.
+    /// With `keep`, each cell's descriptors are kept there (for the floor on uses).
+    fn assign_rows(
+        &self,
+        grid: &mut Assigner,
+        (plan, uses): (&mut Plan, &mut Vec<u32>),
+        described: Vec<Vec<Matched>>,
+        y0: usize,
+        mut keep: Option<&mut Vec<CellDesc>>,
+    ) -> Result<(), Error> {
+        let cols = grid.cols;
+        let mut lists = Vec::with_capacity(described.len() * cols);
+        for (i, (desc, colour, ranked)) in described.into_iter().flatten().enumerate() {
+            let (y, x) = (y0 + i / cols, i % cols);
+            let here = y * cols + x;
+            grid.target_l[here] = desc.mean[0];
+            plan.colours[here] = colour;
+            let (pick, ranked) =
+                self.pick_widening(grid, (&plan.tiles, uses), (x, y), &desc, ranked);
+            let Some(pick) = pick else {
+                return Err(no_tile_fits(self.library.len()));
+            };
+            grid.place(plan, uses, here, pick);
+            if let Some(keep) = keep.as_deref_mut() {
+                keep.push(desc);
+            }
+            // The refinement chooses from the list the tile came from, so a cell that had to
+            // look wider keeps its tile among the choices.
+            lists.push(ranked);
+        }
+        self.refine_rows(grid, (plan, uses), &lists, y0);
+        Ok(())
+    }
+
+    /// Local improvement of a batch of rows from `y0` on (their candidate `lists`): each cell
+    /// takes the candidate that lowers its cost given all its neighbours, and (without a cap)
+    /// a better tile held by the one neighbour that blocks it under the radius, which then
+    /// moves to its own next best.
+    fn refine_rows(
+        &self,
+        grid: &mut Assigner,
+        (plan, uses): (&mut Plan, &mut Vec<u32>),
+        lists: &[Ranked],
+        y0: usize,
+    ) {
+        let cols = grid.cols;
+        for _ in 0..self.opts.refine_passes {
+            let mut changed = false;
+            for (i, ranked) in lists.iter().enumerate() {
+                let (y, x) = (y0 + i / cols, i % cols);
+                let here = y * cols + x;
+                let current = (plan.tiles[here], plan.transforms[here]);
+                if let Some(pick) = grid.best(&plan.tiles, uses, x, y, ranked, Some(current.0))
+                    && pick != current
+                {
+                    grid.unplace(uses, current.0);
+                    grid.place(plan, uses, here, pick);
+                    changed = true;
+                }
+            }
+            if self.opts.repeat_radius > 0 && self.opts.max_uses.is_none() {
+                for (i, ranked) in lists.iter().enumerate() {
+                    changed |= grid.eject(plan, lists, (y0, i), ranked);
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    /// The floor on uses over the whole grid: the copies every tile needs are placed as one
+    /// assignment ([`crate::fair::place_copies`]) and fixed; every other cell chooses again in
+    /// scan order, around them and under the use cap they leave, keeping its tile where it may.
+    fn complete_floor(
+        &self,
+        grid: &mut Assigner,
+        plan: &mut Plan,
+        all_descs: &[CellDesc],
+    ) -> Result<(), Error> {
+        let (library, opts) = (self.library, self.opts);
+        let (cols, cells, n) = (grid.cols, plan.tiles.len(), library.len());
+        let cost_of = |c: u32, t: u32| score(&all_descs[c as usize], library, t, opts, &self.turns);
+        let outside: Vec<f32> = (0..cells)
+            .into_par_iter()
+            .map(|c| cost_of(c as u32, plan.tiles[c]).0)
+            .collect();
+        let means: Vec<Lab> = all_descs.iter().map(|d| d.mean).collect();
+        let copies = crate::fair::place_copies(
+            &means,
+            &outside,
+            library,
+            &cost_of,
+            (cols, opts.repeat_radius as usize, opts.min_uses),
+        )?;
+        let mut uses = vec![0u32; n];
+        let before = std::mem::replace(&mut plan.tiles, vec![u32::MAX; cells]);
+        for (here, copy) in copies.iter().enumerate() {
+            if let Some(pick) = *copy {
+                grid.place(plan, &mut uses, here, pick);
+            }
+        }
+        let cap = opts.max_uses.unwrap_or(u32::MAX);
+        for (here, copy) in copies.iter().enumerate() {
+            if copy.is_some() {
+                continue;
+            }
+            let (y, x) = (here / cols, here % cols);
+            let own = before[here];
+            let pick = if uses[own as usize] < cap && !grid.repeats(&plan.tiles, x, y, own) {
+                Some((own, plan.transforms[here]))
+            } else {
+                let desc = &all_descs[here];
+                let mut width = self.ncand;
+                loop {
+                    let free = |t: u32| uses[t as usize] < cap;
+                    let ranked = self.rank(desc, width, &mut Vec::new(), &free);
+                    if let Some(pick) = grid.best(&plan.tiles, &uses, x, y, &ranked, None) {
+                        break Some(pick);
+                    }
+                    if width >= n {
+                        break None;
+                    }
+                    width = (width * 4).min(n);
+                }
+            };
+            let Some(pick) = pick else {
+                return Err(no_tile_fits(n));
+            };
+            grid.place(plan, &mut uses, here, pick);
+        }
+        Ok(())
+    }
+}
 
 /// A described cell: descriptors, sRGB colour, and its ranked candidates.
 type Matched = (CellDesc, [u8; 3], Ranked);

@@ -6,6 +6,7 @@
 //! A viewer asks as the pointer moves, so the web role keeps the last few maps it read.
 
 use std::sync::Arc;
+use tessera_shared::error_code::ErrorCode;
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, web};
@@ -200,7 +201,7 @@ pub async fn picture(
     let library = state.library(&record.params.spec.library).await?;
     if tile as usize >= library.len() {
         return Err(ApiError::not_found(
-            "tile_not_found",
+            ErrorCode::TileNotFound,
             "the library no longer holds this tile",
         ));
     }
@@ -304,7 +305,7 @@ pub async fn placements(
     let q = query.q.as_deref().map(str::trim).filter(|q| !q.is_empty());
     if q.is_some_and(|q| q.chars().count() > 200) {
         return Err(ApiError::bad_request(
-            "invalid_parameter",
+            ErrorCode::InvalidParameter,
             "q: at most 200 characters",
         ));
     }
@@ -324,7 +325,7 @@ pub async fn placements(
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
-                "too_many_placements",
+                ErrorCode::TooManyPlacements,
                 "placements are being sent to your address already: ask again once one has come",
             )
             .retry_after(std::time::Duration::from_secs(1))
@@ -488,7 +489,7 @@ impl PlacementsBody {
 
 fn out_of_range(map: &CellMap) -> ApiError {
     ApiError::not_found(
-        "cell_out_of_range",
+        ErrorCode::CellOutOfRange,
         format!(
             "the mosaic is {} cells across and {} down, counted from 0",
             map.cols(),
@@ -520,7 +521,7 @@ async fn cell_map(
         Ok(bytes) => bytes,
         Err(StorageError::NotFound(_)) => {
             return Err(ApiError::not_found(
-                "cells_missing",
+                ErrorCode::CellsMissing,
                 "this job keeps no record of its cells: it was made before they were kept",
             ));
         }

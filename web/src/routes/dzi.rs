@@ -6,6 +6,7 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
+use tessera_shared::error_code::ErrorCode;
 
 use tessera_engine::pyramid::dzi_descriptor;
 
@@ -92,7 +93,7 @@ fn parse_tile(name: &str) -> ApiResult<(u32, u32)> {
         .and_then(|(x, y)| Some((x.parse().ok()?, y.parse().ok()?)))
         .ok_or_else(|| {
             ApiError::bad_request(
-                "bad_tile_name",
+                ErrorCode::BadTileName,
                 format!("{name:?} is not a tile's name: tiles are named X_Y.png, as 3_1.png"),
             )
         })

@@ -8,6 +8,7 @@
 use actix_multipart::{Field, Multipart};
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
+use tessera_shared::error_code::ErrorCode;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -147,7 +148,7 @@ async fn read_field(
         let input_name = file_name(field).unwrap_or_default();
         let bytes = read_limited(field, clock, limit, || {
             ApiError::too_large(
-                "upload_too_large",
+                ErrorCode::UploadTooLarge,
                 format!("the image is over the upload limit of {limit} bytes"),
             )
         })
@@ -157,7 +158,7 @@ async fn read_field(
     }
     let Some(spec_field) = FIELDS.iter().find(|f| f.name == name) else {
         return Err(ApiError::bad_request(
-            "unknown_field",
+            ErrorCode::UnknownField,
             format!("unknown field {name:?}"),
         ));
     };
@@ -170,11 +171,14 @@ async fn read_field(
 }
 
 fn duplicate(name: &str) -> ApiError {
-    ApiError::bad_request("duplicate_field", format!("field {name:?} is given twice"))
+    ApiError::bad_request(
+        ErrorCode::DuplicateField,
+        format!("field {name:?} is given twice"),
+    )
 }
 
 fn missing(name: &str) -> ApiError {
-    ApiError::bad_request("missing_parameter", format!("{name} is required"))
+    ApiError::bad_request(ErrorCode::MissingParameter, format!("{name} is required"))
 }
 
 /// The job specification a submission's fields make, with the service's defaults, checked
@@ -194,7 +198,7 @@ pub(crate) fn spec_of(
         let url = tessera_shared::spec::check_webhook(webhook)?;
         if !settings.webhooks.allows(&url) {
             return Err(ApiError::unprocessable(
-                "webhook_not_allowed",
+                ErrorCode::WebhookNotAllowed,
                 format!(
                     "webhook host {} is not on this service's allow-list (web.webhooks.allow){}",
                     url.host_str().unwrap_or_default(),
@@ -217,8 +221,12 @@ pub(crate) async fn usable_library(
     id: &str,
     owner: &Owner,
 ) -> ApiResult<LibraryRecord> {
-    let unknown =
-        || ApiError::unprocessable("unknown_library", format!("there is no library {id:?}"));
+    let unknown = || {
+        ApiError::unprocessable(
+            ErrorCode::UnknownLibrary,
+            format!("there is no library {id:?}"),
+        )
+    };
     if validate_library_id(id).is_err() {
         return Err(unknown());
     }
@@ -381,14 +389,14 @@ pub async fn delete(
     if !manages_job(&req, &record)? {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "not_your_job",
+            ErrorCode::NotYourJob,
             "only the client that submitted a job (or the key it was submitted with) may delete it",
         ));
     }
     if !record.state.is_final() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
-            "job_active",
+            ErrorCode::JobActive,
             "the job is still running: delete it once it is done or failed",
         ));
     }
@@ -439,7 +447,7 @@ pub async fn cancel(
     if !manages_job(&req, &record)? {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "not_your_job",
+            ErrorCode::NotYourJob,
             "only the client that submitted a job (or the key it was submitted with) may cancel it",
         ));
     }
@@ -455,7 +463,7 @@ pub async fn cancel(
     if !cancelled {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
-            "job_ended",
+            ErrorCode::JobEnded,
             format!("the job has already ended ({})", record.state.as_str()),
         ));
     }

@@ -13,6 +13,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
+use tessera_shared::error_code::ErrorCode;
 
 use actix_multipart::{Field, Multipart};
 use actix_web::http::header;
@@ -79,7 +80,8 @@ pub(crate) async fn visible_library(
     req: &HttpRequest,
     id: &str,
 ) -> ApiResult<LibraryRecord> {
-    let not_found = || ApiError::not_found("library_not_found", format!("no library {id:?}"));
+    let not_found =
+        || ApiError::not_found(ErrorCode::LibraryNotFound, format!("no library {id:?}"));
     if validate_library_id(id).is_err() {
         return Err(not_found());
     }
@@ -316,131 +318,28 @@ pub async fn create(
     };
     let mut fields = Fields::default();
     read_parts(&mut payload, &state, &mut upload, &mut fields).await?;
-    let name = fields
-        .name
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| ApiError::bad_request("missing_parameter", "name is required"))?;
-    let replace = crate::upload::parse_bool("replace", fields.replace.as_deref())?;
-    let visibility = match fields.visibility.as_deref() {
-        None | Some("") => None,
-        Some(text) => Some(Visibility::parse(text).ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_parameter",
-                format!("visibility must be private or shared, not {text:?}"),
-            )
-        })?),
-    };
-    let shape = parse_shape(fields.shape.as_deref())?;
-    let background = match fields.background.as_deref() {
-        None | Some("") => ImportOptions::default().background,
-        Some(text) => parse_hex_colour(text)
-            .map_err(|e| ApiError::bad_request("invalid_parameter", format!("background: {e}")))?,
-    };
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(ApiError::bad_request(
-            "out_of_range",
-            format!("name must be at most {MAX_NAME_CHARS} characters"),
-        ));
-    }
+    let asked = Asked::from_fields(fields)?;
     if upload.count == 0 {
         return Err(ApiError::bad_request(
-            "missing_parameter",
+            ErrorCode::MissingParameter,
             "upload a .zip or image files with the library's tiles",
         ));
     }
     // Whose the name is, and what the owner may keep, are settled before any work; publishing
     // checks ownership again, for uploads racing this one.
-    let id = library_id_from_name(&name);
+    let id = library_id_from_name(&asked.name);
     let all = state.platform.libraries().list().await?;
-    match all.iter().find(|l| l.id == id) {
-        Some(existing) if !existing.may_change(&owner) => {
-            return Err(LibraryError::NotOwner(id).into());
-        }
-        Some(existing) if !replace => {
-            let name = existing.name.clone();
-            return Err(LibraryError::Exists { id, name }.into());
-        }
-        Some(_) => {}
-        None => {
-            let cap = settings.max_libraries_per_owner;
-            let owned = all.iter().filter(|l| l.owner == owner).count();
-            if cap > 0 && !owner.is_operator() && owned >= cap as usize {
-                return Err(ApiError::unprocessable(
-                    "too_many_libraries",
-                    format!(
-                        "you have {owned} libraries, the most one owner may keep: delete one \
-                         first, or replace one"
-                    ),
-                ));
-            }
-        }
-    }
+    check_name(settings, &all, &id, &owner, asked.replace)?;
     let options = ImportOptions {
-        shape,
-        background,
+        shape: asked.shape,
+        background: asked.background,
         ..ImportOptions::default()
     };
-    let max_files = settings.max_library_files;
-    let max_unpacked = settings.max_library_uncompressed_bytes;
-    let max_pixels = settings.max_library_upload_pixels;
-    let files_dir = upload.files.clone();
-    let archives = upload.archives.clone();
-    let mut count = upload.count - archives.len() as u32;
-    // What unpacking must leave free on the spool's disk: the storage's own floor, where the
-    // storage knows its room (the spool lies in the embedded data directory).
-    let spool_free = free_bytes(&state.spool);
-    let keep_free = match (state.platform.blobs.writable_bytes().await, spool_free) {
-        (Some(writable), Some(free)) => Some(free.saturating_sub(writable)),
-        _ => None,
-    };
-    let spool = state.spool.clone();
-    let images = tokio::task::spawn_blocking(move || -> ApiResult<u64> {
-        let mut unpacked = 0;
-        for (i, archive) in archives.iter().enumerate() {
-            // The first archive unpacks in place (its names become the tiles' names).
-            let into = if i == 0 {
-                files_dir.clone()
-            } else {
-                files_dir.join(format!("archive-{i}"))
-            };
-            extract(
-                archive,
-                &into,
-                (max_files, &mut count),
-                (max_unpacked, &mut unpacked),
-                keep_free.map(|keep| (spool.as_path(), keep)),
-            )?;
-            std::fs::remove_file(archive).map_err(ApiError::internal)?;
-        }
-        let (images, pixels, others) = measure_images(&files_dir);
-        if images == 0 {
-            let why = if others.is_empty() {
-                "it holds no files".to_string()
-            } else {
-                tessera_engine::summarise_skipped(&others)
-            };
-            return Err(ApiError::unprocessable(
-                "no_images",
-                format!("the upload holds no images ({FORMAT_NAMES} files): {why}"),
-            ));
-        }
-        if pixels > max_pixels {
-            return Err(ApiError::unprocessable(
-                "upload_too_many_pixels",
-                format!(
-                    "the images hold {pixels} pixels together, over the {max_pixels} one upload \
-                     may decode: send fewer or smaller images"
-                ),
-            ));
-        }
-        Ok(images)
-    })
-    .await
-    .map_err(ApiError::internal)??;
+    let images = unpack(&state, &upload).await?;
     // The upload's slot is held until its archives are unpacked.
     drop(slot);
     // The index keeps a rendition of every tile: refuse what the storage cannot hold.
-    let (rw, rh) = shape.fit(options.rendition_size);
+    let (rw, rh) = asked.shape.fit(options.rendition_size);
     let estimate = images * (u64::from(rw) * u64::from(rh) * 4 + 256);
     state.require_room(estimate, "the library").await?;
     let total: u64 = all.iter().map(|l| l.index_bytes).sum();
@@ -451,56 +350,12 @@ pub async fn create(
              the {cap} they may take together"
         )));
     }
-    // Imports run a few at a time (each decodes every tile on blocking threads).
-    let _permit = state
-        .imports
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(ApiError::internal)?;
-    // The import stops, and publishes nothing, once its client has gone or its time is up.
-    let peer = PeerSocket::of(&req);
-    let budget = std::time::Duration::from_secs(settings.import_time_budget_secs.max(1));
-    let deadline = std::time::Instant::now() + budget;
-    let keep_going = move || {
-        std::time::Instant::now() < deadline && !peer.as_ref().is_some_and(PeerSocket::gone)
-    };
     let how = Publication {
-        replace,
+        replace: asked.replace,
         by: owner,
-        visibility,
+        visibility: asked.visibility,
     };
-    let imported = import_library_while(
-        &state.platform,
-        &upload.files,
-        &name,
-        options,
-        &how,
-        keep_going,
-    )
-    .await;
-    let (record, report) = match imported {
-        Err(ImportError::CalledOff) if std::time::Instant::now() >= deadline => {
-            tracing::warn!(library = %id, "library import out of time: nothing published");
-            return Err(ApiError::unprocessable(
-                "import_too_long",
-                format!(
-                    "the import took longer than the {} s an upload may: send fewer or smaller \
-                     images",
-                    budget.as_secs()
-                ),
-            ));
-        }
-        Err(ImportError::CalledOff) => {
-            tracing::info!(library = %id, "library import called off: the client went away");
-            return Err(ApiError::new(
-                actix_web::http::StatusCode::BAD_REQUEST,
-                "client_gone",
-                "the client went away; nothing was published",
-            ));
-        }
-        other => other.map_err(import_error)?,
-    };
+    let (record, report) = import(&req, &state, &upload, (&asked.name, &id), options, &how).await?;
     tracing::info!(library = %record.id, version = record.version, tiles = record.tiles, "library imported");
     let summary = ImportSummary {
         imported: report.imported,
@@ -527,6 +382,208 @@ pub async fn create(
     }))
 }
 
+/// What a library upload asks for, read from its text fields.
+struct Asked {
+    name: String,
+    replace: bool,
+    visibility: Option<Visibility>,
+    shape: TileShape,
+    background: [u8; 3],
+}
+
+impl Asked {
+    fn from_fields(fields: Fields) -> ApiResult<Asked> {
+        let name = fields.name.filter(|n| !n.is_empty()).ok_or_else(|| {
+            ApiError::bad_request(ErrorCode::MissingParameter, "name is required")
+        })?;
+        let replace = crate::upload::parse_bool("replace", fields.replace.as_deref())?;
+        let visibility = match fields.visibility.as_deref() {
+            None | Some("") => None,
+            Some(text) => Some(Visibility::parse(text).ok_or_else(|| {
+                ApiError::bad_request(
+                    ErrorCode::InvalidParameter,
+                    format!("visibility must be private or shared, not {text:?}"),
+                )
+            })?),
+        };
+        let shape = parse_shape(fields.shape.as_deref())?;
+        let background = match fields.background.as_deref() {
+            None | Some("") => ImportOptions::default().background,
+            Some(text) => parse_hex_colour(text).map_err(|e| {
+                ApiError::bad_request(ErrorCode::InvalidParameter, format!("background: {e}"))
+            })?,
+        };
+        if name.chars().count() > MAX_NAME_CHARS {
+            return Err(ApiError::bad_request(
+                ErrorCode::OutOfRange,
+                format!("name must be at most {MAX_NAME_CHARS} characters"),
+            ));
+        }
+        Ok(Asked {
+            name,
+            replace,
+            visibility,
+            shape,
+            background,
+        })
+    }
+}
+
+/// Whether `owner` may publish library `id` among `all`: its own (replaced only when asked),
+/// or a new one within the libraries an owner may keep.
+fn check_name(
+    settings: &WebSettings,
+    all: &[LibraryRecord],
+    id: &str,
+    owner: &Owner,
+    replace: bool,
+) -> ApiResult<()> {
+    match all.iter().find(|l| l.id == id) {
+        Some(existing) if !existing.may_change(owner) => {
+            Err(LibraryError::NotOwner(id.to_string()).into())
+        }
+        Some(existing) if !replace => Err(LibraryError::Exists {
+            id: id.to_string(),
+            name: existing.name.clone(),
+        }
+        .into()),
+        Some(_) => Ok(()),
+        None => {
+            let cap = settings.max_libraries_per_owner;
+            let owned = all.iter().filter(|l| &l.owner == owner).count();
+            if cap > 0 && !owner.is_operator() && owned >= cap as usize {
+                return Err(ApiError::unprocessable(
+                    ErrorCode::TooManyLibraries,
+                    format!(
+                        "you have {owned} libraries, the most one owner may keep: delete one \
+                         first, or replace one"
+                    ),
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Unpacks the upload's archives beside its loose files and counts its images: refused when
+/// it holds none, or more pixels than one upload may decode.
+async fn unpack(state: &AppState, upload: &Upload) -> ApiResult<u64> {
+    let settings = &state.settings;
+    let max_files = settings.max_library_files;
+    let max_unpacked = settings.max_library_uncompressed_bytes;
+    let max_pixels = settings.max_library_upload_pixels;
+    let files_dir = upload.files.clone();
+    let archives = upload.archives.clone();
+    let mut count = upload.count - archives.len() as u32;
+    // What unpacking must leave free on the spool's disk: the storage's own floor, where the
+    // storage knows its room (the spool lies in the embedded data directory).
+    let spool_free = free_bytes(&state.spool);
+    let keep_free = match (state.platform.blobs.writable_bytes().await, spool_free) {
+        (Some(writable), Some(free)) => Some(free.saturating_sub(writable)),
+        _ => None,
+    };
+    let spool = state.spool.clone();
+    tokio::task::spawn_blocking(move || -> ApiResult<u64> {
+        let mut unpacked = 0;
+        for (i, archive) in archives.iter().enumerate() {
+            // The first archive unpacks in place (its names become the tiles' names).
+            let into = if i == 0 {
+                files_dir.clone()
+            } else {
+                files_dir.join(format!("archive-{i}"))
+            };
+            extract(
+                archive,
+                &into,
+                (max_files, &mut count),
+                (max_unpacked, &mut unpacked),
+                keep_free.map(|keep| (spool.as_path(), keep)),
+            )?;
+            std::fs::remove_file(archive).map_err(ApiError::internal)?;
+        }
+        let (images, pixels, others) = measure_images(&files_dir);
+        if images == 0 {
+            let why = if others.is_empty() {
+                "it holds no files".to_string()
+            } else {
+                tessera_engine::summarise_skipped(&others)
+            };
+            return Err(ApiError::unprocessable(
+                ErrorCode::NoImages,
+                format!("the upload holds no images ({FORMAT_NAMES} files): {why}"),
+            ));
+        }
+        if pixels > max_pixels {
+            return Err(ApiError::unprocessable(
+                ErrorCode::UploadTooManyPixels,
+                format!(
+                    "the images hold {pixels} pixels together, over the {max_pixels} one upload \
+                     may decode: send fewer or smaller images"
+                ),
+            ));
+        }
+        Ok(images)
+    })
+    .await
+    .map_err(ApiError::internal)?
+}
+
+/// Imports the upload's images as library `name` (id `id`), a few imports at a time (each
+/// decodes every tile on blocking threads). It stops, and publishes nothing, once its client
+/// has gone or its time is up.
+async fn import(
+    req: &HttpRequest,
+    state: &AppState,
+    upload: &Upload,
+    (name, id): (&str, &str),
+    options: ImportOptions,
+    how: &Publication,
+) -> ApiResult<(LibraryRecord, tessera_engine::ImportReport)> {
+    let _permit = state
+        .imports
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(ApiError::internal)?;
+    let peer = PeerSocket::of(req);
+    let budget = std::time::Duration::from_secs(state.settings.import_time_budget_secs.max(1));
+    let deadline = std::time::Instant::now() + budget;
+    let keep_going = move || {
+        std::time::Instant::now() < deadline && !peer.as_ref().is_some_and(PeerSocket::gone)
+    };
+    let imported = import_library_while(
+        &state.platform,
+        &upload.files,
+        name,
+        options,
+        how,
+        keep_going,
+    )
+    .await;
+    match imported {
+        Err(ImportError::CalledOff) if std::time::Instant::now() >= deadline => {
+            tracing::warn!(library = %id, "library import out of time: nothing published");
+            Err(ApiError::unprocessable(
+                ErrorCode::ImportTooLong,
+                format!(
+                    "the import took longer than the {} s an upload may: send fewer or smaller \
+                     images",
+                    budget.as_secs()
+                ),
+            ))
+        }
+        Err(ImportError::CalledOff) => {
+            tracing::info!(library = %id, "library import called off: the client went away");
+            Err(ApiError::new(
+                actix_web::http::StatusCode::BAD_REQUEST,
+                ErrorCode::ClientGone,
+                "the client went away; nothing was published",
+            ))
+        }
+        other => other.map_err(import_error),
+    }
+}
+
 /// The tiles' shape as sent: absent is square; well-formed but too elongated is 422.
 fn parse_shape(text: Option<&str>) -> ApiResult<TileShape> {
     match text {
@@ -542,9 +599,9 @@ fn parse_shape(text: Option<&str>) -> ApiResult<TileShape> {
                 })
             });
             if well_formed {
-                ApiError::unprocessable("shape_out_of_range", format!("shape: {e}"))
+                ApiError::unprocessable(ErrorCode::ShapeOutOfRange, format!("shape: {e}"))
             } else {
-                ApiError::bad_request("invalid_parameter", format!("shape: {e}"))
+                ApiError::bad_request(ErrorCode::InvalidParameter, format!("shape: {e}"))
             }
         }),
     }
@@ -556,20 +613,21 @@ fn import_error(e: ImportError) -> ApiError {
         ImportError::NoImages { why, .. } => {
             tracing::info!(%why, "library upload refused");
             ApiError::unprocessable(
-                "no_images",
+                ErrorCode::NoImages,
                 format!("none of the uploaded files could be made a tile: {why}"),
             )
         }
         ImportError::Source { .. } => {
             tracing::info!(error = %e, "library upload refused");
             ApiError::unprocessable(
-                "no_images",
+                ErrorCode::NoImages,
                 "none of the uploaded images could be read as a tile",
             )
         }
-        ImportError::Library(LibraryError::BadId(id)) => {
-            ApiError::bad_request("invalid_parameter", LibraryError::BadId(id).to_string())
-        }
+        ImportError::Library(LibraryError::BadId(id)) => ApiError::bad_request(
+            ErrorCode::InvalidParameter,
+            LibraryError::BadId(id).to_string(),
+        ),
         ImportError::Library(e) => e.into(),
         ImportError::Stopped(_) | ImportError::CalledOff => ApiError::internal(e),
     }
@@ -618,7 +676,7 @@ async fn read_part(
     if let Some(slot) = slot {
         if slot.is_some() {
             return Err(ApiError::bad_request(
-                "duplicate_field",
+                ErrorCode::DuplicateField,
                 format!("field {field_name:?} is given twice"),
             ));
         }
@@ -627,7 +685,7 @@ async fn read_part(
     }
     let Some(original) = file_name(field) else {
         return Err(ApiError::bad_request(
-            "unknown_field",
+            ErrorCode::UnknownField,
             format!(
                 "unknown field {field_name:?}: send `name`, `replace`, `shape`, `background`, \
                  `visibility` and files"
@@ -637,36 +695,11 @@ async fn read_part(
     upload.count += 1;
     if upload.count > settings.max_library_files {
         return Err(ApiError::too_large(
-            "too_many_files",
+            ErrorCode::TooManyFiles,
             format!("at most {} files per library", settings.max_library_files),
         ));
     }
-    // The client's name is only a hint: keep its last component, made safe, unique by index.
-    let base = Path::new(&original.replace('\\', "/"))
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let safe: String = base
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let safe = safe.trim_start_matches('.').to_string();
-    let is_zip = safe.to_ascii_lowercase().ends_with(".zip");
-    let path = if is_zip {
-        upload
-            .files
-            .with_file_name(format!("upload-{}.zip", upload.count))
-    } else if safe.is_empty() || upload.files.join(&safe).exists() {
-        upload.files.join(format!("{:05}-{safe}", upload.count))
-    } else {
-        upload.files.join(&safe)
-    };
+    let (path, is_zip) = upload_path(upload, &original);
     let mut file = tokio::fs::File::create(&path)
         .await
         .map_err(ApiError::internal)?;
@@ -676,7 +709,7 @@ async fn read_part(
         upload.bytes += chunk.len() as u64;
         if upload.bytes > limit {
             return Err(ApiError::too_large(
-                "upload_too_large",
+                ErrorCode::UploadTooLarge,
                 format!("the library upload is over the limit of {limit} bytes"),
             ));
         }
@@ -703,7 +736,37 @@ async fn read_part(
     Ok(())
 }
 
-/// Extracts `archive` into `into` under the limits; refuses unsafe names.
+/// Where an uploaded file goes, and whether its name says it is a .zip. The client's name is
+/// only a hint: its last component is kept, made safe, unique by the file's number.
+fn upload_path(upload: &Upload, original: &str) -> (PathBuf, bool) {
+    let base = Path::new(&original.replace('\\', "/"))
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let safe: String = base
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let safe = safe.trim_start_matches('.').to_string();
+    let is_zip = safe.to_ascii_lowercase().ends_with(".zip");
+    let path = if is_zip {
+        upload
+            .files
+            .with_file_name(format!("upload-{}.zip", upload.count))
+    } else if safe.is_empty() || upload.files.join(&safe).exists() {
+        upload.files.join(format!("{:05}-{safe}", upload.count))
+    } else {
+        upload.files.join(&safe)
+    };
+    (path, is_zip)
+}
+
 /// Free bytes on the disk that holds `path`, if known.
 fn free_bytes(path: &Path) -> Option<u64> {
     let stat = rustix::fs::statvfs(path).ok()?;
@@ -726,27 +789,87 @@ fn extract(
 ) -> ApiResult<()> {
     let mut since_check = 0u64;
     let bad = |e: zip::result::ZipError| {
-        ApiError::unprocessable("bad_archive", format!("the archive cannot be read: {e}"))
+        ApiError::unprocessable(
+            ErrorCode::BadArchive,
+            format!("the archive cannot be read: {e}"),
+        )
     };
     let file = std::fs::File::open(archive).map_err(ApiError::internal)?;
     let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(bad)?;
     if *count as u64 + zip.len() as u64 > max_files as u64 {
         return Err(ApiError::unprocessable(
-            "archive_too_large",
+            ErrorCode::ArchiveTooLarge,
             format!(
                 "the archive has {} entries, over the limit of {max_files}",
                 zip.len()
             ),
         ));
     }
-    // Check every name and the declared sizes before writing anything.
+    check_entries(&mut zip, max_unpacked, *unpacked, keep_free)?;
+    std::fs::create_dir_all(into).map_err(ApiError::internal)?;
+    for i in 0..zip.len() {
+        let entry = zip.by_index(i).map_err(bad)?;
+        if entry.is_dir() {
+            continue;
+        }
+        *count += 1;
+        let Some(relative) = entry.enclosed_name() else {
+            return Err(ApiError::unprocessable(
+                ErrorCode::UnsafeArchive,
+                format!(
+                    "the archive entry {:?} points outside the archive",
+                    entry.name()
+                ),
+            ));
+        };
+        let target = into.join(&relative);
+        // An entry whose path runs through a file (`a.png`, then `a.png/b.png`), or names a
+        // folder, is the archive's fault.
+        let clash = |e: std::io::Error| {
+            ApiError::unprocessable(
+                ErrorCode::BadArchive,
+                format!(
+                    "the archive entry {:?} clashes with another entry: {e}",
+                    relative.display()
+                ),
+            )
+        };
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(clash)?;
+        }
+        let out = std::fs::File::create_new(&target).map_err(clash)?;
+        copy_entry(
+            entry,
+            out,
+            (max_unpacked, unpacked),
+            keep_free,
+            &mut since_check,
+        )?;
+    }
+    Ok(())
+}
+
+/// Checks every entry's name and the declared sizes before anything is written: the bytes
+/// they declare together.
+fn check_entries<R: Read + std::io::Seek>(
+    zip: &mut zip::ZipArchive<R>,
+    max_unpacked: u64,
+    unpacked: u64,
+    keep_free: Option<(&Path, u64)>,
+) -> ApiResult<u64> {
+    let bad = |e: zip::result::ZipError| {
+        ApiError::unprocessable(
+            ErrorCode::BadArchive,
+            format!("the archive cannot be read: {e}"),
+        )
+    };
     let mut declared: u64 = 0;
     for i in 0..zip.len() {
         let entry = zip.by_index_raw(i).map_err(bad)?;
         let name = entry.name().to_string();
         if !safe_entry_name(&name) {
             return Err(ApiError::unprocessable(
-                "unsafe_archive",
+                ErrorCode::UnsafeArchive,
                 format!("the archive entry {name:?} points outside the archive"),
             ));
         }
@@ -754,7 +877,7 @@ fn extract(
     }
     if unpacked.saturating_add(declared) > max_unpacked {
         return Err(ApiError::unprocessable(
-            "archive_too_large",
+            ErrorCode::ArchiveTooLarge,
             format!("the archive unpacks to more than {max_unpacked} bytes"),
         ));
     }
@@ -767,73 +890,53 @@ fn extract(
             free.saturating_sub(keep)
         )));
     }
-    std::fs::create_dir_all(into).map_err(ApiError::internal)?;
-    for i in 0..zip.len() {
-        let entry = zip.by_index(i).map_err(bad)?;
-        if entry.is_dir() {
-            continue;
-        }
-        *count += 1;
-        let Some(relative) = entry.enclosed_name() else {
-            return Err(ApiError::unprocessable(
-                "unsafe_archive",
-                format!(
-                    "the archive entry {:?} points outside the archive",
-                    entry.name()
-                ),
-            ));
-        };
-        let target = into.join(&relative);
-        // An entry whose path runs through a file (`a.png`, then `a.png/b.png`), or names a
-        // folder, is the archive's fault.
-        let clash = |e: std::io::Error| {
+    Ok(declared)
+}
+
+/// Copies one entry's bytes into `out`, counting the real bytes (declared sizes can lie)
+/// against `max_unpacked`, and looking at the disk's free space every [`FREE_CHECK_BYTES`].
+fn copy_entry(
+    entry: impl Read,
+    mut out: std::fs::File,
+    (max_unpacked, unpacked): (u64, &mut u64),
+    keep_free: Option<(&Path, u64)>,
+    since_check: &mut u64,
+) -> ApiResult<()> {
+    let room = max_unpacked - *unpacked;
+    let mut limited = entry.take(room + 1);
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let n = limited.read(&mut buf).map_err(|e| {
             ApiError::unprocessable(
-                "bad_archive",
-                format!(
-                    "the archive entry {:?} clashes with another entry: {e}",
-                    relative.display()
-                ),
+                ErrorCode::BadArchive,
+                format!("the archive is corrupt: {e}"),
             )
-        };
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(clash)?;
+        })?;
+        if n == 0 {
+            return Ok(());
         }
-        let mut out = std::fs::File::create_new(&target).map_err(clash)?;
-        // Count real bytes: declared sizes can lie.
-        let room = max_unpacked - *unpacked;
-        let mut limited = entry.take(room + 1);
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            let n = limited.read(&mut buf).map_err(|e| {
-                ApiError::unprocessable("bad_archive", format!("the archive is corrupt: {e}"))
-            })?;
-            if n == 0 {
-                break;
-            }
-            *unpacked += n as u64;
-            if *unpacked > max_unpacked {
-                return Err(ApiError::unprocessable(
-                    "archive_too_large",
-                    format!("the archive unpacks to more than {max_unpacked} bytes"),
-                ));
-            }
-            since_check += n as u64;
-            if since_check >= FREE_CHECK_BYTES
-                && let Some((folder, keep)) = keep_free
-            {
-                since_check = 0;
-                if free_bytes(folder).is_some_and(|free| free < keep + FREE_CHECK_BYTES) {
-                    return Err(ApiError::insufficient_storage(format!(
-                        "the disk is full: the archive unpacked {} bytes before the free space \
-                         ran out",
-                        *unpacked
-                    )));
-                }
-            }
-            out.write_all(&buf[..n]).map_err(ApiError::internal)?;
+        *unpacked += n as u64;
+        if *unpacked > max_unpacked {
+            return Err(ApiError::unprocessable(
+                ErrorCode::ArchiveTooLarge,
+                format!("the archive unpacks to more than {max_unpacked} bytes"),
+            ));
         }
+        *since_check += n as u64;
+        if *since_check >= FREE_CHECK_BYTES
+            && let Some((folder, keep)) = keep_free
+        {
+            *since_check = 0;
+            if free_bytes(folder).is_some_and(|free| free < keep + FREE_CHECK_BYTES) {
+                return Err(ApiError::insufficient_storage(format!(
+                    "the disk is full: the archive unpacked {} bytes before the free space \
+                     ran out",
+                    *unpacked
+                )));
+            }
+        }
+        out.write_all(&buf[..n]).map_err(ApiError::internal)?;
     }
-    Ok(())
 }
 
 /// A relative path of plain components only: no root, no drive, no `..`, no backslashes.

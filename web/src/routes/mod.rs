@@ -15,6 +15,7 @@ pub mod sheet;
 pub mod tiles;
 
 use actix_web::web;
+use tessera_shared::error_code::ErrorCode;
 
 use actix_web::http::StatusCode;
 
@@ -83,7 +84,7 @@ fn resource(path: &str, allow: &'static str) -> actix_web::Resource {
     web::resource(path).default_service(web::to(move || async move {
         let error = ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
+            ErrorCode::MethodNotAllowed,
             format!("this path serves {allow}"),
         );
         let mut response = actix_web::ResponseError::error_response(&error);

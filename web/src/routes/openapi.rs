@@ -71,7 +71,7 @@ struct Described;
 
 impl Modify for Described {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
-        doc.info.description = Some(DESCRIPTION.to_string());
+        doc.info.description = Some(format!("{DESCRIPTION}{}", error_codes()));
         let components = doc.components.get_or_insert_with(Default::default);
         // A job submission is the job specification's fields: described where they are.
         let mut submission = tessera_shared::spec::submission_schema();
@@ -118,6 +118,17 @@ impl Modify for Described {
             ))),
         );
     }
+}
+
+/// The error codes, each with its meaning, as a section of the document's description.
+fn error_codes() -> String {
+    let mut out = String::from(
+        "\n\n## Error codes\n\nEvery error answer is `{\"error\": {\"code\", \"message\", \"field\"}}`; `field`, when present, names the request's field the error is about.\n\n| code | meaning |\n|---|---|\n",
+    );
+    for declared in tessera_shared::error_code::CODES {
+        out.push_str(&format!("| `{}` | {} |\n", declared.name, declared.meaning));
+    }
+    out
 }
 
 /// A job's `params` list every option of the job specification, from its declaration.

@@ -5,6 +5,7 @@
 use actix_multipart::Multipart;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
+use tessera_shared::error_code::ErrorCode;
 
 use crate::client::{client_id, owner_of};
 use crate::error::{ApiError, ApiResult};
@@ -56,7 +57,7 @@ pub async fn create(
     let settings = &state.settings;
     let (image, _) = form
         .image
-        .ok_or_else(|| ApiError::bad_request("missing_parameter", "image is required"))?;
+        .ok_or_else(|| ApiError::bad_request(ErrorCode::MissingParameter, "image is required"))?;
     let mut spec = spec_of(&form.fields, &state)?;
     let record = usable_library(&state, &spec.library.id, &owner_of(&req, client)).await?;
     spec.library = record.reference();

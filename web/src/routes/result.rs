@@ -3,6 +3,7 @@
 //! ranges (206).
 
 use std::sync::Arc;
+use tessera_shared::error_code::ErrorCode;
 
 use actix_web::body::SizedStream;
 use actix_web::http::{StatusCode, header};
@@ -61,7 +62,7 @@ pub async fn get(
     if record.state == JobState::Failed {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
-            "job_failed",
+            ErrorCode::JobFailed,
             format!(
                 "the job failed: {}",
                 record.error.as_deref().unwrap_or("no reason given")
@@ -98,12 +99,32 @@ pub async fn get(
         Err(StorageError::NotFound(_)) => return Err(missing()),
         Err(e) => return Err(e.into()),
     };
-    let etag = format!("\"{}\"", meta.etag.trim_matches('"'));
-    let size = meta.size;
+    serve(
+        &req,
+        state.platform.blobs.clone(),
+        key,
+        meta.size,
+        &meta.etag,
+        (format.media_type(), disposition),
+    )
+}
+
+/// Serves `size` bytes of blob `key` (its `etag`) as `media_type`, with the conditional and
+/// ranged answers HTTP gives: 304 for a tag the client holds, 206 for one range, 416 for a
+/// range past the end; a HEAD without a read.
+fn serve(
+    req: &HttpRequest,
+    blobs: Arc<dyn BlobStore>,
+    key: String,
+    size: u64,
+    etag: &str,
+    (media_type, disposition): (&'static str, String),
+) -> ApiResult<HttpResponse> {
+    let etag = format!("\"{}\"", etag.trim_matches('"'));
 
     let response = |status: StatusCode| {
         let mut r = HttpResponse::build(status);
-        r.insert_header((header::CONTENT_TYPE, format.media_type()))
+        r.insert_header((header::CONTENT_TYPE, media_type))
             .insert_header((header::ETAG, etag.clone()))
             .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
             .insert_header((header::ACCEPT_RANGES, "bytes"))
@@ -132,7 +153,6 @@ pub async fn get(
         Some(value) if if_range_ok => parse_range(value.to_str().unwrap_or_default(), size),
         _ => RangeRequest::Whole,
     };
-    let blobs = state.platform.blobs.clone();
     // A HEAD gets the headers (the size among them) without a read of the mosaic.
     if req.extensions().contains::<HeadRequest>() {
         let empty = || Box::pin(futures_util::stream::empty::<Result<Bytes, actix_web::Error>>());

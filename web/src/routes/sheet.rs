@@ -8,6 +8,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use image::ImageEncoder as _;
 use serde::Deserialize;
+use tessera_shared::error_code::ErrorCode;
 
 use tessera_engine::library::Library;
 use tessera_shared::keys::BlobKey;
@@ -69,7 +70,7 @@ pub async fn get(
     };
     if query.version == Some(0) {
         return Err(ApiError::bad_request(
-            "out_of_range",
+            ErrorCode::OutOfRange,
             "version must be 1 or more (versions start at 1)",
         ));
     }

@@ -11,10 +11,12 @@
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
+use tessera_shared::error_code::ErrorCode;
 
 use tessera_engine::pyramid::dzi_max_level;
 use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{PutMode, StorageError};
+use uuid::Uuid;
 
 use crate::client::job_id;
 use crate::error::{ApiError, ApiResult};
@@ -70,6 +72,25 @@ pub(crate) enum Levels {
     DeepZoom,
 }
 
+impl Levels {
+    /// The pyramid's level (0: full resolution) that `level`, numbered this way, names: 404
+    /// past the levels the mosaic has (`top` in the zoom pyramid, `deepest` in Deep Zoom's).
+    fn zoom_level(self, level: u32, top: u32, deepest: u32) -> ApiResult<u32> {
+        match self {
+            Levels::Zoom if level <= top => Ok(level),
+            Levels::DeepZoom if level <= deepest => Ok(deepest - level),
+            Levels::Zoom => Err(ApiError::not_found(
+                ErrorCode::TileOutOfRange,
+                format!("the mosaic has levels 0 to {top}, not {level}"),
+            )),
+            Levels::DeepZoom => Err(ApiError::not_found(
+                ErrorCode::TileOutOfRange,
+                format!("the mosaic has Deep Zoom levels 0 to {deepest}, not {level}"),
+            )),
+        }
+    }
+}
+
 /// Answers for tile `(x, y)` of `level` of job `id`'s mosaic, numbered as `levels` says.
 pub(crate) async fn serve(
     req: &HttpRequest,
@@ -87,26 +108,11 @@ pub(crate) async fn serve(
     let (width, height) = result_size(&*blobs, &key, &record).await?;
     let top = top_level(width, height);
     let deepest = dzi_max_level(width, height);
-    let level = match levels {
-        Levels::Zoom if level <= top => level,
-        Levels::DeepZoom if level <= deepest => deepest - level,
-        Levels::Zoom => {
-            return Err(ApiError::not_found(
-                "tile_out_of_range",
-                format!("the mosaic has levels 0 to {top}, not {level}"),
-            ));
-        }
-        Levels::DeepZoom => {
-            return Err(ApiError::not_found(
-                "tile_out_of_range",
-                format!("the mosaic has Deep Zoom levels 0 to {deepest}, not {level}"),
-            ));
-        }
-    };
+    let level = levels.zoom_level(level, top, deepest)?;
     let (lw, lh) = level_size(width, height, level);
     if x >= lw.div_ceil(TILE) || y >= lh.div_ceil(TILE) {
         return Err(ApiError::not_found(
-            "tile_out_of_range",
+            ErrorCode::TileOutOfRange,
             format!(
                 "that level of the mosaic is {} x {} tiles",
                 lw.div_ceil(TILE),
@@ -142,16 +148,30 @@ pub(crate) async fn serve(
         Err(StorageError::NotFound(_)) => {}
         Err(e) => return Err(e.into()),
     }
-    let _slot = state.decodes.acquire().await.map_err(ApiError::internal)?;
-    // Only a tile not kept yet needs the seek index.
-    let index = read_index(&*blobs, &key).await?;
     let source = Source {
         blobs: blobs.clone(),
         key,
-        index,
+        index: Default::default(),
         width,
         height,
     };
+    let wanted = make_and_keep(state, source, id, (top, deepest), (level, x, y)).await?;
+    Ok(response(StatusCode::OK).body(wanted))
+}
+
+/// Makes tile `(x, y)` of `level` of job `id`'s mosaic, with the tiles made by the same decode
+/// (the rest of its row, or every level past `top`), and keeps them all for the next viewer.
+async fn make_and_keep(
+    state: &AppState,
+    mut source: Source,
+    id: Uuid,
+    (top, deepest): (u32, u32),
+    (level, x, y): (u32, u32, u32),
+) -> ApiResult<Bytes> {
+    let _slot = state.decodes.acquire().await.map_err(ApiError::internal)?;
+    let blobs = source.blobs.clone();
+    // Only a tile not kept yet needs the seek index.
+    source.index = read_index(&*blobs, &source.key).await?;
     let handle = tokio::runtime::Handle::current();
     let tiles = tokio::task::spawn_blocking(move || {
         if level > top {
@@ -189,7 +209,7 @@ pub(crate) async fn serve(
             tracing::warn!(error = %e, "tile not kept");
         }
     }
-    Ok(response(StatusCode::OK).body(wanted))
+    Ok(wanted)
 }
 
 /// Makes tile `(x, y)` of `level` (level 0), or the whole row `y` of tiles of `level` (above 0),

@@ -13,6 +13,7 @@ use super::job::{
     JobSpec, LibraryRef, MAX_WEBHOOK_CHARS, RULES_SCHEMA, RenderOptions, SLICES_RANGE, SpecError,
     parse_adaptive, parse_tile_size, tile_height_field,
 };
+use crate::error_code::ErrorCode;
 use crate::print::{Print, PrintError};
 use tessera_engine::TileBackground;
 
@@ -238,7 +239,7 @@ pub const FIELDS: &[Field] = &[
             if switch(v) {
                 if let Grid::Cells { .. } = s.grid {
                     return Err(SpecError::invalid(
-                        "conflicting_parameters",
+                        ErrorCode::ConflictingParameters,
                         "give either cells or per_pixel, not both",
                     ));
                 }
@@ -505,7 +506,7 @@ pub const FIELDS: &[Field] = &[
             s.options.background = text(v)
                 .map(|t| {
                     TileBackground::parse(&t).map_err(|e| {
-                        SpecError::invalid("invalid_parameter", format!("background: {e}"))
+                        SpecError::invalid(ErrorCode::InvalidParameter, format!("background: {e}"))
                     })
                 })
                 .transpose()?
@@ -573,8 +574,12 @@ pub const FIELDS: &[Field] = &[
             s.print = text(v)
                 .map(|t| {
                     t.parse::<Print>().map_err(|e| match e {
-                        PrintError::Malformed(m) => SpecError::invalid("invalid_parameter", m),
-                        PrintError::OutOfRange(m) => SpecError::unusable("print_out_of_range", m),
+                        PrintError::Malformed(m) => {
+                            SpecError::invalid(ErrorCode::InvalidParameter, m)
+                        }
+                        PrintError::OutOfRange(m) => {
+                            SpecError::unusable(ErrorCode::PrintOutOfRange, m)
+                        }
                     })
                 })
                 .transpose()?;
@@ -607,7 +612,7 @@ pub const FIELDS: &[Field] = &[
             if let Some(t) = text(v) {
                 s.format = FileFormat::parse(&t).ok_or_else(|| {
                     SpecError::invalid(
-                        "invalid_parameter",
+                        ErrorCode::InvalidParameter,
                         format!("format must be png, jpeg or tiff, not {t:?}"),
                     )
                 })?;
@@ -731,7 +736,7 @@ impl Field {
             Kind::Whole { limit, .. } => {
                 let value = text.parse::<u32>().map_err(|_| {
                     SpecError::invalid(
-                        "invalid_parameter",
+                        ErrorCode::InvalidParameter,
                         format!("{name} must be a whole number, not {text:?}"),
                     )
                 })?;
@@ -744,7 +749,7 @@ impl Field {
                 "true" => Ok(Value::Switch(true)),
                 "false" => Ok(Value::Switch(false)),
                 other => Err(SpecError::invalid(
-                    "invalid_parameter",
+                    ErrorCode::InvalidParameter,
                     format!("{name} must be true or false, not {other:?}"),
                 )),
             },
@@ -781,7 +786,7 @@ impl Field {
             format!("{min} to {max}")
         };
         Err(SpecError::invalid(
-            "out_of_range",
+            ErrorCode::OutOfRange,
             format!("{} must be {range}, not {value}", self.name),
         ))
     }
@@ -842,7 +847,7 @@ impl JobSpec {
         }
         if spec.library.id.is_empty() {
             return Err(SpecError::invalid(
-                "missing_parameter",
+                ErrorCode::MissingParameter,
                 "library is required",
             ));
         }

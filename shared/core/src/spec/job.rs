@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::error_code::ErrorCode;
 use crate::print::{DEFAULT_DPI, Print};
 use tessera_engine::{
     AdaptiveSizes, AdaptiveSizing, Grid as EngineGrid, PlanOptions, Sizing, TILE_SIZES,
@@ -329,13 +330,14 @@ pub const MAX_WEBHOOK_CHARS: usize = 2048;
 /// Checks a webhook URL's form: `http` or `https`, a host, no credentials, no fragment, at most
 /// [`MAX_WEBHOOK_CHARS`]. Whether its host may be called is the operator's allow-list.
 pub fn check_webhook(text: &str) -> Result<url::Url, SpecError> {
-    let bad = |why: &str| SpecError::invalid("invalid_parameter", format!("webhook: {why}"));
+    let bad =
+        |why: &str| SpecError::invalid(ErrorCode::InvalidParameter, format!("webhook: {why}"));
     if text.len() > MAX_WEBHOOK_CHARS {
         return Err(bad(&format!("longer than {MAX_WEBHOOK_CHARS} characters")));
     }
     let url = url::Url::parse(text).map_err(|e| bad(&format!("not a URL ({e})")))?;
     // A URL, but not one that can be called back: 422.
-    let bad = |why: &str| SpecError::unusable("invalid_webhook", format!("webhook: {why}"));
+    let bad = |why: &str| SpecError::unusable(ErrorCode::InvalidWebhook, format!("webhook: {why}"));
     if !matches!(url.scheme(), "http" | "https") {
         return Err(bad("must be an http or https URL"));
     }
@@ -360,21 +362,21 @@ fn is_png(format: &FileFormat) -> bool {
 pub enum SpecError {
     /// A field is malformed, out of range or given with one it excludes (HTTP 400).
     #[error("{message}")]
-    Invalid { code: &'static str, message: String },
+    Invalid { code: ErrorCode, message: String },
     /// Well formed, but unusable with this photo, this library or these limits (HTTP 422).
     #[error("{message}")]
-    Unusable { code: &'static str, message: String },
+    Unusable { code: ErrorCode, message: String },
 }
 
 impl SpecError {
-    pub(crate) fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(code: ErrorCode, message: impl Into<String>) -> Self {
         SpecError::Invalid {
             code,
             message: message.into(),
         }
     }
 
-    pub(crate) fn unusable(code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn unusable(code: ErrorCode, message: impl Into<String>) -> Self {
         SpecError::Unusable {
             code,
             message: message.into(),
@@ -382,9 +384,9 @@ impl SpecError {
     }
 
     /// The stable error code clients see.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            SpecError::Invalid { code, .. } | SpecError::Unusable { code, .. } => code,
+            SpecError::Invalid { code, .. } | SpecError::Unusable { code, .. } => *code,
         }
     }
 }
@@ -454,6 +456,22 @@ impl JobSpec {
         }
     }
 
+    /// This job at a sketch's size: `cols` cells across of `tile` (width, height) pixels, on
+    /// the uniform grid, however large the job itself is.
+    pub fn sketch(&self, cols: u32, (width, height): (u32, u32)) -> JobSpec {
+        JobSpec {
+            tile_size: width,
+            tile_height: (width != height).then_some(height),
+            grid: Grid::Cells { across: cols },
+            allow_large: true,
+            options: RenderOptions {
+                adaptive: None,
+                ..self.options
+            },
+            ..self.clone()
+        }
+    }
+
     /// The resolution the outputs carry, in dots per inch.
     pub fn dpi(&self) -> u32 {
         self.print.map_or(DEFAULT_DPI, |p| p.dpi)
@@ -478,7 +496,7 @@ impl JobSpec {
         for (name, side) in [("tile_size", tile.width), ("tile_height", tile.height)] {
             if !TILE_SIZES.contains(&side) {
                 return Err(SpecError::invalid(
-                    "out_of_range",
+                    ErrorCode::OutOfRange,
                     format!(
                         "{name} must be {} to {} pixels, not {side}",
                         TILE_SIZES.start(),
@@ -501,7 +519,7 @@ impl JobSpec {
         {
             // Each value valid alone; together, a request that cannot be met.
             return Err(SpecError::unusable(
-                "out_of_range",
+                ErrorCode::OutOfRange,
                 format!(
                     "min_uses ({}) cannot be over max_uses ({cap})",
                     options.min_uses
@@ -510,7 +528,7 @@ impl JobSpec {
         }
         if options.min_uses > 0 && options.adaptive.is_some() {
             return Err(SpecError::unusable(
-                "adaptive_min_uses",
+                ErrorCode::AdaptiveMinUses,
                 "min_uses is for a uniform grid: adaptive tile sizes cannot promise each tile a place",
             ));
         }
@@ -529,7 +547,7 @@ impl JobSpec {
         };
         match other {
             Some(other) => Err(SpecError::unusable(
-                "conflicting_parameters",
+                ErrorCode::ConflictingParameters,
                 format!(
                     "print {print} sets the grid from the paper: give either print or {other}, \
                      not both"
@@ -546,7 +564,7 @@ impl JobSpec {
         };
         if self.options.grout > 0 {
             return Err(SpecError::unusable(
-                "adaptive_grout",
+                ErrorCode::AdaptiveGrout,
                 format!(
                     "adaptive {sizes} makes tiles of several sizes: grout is for a uniform grid, \
                      give grout 0 or no adaptive sizes"
@@ -556,13 +574,13 @@ impl JobSpec {
         let tile = self.tile();
         if self.grid == Grid::PerPixel {
             return Err(SpecError::invalid(
-                "conflicting_parameters",
+                ErrorCode::ConflictingParameters,
                 "adaptive needs cells across: give either adaptive or per_pixel, not both",
             ));
         }
         if !tile.is_square() {
             return Err(SpecError::unusable(
-                "adaptive_not_square",
+                ErrorCode::AdaptiveNotSquare,
                 format!(
                     "adaptive {sizes} makes square tiles, but tile_size {tile} is not square: \
                      give a square tile_size (and a square library), or no adaptive sizes"
@@ -571,7 +589,7 @@ impl JobSpec {
         }
         if self.options.tile_background() != TileBackground::Library {
             return Err(SpecError::unusable(
-                "adaptive_background",
+                ErrorCode::AdaptiveBackground,
                 format!(
                     "adaptive {sizes} lays tiles over the library's own background: leave \
                      background out (or library), or give no adaptive sizes"
@@ -626,10 +644,10 @@ impl JobSpec {
         if let Some(print) = self.print {
             let across = print
                 .cells_across(width, height, self.tile())
-                .map_err(|e| SpecError::unusable("print_too_small", e))?;
+                .map_err(|e| SpecError::unusable(ErrorCode::PrintTooSmall, e))?;
             if across > limits.max_cells {
                 return Err(SpecError::unusable(
-                    "print_too_many_cells",
+                    ErrorCode::PrintTooManyCells,
                     format!(
                         "print {print} in tiles of {} px needs {across} cells across, over this \
                          service's {}: use larger tiles or a lower resolution",
@@ -646,7 +664,7 @@ impl JobSpec {
                 height,
                 limit,
             } => SpecError::unusable(
-                "output_too_large",
+                ErrorCode::OutputTooLarge,
                 format!(
                     "the mosaic would be {width} x {height} px ({:.2} gigapixels), over this \
                      service's limit of {:.2}: use fewer cells or smaller tiles, or have the \
@@ -656,9 +674,9 @@ impl JobSpec {
                 ),
             ),
             tessera_engine::Error::AdaptiveBudget { .. } => {
-                SpecError::unusable("adaptive_too_coarse", format!("adaptive: {e}"))
+                SpecError::unusable(ErrorCode::AdaptiveTooCoarse, format!("adaptive: {e}"))
             }
-            e => SpecError::invalid("invalid_parameter", e.to_string()),
+            e => SpecError::invalid(ErrorCode::InvalidParameter, e.to_string()),
         };
         let sizing = Sizing::new(width, height, &options).map_err(refused)?;
         let output = match self.options.adaptive {
@@ -683,7 +701,7 @@ impl JobSpec {
         let pixels = u64::from(output.width) * u64::from(output.height);
         if pixels > limits.large_output_pixels && !self.allow_large {
             return Err(SpecError::unusable(
-                "large_output",
+                ErrorCode::LargeOutput,
                 format!(
                     "the mosaic would be {} x {} pixels ({:.0} megapixels, over the {:.0} this \
                      service makes unasked): give allow_large=true to make it anyway, or fewer \
@@ -715,7 +733,7 @@ impl JobSpec {
         let tile = self.tile();
         if tile.shape() != shape {
             return Err(SpecError::unusable(
-                "shape_mismatch",
+                ErrorCode::ShapeMismatch,
                 format!(
                     "tile_size {tile} makes {} tiles, but the library {name:?} holds {shape} \
                      tiles: give a tile_size of shape {shape} or choose a library of shape {}",
@@ -729,7 +747,7 @@ impl JobSpec {
         let needed = tessera_engine::plan::tiles_needed(cols, rows, radius);
         if (tiles as usize) < needed {
             return Err(SpecError::unusable(
-                "library_too_small",
+                ErrorCode::LibraryTooSmall,
                 format!(
                     "the library {name:?} has {tiles} tiles, but a repetition radius of {radius} \
                      on a {cols} x {rows} grid needs at least {needed} different tiles: lower the \
@@ -744,7 +762,7 @@ impl JobSpec {
             let uses = cells.div_ceil(u64::from(tiles.max(1)));
             let tiles_needed = cells.div_ceil(u64::from(cap));
             return Err(SpecError::unusable(
-                "too_few_uses",
+                ErrorCode::TooFewUses,
                 format!(
                     "{cells} cells ({cols} x {rows}) with each of the library {name:?}'s {tiles} \
                      tiles used at most {cap} times leaves {} cells empty: allow max_uses={uses}, \
@@ -761,7 +779,7 @@ impl JobSpec {
             let across =
                 ((needed as f64 * f64::from(cols) / f64::from(rows.max(1))).sqrt()).ceil() as u64;
             return Err(SpecError::unusable(
-                "too_few_cells",
+                ErrorCode::TooFewCells,
                 format!(
                     "the library {name:?}'s {tiles} tiles, each at least {floor} times, need \
                      {needed} cells; the grid has {cells} ({cols} x {rows}): ask for about \
@@ -776,7 +794,7 @@ impl JobSpec {
             self.options.min_uses,
         ) {
             return Err(SpecError::unusable(
-                "too_few_cells",
+                ErrorCode::TooFewCells,
                 format!("the library {name:?}: {why}"),
             ));
         }
@@ -808,7 +826,7 @@ pub fn auto_cells_across(width: u32, height: u32, tile: TileSize, limits: &JobLi
 pub(crate) fn parse_tile_size(text: &str) -> Result<TileSize, SpecError> {
     TileSize::parse(text).map_err(|e| match e {
         tessera_engine::Error::TileSize(side) => SpecError::invalid(
-            "out_of_range",
+            ErrorCode::OutOfRange,
             format!(
                 "tile_size must be {} to {} pixels a side, not {side} (in {text:?})",
                 TILE_SIZES.start(),
@@ -816,7 +834,7 @@ pub(crate) fn parse_tile_size(text: &str) -> Result<TileSize, SpecError> {
             ),
         ),
         _ => SpecError::invalid(
-            "invalid_parameter",
+            ErrorCode::InvalidParameter,
             format!(
                 "tile_size must be a whole number of pixels (16) or width x height (24x18), not \
                  {text:?}"
@@ -838,13 +856,13 @@ pub(crate) fn parse_adaptive(text: &str) -> Result<AdaptiveSizes, SpecError> {
         .and_then(|(min, max)| Some((side(min)?, side(max)?)))
     else {
         return Err(SpecError::invalid(
-            "invalid_parameter",
+            ErrorCode::InvalidParameter,
             format!("adaptive must be MIN..MAX in pixels (as 8..32), not {text:?}"),
         ));
     };
     if let Some(side) = [min, max].into_iter().find(|s| !TILE_SIZES.contains(s)) {
         return Err(SpecError::invalid(
-            "out_of_range",
+            ErrorCode::OutOfRange,
             format!(
                 "adaptive must be {} to {} pixels a side, not {side} (in {text:?})",
                 TILE_SIZES.start(),
@@ -854,7 +872,7 @@ pub(crate) fn parse_adaptive(text: &str) -> Result<AdaptiveSizes, SpecError> {
     }
     AdaptiveSizes::new(min, max).map_err(|_| {
         SpecError::unusable(
-            "adaptive_not_doubling",
+            ErrorCode::AdaptiveNotDoubling,
             format!(
                 "adaptive {text}: the largest size must be the smallest doubled one or more \
                  times (as 8..16, 8..32 or 8..64)"
@@ -969,7 +987,10 @@ mod tests {
                 .code(),
             "conflicting_parameters"
         );
-        assert_eq!(codes(&[("max_uses", "0")]), "out_of_range");
+        assert_eq!(
+            spec(&[("max_uses", "0")]).unwrap_err().code(),
+            "out_of_range"
+        );
         assert_eq!(
             spec(&[("blend", "101")]).unwrap_err().code(),
             "out_of_range"
