@@ -26,7 +26,7 @@
   const autoCells = Number(form.dataset.autoCells) || 16384;
   const maxCells = Number(cells.max) || 4096;
   const large = document.getElementById("large-confirm");
-  const allowLarge = document.getElementById("allow_large");
+  const allowLarge = large.querySelector("input");
   const warning = document.getElementById("output-warning");
   const printField = document.getElementById("print");
   const paperBox = document.getElementById("paper");
@@ -259,7 +259,7 @@
     if (!large.hidden && !allowLarge.checked) {
       return {
         message: "The mosaic would be " + megapixels(pixels) + " megapixels, more than this server makes unasked (" +
-          megapixels(largePixels) + "): tick “" + labelOf("allow_large") + "”, or use fewer cells or smaller tiles.",
+          megapixels(largePixels) + "): tick “" + labelOf(allowLarge.name) + "”, or use fewer cells or smaller tiles.",
         fields: [allowLarge],
       };
     }
@@ -487,7 +487,7 @@
     if (paperChosen()) data.append("print", printField.value.trim());
     else if (perPixel()) data.append("per_pixel", "true");
     else if (cells.value.trim() !== "") data.append("cells", cells.value.trim());
-    if (!large.hidden && allowLarge.checked) data.append("allow_large", "true");
+    if (!large.hidden && allowLarge.checked) data.append(allowLarge.name, "true");
     declaredInputs().forEach(function (el) {
       if (el.type === "checkbox") {
         if (el.checked) data.append(el.name, "true");

@@ -40,6 +40,8 @@ pub struct ApiError {
     pub message: String,
     /// Seconds a client should wait before trying again (`Retry-After`).
     pub retry_after: Option<u64>,
+    /// The request's field the error is about, when the code and the message do not say.
+    pub about: Option<&'static str>,
 }
 
 /// The body of every error answer.
@@ -82,6 +84,7 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            about: None,
         }
     }
 
@@ -89,7 +92,7 @@ impl ApiError {
     /// message that names a job's option (`blend must be 0 to 100`, `give either print or
     /// cells`).
     pub fn field(&self) -> Option<&'static str> {
-        self.code.field().or_else(|| {
+        self.about.or(self.code.field()).or_else(|| {
             self.message
                 .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                 .find_map(|word| match word {
@@ -208,10 +211,12 @@ impl ResponseError for ApiError {
 impl From<tessera_shared::spec::SpecError> for ApiError {
     fn from(e: tessera_shared::spec::SpecError) -> Self {
         use tessera_shared::spec::SpecError;
-        match e {
+        let about = e.field();
+        let error = match e {
             SpecError::Invalid { code, message } => ApiError::bad_request(code, message),
             SpecError::Unusable { code, message } => ApiError::unprocessable(code, message),
-        }
+        };
+        ApiError { about, ..error }
     }
 }
 

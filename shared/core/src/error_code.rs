@@ -203,13 +203,13 @@ pub const CODES: &[Declared] = &[
         code: ErrorCode::AdaptiveGrout,
         name: "adaptive_grout",
         meaning: "Grout was asked for with adaptive tile sizes.",
-        field: Some("grout"),
+        field: None,
     },
     Declared {
         code: ErrorCode::AdaptiveMinUses,
         name: "adaptive_min_uses",
         meaning: "A floor on uses was asked for with adaptive tile sizes.",
-        field: Some("min_uses"),
+        field: None,
     },
     Declared {
         code: ErrorCode::AdaptiveNotDoubling,
@@ -389,7 +389,7 @@ pub const CODES: &[Declared] = &[
         code: ErrorCode::LargeOutput,
         name: "large_output",
         meaning: "The mosaic is over the size made unasked.",
-        field: Some("allow_large"),
+        field: None,
     },
     Declared {
         code: ErrorCode::LibraryExists,
@@ -413,7 +413,7 @@ pub const CODES: &[Declared] = &[
         code: ErrorCode::LibraryTooSmall,
         name: "library_too_small",
         meaning: "The library has too few tiles for the repetition radius.",
-        field: Some("repeat_radius"),
+        field: None,
     },
     Declared {
         code: ErrorCode::MalformedJson,
@@ -485,7 +485,7 @@ pub const CODES: &[Declared] = &[
         code: ErrorCode::OutputTooLarge,
         name: "output_too_large",
         meaning: "The mosaic would be over the largest this service makes.",
-        field: Some("cells"),
+        field: None,
     },
     Declared {
         code: ErrorCode::PreviewFailed,
@@ -539,7 +539,7 @@ pub const CODES: &[Declared] = &[
         code: ErrorCode::ShapeMismatch,
         name: "shape_mismatch",
         meaning: "The tile size's shape is not the library's.",
-        field: Some("tile_size"),
+        field: None,
     },
     Declared {
         code: ErrorCode::ShapeOutOfRange,
@@ -575,13 +575,13 @@ pub const CODES: &[Declared] = &[
         code: ErrorCode::TooFewCells,
         name: "too_few_cells",
         meaning: "The grid has too few cells for the floor on uses.",
-        field: Some("min_uses"),
+        field: None,
     },
     Declared {
         code: ErrorCode::TooFewUses,
         name: "too_few_uses",
         meaning: "The library's tiles times the cap cannot fill the grid.",
-        field: Some("max_uses"),
+        field: None,
     },
     Declared {
         code: ErrorCode::TooManyActiveJobs,

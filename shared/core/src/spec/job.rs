@@ -383,6 +383,21 @@ impl SpecError {
         }
     }
 
+    /// The field the error is about: for the codes of the rules between fields, the one to
+    /// change; for the others, the code's own or none (their messages name the field).
+    pub fn field(&self) -> Option<&'static str> {
+        match self.code() {
+            ErrorCode::LibraryTooSmall => Some("repeat_radius"),
+            ErrorCode::LargeOutput => Some("allow_large"),
+            ErrorCode::TooFewUses => Some("max_uses"),
+            ErrorCode::TooFewCells | ErrorCode::AdaptiveMinUses => Some("min_uses"),
+            ErrorCode::ShapeMismatch => Some("tile_size"),
+            ErrorCode::OutputTooLarge => Some("cells"),
+            ErrorCode::AdaptiveGrout => Some("grout"),
+            code => code.field(),
+        }
+    }
+
     /// The stable error code clients see.
     pub fn code(&self) -> ErrorCode {
         match self {
