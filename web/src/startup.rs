@@ -37,6 +37,8 @@ pub struct Application {
     listener: ListenerHandle,
     grace: Duration,
     streams: StreamHub,
+    /// The spool directory made for this server alone, removed with it.
+    _own_spool: Option<tempfile::TempDir>,
 }
 
 impl Application {
@@ -91,7 +93,7 @@ impl Application {
                  web.api_key (TESSERA_WEB__API_KEY) or named keys in [web.keys]."
             );
         }
-        let spool = spool_dir(&settings)?;
+        let (spool, own_spool) = spool_dir(&settings)?;
         let streams = StreamHub::new(platform.jobs(), changes.clone(), &settings);
         let probes = web::Data::new(probes);
         let state = web::Data::new(app_state(
@@ -134,6 +136,7 @@ impl Application {
             listener,
             grace,
             streams,
+            _own_spool: own_spool,
         })
     }
 
@@ -164,7 +167,6 @@ impl Application {
     }
 }
 
-/// The spool directory of uploads, emptied: what a killed process left in the data directory is
 /// The shared state of every worker: the platform, settings and the limits and caches each
 /// request takes from.
 fn app_state(
@@ -251,15 +253,18 @@ async fn log_request(
     .await
 }
 
-/// gone at start.
-fn spool_dir(settings: &WebSettings) -> anyhow::Result<std::path::PathBuf> {
+/// The spool directory of uploads, emptied: what a killed process left in the data directory is
+/// gone at start. Without a data directory, a directory of this server's own under the system's,
+/// removed when the server ends (the second value holds it).
+fn spool_dir(
+    settings: &WebSettings,
+) -> anyhow::Result<(std::path::PathBuf, Option<tempfile::TempDir>)> {
     let Some(dir) = settings.spool_dir.clone() else {
-        // No data directory: a directory of this server's own under the system's.
-        let dir = std::env::temp_dir()
-            .join("tessera-spool")
-            .join(uuid::Uuid::new_v4().to_string());
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        return Ok(dir);
+        let own = tempfile::Builder::new()
+            .prefix("tessera-spool-")
+            .tempdir()
+            .context("creating a spool directory")?;
+        return Ok((own.path().to_path_buf(), Some(own)));
     };
     if dir.exists() {
         for entry in
@@ -277,7 +282,7 @@ fn spool_dir(settings: &WebSettings) -> anyhow::Result<std::path::PathBuf> {
         }
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
+    Ok((dir, None))
 }
 
 fn security_headers() -> DefaultHeaders {
@@ -305,5 +310,31 @@ impl Application {
         let result = self.run_until_stopped().await;
         stopper.abort();
         result.context("web server")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spool_of_its_own_is_removed_with_the_server_and_a_configured_one_is_emptied() {
+        let (path, own) = spool_dir(&WebSettings::default()).unwrap();
+        assert!(path.is_dir());
+        drop(own);
+        assert!(!path.exists(), "{} is left behind", path.display());
+
+        let configured = tempfile::tempdir().unwrap();
+        let spool = configured.path().join("spool");
+        std::fs::create_dir_all(spool.join("left")).unwrap();
+        std::fs::write(spool.join("upload"), b"x").unwrap();
+        let settings = WebSettings {
+            spool_dir: Some(spool.clone()),
+            ..WebSettings::default()
+        };
+        let (path, own) = spool_dir(&settings).unwrap();
+        assert_eq!(path, spool);
+        assert!(own.is_none());
+        assert_eq!(std::fs::read_dir(&spool).unwrap().count(), 0);
     }
 }
