@@ -293,17 +293,25 @@ impl Env {
         depths
     }
 
-    async fn assert_queues_empty(&self) {
-        // Deletions may trail the last completion by a moment.
+    /// Waits until the queues hold what a finished test leaves: nothing, but the poison queues'
+    /// messages `poisoned` names (`("imagerequest-poison", 1)`). Deletions may trail the last
+    /// completion by a moment; at the deadline the test fails with the depths.
+    async fn drain(&self, poisoned: &[(&str, u64)]) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let depths = self.depths().await;
-            if depths.values().all(|&n| n == 0) {
+            let expected = |name: &str| {
+                poisoned
+                    .iter()
+                    .find(|(q, _)| *q == name)
+                    .map_or(0, |(_, n)| *n)
+            };
+            if depths.iter().all(|(name, &n)| n == expected(name)) {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "messages left on the queues: {depths:?}"
+                "the queues did not drain to {poisoned:?}: {depths:?}"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -696,7 +704,7 @@ async fn job_matches_local_render(env: Env) -> Uuid {
             "{quality:?} vs {measured}"
         );
     }
-    env.assert_queues_empty().await;
+    env.drain(&[]).await;
     let responses = roles.responses_for(id);
     assert_eq!(responses.len(), 1, "{responses:?}");
     assert_eq!(
@@ -847,6 +855,7 @@ async fn failing_slice_is_poisoned(env: Env) {
             "no failure announced for {id}: {failures:?}"
         );
     }
+    env.drain(&[]).await;
     roles.stop().await;
 }
 
@@ -890,7 +899,7 @@ async fn messages_twice_give_one_result(env: Env) {
         &local_render(&job),
         "doubled messages",
     );
-    env.assert_queues_empty().await;
+    env.drain(&[]).await;
     // Every duplicate has been handled by now: the job was completed and announced once.
     let again = env.platform.jobs().get(id).await.unwrap();
     assert_eq!(again.finished_at, record.finished_at);
@@ -1014,7 +1023,7 @@ async fn job_with_flip_and_rotate_matches_a_local_render() {
         csv.lines().any(|l| l.ends_with(",flip+rot90")),
         "no cell flipped and turned"
     );
-    env.assert_queues_empty().await;
+    env.drain(&[]).await;
     roles.stop().await;
 }
 
@@ -1072,7 +1081,7 @@ async fn jpeg_and_tiff_results_match_a_local_render_at_any_slice_count() {
             );
         }
     }
-    env.assert_queues_empty().await;
+    env.drain(&[]).await;
     roles.stop().await;
 }
 
@@ -1110,7 +1119,7 @@ async fn job_with_tiles_over_another_background_matches_a_local_render() {
         [255, 255, 255],
         "auto kept white for a dark photo"
     );
-    env.assert_queues_empty().await;
+    env.drain(&[]).await;
     roles.stop().await;
 }
 
@@ -1137,7 +1146,7 @@ async fn job_with_oblong_tiles_matches_a_local_render() {
     let (_, plan) = local_plan(&job);
     assert!(plan.transforms().iter().all(|t| t.quarter_turns() % 2 == 0));
     assert!(plan.transforms().iter().any(|t| t.quarter_turns() == 2));
-    env.assert_queues_empty().await;
+    env.drain(&[]).await;
     roles.stop().await;
 }
 
@@ -1196,7 +1205,7 @@ async fn job_with_adaptive_tile_sizes_matches_a_local_render_at_any_slice_count(
         // The quality figures are a uniform grid's: an adaptive job has none.
         assert!(record.quality.is_none());
     }
-    env.assert_queues_empty().await;
+    env.drain(&[]).await;
     roles.stop().await;
 }
 
@@ -1303,6 +1312,7 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
         "{reason}"
     );
     assert_eq!(slices_present(&env, id).await, 0);
+    env.drain(&[("slicerequest-poison", 1)]).await;
     roles.stop().await;
 }
 
@@ -1323,6 +1333,7 @@ async fn a_job_of_another_shape_than_its_library_fails_clearly() {
     assert!(reason.contains("4:3") && reason.contains("1:1"), "{reason}");
     let poison = QueueName::ImageRequest.poison();
     assert_eq!(env.depths().await[&poison], 1);
+    env.drain(&[("imagerequest-poison", 1)]).await;
     roles.stop().await;
 }
 
@@ -1390,6 +1401,7 @@ async fn an_unreadable_request_fails_its_job_and_is_answered() {
         }
     }
     assert_eq!(env.depths().await[&QueueName::ImageRequest.poison()], 2);
+    env.drain(&[("imagerequest-poison", 2)]).await;
     roles.stop().await;
 }
 
@@ -1411,7 +1423,7 @@ async fn slice_count_does_not_change_the_pixels() {
     for (slices, got) in &outputs {
         assert_same_pixels(got, &want, &format!("{slices} slices"));
     }
-    env.assert_queues_empty().await;
+    env.drain(&[]).await;
     roles.stop().await;
 
     // A controller whose slices may hold at most 10,000 pixels cuts a one-slice job of
@@ -1478,7 +1490,7 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
             &format!("every option, {slices} slices"),
         );
     }
-    env.assert_queues_empty().await;
+    env.drain(&[]).await;
     roles.stop().await;
 }
 
@@ -1541,6 +1553,7 @@ async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
     assert_eq!(poisoned.len(), 1, "{poisoned:?}");
     assert_eq!(poisoned[0].0, Some(second));
     assert!(poisoned[0].1.contains("own blob key"), "{poisoned:?}");
+    env.drain(&[]).await;
     roles.stop().await;
 }
 
@@ -1603,6 +1616,7 @@ async fn storage_returns_to_its_baseline(env: Env) {
             ]
         );
     }
+    env.drain(&[]).await;
     roles.stop().await;
 
     // Left behind by a crash: a slice of a job that has no record.
