@@ -73,18 +73,10 @@ impl Job {
             tile_size: 8,
             tile_height: 8,
             slices,
+            // The declared defaults (radius 1, form 50, the rest none) with some blend.
             options: RenderOptions {
-                repeat_radius: 1,
                 blend_percent: 15,
-                max_uses: None,
-                min_uses: 0,
-                flip: false,
-                rotate: false,
-                background: None,
-                adaptive: None,
-                overlay_percent: 0,
-                form: 50,
-                grout: 0,
+                ..RenderOptions::default()
             },
         }
     }

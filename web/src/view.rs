@@ -64,6 +64,10 @@ pub struct Progress {
     pub slices_total: u32,
 }
 
+/// The options `params` gives in fields of their own (the library with its version, the tile
+/// width as a number) rather than as the specification's text.
+pub const PARAMS_OF_THEIR_OWN: &[&str] = &["library", "tile_size"];
+
 /// The job's parameters: the library at its version, the tile and grid as made, and every
 /// option of the job specification by its name ([`tessera_shared::spec::params`]; the API
 /// document lists them from the same declaration).
@@ -215,8 +219,7 @@ impl JobView {
                 input_name: r.params.input_name.clone(),
                 options: {
                     let mut options = tessera_shared::spec::params(spec);
-                    options.remove("library");
-                    options.remove("tile_size");
+                    options.retain(|name, _| !PARAMS_OF_THEIR_OWN.contains(&name.as_str()));
                     options
                 },
             },

@@ -155,7 +155,7 @@ fn add_params(schemas: &mut std::collections::BTreeMap<String, RefOr<Schema>>) {
         }
     }
     for field in tessera_shared::spec::FIELDS {
-        if matches!(field.name, "library" | "tile_size") {
+        if crate::view::PARAMS_OF_THEIR_OWN.contains(&field.name) {
             continue;
         }
         json["properties"][field.name] = tessera_shared::spec::params_schema(field);

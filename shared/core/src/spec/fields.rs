@@ -33,12 +33,15 @@ pub enum Kind {
     Switch,
     /// Text of a form its parser checks; `pattern` is the regular expression the API document
     /// gives for it, and `choices` the values the form offers (value, label), if it offers a
-    /// list.
+    /// list. Sent empty, it is absent unless `required` (then its parser refuses it);
+    /// `max_length` bounds it in the API document.
     Text {
         pattern: &'static str,
         default: Option<&'static str>,
         example: Option<&'static str>,
         choices: &'static [(&'static str, &'static str)],
+        required: bool,
+        max_length: Option<usize>,
     },
     /// One of a few names (value, label).
     Choice {
@@ -157,6 +160,8 @@ pub const FIELDS: &[Field] = &[
             default: None,
             example: None,
             choices: &[],
+            required: false,
+            max_length: None,
         },
         label: "Tile library",
         hint: "The pictures the mosaic is made of.",
@@ -181,6 +186,8 @@ pub const FIELDS: &[Field] = &[
             default: Some("16"),
             example: Some("24x18"),
             choices: &[],
+            required: true,
+            max_length: None,
         },
         label: "Tile size (px)",
         hint: "4 to 256 px a side; width x height for libraries that are not square (24x18 for 4:3). On paper, tiles print 1 cm wide unless set here.",
@@ -494,6 +501,8 @@ pub const FIELDS: &[Field] = &[
                 ("808080", "Grey"),
                 ("ffffff", "White"),
             ],
+            required: false,
+            max_length: None,
         },
         label: "Behind transparent tiles",
         hint: "What shows through tiles with transparent parts, such as emoji.",
@@ -525,6 +534,8 @@ pub const FIELDS: &[Field] = &[
             default: None,
             example: Some("8..32"),
             choices: &[],
+            required: false,
+            max_length: None,
         },
         label: "Adaptive tile sizes (px)",
         hint: "Tiles of several sizes, smallest..largest such as 8..32: large tiles where the photo is calm, small ones at its detail; none: one size.",
@@ -562,6 +573,8 @@ pub const FIELDS: &[Field] = &[
                 ("24x36in@300dpi", "24 x 36 in"),
                 ("60x40cm@300dpi", "60 x 40 cm"),
             ],
+            required: false,
+            max_length: None,
         },
         label: "Paper size",
         hint: "A0 to A5, or width x height in cm, mm or in, then @ and the dots per inch (300 if left out): A2@300dpi, 60x40cm@300dpi, 18x24in. The paper turns to the photo; tiles print 1 cm wide unless a tile size is given.",
@@ -661,6 +674,8 @@ pub const FIELDS: &[Field] = &[
             default: None,
             example: Some("https://hooks.example.com/tessera"),
             choices: &[],
+            required: false,
+            max_length: Some(MAX_WEBHOOK_CHARS),
         },
         label: "Call a web address when done",
         hint: "None: no call. The address gets a signed notice when the mosaic is done or has failed; only hosts this service allows.",
@@ -753,8 +768,7 @@ impl Field {
                     format!("{name} must be true or false, not {other:?}"),
                 )),
             },
-            // A tile size is never empty; the others may be sent empty, meaning absent.
-            Kind::Text { .. } if name == "tile_size" => Ok(Value::text(text)),
+            Kind::Text { required: true, .. } => Ok(Value::text(text)),
             Kind::Text { .. } | Kind::Choice { .. } => Ok(Value::Text(
                 Some(text.trim())
                     .filter(|t| !t.is_empty())
@@ -933,7 +947,10 @@ pub fn field_schema(field: &Field) -> serde_json::Value {
         schema["default"] = json!(default);
     }
     if let Kind::Text {
-        default, example, ..
+        default,
+        example,
+        max_length,
+        ..
     } = field.kind
     {
         if let Some(d) = default {
@@ -942,9 +959,9 @@ pub fn field_schema(field: &Field) -> serde_json::Value {
         if let Some(e) = example {
             schema["example"] = json!(e);
         }
-    }
-    if field.name == "webhook" {
-        schema["maxLength"] = json!(MAX_WEBHOOK_CHARS);
+        if let Some(n) = max_length {
+            schema["maxLength"] = json!(n);
+        }
     }
     schema
 }
