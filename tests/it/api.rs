@@ -962,10 +962,11 @@ async fn oblong_tiles_from_upload_to_a_done_job() {
         }
         form
     };
-    // Malformed: 400; written as the document says but too elongated for tiles: 422.
+    // Malformed: 400; W:H but too elongated, or with a term over 16: 422.
     for (shape, status, code, says) in [
         ("4x3", 400, "invalid_parameter", "width:height"),
         ("9:1", 422, "shape_out_of_range", "elongated"),
+        ("17:16", 422, "shape_out_of_range", "terms of 1 to 16"),
         ("0:1", 400, "invalid_parameter", "at least 1"),
     ] {
         let res = app.post_library(upload(shape)).await;

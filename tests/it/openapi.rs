@@ -524,3 +524,82 @@ mod validation {
         assert!(errors[0].starts_with("/error: ") && errors[0].contains("message"));
     }
 }
+
+/// A submission's fields as text, checked the way the document states them and the way the
+/// server does: whether each takes it.
+fn taken_by_both(doc: &Value, fields: &[(&str, &str)]) -> (bool, bool) {
+    let mut body = serde_json::json!({"image": "photo bytes"});
+    let schema = serde_json::json!({"$ref": "#/components/schemas/JobSubmission"});
+    // Multipart text: the document types whole numbers and switches, so those go typed.
+    let properties = &doc["components"]["schemas"]["JobSubmission"]["properties"];
+    for (name, value) in fields {
+        body[*name] = match properties[*name]["type"].as_str() {
+            Some("integer") => Value::from(value.parse::<u64>().unwrap()),
+            Some("boolean") => Value::from(value.parse::<bool>().unwrap()),
+            _ => Value::from(*value),
+        };
+    }
+    let by_document = validate(doc, &schema, &body).is_empty();
+    let defaults = tessera_shared::spec::Defaults {
+        library: "emoji".into(),
+        slices: 1,
+    };
+    let field = |name: &str| fields.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
+    let by_server = tessera_shared::spec::JobSpec::from_fields(field, &defaults)
+        .and_then(|spec| spec.check_fields())
+        .is_ok();
+    (by_document, by_server)
+}
+
+/// The rules the document states between a submission's fields, and the shapes it lets a
+/// library have, are the ones the server enforces: each of the grid's ways alone and every pair
+/// of them, with the rules on adaptive sizes, and every shape written with terms up to 20.
+#[test]
+fn the_document_takes_what_the_server_takes_between_fields_and_for_shapes() {
+    let doc: Value = serde_json::from_str(tessera_web::routes::openapi::document_json()).unwrap();
+    let ways: [&[(&str, &str)]; 5] = [
+        &[],
+        &[("cells", "64")],
+        &[("cells", "64"), ("adaptive", "8..32")],
+        &[("per_pixel", "true")],
+        &[("print", "A3@150dpi")],
+    ];
+    for (i, a) in ways.iter().enumerate() {
+        for b in &ways[i..] {
+            let mut fields: Vec<(&str, &str)> = a.to_vec();
+            fields.extend(b.iter().filter(|f| !a.contains(f)));
+            let (document, server) = taken_by_both(&doc, &fields);
+            assert_eq!(
+                document, server,
+                "{fields:?}: document {document}, server {server}"
+            );
+        }
+    }
+    for fields in [
+        &[("adaptive", "8..32"), ("tile_size", "24")][..],
+        &[("adaptive", "8..32"), ("tile_size", "24x18")],
+        &[("adaptive", "8..32"), ("background", "auto")],
+        &[("adaptive", "8..32"), ("background", "library")],
+        &[("per_pixel", "false"), ("cells", "40")],
+    ] {
+        let (document, server) = taken_by_both(&doc, fields);
+        assert_eq!(
+            document, server,
+            "{fields:?}: document {document}, server {server}"
+        );
+    }
+
+    let shape = &doc["components"]["schemas"]["LibraryUpload"]["properties"]["shape"];
+    let mut taken = 0;
+    for w in 0..=20 {
+        for h in 0..=20 {
+            let text = format!("{w}:{h}");
+            let by_document = validate(&doc, shape, &Value::from(text.clone())).is_empty();
+            let by_server = tessera_engine::TileShape::parse(&text).is_ok();
+            assert_eq!(by_document, by_server, "shape {text}");
+            taken += usize::from(by_server);
+        }
+    }
+    // 16:9, 4:1 and 1:4 are shapes; 5:1 and 17:16 are not.
+    assert!(taken > 150, "only {taken} shapes taken");
+}

@@ -13,6 +13,10 @@ pub const TILE_SIZES: std::ops::RangeInclusive<u32> = 4..=256;
 /// The most elongated shape a library may have, long side over short side.
 pub const MAX_ASPECT: u32 = 4;
 
+/// The largest term a shape is written with (`16:9`; `32:18` is written `16:9`), so that the
+/// shapes a library may have are a list a pattern can state.
+pub const MAX_SHAPE_TERM: u32 = 16;
+
 /// An aspect ratio, width to height, in lowest terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileShape {
@@ -52,7 +56,7 @@ impl TileShape {
         Ok(shape)
     }
 
-    /// Reads `W:H` (such as `4:3`; `1:1` is square).
+    /// Reads `W:H` (such as `4:3`; `1:1` is square), each term 1 to [`MAX_SHAPE_TERM`].
     pub fn parse(text: &str) -> Result<TileShape, Error> {
         let bad = || {
             Error::InvalidOption(format!(
@@ -61,7 +65,28 @@ impl TileShape {
         };
         let (w, h) = text.trim().split_once(':').ok_or_else(bad)?;
         let side = |s: &str| s.trim().parse::<u32>().map_err(|_| bad());
-        TileShape::new(side(w)?, side(h)?)
+        let (w, h) = (side(w)?, side(h)?);
+        if w > MAX_SHAPE_TERM || h > MAX_SHAPE_TERM {
+            return Err(Error::InvalidOption(format!(
+                "tile shape {w}:{h}: write it with terms of 1 to {MAX_SHAPE_TERM}, such as 16:9"
+            )));
+        }
+        TileShape::new(w, h)
+    }
+
+    /// A regular expression that matches exactly the texts [`TileShape::parse`] takes without
+    /// spaces: `W:H` with terms of 1 to [`MAX_SHAPE_TERM`], at most [`MAX_ASPECT`]:1 either way.
+    pub fn pattern() -> String {
+        let ways: Vec<String> = (1..=MAX_SHAPE_TERM)
+            .map(|w| {
+                let heights: Vec<String> = (1..=MAX_SHAPE_TERM)
+                    .filter(|&h| w <= h * MAX_ASPECT && h <= w * MAX_ASPECT)
+                    .map(|h| h.to_string())
+                    .collect();
+                format!("{w}:(?:{})", heights.join("|"))
+            })
+            .collect();
+        format!("^(?:{})$", ways.join("|"))
     }
 
     /// The width term of the ratio.
@@ -275,6 +300,8 @@ mod tests {
         assert!(TileShape::parse("0:3").is_err());
         assert!(TileShape::parse("5:1").is_err());
         assert!(TileShape::parse("1:4").is_ok());
+        assert!(TileShape::parse("16:9").is_ok());
+        assert!(TileShape::parse("32:18").is_err(), "terms over 16");
         let four_three = TileShape::new(4, 3).unwrap();
         assert_eq!(four_three.fit(64), (64, 48));
         assert_eq!(TileShape::new(2, 3).unwrap().fit(64), (43, 64));

@@ -261,6 +261,7 @@ pub struct PlacementsQuery {
     pub q: Option<String>,
     /// `csv` for CSV, as `Accept: text/csv` asks (for a link, which cannot set the header);
     /// `json` for JSON whatever `Accept` says.
+    #[param(inline)]
     pub format: Option<PlacementsFormat>,
 }
 

@@ -202,15 +202,11 @@ pub struct LibraryUpload {
     /// true: publish a new version of an existing library (default false).
     #[schema(required = false, default = false)]
     pub replace: bool,
-    /// Shape of the tiles, width:height (`1:1` by default; `4:3`, `3:2`, `3:4`, `2:3`, ..., at
-    /// most 4:1 either way): each image is cropped to its centre at this shape, and jobs on
-    /// the library use tiles of this shape (a tile_size of 24x18 for 4:3).
-    #[schema(
-        required = false,
-        default = "1:1",
-        pattern = r"^[1-9][0-9]{0,2}:[1-9][0-9]{0,2}$",
-        example = "4:3"
-    )]
+    /// Shape of the tiles, width:height (`1:1` by default; `4:3`, `3:2`, `16:9`, `2:3`, ...,
+    /// terms of 1 to 16, at most 4:1 either way): each image is cropped to its centre at this
+    /// shape, and jobs on the library use tiles of this shape (a tile_size of 24x18 for 4:3).
+    /// The document's pattern lists the shapes taken (`TileShape::pattern`).
+    #[schema(required = false, default = "1:1", example = "4:3")]
     pub shape: String,
     /// The colour transparent parts of the images are laid over, RRGGBB hex (a leading `#` is
     /// allowed; `ffffff` by default).
@@ -589,8 +585,8 @@ fn parse_shape(text: Option<&str>) -> ApiResult<TileShape> {
     match text {
         None | Some("") => Ok(TileShape::SQUARE),
         Some(text) => TileShape::parse(text).map_err(|e| {
-            // Written as the document says (W:H, 1 to 3 digits each) but not a shape tiles can
-            // take (too elongated): the request is understood and refused.
+            // Written as W:H with 1 to 3 digits each but not a shape tiles take (too
+            // elongated, or a term over 16): the request is understood and refused.
             let well_formed = text.split_once(':').is_some_and(|(w, h)| {
                 [w, h].iter().all(|v| {
                     (1..=3).contains(&v.len())

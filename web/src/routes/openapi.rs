@@ -5,6 +5,7 @@ use std::sync::OnceLock;
 
 use actix_web::HttpResponse;
 use actix_web::http::header;
+use tessera_engine::TileShape;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -75,17 +76,20 @@ impl Modify for Described {
         let components = doc.components.get_or_insert_with(Default::default);
         // A job submission is the job specification's fields: described where they are.
         let mut submission = tessera_shared::spec::submission_schema();
-        let rules = submission
-            .as_object_mut()
-            .and_then(|o| o.remove("allOf"))
-            .unwrap_or_default();
+        // utoipa's object has no allOf or anyOf of its own: the rules go in as written.
+        let rules: Vec<(String, serde_json::Value)> = ["allOf", "anyOf"]
+            .into_iter()
+            .filter_map(|key| {
+                let rule = submission.as_object_mut()?.remove(key)?;
+                Some((key.to_string(), rule))
+            })
+            .collect();
         match serde_json::from_value::<RefOr<Schema>>(submission) {
             Ok(RefOr::T(Schema::Object(mut object))) => {
-                // utoipa's object has no allOf of its own: the rules go in as written.
                 object
                     .extensions
                     .get_or_insert_with(Default::default)
-                    .insert("allOf".to_string(), rules);
+                    .extend(rules);
                 components.schemas.insert(
                     "JobSubmission".to_string(),
                     RefOr::T(Schema::Object(object)),
@@ -93,6 +97,7 @@ impl Modify for Described {
             }
             Ok(_) | Err(_) => tracing::error!("the job submission's schema is not an object"),
         }
+        shape_pattern(&mut components.schemas);
         add_params(&mut components.schemas);
         components.add_security_scheme(
             "bearerAuth",
@@ -129,6 +134,15 @@ fn error_codes() -> String {
         out.push_str(&format!("| `{}` | {} |\n", declared.name, declared.meaning));
     }
     out
+}
+
+/// A library's `shape` admits exactly the shapes the server takes ([`TileShape::pattern`]).
+fn shape_pattern(schemas: &mut std::collections::BTreeMap<String, RefOr<Schema>>) {
+    if let Some(RefOr::T(Schema::Object(upload))) = schemas.get_mut("LibraryUpload")
+        && let Some(RefOr::T(Schema::Object(shape))) = upload.properties.get_mut("shape")
+    {
+        shape.pattern = Some(TileShape::pattern());
+    }
 }
 
 /// A job's `params` list every option of the job specification, from its declaration.

@@ -184,7 +184,8 @@ pub const FIELDS: &[Field] = &[
         kind: Kind::Text {
             pattern: "^(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])(?:x(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$",
             default: Some("16"),
-            example: Some("24x18"),
+            // Square, so that it goes with `adaptive`'s example and the default library.
+            example: Some("24"),
             choices: &[],
             required: true,
             max_length: None,
@@ -493,7 +494,8 @@ pub const FIELDS: &[Field] = &[
         kind: Kind::Text {
             pattern: "^(?:[Ll][Ii][Bb][Rr][Aa][Rr][Yy]|[Aa][Uu][Tt][Oo]|#?[0-9A-Fa-f]{6})?$",
             default: Some("library"),
-            example: Some("auto"),
+            // None: `adaptive`'s example takes the library's own background only.
+            example: None,
             choices: &[
                 ("library", "The library's own background"),
                 ("auto", "Chosen to suit the photo"),
@@ -901,14 +903,56 @@ pub fn submission_schema() -> serde_json::Value {
     for field in FIELDS {
         properties.insert(field.name.into(), field_schema(field));
     }
+    let names: Vec<&String> = properties.keys().collect();
     serde_json::json!({
         "type": "object",
-        "description": "A job submission (`multipart/form-data`).",
+        "description": "A job submission (`multipart/form-data`). The grid is sized one way: \
+            by `cells`, by `per_pixel`, by `print`, or by none of them (cells across follow the \
+            photo); `adaptive` goes with `cells` or none. A submission leaves out the other \
+            ways' fields.",
         "required": ["image"],
         "properties": properties,
         "additionalProperties": false,
+        "anyOf": grid_ways(&names),
         "allOf": parse(RULES_SCHEMA),
     })
+}
+
+/// The ways a grid is sized, one branch each: the fields a branch leaves out are named in its
+/// `propertyNames` (a branch that says nothing of a field leaves it to the others, so that a
+/// generator following the branches never mixes two ways).
+fn grid_ways(names: &[&String]) -> serde_json::Value {
+    use serde_json::json;
+    let without = |left_out: &[&str]| -> serde_json::Value {
+        let kept: Vec<&&String> = names
+            .iter()
+            .filter(|n| !left_out.contains(&n.as_str()))
+            .collect();
+        json!({ "enum": kept })
+    };
+    json!([
+        {
+            "title": "cells",
+            "properties": {"cells": {}, "adaptive": {}, "per_pixel": {"const": false}},
+            "propertyNames": without(&["print"]),
+        },
+        {
+            "title": "per_pixel",
+            "required": ["per_pixel"],
+            "properties": {"per_pixel": {"const": true}},
+            "propertyNames": without(&["cells", "adaptive", "print"]),
+        },
+        {
+            "title": "print",
+            "required": ["print"],
+            "propertyNames": without(&["cells", "adaptive", "per_pixel"]),
+        },
+        {
+            "title": "auto",
+            "properties": {"adaptive": {}, "per_pixel": {"const": false}},
+            "propertyNames": without(&["cells", "print"]),
+        },
+    ])
 }
 
 /// The spec every option's default makes (the library and slices the door's).

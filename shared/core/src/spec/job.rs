@@ -198,11 +198,10 @@ pub const SLICES_RANGE: std::ops::RangeInclusive<u32> = 1..=1024;
 /// The submission's image, as the API document describes it.
 pub const IMAGE_SCHEMA: &str = r#"{"type": "string", "format": "binary", "description": "The target image: JPEG, PNG, HEIC, AVIF, WebP, TIFF, BMP or GIF. Colour profiles are honoured.", "minLength": 1}"#;
 
-/// The rules between fields, as the API document states them ([`JobSpec::check_fields`] enforces
-/// the same): `per_pixel` gives neither `cells` nor `adaptive`, `adaptive` takes a square
-/// `tile_size` and no `background` but the library's own, and `print` gives none of `cells`,
-/// `per_pixel` and `adaptive`.
-pub const RULES_SCHEMA: &str = r#"[{"anyOf": [{"properties": {"per_pixel": {"const": false}}}, {"properties": {"adaptive": false, "cells": false}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"tile_size": {"pattern": "^[0-9]+$"}}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"background": {"pattern": "^[Ll][Ii][Bb][Rr][Aa][Rr][Yy]$"}}}]}, {"anyOf": [{"properties": {"print": {"maxLength": 0}}}, {"properties": {"cells": false, "per_pixel": {"const": false}, "adaptive": {"maxLength": 0}}}]}]"#;
+/// The rules between fields other than the grid's ways (those are `fields::grid_ways`), as the
+/// API document states them ([`JobSpec::check_fields`] enforces the same): `adaptive` takes a
+/// square `tile_size` and no `background` but the library's own.
+pub const RULES_SCHEMA: &str = r#"[{"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"tile_size": {"pattern": "^[0-9]+$"}}}]}, {"anyOf": [{"properties": {"adaptive": {"maxLength": 0}}}, {"properties": {"background": {"pattern": "^[Ll][Ii][Bb][Rr][Aa][Rr][Yy]$"}}}]}]"#;
 
 /// The operator's limits on what a job may ask for (`[limits]` in the configuration). The web role
 /// checks a submission against them and the controller plans under the same ones: both read this
