@@ -14,7 +14,7 @@ use tessera_shared::platform::Platform;
 use tessera_shared::registry::{Registered, RoleRegistration, RoleRegistry};
 use tessera_shared::runtime::shutdown::{self, Shutdown};
 use tessera_shared::telemetry::Role;
-use tessera_web::listen::{bind_port, reachable_url};
+use tessera_web::port::{bind_port, reachable_url};
 
 use crate::settings::Settings;
 
@@ -229,7 +229,7 @@ pub async fn controller(
     platform.ensure_queues().await?;
     // The controller sends the notifications it records as well as the web processes do, so
     // they go out with no web process running.
-    tessera_web::webhook::start_sender(
+    tessera_web::background::webhook::start_sender(
         platform.clone(),
         settings.web.webhooks.clone(),
         settings.public_url(),

@@ -336,7 +336,7 @@ impl Settings {
         if !shown.storage.azure_connection_string.is_empty() {
             shown.storage.azure_connection_string = "<redacted>".into();
         }
-        let redacted = || tessera_web::settings::ApiKey::new("<redacted>");
+        let redacted = || tessera_web::web_settings::ApiKey::new("<redacted>");
         if shown.web.api_key.get().is_some() {
             shown.web.api_key = redacted();
         }

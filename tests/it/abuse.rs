@@ -15,7 +15,7 @@ use uuid::Uuid;
 use tessera_shared::messages::{Envelope, ImageResponse, JobOutcome, QueueName};
 use tessera_shared::storage::embedded::{Durability, EmbeddedStorage};
 use tessera_web::WebSettings;
-use tessera_web::settings::ApiKey;
+use tessera_web::web_settings::ApiKey;
 
 use crate::support::{
     TestApp, astronaut, job_form, no_redirect_client, spawn_app_on, spawn_app_with, test_settings,

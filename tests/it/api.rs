@@ -835,7 +835,7 @@ async fn the_client_that_submitted_a_job_may_cancel_it_while_it_runs() {
     assert_eq!(res.status(), 200);
     let job: Value = res.json().await.unwrap();
     assert_eq!(job["state"], "failed", "{job}");
-    assert_eq!(job["error"], tessera_web::routes::jobs::CANCELLED);
+    assert_eq!(job["error"], tessera_web::api::job_broker::CANCELLED);
     let stored: Value = app.get_job(&id.to_string()).await.json().await.unwrap();
     assert_eq!(stored["state"], "failed");
     // An ended job is not cancelled again; it may be deleted.

@@ -720,7 +720,7 @@ async fn malformed_json_is_400_malformed_json_on_any_json_route() {
     use actix_web::{App, HttpResponse, test, web};
     let app = test::init_service(
         App::new()
-            .configure(tessera_web::error::configure_extractors)
+            .configure(tessera_web::api_error::configure_extractors)
             .route(
                 "/echo",
                 web::post().to(|body: web::Json<Value>| async move {

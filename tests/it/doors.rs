@@ -80,8 +80,7 @@ fn render_help() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_job_field_is_taken_at_every_door() {
     let app = spawn_app_with(test_settings(), false).await;
-    let document: Value =
-        serde_json::from_str(tessera_web::routes::openapi::document_json()).unwrap();
+    let document: Value = serde_json::from_str(tessera_web::api::openapi::document_json()).unwrap();
     let documented: BTreeSet<String> =
         document["components"]["schemas"]["JobSubmission"]["properties"]
             .as_object()
@@ -162,8 +161,7 @@ async fn every_door_has_the_declared_ranges_and_defaults() {
     let settings = test_settings();
     let limits = settings.limits.clone();
     let app = spawn_app_with(settings, false).await;
-    let document: Value =
-        serde_json::from_str(tessera_web::routes::openapi::document_json()).unwrap();
+    let document: Value = serde_json::from_str(tessera_web::api::openapi::document_json()).unwrap();
     let schemas = &document["components"]["schemas"]["JobSubmission"]["properties"];
     let home = app.get("/").await.text().await.unwrap();
     let help = render_help();

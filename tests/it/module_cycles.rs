@@ -30,7 +30,7 @@ pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `routes::jobs` for `routes/jobs.rs`, `routes` for `routes/mod.rs`, `` for `lib.rs`.
+/// `routes::jobs` for `api/job_broker.rs`, `routes` for `routes/mod.rs`, `` for `lib.rs`.
 fn module_of(root: &Path, file: &Path) -> Vec<String> {
     let relative = file.strip_prefix(root).unwrap().with_extension("");
     let mut parts: Vec<String> = relative

@@ -103,7 +103,7 @@ fn check_event(call: &Call, id: &str, base: &str) {
         .unwrap();
     assert_eq!(
         signature,
-        tessera_web::webhook::signature(SECRET, unix, &call.body)
+        tessera_web::background::webhook::signature(SECRET, unix, &call.body)
     );
     let event: Value = serde_json::from_str(&call.body).unwrap();
     assert_eq!(event["specversion"], "1.0", "{event}");

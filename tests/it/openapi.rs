@@ -447,7 +447,7 @@ mod validation {
     use super::validate;
 
     fn doc() -> Value {
-        serde_json::from_str(tessera_web::routes::openapi::document_json()).unwrap()
+        serde_json::from_str(tessera_web::api::openapi::document_json()).unwrap()
     }
 
     fn job() -> Value {
@@ -556,7 +556,7 @@ fn taken_by_both(doc: &Value, fields: &[(&str, &str)]) -> (bool, bool) {
 /// of them, with the rules on adaptive sizes, and every shape written with terms up to 20.
 #[test]
 fn the_document_takes_what_the_server_takes_between_fields_and_for_shapes() {
-    let doc: Value = serde_json::from_str(tessera_web::routes::openapi::document_json()).unwrap();
+    let doc: Value = serde_json::from_str(tessera_web::api::openapi::document_json()).unwrap();
     let ways: [&[(&str, &str)]; 5] = [
         &[],
         &[("cells", "64")],

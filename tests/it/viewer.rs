@@ -11,7 +11,7 @@ use tessera_engine::{FragmentEncoder, Scanlines, SeekIndex};
 use tessera_shared::jobs::JobState;
 use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{BlobStore, PutMode};
-use tessera_web::mosaic::{TILE, level_size, preview_bin, preview_size, top_level};
+use tessera_web::imaging::stored_mosaic::{TILE, level_size, preview_bin, preview_size, top_level};
 use uuid::Uuid;
 
 use crate::browser::{in_chromium, mosaic_loaded, script, wait_for};

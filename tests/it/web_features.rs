@@ -9,7 +9,7 @@ use tessera_shared::jobs::JobQuality;
 use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{BlobStoreExt, PutMode};
 use tessera_web::WebSettings;
-use tessera_web::settings::ApiKey;
+use tessera_web::web_settings::ApiKey;
 use uuid::Uuid;
 
 use crate::support::{
@@ -690,11 +690,11 @@ async fn a_job_calls_its_webhook_with_a_signed_body() {
         .unwrap();
     assert_eq!(
         signature,
-        tessera_web::webhook::signature(secret, unix, body)
+        tessera_web::background::webhook::signature(secret, unix, body)
     );
     assert_ne!(
         signature,
-        tessera_web::webhook::signature("another secret", unix, body)
+        tessera_web::background::webhook::signature("another secret", unix, body)
     );
     let event: Value = serde_json::from_str(body).unwrap();
     assert_eq!(event["specversion"], "1.0");

@@ -18,12 +18,12 @@ use tessera_shared::runtime::{ListenerHandle, Shutdown};
 
 use tessera_shared::telemetry::Role;
 
-use crate::error::no_route;
-use crate::ops_endpoint::Probes;
-use crate::request::HeadRequest;
-use crate::settings::WebSettings;
-use crate::state::AppState;
-use crate::streams::{JobChanges, StreamHub};
+use crate::api_error::no_route;
+use crate::app_state::AppState;
+use crate::background::job_streams::{JobChanges, StreamHub};
+use crate::guards::request::HeadRequest;
+use crate::probes::Probes;
+use crate::web_settings::WebSettings;
 
 /// Content Security Policy for everything served: same-origin only, never framed.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; img-src 'self' data: blob:; \
@@ -61,7 +61,7 @@ impl Application {
             .await
             .context("creating the queues")?;
         let changes = JobChanges::new();
-        let tcp = crate::listen::bind_port(
+        let tcp = crate::port::bind_port(
             "the web front end",
             &settings.bind,
             settings.port,
@@ -73,17 +73,21 @@ impl Application {
             "" => format!("http://{addr}"),
             url => url.to_string(),
         };
-        let outbox =
-            crate::webhook::start_sender(platform.clone(), settings.webhooks.clone(), public_url);
-        let listener = crate::listener::start(platform.clone(), changes.clone(), outbox)
-            .await
-            .context("starting the imageresponse listener")?;
+        let outbox = crate::background::webhook::start_sender(
+            platform.clone(),
+            settings.webhooks.clone(),
+            public_url,
+        );
+        let listener =
+            crate::background::job_outcomes::start(platform.clone(), changes.clone(), outbox)
+                .await
+                .context("starting the imageresponse listener")?;
         let grace = Duration::from_secs(settings.shutdown_grace_secs);
         let workers = settings.workers;
-        let guard = crate::auth::Guard::new(
+        let guard = crate::guards::auth::Guard::new(
             &settings.api_key,
             &settings.keys,
-            crate::client::TrustedProxies(settings.trusted_proxies.clone()),
+            crate::guards::client::TrustedProxies(settings.trusted_proxies.clone()),
             platform.blobs.clone(),
         )?;
         if !guard.required() && !addr.ip().is_loopback() {
@@ -107,15 +111,15 @@ impl Application {
                 .app_data(state.clone())
                 .app_data(probes.clone())
                 .app_data(web::Data::new(guard.clone()))
-                .configure(crate::error::configure_extractors)
+                .configure(crate::api_error::configure_extractors)
                 .configure(crate::pages::configure)
-                .configure(crate::auth::configure)
-                .configure(crate::ops_endpoint::configure)
-                .configure(crate::routes::configure)
+                .configure(crate::guards::auth::configure)
+                .configure(crate::probes::configure)
+                .configure(crate::api::configure)
                 .default_service(web::to(no_route))
                 .wrap(from_fn(head_as_get))
                 .wrap(from_fn(refuse_forgeries))
-                .wrap(from_fn(crate::auth::key_check))
+                .wrap(from_fn(crate::guards::auth::key_check))
                 .wrap(security_headers())
                 .wrap(from_fn(log_request))
                 .wrap(
@@ -123,7 +127,7 @@ impl Application {
                         .default_handler(crate::pages::error_page),
                 )
         })
-        .on_connect(crate::peer::remember)
+        .on_connect(crate::guards::peer::remember)
         .disable_signals()
         .shutdown_timeout(grace.as_secs());
         if workers > 0 {
@@ -172,13 +176,13 @@ impl Application {
 fn app_state(
     platform: Platform,
     settings: WebSettings,
-    (guard, changes, streams): (crate::auth::Guard, JobChanges, StreamHub),
+    (guard, changes, streams): (crate::guards::auth::Guard, JobChanges, StreamHub),
     spool: std::path::PathBuf,
 ) -> AppState {
     let loaded_libraries = Arc::new(tessera_shared::library_cache::LibraryCache::new(
         platform.libraries(),
-        crate::state::KEPT_LIBRARIES,
-        crate::state::KEPT_LIBRARY_BYTES,
+        crate::app_state::KEPT_LIBRARIES,
+        crate::app_state::KEPT_LIBRARY_BYTES,
     ));
     AppState {
         guard,
@@ -188,8 +192,8 @@ fn app_state(
             std::thread::available_parallelism().map_or(1, |n| n.get()),
         )),
         imports: Arc::new(Semaphore::new(settings.max_concurrent_imports.max(1))),
-        decode_memory: crate::state::DecodeMemory::new(settings.decode_memory_bytes),
-        uploads: crate::upload::UploadSlots::new(settings.max_uploads_in_flight),
+        decode_memory: crate::app_state::DecodeMemory::new(settings.decode_memory_bytes),
+        uploads: crate::guards::upload::UploadSlots::new(settings.max_uploads_in_flight),
         admission: Default::default(),
         spool,
         settings,
@@ -214,12 +218,12 @@ async fn head_as_get(
     Ok(next.call(req).await?.map_into_boxed_body())
 }
 
-/// Refuses a cross-site request that would change something ([`crate::auth::forgery_check`]).
+/// Refuses a cross-site request that would change something ([`crate::guards::auth::forgery_check`]).
 async fn refuse_forgeries(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse, actix_web::Error> {
-    match crate::auth::forgery_check(&req) {
+    match crate::guards::auth::forgery_check(&req) {
         None => Ok(next.call(req).await?.map_into_boxed_body()),
         Some(refused) => Ok(req.error_response(refused)),
     }

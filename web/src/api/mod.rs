@@ -1,0 +1,108 @@
+//! The REST API under `/api/v1`: one module per resource, the OpenAPI document, and the types
+//! that exist to describe bodies in it.
+
+pub mod cell_lookup;
+pub mod contact_sheet;
+pub mod doc_types;
+pub mod draft_previews;
+pub mod dzi;
+pub mod events;
+pub mod job_broker;
+pub mod job_options;
+pub mod openapi;
+pub mod queue_status;
+pub mod result;
+pub mod result_preview;
+pub(crate) mod system_status;
+pub mod tile_libraries;
+pub mod zoom_tiles;
+
+use actix_web::web;
+use tessera_shared::error_code::ErrorCode;
+
+use actix_web::http::StatusCode;
+
+use crate::api_error::{ApiError, no_route};
+
+/// Registers the REST API under `/api/v1` (the app adds the pages, sign-in and health checks).
+/// A method a path does not serve answers 405 with `Allow`; a path that does not exist, 404.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/api/v1")
+            .service(resource("/jobs", "POST").route(web::post().to(job_broker::submit)))
+            .service(resource("/previews", "POST").route(web::post().to(draft_previews::create)))
+            .service(
+                resource("/jobs/{id}", "GET, DELETE")
+                    .route(web::get().to(job_broker::get))
+                    .route(web::delete().to(job_broker::delete)),
+            )
+            .service(
+                resource("/jobs/{id}/cancel", "POST").route(web::post().to(job_broker::cancel)),
+            )
+            .service(resource("/jobs/{id}/result", "GET").route(web::get().to(result::get)))
+            .service(resource("/jobs/{id}/events", "GET").route(web::get().to(events::events)))
+            .service(
+                resource("/jobs/{id}/preview", "GET").route(web::get().to(result_preview::get)),
+            )
+            .service(
+                resource("/jobs/{id}/tiles/{level}/{x}/{y}", "GET")
+                    .route(web::get().to(zoom_tiles::get)),
+            )
+            .service(
+                resource("/jobs/{id}/cells/{row}/{col}", "GET")
+                    .route(web::get().to(cell_lookup::get)),
+            )
+            .service(
+                resource("/jobs/{id}/cells/{row}/{col}/thumbnail", "GET")
+                    .route(web::get().to(cell_lookup::thumbnail)),
+            )
+            .service(
+                resource("/jobs/{id}/cells/{row}/{col}/picture", "GET")
+                    .route(web::get().to(cell_lookup::picture)),
+            )
+            .service(
+                resource("/jobs/{id}/placements", "GET")
+                    .route(web::get().to(cell_lookup::placements)),
+            )
+            .service(resource("/jobs/{id}/dzi", "GET").route(web::get().to(dzi::descriptor)))
+            .service(
+                resource("/jobs/{id}/dzi_files/{level}/{tile}", "GET")
+                    .route(web::get().to(dzi::tile)),
+            )
+            .service(
+                resource("/libraries", "GET, POST")
+                    .route(web::get().to(tile_libraries::list))
+                    .route(web::post().to(tile_libraries::create)),
+            )
+            .service(
+                resource("/libraries/{id}", "GET, DELETE")
+                    .route(web::get().to(tile_libraries::get))
+                    .route(web::delete().to(tile_libraries::delete)),
+            )
+            .service(
+                resource("/libraries/{id}/sheet", "GET").route(web::get().to(contact_sheet::get)),
+            )
+            .service(resource("/options", "GET").route(web::get().to(job_options::list)))
+            .service(resource("/queues", "GET").route(web::get().to(queue_status::queues)))
+            .service(resource("/system", "GET").route(web::get().to(queue_status::system)))
+            .service(resource("/openapi.json", "GET").route(web::get().to(openapi::document)))
+            .default_service(web::to(no_route)),
+    );
+}
+
+/// A path of the API whose other methods answer 405, naming the ones it serves (`allow`).
+fn resource(path: &str, allow: &'static str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(move || async move {
+        let error = ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::MethodNotAllowed,
+            format!("this path serves {allow}"),
+        );
+        let mut response = actix_web::ResponseError::error_response(&error);
+        response.headers_mut().insert(
+            actix_web::http::header::ALLOW,
+            actix_web::http::header::HeaderValue::from_static(allow),
+        );
+        response
+    }))
+}

@@ -1,0 +1,210 @@
+//! The REST API's OpenAPI document (3.1), derived from the handlers' `#[utoipa::path]`
+//! annotations and the types they answer with, and served at `/api/v1/openapi.json`.
+
+use std::sync::OnceLock;
+
+use actix_web::HttpResponse;
+use actix_web::http::header;
+use tessera_engine::TileShape;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::api::{
+    cell_lookup, contact_sheet, draft_previews, dzi, events, job_broker, job_options, queue_status,
+    result, result_preview, tile_libraries, zoom_tiles,
+};
+
+/// The document's description: how errors look and how calls are authorised.
+const DESCRIPTION: &str = "Photo mosaics: upload a target image, pick a tile library, follow \
+the job, download the mosaic. Errors are JSON: {\"error\": {\"code\", \"message\"}}. A \
+state-changing request that carries the tessera_client cookie must send X-Requested-With or a \
+same-site Origin. When the server has keys configured (the operator's web.api_key, named keys in \
+web.keys), every call needs one: Authorization: Bearer KEY, X-API-Key: KEY, or the \
+tessera_session cookie a browser gets by signing in at /signin; a call without it is answered \
+401 with code unauthorized and WWW-Authenticate: Bearer, and past five wrong keys a minute from \
+one address, 429 too_many_failed_keys. Without a key configured the API is open. A library \
+belongs to its uploader (its named key, the operator, or its client id): only the owner and \
+the operator replace or delete it, and a private one is hidden from everyone else. A job may ask for adaptive \
+tile sizes (adaptive=MIN..MAX, as 8..32): square tiles of several sizes in place of the \
+uniform grid, rendered byte for byte as tessera render --adaptive renders them; its cells \
+(output.cols, output.rows and the cell lookup) are those of the smallest square.";
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Tessera", version = "1"),
+    paths(
+        job_broker::submit,
+        draft_previews::create,
+        job_broker::get,
+        job_broker::delete,
+        job_broker::cancel,
+        result::get,
+        zoom_tiles::get,
+        dzi::descriptor,
+        cell_lookup::get,
+        cell_lookup::thumbnail,
+        cell_lookup::picture,
+        cell_lookup::placements,
+        dzi::tile,
+        result_preview::get,
+        events::events,
+        tile_libraries::list,
+        tile_libraries::create,
+        tile_libraries::get,
+        tile_libraries::delete,
+        contact_sheet::get,
+        job_options::list,
+        queue_status::queues,
+        queue_status::system,
+        document,
+    ),
+    components(responses(crate::api_error::ErrorBody)),
+    modifiers(&Described),
+    security((), ("bearerAuth" = []), ("apiKeyHeader" = []), ("sessionCookie" = [])),
+)]
+pub struct ApiDoc;
+
+/// Adds what the derive cannot say: the description, the security schemes, and a job
+/// submission's fields with the rules between them, from the job specification
+/// (`tessera_shared::spec::submission_schema`).
+struct Described;
+
+impl Modify for Described {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        doc.info.description = Some(format!("{DESCRIPTION}{}", error_codes()));
+        let components = doc.components.get_or_insert_with(Default::default);
+        // A job submission is the job specification's fields: described where they are.
+        let mut submission = tessera_shared::spec::submission_schema();
+        // utoipa's object has no allOf or anyOf of its own: the rules go in as written.
+        let rules: Vec<(String, serde_json::Value)> = ["allOf", "anyOf"]
+            .into_iter()
+            .filter_map(|key| {
+                let rule = submission.as_object_mut()?.remove(key)?;
+                Some((key.to_string(), rule))
+            })
+            .collect();
+        match serde_json::from_value::<RefOr<Schema>>(submission) {
+            Ok(RefOr::T(Schema::Object(mut object))) => {
+                object
+                    .extensions
+                    .get_or_insert_with(Default::default)
+                    .extend(rules);
+                components.schemas.insert(
+                    "JobSubmission".to_string(),
+                    RefOr::T(Schema::Object(object)),
+                );
+            }
+            Ok(_) | Err(_) => tracing::error!("the job submission's schema is not an object"),
+        }
+        shape_pattern(&mut components.schemas);
+        add_params(&mut components.schemas);
+        components.add_security_scheme(
+            "bearerAuth",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The operator's key (web.api_key) or a named key (web.keys), when the \
+                         server has keys.",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "apiKeyHeader",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        );
+        components.add_security_scheme(
+            "sessionCookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                "tessera_session",
+                "Set by signing in at /signin: a random session token, ended by signing out.",
+            ))),
+        );
+    }
+}
+
+/// The error codes, each with its meaning, as a section of the document's description.
+fn error_codes() -> String {
+    let mut out = String::from(
+        "\n\n## Error codes\n\nEvery error answer is `{\"error\": {\"code\", \"message\", \"field\"}}`; `field`, when present, names the request's field the error is about.\n\n| code | meaning |\n|---|---|\n",
+    );
+    for declared in tessera_shared::error_code::CODES {
+        out.push_str(&format!("| `{}` | {} |\n", declared.name, declared.meaning));
+    }
+    out
+}
+
+/// A library's `shape` admits exactly the shapes the server takes ([`TileShape::pattern`]).
+fn shape_pattern(schemas: &mut std::collections::BTreeMap<String, RefOr<Schema>>) {
+    if let Some(RefOr::T(Schema::Object(upload))) = schemas.get_mut("LibraryUpload")
+        && let Some(RefOr::T(Schema::Object(shape))) = upload.properties.get_mut("shape")
+    {
+        shape.pattern = Some(TileShape::pattern());
+    }
+}
+
+/// A job's `params` list every option of the job specification, from its declaration.
+fn add_params(schemas: &mut std::collections::BTreeMap<String, RefOr<Schema>>) {
+    let Some(params) = schemas.get("JobParams") else {
+        return;
+    };
+    let Ok(derived) = serde_json::to_value(params) else {
+        return;
+    };
+    // The derive writes the flattened options as `allOf` with an open object: one object
+    // instead, with each option's property.
+    let mut json = serde_json::json!({
+        "type": "object",
+        "description": derived["description"],
+        "properties": {},
+        "required": [],
+    });
+    let parts = derived["allOf"].as_array().cloned().unwrap_or_default();
+    for part in parts.iter().chain([&derived]) {
+        if let Some(properties) = part["properties"].as_object() {
+            json["properties"] = properties.clone().into();
+            json["required"] = part["required"].clone();
+        }
+    }
+    for field in tessera_shared::spec::FIELDS {
+        if crate::job_view::PARAMS_OF_THEIR_OWN.contains(&field.name) {
+            continue;
+        }
+        json["properties"][field.name] = tessera_shared::spec::params_schema(field);
+        if let Some(required) = json["required"].as_array_mut() {
+            required.push(field.name.into());
+        }
+    }
+    match serde_json::from_value::<RefOr<Schema>>(json) {
+        Ok(schema) => {
+            schemas.insert("JobParams".to_string(), schema);
+        }
+        Err(e) => tracing::error!("the job parameters' schema: {e}"),
+    }
+}
+
+/// The document as JSON, made once.
+pub fn document_json() -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| {
+        serde_json::to_string_pretty(&ApiDoc::openapi())
+            .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    })
+}
+
+/// `GET /api/v1/openapi.json`: this document.
+#[utoipa::path(
+    get,
+    path = "/api/v1/openapi.json",
+    operation_id = "get_openapi",
+    tag = "api",
+    responses((status = 200, description = "The OpenAPI document", body = serde_json::Value)),
+)]
+pub async fn document() -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .body(document_json())
+}

@@ -1,0 +1,8 @@
+//! The pictures the front end makes and serves itself: access to a stored mosaic (result,
+//! preview, zoom tiles), its upper zoom levels, draft mosaics before a job, and a library's
+//! contact-sheet layout.
+
+pub mod draft_mosaic;
+pub mod sheet_layout;
+pub mod stored_mosaic;
+pub(crate) mod zoom_levels;

@@ -1,0 +1,46 @@
+//! The browser UI: server-rendered pages (askama templates in `templates/`), their static assets
+//! (`static/`, compiled into the binary) and the error page. One file per page.
+//!
+//! The pages only read; everything they change goes through the JSON API with `fetch`.
+
+use actix_web::{HttpResponse, web};
+
+use crate::api_error::ApiResult;
+
+mod api_page;
+mod assets;
+mod error_page;
+mod home_page;
+mod job_page;
+mod jobs_page;
+mod libraries_page;
+mod render;
+mod system_page;
+mod words;
+
+use api_page::api;
+pub use api_page::documented_operations;
+use assets::{asset, serve_asset};
+pub use error_page::error_page;
+use home_page::home;
+use job_page::job;
+use jobs_page::jobs;
+use libraries_page::libraries;
+use system_page::system;
+
+/// Registers the pages and the static assets.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(home))
+        .route("/jobs", web::get().to(jobs))
+        .route("/jobs/{id}", web::get().to(job))
+        .route("/libraries", web::get().to(libraries))
+        .route("/system", web::get().to(system))
+        .route("/api", web::get().to(api))
+        .route("/static/{file}", web::get().to(asset))
+        .route("/favicon.ico", web::get().to(favicon));
+}
+
+/// Browsers ask for `/favicon.ico` whatever the page names: the icon is an SVG.
+async fn favicon() -> ApiResult<HttpResponse> {
+    serve_asset("favicon.svg")
+}
