@@ -162,7 +162,7 @@ async fn a_job_runs_to_done_and_its_result_streams_whole_and_in_ranges() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_submission_stores_its_input_and_record_and_queues_one_request() {
-    // Refusals have their own tests (bad_input.rs); this is what an accepted job leaves behind.
+    // Refusals have their own tests (refusals.rs); this is what an accepted job leaves behind.
     let app = spawn_app_with(test_settings(), false).await;
     let good = astronaut();
     assert_eq!(
@@ -235,7 +235,7 @@ async fn a_browser_gets_a_client_cookie_and_keeps_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_routes_are_404_and_unserved_methods_405() {
-    // Unknown job ids have their own test in bad_input.rs.
+    // Unknown job ids have their own test in refusals.rs.
     let app = spawn_app_with(test_settings(), false).await;
     let res = app.get("/api/v1/nothing-here").await;
     assert_eq!(

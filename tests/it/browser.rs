@@ -13,8 +13,8 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
+use crate::keys::{KEY, spawn_keyed_app};
 use crate::support::{fixture, spawn_app};
-use crate::web_features::{KEY, spawn_keyed_app};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";

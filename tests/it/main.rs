@@ -3,20 +3,19 @@
 // Test helpers unwrap and print too: a panic is a failed test, with its cause.
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-mod abuse;
 mod api;
-mod bad_input;
 mod browser;
 mod cli;
 mod conformance;
 mod contract;
-mod costs;
 mod crash;
 mod doors;
 mod function_length;
 mod hostile_files;
 mod interop;
+mod job_outputs;
 mod job_spec;
+mod keys;
 mod messages;
 mod module_cycles;
 mod notifications;
@@ -26,9 +25,11 @@ mod pages;
 mod photos;
 mod pipeline;
 mod print;
+mod refusals;
+mod roles_on_one_host;
 mod runtime;
 mod scripts;
-mod shared_machine;
+mod security;
 mod support;
+mod transaction_counts;
 mod viewer;
-mod web_features;

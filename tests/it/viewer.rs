@@ -15,7 +15,7 @@ use tessera_web::imaging::stored_mosaic::{TILE, level_size, preview_bin, preview
 use uuid::Uuid;
 
 use crate::browser::{in_chromium, mosaic_loaded, script, wait_for};
-use crate::support::{TestApp, astronaut, sized_job_form, spawn_app};
+use crate::support::{TestApp, astronaut, error_code, sized_job_form, spawn_app};
 
 struct Image {
     width: u32,
@@ -96,12 +96,6 @@ impl Image {
             .sum();
         total as f64 / self.pixels.len() as f64
     }
-}
-
-async fn error_code(res: reqwest::Response) -> (StatusCode, String) {
-    let status = res.status();
-    let body: Value = res.json().await.unwrap();
-    (status, body["error"]["code"].as_str().unwrap().to_string())
 }
 
 async fn bytes_of(app: &TestApp, path: &str) -> Bytes {

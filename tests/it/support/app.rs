@@ -292,16 +292,38 @@ impl TestApp {
         body["id"].as_str().unwrap().to_string()
     }
 
-    /// Polls the job until it has ended (a guard against hanging, not a timing assertion).
+    /// Follows the job's event stream, as its page does, until the job has ended, and returns
+    /// the job as `GET /api/v1/jobs/{id}` then shows it. The bound guards against a hang; it is
+    /// not a timing assertion.
     pub(crate) async fn wait_until_finished(&self, id: &str) -> Value {
-        for _ in 0..1200 {
-            let job: Value = self.get_job(id).await.json().await.unwrap();
-            if job["state"] == "done" || job["state"] == "failed" {
-                return job;
+        let follow = async {
+            let mut res = self.get(&format!("/api/v1/jobs/{id}/events")).await;
+            assert_eq!(res.status(), StatusCode::OK, "the events of job {id}");
+            let mut text = String::new();
+            while let Some(chunk) = res.chunk().await.unwrap() {
+                text.push_str(&String::from_utf8_lossy(&chunk));
+                let ended = text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .any(|data| {
+                        serde_json::from_str::<Value>(data.trim())
+                            .is_ok_and(|job| job["state"] == "done" || job["state"] == "failed")
+                    });
+                if ended {
+                    return;
+                }
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("job {id} did not finish");
+        };
+        tokio::time::timeout(Duration::from_secs(120), follow)
+            .await
+            .unwrap_or_else(|_| panic!("job {id} did not finish within 2 minutes"));
+        let job: Value = self.get_job(id).await.json().await.unwrap();
+        assert!(
+            job["state"] == "done" || job["state"] == "failed",
+            "the stream ended the job, but it is {}",
+            job["state"]
+        );
+        job
     }
 }
 

@@ -5,6 +5,7 @@
 //!
 //! A viewer asks as the pointer moves, so the web role keeps the last few maps it read.
 
+use crate::api::requested_job::RequestedJob;
 use std::sync::Arc;
 use tessera_shared::error_code::ErrorCode;
 
@@ -132,11 +133,11 @@ pub async fn get(
 )]
 pub async fn thumbnail(
     path: web::Path<(String, u32, u32)>,
+    job: RequestedJob,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (id, row, col) = path.into_inner();
-    let id = job_id(&id)?;
-    let record = state.platform.jobs().get(id).await?;
+    let (_, row, col) = path.into_inner();
+    let RequestedJob { id, record } = job;
     let key = done_result(&record)?;
     let map = cell_map(&state, id, Some(&record)).await?;
     let [x0, y0, w, h] = map.square(row, col).ok_or_else(|| out_of_range(&map))?;
@@ -190,11 +191,11 @@ pub async fn thumbnail(
 )]
 pub async fn picture(
     path: web::Path<(String, u32, u32)>,
+    job: RequestedJob,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (id, row, col) = path.into_inner();
-    let id = job_id(&id)?;
-    let record = state.platform.jobs().get(id).await?;
+    let (_, row, col) = path.into_inner();
+    let RequestedJob { id, record } = job;
     done_result(&record)?;
     let map = cell_map(&state, id, Some(&record)).await?;
     let tile = map.at(row, col).ok_or_else(|| out_of_range(&map))?.tile;

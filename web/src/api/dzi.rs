@@ -11,10 +11,10 @@ use tessera_shared::error_code::ErrorCode;
 use tessera_engine::pyramid::dzi_descriptor;
 
 use crate::api::doc_types::Binary;
+use crate::api::requested_job::RequestedJob;
 use crate::api::zoom_tiles::{Levels, serve};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
-use crate::guards::client::job_id;
 use crate::imaging::stored_mosaic::{done_result, result_size};
 
 /// The finished mosaic's Deep Zoom descriptor (XML): its size, 256 px PNG tiles, no overlap.
@@ -35,12 +35,8 @@ use crate::imaging::stored_mosaic::{done_result, result_size};
         (status = 503, response = crate::api_error::ErrorBody),
     ),
 )]
-pub async fn descriptor(
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> ApiResult<HttpResponse> {
-    let id = job_id(&path.into_inner())?;
-    let record = state.platform.jobs().get(id).await?;
+pub async fn descriptor(job: RequestedJob, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let RequestedJob { record, .. } = job;
     let key = done_result(&record)?;
     let (width, height) = result_size(&*state.platform.blobs, &key, &record).await?;
     Ok(HttpResponse::Ok()

@@ -21,10 +21,11 @@ use tessera_shared::messages::{Envelope, ImageRequest};
 use tessera_shared::spec::{Defaults, FIELDS, JobSpec};
 use tessera_shared::storage::PutMode;
 
+use crate::api::requested_job::RequestedJob;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::client::{
-    client_address, client_cookie, client_id, credential_owner, job_id, manages_job,
+    client_address, client_cookie, client_id, credential_owner, manages_job,
 };
 use crate::guards::inspect::{probe_target, verify_target};
 use crate::guards::upload::{
@@ -348,9 +349,8 @@ async fn enqueue(
         (status = 503, response = crate::api_error::ErrorBody),
     ),
 )]
-pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let id = job_id(&path)?;
-    let record = state.platform.jobs().get(id).await?;
+pub async fn get(job: RequestedJob, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let RequestedJob { record, .. } = job;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .json(JobView::new(&record, &state.settings.retention)))
@@ -384,11 +384,10 @@ pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResu
 )]
 pub async fn delete(
     req: HttpRequest,
-    path: web::Path<String>,
+    job: RequestedJob,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let id = job_id(&path)?;
-    let record = state.platform.jobs().get(id).await?;
+    let RequestedJob { id, record } = job;
     if !manages_job(&req, &record)? {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -442,11 +441,10 @@ pub const CANCELLED: &str = "cancelled by the client that submitted it";
 )]
 pub async fn cancel(
     req: HttpRequest,
-    path: web::Path<String>,
+    job: RequestedJob,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let id = job_id(&path)?;
-    let record = state.platform.jobs().get(id).await?;
+    let RequestedJob { id, record } = job;
     if !manages_job(&req, &record)? {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,

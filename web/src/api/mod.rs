@@ -11,6 +11,7 @@ pub mod job_broker;
 pub mod job_options;
 pub mod openapi;
 pub mod queue_status;
+pub mod requested_job;
 pub mod result;
 pub mod result_preview;
 pub(crate) mod system_status;

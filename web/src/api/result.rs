@@ -16,9 +16,9 @@ use tessera_shared::spec::FileFormat;
 use tessera_shared::storage::{BlobStore, StorageError};
 
 use crate::api::doc_types::Binary;
+use crate::api::requested_job::RequestedJob;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
-use crate::guards::client::job_id;
 use crate::guards::request::HeadRequest;
 use crate::imaging::stored_mosaic::{done_result, missing};
 
@@ -54,11 +54,10 @@ const CHUNK: u64 = 1 << 20;
 )]
 pub async fn get(
     req: HttpRequest,
-    path: web::Path<String>,
+    job: RequestedJob,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let id = job_id(&path)?;
-    let record = state.platform.jobs().get(id).await?;
+    let RequestedJob { record, .. } = job;
     if record.state == JobState::Failed {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

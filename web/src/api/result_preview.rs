@@ -13,9 +13,9 @@ use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::{PutMode, StorageError};
 
 use crate::api::doc_types::Binary;
+use crate::api::requested_job::RequestedJob;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
-use crate::guards::client::job_id;
 use crate::imaging::stored_mosaic::{
     Shrink, Source, done_result, missing, preview_bin, preview_size, result_size,
 };
@@ -34,9 +34,8 @@ use crate::imaging::stored_mosaic::{
         (status = 503, response = crate::api_error::ErrorBody),
     ),
 )]
-pub async fn get(path: web::Path<String>, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let id = job_id(&path)?;
-    let record = state.platform.jobs().get(id).await?;
+pub async fn get(job: RequestedJob, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let RequestedJob { id, record } = job;
     let key = done_result(&record)?;
     let blobs = state.platform.blobs.clone();
     let cached = BlobKey::ImagePreview { job: id }.path();

@@ -1,0 +1,34 @@
+//! The job a request's path names (`/jobs/{id}/...`), loaded from storage: what the job routes
+//! begin with. An id that is not a UUID, or names no job, is 404 `job_not_found`.
+
+use actix_web::dev::Payload;
+use actix_web::{FromRequest, HttpRequest, web};
+use futures_util::future::LocalBoxFuture;
+use tessera_shared::jobs::JobRecord;
+use uuid::Uuid;
+
+use crate::api_error::ApiError;
+use crate::app_state::AppState;
+use crate::guards::client::job_id;
+
+/// The job named by the path's `{id}`, with its stored record.
+pub struct RequestedJob {
+    pub id: Uuid,
+    pub record: JobRecord,
+}
+
+impl FromRequest for RequestedJob {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let id = job_id(req.match_info().get("id").unwrap_or_default());
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        Box::pin(async move {
+            let id = id?;
+            let state = state.ok_or_else(|| ApiError::internal("the app state is missing"))?;
+            let record = state.platform.jobs().get(id).await?;
+            Ok(RequestedJob { id, record })
+        })
+    }
+}
