@@ -74,10 +74,7 @@ pub struct CellView {
     ),
     responses(
         (status = 200, description = "The cell and its tile", body = CellView),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::AddressedErrors,
     ),
 )]
 pub async fn get(
@@ -125,10 +122,7 @@ pub async fn get(
     ),
     responses(
         (status = 200, description = "The cell", content_type = "image/png", body = inline(Binary)),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::AddressedErrors,
     ),
 )]
 pub async fn thumbnail(
@@ -183,10 +177,7 @@ pub async fn thumbnail(
     ),
     responses(
         (status = 200, description = "The tile's picture", content_type = "image/png", body = inline(Binary)),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::AddressedErrors,
     ),
 )]
 pub async fn picture(
@@ -289,12 +280,9 @@ pub enum PlacementsFormat {
             (Placements = "application/json"),
             (String = "text/csv"),
         )),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::AddressedErrors,
         (status = 429, description = "too_many_placements: two placements answers are being sent to the address already", body = crate::api_error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, response = crate::api_error::ErrorBody),
     ),
 )]
 pub async fn placements(

@@ -49,8 +49,7 @@ fn etag(library: &str, version: u32) -> String {
             headers(("ETag" = String))),
         (status = 304, description = "The sheet named by If-None-Match is current"),
         (status = 400, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::LookupErrors,
     ),
 )]
 pub async fn get(

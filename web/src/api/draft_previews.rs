@@ -32,14 +32,10 @@ use crate::guards::upload::require_multipart;
     request_body(content = crate::api::job_broker::JobSubmission, content_type = "multipart/form-data"),
     responses(
         (status = 200, description = "The preview", content_type = "image/jpeg", body = inline(Binary)),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 408, response = crate::api_error::ErrorBody),
-        (status = 413, response = crate::api_error::ErrorBody),
-        (status = 415, response = crate::api_error::ErrorBody),
-        (status = 422, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::StorageErrors,
+        crate::api::error_sets::UploadErrors,
         (status = 429, description = "preview_in_progress: this client's previous preview is still being made", body = crate::api_error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, response = crate::api_error::ErrorBody),
     ),
 )]
 pub async fn create(

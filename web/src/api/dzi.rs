@@ -29,10 +29,7 @@ use crate::imaging::stored_mosaic::{done_result, result_size};
     responses(
         (status = 200, description = "The Deep Zoom descriptor", content_type = "application/xml",
             body = String),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::AddressedErrors,
     ),
 )]
 pub async fn descriptor(job: RequestedJob, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -66,10 +63,7 @@ pub async fn descriptor(job: RequestedJob, state: web::Data<AppState>) -> ApiRes
         (status = 200, description = "The tile", content_type = "image/png", body = inline(Binary),
             headers(("ETag" = String))),
         (status = 304, description = "The tile named by If-None-Match has not changed"),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::AddressedErrors,
     ),
 )]
 pub async fn tile(

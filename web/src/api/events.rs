@@ -95,10 +95,9 @@ impl ToSchema for JobEvent {
     params(("id" = uuid::Uuid, Path, description = "The job's id")),
     responses(
         (status = 200, description = "An event stream", content_type = "text/event-stream", body = JobEvent),
-        (status = 404, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::LookupErrors,
         (status = 429, description = "too_many_streams: the client or the server has as many event streams open as allowed", body = crate::api_error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, response = crate::api_error::ErrorBody),
     ),
 )]
 pub async fn events(

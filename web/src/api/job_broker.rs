@@ -65,12 +65,8 @@ pub struct JobSubmission {
     responses(
         (status = 202, description = "Queued; Location names the job", body = JobView,
             headers(("Location" = String, description = "The job's path"))),
-        (status = 400, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::UploadErrors,
         (status = 403, response = crate::api_error::ErrorBody),
-        (status = 413, response = crate::api_error::ErrorBody),
-        (status = 415, response = crate::api_error::ErrorBody),
-        (status = 422, response = crate::api_error::ErrorBody),
-        (status = 408, response = crate::api_error::ErrorBody),
         (status = 429, description = "too_many_active_jobs: the client (its cookie or X-Client-Id) has web.max_active_jobs_per_client jobs running; too_many_active_jobs_from_address: its address has web.max_active_jobs_per_address", body = crate::api_error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 503, description = "service_busy: web.max_active_jobs are running; too_many_uploads: web.max_uploads_in_flight are being read; or storage is unavailable", body = crate::api_error::ErrorBody,
@@ -345,8 +341,7 @@ async fn enqueue(
     params(("id" = Uuid, Path, description = "The job's id")),
     responses(
         (status = 200, description = "The job", body = JobView),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::LookupErrors,
     ),
 )]
 pub async fn get(job: RequestedJob, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -375,11 +370,7 @@ pub async fn get(job: RequestedJob, state: web::Data<AppState>) -> ApiResult<Htt
     ),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 403, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::ChangeErrors,
     ),
 )]
 pub async fn delete(
@@ -432,11 +423,7 @@ pub const CANCELLED: &str = "cancelled by the client that submitted it";
     ),
     responses(
         (status = 200, description = "Cancelled: the job, failed", body = JobView),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 403, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::ChangeErrors,
     ),
 )]
 pub async fn cancel(

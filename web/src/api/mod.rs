@@ -6,6 +6,7 @@ pub mod contact_sheet;
 pub mod doc_types;
 pub mod draft_previews;
 pub mod dzi;
+pub mod error_sets;
 pub mod events;
 pub mod job_broker;
 pub mod job_options;

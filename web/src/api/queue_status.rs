@@ -14,7 +14,7 @@ use crate::app_state::AppState;
     tag = "operations",
     responses(
         (status = 200, description = "The queues", body = QueueList),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::StorageErrors,
     ),
 )]
 pub async fn queues(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -33,7 +33,7 @@ pub async fn queues(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     tag = "operations",
     responses(
         (status = 200, description = "What storage shows of the processors", body = SystemView),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::StorageErrors,
     ),
 )]
 pub async fn system(state: web::Data<AppState>) -> ApiResult<HttpResponse> {

@@ -46,10 +46,8 @@ const CHUNK: u64 = 1 << 20;
             headers(("Content-Range" = String))),
         (status = 302, description = "With `web.result_link_secs` set: a short-lived read-only link to the mosaic in storage (Location)"),
         (status = 304, description = "Not modified"),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::FinishedJobErrors,
         (status = 416, description = "The range is outside the mosaic (Content-Range: bytes */size)", body = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
     ),
 )]
 pub async fn get(

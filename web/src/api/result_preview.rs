@@ -29,9 +29,7 @@ use crate::imaging::stored_mosaic::{
     params(("id" = uuid::Uuid, Path, description = "The job's id")),
     responses(
         (status = 200, description = "The preview", content_type = "image/jpeg", body = inline(Binary)),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::FinishedJobErrors,
     ),
 )]
 pub async fn get(job: RequestedJob, state: web::Data<AppState>) -> ApiResult<HttpResponse> {

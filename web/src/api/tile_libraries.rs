@@ -56,7 +56,7 @@ pub struct LibraryList {
     tag = "libraries",
     responses(
         (status = 200, description = "Every library", body = LibraryList),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::StorageErrors,
     ),
 )]
 pub async fn list(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -102,8 +102,7 @@ pub(crate) async fn visible_library(
     params(("id" = String, Path, pattern = r"^[a-z0-9][a-z0-9-]{0,47}$", description = "The library's id")),
     responses(
         (status = 200, description = "The library", body = LibraryRecord),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::LookupErrors,
     ),
 )]
 pub async fn get(
@@ -131,11 +130,7 @@ pub async fn get(
     ),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 403, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::ChangeErrors,
     ),
 )]
 pub async fn delete(
@@ -272,14 +267,10 @@ struct Upload {
     responses(
         (status = 201, description = "Imported: the library and the import report", body = Created,
             headers(("Location" = String, description = "The library's path"))),
-        (status = 400, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::StorageErrors,
+        crate::api::error_sets::UploadErrors,
         (status = 403, response = crate::api_error::ErrorBody),
-        (status = 408, response = crate::api_error::ErrorBody),
         (status = 409, response = crate::api_error::ErrorBody),
-        (status = 413, response = crate::api_error::ErrorBody),
-        (status = 415, response = crate::api_error::ErrorBody),
-        (status = 422, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
         (status = 507, response = crate::api_error::ErrorBody),
     ),
 )]

@@ -48,10 +48,7 @@ use crate::imaging::zoom_levels::upper_levels;
         (status = 200, description = "The tile", content_type = "image/png", body = inline(Binary),
             headers(("ETag" = String))),
         (status = 304, description = "The tile named by If-None-Match has not changed"),
-        (status = 400, response = crate::api_error::ErrorBody),
-        (status = 404, response = crate::api_error::ErrorBody),
-        (status = 409, response = crate::api_error::ErrorBody),
-        (status = 503, response = crate::api_error::ErrorBody),
+        crate::api::error_sets::AddressedErrors,
     ),
 )]
 pub async fn get(
