@@ -156,33 +156,15 @@
     transactions.appendChild(tr);
   }
 
-  // The quality figures, once the job is planned.
+  // The quality figures, once the job is planned: the card as the server formats it.
+  let qualityShown = !document.getElementById("quality").hidden;
   function showQuality(q) {
-    if (!q) return;
-    const share = function (x) { return (x * 100).toFixed(1) + " %"; };
-    const figures = {
-      "q-de00-mean": q.de00_mean.toFixed(2),
-      "q-de00-p95": q.de00_p95.toFixed(2),
-      "q-ssim-view": q.ssim_view == null ? "not measured" : q.ssim_view.toFixed(3),
-      "q-distinct": q.library_tiles ? q.distinct + " of " + q.library_tiles : String(q.distinct),
-      "q-min-uses": q.library_tiles ? String(q.min_uses) : "not measured",
-      "q-max-uses": String(q.max_uses),
-      "q-dup-r1": share(q.dup_r1),
-      "q-dup-r5": share(q.dup_r5),
-    };
-    Object.keys(figures).forEach(function (id) {
-      document.getElementById(id).textContent = figures[id];
-    });
-    const overlay = q.overlay ? "mean " + q.overlay.de00_mean.toFixed(2) + ", 95th percentile " +
-      q.overlay.de00_p95.toFixed(2) + " with the " + q.overlay.percent +
-      " % photo overlay (the figures above are the tiles' alone)" : "";
-    document.getElementById("q-overlay").textContent = overlay;
-    document.getElementById("q-overlay").hidden = !overlay;
-    document.getElementById("q-overlay-term").hidden = !overlay;
-    document.getElementById("q-background").textContent = q.background ? "#" + q.background : "";
-    document.getElementById("q-background").hidden = !q.background;
-    document.getElementById("q-background-term").hidden = !q.background;
-    document.getElementById("quality").hidden = false;
+    if (!q || qualityShown) return;
+    qualityShown = true;
+    fetch("/jobs/" + encodeURIComponent(id) + "/quality", { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+      .then(function (html) { document.getElementById("quality").outerHTML = html; })
+      .catch(function () { qualityShown = false; });
   }
 
   // The quality figures are worked out in the background and may land just after the job is

@@ -182,6 +182,15 @@ async fn quality_figures_and_the_processors_seen() {
         page.contains(r#"<details id="quality" class="card fold" open>"#),
         "{page}"
     );
+    // The card the page's script shows when the figures land is the page's own, formatted once.
+    let res = app.get(&format!("/jobs/{id}/quality")).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let card = res.text().await.unwrap();
+    let start = page.find(r#"<details id="quality""#).unwrap();
+    let end = start + page[start..].find("</details>").unwrap();
+    assert_eq!(card.trim(), page[start..end + "</details>".len()].trim());
+    let res = app.get(&format!("/jobs/{}/quality", Uuid::new_v4())).await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
     for shown in [
         r#"<dt>Mean colour difference (CIEDE2000)</dt><dd id="q-de00-mean">4.25</dd>"#,
         r#"<dd id="q-de00-p95">7.50</dd>"#,

@@ -2,9 +2,9 @@
 
 use super::render::page;
 use super::words::bytes_in_words;
+use crate::api::requested_job::RequestedJob;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
-use crate::guards::client::job_id;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use tessera_shared::jobs::{JobQuality, JobState};
@@ -136,6 +136,17 @@ pub(super) struct QualityFigures {
     overlay: String,
 }
 
+impl QualityFigures {
+    /// The job's figures, empty until it is planned.
+    fn of(record: &tessera_shared::jobs::JobRecord) -> QualityFigures {
+        record
+            .quality
+            .as_ref()
+            .map(QualityFigures::from)
+            .unwrap_or_default()
+    }
+}
+
 impl From<&JobQuality> for QualityFigures {
     fn from(q: &JobQuality) -> Self {
         let share = |x: f64| format!("{:.1} %", x * 100.0);
@@ -169,11 +180,10 @@ impl From<&JobQuality> for QualityFigures {
 
 pub(super) async fn job(
     req: HttpRequest,
-    path: web::Path<String>,
+    job: RequestedJob,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let id = job_id(&path)?;
-    let record = state.platform.jobs().get(id).await?;
+    let RequestedJob { id, record } = job;
     let owned = crate::guards::client::manages_job(&req, &record).unwrap_or(false);
     let download_size = match (&record.result_blob, record.state) {
         (Some(key), JobState::Done) => state
@@ -196,11 +206,24 @@ pub(super) async fn job(
         download_size,
         state: record.state.as_str(),
         has_quality: record.quality.is_some(),
-        quality: record
-            .quality
-            .as_ref()
-            .map(QualityFigures::from)
-            .unwrap_or_default(),
+        quality: QualityFigures::of(&record),
         settings: settings_in_words(&record),
+    })
+}
+
+/// A job's quality figures on their own: the page's script shows them when they land, as
+/// the page itself would.
+#[derive(Template)]
+#[template(path = "quality.html")]
+pub(super) struct QualityCard {
+    has_quality: bool,
+    quality: QualityFigures,
+}
+
+/// `GET /jobs/{id}/quality`: the quality card, formatted here once for the page and its script.
+pub(super) async fn quality_card(job: RequestedJob) -> ApiResult<HttpResponse> {
+    page(&QualityCard {
+        has_quality: job.record.quality.is_some(),
+        quality: QualityFigures::of(&job.record),
     })
 }

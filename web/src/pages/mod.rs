@@ -23,7 +23,7 @@ pub use api_page::documented_operations;
 use assets::{asset, serve_asset};
 pub use error_page::error_page;
 use home_page::home;
-use job_page::job;
+use job_page::{job, quality_card};
 use jobs_page::jobs;
 use libraries_page::libraries;
 use system_page::system;
@@ -33,6 +33,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(home))
         .route("/jobs", web::get().to(jobs))
         .route("/jobs/{id}", web::get().to(job))
+        .route("/jobs/{id}/quality", web::get().to(quality_card))
         .route("/libraries", web::get().to(libraries))
         .route("/system", web::get().to(system))
         .route("/api", web::get().to(api))
