@@ -26,8 +26,8 @@ use tessera_shared::storage::{BlobMeta, BlobStoreExt, PutMode, SendOptions, Stor
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::jobs::{give_up, job_failure, on_background_thread, poison_hook, slice_ranges};
-use crate::settings::ControllerSettings;
+use crate::job_work::{give_up, job_failure, on_background_thread, poison_hook, slice_ranges};
+use crate::role_settings::ControllerSettings;
 use crate::stitch::{StitchError, convert_output, stitch_png};
 use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 
@@ -101,8 +101,8 @@ pub(crate) async fn run_controller_with(
     shutdown.fired().await;
     let _ = tokio::join!(reconciler, gc);
     let (a, b) = tokio::join!(
-        requests.shutdown(crate::settings::SHUTDOWN_GRACE),
-        responses.shutdown(crate::settings::SHUTDOWN_GRACE)
+        requests.shutdown(crate::role_settings::SHUTDOWN_GRACE),
+        responses.shutdown(crate::role_settings::SHUTDOWN_GRACE)
     );
     tracing::info!(
         image_requests = a.processed,

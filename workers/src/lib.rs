@@ -16,18 +16,18 @@
 //! nothing in the result.
 
 mod controller;
-mod jobs;
+mod job_work;
 mod processor;
 mod reconciler;
-mod settings;
+mod role_settings;
 mod shares;
 mod stitch;
 
 pub use controller::run_controller;
-pub use jobs::slice_ranges;
+pub use job_work::slice_ranges;
 pub use processor::run_processors;
 pub use reconciler::{SweepReport, sweep as reconcile_stalled_jobs};
-pub use settings::{ControllerSettings, JobsSettings, ProcessorSettings};
+pub use role_settings::{ControllerSettings, JobsSettings, ProcessorSettings};
 pub use stitch::{StitchError, convert_output, stitch_png};
 pub use tessera_engine::ImportReport;
 pub use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};

@@ -19,9 +19,9 @@ use tessera_shared::runtime::{Context, Failure, Listener};
 use tessera_shared::spec::JobSpec;
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
-use crate::jobs::poison_hook;
-use crate::jobs::{caught, lower_thread_priority};
-use crate::settings::ProcessorSettings;
+use crate::job_work::poison_hook;
+use crate::job_work::{caught, lower_thread_priority};
+use crate::role_settings::ProcessorSettings;
 use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 
 /// Pixel bytes rendered at a time within a slice (rounded to whole cell rows).
@@ -134,7 +134,9 @@ pub(crate) async fn run_processors_with(
         .await?;
     tracing::info!(processors = concurrency, name = %prefix, "image processors running");
     shutdown.fired().await;
-    let stats = listener.shutdown(crate::settings::SHUTDOWN_GRACE).await;
+    let stats = listener
+        .shutdown(crate::role_settings::SHUTDOWN_GRACE)
+        .await;
     tracing::info!(slices = stats.processed, "image processors stopped");
     Ok(())
 }

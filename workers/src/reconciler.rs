@@ -24,8 +24,8 @@ use tessera_shared::storage::{BlobStoreExt, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::jobs::fail_job_if;
-use crate::settings::JobsSettings;
+use crate::job_work::fail_job_if;
+use crate::role_settings::JobsSettings;
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The API page: every documented operation, with a curl example of each.
 
-use super::render::page;
+use super::page_answer::page;
 use crate::api_error::ApiResult;
 use actix_web::HttpResponse;
 use askama::Template;

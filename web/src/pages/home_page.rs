@@ -1,6 +1,6 @@
 //! The home page: the upload form, with its options rendered from the job specification.
 
-use super::render::page;
+use super::page_answer::page;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
 use crate::imaging::sheet_layout::{sheet_size, sheet_url};

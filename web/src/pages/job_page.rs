@@ -1,6 +1,6 @@
 //! A job's page: its state, settings in words, sizes and quality figures, and the viewer.
 
-use super::render::page;
+use super::page_answer::page;
 use super::words::bytes_in_words;
 use crate::api::requested_job::RequestedJob;
 use crate::api_error::ApiResult;

@@ -1,6 +1,6 @@
 //! The jobs page: the client's jobs, newest first, with thumbnails.
 
-use super::render::page;
+use super::page_answer::page;
 use super::words::ago;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;

@@ -1,6 +1,6 @@
 //! The libraries page: the tile libraries this client may use, with their contact sheets.
 
-use super::render::page;
+use super::page_answer::page;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
 use crate::imaging::sheet_layout::{sheet_size, sheet_url};

@@ -14,7 +14,7 @@ mod home_page;
 mod job_page;
 mod jobs_page;
 mod libraries_page;
-mod render;
+mod page_answer;
 mod system_page;
 mod words;
 

@@ -1,6 +1,6 @@
 //! The System page: queue depths, the running roles and where they run.
 
-use super::render::page;
+use super::page_answer::page;
 use super::words::moment;
 use crate::api::system_status::{QueueDepth, SystemView, queue_depths, system_view};
 use crate::api_error::ApiResult;

@@ -14,8 +14,8 @@ use tracing::Instrument;
 
 use super::backoff::Backoff;
 use super::handler::{Context, Failure, Handler};
+use super::listener_settings::ListenerSettings;
 use super::poison::{self, PoisonHook, probe_job_id};
-use super::settings::ListenerSettings;
 use super::shutdown::{self, Shutdown, ShutdownTrigger};
 use crate::messages::Message;
 use crate::queue::{BodyError, Queue};

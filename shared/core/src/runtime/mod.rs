@@ -22,13 +22,13 @@
 pub mod backoff;
 mod handler;
 mod listener;
+pub mod listener_settings;
 pub mod poison;
-pub mod settings;
 pub mod shutdown;
 
 pub use crate::nudge::{NudgeEndpoint, NudgeSettings, Nudges};
 pub use handler::{Context, Failure, Handler, HandlerFuture};
 pub use listener::{Listener, ListenerHandle, ListenerStats};
+pub use listener_settings::ListenerSettings;
 pub use poison::{PoisonHook, PoisonRecord};
-pub use settings::ListenerSettings;
 pub use shutdown::Shutdown;
