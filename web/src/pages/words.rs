@@ -25,6 +25,26 @@ pub(super) fn ago(span: time::Duration) -> String {
     format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
 }
 
+/// `text` with its first letter in upper case.
+pub(super) fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// A moment as `(machine-readable, readable)`: RFC 3339, and UTC to the second.
+pub(super) fn moment(t: time::OffsetDateTime) -> (String, String) {
+    let readable =
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+    (
+        t.format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+        t.format(readable).unwrap_or_default(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::ago;
@@ -58,24 +78,4 @@ mod tests {
             assert_eq!(ago(span), words, "{span}");
         }
     }
-}
-
-/// `text` with its first letter in upper case.
-pub(super) fn capitalised(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
-
-/// A moment as `(machine-readable, readable)`: RFC 3339, and UTC to the second.
-pub(super) fn moment(t: time::OffsetDateTime) -> (String, String) {
-    let readable =
-        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
-    (
-        t.format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
-        t.format(readable).unwrap_or_default(),
-    )
 }
