@@ -299,10 +299,14 @@ impl TestApp {
         let follow = async {
             let mut res = self.get(&format!("/api/v1/jobs/{id}/events")).await;
             assert_eq!(res.status(), StatusCode::OK, "the events of job {id}");
-            let mut text = String::new();
+            // Each whole line is read once; a partial one waits for the rest.
+            let mut pending = String::new();
             while let Some(chunk) = res.chunk().await.unwrap() {
-                text.push_str(&String::from_utf8_lossy(&chunk));
-                let ended = text
+                pending.push_str(&String::from_utf8_lossy(&chunk));
+                let Some(end) = pending.rfind('\n') else {
+                    continue;
+                };
+                let ended = pending[..end]
                     .lines()
                     .filter_map(|l| l.strip_prefix("data:"))
                     .any(|data| {
@@ -312,6 +316,7 @@ impl TestApp {
                 if ended {
                     return;
                 }
+                pending.drain(..=end);
             }
         };
         tokio::time::timeout(Duration::from_secs(120), follow)

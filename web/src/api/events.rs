@@ -13,10 +13,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use crate::api::requested_job::RequestedJob;
 use crate::api_error::{ApiResult, ErrorBody};
 use crate::app_state::AppState;
 use crate::background::job_streams::Seen;
-use crate::guards::client::{client_and_address, job_id};
+use crate::guards::client::client_and_address;
 use crate::job_view::JobView;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{Object, OneOf, Schema, Type};
@@ -102,12 +103,11 @@ impl ToSchema for JobEvent {
 )]
 pub async fn events(
     req: HttpRequest,
-    path: web::Path<String>,
+    // Unknown jobs are a plain 404, before the stream starts.
+    job: RequestedJob,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let job = job_id(&path)?;
-    // Unknown jobs are a plain 404, before the stream starts.
-    state.platform.jobs().get(job).await?;
+    let job = job.id;
     let (client, address) = client_and_address(&req, state.guard.trusted_proxies())?;
     let seat = state.streams.seat(client, address)?;
     let mut seen = state.streams.watch(job);

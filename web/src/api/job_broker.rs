@@ -24,9 +24,7 @@ use tessera_shared::storage::PutMode;
 use crate::api::requested_job::RequestedJob;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
-use crate::guards::client::{
-    client_address, client_cookie, client_id, credential_owner, manages_job,
-};
+use crate::guards::client::{client_address, client_cookie, client_id, credential_owner};
 use crate::guards::inspect::{probe_target, verify_target};
 use crate::guards::upload::{
     BodyClock, DRAIN_SLACK, drain, drainable, field_name, file_name, read_limited, read_text,
@@ -378,14 +376,8 @@ pub async fn delete(
     job: RequestedJob,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
+    job.check_managed_by(&req, "delete")?;
     let RequestedJob { id, record } = job;
-    if !manages_job(&req, &record)? {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            ErrorCode::NotYourJob,
-            "only the client that submitted a job (or the key it was submitted with) may delete it",
-        ));
-    }
     if !record.state.is_final() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -431,14 +423,8 @@ pub async fn cancel(
     job: RequestedJob,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let RequestedJob { id, record } = job;
-    if !manages_job(&req, &record)? {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            ErrorCode::NotYourJob,
-            "only the client that submitted a job (or the key it was submitted with) may cancel it",
-        ));
-    }
+    job.check_managed_by(&req, "cancel")?;
+    let id = job.id;
     let mut cancelled = false;
     let record = state
         .platform

@@ -7,9 +7,12 @@ use futures_util::future::LocalBoxFuture;
 use tessera_shared::jobs::JobRecord;
 use uuid::Uuid;
 
-use crate::api_error::ApiError;
+use actix_web::http::StatusCode;
+use tessera_shared::error_code::ErrorCode;
+
+use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
-use crate::guards::client::job_id;
+use crate::guards::client::{job_id, manages_job};
 
 /// The job named by the path's `{id}`, with its stored record.
 pub struct RequestedJob {
@@ -30,5 +33,23 @@ impl FromRequest for RequestedJob {
             let record = state.platform.jobs().get(id).await?;
             Ok(RequestedJob { id, record })
         })
+    }
+}
+
+impl RequestedJob {
+    /// Refuses (403 `not_your_job`) a client that may not `verb` the job: only the client that
+    /// submitted it, or the key it was submitted with, may change it.
+    pub fn check_managed_by(&self, req: &HttpRequest, verb: &str) -> ApiResult<()> {
+        if manages_job(req, &self.record)? {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::NotYourJob,
+            format!(
+                "only the client that submitted a job (or the key it was submitted with) may \
+                 {verb} it"
+            ),
+        ))
     }
 }
