@@ -297,8 +297,19 @@ async fn every_role_is_probed_and_scraped_and_its_metrics_move_with_work() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    let after: Vec<Scrape> =
-        scrape_all(&client, [&web_base, &controller_base, &processor_base]).await;
+    // The record is done before the controller sends ImageResponse: the front end's count of
+    // it moves a moment later.
+    let answered = [("queue", "imageresponse"), ("outcome", "ok")];
+    let handled_by_web = "tessera_messages_handled_total";
+    let after: Vec<Scrape> = loop {
+        let after = scrape_all(&client, [&web_base, &controller_base, &processor_base]).await;
+        let seen =
+            after[0].sum(handled_by_web, &answered) - before[0].sum(handled_by_web, &answered);
+        if seen >= 1.0 || Instant::now() >= deadline {
+            break after;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let moved = |i: usize, name: &str, labels: &[(&str, &str)]| {
         after[i].sum(name, labels) - before[i].sum(name, labels)
     };
