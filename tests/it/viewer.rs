@@ -475,6 +475,16 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             .send_keys(&not_an_image.display().to_string())
             .await
             .unwrap();
+        // The preview's refusal comes first and moves the button down: the tap waits for it,
+        // as a person's would, so that it lands on the button.
+        wait_for(
+            &browser,
+            "const s = document.getElementById('sketch'); \
+             return !s.hidden && s.textContent.includes('No preview') || null",
+            Duration::from_secs(20),
+            "the preview refused",
+        )
+        .await;
         crate::browser::click(&browser, "#go").await;
         let placed = wait_for(
             &browser,
