@@ -1126,3 +1126,98 @@ async fn transparent_tiles_are_laid_over_the_chosen_background() {
     let created: Value = res.json().await.unwrap();
     assert_eq!(created["library"]["transparent"], false, "{created}");
 }
+
+/// `GET /api/v1/sizing` answers the mosaic a job makes before the photo is sent: the same grid
+/// and pixels as the finished job, the print in centimetres, and the submission's refusals
+/// with the field to change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
+    let app = spawn_app().await;
+    // The astronaut is 512 x 512.
+    for (fields, form) in [
+        (
+            "tile_size=8&cells=12",
+            sized_job_form(astronaut(), 8, 12, 1),
+        ),
+        (
+            "tile_size=10&cells=7&slices=1",
+            sized_job_form(astronaut(), 10, 7, 1),
+        ),
+    ] {
+        let sizing: Value = app
+            .get(&format!(
+                "/api/v1/sizing?width=512&height=512&library=emoji&{fields}"
+            ))
+            .await
+            .json()
+            .await
+            .unwrap();
+        let id = app.submit(form).await;
+        let job = app.wait_until_finished(&id).await;
+        assert_eq!(job["state"], "done", "{job}");
+        for key in ["width", "height", "cols", "rows"] {
+            assert_eq!(
+                sizing[key], job["output"][key],
+                "{key}: {sizing} against {job}"
+            );
+        }
+        assert_eq!(sizing["large"], false);
+        assert!(sizing["print"].is_null(), "{sizing}");
+    }
+
+    // On paper: 10 x 10 cm at 254 dpi is 1000 px a side; tiles of 100 px print 1 cm.
+    let sizing: Value = app
+        .get("/api/v1/sizing?width=512&height=512&library=emoji&print=10x10cm@254dpi&tile_size=100")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(sizing["cols"], 10, "{sizing}");
+    assert_eq!(sizing["width"], 1000, "{sizing}");
+    assert_eq!(sizing["print"]["width_cm"], 10.0, "{sizing}");
+    assert_eq!(sizing["print"]["tile_cm"], 1.0, "{sizing}");
+    assert_eq!(sizing["print"]["dpi"], 254, "{sizing}");
+
+    for (query, status, code, field) in [
+        ("height=512", 400, "missing_parameter", None),
+        ("width=0&height=512", 400, "invalid_parameter", None),
+        (
+            "width=512&height=512&colour=red",
+            400,
+            "unknown_field",
+            None,
+        ),
+        (
+            "width=512&height=512&cells=10&print=A4&library=emoji",
+            422,
+            "conflicting_parameters",
+            Some("print"),
+        ),
+        (
+            "width=512&height=512&tile_size=24x18&library=emoji",
+            422,
+            "shape_mismatch",
+            Some("tile_size"),
+        ),
+        (
+            "width=512&height=512&cells=4096&tile_size=256&library=emoji",
+            422,
+            "output_too_large",
+            Some("cells"),
+        ),
+        (
+            "width=512&height=512&library=no-such",
+            422,
+            "unknown_library",
+            Some("library"),
+        ),
+    ] {
+        let res = app.get(&format!("/api/v1/sizing?{query}")).await;
+        assert_eq!(res.status().as_u16(), status, "{query}");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"]["code"], code, "{query}: {body}");
+        if let Some(field) = field {
+            assert_eq!(body["error"]["field"], field, "{query}: {body}");
+        }
+    }
+}

@@ -19,9 +19,10 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 24] = [
+const ROUTES: [(&str, &str); 25] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
+    ("GET", "/api/v1/sizing"),
     ("GET", "/api/v1/jobs/{id}"),
     ("DELETE", "/api/v1/jobs/{id}"),
     ("POST", "/api/v1/jobs/{id}/cancel"),
@@ -248,7 +249,10 @@ async fn call(
         .replace("{level}/{x}/{y}", "0/0/0")
         .replace("{level}/{tile}", "0/0_0.png")
         .replace("{row}/{col}", "1/2");
-    let url = app.url(&path.replace("{id}", id));
+    let mut url = app.url(&path.replace("{id}", id));
+    if path == "/api/v1/sizing" && valid {
+        url.push_str("?width=512&height=512&library=emoji&cells=12");
+    }
     let mut req = match method {
         "GET" => app.client.get(url),
         "DELETE" => app.client.delete(url),

@@ -15,6 +15,7 @@ pub mod queue_status;
 pub mod requested_job;
 pub mod result;
 pub mod result_preview;
+pub mod sizing;
 pub(crate) mod system_status;
 pub mod tile_libraries;
 pub mod zoom_tiles;
@@ -33,6 +34,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::scope("/api/v1")
             .service(resource("/jobs", "POST").route(web::post().to(job_broker::submit)))
             .service(resource("/previews", "POST").route(web::post().to(draft_previews::create)))
+            .service(resource("/sizing", "GET").route(web::get().to(sizing::get)))
             .service(
                 resource("/jobs/{id}", "GET, DELETE")
                     .route(web::get().to(job_broker::get))

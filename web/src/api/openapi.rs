@@ -13,7 +13,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::api::{
     cell_lookup, contact_sheet, draft_previews, dzi, events, job_broker, job_options, queue_status,
-    result, result_preview, tile_libraries, zoom_tiles,
+    result, result_preview, sizing, tile_libraries, zoom_tiles,
 };
 
 /// The document's description: how errors look and how calls are authorised.
@@ -37,6 +37,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
     paths(
         job_broker::submit,
         draft_previews::create,
+        sizing::get,
         job_broker::get,
         job_broker::delete,
         job_broker::cancel,
@@ -99,6 +100,7 @@ impl Modify for Described {
             Ok(_) | Err(_) => tracing::error!("the job submission's schema is not an object"),
         }
         shape_pattern(&mut components.schemas);
+        sizing_params(&mut doc.paths);
         add_params(&mut components.schemas);
         components.add_security_scheme(
             "bearerAuth",
@@ -135,6 +137,34 @@ fn error_codes() -> String {
         out.push_str(&format!("| `{}` | {} |\n", declared.name, declared.meaning));
     }
     out
+}
+
+/// The sizing route takes a submission's fields as query parameters, each as declared.
+fn sizing_params(paths: &mut utoipa::openapi::Paths) {
+    use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+    let Some(get) = paths
+        .paths
+        .get_mut("/api/v1/sizing")
+        .and_then(|item| item.get.as_mut())
+    else {
+        return;
+    };
+    let parameters = get.parameters.get_or_insert_with(Vec::new);
+    for field in tessera_shared::spec::FIELDS {
+        let schema = tessera_shared::spec::field_schema(field);
+        let Ok(schema) = serde_json::from_value::<RefOr<Schema>>(schema) else {
+            continue;
+        };
+        parameters.push(
+            ParameterBuilder::new()
+                .name(field.name)
+                .parameter_in(ParameterIn::Query)
+                .required(utoipa::openapi::Required::False)
+                .description(Some(field.description))
+                .schema(Some(schema))
+                .build(),
+        );
+    }
 }
 
 /// A library's `shape` admits exactly the shapes the server takes ([`TileShape::pattern`]).

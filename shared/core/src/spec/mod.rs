@@ -13,7 +13,7 @@ mod fields;
 mod job;
 
 pub use fields::{
-    Choice, FIELDS, Field, Kind, Limit, OptionDoc, Place, Value, field, options_document, params,
-    params_schema, settings_in_words, submission_schema,
+    Choice, FIELDS, Field, Kind, Limit, OptionDoc, Place, Value, field, field_schema,
+    options_document, params, params_schema, settings_in_words, submission_schema,
 };
 pub use job::*;
