@@ -1127,7 +1127,7 @@ async fn transparent_tiles_are_laid_over_the_chosen_background() {
     assert_eq!(created["library"]["transparent"], false, "{created}");
 }
 
-/// `GET /api/v1/sizing` answers the mosaic a job makes before the photo is sent: the same grid
+/// `POST /api/v1/sizing` answers the mosaic a job makes before the photo is sent: the same grid
 /// and pixels as the finished job, the print in centimetres, and the submission's refusals
 /// with the field to change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1144,14 +1144,14 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
             sized_job_form(astronaut(), 10, 7, 1),
         ),
     ] {
-        let sizing: Value = app
-            .get(&format!(
-                "/api/v1/sizing?width=512&height=512&library=emoji&{fields}"
-            ))
-            .await
-            .json()
-            .await
-            .unwrap();
+        let sizing: Value = size(
+            &app,
+            &format!("width=512&height=512&library=emoji&{fields}"),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
         let id = app.submit(form).await;
         let job = app.wait_until_finished(&id).await;
         assert_eq!(job["state"], "done", "{job}");
@@ -1166,12 +1166,14 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
     }
 
     // On paper: 10 x 10 cm at 254 dpi is 1000 px a side; tiles of 100 px print 1 cm.
-    let sizing: Value = app
-        .get("/api/v1/sizing?width=512&height=512&library=emoji&print=10x10cm@254dpi&tile_size=100")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let sizing: Value = size(
+        &app,
+        "width=512&height=512&library=emoji&print=10x10cm@254dpi&tile_size=100",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
     assert_eq!(sizing["cols"], 10, "{sizing}");
     assert_eq!(sizing["width"], 1000, "{sizing}");
     assert_eq!(sizing["print"]["width_cm"], 10.0, "{sizing}");
@@ -1212,7 +1214,7 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
             Some("library"),
         ),
     ] {
-        let res = app.get(&format!("/api/v1/sizing?{query}")).await;
+        let res = size(&app, query).await;
         assert_eq!(res.status().as_u16(), status, "{query}");
         let body: Value = res.json().await.unwrap();
         assert_eq!(body["error"]["code"], code, "{query}: {body}");
@@ -1220,4 +1222,15 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
             assert_eq!(body["error"]["field"], field, "{query}: {body}");
         }
     }
+}
+
+/// A sizing request with `body` as its form.
+async fn size(app: &TestApp, body: &str) -> reqwest::Response {
+    app.client
+        .post(app.url("/api/v1/sizing"))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
 }

@@ -22,7 +22,7 @@ use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 const ROUTES: [(&str, &str); 25] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
-    ("GET", "/api/v1/sizing"),
+    ("POST", "/api/v1/sizing"),
     ("GET", "/api/v1/jobs/{id}"),
     ("DELETE", "/api/v1/jobs/{id}"),
     ("POST", "/api/v1/jobs/{id}/cancel"),
@@ -249,14 +249,20 @@ async fn call(
         .replace("{level}/{x}/{y}", "0/0/0")
         .replace("{level}/{tile}", "0/0_0.png")
         .replace("{row}/{col}", "1/2");
-    let mut url = app.url(&path.replace("{id}", id));
-    if path == "/api/v1/sizing" && valid {
-        url.push_str("?width=512&height=512&library=emoji&cells=12");
-    }
+    let url = app.url(&path.replace("{id}", id));
     let mut req = match method {
         "GET" => app.client.get(url),
         "DELETE" => app.client.delete(url),
         "POST" if path.ends_with("/cancel") => app.client.post(url),
+        "POST" if path == "/api/v1/sizing" => app
+            .client
+            .post(url)
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(if valid {
+                "width=512&height=512&library=emoji&cells=12"
+            } else {
+                "height=512"
+            }),
         "POST" => {
             let form = match (path.as_str(), valid) {
                 ("/api/v1/jobs" | "/api/v1/previews", true) => job_form(astronaut()),

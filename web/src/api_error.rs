@@ -323,6 +323,21 @@ pub fn configure_extractors(cfg: &mut web::ServiceConfig) {
             )
             .into()
         }))
+        .app_data(web::FormConfig::default().error_handler(|e, _| {
+            use actix_web::error::UrlencodedError;
+            match e {
+                UrlencodedError::ContentType => ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    ErrorCode::UnsupportedMediaType,
+                    "send the form as application/x-www-form-urlencoded",
+                ),
+                e => ApiError::bad_request(
+                    ErrorCode::InvalidParameter,
+                    format!("the form is invalid: {e}"),
+                ),
+            }
+            .into()
+        }))
         .app_data(web::PathConfig::default().error_handler(|e, _| {
             ApiError::not_found(ErrorCode::NotFound, format!("no such resource: {e}")).into()
         }));

@@ -34,7 +34,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::scope("/api/v1")
             .service(resource("/jobs", "POST").route(web::post().to(job_broker::submit)))
             .service(resource("/previews", "POST").route(web::post().to(draft_previews::create)))
-            .service(resource("/sizing", "GET").route(web::get().to(sizing::get)))
+            .service(resource("/sizing", "POST").route(web::post().to(sizing::create)))
             .service(
                 resource("/jobs/{id}", "GET, DELETE")
                     .route(web::get().to(job_broker::get))

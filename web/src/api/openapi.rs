@@ -37,7 +37,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
     paths(
         job_broker::submit,
         draft_previews::create,
-        sizing::get,
+        sizing::create,
         job_broker::get,
         job_broker::delete,
         job_broker::cancel,
@@ -76,31 +76,13 @@ impl Modify for Described {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
         doc.info.description = Some(format!("{DESCRIPTION}{}", error_codes()));
         let components = doc.components.get_or_insert_with(Default::default);
-        // A job submission is the job specification's fields: described where they are.
-        let mut submission = tessera_shared::spec::submission_schema();
-        // utoipa's object has no allOf or anyOf of its own: the rules go in as written.
-        let rules: Vec<(String, serde_json::Value)> = ["allOf", "anyOf"]
-            .into_iter()
-            .filter_map(|key| {
-                let rule = submission.as_object_mut()?.remove(key)?;
-                Some((key.to_string(), rule))
-            })
-            .collect();
-        match serde_json::from_value::<RefOr<Schema>>(submission) {
-            Ok(RefOr::T(Schema::Object(mut object))) => {
-                object
-                    .extensions
-                    .get_or_insert_with(Default::default)
-                    .extend(rules);
-                components.schemas.insert(
-                    "JobSubmission".to_string(),
-                    RefOr::T(Schema::Object(object)),
-                );
-            }
-            Ok(_) | Err(_) => tracing::error!("the job submission's schema is not an object"),
-        }
+        // A job submission is the job specification's fields: described where they are; a
+        // sizing request the same, with the photo's size for the photo.
+        let submission = tessera_shared::spec::submission_schema();
+        insert_schema(&mut components.schemas, "JobSubmission", submission);
+        let sizing = tessera_shared::spec::sizing_schema();
+        insert_schema(&mut components.schemas, "SizingRequest", sizing);
         shape_pattern(&mut components.schemas);
-        sizing_params(&mut doc.paths);
         add_params(&mut components.schemas);
         components.add_security_scheme(
             "bearerAuth",
@@ -139,31 +121,29 @@ fn error_codes() -> String {
     out
 }
 
-/// The sizing route takes a submission's fields as query parameters, each as declared.
-fn sizing_params(paths: &mut utoipa::openapi::Paths) {
-    use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
-    let Some(get) = paths
-        .paths
-        .get_mut("/api/v1/sizing")
-        .and_then(|item| item.get.as_mut())
-    else {
-        return;
-    };
-    let parameters = get.parameters.get_or_insert_with(Vec::new);
-    for field in tessera_shared::spec::FIELDS {
-        let schema = tessera_shared::spec::field_schema(field);
-        let Ok(schema) = serde_json::from_value::<RefOr<Schema>>(schema) else {
-            continue;
-        };
-        parameters.push(
-            ParameterBuilder::new()
-                .name(field.name)
-                .parameter_in(ParameterIn::Query)
-                .required(utoipa::openapi::Required::False)
-                .description(Some(field.description))
-                .schema(Some(schema))
-                .build(),
-        );
+/// Puts `schema` in the components as `name`, with its `allOf` and `anyOf` as written (utoipa's
+/// object has none of its own).
+fn insert_schema(
+    schemas: &mut std::collections::BTreeMap<String, RefOr<Schema>>,
+    name: &str,
+    mut schema: serde_json::Value,
+) {
+    let rules: Vec<(String, serde_json::Value)> = ["allOf", "anyOf"]
+        .into_iter()
+        .filter_map(|key| {
+            let rule = schema.as_object_mut()?.remove(key)?;
+            Some((key.to_string(), rule))
+        })
+        .collect();
+    match serde_json::from_value::<RefOr<Schema>>(schema) {
+        Ok(RefOr::T(Schema::Object(mut object))) => {
+            object
+                .extensions
+                .get_or_insert_with(Default::default)
+                .extend(rules);
+            schemas.insert(name.to_string(), RefOr::T(Schema::Object(object)));
+        }
+        Ok(_) | Err(_) => tracing::error!("the {name} schema is not an object"),
     }
 }
 

@@ -1,4 +1,4 @@
-//! `GET /api/v1/sizing`: the mosaic a job would make of a photo of a given size, before the
+//! `POST /api/v1/sizing`: the mosaic a job would make of a photo of a given size, before the
 //! photo is sent: its grid, its pixels and its print, or the refusal the submission would get.
 //! The home form shows its figures from here, so that sizing is the server's alone.
 
@@ -50,36 +50,45 @@ pub struct PrintedSize {
     pub dpi: u32,
 }
 
+/// A sizing request (`application/x-www-form-urlencoded`): the photo's size and the fields of a
+/// job submission. Its schema in the API document is the submission's, with the photo's size
+/// in place of the photo (`spec::sizing_schema`); this type only names it.
+#[derive(ToSchema)]
+pub struct SizingRequest {
+    /// The photo's width in pixels, upright.
+    pub width: u32,
+    /// The photo's height in pixels, upright.
+    pub height: u32,
+}
+
 /// Size a mosaic before submitting it.
 ///
-/// Takes the photo's size (`width`, `height`, upright) and any fields of a job submission as
-/// query parameters, and answers the grid, pixels and print the job would make, or the error a
+/// Takes the photo's size (`width`, `height`, upright) and any fields of a job submission, and
+/// answers the grid, pixels and print the job would make, or the error a
 /// submission with those fields and a photo of that size would get (with the field to change).
 #[utoipa::path(
-    get,
+    post,
     path = "/api/v1/sizing",
     operation_id = "size_job",
     tag = "jobs",
-    params(
-        ("width" = u32, Query, minimum = 1, maximum = 1048576, description = "The photo's width in pixels, upright"),
-        ("height" = u32, Query, minimum = 1, maximum = 1048576, description = "The photo's height in pixels, upright"),
-        ("X-Client-Id" = Option<Uuid>, Header, nullable = false, description = "The client id; otherwise the tessera_client cookie."),
-    ),
+    params(("X-Client-Id" = Option<Uuid>, Header, nullable = false, description = "The client id; otherwise the tessera_client cookie.")),
+    request_body(content = SizingRequest, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The mosaic the job would make", body = Sizing),
         (status = 400, response = crate::api_error::ErrorBody),
+        (status = 415, response = crate::api_error::ErrorBody),
         (status = 422, response = crate::api_error::ErrorBody),
         crate::api::error_sets::StorageErrors,
     ),
 )]
-pub async fn get(
+pub async fn create(
     req: HttpRequest,
-    query: web::Query<Vec<(String, String)>>,
+    body: web::Form<Vec<(String, String)>>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let (mut width, mut height) = (None, None);
     let mut fields = BTreeMap::new();
-    for (name, value) in query.into_inner() {
+    for (name, value) in body.into_inner() {
         let slot = match name.as_str() {
             "width" => &mut width,
             "height" => &mut height,

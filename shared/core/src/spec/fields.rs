@@ -918,6 +918,35 @@ pub fn submission_schema() -> serde_json::Value {
     })
 }
 
+/// The JSON Schema of a sizing request (`application/x-www-form-urlencoded`): a submission's
+/// fields and rules, with the photo's size (`width`, `height`) in place of the photo.
+pub fn sizing_schema() -> serde_json::Value {
+    let mut schema = submission_schema();
+    let side = |which: &str| {
+        serde_json::json!({
+            "type": "integer", "minimum": 1, "maximum": 1_048_576,
+            "description": format!("The photo's {which} in pixels, upright."),
+        })
+    };
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        properties.remove("image");
+        properties.insert("width".into(), side("width"));
+        properties.insert("height".into(), side("height"));
+    }
+    schema["required"] = serde_json::json!(["width", "height"]);
+    schema["description"] = serde_json::json!(
+        "A sizing request (`application/x-www-form-urlencoded`): the photo's size and the \
+         fields of a job submission, with the same rules between them."
+    );
+    let names: Vec<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    let names: Vec<&String> = names.iter().collect();
+    schema["anyOf"] = grid_ways(&names);
+    schema
+}
+
 /// The ways a grid is sized, one branch each: the fields a branch leaves out are named in its
 /// `propertyNames` (a branch that says nothing of a field leaves it to the others, so that a
 /// generator following the branches never mixes two ways).

@@ -14,6 +14,6 @@ mod job;
 
 pub use fields::{
     Choice, FIELDS, Field, Kind, Limit, OptionDoc, Place, Value, field, field_schema,
-    options_document, params, params_schema, settings_in_words, submission_schema,
+    options_document, params, params_schema, settings_in_words, sizing_schema, submission_schema,
 };
 pub use job::*;
