@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tessera_shared::messages::{Encoding, Envelope, ImageRequest, ImageResponse, JobOutcome};
 use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_web::WebSettings;
@@ -1180,8 +1180,55 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
     assert_eq!(sizing["print"]["tile_cm"], 1.0, "{sizing}");
     assert_eq!(sizing["print"]["dpi"], 254, "{sizing}");
 
+    // Sizes by name: the grid is the server's, for this photo and library, whatever the
+    // fields say of it, and every named size's figures come with any answer.
+    let poster: Value = size(
+        &app,
+        "width=4000&height=3000&library=emoji&tile_size=24x18&cells=7&size=poster",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        (&poster["tile_size"], &poster["cols"], &poster["width"]),
+        (&json!("32"), &json!(192), &json!(6144)),
+        "{poster}"
+    );
+    let figures: Vec<(&str, u64)> = poster["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["width"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        figures,
+        [("screen", 2048), ("poster", 6144), ("print", 12288)],
+        "{poster}"
+    );
+    // On paper, the tile prints about 1 cm at the print's resolution.
+    let paper: Value = size(
+        &app,
+        "width=512&height=512&library=emoji&print=A5@72dpi&size=paper",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        (&paper["tile_size"], &paper["cols"], &paper["width"]),
+        (&json!("29"), &json!(14), &json!(406)),
+        "{paper}"
+    );
+
     for (query, status, code, field) in [
         ("height=512", 400, "missing_parameter", None),
+        (
+            "width=512&height=512&size=huge",
+            400,
+            "invalid_parameter",
+            Some("size"),
+        ),
         ("width=0&height=512", 400, "invalid_parameter", None),
         (
             "width=512&height=512&colour=red",

@@ -265,31 +265,45 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         "{sketch}"
     );
     click(browser, "#more-options > summary").await;
-    // Oblong tiles on a library of square ones: refused in the page, in words, on the field.
+    // Oblong tiles on a library of square ones: refused as the form changes, in the server's
+    // words, on the field, with a size that fits.
     set_value(browser, "tile_size", "24x18").await;
     set_value(browser, "cells", "12").await;
     let shown = wait_for(
         browser,
-        "const t = document.getElementById('output-size').textContent; \
-         return t === 'choose a tile size' ? t : null",
+        "const w = document.getElementById('output-warning'); \
+         return !w.hidden && document.getElementById('tile_size').getAttribute('aria-invalid') === 'true' \
+           ? w.textContent : null",
         Duration::from_secs(10),
         "the oblong tile size refused",
     )
     .await;
-    assert_eq!(shown, "choose a tile size");
+    assert!(
+        shown
+            .as_str()
+            .unwrap()
+            .contains("holds 1:1 tiles: give a tile_size of shape 1:1, such as 21"),
+        "{shown}"
+    );
     click(browser, "#submit-form button[type=submit]").await;
     let said = wait_for(
         browser,
-        "const t = document.getElementById('tile_size'); \
-         return location.pathname === '/' && t.getAttribute('aria-invalid') === 'true' \
-           && document.body.innerText.includes(\"this library's tiles are 1:1\") ? true : null",
+        "const e = document.getElementById('error'); \
+         return location.pathname === '/' && !e.hidden \
+           && e.previousElementSibling.contains(document.getElementById('tile_size')) \
+           ? e.textContent : null",
         Duration::from_secs(10),
         "the mismatch explained on the field",
     )
     .await;
-    assert_eq!(said, true);
+    assert!(
+        said.as_str()
+            .unwrap()
+            .starts_with("Tile size 24x18 makes 4:3 tiles"),
+        "{said}"
+    );
     set_value(browser, "tile_size", "8").await;
-    // The output size is worked out in the page from the image's natural size.
+    // The output size is the server's, for the image's natural size.
     let size = wait_for(
         browser,
         "const t = document.getElementById('output-size').textContent; \
@@ -302,22 +316,24 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         size.as_str().unwrap().starts_with("96 × 96 px"),
         "output size shown: {size}"
     );
-    // Adaptive tile sizes: checked in the page as the server checks them, and the size shown
-    // is the adaptive mosaic's (the grid's rounded up to whole squares of the largest size).
+    // Adaptive tile sizes: checked by the server as the form changes, and the size shown is
+    // the adaptive mosaic's (the grid's rounded up to whole squares of the largest size).
     set_value(browser, "adaptive", "8..24").await;
-    wait_for(
+    let refused = wait_for(
         browser,
-        "const t = document.getElementById('output-size').textContent; \
-         return t === 'choose adaptive tile sizes' ? t : null",
+        "const w = document.getElementById('output-warning'); \
+         return !w.hidden && document.getElementById('adaptive').getAttribute('aria-invalid') === 'true' \
+           ? w.textContent : null",
         Duration::from_secs(10),
         "adaptive sizes that do not double refused",
     )
     .await;
+    assert!(refused.as_str().unwrap().contains("doubled"), "{refused}");
     set_value(browser, "adaptive", "4..64").await;
     let size = wait_for(
         browser,
         "const t = document.getElementById('output-size').textContent; \
-         return t.includes(' px') ? t : null",
+         return t.includes('at most') ? t : null",
         Duration::from_secs(10),
         "the adaptive output size",
     )

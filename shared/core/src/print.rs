@@ -193,6 +193,13 @@ fn px(mm: f64, dpi: u32) -> u32 {
     (mm / 25.4 * f64::from(dpi)).round() as u32
 }
 
+/// The smallest square tile that prints [`MIN_TILE_CM`] wide at `dpi`, within the tile sizes the
+/// engine makes.
+pub fn tile_at(dpi: u32) -> TileSize {
+    let side = (MIN_TILE_CM / 2.54 * f64::from(dpi)).ceil() as u32;
+    TileSize::square(side.clamp(*TILE_SIZES.start(), *TILE_SIZES.end()))
+}
+
 /// Centimetres of `px` pixels at `dpi`.
 pub fn cm(px: u32, dpi: u32) -> f64 {
     f64::from(px) / f64::from(dpi.max(1)) * 2.54
@@ -214,8 +221,7 @@ impl Print {
     /// The tile of a job that gives none: the smallest square that prints [`MIN_TILE_CM`] wide
     /// at this resolution, within the tile sizes the engine makes.
     pub fn default_tile(&self) -> TileSize {
-        let side = (MIN_TILE_CM / 2.54 * f64::from(self.dpi)).ceil() as u32;
-        TileSize::square(side.clamp(*TILE_SIZES.start(), *TILE_SIZES.end()))
+        tile_at(self.dpi)
     }
 
     /// Cells across for a photo of `width` x `height` in tiles of `tile`: the most whose grid

@@ -115,6 +115,25 @@ impl TileShape {
         }
     }
 
+    /// The tile size of this shape closest in area to `side` x `side`, within [`TILE_SIZES`]
+    /// (whole multiples of the ratio: `16` for 1:1, `20x15` for 4:3).
+    pub fn size_near(self, side: u32) -> TileSize {
+        let (a, b) = (self.width, self.height);
+        let (min, max) = (*TILE_SIZES.start(), *TILE_SIZES.end());
+        let area = f64::from(side) * f64::from(side);
+        let mut k = ((area / f64::from(a * b)).sqrt().round() as u32).max(1);
+        while a.min(b) * k < min {
+            k += 1;
+        }
+        while k > 1 && a.max(b) * k > max {
+            k -= 1;
+        }
+        TileSize {
+            width: a * k,
+            height: b * k,
+        }
+    }
+
     /// The largest centre crop of this shape in a `width` x `height` image: `(x0, y0, w, h)`.
     pub fn crop(self, width: usize, height: usize) -> (usize, usize, usize, usize) {
         let (a, b) = (self.width as usize, self.height as usize);
@@ -306,6 +325,22 @@ mod tests {
         assert_eq!(four_three.fit(64), (64, 48));
         assert_eq!(TileShape::new(2, 3).unwrap().fit(64), (43, 64));
         assert_eq!(TileShape::SQUARE.fit(64), (64, 64));
+        // Sizes of a shape near a square's area, within the tile bounds.
+        assert_eq!(TileShape::SQUARE.size_near(16).to_string(), "16");
+        assert_eq!(four_three.size_near(16).to_string(), "20x15");
+        assert_eq!(
+            four_three.size_near(1).to_string(),
+            "8x6",
+            "at least 4 px a side"
+        );
+        assert_eq!(
+            TileShape::new(16, 9).unwrap().size_near(256).to_string(),
+            "256x144"
+        );
+        assert_eq!(
+            TileShape::new(1, 4).unwrap().size_near(48).to_string(),
+            "24x96"
+        );
         // A 3:2 photo keeps its full height in a 4:3 crop, and 8/9 of its width.
         assert_eq!(four_three.crop(600, 400), (33, 0, 533, 400));
         assert_eq!(TileShape::SQUARE.crop(600, 400), (100, 0, 400, 400));

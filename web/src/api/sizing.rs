@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Serialize;
+use tessera_engine::TileShape;
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::spec::FIELDS;
+use tessera_shared::spec::{FIELDS, JobSpec, NAMED_SIZES, PAPER, named_size, paper_tile};
 use utoipa::ToSchema;
 
 use crate::api::job_broker::{spec_of, usable_library};
@@ -29,12 +30,29 @@ pub struct Sizing {
     pub width: u32,
     /// The mosaic's height in pixels.
     pub height: u32,
+    /// The most tiles it holds: every cell's, or for adaptive sizes the grid's budget.
+    pub tiles: u64,
     /// Whether it is larger than this service makes unasked (`allow_large` was given).
     pub large: bool,
     /// The print, when the job asks for one.
     pub print: Option<PrintedSize>,
+    /// The tile size in pixels (`16`, `24x18`): the one given, or the named size's.
+    pub tile_size: String,
     /// What the job would be warned of (tiles that print too small to recognise).
     pub warnings: Vec<String>,
+    /// The mosaic of each size by name for this photo and library.
+    pub sizes: Vec<NamedFigures>,
+}
+
+/// The mosaic of a size by name.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NamedFigures {
+    /// The size's name (`screen`, `poster`, `print`).
+    pub name: &'static str,
+    /// The mosaic's width in pixels.
+    pub width: u32,
+    /// The mosaic's height in pixels.
+    pub height: u32,
 }
 
 /// A mosaic on paper.
@@ -86,43 +104,32 @@ pub async fn create(
     body: web::Form<Vec<(String, String)>>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (mut width, mut height) = (None, None);
-    let mut fields = BTreeMap::new();
-    for (name, value) in body.into_inner() {
-        let slot = match name.as_str() {
-            "width" => &mut width,
-            "height" => &mut height,
-            _ => {
-                let field = FIELDS.iter().find(|f| f.name == name).ok_or_else(|| {
-                    ApiError::bad_request(
-                        ErrorCode::UnknownField,
-                        format!("unknown field {name:?}"),
-                    )
-                })?;
-                if fields.insert(field.name, value).is_some() {
-                    return Err(ApiError::bad_request(
-                        ErrorCode::DuplicateField,
-                        format!("field {name:?} is given more than once"),
-                    ));
-                }
-                continue;
-            }
-        };
-        *slot = Some(side(&name, &value)?);
-    }
-    let missing = |name: &str| {
-        ApiError::bad_request(ErrorCode::MissingParameter, format!("{name} is required"))
-    };
-    let (width, height) = (
-        width.ok_or_else(|| missing("width"))?,
-        height.ok_or_else(|| missing("height"))?,
-    );
-    let spec = spec_of(&fields, &state)?;
+    let SizingFields {
+        width,
+        height,
+        named,
+        mut fields,
+    } = SizingFields::read(body.into_inner())?;
+    let mut spec = spec_of(&fields, &state)?;
     let (client, _) = client_id(&req)?;
     let library = usable_library(&state, &spec.library.id, &owner_of(&req, client)).await?;
+    let shape = library.tile_shape();
     let limits = &state.settings.limits;
+    let sizes = named_figures(&fields, &state, width, height, shape);
+    if let Some(named) = named {
+        name_the_grid(
+            &mut fields,
+            &named,
+            &spec,
+            width,
+            height,
+            shape,
+            limits.max_cells,
+        )?;
+        spec = spec_of(&fields, &state)?;
+    }
     let size = spec.size(width, height, limits)?;
-    spec.check_library(&size, &library.id, library.tiles, library.tile_shape())?;
+    spec.check_library(&size, &library.id, library.tiles, shape)?;
     let output = size.output;
     let print = spec.print.map(|print| PrintedSize {
         width_cm: tessera_shared::print::cm(output.width, print.dpi),
@@ -136,10 +143,148 @@ pub async fn create(
         rows: output.rows,
         width: output.width,
         height: output.height,
+        tile_size: spec.tile().to_string(),
+        tiles: u64::from(size.sizing.cols) * u64::from(size.sizing.rows),
         large: pixels > limits.large_output_pixels,
         print,
         warnings: spec.warnings(),
+        sizes,
     }))
+}
+
+/// A sizing request's fields: the photo's size, the size by name if one is chosen, and the
+/// job's fields.
+struct SizingFields {
+    width: u32,
+    height: u32,
+    named: Option<String>,
+    fields: BTreeMap<&'static str, String>,
+}
+
+impl SizingFields {
+    fn read(body: Vec<(String, String)>) -> ApiResult<SizingFields> {
+        let (mut width, mut height, mut named) = (None, None, None);
+        let mut fields = BTreeMap::new();
+        for (name, value) in body {
+            match name.as_str() {
+                "width" => width = Some(side(&name, &value)?),
+                "height" => height = Some(side(&name, &value)?),
+                "size" => named = Some(size_name(&value)?),
+                _ => {
+                    let field = FIELDS.iter().find(|f| f.name == name).ok_or_else(|| {
+                        ApiError::bad_request(
+                            ErrorCode::UnknownField,
+                            format!("unknown field {name:?}"),
+                        )
+                    })?;
+                    if fields.insert(field.name, value).is_some() {
+                        return Err(ApiError::bad_request(
+                            ErrorCode::DuplicateField,
+                            format!("field {name:?} is given more than once"),
+                        ));
+                    }
+                }
+            }
+        }
+        let missing = |name: &str| {
+            ApiError::bad_request(ErrorCode::MissingParameter, format!("{name} is required"))
+        };
+        Ok(SizingFields {
+            width: width.ok_or_else(|| missing("width"))?,
+            height: height.ok_or_else(|| missing("height"))?,
+            named,
+            fields,
+        })
+    }
+}
+
+/// The grid fields of a size by name, in place of the ones given: the named sizes' tiles and
+/// cells, or for `paper` the tile for the print's resolution.
+fn name_the_grid(
+    fields: &mut BTreeMap<&'static str, String>,
+    named: &str,
+    spec: &JobSpec,
+    width: u32,
+    height: u32,
+    shape: TileShape,
+    max_cells: u32,
+) -> ApiResult<()> {
+    if named == PAPER {
+        fields.insert(
+            "tile_size",
+            paper_tile(spec.print.as_ref(), shape).to_string(),
+        );
+        fields.remove("cells");
+        fields.remove("per_pixel");
+        return Ok(());
+    }
+    let size = named_size(named).ok_or_else(|| size_refused(named))?;
+    let (tile, across) = size.grid(width, height, shape, max_cells);
+    for grid in ["print", "per_pixel"] {
+        fields.remove(grid);
+    }
+    fields.insert("tile_size", tile.to_string());
+    fields.insert("cells", across.to_string());
+    Ok(())
+}
+
+/// Each named size's mosaic for this photo and library, with the job's other fields; a size
+/// those fields refuse is left out.
+fn named_figures(
+    fields: &BTreeMap<&'static str, String>,
+    state: &AppState,
+    width: u32,
+    height: u32,
+    shape: TileShape,
+) -> Vec<NamedFigures> {
+    let limits = &state.settings.limits;
+    NAMED_SIZES
+        .iter()
+        .filter_map(|size| {
+            let mut fields = fields.clone();
+            let spec = spec_of(&fields, state).ok()?;
+            name_the_grid(
+                &mut fields,
+                size.name,
+                &spec,
+                width,
+                height,
+                shape,
+                limits.max_cells,
+            )
+            .ok()?;
+            let output = spec_of(&fields, state)
+                .ok()?
+                .size(width, height, limits)
+                .ok()?
+                .output;
+            Some(NamedFigures {
+                name: size.name,
+                width: output.width,
+                height: output.height,
+            })
+        })
+        .collect()
+}
+
+/// A size by name, as the request gives it: one of [`NAMED_SIZES`] or [`PAPER`].
+fn size_name(value: &str) -> ApiResult<String> {
+    if value == PAPER || named_size(value).is_some() {
+        Ok(value.to_string())
+    } else {
+        Err(size_refused(value))
+    }
+}
+
+fn size_refused(value: &str) -> ApiError {
+    let names: Vec<&str> = NAMED_SIZES.iter().map(|s| s.name).chain([PAPER]).collect();
+    ApiError {
+        about: Some("size"),
+        ..ApiError::bad_request(
+            ErrorCode::InvalidParameter,
+            format!("size {value:?}: one of {}", names.join(", ")),
+        )
+    }
 }
 
 /// A photo side: a whole number of pixels, 1 to [`MAX_SIDE`].

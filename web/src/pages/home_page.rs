@@ -6,8 +6,8 @@ use crate::app_state::AppState;
 use crate::imaging::sheet_layout::{sheet_size, sheet_url};
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use tessera_engine::TILE_SIZES;
 use tessera_shared::libraries::LibraryRecord;
+use tessera_shared::spec::{NAMED_SIZES, NamedSize};
 
 #[derive(Template)]
 #[template(path = "home.html")]
@@ -16,8 +16,8 @@ pub(super) struct Home {
     /// The selected library's sample strip (the first row of its contact sheet): the sheet's
     /// URL, width, height, and the strip's alt text.
     strip: Option<(String, u32, u32, String)>,
-    tile_min: u32,
-    tile_max: u32,
+    /// The sizes by name the form offers first.
+    named_sizes: &'static [NamedSize],
     max_cells: u32,
     /// The upload limit, so the page can refuse a file that is too large before sending it.
     max_upload_bytes: u64,
@@ -25,8 +25,6 @@ pub(super) struct Home {
     max_output_pixels: u64,
     /// Over this size the form asks for a tick before it sends the job.
     large_output_pixels: u64,
-    /// Cells of a job that names none (cells across then follow the photo's shape).
-    auto_cells: u32,
     /// Every option as the job specification declares it, with this service's limits.
     options: Vec<tessera_shared::spec::OptionDoc>,
 }
@@ -61,13 +59,11 @@ pub(super) async fn home(req: HttpRequest, state: web::Data<AppState>) -> ApiRes
     page(&Home {
         libraries,
         strip,
-        tile_min: *TILE_SIZES.start(),
-        tile_max: *TILE_SIZES.end(),
+        named_sizes: &NAMED_SIZES,
         max_cells: s.limits.max_cells,
         max_upload_bytes: s.max_upload_bytes,
         max_output_pixels: s.limits.max_output_pixels,
         large_output_pixels: s.limits.large_output_pixels,
-        auto_cells: s.limits.auto_cells,
         options: tessera_shared::spec::options_document(&s.limits),
     })
 }

@@ -13,6 +13,7 @@ use super::job::{
     JobSpec, LibraryRef, MAX_WEBHOOK_CHARS, RULES_SCHEMA, RenderOptions, SLICES_RANGE, SpecError,
     parse_adaptive, parse_tile_size, tile_height_field,
 };
+use super::named_sizes::{NAMED_SIZES, PAPER};
 use crate::error_code::ErrorCode;
 use crate::print::{Print, PrintError};
 use tessera_engine::TileBackground;
@@ -932,6 +933,16 @@ pub fn sizing_schema() -> serde_json::Value {
         properties.remove("image");
         properties.insert("width".into(), side("width"));
         properties.insert("height".into(), side("height"));
+        let names: Vec<&str> = NAMED_SIZES.iter().map(|s| s.name).chain([PAPER]).collect();
+        properties.insert(
+            "size".into(),
+            serde_json::json!({
+                "type": "string", "enum": names,
+                "description": "A size by name: its tile size (of the library's shape) and \
+                    cells across in place of the ones given; `paper` sets only the tile, for \
+                    the print's resolution.",
+            }),
+        );
     }
     schema["required"] = serde_json::json!(["width", "height"]);
     schema["description"] = serde_json::json!(

@@ -750,8 +750,10 @@ impl JobSpec {
                 ErrorCode::ShapeMismatch,
                 format!(
                     "tile_size {tile} makes {} tiles, but the library {name:?} holds {shape} \
-                     tiles: give a tile_size of shape {shape} or choose a library of shape {}",
+                     tiles: give a tile_size of shape {shape}, such as {}, or choose a library of \
+                     shape {}",
                     tile.shape(),
+                    shape.size_near(f64::from(tile.width * tile.height).sqrt().round() as u32),
                     tile.shape()
                 ),
             ));

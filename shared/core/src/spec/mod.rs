@@ -11,9 +11,11 @@
 
 mod fields;
 mod job;
+mod named_sizes;
 
 pub use fields::{
     Choice, FIELDS, Field, Kind, Limit, OptionDoc, Place, Value, field, field_schema,
     options_document, params, params_schema, settings_in_words, sizing_schema, submission_schema,
 };
 pub use job::*;
+pub use named_sizes::{NAMED_SIZES, NamedSize, PAPER, named_size, paper_tile, thousands};
