@@ -135,7 +135,9 @@
       if (code === "library_exists") {
         fail("A library of that name exists. Tick “Replace” to publish a new version of it, or choose another name.", nameField);
       } else if (code === "no_images") {
-        fail("None of the files could be read as a tile: upload JPEG, PNG, HEIC, AVIF, WebP, TIFF, BMP or GIF images, or a .zip of them.", filesField);
+        // The server's reason names the files and why each was left out.
+        const why = body.error.message.replace(/^[^:]*: /, "");
+        fail("None of the files could be made a tile: " + why + ".", filesField);
       } else if (code === "upload_too_large" || response.status === 413) {
         fail("The upload is over the server's limit: send fewer or smaller files.", filesField);
       } else {

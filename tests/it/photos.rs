@@ -359,6 +359,28 @@ async fn check_placements(app: &TestApp, id: &str, job: &Value) {
     let csv = res.text().await.unwrap();
     assert_eq!(csv.lines().next(), Some("tile,name,caption,uses,cells"));
     assert_eq!(csv.lines().count(), tiles.len() + 1);
+    // Cells as a spreadsheet takes them: R1C1, counted from 1 as the page counts.
+    let first: Vec<String> = tiles[0]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "R{}C{}",
+                c[0].as_u64().unwrap() + 1,
+                c[1].as_u64().unwrap() + 1
+            )
+        })
+        .collect();
+    let line = csv.lines().nth(1).unwrap();
+    assert!(line.ends_with(&format!(",{}", first.join(" "))), "{line}");
+    for line in csv.lines().skip(1) {
+        let cells = line.rsplit(',').next().unwrap();
+        assert!(
+            !cells.contains(':'),
+            "no cell a spreadsheet reads as a time: {line}"
+        );
+    }
     // "Find my photo": the first tile's caption names it, first.
     let caption = tiles[0]["caption"].as_str().unwrap();
     let encoded: String = caption
@@ -420,4 +442,55 @@ async fn colour_managed_mosaics_on_the_embedded_backend() {
 #[tokio::test]
 async fn colour_managed_mosaics_on_azurite() {
     colour_managed_mosaics(&spawn_app_on_azurite().await).await;
+}
+
+/// A JPEG of `width` x `height` as a camera makes one (a colour wash of its own), for a library.
+fn camera_jpeg(width: u32, height: u32, hue: u8) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([hue, (x * 255 / width) as u8, (y * 255 / height) as u8 ^ hue])
+    });
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 80)
+        .encode(img.as_raw(), width, height, image::ExtendedColorType::Rgb8)
+        .unwrap();
+    out
+}
+
+/// Photos as cameras and phones make them (24 and 48 megapixels, over the side a tile is
+/// decoded whole at) become tiles, read reduced: a zip of ten makes a library with every photo
+/// in, and a job that names only a photo and that library is done.
+#[tokio::test]
+async fn camera_sized_photos_are_tiles_and_a_job_at_the_defaults_uses_them() {
+    let app = spawn_app().await;
+    let mut entries: Vec<(String, Vec<u8>)> = vec![
+        ("DSC_0001.JPG".into(), camera_jpeg(6000, 4000, 10)),
+        ("PXL_0002.jpg".into(), camera_jpeg(8064, 6048, 200)),
+    ];
+    for i in 0..8u8 {
+        entries.push((
+            format!("IMG_{i:04}.jpg"),
+            camera_jpeg(4032, 3024, 30 + i * 20),
+        ));
+    }
+    let named: Vec<(&str, Vec<u8>)> = entries
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
+    let form = Form::new()
+        .text("name", "My photos")
+        .part("files", Part::bytes(zip_of(&named)).file_name("photos.zip"));
+    let res = app.post_library(form).await;
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["report"]["imported"], 10, "{body}");
+    assert_eq!(body["report"]["skipped"], serde_json::json!([]), "{body}");
+    let library = body["library"]["id"].as_str().unwrap().to_string();
+    let form = Form::new().text("library", library).part(
+        "image",
+        Part::bytes(crate::support::astronaut()).file_name("photo.png"),
+    );
+    let id = app.submit(form).await;
+    let job = app.wait_until_finished(&id).await;
+    assert_eq!(job["state"], "done", "{job}");
 }

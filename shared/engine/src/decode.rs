@@ -261,10 +261,17 @@ pub fn read_header(bytes: &[u8]) -> Result<Header, String> {
     })
 }
 
-/// Largest tile image accepted, on either side: a file declaring more is skipped before decoding.
+/// Largest tile image decoded, on either side: a file declaring more is skipped before decoding,
+/// unless it is a JPEG that its decoder can reduce to within this size ([`MAX_JPEG_TILE_PIXELS`]).
 pub const MAX_TILE_SIDE: u32 = 4096;
 /// Most memory one tile's decoder may allocate (a 4096 x 4096 RGBA8 image).
 pub const MAX_TILE_DECODE_BYTES: u64 = 64 << 20;
+/// Largest JPEG tile accepted, in pixels as stored (200 megapixels: every camera's and phone's):
+/// it is decoded reduced, at the scale its rendition needs.
+pub const MAX_JPEG_TILE_PIXELS: u64 = 200_000_000;
+/// Most memory the JPEG decoder may hold for a reduced tile (a progressive file keeps its
+/// coefficients, two bytes each, at full size).
+const MAX_JPEG_TILE_BUFFER: usize = 512 << 20;
 
 /// An image cropped to a tile's shape and composited onto a background.
 pub(crate) struct Cropped {
@@ -276,18 +283,23 @@ pub(crate) struct Cropped {
     pub(crate) alpha: Option<Vec<u8>>,
 }
 
-/// Decodes an image file into its largest centre crop of `shape`, composited onto `background`. Tiles are decoded within [`MAX_TILE_SIDE`] and
-/// [`MAX_TILE_DECODE_BYTES`]: a tiny file that declares a huge image is refused from its header.
+/// Decodes an image file into its largest centre crop of `shape`, composited onto `background`,
+/// with at least `need` pixels on the crop's short side where the file has them. Tiles are
+/// decoded within [`MAX_TILE_SIDE`] and [`MAX_TILE_DECODE_BYTES`] (a tiny file that declares a
+/// huge image is refused from its header); a larger JPEG is decoded reduced ([`jpeg_reduced`]).
 pub(crate) fn decode_crop(
     bytes: &[u8],
     background: [u8; 3],
     shape: TileShape,
+    need: u32,
 ) -> Result<Cropped, String> {
-    let mut limits = image::Limits::default();
-    limits.max_image_width = Some(MAX_TILE_SIDE);
-    limits.max_image_height = Some(MAX_TILE_SIDE);
-    limits.max_alloc = Some(MAX_TILE_DECODE_BYTES);
-    let rgba = decode_rgba_within(bytes, Some(limits))?;
+    let rgba = match Format::sniff(bytes) {
+        Some(Format::Jpeg) => match jpeg_reduced(bytes, need)? {
+            Some(reduced) => reduced,
+            None => decode_rgba_within(bytes, Some(tile_limits()))?,
+        },
+        _ => decode_rgba_within(bytes, Some(tile_limits()))?,
+    };
     let (w, h) = (rgba.width() as usize, rgba.height() as usize);
     if w == 0 || h == 0 {
         return Err("empty image".into());
@@ -313,6 +325,83 @@ pub(crate) fn decode_crop(
         rgb: out,
         alpha: (!opaque).then_some(alpha),
     })
+}
+
+/// The image crate's limits for a tile decoded whole.
+fn tile_limits() -> image::Limits {
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_TILE_SIDE);
+    limits.max_image_height = Some(MAX_TILE_SIDE);
+    limits.max_alloc = Some(MAX_TILE_DECODE_BYTES);
+    limits
+}
+
+/// A JPEG tile decoded at the smallest of the decoder's scales (1/8, 1/4, 1/2) that keeps `need`
+/// pixels on its short side, colour-managed and turned upright as a whole decode is; `None`
+/// when no scale below 1 does (or for pixel formats other than grey and RGB), so that it is
+/// decoded whole. Refused when it declares more than [`MAX_JPEG_TILE_PIXELS`], when even the
+/// smallest scale leaves a side over [`MAX_TILE_SIDE`], or when it is cut off.
+fn jpeg_reduced(bytes: &[u8], need: u32) -> Result<Option<image::RgbaImage>, String> {
+    use jpeg_decoder::PixelFormat;
+    let mut decoder = jpeg_decoder::Decoder::new(std::io::Cursor::new(bytes));
+    decoder
+        .read_info()
+        .map_err(|e| format!("the JPEG is corrupt or cut off: {e}"))?;
+    let info = decoder.info().ok_or("the JPEG has no header")?;
+    let (w, h) = (u32::from(info.width), u32::from(info.height));
+    let short = w.min(h).max(1);
+    // Twice the rendition's side, so that the last resize still averages over pixels.
+    let wanted = need.saturating_mul(2).max(1);
+    if short / 2 < wanted || !matches!(info.pixel_format, PixelFormat::L8 | PixelFormat::RGB24) {
+        return Ok(None);
+    }
+    if u64::from(w) * u64::from(h) > MAX_JPEG_TILE_PIXELS {
+        return Err(format!(
+            "{w}x{h} pixels is over the {} megapixels a tile may have",
+            MAX_JPEG_TILE_PIXELS / 1_000_000
+        ));
+    }
+    if jpeg_cut_off(bytes) {
+        return Err("the JPEG ends before its image does: the file was cut off".into());
+    }
+    // The decoder picks the smallest scale that gives at least the size asked, on one side.
+    let asked = |side: u32| {
+        let scaled = u64::from(side) * u64::from(wanted) / u64::from(short);
+        u16::try_from(scaled.max(1)).unwrap_or(u16::MAX)
+    };
+    let (sw, sh) = decoder
+        .scale(asked(w), asked(h))
+        .map_err(|e| format!("the JPEG cannot be reduced: {e}"))?;
+    let (sw, sh) = (u32::from(sw), u32::from(sh));
+    if sw > MAX_TILE_SIDE || sh > MAX_TILE_SIDE {
+        return Err(format!(
+            "{w}x{h} pixels is over the {MAX_TILE_SIDE}x{MAX_TILE_SIDE} a tile may be decoded at"
+        ));
+    }
+    decoder.set_max_decoding_buffer_size(MAX_JPEG_TILE_BUFFER);
+    let pixels = decoder
+        .decode()
+        .map_err(|e| format!("the JPEG is corrupt or cut off: {e}"))?;
+    let img = match info.pixel_format {
+        PixelFormat::L8 => {
+            image::GrayImage::from_raw(sw, sh, pixels).map(image::DynamicImage::ImageLuma8)
+        }
+        _ => image::RgbImage::from_raw(sw, sh, pixels).map(image::DynamicImage::ImageRgb8),
+    }
+    .ok_or("the JPEG's pixels do not fill its image")?;
+    let declared = match decoder.icc_profile() {
+        Some(icc) => Declared::icc(&icc),
+        None => Declared::SRGB,
+    };
+    // The TIFF structure of the EXIF segment, with or without its `Exif\0\0` mark.
+    let orientation = decoder
+        .exif_data()
+        .map(|exif| exif.strip_prefix(b"Exif\0\0").unwrap_or(exif))
+        .and_then(image::metadata::Orientation::from_exif_chunk)
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut img = image_to_srgb(img, &declared);
+    img.apply_orientation(orientation);
+    Ok(Some(img.into_rgba8()))
 }
 
 /// Decodes any supported image (first frame of a GIF) to RGBA8 with EXIF orientation applied,
@@ -711,6 +800,65 @@ mod heif {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A JPEG of `width` x `height`, red on its left half and blue on its right, with the EXIF
+    /// orientation `orientation` (1: as stored).
+    fn halves_jpeg(width: u16, height: u16, orientation: u8) -> Vec<u8> {
+        let mut pixels = Vec::with_capacity(usize::from(width) * usize::from(height) * 3);
+        for _ in 0..height {
+            for x in 0..width {
+                pixels.extend_from_slice(if x < width / 2 {
+                    &[220, 30, 30]
+                } else {
+                    &[30, 30, 220]
+                });
+            }
+        }
+        let mut out = Vec::new();
+        let mut encoder = jpeg_encoder::Encoder::new(&mut out, 85);
+        // EXIF, big-endian: one IFD entry, Orientation (0x0112), SHORT.
+        let exif = [
+            b"Exif\0\0".as_slice(),
+            b"MM\0\x2a\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01\0",
+            &[orientation, 0, 0, 0, 0, 0, 0],
+        ]
+        .concat();
+        encoder.add_app_segment(1, &exif).unwrap();
+        encoder
+            .encode(&pixels, width, height, jpeg_encoder::ColorType::Rgb)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn camera_sized_jpegs_are_tiles_decoded_reduced_and_upright() {
+        // 24 megapixels, over the side a tile is decoded whole at: read at 1/8.
+        let wide = halves_jpeg(6000, 4000, 1);
+        let cropped = decode_crop(&wide, [255; 3], TileShape::SQUARE, 64).unwrap();
+        assert_eq!((cropped.width, cropped.height), (500, 500));
+        let at = |c: &Cropped, x: usize, y: usize| {
+            let i = (y * c.width + x) * 3;
+            [c.rgb[i], c.rgb[i + 1], c.rgb[i + 2]]
+        };
+        let left = at(&cropped, 10, 250);
+        let right = at(&cropped, 490, 250);
+        assert!(left[0] > 180 && left[2] < 80, "left {left:?}");
+        assert!(right[2] > 180 && right[0] < 80, "right {right:?}");
+        // Turned by its EXIF (a phone held upright: 90 degrees clockwise): the red half on top.
+        let turned = halves_jpeg(6000, 4000, 6);
+        let cropped = decode_crop(&turned, [255; 3], TileShape::SQUARE, 64).unwrap();
+        let top = at(&cropped, 250, 10);
+        let bottom = at(&cropped, 250, 490);
+        assert!(top[0] > 180 && top[2] < 80, "top {top:?}");
+        assert!(bottom[2] > 180 && bottom[0] < 80, "bottom {bottom:?}");
+        // A small JPEG is decoded whole, as before.
+        let small = halves_jpeg(200, 100, 1);
+        let cropped = decode_crop(&small, [255; 3], TileShape::SQUARE, 64).unwrap();
+        assert_eq!((cropped.width, cropped.height), (100, 100));
+        // A cut-off one is refused, reduced or not.
+        let cut = &wide[..wide.len() / 2];
+        assert!(decode_crop(cut, [255; 3], TileShape::SQUARE, 64).is_err());
+    }
 
     /// What `decode_target` gave before it took PNGs row by row and opaque images straight to
     /// RGB8: the whole image as RGBA8, laid over the background.

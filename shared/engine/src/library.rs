@@ -954,7 +954,7 @@ fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result<Prepared, 
         height: h,
         rgb: px,
         alpha,
-    } = decode_crop(bytes, opts.background, opts.shape)?;
+    } = decode_crop(bytes, opts.background, opts.shape, opts.rendition_size)?;
     let identity = (
         Fnv::digest_seeded(&px, w as u64),
         Fnv::digest_seeded(&px, !(h as u64)),
