@@ -362,6 +362,53 @@ fn a_flat_photo_with_a_high_floor_places_every_copy() {
     assert_eq!(uses.iter().sum::<u32>(), 64 * 64);
 }
 
+/// A small library (twelve photos) makes a mosaic of a small photo at the defaults (no tile
+/// next to itself): cells with less than a pixel of the photo rank a quarter of the candidates,
+/// and with so few tiles those must widen to the whole library when the neighbours hold them all.
+#[test]
+fn a_small_library_makes_a_mosaic_at_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir(&tiles).unwrap();
+    for i in 0..12u8 {
+        let colour = image::Rgb([i * 20, 255 - i * 20, i.wrapping_mul(71)]);
+        image::RgbImage::from_pixel(32, 32, colour)
+            .save(tiles.join(format!("photo-{i:02}.png")))
+            .unwrap();
+    }
+    let target =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine/astronaut-48.png");
+    let plan = dir.path().join("plan.csv");
+    let out = render(
+        &target,
+        &tiles,
+        &dir.path().join("mosaic.png"),
+        &["--plan", &plan.display().to_string()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    // No tile beside itself, in any of the eight directions.
+    let plan = std::fs::read_to_string(&plan).unwrap();
+    let header: Vec<&str> = plan.lines().next().unwrap().split(',').collect();
+    let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (col, row, tile) = (at("col"), at("row"), at("tile"));
+    let mut grid = std::collections::HashMap::new();
+    for line in plan.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let key: (i64, i64) = (f[row].parse().unwrap(), f[col].parse().unwrap());
+        grid.insert(key, f[tile].to_string());
+    }
+    assert!(grid.len() > 1000, "{} cells", grid.len());
+    for (&(r, c), t) in &grid {
+        for (dr, dc) in [(0, 1), (1, -1), (1, 0), (1, 1)] {
+            assert_ne!(
+                grid.get(&(r + dr, c + dc)),
+                Some(t),
+                "{t} at {r},{c} and beside"
+            );
+        }
+    }
+}
+
 /// `tessera queues purge` empties only the deployment's own queues: a name that carries another
 /// environment's prefix is refused, and the other environment's messages stay.
 #[test]

@@ -838,8 +838,12 @@ impl<'a> Matcher<'a> {
         let n = self.library.len();
         let mut pick = grid.best(tiles, uses, x, y, &ranked, None);
         let mut width = self.ncand;
-        while pick.is_none() && width < n {
+        // A flat cell's list is a quarter of the candidates: with a small library, candidates
+        // are the whole library, and the list is widened to it.
+        let mut widest = ranked.len() >= n;
+        while pick.is_none() && !widest {
             width = (width * 4).min(n);
+            widest = width >= n;
             let free = |t: u32| self.opts.max_uses.is_none_or(|cap| uses[t as usize] < cap);
             ranked = self.rank(desc, width, &mut Vec::new(), &free);
             pick = grid.best(tiles, uses, x, y, &ranked, None);
