@@ -1181,7 +1181,8 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
     assert_eq!(sizing["print"]["dpi"], 254, "{sizing}");
 
     // Sizes by name: the grid is the server's, for this photo and library, whatever the
-    // fields say of it, and every named size's figures come with any answer.
+    // fields say of it (the size's area, 6,144 px squared for a poster, in the photo's shape),
+    // and every named size's figures come with any answer.
     let poster: Value = size(
         &app,
         "width=4000&height=3000&library=emoji&tile_size=24x18&cells=7&size=poster",
@@ -1192,7 +1193,7 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
     .unwrap();
     assert_eq!(
         (&poster["tile_size"], &poster["cols"], &poster["width"]),
-        (&json!("32"), &json!(192), &json!(6144)),
+        (&json!("32"), &json!(222), &json!(7104)),
         "{poster}"
     );
     let figures: Vec<(&str, u64)> = poster["sizes"]
@@ -1203,7 +1204,7 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
         .collect();
     assert_eq!(
         figures,
-        [("screen", 2048), ("poster", 6144), ("print", 12288)],
+        [("screen", 2368), ("poster", 7104), ("print", 14208)],
         "{poster}"
     );
     // On paper, the tile prints about 1 cm at the print's resolution.
@@ -1219,6 +1220,26 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
         (&paper["tile_size"], &paper["cols"], &paper["width"]),
         (&json!("29"), &json!(14), &json!(406)),
         "{paper}"
+    );
+
+    // A panorama keeps eight cells across its short side; one too long for that is refused,
+    // saying what would do.
+    let panorama: Value = size(&app, "width=100&height=200000&library=emoji&size=screen")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(panorama["cols"], 8, "{panorama}");
+    let res = size(&app, "width=200000&height=100&library=emoji&size=screen").await;
+    assert_eq!(res.status(), 422);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["field"], "size", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("crop it"),
+        "{body}"
     );
 
     for (query, status, code, field) in [

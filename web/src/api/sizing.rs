@@ -219,7 +219,12 @@ fn name_the_grid(
         return Ok(());
     }
     let size = named_size(named).ok_or_else(|| size_refused(named))?;
-    let (tile, across) = size.grid(width, height, shape, max_cells);
+    let (tile, across) = size
+        .grid(width, height, shape, max_cells)
+        .map_err(|e| ApiError {
+            about: Some("size"),
+            ..ApiError::unprocessable(ErrorCode::InvalidParameter, e)
+        })?;
     for grid in ["print", "per_pixel"] {
         fields.remove(grid);
     }

@@ -6,15 +6,16 @@ use tessera_engine::{TileShape, TileSize};
 
 use crate::print::{DEFAULT_DPI, Print, tile_at};
 
-/// A size by name: tiles of about `tile` px a side, of the library's shape, and as many cells
-/// across as make the mosaic's long side about `long` px.
+/// A size by name: tiles of about `tile` px a side, of the library's shape, and as many cells as
+/// make a mosaic of about `long` x `long` px in area, shaped like the photo, with at least
+/// [`MIN_SHORT_CELLS`] across its short side (a panorama stays a picture, not a hairline).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NamedSize {
     /// The name the form sends (`screen`).
     pub name: &'static str,
     /// What the form calls it.
     pub label: &'static str,
-    /// The mosaic's long side in pixels, about.
+    /// The side of the square whose area the mosaic has, about, in pixels.
     pub long: u32,
     /// A tile's side in pixels, about (its area, for tiles that are not square).
     pub tile: u32,
@@ -22,6 +23,9 @@ pub struct NamedSize {
 
 /// The size by name whose grid follows the print: its tile prints about 1 cm wide.
 pub const PAPER: &str = "paper";
+
+/// The fewest cells a size by name puts across a photo's short side.
+pub const MIN_SHORT_CELLS: u32 = 8;
 
 /// The sizes by name, smallest first. `paper` is not among them: its grid follows the print.
 pub const NAMED_SIZES: [NamedSize; 3] = [
@@ -52,27 +56,39 @@ pub fn named_size(name: &str) -> Option<&'static NamedSize> {
 
 impl NamedSize {
     /// The tile size and cells across for a `width` x `height` photo in tiles of `shape`, with
-    /// at most `max_cells` across: across from the long side (the width of a wide photo, the
-    /// height's share for a tall one).
+    /// at most `max_cells` across: the cells that fill the size's area in the photo's shape,
+    /// and at least [`MIN_SHORT_CELLS`] across the short side. An error, saying what would do,
+    /// for a photo so wide that its short side cannot have them.
     pub fn grid(
         &self,
         width: u32,
         height: u32,
         shape: TileShape,
         max_cells: u32,
-    ) -> (TileSize, u32) {
+    ) -> Result<(TileSize, u32), String> {
         let tile = shape.size_near(self.tile);
-        let aspect = f64::from(width.max(1)) / f64::from(height.max(1));
-        let long = f64::from(self.long);
-        let across_px = if aspect >= 1.0 { long } else { long * aspect };
-        let across = (across_px / f64::from(tile.width)).round() as u32;
-        (tile, across.clamp(1, max_cells.max(1)))
+        // Cells across per cell down, for cells of the tile's shape in the photo's.
+        let across_per_down = f64::from(width.max(1)) / f64::from(height.max(1))
+            * f64::from(tile.height)
+            / f64::from(tile.width);
+        let cells = f64::from(self.long).powi(2) / (f64::from(tile.width) * f64::from(tile.height));
+        let mut across = (cells * across_per_down).sqrt();
+        let short = f64::from(MIN_SHORT_CELLS);
+        across = across.max(short).max(short * across_per_down).round();
+        if across > f64::from(max_cells) {
+            return Err(format!(
+                "a photo of {width} x {height} px needs {across} cells across to have \
+                 {MIN_SHORT_CELLS} down, over this service's {max_cells}: crop it to a less \
+                 elongated shape"
+            ));
+        }
+        Ok((tile, across.max(1.0) as u32))
     }
 
-    /// How the form words it before a photo is chosen: "about 6,000 px across".
+    /// How the form words it before a photo is chosen: "about 38 megapixels".
     pub fn about(&self) -> String {
-        let rounded = (self.long + 500) / 1000 * 1000;
-        format!("about {} px across", thousands(rounded))
+        let mp = (f64::from(self.long).powi(2) / 1e6).round() as u32;
+        format!("about {} megapixels", thousands(mp))
     }
 }
 
@@ -102,25 +118,29 @@ mod tests {
     #[test]
     fn named_sizes_follow_the_photo_and_the_library() {
         let poster = named_size("poster").unwrap();
-        // A wide photo: the width is the long side.
+        // A square photo: the size's side in cells.
+        let grid = |size: &NamedSize, w, h, shape, max| size.grid(w, h, shape, max).unwrap();
+        let square = TileShape::SQUARE;
         assert_eq!(
-            poster.grid(4000, 3000, TileShape::SQUARE, 4096),
+            grid(poster, 3000, 3000, square, 4096),
             (TileSize::square(32), 192)
         );
-        // A tall one: across is the height's share.
-        assert_eq!(
-            poster.grid(3000, 4000, TileShape::SQUARE, 4096),
-            (TileSize::square(32), 144)
-        );
-        // Tiles of the library's shape; cells within the service's limit.
+        // A 4:3 photo, wide or tall: the same area.
+        assert_eq!(grid(poster, 4000, 3000, square, 4096).1, 222);
+        assert_eq!(grid(poster, 3000, 4000, square, 4096).1, 166);
+        // A panorama keeps its area, and eight cells at least across its short side.
+        let print = named_size("print").unwrap();
+        assert_eq!(grid(print, 100, 20_000, square, 4096).1, 18);
+        assert_eq!(grid(print, 20_000, 100, square, 4096).1, 3620);
+        assert_eq!(grid(print, 100, 200_000, square, 4096).1, 8);
+        let err = print.grid(200_000, 100, square, 4096).unwrap_err();
+        assert!(err.contains("16000 cells across"), "{err}");
+        // Tiles of the library's shape.
         let four_three = TileShape::new(4, 3).unwrap();
-        let (tile, across) = poster.grid(4000, 3000, four_three, 100);
-        assert_eq!((tile.to_string(), across), ("36x27".to_string(), 100));
-        assert_eq!(poster.about(), "about 6,000 px across");
-        assert_eq!(
-            named_size("print").unwrap().about(),
-            "about 12,000 px across"
-        );
+        let (tile, across) = grid(poster, 4000, 3000, four_three, 4096);
+        assert_eq!((tile.to_string(), across), ("36x27".to_string(), 197));
+        assert_eq!(poster.about(), "about 38 megapixels");
+        assert_eq!(print.about(), "about 151 megapixels");
         assert!(named_size("paper").is_none());
         let a2: Print = "A2@300dpi".parse().unwrap();
         assert_eq!(paper_tile(Some(&a2), TileShape::SQUARE).to_string(), "119");
