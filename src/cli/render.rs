@@ -55,7 +55,8 @@ pub struct RenderArgs {
     #[arg(long, value_name = "PLAN.csv")]
     pub plan: Option<PathBuf>,
     /// Also write where each photo went, as CSV: one line per tile used (tile, name, caption,
-    /// uses, its cells as row:column from 0), as `GET /api/v1/jobs/{id}/placements` gives it.
+    /// uses, its cells as R1C1, row and column from 1), as `GET /api/v1/jobs/{id}/placements`
+    /// gives it.
     #[arg(long, value_name = "PLACEMENTS.csv")]
     pub placements: Option<PathBuf>,
     /// Refuse outputs larger than this many pixels [default: limits.max_output_pixels, one

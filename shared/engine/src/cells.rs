@@ -116,15 +116,21 @@ pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Writes `placements` as CSV: `tile,name,caption,uses,cells`, the cells as `row:column`
-/// (from 0) separated by spaces.
+/// A cell as placements CSV writes it: `R40C44` for row 40, column 44, counted from 1 as the
+/// job page counts them (a spreadsheet reads `39:43` as a time of day).
+pub fn csv_cell(row: u32, col: u32) -> String {
+    format!("R{}C{}", u64::from(row) + 1, u64::from(col) + 1)
+}
+
+/// Writes `placements` as CSV: `tile,name,caption,uses,cells`, the cells as [`csv_cell`]
+/// separated by spaces.
 pub fn write_placements_csv(
     placements: &[Placement],
     mut w: impl std::io::Write,
 ) -> std::io::Result<()> {
     w.write_all(PLACEMENTS_CSV_HEADER.as_bytes())?;
     for p in placements {
-        let cells: Vec<String> = p.cells.iter().map(|[r, c]| format!("{r}:{c}")).collect();
+        let cells: Vec<String> = p.cells.iter().map(|&[r, c]| csv_cell(r, c)).collect();
         writeln!(
             w,
             "{},{},{},{},{}",

@@ -51,7 +51,7 @@ pub(crate) fn seeded(mut s: u64) -> impl FnMut() -> u64 {
 pub use adaptive::{AdaptivePlan, AdaptiveSizes, AdaptiveSizing, Leaf};
 pub use background::{TileBackground, choose_background, lay_over};
 pub use cells::{
-    CellMap, CellSource, PLACEMENTS_CSV_HEADER, Placement, PlacementIndex, csv_field,
+    CellMap, CellSource, PLACEMENTS_CSV_HEADER, Placement, PlacementIndex, csv_cell, csv_field,
     write_placements_csv,
 };
 pub use decode::{Format, decode_target, jpeg_cut_off};

@@ -266,8 +266,9 @@ pub enum PlacementsFormat {
 }
 
 /// Where each photo is in a finished mosaic: every tile used, how many times, and its cells
-/// (JSON; CSV with `Accept: text/csv` or `format=csv`: `tile,name,caption,uses,cells`, the
-/// cells as `row:column` separated by spaces). With `q`, only the tiles it names: "find my
+/// (JSON, rows and columns from 0; CSV with `Accept: text/csv` or `format=csv`:
+/// `tile,name,caption,uses,cells`, the cells as `R1C1` (row and column from 1, as the job page
+/// counts them) separated by spaces). With `q`, only the tiles it names: "find my
 /// photo". Answered from the job's cell map, without reading the mosaic.
 #[utoipa::path(
     get,
@@ -434,8 +435,8 @@ impl PlacementsBody {
             while next < cells.len() && out.len() < PLACEMENTS_CHUNK {
                 let [row, col] = self.map.position(cells[next]);
                 let _ = match (self.csv, next) {
-                    (true, 0) => write!(out, "{row}:{col}"),
-                    (true, _) => write!(out, " {row}:{col}"),
+                    (true, 0) => write!(out, "{}", tessera_engine::csv_cell(row, col)),
+                    (true, _) => write!(out, " {}", tessera_engine::csv_cell(row, col)),
                     (false, 0) => write!(out, "[{row},{col}]"),
                     (false, _) => write!(out, ",[{row},{col}]"),
                 };
