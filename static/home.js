@@ -364,7 +364,9 @@
     const format = document.getElementById("format").value;
     if (format !== "png") data.append("format", format);
     if (format === "jpeg") data.append("quality", document.getElementById("quality").value.trim());
-    if (!background.disabled && background.value !== "library") {
+    // The declared default (the option rendered selected) is the server's when none is sent.
+    const chosen = background.options[background.selectedIndex];
+    if (!background.disabled && chosen && !chosen.defaultSelected) {
       data.append("background", background.value);
     }
     return data;
@@ -451,6 +453,7 @@
         if (sketchUrl) URL.revokeObjectURL(sketchUrl);
         sketchUrl = URL.createObjectURL(blob);
         sketchImg.src = sketchUrl;
+        sketchImg.hidden = false;
         const photo = (response.headers.get("X-Photo-Size") || "").split("x").map(Number);
         if (!size && sizeFromServer && photo.length === 2 && photo[0] > 0 && photo[1] > 0) {
           // The photo's size, learnt from the server: the sizes' figures follow, and a preview
@@ -468,7 +471,9 @@
       } else {
         let message = "No preview: the server answered " + response.status + ".";
         try { message = "No preview: " + (await response.json()).error.message + "."; } catch (e) { /* keep it */ }
+        // In words only: no picture, rather than a broken one.
         sketchCaption.textContent = message;
+        sketchImg.hidden = true;
         sketch.hidden = false;
       }
     } catch (e) {

@@ -54,7 +54,7 @@
     for (let i = 0; i < total; i++) {
       bands.children[i].classList.toggle("filled", done.has(i));
     }
-    bands.setAttribute("aria-label", done.size + " of " + total + " slices done");
+    bands.setAttribute("aria-label", done.size + " of " + total + " parts made");
   }
 
   // On a phone the details below the mosaic start folded.

@@ -377,3 +377,94 @@ async fn the_api_page_shows_commands_made_from_the_document() {
         tessera_web::pages::documented_operations().len()
     );
 }
+
+/// The stylesheets parse as CSS (tinycss2, a CSS Syntax Level 3 parser): no parse error (a stray
+/// closing bracket is one), no declaration that does not read as one, and no block left open for
+/// the end of the file to close (a parser closes it silently, and every rule after the opening
+/// moves inside it): a rule put after the sheet must come out at its top level.
+#[test]
+fn the_stylesheets_parse_with_every_block_closed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("static");
+    let sheets: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "css"))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(!sheets.is_empty(), "no stylesheet in {}", root.display());
+    let check = r#"
+import sys, tinycss2
+problems = []
+def walk(nodes, path):
+    for n in nodes:
+        if n.type == "error":
+            problems.append(f"{path}: line {n.source_line}: {n.message}")
+        for part in ("prelude", "content", "arguments", "value"):
+            inner = getattr(n, part, None)
+            if isinstance(inner, list):
+                walk(inner, path)
+def rules(nodes, path):
+    for rule in nodes:
+        walk([rule], path)
+        if rule.type == "qualified-rule":
+            walk(tinycss2.parse_blocks_contents(rule.content, skip_comments=True, skip_whitespace=True), path)
+        elif rule.type == "at-rule" and rule.content is not None:
+            rules(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True), path)
+for path in sys.argv[1:]:
+    text = open(path, encoding="utf-8").read() + "\n.end-of-sheet { color: red }\n"
+    sheet = tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True)
+    rules(sheet, path)
+    last = tinycss2.serialize(sheet[-1].prelude).strip() if sheet and sheet[-1].type == "qualified-rule" else None
+    if last != ".end-of-sheet":
+        problems.append(f"{path}: a block is left open: the rules after it fall inside it")
+print("\n".join(problems))
+"#;
+    let out = std::process::Command::new(crate::support::python())
+        .arg("-c")
+        .arg(check)
+        .args(&sheets)
+        .output()
+        .expect("run Python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let problems = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(problems.trim(), "", "the stylesheets do not parse cleanly");
+}
+
+/// The scripts and the stylesheet go gzipped to a browser that takes it, and whole to one that
+/// does not: the same text either way.
+#[tokio::test]
+async fn static_assets_are_gzipped_for_browsers_that_take_it() {
+    use std::io::Read;
+    let app = spawn_app().await;
+    for name in ["job.js", "home.js", "style.css"] {
+        let url = app.url(&format!("/static/{name}"));
+        let plain = app.client.get(&url).send().await.unwrap();
+        assert_eq!(plain.headers().get("content-encoding"), None, "{name}");
+        let plain = plain.bytes().await.unwrap();
+        let zipped = app
+            .client
+            .get(&url)
+            .header("Accept-Encoding", "gzip, deflate, br")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(zipped.headers()["content-encoding"], "gzip", "{name}");
+        assert_eq!(zipped.headers()["vary"], "Accept-Encoding", "{name}");
+        let zipped = zipped.bytes().await.unwrap();
+        assert!(
+            zipped.len() * 2 < plain.len(),
+            "{name}: {} of {}",
+            zipped.len(),
+            plain.len()
+        );
+        let mut unzipped = Vec::new();
+        flate2::read::GzDecoder::new(&zipped[..])
+            .read_to_end(&mut unzipped)
+            .unwrap();
+        assert_eq!(unzipped, plain, "{name}");
+    }
+}

@@ -42,6 +42,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// Browsers ask for `/favicon.ico` whatever the page names: the icon is an SVG.
-async fn favicon() -> ApiResult<HttpResponse> {
-    serve_asset("favicon.svg")
+async fn favicon(req: actix_web::HttpRequest) -> ApiResult<HttpResponse> {
+    serve_asset(&req, "favicon.svg")
 }
