@@ -1144,14 +1144,11 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
             sized_job_form(astronaut(), 10, 7, 1),
         ),
     ] {
-        let sizing: Value = size(
+        let sizing: Value = sized(
             &app,
             &format!("width=512&height=512&library=emoji&{fields}"),
         )
-        .await
-        .json()
-        .await
-        .unwrap();
+        .await;
         let id = app.submit(form).await;
         let job = app.wait_until_finished(&id).await;
         assert_eq!(job["state"], "done", "{job}");
@@ -1166,14 +1163,11 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
     }
 
     // On paper: 10 x 10 cm at 254 dpi is 1000 px a side; tiles of 100 px print 1 cm.
-    let sizing: Value = size(
+    let sizing: Value = sized(
         &app,
         "width=512&height=512&library=emoji&print=10x10cm@254dpi&tile_size=100",
     )
-    .await
-    .json()
-    .await
-    .unwrap();
+    .await;
     assert_eq!(sizing["cols"], 10, "{sizing}");
     assert_eq!(sizing["width"], 1000, "{sizing}");
     assert_eq!(sizing["print"]["width_cm"], 10.0, "{sizing}");
@@ -1183,14 +1177,11 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
     // Sizes by name: the grid is the server's, for this photo and library, whatever the
     // fields say of it (the size's area, 6,144 px squared for a poster, in the photo's shape),
     // and every named size's figures come with any answer.
-    let poster: Value = size(
+    let poster: Value = sized(
         &app,
         "width=4000&height=3000&library=emoji&tile_size=24x18&cells=7&size=poster",
     )
-    .await
-    .json()
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         (&poster["tile_size"], &poster["cols"], &poster["width"]),
         (&json!("32"), &json!(222), &json!(7104)),
@@ -1208,14 +1199,11 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
         "{poster}"
     );
     // On paper, the tile prints about 1 cm at the print's resolution.
-    let paper: Value = size(
+    let paper: Value = sized(
         &app,
         "width=512&height=512&library=emoji&print=A5@72dpi&size=paper",
     )
-    .await
-    .json()
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         (&paper["tile_size"], &paper["cols"], &paper["width"]),
         (&json!("29"), &json!(14), &json!(406)),
@@ -1224,11 +1212,7 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
 
     // A panorama keeps eight cells across its short side; one too long for that is refused,
     // saying what would do.
-    let panorama: Value = size(&app, "width=100&height=200000&library=emoji&size=screen")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let panorama: Value = sized(&app, "width=100&height=200000&library=emoji&size=screen").await;
     assert_eq!(panorama["cols"], 8, "{panorama}");
     let res = size(&app, "width=200000&height=100&library=emoji&size=screen").await;
     assert_eq!(res.status(), 422);
@@ -1290,6 +1274,11 @@ async fn sizing_answers_what_the_job_makes_and_refuses_what_it_refuses() {
             assert_eq!(body["error"]["field"], field, "{query}: {body}");
         }
     }
+}
+
+/// The answer to a sizing request with `body` as its form.
+async fn sized(app: &TestApp, body: &str) -> Value {
+    size(app, body).await.json().await.unwrap()
 }
 
 /// A sizing request with `body` as its form.
