@@ -18,4 +18,6 @@ pub use fields::{
     options_document, params, params_schema, settings_in_words, sizing_schema, submission_schema,
 };
 pub use job::*;
-pub use named_sizes::{NAMED_SIZES, NamedSize, PAPER, named_size, paper_tile, thousands};
+pub use named_sizes::{
+    MIN_SHORT_CELLS, NAMED_SIZES, NamedSize, PAPER, named_size, paper_tile, thousands,
+};
