@@ -1820,7 +1820,13 @@ async fn job_stitched_without_its_summary_waits_for_it_and_is_driven_again_for_i
     tokio::time::sleep(STALL).await;
     let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
     assert_eq!(report.redriven, vec![id], "{report:?}");
-    let record = finished(&env.platform, id).await;
+    finished(&env.platform, id).await;
+    // Done is recorded before the ImageResponse is sent, and announced after it.
+    wait_while("the job was not announced", async || {
+        !env.platform.jobs().get(id).await.unwrap().announced
+    })
+    .await;
+    let record = env.platform.jobs().get(id).await.unwrap();
     assert_done_record(&record, &job, 3);
     assert!(record.summarized && record.announced, "{record:#?}");
     let quality = record.quality.expect("quality figures");
