@@ -109,6 +109,16 @@
     });
   });
 
+  // A POST to the API from this page (the header marks it as the site's own, with its cookie).
+  function post(url, body) {
+    return fetch(url, {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { "X-Requested-With": "tessera" },
+    });
+  }
+
   // The server's figures for the form as it is: {body} (the mosaic it would make), {problem}
   // (the refusal a submission would get, with its field), or null (no photo, or no answer).
   let sizing = null;
@@ -135,12 +145,7 @@
   async function fetchSizing() {
     const asked = { named: namedSize(), edits: gridEdits };
     try {
-      const response = await fetch("/api/v1/sizing", {
-        method: "POST",
-        body: sizingData(),
-        credentials: "same-origin",
-        headers: { "X-Requested-With": "tessera" },
-      });
+      const response = await post("/api/v1/sizing", sizingData());
       let body = null;
       try { body = await response.json(); } catch (e) { body = null; }
       if (response.ok && body) return { body: body, asked: asked };
@@ -404,12 +409,7 @@
     button.disabled = true;
     let response;
     try {
-      response = await fetch("/api/v1/jobs", {
-        method: "POST",
-        body: data,
-        credentials: "same-origin",
-        headers: { "X-Requested-With": "tessera" },
-      });
+      response = await post("/api/v1/jobs", data);
     } catch (e) {
       fail("The server could not be reached: check the connection and try again.");
       return;
@@ -442,12 +442,7 @@
     sketchBusy = true;
     const started = performance.now();
     try {
-      const response = await fetch("/api/v1/previews", {
-        method: "POST",
-        body: jobData(),
-        credentials: "same-origin",
-        headers: { "X-Requested-With": "tessera" },
-      });
+      const response = await post("/api/v1/previews", jobData());
       if (response.ok) {
         const blob = await response.blob();
         if (sketchUrl) URL.revokeObjectURL(sketchUrl);

@@ -151,28 +151,34 @@ async fn read_field(
         form.image = Some((bytes.freeze(), input_name));
         return Ok(());
     }
-    let Some(spec_field) = FIELDS.iter().find(|f| f.name == name) else {
-        return Err(ApiError::bad_request(
-            ErrorCode::UnknownField,
-            format!("unknown field {name:?}"),
-        ));
-    };
-    if form.fields.contains_key(spec_field.name) {
+    let declared = declared_field(&name)?;
+    if form.fields.contains_key(declared) {
         return Err(duplicate(&name));
     }
     let text = read_text(field, clock, &name).await?;
-    form.fields.insert(spec_field.name, text);
+    form.fields.insert(declared, text);
     Ok(())
 }
 
-fn duplicate(name: &str) -> ApiError {
+/// The declared name of a job's field `name` (`spec::FIELDS`), or 400 unknown_field.
+pub(crate) fn declared_field(name: &str) -> ApiResult<&'static str> {
+    FIELDS
+        .iter()
+        .find(|f| f.name == name)
+        .map(|f| f.name)
+        .ok_or_else(|| {
+            ApiError::bad_request(ErrorCode::UnknownField, format!("unknown field {name:?}"))
+        })
+}
+
+pub(crate) fn duplicate(name: &str) -> ApiError {
     ApiError::bad_request(
         ErrorCode::DuplicateField,
         format!("field {name:?} is given twice"),
     )
 }
 
-fn missing(name: &str) -> ApiError {
+pub(crate) fn missing(name: &str) -> ApiError {
     ApiError::bad_request(ErrorCode::MissingParameter, format!("{name} is required"))
 }
 

@@ -8,16 +8,15 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Serialize;
 use tessera_engine::TileShape;
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::spec::{FIELDS, JobSpec, NAMED_SIZES, PAPER, named_size, paper_tile};
+use tessera_shared::spec::{
+    JobSpec, MAX_PHOTO_SIDE, NAMED_SIZES, PAPER, named_size, paper_tile, size_names,
+};
 use utoipa::ToSchema;
 
-use crate::api::job_broker::{spec_of, usable_library};
+use crate::api::job_broker::{declared_field, duplicate, missing, spec_of, usable_library};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::client::{client_id, owner_of};
-
-/// The largest photo side the route sizes for, in pixels.
-const MAX_SIDE: u32 = 1 << 20;
 
 /// The mosaic a job would make.
 #[derive(Debug, Serialize, ToSchema)]
@@ -115,7 +114,7 @@ pub async fn create(
     let library = usable_library(&state, &spec.library.id, &owner_of(&req, client)).await?;
     let shape = library.tile_shape();
     let limits = &state.settings.limits;
-    let sizes = named_figures(&fields, &state, width, height, shape);
+    let sizes = named_figures((&fields, &spec), &state, width, height, shape);
     if let Some(named) = named {
         name_the_grid(
             &mut fields,
@@ -171,24 +170,12 @@ impl SizingFields {
                 "height" => height = Some(side(&name, &value)?),
                 "size" => named = Some(size_name(&value)?),
                 _ => {
-                    let field = FIELDS.iter().find(|f| f.name == name).ok_or_else(|| {
-                        ApiError::bad_request(
-                            ErrorCode::UnknownField,
-                            format!("unknown field {name:?}"),
-                        )
-                    })?;
-                    if fields.insert(field.name, value).is_some() {
-                        return Err(ApiError::bad_request(
-                            ErrorCode::DuplicateField,
-                            format!("field {name:?} is given more than once"),
-                        ));
+                    if fields.insert(declared_field(&name)?, value).is_some() {
+                        return Err(duplicate(&name));
                     }
                 }
             }
         }
-        let missing = |name: &str| {
-            ApiError::bad_request(ErrorCode::MissingParameter, format!("{name} is required"))
-        };
         Ok(SizingFields {
             width: width.ok_or_else(|| missing("width"))?,
             height: height.ok_or_else(|| missing("height"))?,
@@ -236,7 +223,7 @@ fn name_the_grid(
 /// Each named size's mosaic for this photo and library, with the job's other fields; a size
 /// those fields refuse is left out.
 fn named_figures(
-    fields: &BTreeMap<&'static str, String>,
+    (fields, spec): (&BTreeMap<&'static str, String>, &JobSpec),
     state: &AppState,
     width: u32,
     height: u32,
@@ -247,11 +234,10 @@ fn named_figures(
         .iter()
         .filter_map(|size| {
             let mut fields = fields.clone();
-            let spec = spec_of(&fields, state).ok()?;
             name_the_grid(
                 &mut fields,
                 size.name,
-                &spec,
+                spec,
                 width,
                 height,
                 shape,
@@ -282,27 +268,26 @@ fn size_name(value: &str) -> ApiResult<String> {
 }
 
 fn size_refused(value: &str) -> ApiError {
-    let names: Vec<&str> = NAMED_SIZES.iter().map(|s| s.name).chain([PAPER]).collect();
     ApiError {
         about: Some("size"),
         ..ApiError::bad_request(
             ErrorCode::InvalidParameter,
-            format!("size {value:?}: one of {}", names.join(", ")),
+            format!("size {value:?}: one of {}", size_names().join(", ")),
         )
     }
 }
 
-/// A photo side: a whole number of pixels, 1 to [`MAX_SIDE`].
+/// A photo side: a whole number of pixels, 1 to [`MAX_PHOTO_SIDE`].
 fn side(name: &str, value: &str) -> ApiResult<u32> {
     value
         .trim()
         .parse::<u32>()
         .ok()
-        .filter(|v| (1..=MAX_SIDE).contains(v))
+        .filter(|v| (1..=MAX_PHOTO_SIDE).contains(v))
         .ok_or_else(|| {
             ApiError::bad_request(
                 ErrorCode::InvalidParameter,
-                format!("{name}: the photo's {name} in pixels, 1 to {MAX_SIDE}"),
+                format!("{name}: the photo's {name} in pixels, 1 to {MAX_PHOTO_SIDE}"),
             )
         })
 }

@@ -13,7 +13,7 @@ use super::job::{
     JobSpec, LibraryRef, MAX_WEBHOOK_CHARS, RULES_SCHEMA, RenderOptions, SLICES_RANGE, SpecError,
     parse_adaptive, parse_tile_size, tile_height_field,
 };
-use super::named_sizes::{NAMED_SIZES, PAPER};
+use super::named_sizes::{MAX_PHOTO_SIDE, size_names};
 use crate::error_code::ErrorCode;
 use crate::print::{Print, PrintError};
 use tessera_engine::TileBackground;
@@ -925,7 +925,7 @@ pub fn sizing_schema() -> serde_json::Value {
     let mut schema = submission_schema();
     let side = |which: &str| {
         serde_json::json!({
-            "type": "integer", "minimum": 1, "maximum": 1_048_576,
+            "type": "integer", "minimum": 1, "maximum": MAX_PHOTO_SIDE,
             "description": format!("The photo's {which} in pixels, upright."),
         })
     };
@@ -933,7 +933,7 @@ pub fn sizing_schema() -> serde_json::Value {
         properties.remove("image");
         properties.insert("width".into(), side("width"));
         properties.insert("height".into(), side("height"));
-        let names: Vec<&str> = NAMED_SIZES.iter().map(|s| s.name).chain([PAPER]).collect();
+        let names = size_names();
         properties.insert(
             "size".into(),
             serde_json::json!({

@@ -19,5 +19,6 @@ pub use fields::{
 };
 pub use job::*;
 pub use named_sizes::{
-    MIN_SHORT_CELLS, NAMED_SIZES, NamedSize, PAPER, named_size, paper_tile, thousands,
+    MAX_PHOTO_SIDE, MIN_SHORT_CELLS, NAMED_SIZES, NamedSize, PAPER, named_size, paper_tile,
+    size_names, thousands,
 };

@@ -49,6 +49,14 @@ pub const NAMED_SIZES: [NamedSize; 3] = [
     },
 ];
 
+/// The largest photo side, in pixels, that sizing takes.
+pub const MAX_PHOTO_SIDE: u32 = 1 << 20;
+
+/// Every size by name a request may give: [`NAMED_SIZES`]'s and [`PAPER`].
+pub fn size_names() -> Vec<&'static str> {
+    NAMED_SIZES.iter().map(|s| s.name).chain([PAPER]).collect()
+}
+
 /// The size by `name`, if it is one.
 pub fn named_size(name: &str) -> Option<&'static NamedSize> {
     NAMED_SIZES.iter().find(|s| s.name == name)
