@@ -87,6 +87,11 @@ enum LogFormat {
 enum LibraryCommand {
     /// Import a folder or .zip of images into the configured store as a named library.
     Import(cli::library::LibraryImportArgs),
+    /// Add images to a library in the configured store, as its next version: only they are
+    /// decoded, the other tiles are kept.
+    Add(cli::library::LibraryAddArgs),
+    /// Take tiles out of a library in the configured store, by name, as its next version.
+    Remove(cli::library::LibraryRemoveArgs),
     /// List the libraries in the configured store, with their owners.
     List,
     /// Delete a library from the configured store (as the operator: whoever owns it), with
@@ -161,6 +166,10 @@ async fn run_with_storage(command: Command, settings: Settings) -> anyhow::Resul
         Command::Processor(args) => roles::processor(platform, settings, args).await,
         Command::Library(LibraryCommand::Import(args)) => {
             cli::library::import(args, &platform).await
+        }
+        Command::Library(LibraryCommand::Add(args)) => cli::library::add(args, &platform).await,
+        Command::Library(LibraryCommand::Remove(args)) => {
+            cli::library::remove(args, &platform).await
         }
         Command::Library(LibraryCommand::List) => cli::library::list(&platform).await,
         Command::Library(LibraryCommand::Delete { id }) => {

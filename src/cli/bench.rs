@@ -228,8 +228,9 @@ fn run_preview(args: PreviewBenchArgs) -> anyhow::Result<()> {
         decodes.push(started.elapsed().as_secs_f64());
         drop(decoded);
         let started = Instant::now();
-        let sketch = tessera_web::imaging::draft_mosaic::sketch(&bytes, &spec, &library, &limits)
-            .map_err(|e| anyhow::anyhow!("{}: {}", e.code, e.message))?;
+        let sketch =
+            tessera_web::imaging::draft_mosaic::sketch(&bytes, &spec, &library, &limits, |_| true)
+                .map_err(|e| anyhow::anyhow!("{}: {}", e.code, e.message))?;
         totals.push(started.elapsed().as_secs_f64());
         shown = Some((sketch.width, sketch.height, sketch.cols, sketch.rows));
     }

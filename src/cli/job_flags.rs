@@ -34,6 +34,11 @@ impl JobFlags {
         spec.library.version = 1;
         Ok(spec)
     }
+
+    /// Whether option `name` was given.
+    pub fn gave(&self, name: &str) -> bool {
+        self.given.iter().any(|(n, _)| *n == name)
+    }
 }
 
 fn flagged() -> impl Iterator<Item = (&'static Field, &'static str)> {

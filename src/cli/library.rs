@@ -202,3 +202,104 @@ pub async fn list(platform: &tessera_shared::platform::Platform) -> anyhow::Resu
     }
     Ok(())
 }
+
+/// Add images to a library as its next version (one with the name of a tile replaces it).
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tessera library add holiday-photos ~/new-photos
+  tessera library add holiday-photos more.zip")]
+pub struct LibraryAddArgs {
+    /// The library's id.
+    pub id: String,
+    /// A folder (searched recursively), a .zip or one image to add.
+    pub src: PathBuf,
+}
+
+/// Take tiles out of a library as its next version.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:
+  tessera library remove holiday-photos IMG_0042.jpg IMG_0043.jpg")]
+pub struct LibraryRemoveArgs {
+    /// The library's id.
+    pub id: String,
+    /// The tiles' names, as the library holds them.
+    #[arg(required = true)]
+    pub names: Vec<String>,
+}
+
+pub async fn add(
+    args: LibraryAddArgs,
+    platform: &tessera_shared::platform::Platform,
+) -> anyhow::Result<()> {
+    // One image is added from a folder of its own, which an import reads.
+    let single = tempfile::tempdir()?;
+    let src = if args.src.is_file() && !Library::is_index_file(&args.src) && !is_zip(&args.src) {
+        let name = args.src.file_name().unwrap_or_default();
+        std::fs::copy(&args.src, single.path().join(name))?;
+        single.path().to_path_buf()
+    } else {
+        args.src.clone()
+    };
+    let edit = tessera_shared::library_import::LibraryEdit {
+        add: Some(src),
+        remove: Vec::new(),
+    };
+    edit_library(platform, &args.id, edit).await
+}
+
+pub async fn remove(
+    args: LibraryRemoveArgs,
+    platform: &tessera_shared::platform::Platform,
+) -> anyhow::Result<()> {
+    let edit = tessera_shared::library_import::LibraryEdit {
+        add: None,
+        remove: args.names,
+    };
+    edit_library(platform, &args.id, edit).await
+}
+
+fn is_zip(path: &std::path::Path) -> bool {
+    std::fs::File::open(path)
+        .and_then(|mut f| {
+            let mut magic = [0u8; 4];
+            std::io::Read::read_exact(&mut f, &mut magic)?;
+            Ok(magic == *b"PK\x03\x04")
+        })
+        .unwrap_or(false)
+}
+
+/// Publishes `edit` of library `id` as the operator and says what it did.
+async fn edit_library(
+    platform: &tessera_shared::platform::Platform,
+    id: &str,
+    edit: tessera_shared::library_import::LibraryEdit,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let (record, report) = tessera_shared::library_import::edit_library_while(
+        platform,
+        id,
+        edit,
+        &tessera_shared::libraries::Owner::operator(),
+        || true,
+    )
+    .await?;
+    if !report.skipped.is_empty() {
+        eprintln!(
+            "skipped: {}",
+            tessera_engine::summarise_skipped(&report.skipped)
+        );
+    }
+    for (name, kept) in &report.duplicates {
+        eprintln!("{name}: the same as {kept}, left out");
+    }
+    println!(
+        "library {} version {}: {} added, {} taken out, {} tiles, in {:.1} s",
+        record.id,
+        record.version,
+        report.added,
+        report.removed,
+        record.tiles,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

@@ -73,7 +73,7 @@ pub struct RenderArgs {
 
 pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     let started = Instant::now();
-    let spec = args.job.spec()?;
+    let mut spec = args.job.spec()?;
     let quality = spec.quality.unwrap_or(DEFAULT_JPEG_QUALITY);
     let format = args
         .output
@@ -97,6 +97,11 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     describe(&spec, &job_size);
 
     let library = load_library(&args, &spec)?;
+    for adapted in
+        spec.adapt_to_library(&job_size, library.len() as u32, |name| args.job.gave(name))
+    {
+        eprintln!("{adapted}");
+    }
     spec.check_library(
         &job_size,
         &args.library.display().to_string(),

@@ -210,7 +210,7 @@ pub(crate) async fn click(browser: &Client, css: &str) {
         .unwrap();
 }
 
-async fn set_value(browser: &Client, id: &str, value: &str) {
+pub(crate) async fn set_value(browser: &Client, id: &str, value: &str) {
     let field = browser.find(Locator::Id(id)).await.unwrap();
     field.clear().await.unwrap();
     field.send_keys(value).await.unwrap();

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 25] = [
+const ROUTES: [(&str, &str); 28] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("POST", "/api/v1/sizing"),
@@ -41,6 +41,9 @@ const ROUTES: [(&str, &str); 25] = [
     ("GET", "/api/v1/libraries/{id}"),
     ("DELETE", "/api/v1/libraries/{id}"),
     ("GET", "/api/v1/libraries/{id}/sheet"),
+    ("GET", "/api/v1/libraries/{id}/tiles"),
+    ("POST", "/api/v1/libraries/{id}/tiles"),
+    ("DELETE", "/api/v1/libraries/{id}/tiles"),
     ("GET", "/api/v1/options"),
     ("GET", "/api/v1/queues"),
     ("GET", "/api/v1/system"),
@@ -249,7 +252,11 @@ async fn call(
         .replace("{level}/{x}/{y}", "0/0/0")
         .replace("{level}/{tile}", "0/0_0.png")
         .replace("{row}/{col}", "1/2");
-    let url = app.url(&path.replace("{id}", id));
+    let mut url = app.url(&path.replace("{id}", id));
+    if method == "DELETE" && path.ends_with("/tiles") {
+        // The first of the library's tiles.
+        url.push_str(&format!("?name={}", crate::support::tiles(1)[0].0));
+    }
     let mut req = match method {
         "GET" => app.client.get(url),
         "DELETE" => app.client.delete(url),
@@ -274,6 +281,13 @@ async fn call(
                     .text("library", "emoji"),
                 ("/api/v1/libraries", true) => tile_files(),
                 ("/api/v1/libraries", false) => Form::new().text("name", "empty"),
+                ("/api/v1/libraries/{id}/tiles", true) => {
+                    let (name, bytes) = crate::support::tiles(9).pop().unwrap();
+                    Form::new().part("files", Part::bytes(bytes).file_name(name))
+                }
+                ("/api/v1/libraries/{id}/tiles", false) => {
+                    Form::new().text("remove", "no-such.png")
+                }
                 other => panic!("no body known for POST {other:?}"),
             };
             app.client.request(Method::POST, url).multipart(form)
@@ -359,6 +373,20 @@ async fn every_documented_operation_answers_as_documented() {
         .await
         .unwrap();
     assert_eq!(res.status(), 201);
+    // And one whose tiles are added and taken out.
+    let mut form = Form::new().text("name", "Growing tiles");
+    for (name, bytes) in crate::support::tiles(8) {
+        form = form.part("files", Part::bytes(bytes).file_name(name));
+    }
+    let res = app
+        .client
+        .post(app.url("/api/v1/libraries"))
+        .header("X-Client-Id", &owner)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
     let as_owner = [(
         reqwest::header::HeaderName::from_static("x-client-id"),
         owner,
@@ -371,7 +399,10 @@ async fn every_documented_operation_answers_as_documented() {
             .as_object()
             .unwrap();
         let library = path.starts_with("/api/v1/libraries");
-        let (good_id, bad_id) = if library && method == "DELETE" {
+        let tiles_edit = path.ends_with("/tiles") && method != "GET";
+        let (good_id, bad_id) = if tiles_edit {
+            ("growing-tiles".to_string(), "no-such-library".to_string())
+        } else if library && method == "DELETE" {
             ("doomed-tiles".to_string(), "no-such-library".to_string())
         } else if library {
             ("emoji".to_string(), "no-such-library".to_string())
@@ -382,7 +413,7 @@ async fn every_documented_operation_answers_as_documented() {
         } else {
             (job_id.clone(), Uuid::new_v4().to_string())
         };
-        let owned = method == "DELETE" || path.ends_with("/cancel");
+        let owned = method == "DELETE" || path.ends_with("/cancel") || tiles_edit;
         let headers: &[_] = if owned { &as_owner } else { &[] };
         let first = call(&app, method, path, &good_id, true, headers).await;
         assert!(
@@ -480,6 +511,7 @@ mod validation {
                 "print": null, "format": "png", "quality": null, "webhook": null, "input_name": "a.png"
             },
             "warnings": [],
+            "adapted": [],
             "slices": [],
             "transactions": { "web": 3 },
             "links": { "self": "/a", "events": "/b", "result": "/c" }

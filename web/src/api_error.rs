@@ -103,6 +103,12 @@ impl ApiError {
     }
 
     /// The same error, asking the client to wait `after` before trying again.
+    /// The error is about the request's field `field`.
+    pub fn with_field(mut self, field: &'static str) -> Self {
+        self.about = Some(field);
+        self
+    }
+
     pub fn retry_after(mut self, after: std::time::Duration) -> Self {
         self.retry_after = Some(after.as_secs().max(1));
         self
@@ -255,6 +261,11 @@ impl From<LibraryError> for ApiError {
             LibraryError::NotOwner(_) => ApiError::new(
                 StatusCode::FORBIDDEN,
                 ErrorCode::NotLibraryOwner,
+                e.to_string(),
+            ),
+            LibraryError::Changed(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                ErrorCode::LibraryChanged,
                 e.to_string(),
             ),
             LibraryError::InUse { .. } => {

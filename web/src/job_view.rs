@@ -43,6 +43,10 @@ pub struct JobView {
     pub params: ParamsView,
     /// What the person should know, though the job runs: tiles that print under about 1 cm.
     pub warnings: Vec<String>,
+    /// What the service changed of the options the submission left at their defaults so that
+    /// its library could make the mosaic, and why (a library too small for the default
+    /// repetition radius: `params` show the radius used).
+    pub adapted: Vec<String>,
     /// The slices rendered so far.
     pub slices: Vec<SliceView>,
     /// Storage transactions spent on the job, by role.
@@ -224,6 +228,7 @@ impl JobView {
                 },
             },
             warnings: spec.warnings(),
+            adapted: r.adapted.clone(),
             slices: r
                 .slices
                 .iter()

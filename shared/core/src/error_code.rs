@@ -73,6 +73,8 @@ pub enum ErrorCode {
     JobNotFound,
     /// The mosaic is over the size made unasked.
     LargeOutput,
+    /// The library changed while it was being edited: send the edit again.
+    LibraryChanged,
     /// A library of that name exists.
     LibraryExists,
     /// The library is in use by a job.
@@ -389,6 +391,12 @@ pub const CODES: &[Declared] = &[
         code: ErrorCode::LargeOutput,
         name: "large_output",
         meaning: "The mosaic is over the size made unasked.",
+        field: None,
+    },
+    Declared {
+        code: ErrorCode::LibraryChanged,
+        name: "library_changed",
+        meaning: "The library changed while it was being edited: send the edit again.",
         field: None,
     },
     Declared {

@@ -141,6 +141,10 @@ pub struct JobRecord {
     pub submitter: Option<String>,
     pub state: JobState,
     pub params: JobParams,
+    /// What the service changed of the options the submission left at their defaults, so that
+    /// its library could make the mosaic, in people's words ([`JobSpec::adapt_to_library`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapted: Vec<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -190,6 +194,7 @@ impl JobRecord {
             submitter: None,
             state: JobState::Queued,
             params,
+            adapted: Vec::new(),
             created_at: now,
             updated_at: now,
             finished_at: None,

@@ -49,6 +49,9 @@ pub struct Publication {
     pub by: Owner,
     /// The library's visibility; `None` keeps a replaced library's, and makes a new one shared.
     pub visibility: Option<Visibility>,
+    /// For an edit of one version: the version it was made from. The edit becomes the next
+    /// version only if no other did meanwhile, else [`LibraryError::Changed`].
+    pub based_on: Option<u32>,
 }
 
 impl Publication {
@@ -58,6 +61,7 @@ impl Publication {
             replace,
             by: Owner::operator(),
             visibility: None,
+            based_on: None,
         }
     }
 }
@@ -163,6 +167,9 @@ pub enum LibraryError {
     /// An active job renders from it.
     #[error("the library {id:?} is in use by {jobs} active job(s): delete it once they end")]
     InUse { id: String, jobs: usize },
+    /// An edit's version was no longer current when it was published.
+    #[error("library {0:?} changed while it was being edited")]
+    Changed(String),
     #[error("library id {0:?} must be 1 to 48 lowercase letters, digits and hyphens")]
     BadId(String),
     #[error("library record {0} is corrupt: {1}")]
@@ -262,11 +269,17 @@ impl LibraryCatalog {
                     name: existing.name,
                 });
             }
+            Ok(existing) if how.based_on.is_some_and(|v| v != existing.version) => {
+                return Err(LibraryError::Changed(id.to_string()));
+            }
             Ok(existing) => (
                 existing.version + 1,
                 existing.owner,
                 how.visibility.unwrap_or(existing.visibility),
             ),
+            Err(LibraryError::NotFound(_)) if how.based_on.is_some() => {
+                return Err(LibraryError::NotFound(id.to_string()));
+            }
             Err(LibraryError::NotFound(_)) => (
                 self.retired_version(id).await? + 1,
                 how.by.clone(),
@@ -275,7 +288,7 @@ impl LibraryCatalog {
             Err(e) => return Err(e),
         };
         let index_bytes = index.len() as u64;
-        let version = self.claim_version(id, index, version).await?;
+        let version = self.claim_version(id, index, version, how).await?;
         let record = LibraryRecord {
             id: id.to_string(),
             name: name.to_string(),
@@ -301,6 +314,7 @@ impl LibraryCatalog {
         id: &str,
         index: Bytes,
         mut version: u32,
+        how: &Publication,
     ) -> Result<u32, LibraryError> {
         loop {
             let key = BlobKey::LibraryIndex {
@@ -314,6 +328,9 @@ impl LibraryCatalog {
                 .await
             {
                 Ok(_) => return Ok(version),
+                Err(StorageError::AlreadyExists(_)) if how.based_on.is_some() => {
+                    return Err(LibraryError::Changed(id.to_string()));
+                }
                 Err(StorageError::AlreadyExists(_)) => version += 1,
                 Err(e) => return Err(e.into()),
             }
@@ -351,12 +368,22 @@ impl LibraryCatalog {
                             name: current.name,
                         });
                     }
+                    if how.based_on.is_some_and(|v| v != current.version) {
+                        // Another edit became current first: this one is made again from it.
+                        let _ = self.blobs.delete(&index_key).await;
+                        return Err(LibraryError::Changed(id.to_string()));
+                    }
                     if current.version >= record.version {
                         // A newer version is current already: it stays so (this one is
                         // collected by the storage sweep).
                         return Ok(record);
                     }
                     PutMode::IfMatch(meta.etag)
+                }
+                Err(StorageError::NotFound(_)) if how.based_on.is_some() => {
+                    // Deleted while it was being edited.
+                    let _ = self.blobs.delete(&index_key).await;
+                    return Err(LibraryError::NotFound(id.to_string()));
                 }
                 Err(StorageError::NotFound(_)) => PutMode::CreateNew,
                 Err(e) => return Err(e.into()),

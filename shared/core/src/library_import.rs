@@ -34,6 +34,12 @@ pub enum ImportError {
     /// The import's thread went away (a panic): our failure, not the files'.
     #[error("the import stopped: {0}")]
     Stopped(String),
+    /// Tiles an edit would take out that the library does not hold.
+    #[error("the library holds no tile named {0}")]
+    UnknownTiles(String),
+    /// An edit would take out every tile.
+    #[error("a library keeps at least one tile: to take out every tile, delete the library")]
+    WouldBeEmpty,
     /// The import was asked to stop (`keep_going` said no): nothing was published.
     #[error("the import was called off; nothing was published")]
     CalledOff,
@@ -129,4 +135,178 @@ pub async fn import_library_while(
         "tile library imported"
     );
     Ok((record, report))
+}
+
+/// A change to a library's tiles: images to add (a folder or .zip; one with the name of a tile
+/// replaces it) and tiles to take out, by name.
+#[derive(Debug, Clone, Default)]
+pub struct LibraryEdit {
+    pub add: Option<std::path::PathBuf>,
+    pub remove: Vec<String>,
+}
+
+/// What an edit did.
+#[derive(Debug, Clone, Default)]
+pub struct EditReport {
+    /// Images added (a tile they replaced counted as added).
+    pub added: usize,
+    /// Tiles taken out.
+    pub removed: usize,
+    /// The added files left out, as an import reports them ([`ImportReport::skipped`]).
+    pub skipped: Vec<(String, String)>,
+    /// Added images identical to a tile kept (or to another added one): the name dropped and
+    /// the name kept.
+    pub duplicates: Vec<(String, String)>,
+    /// How many of the skipped files are not images by their name.
+    pub ignored: usize,
+}
+
+/// Edits made from a version that another edit replaced meanwhile are made again from the new
+/// one, this many times at most.
+const EDIT_ATTEMPTS: usize = 5;
+
+/// Publishes library `id` with `edit` applied as its next version, for `by` (its owner or the
+/// operator): the added images are prepared as the library's tiles were, the other tiles are
+/// kept as they are, and jobs that named an earlier version keep rendering it. `keep_going` is
+/// asked as files are decoded and before publishing, as in [`import_library_while`].
+pub async fn edit_library_while(
+    platform: &Platform,
+    id: &str,
+    edit: LibraryEdit,
+    by: &crate::libraries::Owner,
+    keep_going: impl Fn() -> bool + Send + Sync + 'static,
+) -> Result<(LibraryRecord, EditReport), ImportError> {
+    let catalog = platform.libraries();
+    let keep_going = std::sync::Arc::new(keep_going);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let current = catalog.get(id).await?;
+        if !current.may_change(by) {
+            return Err(LibraryError::NotOwner(id.to_string()).into());
+        }
+        let index = catalog.index(&current.reference()).await?;
+        let asked = keep_going.clone();
+        let job = edit.clone();
+        let (library, report) =
+            tokio::task::spawn_blocking(move || apply_edit(index.to_vec(), &job, &|_, _| asked()))
+                .await
+                .map_err(|e| ImportError::Stopped(e.to_string()))??;
+        if !keep_going() {
+            return Err(ImportError::CalledOff);
+        }
+        let summary = IndexSummary {
+            shape: library.shape(),
+            tiles: library.len() as u32,
+            duplicates: current.duplicates + report.duplicates.len() as u32,
+            skipped: skipped_after(&current.skipped, &library, &report),
+            transparent: library.is_transparent(),
+        };
+        let how = Publication {
+            replace: true,
+            by: by.clone(),
+            visibility: None,
+            based_on: Some(current.version),
+        };
+        let bytes = Bytes::from(library.to_bytes());
+        match catalog
+            .publish(id, &current.name, summary, bytes, &how)
+            .await
+        {
+            Ok(record) => {
+                tracing::info!(
+                    library = %record.id,
+                    version = record.version,
+                    added = report.added,
+                    removed = report.removed,
+                    tiles = record.tiles,
+                    "tile library edited"
+                );
+                return Ok((record, report));
+            }
+            Err(LibraryError::Changed(_)) if attempt < EDIT_ATTEMPTS => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The edited library made from the index of the version edited, decoding the added images.
+fn apply_edit(
+    index: Vec<u8>,
+    edit: &LibraryEdit,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> Result<(Library, EditReport), ImportError> {
+    let base = Library::from_vec(index).map_err(|e| ImportError::Stopped(e.to_string()))?;
+    let missing: Vec<&str> = edit
+        .remove
+        .iter()
+        .filter(|name| !base.names().contains(name))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(ImportError::UnknownTiles(missing.join(", ")));
+    }
+    let mut report = EditReport::default();
+    let added = match &edit.add {
+        None => None,
+        Some(path) => {
+            let (added, imported) =
+                Library::import_with_progress(path, &base.import_options(), progress).map_err(
+                    |source| match source {
+                        tessera_engine::Error::Stopped => ImportError::CalledOff,
+                        source => ImportError::Source {
+                            src: path.display().to_string(),
+                            source,
+                        },
+                    },
+                )?;
+            if added.is_empty() {
+                return Err(ImportError::NoImages {
+                    src: path.display().to_string(),
+                    why: if imported.skipped.is_empty() {
+                        "there are no files".into()
+                    } else {
+                        tessera_engine::summarise_skipped(&imported.skipped)
+                    },
+                });
+            }
+            report.skipped = imported.skipped;
+            report.duplicates = imported.duplicates;
+            report.ignored = imported.ignored;
+            Some(added)
+        }
+    };
+    let (library, copies) = base
+        .edited(added.as_ref(), &edit.remove)
+        .map_err(|e| ImportError::Stopped(e.to_string()))?;
+    if library.is_empty() {
+        return Err(ImportError::WouldBeEmpty);
+    }
+    report.added = added.as_ref().map_or(0, Library::len) - copies.len();
+    report.removed = edit.remove.len();
+    report.duplicates.extend(copies);
+    Ok((library, report))
+}
+
+/// The files a library's record names as skipped after an edit: those skipped before that are
+/// neither tiles now nor taken out, and those the edit skipped, in name order.
+fn skipped_after(
+    before: &[SkippedFile],
+    library: &Library,
+    report: &EditReport,
+) -> Vec<SkippedFile> {
+    let tiles: std::collections::HashSet<&str> =
+        library.names().iter().map(String::as_str).collect();
+    let mut skipped: Vec<SkippedFile> = before
+        .iter()
+        .filter(|s| !tiles.contains(s.name.as_str()))
+        .filter(|s| !report.skipped.iter().any(|(name, _)| *name == s.name))
+        .cloned()
+        .chain(report.skipped.iter().map(|(name, reason)| SkippedFile {
+            name: name.clone(),
+            reason: reason.clone(),
+        }))
+        .collect();
+    skipped.sort_by(|a, b| a.name.cmp(&b.name));
+    skipped
 }

@@ -248,6 +248,108 @@ impl Library {
         self.version = digest.finish();
     }
 
+    /// The options this library's tiles were prepared with: files added to it must be prepared
+    /// the same way ([`Library::edited`]).
+    pub fn import_options(&self) -> ImportOptions {
+        ImportOptions {
+            background: self.stored_over.unwrap_or(self.background),
+            grid: self.grid,
+            rendition_size: self.rendition_size,
+            shape: self.shape,
+        }
+    }
+
+    /// This library with the tiles of `added` put in (one of the same name replaces the old)
+    /// and the tiles named in `removed` taken out, in name order; the other tiles keep their
+    /// renditions, descriptors and captions untouched. Also returns the added tiles left out as
+    /// identical to a tile kept (the added name and the kept name). `added` must have been
+    /// prepared with this library's [`Library::import_options`].
+    pub fn edited(
+        &self,
+        added: Option<&Library>,
+        removed: &[String],
+    ) -> Result<(Library, Vec<(String, String)>), Error> {
+        if self.stored_over.is_some() {
+            return Err(Error::InvalidOption(
+                "a library laid over another background is not edited: edit the stored one".into(),
+            ));
+        }
+        let empty = Assembler::new(&self.import_options(), Vec::new(), 0)
+            .finish()
+            .0;
+        let added = added.unwrap_or(&empty);
+        if added.import_options() != self.import_options() {
+            return Err(Error::InvalidOption(format!(
+                "the added tiles were prepared otherwise than the library's ({:?} against {:?})",
+                added.import_options(),
+                self.import_options()
+            )));
+        }
+        let gone: std::collections::HashSet<&str> = removed
+            .iter()
+            .map(String::as_str)
+            .chain(added.names.iter().map(String::as_str))
+            .collect();
+        let (rw, rh) = self.rendition_dims();
+        let area = (rw * rh) as usize;
+        let alpha_of = |lib: &Library, t: usize| -> Vec<u8> {
+            lib.alpha
+                .as_ref()
+                .map_or_else(|| vec![255; area], |a| a.range(t * area, area).into_owned())
+        };
+        let identity = |lib: &Library, t: usize| {
+            let px = lib.pixels.range(t * area * 3, area * 3);
+            (Fnv::digest(&px), Fnv::digest(&alpha_of(lib, t)))
+        };
+        let kept: Vec<(&Library, usize)> = (0..self.len())
+            .filter(|&t| !gone.contains(self.names[t].as_str()))
+            .map(|t| (self, t))
+            .collect();
+        let mut seen: std::collections::HashMap<(u64, u64), &str> = kept
+            .iter()
+            .map(|&(lib, t)| (identity(lib, t), lib.names[t].as_str()))
+            .collect();
+        let mut duplicates = Vec::new();
+        let mut tiles = kept;
+        for t in 0..added.len() {
+            match seen.entry(identity(added, t)) {
+                std::collections::hash_map::Entry::Occupied(first) => {
+                    duplicates.push((added.names[t].clone(), first.get().to_string()))
+                }
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(added.names[t].as_str());
+                    tiles.push((added, t));
+                }
+            }
+        }
+        tiles.sort_by(|a, b| a.0.names[a.1].cmp(&b.0.names[b.1]));
+        let transparent = tiles.iter().any(|(lib, _)| lib.is_transparent());
+        let captioned = tiles.iter().any(|(lib, _)| !lib.captions.is_empty());
+        let k2 = self.grid() * self.grid();
+        let mut lib = Assembler::new(&self.import_options(), Vec::new(), tiles.len())
+            .finish()
+            .0;
+        let mut pixels = Vec::with_capacity(tiles.len() * area * 3);
+        let mut alpha = Vec::with_capacity(if transparent { tiles.len() * area } else { 0 });
+        for &(from, t) in &tiles {
+            lib.names.push(from.names[t].clone());
+            lib.means.push(from.means[t]);
+            lib.subs.extend_from_slice(&from.subs[t * k2..(t + 1) * k2]);
+            pixels.extend_from_slice(&from.pixels.range(t * area * 3, area * 3));
+            if transparent {
+                alpha.extend_from_slice(&alpha_of(from, t));
+            }
+            if captioned {
+                lib.captions
+                    .push(from.captions.get(t).cloned().unwrap_or_default());
+            }
+        }
+        lib.pixels = Renditions::Memory(Arc::new(pixels));
+        lib.alpha = transparent.then(|| Renditions::Memory(Arc::new(alpha)));
+        lib.seal();
+        Ok((lib, duplicates))
+    }
+
     /// Bytes the library holds in memory: renditions (unless left in their file), descriptors,
     /// names and captions.
     pub fn memory_bytes(&self) -> u64 {
@@ -1565,5 +1667,35 @@ mod tests {
         };
         let err = Library::from_files(vec![], &options).unwrap_err();
         assert!(err.to_string().contains("16 x 4 px"), "{err}");
+    }
+
+    #[test]
+    fn an_edited_library_equals_one_imported_whole() {
+        let file = |i: u32| (format!("t{i}.png"), png(40 + i * 10, 30, i));
+        let options = ImportOptions::default();
+        let whole = |ids: &[u32]| {
+            let files = ids.iter().map(|&i| file(i)).collect();
+            Library::from_files(files, &options).unwrap().0
+        };
+        let base = whole(&[0, 1, 2, 3]);
+        let added = whole(&[4, 5, 1]);
+        let (edited, duplicates) = base.edited(Some(&added), &["t2.png".into()]).unwrap();
+        // t1 sent again replaces itself (same pixels: no duplicate of another).
+        assert!(duplicates.is_empty(), "{duplicates:?}");
+        assert_eq!(edited, whole(&[0, 1, 3, 4, 5]));
+        let stored = Library::from_bytes(&edited.to_bytes()).unwrap();
+        assert_eq!(stored.version(), edited.version());
+
+        // A copy under another name is left out, and named with the tile it copies.
+        let copy = Library::from_files(vec![("copy.png".into(), file(0).1)], &options)
+            .unwrap()
+            .0;
+        let (same, duplicates) = base.edited(Some(&copy), &[]).unwrap();
+        assert_eq!(duplicates, [("copy.png".to_string(), "t0.png".to_string())]);
+        assert_eq!(same.names(), base.names());
+
+        // Tiles prepared otherwise are refused.
+        let oblong = library(TileShape::new(3, 2).unwrap());
+        assert!(base.edited(Some(&oblong), &[]).is_err());
     }
 }

@@ -65,8 +65,11 @@ pub async fn create(
     let _decode = state.decodes.acquire().await.map_err(ApiError::internal)?;
     let limits = settings.limits.clone();
     let started = std::time::Instant::now();
+    let given = form.fields;
     let sketch = tokio::task::spawn_blocking(move || {
-        crate::imaging::draft_mosaic::sketch(&image, &spec, &library, &limits)
+        crate::imaging::draft_mosaic::sketch(&image, &spec, &library, &limits, |name| {
+            given.contains_key(name)
+        })
     })
     .await
     .map_err(ApiError::internal)??;

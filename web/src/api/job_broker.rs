@@ -260,6 +260,8 @@ async fn enqueue(
         .map_err(ApiError::internal)??;
 
     let size = spec.size(info.width, info.height, &settings.limits)?;
+    let adapted =
+        spec.adapt_to_library(&size, library.tiles, |name| form.fields.contains_key(name));
     spec.check_library(&size, &library.id, library.tiles, library.tile_shape())?;
     spec.library = library.reference();
     let output = size.output;
@@ -295,6 +297,7 @@ async fn enqueue(
     };
     record.key_holder = key_holder;
     record.output = Some(output);
+    record.adapted = adapted;
     // What the submission has cost so far, with the record's own write.
     let spent = platform.accounting.take_job(job) + 1;
     record.transactions.insert("web".into(), spent);

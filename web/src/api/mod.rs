@@ -10,6 +10,7 @@ pub mod error_sets;
 pub mod events;
 pub mod job_broker;
 pub mod job_options;
+pub mod library_tiles;
 pub mod openapi;
 pub mod queue_status;
 pub mod requested_job;
@@ -82,6 +83,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 resource("/libraries/{id}", "GET, DELETE")
                     .route(web::get().to(tile_libraries::get))
                     .route(web::delete().to(tile_libraries::delete)),
+            )
+            .service(
+                resource("/libraries/{id}/tiles", "GET, POST, DELETE")
+                    .route(web::get().to(library_tiles::list))
+                    .route(web::post().to(library_tiles::edit))
+                    .route(web::delete().to(library_tiles::remove)),
             )
             .service(
                 resource("/libraries/{id}/sheet", "GET").route(web::get().to(contact_sheet::get)),

@@ -12,8 +12,8 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::api::{
-    cell_lookup, contact_sheet, draft_previews, dzi, events, job_broker, job_options, queue_status,
-    result, result_preview, sizing, tile_libraries, zoom_tiles,
+    cell_lookup, contact_sheet, draft_previews, dzi, events, job_broker, job_options,
+    library_tiles, queue_status, result, result_preview, sizing, tile_libraries, zoom_tiles,
 };
 
 /// The document's description: how errors look and how calls are authorised.
@@ -55,6 +55,9 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         tile_libraries::create,
         tile_libraries::get,
         tile_libraries::delete,
+        library_tiles::list,
+        library_tiles::edit,
+        library_tiles::remove,
         contact_sheet::get,
         job_options::list,
         queue_status::queues,

@@ -39,6 +39,9 @@ pub struct Sizing {
     pub tile_size: String,
     /// What the job would be warned of (tiles that print too small to recognise).
     pub warnings: Vec<String>,
+    /// What the job would change of the options left at their defaults so that the library
+    /// can make it, and why (a library too small for the default repetition radius).
+    pub adapted: Vec<String>,
     /// The mosaic of each size by name for this photo and library.
     pub sizes: Vec<NamedFigures>,
 }
@@ -128,6 +131,7 @@ pub async fn create(
         spec = spec_of(&fields, &state)?;
     }
     let size = spec.size(width, height, limits)?;
+    let adapted = spec.adapt_to_library(&size, library.tiles, |name| fields.contains_key(name));
     spec.check_library(&size, &library.id, library.tiles, shape)?;
     let output = size.output;
     let print = spec.print.map(|print| PrintedSize {
@@ -147,6 +151,7 @@ pub async fn create(
         large: pixels > limits.large_output_pixels,
         print,
         warnings: spec.warnings(),
+        adapted,
         sizes,
     }))
 }

@@ -224,7 +224,7 @@ pub struct LibraryUpload {
 
 /// The text fields of an upload.
 #[derive(Debug, Default)]
-struct Fields {
+pub(crate) struct Fields {
     name: Option<String>,
     /// `true` publishes a new version of a library that exists under the name.
     replace: Option<String>,
@@ -234,15 +234,32 @@ struct Fields {
     background: Option<String>,
     /// `private` or `shared`.
     visibility: Option<String>,
+    /// Tiles an edit takes out, by name (a field each).
+    pub(crate) remove: Vec<String>,
+}
+
+impl Fields {
+    /// The first field given that only a new library takes (name, shape, ...).
+    pub(crate) fn library_fields(&self) -> Option<&'static str> {
+        [
+            ("name", &self.name),
+            ("replace", &self.replace),
+            ("shape", &self.shape),
+            ("background", &self.background),
+            ("visibility", &self.visibility),
+        ]
+        .into_iter()
+        .find_map(|(field, value)| value.is_some().then_some(field))
+    }
 }
 
 /// The files of one upload, on disk.
-struct Upload {
+pub(crate) struct Upload {
     _dir: tempfile::TempDir,
     /// Where the images (loose or extracted) are.
-    files: PathBuf,
+    pub(crate) files: PathBuf,
     archives: Vec<PathBuf>,
-    count: u32,
+    pub(crate) count: u32,
     bytes: u64,
 }
 
@@ -289,22 +306,7 @@ pub async fn create(
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
         .unwrap_or(0);
     state.require_room(declared.max(1), "the library").await?;
-    let slot = state.uploads.take(crate::guards::client::client_address(
-        &req,
-        state.guard.trusted_proxies(),
-    ))?;
-    let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
-    let files = dir.path().join("files");
-    std::fs::create_dir(&files).map_err(ApiError::internal)?;
-    let mut upload = Upload {
-        files,
-        archives: Vec::new(),
-        count: 0,
-        bytes: 0,
-        _dir: dir,
-    };
-    let mut fields = Fields::default();
-    read_parts(&mut payload, &state, &mut upload, &mut fields).await?;
+    let (upload, fields, slot) = receive(&req, &mut payload, &state).await?;
     let asked = Asked::from_fields(fields)?;
     if upload.count == 0 {
         return Err(ApiError::bad_request(
@@ -325,22 +327,12 @@ pub async fn create(
     let images = unpack(&state, &upload).await?;
     // The upload's slot is held until its archives are unpacked.
     drop(slot);
-    // The index keeps a rendition of every tile: refuse what the storage cannot hold.
-    let (rw, rh) = asked.shape.fit(options.rendition_size);
-    let estimate = images * (u64::from(rw) * u64::from(rh) * 4 + 256);
-    state.require_room(estimate, "the library").await?;
-    let total: u64 = all.iter().map(|l| l.index_bytes).sum();
-    let cap = settings.max_library_bytes;
-    if cap > 0 && total.saturating_add(estimate) > cap {
-        return Err(ApiError::insufficient_storage(format!(
-            "the libraries take {total} bytes; this one would take about {estimate} more, past \
-             the {cap} they may take together"
-        )));
-    }
+    require_index_room(&state, &all, &options, images).await?;
     let how = Publication {
         replace: asked.replace,
         by: owner,
         visibility: asked.visibility,
+        based_on: None,
     };
     let (record, report) = import(&req, &state, &upload, (&asked.name, &id), options, &how).await?;
     tracing::info!(library = %record.id, version = record.version, tiles = record.tiles, "library imported");
@@ -369,6 +361,54 @@ pub async fn create(
     }))
 }
 
+/// Reads a library upload's parts to the spool under the upload limits, holding one of the
+/// client's upload slots (released by dropping it).
+pub(crate) async fn receive(
+    req: &HttpRequest,
+    payload: &mut Multipart,
+    state: &AppState,
+) -> ApiResult<(Upload, Fields, crate::guards::upload::UploadSlot)> {
+    let slot = state.uploads.take(crate::guards::client::client_address(
+        req,
+        state.guard.trusted_proxies(),
+    ))?;
+    let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).map_err(ApiError::internal)?;
+    let mut upload = Upload {
+        files,
+        archives: Vec::new(),
+        count: 0,
+        bytes: 0,
+        _dir: dir,
+    };
+    let mut fields = Fields::default();
+    read_parts(payload, state, &mut upload, &mut fields).await?;
+    Ok((upload, fields, slot))
+}
+
+/// Refuses `images` more tiles prepared as `options` say when the storage, or the libraries'
+/// cap over `all`, cannot hold their renditions.
+pub(crate) async fn require_index_room(
+    state: &AppState,
+    all: &[LibraryRecord],
+    options: &ImportOptions,
+    images: u64,
+) -> ApiResult<()> {
+    let (rw, rh) = options.shape.fit(options.rendition_size);
+    let estimate = images * (u64::from(rw) * u64::from(rh) * 4 + 256);
+    state.require_room(estimate, "the library").await?;
+    let total: u64 = all.iter().map(|l| l.index_bytes).sum();
+    let cap = state.settings.max_library_bytes;
+    if cap > 0 && total.saturating_add(estimate) > cap {
+        return Err(ApiError::insufficient_storage(format!(
+            "the libraries take {total} bytes; this one would take about {estimate} more, past \
+             the {cap} they may take together"
+        )));
+    }
+    Ok(())
+}
+
 /// What a library upload asks for, read from its text fields.
 struct Asked {
     name: String,
@@ -380,6 +420,13 @@ struct Asked {
 
 impl Asked {
     fn from_fields(fields: Fields) -> ApiResult<Asked> {
+        if !fields.remove.is_empty() {
+            return Err(ApiError::bad_request(
+                ErrorCode::UnknownField,
+                "a new library takes no `remove`: take tiles out of a library with POST \
+                 /api/v1/libraries/{id}/tiles",
+            ));
+        }
         let name = fields.name.filter(|n| !n.is_empty()).ok_or_else(|| {
             ApiError::bad_request(ErrorCode::MissingParameter, "name is required")
         })?;
@@ -454,7 +501,7 @@ fn check_name(
 
 /// Unpacks the upload's archives beside its loose files and counts its images: refused when
 /// it holds none, or more pixels than one upload may decode.
-async fn unpack(state: &AppState, upload: &Upload) -> ApiResult<u64> {
+pub(crate) async fn unpack(state: &AppState, upload: &Upload) -> ApiResult<u64> {
     let settings = &state.settings;
     let max_files = settings.max_library_files;
     let max_unpacked = settings.max_library_uncompressed_bytes;
@@ -526,28 +573,57 @@ async fn import(
     options: ImportOptions,
     how: &Publication,
 ) -> ApiResult<(LibraryRecord, tessera_engine::ImportReport)> {
+    within_budget(req, state, id, |keep_going| {
+        import_library_while(
+            &state.platform,
+            &upload.files,
+            name,
+            options,
+            how,
+            move || keep_going.holds(),
+        )
+    })
+    .await
+}
+
+/// While an import may go on: its client is there and its time is not up.
+#[derive(Clone)]
+pub(crate) struct KeepGoing {
+    deadline: std::time::Instant,
+    peer: Option<PeerSocket>,
+}
+
+impl KeepGoing {
+    pub(crate) fn holds(&self) -> bool {
+        std::time::Instant::now() < self.deadline
+            && !self.peer.as_ref().is_some_and(PeerSocket::gone)
+    }
+}
+
+/// Runs the import `work` of library `id`, a few imports at a time, under the time an upload
+/// may take and while its client is there ([`KeepGoing`]); a stopped import is told as such.
+pub(crate) async fn within_budget<T, Work>(
+    req: &HttpRequest,
+    state: &AppState,
+    id: &str,
+    work: impl FnOnce(KeepGoing) -> Work,
+) -> ApiResult<T>
+where
+    Work: std::future::Future<Output = Result<T, ImportError>>,
+{
     let _permit = state
         .imports
         .clone()
         .acquire_owned()
         .await
         .map_err(ApiError::internal)?;
-    let peer = PeerSocket::of(req);
     let budget = std::time::Duration::from_secs(state.settings.import_time_budget_secs.max(1));
     let deadline = std::time::Instant::now() + budget;
-    let keep_going = move || {
-        std::time::Instant::now() < deadline && !peer.as_ref().is_some_and(PeerSocket::gone)
+    let keep_going = KeepGoing {
+        deadline,
+        peer: PeerSocket::of(req),
     };
-    let imported = import_library_while(
-        &state.platform,
-        &upload.files,
-        name,
-        options,
-        how,
-        keep_going,
-    )
-    .await;
-    match imported {
+    match work(keep_going).await {
         Err(ImportError::CalledOff) if std::time::Instant::now() >= deadline => {
             tracing::warn!(library = %id, "library import out of time: nothing published");
             Err(ApiError::unprocessable(
@@ -595,7 +671,7 @@ fn parse_shape(text: Option<&str>) -> ApiResult<TileShape> {
 }
 
 /// The files' fault is 422; a name taken is 409; storage and a stopped import are ours.
-fn import_error(e: ImportError) -> ApiError {
+pub(crate) fn import_error(e: ImportError) -> ApiError {
     match e {
         ImportError::NoImages { why, .. } => {
             tracing::info!(%why, "library upload refused");
@@ -616,6 +692,12 @@ fn import_error(e: ImportError) -> ApiError {
             LibraryError::BadId(id).to_string(),
         ),
         ImportError::Library(e) => e.into(),
+        ImportError::UnknownTiles(_) => {
+            ApiError::not_found(ErrorCode::TileNotFound, e.to_string()).with_field("remove")
+        }
+        ImportError::WouldBeEmpty => {
+            ApiError::unprocessable(ErrorCode::InvalidParameter, e.to_string()).with_field("remove")
+        }
         ImportError::Stopped(_) | ImportError::CalledOff => ApiError::internal(e),
     }
 }
@@ -652,6 +734,17 @@ async fn read_part(
     clock: &mut BodyClock,
 ) -> ApiResult<()> {
     let field_name = field_name(field);
+    if field_name == "remove" {
+        if fields.remove.len() >= settings.max_library_files as usize {
+            return Err(ApiError::too_large(
+                ErrorCode::TooManyFiles,
+                format!("at most {} tiles out per edit", settings.max_library_files),
+            ));
+        }
+        let name = read_text(field, clock, &field_name).await?;
+        fields.remove.push(name);
+        return Ok(());
+    }
     let slot = match field_name.as_str() {
         "name" => Some(&mut fields.name),
         "replace" => Some(&mut fields.replace),
@@ -675,7 +768,7 @@ async fn read_part(
             ErrorCode::UnknownField,
             format!(
                 "unknown field {field_name:?}: send `name`, `replace`, `shape`, `background`, \
-                 `visibility` and files"
+                 `visibility`, `remove` and files"
             ),
         ));
     };

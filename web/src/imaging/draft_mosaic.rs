@@ -34,12 +34,14 @@ pub struct Sketch {
 }
 
 /// Makes the preview of `spec` for the photo `bytes` from `library` (the version `spec`
-/// names): refused as the job would be (its size, the library's shape and size). CPU-bound.
+/// names): adapted and refused as the job would be (its size, the library's shape and size;
+/// `given` says which fields the submission gave). CPU-bound.
 pub fn sketch(
     bytes: &[u8],
     spec: &JobSpec,
     library: &Library,
     limits: &JobLimits,
+    given: impl Fn(&str) -> bool,
 ) -> Result<Sketch, ApiError> {
     let target = decode_target(bytes, library.background()).map_err(|e| {
         ApiError::unprocessable(
@@ -50,6 +52,8 @@ pub fn sketch(
     let (width, height) = target.dimensions();
     // The job's own grid, as the job would be sized.
     let size = spec.size(width, height, limits).map_err(ApiError::from)?;
+    let mut spec = spec.clone();
+    spec.adapt_to_library(&size, library.len() as u32, given);
     spec.check_library(
         &size,
         &spec.library.id,

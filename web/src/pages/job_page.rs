@@ -41,6 +41,7 @@ pub(super) fn settings_in_words(
         made.extend(size_in_words(spec, o));
     }
     made.extend(spec.warnings().into_iter().map(|w| ("Warning", w)));
+    made.extend(record.adapted.iter().map(|a| ("Adapted", a.clone())));
     let chosen = record.quality.as_ref().and_then(|q| q.background.clone());
     let mut out = Vec::new();
     for (label, words) in tessera_shared::spec::settings_in_words(spec) {

@@ -734,6 +734,42 @@ impl JobSpec {
         })
     }
 
+    /// Adapts the options a submission left at their defaults (`given` says which it gave) so
+    /// that the library's `tiles` can make this mosaic, and says in people's words what changed
+    /// and why. Today that is the repetition radius: a library too small for the default is
+    /// used with the widest radius it allows. An option the person set is never changed:
+    /// [`JobSpec::check_library`] then refuses it with its reason.
+    pub fn adapt_to_library(
+        &mut self,
+        size: &JobSize,
+        tiles: u32,
+        given: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let mut adapted = Vec::new();
+        let (cols, rows) = (size.sizing.cols, size.sizing.rows);
+        let radius = self.options.repeat_radius;
+        let fits = |r| tessera_engine::plan::tiles_needed(cols, rows, r) <= tiles as usize;
+        if !given("repeat_radius") && !fits(radius) {
+            let widest = (0..radius).rev().find(|&r| fits(r)).unwrap_or(0);
+            self.options.repeat_radius = widest;
+            let repeats = if widest == 0 {
+                "the same picture may sit side by side".to_string()
+            } else {
+                format!("the same picture comes back after {widest} cells")
+            };
+            adapted.push(format!(
+                "The library has only {tiles} pictures, too few to keep each one {} from \
+                 itself, so {repeats}.",
+                if radius == 1 {
+                    "a cell".to_string()
+                } else {
+                    format!("{radius} cells")
+                }
+            ));
+        }
+        adapted
+    }
+
     /// Whether the library (of `tiles` tiles of `shape`, id `name`) can make this mosaic: its
     /// tiles' shape, enough distinct tiles for the repetition radius, and enough uses under the
     /// cap to fill every cell.
