@@ -438,7 +438,8 @@
   }
   function fit() {
     if (!img.naturalWidth) return;
-    fitScale = Math.min(viewer.clientWidth / img.naturalWidth, viewer.clientHeight / img.naturalHeight, 1);
+    // The mosaic fills the viewer's box (the preview is drawn larger than it is when the box is).
+    fitScale = Math.min(viewer.clientWidth / img.naturalWidth, viewer.clientHeight / img.naturalHeight);
     scale = fitScale;
     x = (viewer.clientWidth - img.naturalWidth * scale) / 2;
     y = (viewer.clientHeight - img.naturalHeight * scale) / 2;
@@ -523,6 +524,8 @@
     }
   }
   viewer.addEventListener("pointerdown", function (ev) {
+    // The first finger of a new touch: any pointer still held from before lost its release.
+    if (ev.isPrimary) pointers.clear();
     const r = viewer.getBoundingClientRect();
     pointers.set(ev.pointerId, { x: ev.clientX - r.left, y: ev.clientY - r.top });
     try {
@@ -537,6 +540,8 @@
     const r = viewer.getBoundingClientRect();
     pointers.set(ev.pointerId, { x: ev.clientX - r.left, y: ev.clientY - r.top });
     const p = Array.from(pointers.values());
+    // One finger on the fitted mosaic scrolls the page (touch-action: pan-y), not the mosaic.
+    if (p.length === 1 && ev.pointerType === "touch" && scale <= fitScale * 1.01) return;
     if (p.length === 1) {
       x = gesture.x + p[0].x - gesture.px;
       y = gesture.y + p[0].y - gesture.py;
@@ -650,6 +655,9 @@
       thumb.src = cell.picture || cell.thumbnail;
       thumb.alt = cell.caption;
       cellInfo.hidden = false;
+      // Named where the eye is: the panel brought into the screen if a tap left it below.
+      const below = cellInfo.getBoundingClientRect().bottom - window.innerHeight;
+      if (below > 0) window.scrollBy(0, below + 8);
       viewer.dataset.cell = key;
       outlined = { x: cell.x, y: cell.y, w: cell.size, h: cell.height };
       placeOutline();
@@ -751,6 +759,8 @@
     foundCells = tile.cells.map(function (c) { return { x: c[1] * w, y: c[0] * h, w: w, h: h }; });
     viewer.dataset.found = String(tile.uses);
     placeFound();
+    // The viewer in the middle of the screen, the cell in the middle of the viewer.
+    viewer.scrollIntoView({ block: "center" });
     flyTo(foundCells[0]);
     showCell(tile.cells[0][0] + "/" + tile.cells[0][1]);
     const others = body.tiles.length - 1;

@@ -268,6 +268,7 @@
     const first = [
       ["name", nameField.value],
       ["shape", document.getElementById("shape").value],
+      ["crop", document.getElementById("crop").value],
       ["background", document.getElementById("background").value],
       ["visibility", document.getElementById("shared").checked ? "shared" : "private"],
     ];

@@ -26,16 +26,24 @@ pub struct LibraryIndexArgs {
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(4..=512))]
     pub rendition_size: u32,
     /// Shape of the tiles, width:height (1:1, 4:3, 3:2, 2:3, ...): each image is cropped to
-    /// its centre at this shape. Render with a tile size of the same shape (4:3: --tile-size
+    /// this shape (see --crop). Render with a tile size of the same shape (4:3: --tile-size
     /// 24x18, 32x24, ...).
     #[arg(long, default_value = "1:1", value_parser = parse_shape)]
     pub shape: TileShape,
+    /// Where each image is cropped to the shape: `attention` (where its detail, skin and colour
+    /// are) or `centre`.
+    #[arg(long, default_value = "attention", value_parser = parse_crop)]
+    pub crop: tessera_engine::CropRule,
     /// Side of the sub-grid each tile is described by (3 = 3x3 Lab means).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub grid: u8,
     /// Colour transparent pixels are composited onto, as RRGGBB hex.
     #[arg(long, default_value = "ffffff", value_parser = tessera_engine::parse_hex_colour)]
     pub background: [u8; 3],
+    /// Also write the index's contact sheet here: a PNG of up to 12 x 8 of its tiles, as the
+    /// Libraries page shows them.
+    #[arg(long, value_name = "SHEET.png")]
+    pub sheet: Option<PathBuf>,
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
@@ -48,11 +56,17 @@ pub fn run(args: LibraryIndexArgs) -> anyhow::Result<()> {
         grid: args.grid,
         rendition_size: args.rendition_size,
         shape: args.shape,
+        crop: args.crop,
     };
     let (library, report) = import_with_bar(&args.src, &opts, args.quiet)?;
     library
         .save(&args.output)
         .with_context(|| format!("cannot save the index to {}", args.output.display()))?;
+    if let Some(sheet) = &args.sheet {
+        let png = tessera_web::api::contact_sheet::make_sheet(&library)
+            .map_err(|e| anyhow::anyhow!("cannot draw the contact sheet: {}", e.message))?;
+        std::fs::write(sheet, png).with_context(|| format!("cannot write {}", sheet.display()))?;
+    }
     print_report(&report);
     eprintln!(
         "saved {} tiles of shape {} to {} (version {}) in {:.1} s",
@@ -117,6 +131,11 @@ pub fn progress_bar(quiet: bool, what: &'static str) -> indicatif::ProgressBar {
     bar
 }
 
+/// Parses `--crop`: `attention` or `centre`.
+pub fn parse_crop(s: &str) -> Result<tessera_engine::CropRule, String> {
+    tessera_engine::CropRule::parse(s).ok_or_else(|| format!("{s:?}: give attention or centre"))
+}
+
 /// Parses `--shape`: `W:H`.
 pub fn parse_shape(s: &str) -> Result<TileShape, String> {
     TileShape::parse(s).map_err(|e| e.to_string())
@@ -141,12 +160,16 @@ pub struct LibraryImportArgs {
     #[arg(long)]
     pub replace: bool,
     /// Shape of the tiles, width:height (1:1, 4:3, 3:2, 2:3, ...): each image is cropped to
-    /// its centre at this shape; jobs on the library use tiles of this shape.
+    /// this shape (see --crop); jobs on the library use tiles of this shape.
     #[arg(long, default_value = "1:1", value_parser = parse_shape)]
     pub shape: TileShape,
     /// Colour transparent parts of tiles are laid over, RRGGBB hex.
     #[arg(long, default_value = "ffffff", value_parser = tessera_engine::parse_hex_colour)]
     pub background: [u8; 3],
+    /// Where each image is cropped to the shape: `attention` (where its detail, skin and colour
+    /// are) or `centre`.
+    #[arg(long, default_value = "attention", value_parser = parse_crop)]
+    pub crop: tessera_engine::CropRule,
 }
 
 pub async fn import(
@@ -161,6 +184,7 @@ pub async fn import(
         tessera_engine::ImportOptions {
             shape: args.shape,
             background: args.background,
+            crop: args.crop,
             ..tessera_engine::ImportOptions::default()
         },
         &tessera_shared::libraries::Publication::operator(args.replace),

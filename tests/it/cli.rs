@@ -88,6 +88,9 @@ fn render_takes_oblong_tiles_from_a_folder() {
         ..PlanOptions::default()
     };
     let target = decode_target(&astronaut(), library.background()).unwrap();
+    // The default: transparent tiles over the background chosen to suit the photo.
+    let background = tessera_engine::TileBackground::Auto.resolve(&target, &library);
+    let library = tessera_engine::lay_over(&library, background);
     let plan = Plan::make(&target, &library, &plan_options).unwrap();
     // A square target, 4:3 cells: 10 across, 13 down, so the output stays about square.
     assert_eq!((plan.cols(), plan.total_rows()), (10, 13));

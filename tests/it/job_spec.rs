@@ -69,10 +69,10 @@ async fn each_tile_at_most_once_through_the_api_and_a_cap_too_low_is_422_with_th
     let message = body["error"]["message"].as_str().unwrap();
     for number in [
         "144 cells",
-        "41 tiles",
-        "max_uses=4",
+        "41 pictures",
+        "up to 4 times",
         "123 cells",
-        "48 tiles",
+        "48 pictures",
     ] {
         assert!(message.contains(number), "{number}: {message}");
     }
@@ -119,7 +119,7 @@ async fn every_photo_in_through_the_api_and_a_grid_too_small_is_422_with_the_num
     assert_eq!(body["error"]["code"], "too_few_cells", "{body}");
     let message = body["error"]["message"].as_str().unwrap();
     for said in [
-        "41 tiles",
+        "41 pictures",
         "82 cells",
         "36 (6 x 6)",
         "about 10 cells across",

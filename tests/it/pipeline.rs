@@ -2053,7 +2053,11 @@ async fn azurite_processes_killed_mid_job_lose_nothing() {
         tile_size: 64,
         tile_height: 64,
         slices: 48,
-        options: RenderOptions::default(),
+        // The form's default: transparent tiles over the background chosen to suit the photo.
+        options: RenderOptions {
+            background: Some(tessera_engine::TileBackground::Auto),
+            ..RenderOptions::default()
+        },
     };
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();

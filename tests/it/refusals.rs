@@ -617,10 +617,10 @@ async fn a_library_too_small_for_the_repetition_radius_is_422_library_too_small(
         StatusCode::UNPROCESSABLE_ENTITY,
         "library_too_small",
         &[
-            &format!("has {tiles} tiles"),
-            "repetition radius of 16",
+            &format!("has {tiles} pictures"),
+            "16 cells away",
             "12 x 12 grid",
-            "at least 144 different tiles",
+            "at least 144 different pictures",
         ],
     )
     .await;

@@ -565,6 +565,12 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             let l = script(&b, "return document.getElementById('mosaic').getBoundingClientRect().left").await;
             l.as_f64().unwrap()
         };
+        // Where the mosaic lies within the viewer, down.
+        let top_in_viewer = |b: fantoccini::Client| async move {
+            let t = script(&b, "return document.getElementById('mosaic').getBoundingClientRect().top \
+                - document.getElementById('viewer').getBoundingClientRect().top").await;
+            t.as_f64().unwrap()
+        };
         assert_eq!(zoom(browser.clone()).await, 1.0, "fitted at first");
 
         // The buttons, by tapping them.
@@ -648,6 +654,7 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             centre[2].as_f64().unwrap(),
         );
         let before = left(browser.clone()).await;
+        let down_before = top_in_viewer(browser.clone()).await;
         let swipe = TouchActions::new("swipe".into())
             .then(PointerAction::MoveTo {
                 duration: None,
@@ -674,6 +681,35 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
         assert_eq!(zoom(browser.clone()).await, 1.0);
         let shifted = (left(browser.clone()).await - before).abs();
         assert!(shifted < 1.0, "the mosaic moved {shifted} px within the viewer");
+        let sank = (top_in_viewer(browser.clone()).await - down_before).abs();
+        assert!(sank < 1.0, "the mosaic moved {sank} px down within the viewer");
+
+        // A tap names the tile: its name and picture show inside the screen.
+        let centre = script(
+            &browser,
+            "window.scrollTo(0, 0); const r = document.getElementById('viewer').getBoundingClientRect(); \
+             return [r.left + r.width / 2, r.top + r.height / 2]",
+        )
+        .await;
+        let (cx, cy) = (centre[0].as_f64().unwrap(), centre[1].as_f64().unwrap());
+        let tap = TouchActions::new("tap".into())
+            .then(PointerAction::MoveTo { duration: None, x: cx, y: cy })
+            .then(PointerAction::Down { button: 0 })
+            .then(PointerAction::Pause { duration: Duration::from_millis(80) })
+            .then(PointerAction::Up { button: 0 });
+        browser.perform_actions(tap).await.unwrap();
+        let named = wait_for(
+            &browser,
+            "const i = document.getElementById('cell-info'); const t = document.getElementById('cell-thumb'); \
+             if (i.hidden || !t.complete || !t.naturalWidth) return null; \
+             const r = i.getBoundingClientRect(); \
+             return [document.getElementById('cell-caption').textContent, r.top >= 0 && r.bottom <= innerHeight]",
+            Duration::from_secs(20),
+            "the tapped tile named",
+        )
+        .await;
+        assert!(!named[0].as_str().unwrap().is_empty(), "{named}");
+        assert_eq!(named[1], true, "the tapped tile's name shows inside the screen: {named}");
         crate::browser::screenshot(&browser, "phone-job.png").await;
     })
     .await;
@@ -844,6 +880,9 @@ async fn each_cell_names_the_photo_the_plan_put_there() {
     )
     .unwrap();
     let target = decode_target(&astronaut(), library.background()).unwrap();
+    // The job's default: the emoji over the background chosen to suit the photo.
+    let background = tessera_engine::TileBackground::Auto.resolve(&target, &library);
+    let library = tessera_engine::lay_over(&library, background);
     let options = PlanOptions {
         tile_size: tessera_engine::TileSize::square(8),
         grid: Grid::Cells(24),
@@ -985,6 +1024,8 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
     let base = app.address.clone();
     in_chromium(work.path(), |browser| {
         async move {
+            // A laptop's screen.
+            browser.set_window_size(1366, 768).await.unwrap();
             browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
             mosaic_loaded(&browser, Duration::from_secs(30)).await;
             let hidden = script(
@@ -1038,6 +1079,15 @@ async fn pointing_at_a_tile_names_its_photo_in_chromium() {
             .await;
             let (key, caption, name, thumb): (String, String, String, u32) =
                 serde_json::from_value(shown).unwrap();
+            // Named beside the viewer, inside the screen.
+            let beside = script(
+                &browser,
+                "const i = document.getElementById('cell-info').getBoundingClientRect(); \
+                 const v = document.getElementById('viewer').getBoundingClientRect(); \
+                 return [i.left >= v.right, i.top >= 0 && i.bottom <= innerHeight]",
+            )
+            .await;
+            assert_eq!(beside, serde_json::json!([true, true]), "the panel beside the viewer");
             let cell: Value = reqwest::get(format!("{base}/api/v1/jobs/{id}/cells/{key}"))
                 .await
                 .unwrap()

@@ -86,7 +86,7 @@ pub struct LibraryRecord {
     /// Tiles in the index.
     pub tiles: u32,
     /// Shape of the tiles, width:height in lowest terms (`1:1`, `4:3`, `2:3`, ...): each image
-    /// is cropped to its centre at this shape, and jobs use tiles of this shape.
+    /// is cropped at this shape (by `crop`), and jobs use tiles of this shape.
     #[serde(default = "square")]
     #[schema(
         required = true,
@@ -94,6 +94,16 @@ pub struct LibraryRecord {
         example = "4:3"
     )]
     pub shape: String,
+    /// Where each image was cropped to the shape: `attention` (where its detail, skin tones
+    /// and colour are, after smartcrop) or `centre`. Libraries recorded before the rule was kept
+    /// were cropped at the centre.
+    #[serde(default = "centre")]
+    #[schema(
+        required = true,
+        pattern = "^(attention|centre)$",
+        example = "attention"
+    )]
+    pub crop: String,
     /// Pixel-identical duplicates merged on import.
     #[serde(default)]
     #[schema(required = true)]
@@ -122,11 +132,21 @@ pub struct LibraryRecord {
     pub created_at: OffsetDateTime,
 }
 
+fn centre() -> String {
+    tessera_engine::CropRule::Centre.name().to_string()
+}
+
 fn square() -> String {
     tessera_engine::TileShape::SQUARE.to_string()
 }
 
 impl LibraryRecord {
+    /// How the library's images were cropped (at the centre if the record holds no rule that
+    /// reads).
+    pub fn crop_rule(&self) -> tessera_engine::CropRule {
+        tessera_engine::CropRule::parse(&self.crop).unwrap_or(tessera_engine::CropRule::Centre)
+    }
+
     /// The shape of the library's tiles (square if the record holds none that reads).
     pub fn tile_shape(&self) -> tessera_engine::TileShape {
         tessera_engine::TileShape::parse(&self.shape).unwrap_or_default()
@@ -230,6 +250,7 @@ pub fn library_id_from_name(name: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct IndexSummary {
     pub shape: tessera_engine::TileShape,
+    pub crop: tessera_engine::CropRule,
     pub tiles: u32,
     /// Pixel-identical duplicates merged.
     pub duplicates: u32,
@@ -295,6 +316,7 @@ impl LibraryCatalog {
             version,
             tiles: summary.tiles,
             shape: summary.shape.to_string(),
+            crop: summary.crop.name().to_string(),
             duplicates: summary.duplicates,
             skipped: summary.skipped,
             transparent: summary.transparent,

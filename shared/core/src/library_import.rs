@@ -71,7 +71,7 @@ pub async fn import_library_while(
     keep_going: impl Fn() -> bool + Send + Sync + 'static,
 ) -> Result<(LibraryRecord, ImportReport), ImportError> {
     let path = src.to_path_buf();
-    let shape = options.shape;
+    let (shape, crop) = (options.shape, options.crop);
     let keep_going = std::sync::Arc::new(keep_going);
     let asked = keep_going.clone();
     let (index, tiles, transparent, report) = tokio::task::spawn_blocking(move || {
@@ -117,6 +117,7 @@ pub async fn import_library_while(
             name,
             IndexSummary {
                 shape,
+                crop,
                 tiles: tiles as u32,
                 duplicates: report.duplicates.len() as u32,
                 skipped,
@@ -188,15 +189,18 @@ pub async fn edit_library_while(
         let index = catalog.index(&current.reference()).await?;
         let asked = keep_going.clone();
         let job = edit.clone();
-        let (library, report) =
-            tokio::task::spawn_blocking(move || apply_edit(index.to_vec(), &job, &|_, _| asked()))
-                .await
-                .map_err(|e| ImportError::Stopped(e.to_string()))??;
+        let crop = current.crop_rule();
+        let (library, report) = tokio::task::spawn_blocking(move || {
+            apply_edit(index.to_vec(), &job, crop, &|_, _| asked())
+        })
+        .await
+        .map_err(|e| ImportError::Stopped(e.to_string()))??;
         if !keep_going() {
             return Err(ImportError::CalledOff);
         }
         let summary = IndexSummary {
             shape: library.shape(),
+            crop: current.crop_rule(),
             tiles: library.len() as u32,
             duplicates: current.duplicates + report.duplicates.len() as u32,
             skipped: skipped_after(&current.skipped, &library, &report),
@@ -230,10 +234,12 @@ pub async fn edit_library_while(
     }
 }
 
-/// The edited library made from the index of the version edited, decoding the added images.
+/// The edited library made from the index of the version edited, decoding the added images
+/// (cropped by the library's rule).
 fn apply_edit(
     index: Vec<u8>,
     edit: &LibraryEdit,
+    crop: tessera_engine::CropRule,
     progress: &(dyn Fn(usize, usize) -> bool + Sync),
 ) -> Result<(Library, EditReport), ImportError> {
     let base = Library::from_vec(index).map_err(|e| ImportError::Stopped(e.to_string()))?;
@@ -250,16 +256,18 @@ fn apply_edit(
     let added = match &edit.add {
         None => None,
         Some(path) => {
-            let (added, imported) =
-                Library::import_with_progress(path, &base.import_options(), progress).map_err(
-                    |source| match source {
-                        tessera_engine::Error::Stopped => ImportError::CalledOff,
-                        source => ImportError::Source {
-                            src: path.display().to_string(),
-                            source,
-                        },
+            let options = tessera_engine::ImportOptions {
+                crop,
+                ..base.import_options()
+            };
+            let (added, imported) = Library::import_with_progress(path, &options, progress)
+                .map_err(|source| match source {
+                    tessera_engine::Error::Stopped => ImportError::CalledOff,
+                    source => ImportError::Source {
+                        src: path.display().to_string(),
+                        source,
                     },
-                )?;
+                })?;
             if added.is_empty() {
                 return Err(ImportError::NoImages {
                     src: path.display().to_string(),

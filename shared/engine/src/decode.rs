@@ -283,14 +283,14 @@ pub(crate) struct Cropped {
     pub(crate) alpha: Option<Vec<u8>>,
 }
 
-/// Decodes an image file into its largest centre crop of `shape`, composited onto `background`,
+/// Decodes an image file into its largest crop of `shape` (where `rule` places it)
 /// with at least `need` pixels on the crop's short side where the file has them. Tiles are
 /// decoded within [`MAX_TILE_SIDE`] and [`MAX_TILE_DECODE_BYTES`] (a tiny file that declares a
 /// huge image is refused from its header); a larger JPEG is decoded reduced ([`jpeg_reduced`]).
 pub(crate) fn decode_crop(
     bytes: &[u8],
     background: [u8; 3],
-    shape: TileShape,
+    (shape, rule): (TileShape, crate::crop::CropRule),
     need: u32,
 ) -> Result<Cropped, String> {
     let rgba = match Format::sniff(bytes) {
@@ -304,7 +304,7 @@ pub(crate) fn decode_crop(
     if w == 0 || h == 0 {
         return Err("empty image".into());
     }
-    let (x0, y0, cw, ch) = shape.crop(w, h);
+    let (x0, y0, cw, ch) = rule.crop(&rgba, shape);
     let raw = rgba.as_raw();
     let mut out = Vec::with_capacity(cw * ch * 3);
     let mut alpha = Vec::with_capacity(cw * ch);
@@ -834,7 +834,13 @@ mod tests {
     fn camera_sized_jpegs_are_tiles_decoded_reduced_and_upright() {
         // 24 megapixels, over the side a tile is decoded whole at: read at 1/8.
         let wide = halves_jpeg(6000, 4000, 1);
-        let cropped = decode_crop(&wide, [255; 3], TileShape::SQUARE, 64).unwrap();
+        let cropped = decode_crop(
+            &wide,
+            [255; 3],
+            (TileShape::SQUARE, crate::crop::CropRule::Centre),
+            64,
+        )
+        .unwrap();
         assert_eq!((cropped.width, cropped.height), (500, 500));
         let at = |c: &Cropped, x: usize, y: usize| {
             let i = (y * c.width + x) * 3;
@@ -846,18 +852,38 @@ mod tests {
         assert!(right[2] > 180 && right[0] < 80, "right {right:?}");
         // Turned by its EXIF (a phone held upright: 90 degrees clockwise): the red half on top.
         let turned = halves_jpeg(6000, 4000, 6);
-        let cropped = decode_crop(&turned, [255; 3], TileShape::SQUARE, 64).unwrap();
+        let cropped = decode_crop(
+            &turned,
+            [255; 3],
+            (TileShape::SQUARE, crate::crop::CropRule::Centre),
+            64,
+        )
+        .unwrap();
         let top = at(&cropped, 250, 10);
         let bottom = at(&cropped, 250, 490);
         assert!(top[0] > 180 && top[2] < 80, "top {top:?}");
         assert!(bottom[2] > 180 && bottom[0] < 80, "bottom {bottom:?}");
         // A small JPEG is decoded whole, as before.
         let small = halves_jpeg(200, 100, 1);
-        let cropped = decode_crop(&small, [255; 3], TileShape::SQUARE, 64).unwrap();
+        let cropped = decode_crop(
+            &small,
+            [255; 3],
+            (TileShape::SQUARE, crate::crop::CropRule::Centre),
+            64,
+        )
+        .unwrap();
         assert_eq!((cropped.width, cropped.height), (100, 100));
         // A cut-off one is refused, reduced or not.
         let cut = &wide[..wide.len() / 2];
-        assert!(decode_crop(cut, [255; 3], TileShape::SQUARE, 64).is_err());
+        assert!(
+            decode_crop(
+                cut,
+                [255; 3],
+                (TileShape::SQUARE, crate::crop::CropRule::Centre),
+                64
+            )
+            .is_err()
+        );
     }
 
     /// What `decode_target` gave before it took PNGs row by row and opaque images straight to

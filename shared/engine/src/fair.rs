@@ -180,15 +180,15 @@ pub(crate) fn place_copies(
             tiles: n,
             needed: n,
             hint: format!(
-                "tile {} cannot be placed {min_uses} times within the repeat radius: lower \
-                 min_uses or the repeat radius, or add cells",
+                "tile {} cannot be placed {min_uses} times within the repeat radius: ask \
+                 for fewer uses of each tile, let tiles repeat closer together, or add cells",
                 library.name(t)
             ),
         },
         Stuck::Budget(most) => Error::InvalidOption(format!(
             "every tile at least {min_uses} times found no placement within the planner's \
-             budget ({most} steps for {cells} cells): lower min_uses or the repeat radius, or \
-             add cells"
+             budget ({most} steps for {cells} cells): ask for fewer uses of each tile, let \
+             tiles repeat closer together, or add cells"
         )),
     };
     let own = own_cells(

@@ -13,6 +13,7 @@ pub mod background;
 mod budget;
 pub mod cells;
 pub mod color;
+pub mod crop;
 pub mod decode;
 mod error;
 mod fair;
@@ -54,6 +55,7 @@ pub use cells::{
     CellMap, CellSource, PLACEMENTS_CSV_HEADER, Placement, PlacementIndex, csv_cell, csv_field,
     write_placements_csv,
 };
+pub use crop::CropRule;
 pub use decode::{Format, decode_target, jpeg_cut_off};
 pub use error::Error;
 pub use finish::{Finish, FinishSink, Grout};

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use crate::color::{Lab, srgb_to_lab32};
+use crate::crop::CropRule;
 use crate::decode::{Cropped, decode_crop};
 use crate::error::Error;
 use crate::hash::{Fnv, FnvStream};
@@ -40,8 +41,10 @@ pub struct ImportOptions {
     pub grid: u8,
     /// Long side in pixels of the stored rendition each tile size is resized from.
     pub rendition_size: u32,
-    /// Shape of the tiles: each image is cropped to its centre at this aspect ratio.
+    /// Shape of the tiles: each image is cropped to this aspect ratio, by `crop`.
     pub shape: TileShape,
+    /// Where in each image the crop is taken.
+    pub crop: CropRule,
 }
 
 impl Default for ImportOptions {
@@ -51,6 +54,7 @@ impl Default for ImportOptions {
             grid: 3,
             rendition_size: 64,
             shape: TileShape::SQUARE,
+            crop: CropRule::default(),
         }
     }
 }
@@ -249,13 +253,15 @@ impl Library {
     }
 
     /// The options this library's tiles were prepared with: files added to it must be prepared
-    /// the same way ([`Library::edited`]).
+    /// the same way ([`Library::edited`]). The index does not keep the crop rule (the library's
+    /// record does): the default is given.
     pub fn import_options(&self) -> ImportOptions {
         ImportOptions {
             background: self.stored_over.unwrap_or(self.background),
             grid: self.grid,
             rendition_size: self.rendition_size,
             shape: self.shape,
+            crop: CropRule::default(),
         }
     }
 
@@ -279,6 +285,7 @@ impl Library {
             .0;
         let added = added.unwrap_or(&empty);
         if added.import_options() != self.import_options() {
+            // The crop rule is not kept in an index, so it is not compared.
             return Err(Error::InvalidOption(format!(
                 "the added tiles were prepared otherwise than the library's ({:?} against {:?})",
                 added.import_options(),
@@ -672,6 +679,7 @@ impl Library {
             grid,
             rendition_size,
             shape,
+            crop: CropRule::default(),
         };
         check_options(&opts).map_err(|e| Error::BadIndex(e.to_string()))?;
         let n = r.u32()? as usize;
@@ -1056,7 +1064,12 @@ fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result<Prepared, 
         height: h,
         rgb: px,
         alpha,
-    } = decode_crop(bytes, opts.background, opts.shape, opts.rendition_size)?;
+    } = decode_crop(
+        bytes,
+        opts.background,
+        (opts.shape, opts.crop),
+        opts.rendition_size,
+    )?;
     let identity = (
         Fnv::digest_seeded(&px, w as u64),
         Fnv::digest_seeded(&px, !(h as u64)),

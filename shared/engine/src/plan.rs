@@ -262,7 +262,7 @@ pub fn floor_unworkable(
     if tiles.saturating_mul(m) > cells {
         return Some(format!(
             "{tiles} tiles at least {m} times each need {} cells; the grid has {cells} \
-             ({cols} x {rows}): use more cells, a lower min_uses or fewer tiles",
+             ({cols} x {rows}): use more cells, fewer uses of each tile or fewer tiles",
             tiles.saturating_mul(m)
         ));
     }
@@ -272,8 +272,8 @@ pub fn floor_unworkable(
     if m > apart {
         return Some(format!(
             "a tile fits at most {apart} times on a {cols} x {rows} grid with no copy within \
-             {r} cells of another, so it cannot be placed {m} times: lower min_uses or the \
-             repeat radius, or add cells"
+             {r} cells of another, so it cannot be placed {m} times: ask for fewer uses of \
+             each tile, let tiles repeat closer together, or add cells"
         ));
     }
     let closed = tiles
@@ -283,7 +283,8 @@ pub fn floor_unworkable(
         return Some(format!(
             "{tiles} tiles at least {m} times each, none within {r} cells of itself, is more \
              than the planner places ({closed} cells kept apart, at most \
-             {MAX_FLOOR_CLOSED_CELLS}): lower min_uses or the repeat radius"
+             {MAX_FLOOR_CLOSED_CELLS}): ask for fewer uses of each tile or let tiles repeat \
+             closer together"
         ));
     }
     None

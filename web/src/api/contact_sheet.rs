@@ -147,7 +147,7 @@ async fn sheet(state: &AppState, id: &str, version: u32) -> ApiResult<Bytes> {
 /// strip shows the first) is itself a spread of the whole library. Empty places show the
 /// library's background colour. Tiles that are not square are drawn whole, centred in their
 /// square place on the background.
-fn make_sheet(library: &Library) -> ApiResult<Vec<u8>> {
+pub fn make_sheet(library: &Library) -> ApiResult<Vec<u8>> {
     let tiles = u32::try_from(library.len()).unwrap_or(u32::MAX);
     let picks = spread(tiles);
     let (width, height) = sheet_size(tiles);

@@ -22,7 +22,7 @@ use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
 
-use tessera_engine::{ImportOptions, TileShape, parse_hex_colour};
+use tessera_engine::{CropRule, ImportOptions, TileShape, parse_hex_colour};
 use tessera_shared::libraries::{
     LibraryError, LibraryRecord, Owner, Publication, SkippedFile, Visibility, library_id_from_name,
     validate_library_id,
@@ -198,11 +198,20 @@ pub struct LibraryUpload {
     #[schema(required = false, default = false)]
     pub replace: bool,
     /// Shape of the tiles, width:height (`1:1` by default; `4:3`, `3:2`, `16:9`, `2:3`, ...,
-    /// terms of 1 to 16, at most 4:1 either way): each image is cropped to its centre at this
+    /// terms of 1 to 16, at most 4:1 either way): each image is cropped (see `crop`) at this
     /// shape, and jobs on the library use tiles of this shape (a tile_size of 24x18 for 4:3).
     /// The document's pattern lists the shapes taken (`TileShape::pattern`).
     #[schema(required = false, default = "1:1", example = "4:3")]
     pub shape: String,
+    /// Where each image is cropped to the shape: `attention` (the default: where its detail,
+    /// skin tones and colour are) or `centre`. The library's record keeps the rule, and photos
+    /// added later are cropped by it.
+    #[schema(
+        required = false,
+        default = "attention",
+        pattern = "^(attention|centre)$"
+    )]
+    pub crop: String,
     /// The colour transparent parts of the images are laid over, RRGGBB hex (a leading `#` is
     /// allowed; `ffffff` by default).
     #[schema(
@@ -234,6 +243,8 @@ pub(crate) struct Fields {
     background: Option<String>,
     /// `private` or `shared`.
     visibility: Option<String>,
+    /// `attention` or `centre`.
+    crop: Option<String>,
     /// Tiles an edit takes out, by name (a field each).
     pub(crate) remove: Vec<String>,
 }
@@ -247,6 +258,7 @@ impl Fields {
             ("shape", &self.shape),
             ("background", &self.background),
             ("visibility", &self.visibility),
+            ("crop", &self.crop),
         ]
         .into_iter()
         .find_map(|(field, value)| value.is_some().then_some(field))
@@ -321,6 +333,7 @@ pub async fn create(
     check_name(settings, &all, &id, &owner, asked.replace)?;
     let options = ImportOptions {
         shape: asked.shape,
+        crop: asked.crop,
         background: asked.background,
         ..ImportOptions::default()
     };
@@ -415,6 +428,7 @@ struct Asked {
     replace: bool,
     visibility: Option<Visibility>,
     shape: TileShape,
+    crop: CropRule,
     background: [u8; 3],
 }
 
@@ -441,6 +455,15 @@ impl Asked {
             })?),
         };
         let shape = parse_shape(fields.shape.as_deref())?;
+        let crop = match fields.crop.as_deref() {
+            None | Some("") => CropRule::default(),
+            Some(text) => CropRule::parse(text).ok_or_else(|| {
+                ApiError::bad_request(
+                    ErrorCode::InvalidParameter,
+                    format!("crop must be attention or centre, not {text:?}"),
+                )
+            })?,
+        };
         let background = match fields.background.as_deref() {
             None | Some("") => ImportOptions::default().background,
             Some(text) => parse_hex_colour(text).map_err(|e| {
@@ -458,6 +481,7 @@ impl Asked {
             replace,
             visibility,
             shape,
+            crop,
             background,
         })
     }
@@ -751,6 +775,7 @@ async fn read_part(
         "shape" => Some(&mut fields.shape),
         "background" => Some(&mut fields.background),
         "visibility" => Some(&mut fields.visibility),
+        "crop" => Some(&mut fields.crop),
         _ => None,
     };
     if let Some(slot) = slot {
@@ -767,8 +792,8 @@ async fn read_part(
         return Err(ApiError::bad_request(
             ErrorCode::UnknownField,
             format!(
-                "unknown field {field_name:?}: send `name`, `replace`, `shape`, `background`, \
-                 `visibility`, `remove` and files"
+                "unknown field {field_name:?}: send `name`, `replace`, `shape`, `crop`, \
+                 `background`, `visibility`, `remove` and files"
             ),
         ));
     };

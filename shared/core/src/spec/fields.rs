@@ -494,7 +494,7 @@ pub const FIELDS: &[Field] = &[
         flag: Ok("--background"),
         kind: Kind::Text {
             pattern: "^(?:[Ll][Ii][Bb][Rr][Aa][Rr][Yy]|[Aa][Uu][Tt][Oo]|#?[0-9A-Fa-f]{6})?$",
-            default: Some("library"),
+            default: Some("auto"),
             // None: `adaptive`'s example takes the library's own background only.
             example: None,
             choices: &[
@@ -509,7 +509,7 @@ pub const FIELDS: &[Field] = &[
         },
         label: "Behind transparent tiles",
         hint: "What shows through tiles with transparent parts, such as emoji.",
-        description: "What the transparent parts of tiles (emoji, cut-outs) lie over: `library` (the colour the library was imported over), `auto` (black, a grey, white or the photo's mean colour, whichever brings the tiles nearest the photo) or a colour as `rrggbb` or `#rrggbb`. Opaque tiles look the same under all. Not with adaptive (422 adaptive_background). Empty: library.",
+        description: "What the transparent parts of tiles (emoji, cut-outs) lie over: `library` (the colour the library was imported over), `auto` (black, a grey, white or the photo's mean colour, whichever brings the tiles nearest the photo) or a colour as `rrggbb` or `#rrggbb`. Opaque tiles look the same under all. Not with adaptive (422 adaptive_background). Absent or empty: auto, or library with adaptive.",
         unit: "",
         placeholder: "",
         place: Place::More,
@@ -873,6 +873,11 @@ impl JobSpec {
             let tile = print.default_tile();
             spec.tile_size = tile.width;
             spec.tile_height = tile_height_field(tile);
+        }
+        // Transparent tiles lie over the background chosen to suit the photo unless another
+        // is asked for; adaptive sizes take the library's own.
+        if field("background").is_none_or(str::is_empty) && spec.options.adaptive.is_none() {
+            spec.options.background = Some(TileBackground::Auto);
         }
         Ok(spec)
     }

@@ -801,9 +801,10 @@ impl JobSpec {
             return Err(SpecError::unusable(
                 ErrorCode::LibraryTooSmall,
                 format!(
-                    "the library {name:?} has {tiles} tiles, but a repetition radius of {radius} \
-                     on a {cols} x {rows} grid needs at least {needed} different tiles: lower the \
-                     repetition radius, use fewer cells or choose a larger library"
+                    "the library {name:?} has {tiles} pictures, but keeping each picture {radius} \
+                     cells away from itself on a {cols} x {rows} grid takes at least {needed} \
+                     different pictures: let pictures repeat closer together, use fewer cells or \
+                     choose a larger library"
                 ),
             ));
         }
@@ -817,8 +818,9 @@ impl JobSpec {
                 ErrorCode::TooFewUses,
                 format!(
                     "{cells} cells ({cols} x {rows}) with each of the library {name:?}'s {tiles} \
-                     tiles used at most {cap} times leaves {} cells empty: allow max_uses={uses}, \
-                     use at most {} cells, or choose a library of at least {tiles_needed} tiles",
+                     pictures used at most {cap} times leaves {} cells empty: let each picture be \
+                     used up to {uses} times, use at most {} cells, or choose a library of at \
+                     least {tiles_needed} pictures",
                     cells - u64::from(tiles) * u64::from(cap),
                     u64::from(tiles) * u64::from(cap)
                 ),
@@ -833,9 +835,9 @@ impl JobSpec {
             return Err(SpecError::unusable(
                 ErrorCode::TooFewCells,
                 format!(
-                    "the library {name:?}'s {tiles} tiles, each at least {floor} times, need \
+                    "the library {name:?}'s {tiles} pictures, each at least {floor} times, need \
                      {needed} cells; the grid has {cells} ({cols} x {rows}): ask for about \
-                     {across} cells across, a lower min_uses, or a smaller library"
+                     {across} cells across, fewer uses of each picture, or a smaller library"
                 ),
             ));
         }
@@ -1004,9 +1006,9 @@ mod tests {
         for number in [
             "20000 cells",
             "61",
-            "max_uses=328",
+            "up to 328 times",
             "610 cells",
-            "2000 tiles",
+            "2000 pictures",
         ] {
             assert!(text.contains(number), "{number}: {text}");
         }
