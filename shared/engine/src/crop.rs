@@ -2,7 +2,7 @@
 //! at the picture's centre or where its interest lies.
 //!
 //! The attention crop follows smartcrop's approach, reduced to what a tile needs. The picture
-//! is sampled on a coarse grid (about [`SAMPLES`] along its long side) and each sample scored
+//! is sampled on a coarse grid (about 96 samples along its long side) and each sample scored
 //! for detail (the change in lightness to its neighbours), skin tones and saturation, weighted
 //! by its opacity. The crop is the largest of the shape, so it slides along one axis only: the
 //! offset kept is the one whose window holds the most interest, with a slight pull to the
