@@ -1021,7 +1021,14 @@ pub fn field_schema(field: &Field) -> serde_json::Value {
     use serde_json::json;
     let mut schema = match field.kind {
         Kind::Whole { min, max, .. } => {
-            json!({"type": "integer", "format": "int32", "minimum": min, "maximum": max})
+            // Past int32's range (an option without an upper bound takes any u32), int64: a
+            // client holds int32 to 2^31 - 1, which would not say what the server takes.
+            let format = if i32::try_from(max).is_ok() {
+                "int32"
+            } else {
+                "int64"
+            };
+            json!({"type": "integer", "format": format, "minimum": min, "maximum": max})
         }
         Kind::Switch => json!({"type": "boolean", "default": false}),
         Kind::Text { pattern, .. } => json!({"type": "string", "pattern": pattern}),
