@@ -303,13 +303,14 @@ async fn run(base: String, browser: Client, work: PathBuf) {
         "{said}"
     );
     set_value(browser, "tile_size", "8").await;
-    // The output size is the server's, for the image's natural size.
+    // The output size is the server's, for the image's natural size, once the answer for the
+    // new tile size has come (the one for the size before may still show meanwhile).
     let size = wait_for(
         browser,
         "const t = document.getElementById('output-size').textContent; \
-         return t.includes(' px') ? t : null",
+         return t.startsWith('96 × 96 px') ? t : null",
         Duration::from_secs(10),
-        "the live output size",
+        "the live output size for 8 px tiles",
     )
     .await;
     assert!(
