@@ -61,9 +61,13 @@
   // A batch sent again after a network failure, a server fault or a library changed meanwhile:
   // at most this many times, waiting 1, 2, 4 s between.
   const TRIES = 4;
+  // The error code of an answer `post` resolved with ("" for none).
+  function codeOf(response) {
+    return response && response.body && response.body.error ? response.body.error.code : "";
+  }
   function worthRetrying(response) {
     if (!response) return true;
-    const code = response.body && response.body.error ? response.body.error.code : "";
+    const code = codeOf(response);
     return response.status >= 500 || response.status === 408 || response.status === 429 ||
       code === "library_changed";
   }
@@ -176,7 +180,7 @@
     const tooLarge = limit > 0 ? tracked.find(function (t) { return t.file.size > limit; }) : null;
     if (tooLarge) {
       return { refused: "The file " + tooLarge.file.name + " is " + size(tooLarge.file.size) +
-        ", over the upload limit of " + size(limit) + ".", field: "files" };
+        ", over the upload limit of " + size(limit) + "." };
     }
     const totals = { imported: 0, skipped: [], duplicates: [], ignored: 0, library: null };
     let before = 0;
@@ -193,7 +197,7 @@
       const url = created ? "/api/v1/libraries/" + encodeURIComponent(id) + "/tiles" : "/api/v1/libraries";
       const response = await postWithRetry(url, data, before, total);
       before += bytes;
-      const code = response && response.body && response.body.error ? response.body.error.code : "";
+      const code = codeOf(response);
       if (response && response.ok) {
         const r = response.body.report || {};
         created = true;
@@ -221,7 +225,7 @@
       }
     }
     if (!totals.library) return { refused: "None of the files could be made a tile: " +
-      totals.skipped.map(function (s) { return s.name + ": " + s.reason; }).join("; ") + ".", field: "files" };
+      totals.skipped.map(function (s) { return s.name + ": " + s.reason; }).join("; ") + "." };
     return { totals: totals };
   }
 
@@ -294,7 +298,7 @@
         return;
       }
       const body = response.body;
-      const code = body && body.error ? body.error.code : "";
+      const code = codeOf(response);
       if (code === "library_exists") {
         fail("A library of that name exists. Tick “Replace” to publish a new version of it, or choose another name.", nameField);
       } else if (code === "upload_too_large" || response.status === 413) {
@@ -322,6 +326,32 @@
     refreshCatalogue();
   });
 
+  // Sends DELETE to `url` (one's own library, or one of its photos); resolves with the answer,
+  // or null when the server cannot be reached.
+  async function askDelete(url) {
+    try {
+      return await fetch(url, {
+        method: "DELETE",
+        credentials: "same-origin",
+        headers: { "X-Requested-With": "tessera" },
+      });
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // What went wrong with `response` (null: the server unreached), in the server's words where
+  // it gave them, and its error code.
+  async function refusal(response) {
+    if (!response) return { message: "The server could not be reached.", code: "" };
+    try {
+      const error = (await response.json()).error;
+      return { message: error.message, code: error.code };
+    } catch (e) {
+      return { message: "The server answered " + response.status + ".", code: "" };
+    }
+  }
+
   // Deleting one's own library: from the catalogue, through the JSON API.
   document.addEventListener("click", async function (ev) {
     const button = ev.target.closest("#catalogue button[data-action=delete]");
@@ -332,30 +362,15 @@
     if (!window.confirm("Delete the library " + id + " and all its versions? This cannot be undone.")) return;
     button.disabled = true;
     status.hidden = true;
-    let response = null;
-    try {
-      response = await fetch("/api/v1/libraries/" + encodeURIComponent(id), {
-        method: "DELETE",
-        credentials: "same-origin",
-        headers: { "X-Requested-With": "tessera" },
-      });
-    } catch (e) {
-      response = null;
-    }
+    const response = await askDelete("/api/v1/libraries/" + encodeURIComponent(id));
     if (response && (response.ok || response.status === 404)) {
       refreshCatalogue();
       return;
     }
-    let message = response ? "The server answered " + response.status + "." : "The server could not be reached.";
-    try {
-      const body = await response.json();
-      message = body.error.code === "library_in_use"
-        ? "A mosaic is being made from this library: delete it once that mosaic is done."
-        : body.error.message;
-    } catch (e) {
-      // Keep the message above.
-    }
-    status.textContent = message;
+    const why = await refusal(response);
+    status.textContent = why.code === "library_in_use"
+      ? "A mosaic is being made from this library: delete it once that mosaic is done."
+      : why.message;
     status.hidden = false;
     button.disabled = false;
   });
@@ -433,16 +448,7 @@
     button.disabled = true;
     const id = button.dataset.library;
     const query = "?name=" + encodeURIComponent(button.dataset.tile);
-    let response = null;
-    try {
-      response = await fetch("/api/v1/libraries/" + encodeURIComponent(id) + "/tiles" + query, {
-        method: "DELETE",
-        credentials: "same-origin",
-        headers: { "X-Requested-With": "tessera" },
-      });
-    } catch (e) {
-      response = null;
-    }
+    const response = await askDelete("/api/v1/libraries/" + encodeURIComponent(id) + "/tiles" + query);
     const status = document.getElementById("catalogue-status");
     if (response && response.ok) {
       status.hidden = true;
@@ -450,12 +456,7 @@
       showPhotos(id);
       return;
     }
-    let message = response ? "The server answered " + response.status + "." : "The server could not be reached.";
-    try {
-      message = (await response.json()).error.message;
-    } catch (e) {
-      // Keep the message above.
-    }
+    const message = (await refusal(response)).message;
     status.textContent = message.charAt(0).toUpperCase() + message.slice(1);
     status.hidden = false;
     button.disabled = false;

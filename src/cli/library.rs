@@ -255,17 +255,8 @@ pub async fn add(
     args: LibraryAddArgs,
     platform: &tessera_shared::platform::Platform,
 ) -> anyhow::Result<()> {
-    // One image is added from a folder of its own, which an import reads.
-    let single = tempfile::tempdir()?;
-    let src = if args.src.is_file() && !Library::is_index_file(&args.src) && !is_zip(&args.src) {
-        let name = args.src.file_name().unwrap_or_default();
-        std::fs::copy(&args.src, single.path().join(name))?;
-        single.path().to_path_buf()
-    } else {
-        args.src.clone()
-    };
     let edit = tessera_shared::library_import::LibraryEdit {
-        add: Some(src),
+        add: Some(args.src),
         remove: Vec::new(),
     };
     edit_library(platform, &args.id, edit).await
@@ -280,16 +271,6 @@ pub async fn remove(
         remove: args.names,
     };
     edit_library(platform, &args.id, edit).await
-}
-
-fn is_zip(path: &std::path::Path) -> bool {
-    std::fs::File::open(path)
-        .and_then(|mut f| {
-            let mut magic = [0u8; 4];
-            std::io::Read::read_exact(&mut f, &mut magic)?;
-            Ok(magic == *b"PK\x03\x04")
-        })
-        .unwrap_or(false)
 }
 
 /// Publishes `edit` of library `id` as the operator and says what it did.

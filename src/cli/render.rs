@@ -97,17 +97,11 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
     describe(&spec, &job_size);
 
     let library = load_library(&args, &spec)?;
-    for adapted in
-        spec.adapt_to_library(&job_size, library.len() as u32, |name| args.job.gave(name))
-    {
+    let name = args.library.display().to_string();
+    let fitted = (name.as_str(), library.len() as u32, library.shape());
+    for adapted in spec.fit_library(&job_size, fitted, |name| args.job.gave(name))? {
         eprintln!("{adapted}");
     }
-    spec.check_library(
-        &job_size,
-        &args.library.display().to_string(),
-        library.len() as u32,
-        library.shape(),
-    )?;
     let background = spec.options.tile_background().resolve(&target, &library);
     if let Some(bg) = background {
         eprintln!("transparent tiles over #{}", hex_colour(bg));

@@ -14,7 +14,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
 use crate::keys::{KEY, spawn_keyed_app};
-use crate::support::{fixture, spawn_app};
+use crate::support::{astronaut, fixture, spawn_app};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -1044,4 +1044,63 @@ async fn a_print_is_sized_and_warned_of_on_the_form_in_chromium() {
         assert!(page.contains("0.28 cm wide at 72 dpi"), "{page}");
     })
     .await;
+}
+
+/// "Make the mosaic" once a photo is chosen: inside the first screen of a laptop (the form in
+/// two columns), within two screens of a phone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn make_the_mosaic_is_in_reach_on_a_laptop_and_a_phone_in_chromium() {
+    let app = spawn_app().await;
+    let work = tempfile::tempdir().unwrap();
+    let photo = work.path().join("photo.png");
+    std::fs::write(&photo, astronaut()).unwrap();
+    for phone in [false, true] {
+        let profile = work.path().join(format!("profile-{phone}"));
+        std::fs::create_dir(&profile).unwrap();
+        let (base, photo) = (app.address.clone(), photo.clone());
+        let steps = move |browser: fantoccini::Client| async move {
+            let browser = &browser;
+            if !phone {
+                browser.set_window_size(1366, 768).await.unwrap();
+            }
+            browser.goto(&format!("{base}/")).await.unwrap();
+            let input = browser.find(Locator::Id("image")).await.unwrap();
+            input.send_keys(&photo.display().to_string()).await.unwrap();
+            wait_for(
+                browser,
+                "const i = document.getElementById('sketch-img'); \
+                 return !document.getElementById('sketch').hidden && i.complete && i.naturalWidth > 0",
+                Duration::from_secs(30),
+                "the preview",
+            )
+            .await;
+            let reach = script(
+                browser,
+                "window.scrollTo(0, 0); const r = document.getElementById('go').getBoundingClientRect(); \
+                 return [r.bottom / innerHeight, document.documentElement.scrollWidth <= innerWidth]",
+            )
+            .await;
+            let name = if phone {
+                "home-phone.png"
+            } else {
+                "home-laptop.png"
+            };
+            screenshot(browser, name).await;
+            let screens = reach[0].as_f64().unwrap();
+            let most = if phone { 2.0 } else { 1.0 };
+            assert!(
+                screens <= most,
+                "phone {phone}: the button ends {screens} screens down"
+            );
+            assert_eq!(
+                reach[1], true,
+                "phone {phone}: the page is wider than the screen"
+            );
+        };
+        if phone {
+            in_chromium_phone(&profile, steps).await;
+        } else {
+            in_chromium(&profile, steps).await;
+        }
+    }
 }

@@ -11,18 +11,6 @@ use tessera_web::WebSettings;
 use crate::browser::{click, in_chromium_phone, screenshot, script, wait_for};
 use crate::support::*;
 
-/// A camera-sized JPEG: smooth colour, as a photo's sky and walls, `hue` apart from the others.
-fn camera_jpeg(width: u32, height: u32, hue: u8) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(width, height, |x, y| {
-        image::Rgb([hue, (x * 255 / width) as u8, (y * 255 / height) as u8 ^ hue])
-    });
-    let mut out = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85)
-        .encode(img.as_raw(), width, height, image::ExtendedColorType::Rgb8)
-        .unwrap();
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn camera_photos_become_a_library_in_batches_from_a_phone_in_chromium() {
     // A request may carry less than one photo as the camera made it.
@@ -38,7 +26,7 @@ async fn camera_photos_become_a_library_in_batches_from_a_phone_in_chromium() {
     let mut photos = Vec::new();
     for i in 0..9u32 {
         let path = work.path().join(format!("IMG_{i:04}.jpg"));
-        let bytes = camera_jpeg(4032, 3024, (i * 27) as u8);
+        let bytes = crate::photos::camera_jpeg(4032, 3024, (i * 27) as u8);
         assert!(bytes.len() as u64 > limit, "{} bytes", bytes.len());
         std::fs::write(&path, bytes).unwrap();
         photos.push(path.display().to_string());
@@ -162,63 +150,4 @@ async fn camera_photos_become_a_library_in_batches_from_a_phone_in_chromium() {
         screenshot(browser, "library-phone-photos.png").await;
     })
     .await;
-}
-
-/// "Make the mosaic" once a photo is chosen: inside the first screen of a laptop (the form in
-/// two columns), within two screens of a phone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn make_the_mosaic_is_in_reach_on_a_laptop_and_a_phone_in_chromium() {
-    let app = spawn_app().await;
-    let work = tempfile::tempdir().unwrap();
-    let photo = work.path().join("photo.png");
-    std::fs::write(&photo, astronaut()).unwrap();
-    for phone in [false, true] {
-        let profile = work.path().join(format!("profile-{phone}"));
-        std::fs::create_dir(&profile).unwrap();
-        let (base, photo) = (app.address.clone(), photo.clone());
-        let steps = move |browser: fantoccini::Client| async move {
-            let browser = &browser;
-            if !phone {
-                browser.set_window_size(1366, 768).await.unwrap();
-            }
-            browser.goto(&format!("{base}/")).await.unwrap();
-            let input = browser.find(Locator::Id("image")).await.unwrap();
-            input.send_keys(&photo.display().to_string()).await.unwrap();
-            wait_for(
-                browser,
-                "const i = document.getElementById('sketch-img'); \
-                 return !document.getElementById('sketch').hidden && i.complete && i.naturalWidth > 0",
-                Duration::from_secs(30),
-                "the preview",
-            )
-            .await;
-            let reach = script(
-                browser,
-                "window.scrollTo(0, 0); const r = document.getElementById('go').getBoundingClientRect(); \
-                 return [r.bottom / innerHeight, document.documentElement.scrollWidth <= innerWidth]",
-            )
-            .await;
-            let name = if phone {
-                "home-phone.png"
-            } else {
-                "home-laptop.png"
-            };
-            screenshot(browser, name).await;
-            let screens = reach[0].as_f64().unwrap();
-            let most = if phone { 2.0 } else { 1.0 };
-            assert!(
-                screens <= most,
-                "phone {phone}: the button ends {screens} screens down"
-            );
-            assert_eq!(
-                reach[1], true,
-                "phone {phone}: the page is wider than the screen"
-            );
-        };
-        if phone {
-            in_chromium_phone(&profile, steps).await;
-        } else {
-            crate::browser::in_chromium(&profile, steps).await;
-        }
-    }
 }

@@ -359,34 +359,14 @@ async fn every_documented_operation_answers_as_documented() {
     app.wait_until_finished(&doomed).await;
     // A job of the same client that stays queued, to be cancelled.
     let held = app.queued_job(owner.parse().unwrap()).await;
-    // A library of the same client, to be deleted.
-    let mut form = Form::new().text("name", "Doomed tiles");
-    for (name, bytes) in crate::support::tiles(8) {
-        form = form.part("files", Part::bytes(bytes).file_name(name));
+    // Libraries of the same client: one to be deleted, one whose tiles are added and taken out.
+    for name in ["Doomed tiles", "Growing tiles"] {
+        let mut form = Form::new().text("name", name);
+        for (name, bytes) in crate::support::tiles(8) {
+            form = form.part("files", Part::bytes(bytes).file_name(name));
+        }
+        assert_eq!(app.post_library_as(form, &owner).await.status(), 201);
     }
-    let res = app
-        .client
-        .post(app.url("/api/v1/libraries"))
-        .header("X-Client-Id", &owner)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201);
-    // And one whose tiles are added and taken out.
-    let mut form = Form::new().text("name", "Growing tiles");
-    for (name, bytes) in crate::support::tiles(8) {
-        form = form.part("files", Part::bytes(bytes).file_name(name));
-    }
-    let res = app
-        .client
-        .post(app.url("/api/v1/libraries"))
-        .header("X-Client-Id", &owner)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201);
     let as_owner = [(
         reqwest::header::HeaderName::from_static("x-client-id"),
         owner,

@@ -445,7 +445,7 @@ async fn colour_managed_mosaics_on_azurite() {
 }
 
 /// A JPEG of `width` x `height` as a camera makes one (a colour wash of its own), for a library.
-fn camera_jpeg(width: u32, height: u32, hue: u8) -> Vec<u8> {
+pub(crate) fn camera_jpeg(width: u32, height: u32, hue: u8) -> Vec<u8> {
     let img = image::RgbImage::from_fn(width, height, |x, y| {
         image::Rgb([hue, (x * 255 / width) as u8, (y * 255 / height) as u8 ^ hue])
     });

@@ -102,13 +102,13 @@ impl ApiError {
         })
     }
 
-    /// The same error, asking the client to wait `after` before trying again.
-    /// The error is about the request's field `field`.
+    /// The same error, about the request's field `field`.
     pub fn with_field(mut self, field: &'static str) -> Self {
         self.about = Some(field);
         self
     }
 
+    /// The same error, asking the client to wait `after` before trying again.
     pub fn retry_after(mut self, after: std::time::Duration) -> Self {
         self.retry_after = Some(after.as_secs().max(1));
         self

@@ -45,6 +45,31 @@ pub enum ImportError {
     CalledOff,
 }
 
+impl ImportError {
+    /// The engine's failure to read the images at `src` (asked to stop: called off).
+    fn reading(src: &Path, source: tessera_engine::Error) -> ImportError {
+        match source {
+            tessera_engine::Error::Stopped => ImportError::CalledOff,
+            source => ImportError::Source {
+                src: src.display().to_string(),
+                source,
+            },
+        }
+    }
+
+    /// The images at `src` gave no tile: every file and why, in a line.
+    fn no_images(src: &Path, report: &ImportReport) -> ImportError {
+        ImportError::NoImages {
+            src: src.display().to_string(),
+            why: if report.skipped.is_empty() {
+                "there are no files".into()
+            } else {
+                tessera_engine::summarise_skipped(&report.skipped)
+            },
+        }
+    }
+}
+
 /// Imports the images at `src` (a folder, searched recursively, or a .zip) and publishes them as
 /// the next version of the library named `name` (its id made from the name), each image prepared
 /// as `options` say (cropped to their shape, transparent parts laid over their background),
@@ -81,25 +106,12 @@ pub async fn import_library_while(
     })
     .await
     .map_err(|e| ImportError::Stopped(e.to_string()))?
-    .map_err(|source| match source {
-        tessera_engine::Error::Stopped => ImportError::CalledOff,
-        source => ImportError::Source {
-            src: src.display().to_string(),
-            source,
-        },
-    })?;
+    .map_err(|source| ImportError::reading(src, source))?;
     if !keep_going() {
         return Err(ImportError::CalledOff);
     }
     if tiles == 0 {
-        return Err(ImportError::NoImages {
-            src: src.display().to_string(),
-            why: if report.skipped.is_empty() {
-                "there are no files".into()
-            } else {
-                tessera_engine::summarise_skipped(&report.skipped)
-            },
-        });
+        return Err(ImportError::no_images(src, &report));
     }
     let skipped = report
         .skipped
@@ -169,16 +181,22 @@ const EDIT_ATTEMPTS: usize = 5;
 /// Publishes library `id` with `edit` applied as its next version, for `by` (its owner or the
 /// operator): the added images are prepared as the library's tiles were, the other tiles are
 /// kept as they are, and jobs that named an earlier version keep rendering it. `keep_going` is
-/// asked as files are decoded and before publishing, as in [`import_library_while`].
+/// asked as files are decoded and before publishing, as in [`import_library_while`]. An edit
+/// made again from a newer version decodes the added images again only if that version
+/// prepares its tiles otherwise.
 pub async fn edit_library_while(
     platform: &Platform,
     id: &str,
-    edit: LibraryEdit,
+    mut edit: LibraryEdit,
     by: &crate::libraries::Owner,
     keep_going: impl Fn() -> bool + Send + Sync + 'static,
 ) -> Result<(LibraryRecord, EditReport), ImportError> {
+    edit.remove.sort();
+    edit.remove.dedup();
     let catalog = platform.libraries();
     let keep_going = std::sync::Arc::new(keep_going);
+    let edit = std::sync::Arc::new(edit);
+    let mut prepared: Option<std::sync::Arc<Added>> = None;
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -188,10 +206,10 @@ pub async fn edit_library_while(
         }
         let index = catalog.index(&current.reference()).await?;
         let asked = keep_going.clone();
-        let job = edit.clone();
+        let (job, before) = (edit.clone(), prepared.take());
         let crop = current.crop_rule();
-        let (library, report) = tokio::task::spawn_blocking(move || {
-            apply_edit(index.to_vec(), &job, crop, &|_, _| asked())
+        let (library, added, report) = tokio::task::spawn_blocking(move || {
+            apply_edit(index.to_vec(), &job, (crop, before), &|_, _| asked())
         })
         .await
         .map_err(|e| ImportError::Stopped(e.to_string()))??;
@@ -200,7 +218,7 @@ pub async fn edit_library_while(
         }
         let summary = IndexSummary {
             shape: library.shape(),
-            crop: current.crop_rule(),
+            crop,
             tiles: library.len() as u32,
             duplicates: current.duplicates + report.duplicates.len() as u32,
             skipped: skipped_after(&current.skipped, &library, &report),
@@ -228,20 +246,27 @@ pub async fn edit_library_while(
                 );
                 return Ok((record, report));
             }
-            Err(LibraryError::Changed(_)) if attempt < EDIT_ATTEMPTS => continue,
+            Err(LibraryError::Changed(_)) if attempt < EDIT_ATTEMPTS => prepared = added,
             Err(e) => return Err(e.into()),
         }
     }
 }
 
-/// The edited library made from the index of the version edited, decoding the added images
-/// (cropped by the library's rule).
+/// The added images of an edit, prepared as tiles, with what their import reported.
+struct Added {
+    library: Library,
+    report: tessera_engine::ImportReport,
+}
+
+/// The edited library made from the index of the version edited, and the added images as
+/// tiles: `before` when they were prepared as this version's tiles are, else decoded again
+/// (cropped by the library's rule `crop`).
 fn apply_edit(
     index: Vec<u8>,
     edit: &LibraryEdit,
-    crop: tessera_engine::CropRule,
+    (crop, before): (tessera_engine::CropRule, Option<std::sync::Arc<Added>>),
     progress: &(dyn Fn(usize, usize) -> bool + Sync),
-) -> Result<(Library, EditReport), ImportError> {
+) -> Result<(Library, Option<std::sync::Arc<Added>>, EditReport), ImportError> {
     let base = Library::from_vec(index).map_err(|e| ImportError::Stopped(e.to_string()))?;
     let missing: Vec<&str> = edit
         .remove
@@ -252,48 +277,53 @@ fn apply_edit(
     if !missing.is_empty() {
         return Err(ImportError::UnknownTiles(missing.join(", ")));
     }
-    let mut report = EditReport::default();
-    let added = match &edit.add {
-        None => None,
-        Some(path) => {
-            let options = tessera_engine::ImportOptions {
-                crop,
-                ..base.import_options()
-            };
-            let (added, imported) = Library::import_with_progress(path, &options, progress)
-                .map_err(|source| match source {
-                    tessera_engine::Error::Stopped => ImportError::CalledOff,
-                    source => ImportError::Source {
-                        src: path.display().to_string(),
-                        source,
-                    },
-                })?;
-            if added.is_empty() {
-                return Err(ImportError::NoImages {
-                    src: path.display().to_string(),
-                    why: if imported.skipped.is_empty() {
-                        "there are no files".into()
-                    } else {
-                        tessera_engine::summarise_skipped(&imported.skipped)
-                    },
-                });
-            }
-            report.skipped = imported.skipped;
-            report.duplicates = imported.duplicates;
-            report.ignored = imported.ignored;
-            Some(added)
+    let added = match (&edit.add, before) {
+        (None, _) => None,
+        (Some(_), Some(before)) if before.library.import_options() == base.import_options() => {
+            Some(before)
         }
+        (Some(path), _) => Some(std::sync::Arc::new(prepare_added(
+            path, &base, crop, progress,
+        )?)),
     };
     let (library, copies) = base
-        .edited(added.as_ref(), &edit.remove)
+        .edited(added.as_ref().map(|a| &a.library), &edit.remove)
         .map_err(|e| ImportError::Stopped(e.to_string()))?;
     if library.is_empty() {
         return Err(ImportError::WouldBeEmpty);
     }
-    report.added = added.as_ref().map_or(0, Library::len) - copies.len();
-    report.removed = edit.remove.len();
+    let mut report = EditReport {
+        added: added.as_ref().map_or(0, |a| a.library.len()) - copies.len(),
+        removed: edit.remove.len(),
+        ..EditReport::default()
+    };
+    if let Some(added) = &added {
+        report.skipped = added.report.skipped.clone();
+        report.duplicates = added.report.duplicates.clone();
+        report.ignored = added.report.ignored;
+    }
     report.duplicates.extend(copies);
-    Ok((library, report))
+    Ok((library, added, report))
+}
+
+/// Decodes the images at `path` as tiles of `base` (its shape, size and background), cropped
+/// by `crop`: refused when none is usable.
+fn prepare_added(
+    path: &Path,
+    base: &Library,
+    crop: tessera_engine::CropRule,
+    progress: &(dyn Fn(usize, usize) -> bool + Sync),
+) -> Result<Added, ImportError> {
+    let options = tessera_engine::ImportOptions {
+        crop,
+        ..base.import_options()
+    };
+    let (library, report) = Library::import_with_progress(path, &options, progress)
+        .map_err(|source| ImportError::reading(path, source))?;
+    if library.is_empty() {
+        return Err(ImportError::no_images(path, &report));
+    }
+    Ok(Added { library, report })
 }
 
 /// The files a library's record names as skipped after an edit: those skipped before that are

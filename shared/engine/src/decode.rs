@@ -832,15 +832,11 @@ mod tests {
 
     #[test]
     fn camera_sized_jpegs_are_tiles_decoded_reduced_and_upright() {
+        const CENTRE_SQUARE: (TileShape, crate::crop::CropRule) =
+            (TileShape::SQUARE, crate::crop::CropRule::Centre);
         // 24 megapixels, over the side a tile is decoded whole at: read at 1/8.
         let wide = halves_jpeg(6000, 4000, 1);
-        let cropped = decode_crop(
-            &wide,
-            [255; 3],
-            (TileShape::SQUARE, crate::crop::CropRule::Centre),
-            64,
-        )
-        .unwrap();
+        let cropped = decode_crop(&wide, [255; 3], CENTRE_SQUARE, 64).unwrap();
         assert_eq!((cropped.width, cropped.height), (500, 500));
         let at = |c: &Cropped, x: usize, y: usize| {
             let i = (y * c.width + x) * 3;
@@ -852,38 +848,18 @@ mod tests {
         assert!(right[2] > 180 && right[0] < 80, "right {right:?}");
         // Turned by its EXIF (a phone held upright: 90 degrees clockwise): the red half on top.
         let turned = halves_jpeg(6000, 4000, 6);
-        let cropped = decode_crop(
-            &turned,
-            [255; 3],
-            (TileShape::SQUARE, crate::crop::CropRule::Centre),
-            64,
-        )
-        .unwrap();
+        let cropped = decode_crop(&turned, [255; 3], CENTRE_SQUARE, 64).unwrap();
         let top = at(&cropped, 250, 10);
         let bottom = at(&cropped, 250, 490);
         assert!(top[0] > 180 && top[2] < 80, "top {top:?}");
         assert!(bottom[2] > 180 && bottom[0] < 80, "bottom {bottom:?}");
         // A small JPEG is decoded whole, as before.
         let small = halves_jpeg(200, 100, 1);
-        let cropped = decode_crop(
-            &small,
-            [255; 3],
-            (TileShape::SQUARE, crate::crop::CropRule::Centre),
-            64,
-        )
-        .unwrap();
+        let cropped = decode_crop(&small, [255; 3], CENTRE_SQUARE, 64).unwrap();
         assert_eq!((cropped.width, cropped.height), (100, 100));
         // A cut-off one is refused, reduced or not.
         let cut = &wide[..wide.len() / 2];
-        assert!(
-            decode_crop(
-                cut,
-                [255; 3],
-                (TileShape::SQUARE, crate::crop::CropRule::Centre),
-                64
-            )
-            .is_err()
-        );
+        assert!(decode_crop(cut, [255; 3], CENTRE_SQUARE, 64).is_err());
     }
 
     /// What `decode_target` gave before it took PNGs row by row and opaque images straight to

@@ -183,7 +183,7 @@ struct Prepared {
 }
 
 impl Library {
-    /// Imports a folder (recursively) or a `.zip` of images.
+    /// Imports a folder (recursively), a `.zip` of images or one image.
     pub fn import(path: &Path, opts: &ImportOptions) -> Result<(Library, ImportReport), Error> {
         Self::import_with_progress(path, opts, &|_, _| true)
     }
@@ -203,10 +203,15 @@ impl Library {
             progress,
         };
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-        if meta.is_dir() {
-            import_folder(path, opts, &steps)
-        } else {
-            import_zip(path, opts, &steps)
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string());
+        match name {
+            _ if meta.is_dir() => import_folder(path, opts, &steps),
+            // A file named as an image is one tile; any other file is read as an archive.
+            Some(name) if crate::decode::not_an_image(&name).is_none() => {
+                let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+                Self::from_files(vec![(name, bytes)], opts)
+            }
+            _ => import_zip(path, opts, &steps),
         }
     }
 
@@ -280,22 +285,23 @@ impl Library {
                 "a library laid over another background is not edited: edit the stored one".into(),
             ));
         }
-        let empty = Assembler::new(&self.import_options(), Vec::new(), 0)
-            .finish()
-            .0;
-        let added = added.unwrap_or(&empty);
-        if added.import_options() != self.import_options() {
-            // The crop rule is not kept in an index, so it is not compared.
+        // The crop rule is not kept in an index, so it is not compared.
+        if let Some(added) = added
+            && added.import_options() != self.import_options()
+        {
             return Err(Error::InvalidOption(format!(
                 "the added tiles were prepared otherwise than the library's ({:?} against {:?})",
                 added.import_options(),
                 self.import_options()
             )));
         }
+        let added_names = added
+            .iter()
+            .flat_map(|a| a.names.iter().map(String::as_str));
         let gone: std::collections::HashSet<&str> = removed
             .iter()
             .map(String::as_str)
-            .chain(added.names.iter().map(String::as_str))
+            .chain(added_names)
             .collect();
         let (rw, rh) = self.rendition_dims();
         let area = (rw * rh) as usize;
@@ -318,7 +324,10 @@ impl Library {
             .collect();
         let mut duplicates = Vec::new();
         let mut tiles = kept;
-        for t in 0..added.len() {
+        for (added, t) in added
+            .iter()
+            .flat_map(|a| (0..a.len()).map(move |t| (*a, t)))
+        {
             match seen.entry(identity(added, t)) {
                 std::collections::hash_map::Entry::Occupied(first) => {
                     duplicates.push((added.names[t].clone(), first.get().to_string()))

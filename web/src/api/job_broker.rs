@@ -260,9 +260,8 @@ async fn enqueue(
         .map_err(ApiError::internal)??;
 
     let size = spec.size(info.width, info.height, &settings.limits)?;
-    let adapted =
-        spec.adapt_to_library(&size, library.tiles, |name| form.fields.contains_key(name));
-    spec.check_library(&size, &library.id, library.tiles, library.tile_shape())?;
+    let fitted = (library.id.as_str(), library.tiles, library.tile_shape());
+    let adapted = spec.fit_library(&size, fitted, |name| form.fields.contains_key(name))?;
     spec.library = library.reference();
     let output = size.output;
 

@@ -6,21 +6,20 @@
 //! images decoded: the other tiles are kept as they are. Jobs keep the version they named.
 
 use actix_multipart::Multipart;
-use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use tessera_engine::ImportOptions;
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::libraries::{LibraryError, LibraryRecord, Owner, SkippedFile};
+use tessera_shared::libraries::{LibraryRecord, Owner, SkippedFile};
 use tessera_shared::library_import::{EditReport, LibraryEdit, edit_library_while};
 
 use crate::api::tile_libraries::{
-    Duplicate, receive, require_index_room, unpack, visible_library, within_budget,
+    Duplicate, changeable, receive, require_index_room, unpack, visible_library, within_budget,
 };
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
-use crate::guards::client::known_requester;
 use crate::guards::upload::require_multipart;
 
 /// One tile of a library.
@@ -149,12 +148,6 @@ pub async fn edit(
 ) -> ApiResult<HttpResponse> {
     require_multipart(&req, "tiles")?;
     let (record, who) = changeable(&state, &req, &path).await?;
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-        .unwrap_or(0);
-    state.require_room(declared.max(1), "the library").await?;
     let (upload, fields, slot) = receive(&req, &mut payload, &state).await?;
     if let Some(other) = fields.library_fields() {
         return Err(ApiError::bad_request(
@@ -165,9 +158,7 @@ pub async fn edit(
             ),
         ));
     }
-    let mut remove = fields.remove.clone();
-    remove.sort();
-    remove.dedup();
+    let remove = fields.remove.clone();
     if upload.count == 0 && remove.is_empty() {
         return Err(ApiError::bad_request(
             ErrorCode::MissingParameter,
@@ -177,19 +168,18 @@ pub async fn edit(
     let add = if upload.count > 0 {
         let images = unpack(&state, &upload).await?;
         let all = state.platform.libraries().list().await?;
-        let library = state.library(&record.reference()).await?;
-        require_index_room(&state, &all, &library.import_options(), images).await?;
+        // The added tiles' renditions, of the library's shape, estimated from its record.
+        let options = ImportOptions {
+            shape: record.tile_shape(),
+            ..ImportOptions::default()
+        };
+        require_index_room(&state, &all, &options, images).await?;
         Some(upload.files.clone())
     } else {
         None
     };
     drop(slot);
-    let edit = LibraryEdit { add, remove };
-    let (record, report) = apply(&req, &state, &record.id, edit, &who).await?;
-    Ok(HttpResponse::Ok().json(Edited {
-        library: record,
-        report: summary(report),
-    }))
+    apply(&req, &state, &record.id, LibraryEdit { add, remove }, &who).await
 }
 
 /// Take one tile out of a library, in a new version.
@@ -221,41 +211,26 @@ pub async fn remove(
         add: None,
         remove: vec![query.into_inner().name],
     };
-    let (record, report) = apply(&req, &state, &record.id, edit, &who).await?;
-    Ok(HttpResponse::Ok().json(Edited {
-        library: record,
-        report: summary(report),
-    }))
+    apply(&req, &state, &record.id, edit, &who).await
 }
 
-/// Library `id` and its requester, if the requester may change it.
-async fn changeable(
-    state: &AppState,
-    req: &HttpRequest,
-    id: &str,
-) -> ApiResult<(LibraryRecord, Owner)> {
-    let record = visible_library(state, req, id).await?;
-    match known_requester(req) {
-        Some(who) if record.may_change(&who) => Ok((record, who)),
-        _ => Err(LibraryError::NotOwner(record.id).into()),
-    }
-}
-
-/// Publishes `edit` of library `id` within an import's budget, and forgets the versions the web
-/// role holds decoded.
+/// Publishes `edit` of library `id` within an import's budget, and answers the new version
+/// with what changed.
 async fn apply(
     req: &HttpRequest,
     state: &AppState,
     id: &str,
     edit: LibraryEdit,
     who: &Owner,
-) -> ApiResult<(LibraryRecord, EditReport)> {
-    let edited = within_budget(req, state, id, |keep_going| {
+) -> ApiResult<HttpResponse> {
+    let (library, report) = within_budget(req, state, id, |keep_going| {
         edit_library_while(&state.platform, id, edit, who, move || keep_going.holds())
     })
     .await?;
-    tracing::info!(library = %edited.0.id, version = edited.0.version, "library tiles edited");
-    Ok(edited)
+    Ok(HttpResponse::Ok().json(Edited {
+        library,
+        report: summary(report),
+    }))
 }
 
 fn summary(report: EditReport) -> EditSummary {

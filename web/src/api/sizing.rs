@@ -131,8 +131,9 @@ pub async fn create(
         spec = spec_of(&fields, &state)?;
     }
     let size = spec.size(width, height, limits)?;
-    let adapted = spec.adapt_to_library(&size, library.tiles, |name| fields.contains_key(name));
-    spec.check_library(&size, &library.id, library.tiles, shape)?;
+    let adapted = spec.fit_library(&size, (&library.id, library.tiles, shape), |name| {
+        fields.contains_key(name)
+    })?;
     let output = size.output;
     let print = spec.print.map(|print| PrintedSize {
         width_cm: tessera_shared::print::cm(output.width, print.dpi),
@@ -213,10 +214,7 @@ fn name_the_grid(
     let size = named_size(named).ok_or_else(|| size_refused(named))?;
     let (tile, across) = size
         .grid(width, height, shape, max_cells)
-        .map_err(|e| ApiError {
-            about: Some("size"),
-            ..ApiError::unprocessable(ErrorCode::InvalidParameter, e)
-        })?;
+        .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidParameter, e).with_field("size"))?;
     for grid in ["print", "per_pixel"] {
         fields.remove(grid);
     }
@@ -273,13 +271,11 @@ fn size_name(value: &str) -> ApiResult<String> {
 }
 
 fn size_refused(value: &str) -> ApiError {
-    ApiError {
-        about: Some("size"),
-        ..ApiError::bad_request(
-            ErrorCode::InvalidParameter,
-            format!("size {value:?}: one of {}", size_names().join(", ")),
-        )
-    }
+    ApiError::bad_request(
+        ErrorCode::InvalidParameter,
+        format!("size {value:?}: one of {}", size_names().join(", ")),
+    )
+    .with_field("size")
 }
 
 /// A photo side: a whole number of pixels, 1 to [`MAX_PHOTO_SIDE`].

@@ -93,6 +93,20 @@ pub(crate) async fn visible_library(
     }
 }
 
+/// Library `id` and its requester, if the requester may change it (its owner or the
+/// operator): another's library it sees is 403, one it does not see is not found.
+pub(crate) async fn changeable(
+    state: &AppState,
+    req: &HttpRequest,
+    id: &str,
+) -> ApiResult<(LibraryRecord, Owner)> {
+    let record = visible_library(state, req, id).await?;
+    match known_requester(req) {
+        Some(who) if record.may_change(&who) => Ok((record, who)),
+        _ => Err(LibraryError::NotOwner(record.id).into()),
+    }
+}
+
 /// One tile library.
 #[utoipa::path(
     get,
@@ -138,11 +152,7 @@ pub async fn delete(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let record = visible_library(&state, &req, &path).await?;
-    let who = known_requester(&req);
-    if !who.as_ref().is_some_and(|who| record.may_change(who)) {
-        return Err(LibraryError::NotOwner(record.id).into());
-    }
+    let (record, _) = changeable(&state, &req, &path).await?;
     let deleted = state.platform.libraries().delete(&record.id).await?;
     state.loaded_libraries.drop_library(&record.id);
     tracing::info!(library = %record.id, blobs = deleted, "library deleted");
@@ -311,13 +321,6 @@ pub async fn create(
     require_multipart(&req, "a library")?;
     let settings = &state.settings;
     let (owner, minted) = requester(&req)?;
-    // Storage that is full takes no library, however small: refused before the body is read.
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-        .unwrap_or(0);
-    state.require_room(declared.max(1), "the library").await?;
     let (upload, fields, slot) = receive(&req, &mut payload, &state).await?;
     let asked = Asked::from_fields(fields)?;
     if upload.count == 0 {
@@ -381,6 +384,13 @@ pub(crate) async fn receive(
     payload: &mut Multipart,
     state: &AppState,
 ) -> ApiResult<(Upload, Fields, crate::guards::upload::UploadSlot)> {
+    // Storage that is full takes no library, however small: refused before the body is read.
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    state.require_room(declared.max(1), "the library").await?;
     let slot = state.uploads.take(crate::guards::client::client_address(
         req,
         state.guard.trusted_proxies(),

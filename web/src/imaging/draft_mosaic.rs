@@ -53,14 +53,9 @@ pub fn sketch(
     // The job's own grid, as the job would be sized.
     let size = spec.size(width, height, limits).map_err(ApiError::from)?;
     let mut spec = spec.clone();
-    spec.adapt_to_library(&size, library.len() as u32, given);
-    spec.check_library(
-        &size,
-        &spec.library.id,
-        library.len() as u32,
-        library.shape(),
-    )
-    .map_err(ApiError::from)?;
+    let name = spec.library.id.clone();
+    spec.fit_library(&size, (&name, library.len() as u32, library.shape()), given)
+        .map_err(ApiError::from)?;
     let cols = size.sizing.cols.min(MAX_PREVIEW_COLS);
     // Tiles of the library's shape, a few pixels a side, the short side at least 4.
     let shape = library.shape();

@@ -734,12 +734,28 @@ impl JobSpec {
         })
     }
 
+    /// Fits this job of `size` to the library it names (`tiles` tiles of `shape`, called
+    /// `name`), as every door does before a job is accepted or previewed: the options the
+    /// submission left at their defaults (`given` says which it gave) are adapted to the
+    /// library ([`JobSpec::adapt_to_library`]), then what still cannot work is refused
+    /// ([`JobSpec::check_library`]). Returns what was adapted, in people's words.
+    pub fn fit_library(
+        &mut self,
+        size: &JobSize,
+        (name, tiles, shape): (&str, u32, TileShape),
+        given: impl Fn(&str) -> bool,
+    ) -> Result<Vec<String>, SpecError> {
+        let adapted = self.adapt_to_library(size, tiles, given);
+        self.check_library(size, name, tiles, shape)?;
+        Ok(adapted)
+    }
+
     /// Adapts the options a submission left at their defaults (`given` says which it gave) so
     /// that the library's `tiles` can make this mosaic, and says in people's words what changed
     /// and why. Today that is the repetition radius: a library too small for the default is
     /// used with the widest radius it allows. An option the person set is never changed:
     /// [`JobSpec::check_library`] then refuses it with its reason.
-    pub fn adapt_to_library(
+    fn adapt_to_library(
         &mut self,
         size: &JobSize,
         tiles: u32,
