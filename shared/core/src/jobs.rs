@@ -142,7 +142,7 @@ pub struct JobRecord {
     pub state: JobState,
     pub params: JobParams,
     /// What the service changed of the options the submission left at their defaults, so that
-    /// its library could make the mosaic, in people's words ([`JobSpec::adapt_to_library`]).
+    /// its library could make the mosaic, in people's words (see [`JobSpec::fit_library`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adapted: Vec<String>,
     #[serde(with = "time::serde::rfc3339")]

@@ -737,7 +737,7 @@ impl JobSpec {
     /// Fits this job of `size` to the library it names (`tiles` tiles of `shape`, called
     /// `name`), as every door does before a job is accepted or previewed: the options the
     /// submission left at their defaults (`given` says which it gave) are adapted to the
-    /// library ([`JobSpec::adapt_to_library`]), then what still cannot work is refused
+    /// library (`adapt_to_library`), then what still cannot work is refused
     /// ([`JobSpec::check_library`]). Returns what was adapted, in people's words.
     pub fn fit_library(
         &mut self,
