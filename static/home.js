@@ -57,6 +57,20 @@
     return Math.round(mp).toLocaleString("en");
   }
 
+  // Puts a message right under the field at fault where that field shows (under a box to type
+  // in, or under the whole of a choice); otherwise back under the output size, where it began.
+  const warningHome = document.getElementById("output-warning").previousElementSibling;
+  function besideField(message, fields) {
+    const field = fields && fields[0];
+    if (!field || !field.getClientRects().length) {
+      warningHome.after(message);
+    } else if (field.matches("input[type=text], input[type=number], select")) {
+      field.after(message);
+    } else {
+      field.closest(".field, .drop, fieldset, label").after(message);
+    }
+  }
+
   // Marks the fields at fault (none: clears every mark).
   function mark(fields) {
     form.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
@@ -198,8 +212,9 @@
       return;
     }
     if (sizing.problem) {
-      output.textContent = "not yet: see below";
+      output.textContent = "not yet: see the message";
       warning.textContent = sizing.problem.message;
+      besideField(warning, sizing.problem.fields);
       warning.hidden = false;
       mark(sizing.problem.fields);
       if (sizing.code === "large_output") large.hidden = false;

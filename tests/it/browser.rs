@@ -73,7 +73,7 @@ pub(crate) const BROKEN_SHORT_WORDS: &str = "const broken = []; \
 /// The phone the mobile tests hold: a 360 px wide touch screen (the narrowest in common use).
 pub(crate) const PHONE: (u32, u32) = (360, 740);
 
-async fn connect(driver: &Driver, profile: &Path, phone: bool) -> Client {
+async fn connect(driver: &Driver, profile: &Path, phone: Option<(u32, u32)>) -> Client {
     let mut caps = serde_json::Map::new();
     caps.insert("browserName".into(), json!("chrome"));
     let mut options = json!({
@@ -91,9 +91,9 @@ async fn connect(driver: &Driver, profile: &Path, phone: bool) -> Client {
                 format!("--user-data-dir={}", profile.display()),
             ]
     });
-    if phone {
+    if let Some((width, height)) = phone {
         options["mobileEmulation"] = json!({
-            "deviceMetrics": { "width": PHONE.0, "height": PHONE.1, "pixelRatio": 3.0, "touch": true },
+            "deviceMetrics": { "width": width, "height": height, "pixelRatio": 3.0, "touch": true },
             "userAgent": "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Mobile Safari/537.36"
         });
     }
@@ -121,7 +121,7 @@ pub(crate) async fn in_chromium<F>(profile: &Path, steps: impl FnOnce(Client) ->
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    in_browser(profile, false, steps).await
+    in_browser(profile, None, steps).await
 }
 
 /// [`in_chromium`] as a phone: [`PHONE`]'s screen, touch input, a mobile user agent.
@@ -129,10 +129,21 @@ pub(crate) async fn in_chromium_phone<F>(profile: &Path, steps: impl FnOnce(Clie
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    in_browser(profile, true, steps).await
+    in_browser(profile, Some(PHONE), steps).await
 }
 
-async fn in_browser<F>(profile: &Path, phone: bool, steps: impl FnOnce(Client) -> F)
+/// [`in_chromium_phone`] with a screen of `width` x `height` CSS pixels.
+pub(crate) async fn in_chromium_phone_of<F>(
+    (width, height): (u32, u32),
+    profile: &Path,
+    steps: impl FnOnce(Client) -> F,
+) where
+    F: Future<Output = ()> + Send + 'static,
+{
+    in_browser(profile, Some((width, height)), steps).await
+}
+
+async fn in_browser<F>(profile: &Path, phone: Option<(u32, u32)>, steps: impl FnOnce(Client) -> F)
 where
     F: Future<Output = ()> + Send + 'static,
 {
@@ -198,6 +209,23 @@ pub(crate) async fn mosaic_loaded(browser: &Client, deadline: Duration) -> Value
         "the mosaic loading",
     )
     .await
+}
+
+/// Sizes the window so that the page's viewport is `width` x `height` CSS pixels: the window's
+/// own frame is taken from what it leaves of the size asked.
+pub(crate) async fn set_viewport(browser: &Client, (width, height): (u32, u32)) {
+    browser.set_window_size(width, height).await.unwrap();
+    let inner = script(browser, "return [innerWidth, innerHeight]").await;
+    let frame = |asked: u32, got: &Value| asked.saturating_sub(got.as_u64().unwrap() as u32);
+    let (fw, fh) = (frame(width, &inner[0]), frame(height, &inner[1]));
+    if fw + fh > 0 {
+        browser
+            .set_window_size(width + fw, height + fh)
+            .await
+            .unwrap();
+    }
+    let inner = script(browser, "return [innerWidth, innerHeight]").await;
+    assert_eq!(inner, json!([width, height]), "the viewport");
 }
 
 pub(crate) async fn click(browser: &Client, css: &str) {
@@ -784,7 +812,7 @@ async fn upload_follow_and_view_a_mosaic_in_chromium() {
 }
 
 /// Sends the home page's form and waits on the job page for `what` to be done.
-async fn submit_and_finish(browser: &Client, what: &str) {
+pub(crate) async fn submit_and_finish(browser: &Client, what: &str) {
     click(browser, "#submit-form button[type=submit]").await;
     let state = wait_for(
         browser,

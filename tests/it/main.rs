@@ -16,6 +16,7 @@ mod hostile_files;
 mod interop;
 mod job_outputs;
 mod job_spec;
+mod journeys;
 mod keys;
 mod library_uploads;
 mod messages;

@@ -197,6 +197,32 @@ mod tests {
     }
 
     #[test]
+    fn skin_draws_the_crop_over_a_colour_as_bright_and_as_saturated() {
+        // A portrait with a face-coloured disc near the bottom and a blue one near the top, as
+        // saturated (0.375) and as far in lightness from the grey around them: only the skin
+        // score tells them apart.
+        let disc = |px: u32, py: u32, cy: u32| {
+            (px.abs_diff(150).pow(2) + py.abs_diff(cy).pow(2)) < 40 * 40
+        };
+        let portrait = RgbaImage::from_fn(300, 400, |px, py| {
+            if disc(px, py, 330) {
+                image::Rgba([224, 172, 140, 255])
+            } else if disc(px, py, 70) {
+                image::Rgba([140, 172, 224, 255])
+            } else {
+                image::Rgba([175, 175, 175, 255])
+            }
+        });
+        assert!(skin([224, 172, 140, 255]) > 0.5 && skin([140, 172, 224, 255]) == 0.0);
+        let (_, y, _, h) = attention_crop(&portrait, TileShape::SQUARE);
+        assert!(y + h >= 370, "the face (rows 290 to 370) is in: {y}");
+        assert!(
+            y > 30,
+            "the crop moved off the blue disc, toward the face: {y}"
+        );
+    }
+
+    #[test]
     fn an_even_picture_is_cropped_at_its_centre() {
         let plain = RgbaImage::from_pixel(400, 300, image::Rgba([90, 120, 200, 255]));
         assert_eq!(

@@ -261,11 +261,17 @@ pub fn read_header(bytes: &[u8]) -> Result<Header, String> {
     })
 }
 
-/// Largest tile image decoded, on either side: a file declaring more is skipped before decoding,
-/// unless it is a JPEG that its decoder can reduce to within this size ([`MAX_JPEG_TILE_PIXELS`]).
+/// Largest tile image decoded as it is, on either side. A larger JPEG is decoded reduced
+/// ([`MAX_JPEG_TILE_PIXELS`]); a larger image in another format is decoded whole within a share
+/// of [`LARGE_DECODE_BUDGET`] and reduced at once ([`MAX_LARGE_TILE_PIXELS`]).
 pub const MAX_TILE_SIDE: u32 = 4096;
-/// Most memory one tile's decoder may allocate (a 4096 x 4096 RGBA8 image).
+/// Most memory one tile's decoder may allocate as it is (a 4096 x 4096 RGBA8 image).
 pub const MAX_TILE_DECODE_BYTES: u64 = 64 << 20;
+/// Largest tile in a format other than JPEG, in pixels as stored (200 megapixels, as for JPEG).
+pub const MAX_LARGE_TILE_PIXELS: u64 = 200_000_000;
+/// Memory that the decodes of tiles over [`MAX_TILE_SIDE`] hold together (1 GiB): a decode
+/// waits for others to finish rather than add to them, and one that needs more is refused.
+pub const LARGE_DECODE_BUDGET: u64 = 1 << 30;
 /// Largest JPEG tile accepted, in pixels as stored (200 megapixels: every camera's and phone's):
 /// it is decoded reduced, at the scale its rendition needs.
 pub const MAX_JPEG_TILE_PIXELS: u64 = 200_000_000;
@@ -296,9 +302,9 @@ pub(crate) fn decode_crop(
     let rgba = match Format::sniff(bytes) {
         Some(Format::Jpeg) => match jpeg_reduced(bytes, need)? {
             Some(reduced) => reduced,
-            None => decode_rgba_within(bytes, Some(tile_limits()))?,
+            None => decode_tile_whole(bytes, need)?,
         },
-        _ => decode_rgba_within(bytes, Some(tile_limits()))?,
+        _ => decode_tile_whole(bytes, need)?,
     };
     let (w, h) = (rgba.width() as usize, rgba.height() as usize);
     if w == 0 || h == 0 {
@@ -325,6 +331,99 @@ pub(crate) fn decode_crop(
         rgb: out,
         alpha: (!opaque).then_some(alpha),
     })
+}
+
+/// A tile decoded whole: within [`tile_limits`] when its header fits them; otherwise (a camera's
+/// HEIC, PNG, TIFF or WebP) within a share of [`LARGE_DECODE_BUDGET`] sized from the header
+/// (from the file's real structure for HEIF), and reduced at once to twice `need` on its
+/// short side, before its colours are converted and it is turned upright.
+fn decode_tile_whole(bytes: &[u8], need: u32) -> Result<image::RgbaImage, String> {
+    let header = match read_header(bytes) {
+        Ok(header)
+            if header.width > MAX_TILE_SIDE
+                || header.height > MAX_TILE_SIDE
+                || header.decoded_bytes > MAX_TILE_DECODE_BYTES =>
+        {
+            header
+        }
+        // Within the limits, or unreadable: the decoder's own answer says why.
+        _ => return decode_rgba_within(bytes, Some(tile_limits())),
+    };
+    let (w, h) = (header.width, header.height);
+    if u64::from(w) * u64::from(h) > MAX_LARGE_TILE_PIXELS {
+        return Err(format!(
+            "{w}x{h} pixels is over the {} megapixels a tile may have",
+            MAX_LARGE_TILE_PIXELS / 1_000_000
+        ));
+    }
+    // The decoder's output, and as much again for its own buffers and the colour conversion.
+    let cost = header.decoded_bytes.saturating_mul(2);
+    if cost > LARGE_DECODE_BUDGET {
+        return Err(format!(
+            "{w}x{h} pixels takes {} MB to decode, over the {} MB a tile may: save it as JPEG",
+            cost >> 20,
+            LARGE_DECODE_BUDGET >> 20
+        ));
+    }
+    let held = LARGE_DECODES.hold(cost);
+    let mut limits = image::Limits::default();
+    limits.max_alloc = Some(cost);
+    let stored = decode_as_stored(bytes, Some(limits))?;
+    let (sw, sh) = (stored.image.width(), stored.image.height());
+    let short = sw.min(sh).max(1);
+    let wanted = need.saturating_mul(2).max(1);
+    let image = if short > wanted {
+        let scale = |side: u32| (u64::from(side) * u64::from(wanted) / u64::from(short)).max(1);
+        stored
+            .image
+            .thumbnail_exact(scale(sw) as u32, scale(sh) as u32)
+    } else {
+        stored.image
+    };
+    drop(held);
+    let reduced = AsStored { image, ..stored };
+    Ok(reduced.upright_srgb().into_rgba8())
+}
+
+/// Memory held by the decodes of large tiles, shared by every thread of the process.
+struct DecodeBudget {
+    free: std::sync::Mutex<u64>,
+    freed: std::sync::Condvar,
+}
+
+static LARGE_DECODES: DecodeBudget = DecodeBudget {
+    free: std::sync::Mutex::new(LARGE_DECODE_BUDGET),
+    freed: std::sync::Condvar::new(),
+};
+
+impl DecodeBudget {
+    /// Waits until `bytes` (at most the whole budget) are free, and holds them until the
+    /// guard is dropped.
+    fn hold(&'static self, bytes: u64) -> HeldBytes {
+        let bytes = bytes.min(LARGE_DECODE_BUDGET);
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free < bytes {
+            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= bytes;
+        HeldBytes {
+            budget: self,
+            bytes,
+        }
+    }
+}
+
+/// A share of a [`DecodeBudget`], given back when dropped.
+struct HeldBytes {
+    budget: &'static DecodeBudget,
+    bytes: u64,
+}
+
+impl Drop for HeldBytes {
+    fn drop(&mut self) {
+        *self.budget.free.lock().unwrap_or_else(|e| e.into_inner()) += self.bytes;
+        self.budget.freed.notify_all();
+    }
 }
 
 /// The image crate's limits for a tile decoded whole.
@@ -419,20 +518,49 @@ pub fn decode_oriented(
     bytes: &[u8],
     limits: Option<image::Limits>,
 ) -> Result<image::DynamicImage, String> {
+    decode_as_stored(bytes, limits).map(AsStored::upright_srgb)
+}
+
+/// An image as its file stores it: in its own colours and not yet turned by its EXIF.
+struct AsStored {
+    image: image::DynamicImage,
+    declared: Declared,
+    orientation: image::metadata::Orientation,
+}
+
+impl AsStored {
+    /// The image in sRGB, turned upright.
+    fn upright_srgb(self) -> image::DynamicImage {
+        let mut img = image_to_srgb(self.image, &self.declared);
+        img.apply_orientation(self.orientation);
+        img
+    }
+}
+
+/// [`decode_oriented`] before its colour conversion and orientation.
+fn decode_as_stored(bytes: &[u8], limits: Option<image::Limits>) -> Result<AsStored, String> {
     use image::ImageDecoder;
     let format = Format::sniff(bytes).ok_or_else(|| match unreadable_kind(bytes) {
         Some(kind) => format!("{kind} files are not read: export it as JPEG or PNG"),
         None => "not an image: its content is no format Tessera reads".to_string(),
     })?;
     if format.is_heif() {
-        return heif::decode(bytes, limits.as_ref());
+        let (image, declared) = heif::decode(bytes, limits.as_ref())?;
+        return Ok(AsStored {
+            image,
+            declared,
+            // libheif turns the image itself.
+            orientation: image::metadata::Orientation::NoTransforms,
+        });
     }
     if format == Format::Tiff
         && let Some(read) = crate::tiff_read::read(bytes, limits.as_ref())?
     {
-        let mut img = image_to_srgb(read.image, &read.declared);
-        img.apply_orientation(read.orientation);
-        return Ok(img);
+        return Ok(AsStored {
+            image: read.image,
+            declared: read.declared,
+            orientation: read.orientation,
+        });
     }
     // The JPEG decoder pads a cut-off file with grey rather than failing.
     if format == Format::Jpeg && jpeg_cut_off(bytes) {
@@ -480,13 +608,15 @@ pub fn decode_oriented(
     let orientation = decoder
         .orientation()
         .unwrap_or(image::metadata::Orientation::NoTransforms);
-    let img = image::DynamicImage::from_decoder(decoder).map_err(|e| match e {
+    let image = image::DynamicImage::from_decoder(decoder).map_err(|e| match e {
         image::ImageError::Limits(e) => e.to_string(),
         e => format!("the {} is corrupt or cut off: {e}", format.name()),
     })?;
-    let mut img = image_to_srgb(img, &declared);
-    img.apply_orientation(orientation);
-    Ok(img)
+    Ok(AsStored {
+        image,
+        declared,
+        orientation,
+    })
 }
 
 /// The `png` crate's allocation budget for `bytes`: the metadata's, and two rows of the
@@ -704,7 +834,7 @@ fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::Rg
 mod heif {
     use libheif_rs::{ColorSpace, HeifContext, ImageHandle, LibHeif, RgbChroma};
 
-    use crate::profile::{Declared, image_to_srgb};
+    use crate::profile::Declared;
 
     /// Width, height (rotation applied), whether there is an alpha channel, and the bytes the
     /// decode takes, from the file's real structure (`heif_items`), not from what it declares.
@@ -735,10 +865,11 @@ mod heif {
         Ok((w, h, alpha, decoded))
     }
 
+    /// The primary image of `bytes`, turned by libheif, in the colours its profile declares.
     pub(super) fn decode(
         bytes: &[u8],
         limits: Option<&image::Limits>,
-    ) -> Result<image::DynamicImage, String> {
+    ) -> Result<(image::DynamicImage, Declared), String> {
         let context = HeifContext::read_from_bytes(bytes).map_err(|e| e.message)?;
         let handle = context.primary_image_handle().map_err(|e| e.message)?;
         let (w, h, alpha, decoded) = sized(bytes, &handle)?;
@@ -793,7 +924,7 @@ mod heif {
                 .map(image::DynamicImage::ImageRgb8)
         }
         .ok_or("libheif's pixels do not fill the image")?;
-        Ok(image_to_srgb(img, &declared))
+        Ok((img, declared))
     }
 }
 
@@ -860,6 +991,89 @@ mod tests {
         // A cut-off one is refused, reduced or not.
         let cut = &wide[..wide.len() / 2];
         assert!(decode_crop(cut, [255; 3], CENTRE_SQUARE, 64).is_err());
+    }
+
+    /// A PNG that is only its header: IHDR for `width` x `height` at `depth` bits and colour
+    /// type `colour`, then no pixels, as a decode bomb declares its size.
+    fn png_header_only(width: u32, height: u32, depth: u8, colour: u8) -> Vec<u8> {
+        fn crc32(bytes: &[u8]) -> u32 {
+            let mut crc = !0u32;
+            for &b in bytes {
+                crc ^= u32::from(b);
+                for _ in 0..8 {
+                    crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+                }
+            }
+            !crc
+        }
+        let chunk = |kind: &[u8], data: &[u8]| {
+            let body = [kind, data].concat();
+            [
+                &(data.len() as u32).to_be_bytes()[..],
+                &body,
+                &crc32(&body).to_be_bytes(),
+            ]
+            .concat()
+        };
+        let ihdr = [
+            &width.to_be_bytes()[..],
+            &height.to_be_bytes(),
+            &[depth, colour, 0, 0, 0],
+        ]
+        .concat();
+        [
+            &b"\x89PNG\r\n\x1a\n"[..],
+            &chunk(b"IHDR", &ihdr),
+            // An empty zlib stream: the decoder reads the header up to here.
+            &chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]),
+            &chunk(b"IEND", b""),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn camera_sized_images_in_other_formats_are_tiles_decoded_whole_then_reduced() {
+        const CENTRE_SQUARE: (TileShape, crate::crop::CropRule) =
+            (TileShape::SQUARE, crate::crop::CropRule::Centre);
+        // Over the side a tile is decoded as it is at: red on the left, blue on the right.
+        let halves = image::RgbImage::from_fn(4400, 2800, |x, _| {
+            image::Rgb(if x < 2200 {
+                [220, 30, 30]
+            } else {
+                [30, 30, 220]
+            })
+        });
+        let halves = image::DynamicImage::ImageRgb8(halves);
+        for format in [
+            image::ImageFormat::Png,
+            image::ImageFormat::Tiff,
+            image::ImageFormat::WebP,
+        ] {
+            let bytes = encoded(halves.clone(), format);
+            let cropped = decode_crop(&bytes, [255; 3], CENTRE_SQUARE, 64)
+                .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            // Reduced to twice the rendition's side on its short side, then cropped.
+            assert_eq!((cropped.width, cropped.height), (128, 128), "{format:?}");
+            let left = &cropped.rgb[64 * 128 * 3..][..3];
+            let right = &cropped.rgb[(64 * 128 + 127) * 3..][..3];
+            assert!(left[0] > 180 && left[2] < 80, "{format:?} left {left:?}");
+            assert!(
+                right[2] > 180 && right[0] < 80,
+                "{format:?} right {right:?}"
+            );
+        }
+        // A header declaring 20000 x 20000 pixels is refused before anything is decoded.
+        let bomb = png_header_only(20_000, 20_000, 8, 2);
+        let err = decode_crop(&bomb, [255; 3], CENTRE_SQUARE, 64)
+            .err()
+            .unwrap();
+        assert!(err.contains("200 megapixels"), "{err}");
+        // 16-bit RGBA at 12000 x 10000 would take 1.8 GB to decode: refused, saying what to do.
+        let heavy = png_header_only(12_000, 10_000, 16, 6);
+        let err = decode_crop(&heavy, [255; 3], CENTRE_SQUARE, 64)
+            .err()
+            .unwrap();
+        assert!(err.contains("save it as JPEG"), "{err}");
     }
 
     /// What `decode_target` gave before it took PNGs row by row and opaque images straight to

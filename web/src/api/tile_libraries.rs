@@ -292,8 +292,8 @@ pub(crate) struct Upload {
 /// unless replace is true, which publishes a new version (jobs submitted before keep the version
 /// they named). The library belongs to the uploader: its named key, the operator's key, or its
 /// client (X-Client-Id or the tessera_client cookie, minted when absent); anyone else's
-/// replacement is 403 not_library_owner. Tile images over 4096 x 4096 pixels are skipped, with
-/// the reason in the report. An upload is refused with 507 when storage cannot hold its index,
+/// replacement is 403 not_library_owner. Tile images that cannot be read, or hold over 200
+/// megapixels, are skipped, with the reason in the report. An upload is refused with 507 when storage cannot hold its index,
 /// 422 when its images hold more pixels than one upload may decode or its import takes longer
 /// than its time budget, and 408 when its body stalls.
 #[utoipa::path(
