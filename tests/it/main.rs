@@ -10,6 +10,7 @@ mod conformance;
 mod contract;
 mod crash;
 mod doors;
+mod event_mosaics;
 mod function_length;
 mod growing_libraries;
 mod hostile_files;

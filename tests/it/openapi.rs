@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 28] = [
+const ROUTES: [(&str, &str); 34] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("POST", "/api/v1/sizing"),
@@ -44,6 +44,12 @@ const ROUTES: [(&str, &str); 28] = [
     ("GET", "/api/v1/libraries/{id}/tiles"),
     ("POST", "/api/v1/libraries/{id}/tiles"),
     ("DELETE", "/api/v1/libraries/{id}/tiles"),
+    ("POST", "/api/v1/events"),
+    ("GET", "/api/v1/events/{id}"),
+    ("POST", "/api/v1/events/{id}/photos"),
+    ("PATCH", "/api/v1/events/{id}/photos/{photo}"),
+    ("DELETE", "/api/v1/events/{id}/photos/{photo}"),
+    ("POST", "/api/v1/events/{id}/mosaic"),
     ("GET", "/api/v1/options"),
     ("GET", "/api/v1/queues"),
     ("GET", "/api/v1/system"),
@@ -251,7 +257,9 @@ async fn call(
     let path = path
         .replace("{level}/{x}/{y}", "0/0/0")
         .replace("{level}/{tile}", "0/0_0.png")
-        .replace("{row}/{col}", "1/2");
+        .replace("{row}/{col}", "1/2")
+        // An event's photo: `id` is EVENT/photos/PHOTO.
+        .replace("{id}/photos/{photo}", "{id}");
     let mut url = app.url(&path.replace("{id}", id));
     if method == "DELETE" && path.ends_with("/tiles") {
         // The first of the library's tiles.
@@ -260,7 +268,10 @@ async fn call(
     let mut req = match method {
         "GET" => app.client.get(url),
         "DELETE" => app.client.delete(url),
-        "POST" if path.ends_with("/cancel") => app.client.post(url),
+        "POST" if path.ends_with("/cancel") || path.ends_with("/mosaic") => app.client.post(url),
+        "PATCH" => app.client.patch(url).json(&serde_json::json!({
+            "state": if valid { "approved" } else { "maybe" }
+        })),
         "POST" if path == "/api/v1/sizing" => app
             .client
             .post(url)
@@ -288,6 +299,15 @@ async fn call(
                 ("/api/v1/libraries/{id}/tiles", false) => {
                     Form::new().text("remove", "no-such.png")
                 }
+                ("/api/v1/events", true) => Form::new()
+                    .text("name", "A party")
+                    .part("image", Part::bytes(astronaut()).file_name("party.png")),
+                ("/api/v1/events", false) => Form::new().text("name", "No photo"),
+                ("/api/v1/events/{id}/photos", true) => {
+                    let (name, bytes) = crate::support::tiles(10).pop().unwrap();
+                    Form::new().part("files", Part::bytes(bytes).file_name(name))
+                }
+                ("/api/v1/events/{id}/photos", false) => Form::new().text("files", "not a photo"),
                 other => panic!("no body known for POST {other:?}"),
             };
             app.client.request(Method::POST, url).multipart(form)
@@ -367,6 +387,52 @@ async fn every_documented_operation_answers_as_documented() {
         }
         assert_eq!(app.post_library_as(form, &owner).await.status(), 201);
     }
+    // An event of the same client, with two photos waiting: one to be taken out, one approved.
+    let event = {
+        let form = Form::new()
+            .text("name", "A party")
+            .part("image", Part::bytes(astronaut()).file_name("party.png"));
+        let res = app
+            .client
+            .post(app.url("/api/v1/events"))
+            .header("X-Client-Id", &owner)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        res.json::<Value>().await.unwrap()
+    };
+    let event_id = event["id"].as_str().unwrap().to_string();
+    let token = event["contribute_token"].as_str().unwrap().to_string();
+    let mut photos = Vec::new();
+    for (name, bytes) in crate::support::tiles(2) {
+        let form = Form::new().part("files", Part::bytes(bytes).file_name(name));
+        let res = app
+            .client
+            .post(app.url(&format!("/api/v1/events/{event_id}/photos?token={token}")))
+            .header("X-Client-Id", &owner)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        let sent = res.json::<Value>().await.unwrap();
+        photos.push(format!(
+            "{event_id}/photos/{}",
+            sent["photos"][0]["id"].as_str().unwrap()
+        ));
+    }
+    let as_guest = [
+        (
+            reqwest::header::HeaderName::from_static("x-client-id"),
+            owner.clone(),
+        ),
+        (
+            reqwest::header::HeaderName::from_static("x-contribute-token"),
+            token,
+        ),
+    ];
     let as_owner = [(
         reqwest::header::HeaderName::from_static("x-client-id"),
         owner,
@@ -380,7 +446,17 @@ async fn every_documented_operation_answers_as_documented() {
             .unwrap();
         let library = path.starts_with("/api/v1/libraries");
         let tiles_edit = path.ends_with("/tiles") && method != "GET";
-        let (good_id, bad_id) = if tiles_edit {
+        let event_photo = path.ends_with("{photo}");
+        let (good_id, bad_id) = if event_photo {
+            // The first photo is taken out, the second approved.
+            let photo = &photos[usize::from(method == "PATCH")];
+            (
+                photo.clone(),
+                photo.replacen(&event_id, &Uuid::new_v4().to_string(), 1),
+            )
+        } else if path.starts_with("/api/v1/events/") {
+            (event_id.clone(), Uuid::new_v4().to_string())
+        } else if tiles_edit {
             ("growing-tiles".to_string(), "no-such-library".to_string())
         } else if library && method == "DELETE" {
             ("doomed-tiles".to_string(), "no-such-library".to_string())
@@ -393,8 +469,17 @@ async fn every_documented_operation_answers_as_documented() {
         } else {
             (job_id.clone(), Uuid::new_v4().to_string())
         };
-        let owned = method == "DELETE" || path.ends_with("/cancel") || tiles_edit;
-        let headers: &[_] = if owned { &as_owner } else { &[] };
+        let owned = method == "DELETE"
+            || path.ends_with("/cancel")
+            || tiles_edit
+            || path.starts_with("/api/v1/events/");
+        let headers: &[_] = if path.ends_with("/photos") {
+            &as_guest
+        } else if owned {
+            &as_owner
+        } else {
+            &[]
+        };
         let first = call(&app, method, path, &good_id, true, headers).await;
         assert!(
             (200..300).contains(&first.status),
@@ -409,8 +494,15 @@ async fn every_documented_operation_answers_as_documented() {
         if method == "DELETE" {
             let again = call(&app, method, path, &good_id, true, headers).await;
             further.push((again, Some(404)));
-            // Someone else's: the job of another client, the operator's library.
-            let others = if library { "emoji" } else { job_id.as_str() };
+            // Someone else's: the job of another client, the operator's library, the photo
+            // of another guest.
+            let others = if library {
+                "emoji"
+            } else if event_photo {
+                photos[1].as_str()
+            } else {
+                job_id.as_str()
+            };
             let not_owner = call(&app, method, path, others, true, &[]).await;
             further.push((not_owner, Some(403)));
         }
@@ -419,7 +511,7 @@ async fn every_documented_operation_answers_as_documented() {
             further.push((again, Some(409)));
             let not_owner = call(&app, method, path, &good_id, true, &[]).await;
             further.push((not_owner, Some(403)));
-        } else if method == "POST" {
+        } else if method == "POST" || method == "PATCH" {
             further.push((call(&app, method, path, &good_id, false, &[]).await, None));
         }
         if let Some(etag) = first.etag.clone().filter(|_| listed.contains_key("304")) {

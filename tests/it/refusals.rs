@@ -847,17 +847,34 @@ async fn the_upload_forms_carry_their_limits_so_the_page_refuses_a_file_too_larg
 
 /// A PNG of `side` x `side` black pixels that really decodes to that: a few hundred kilobytes
 /// for 8000 x 8000 (192 MB of pixels), written row by row.
+fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+    let mut crc = flate2::Crc::new();
+    crc.update(kind);
+    crc.update(data);
+    out.extend((data.len() as u32).to_be_bytes());
+    out.extend(kind);
+    out.extend(data);
+    out.extend(crc.sum().to_be_bytes());
+}
+
+/// A PNG that declares `side` x `side` pixels and holds one row of them: a decode bomb's header.
+fn png_that_declares(side: u32) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend(side.to_be_bytes());
+    ihdr.extend(side.to_be_bytes());
+    ihdr.extend([8, 2, 0, 0, 0]);
+    chunk(&mut out, b"IHDR", &ihdr);
+    let mut idat = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    idat.write_all(&vec![0u8; 1 + side as usize * 3]).unwrap();
+    chunk(&mut out, b"IDAT", &idat.finish().unwrap());
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
 fn png_that_decodes_huge(side: u32) -> Vec<u8> {
     use std::io::Write;
-    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
-        let mut crc = flate2::Crc::new();
-        crc.update(kind);
-        crc.update(data);
-        out.extend((data.len() as u32).to_be_bytes());
-        out.extend(kind);
-        out.extend(data);
-        out.extend(crc.sum().to_be_bytes());
-    }
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     let mut ihdr = Vec::new();
     ihdr.extend(side.to_be_bytes());
@@ -875,9 +892,9 @@ fn png_that_decodes_huge(side: u32) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tile_that_decodes_to_a_huge_image_is_skipped_with_the_reason() {
+async fn a_tile_that_declares_a_huge_image_is_skipped_with_the_reason() {
     let app = spawn_app_with(test_settings(), false).await;
-    let huge = png_that_decodes_huge(8000);
+    let huge = png_that_declares(20_000);
     assert!(huge.len() < 512 * 1024, "{} bytes", huge.len());
     let mut entries: Vec<(String, Vec<u8>)> = tiles(30);
     entries.push(("huge.png".into(), huge));
@@ -892,13 +909,18 @@ async fn a_tile_that_decodes_to_a_huge_image_is_skipped_with_the_reason() {
     assert_eq!(skipped.len(), 1, "{created}");
     assert_eq!(skipped[0]["name"], "huge.png");
     let reason = skipped[0]["reason"].as_str().unwrap();
-    assert!(reason.contains("8000x8000"), "{reason}");
+    assert!(
+        reason.contains("20000x20000") && reason.contains("200 megapixels"),
+        "{reason}"
+    );
     assert_eq!(created["library"]["tiles"], 30, "{created}");
 }
 
 #[test]
-fn tiles_that_decode_to_huge_images_are_skipped_in_bounded_memory() {
-    // Twenty of them in a folder indexed by a process of its own. Its peak memory is the high
+fn tiles_that_decode_to_huge_images_are_read_in_bounded_memory() {
+    // A PNG of 8000 x 8000 pixels, 190 kB that inflate to 192 MB, is a tile as a camera's PNG
+    // is: read a row at a time and reduced as it is read, never whole. Twenty of them in a
+    // folder indexed by a process of its own. Its peak memory is the high
     // water mark of its own address space (VmHWM), read while it runs: that mark starts afresh
     // at exec, whereas the peak wait4 reports also counts the test process it was spawned from
     // (a posix_spawn child shares its parent's memory until exec), which grows with the tests

@@ -277,6 +277,17 @@ impl From<LibraryError> for ApiError {
     }
 }
 
+impl From<tessera_shared::events::EventError> for ApiError {
+    fn from(e: tessera_shared::events::EventError) -> Self {
+        use tessera_shared::events::EventError;
+        match e {
+            EventError::NotFound(_) => ApiError::not_found(ErrorCode::EventNotFound, e.to_string()),
+            EventError::Corrupt(..) => ApiError::internal(e),
+            EventError::Storage(e) => ApiError::storage(e),
+        }
+    }
+}
+
 impl From<actix_multipart::MultipartError> for ApiError {
     fn from(e: actix_multipart::MultipartError) -> Self {
         use actix_multipart::MultipartError as M;

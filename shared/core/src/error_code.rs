@@ -99,6 +99,20 @@ pub enum ErrorCode {
     NotFound,
     /// The library belongs to someone else.
     NotLibraryOwner,
+    /// The event belongs to someone else.
+    NotEventOwner,
+    /// The photo was sent by someone else.
+    NotYourPhoto,
+    /// There is no such event.
+    EventNotFound,
+    /// There is no such photo in the event.
+    PhotoNotFound,
+    /// The contribute link's token is missing or wrong.
+    BadContributeToken,
+    /// The event takes no more photos.
+    ContributionsClosed,
+    /// The guest has sent as many photos as the event takes from one guest.
+    GuestPhotoLimit,
     /// The service is not ready.
     NotReady,
     /// The job belongs to someone else.
@@ -470,6 +484,48 @@ pub const CODES: &[Declared] = &[
         name: "not_library_owner",
         meaning: "The library belongs to someone else.",
         field: None,
+    },
+    Declared {
+        code: ErrorCode::NotEventOwner,
+        name: "not_event_owner",
+        meaning: "The event belongs to someone else.",
+        field: None,
+    },
+    Declared {
+        code: ErrorCode::NotYourPhoto,
+        name: "not_your_photo",
+        meaning: "The photo was sent by someone else.",
+        field: None,
+    },
+    Declared {
+        code: ErrorCode::EventNotFound,
+        name: "event_not_found",
+        meaning: "There is no such event.",
+        field: None,
+    },
+    Declared {
+        code: ErrorCode::PhotoNotFound,
+        name: "photo_not_found",
+        meaning: "There is no such photo in the event.",
+        field: None,
+    },
+    Declared {
+        code: ErrorCode::BadContributeToken,
+        name: "bad_contribute_token",
+        meaning: "The contribute link's token is missing or wrong.",
+        field: None,
+    },
+    Declared {
+        code: ErrorCode::ContributionsClosed,
+        name: "contributions_closed",
+        meaning: "The event takes no more photos.",
+        field: None,
+    },
+    Declared {
+        code: ErrorCode::GuestPhotoLimit,
+        name: "guest_photo_limit",
+        meaning: "The guest has sent as many photos as the event takes from one guest.",
+        field: Some("files"),
     },
     Declared {
         code: ErrorCode::NotReady,

@@ -56,6 +56,12 @@ pub enum BlobKey {
     OutboxEvent { job: Uuid },
     /// A notification still undelivered when its retry period ended, kept for the operator.
     UndeliveredEvent { job: Uuid },
+    /// An event's record: its settings and its photos' states.
+    EventRecord { event: Uuid },
+    /// An event's target photo, as uploaded.
+    EventTarget { event: Uuid },
+    /// A photo a guest contributed to an event, as sent.
+    EventPhoto { event: Uuid, photo: Uuid },
 }
 
 impl BlobKey {
@@ -96,6 +102,9 @@ impl BlobKey {
             BlobKey::UndeliveredEvent { job } => {
                 format!("{}{job}.json", Self::UNDELIVERED_PREFIX)
             }
+            BlobKey::EventRecord { event } => format!("events/{event}/event.json"),
+            BlobKey::EventTarget { event } => format!("events/{event}/target"),
+            BlobKey::EventPhoto { event, photo } => format!("events/{event}/photos/{photo}"),
         }
     }
 

@@ -87,6 +87,10 @@ impl Platform {
         JobStore::new(self.blobs.clone())
     }
 
+    pub fn events(&self) -> crate::events::EventStore {
+        crate::events::EventStore::new(self.blobs.clone())
+    }
+
     pub fn libraries(&self) -> LibraryCatalog {
         LibraryCatalog::new(self.blobs.clone())
     }

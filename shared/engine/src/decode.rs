@@ -356,6 +356,14 @@ fn decode_tile_whole(bytes: &[u8], need: u32) -> Result<image::RgbaImage, String
             MAX_LARGE_TILE_PIXELS / 1_000_000
         ));
     }
+    let wanted = need.saturating_mul(2).max(1);
+    let factor = w.min(h) / wanted;
+    if header.format == Format::Png
+        && factor >= 2
+        && let Some(reduced) = png_rows_reduced(bytes, factor)?
+    {
+        return Ok(reduced.upright_srgb().into_rgba8());
+    }
     // The decoder's output, and as much again for its own buffers and the colour conversion.
     let cost = header.decoded_bytes.saturating_mul(2);
     if cost > LARGE_DECODE_BUDGET {
@@ -371,7 +379,6 @@ fn decode_tile_whole(bytes: &[u8], need: u32) -> Result<image::RgbaImage, String
     let stored = decode_as_stored(bytes, Some(limits))?;
     let (sw, sh) = (stored.image.width(), stored.image.height());
     let short = sw.min(sh).max(1);
-    let wanted = need.saturating_mul(2).max(1);
     let image = if short > wanted {
         let scale = |side: u32| (u64::from(side) * u64::from(wanted) / u64::from(short)).max(1);
         stored
@@ -383,6 +390,68 @@ fn decode_tile_whole(bytes: &[u8], need: u32) -> Result<image::RgbaImage, String
     drop(held);
     let reduced = AsStored { image, ..stored };
     Ok(reduced.upright_srgb().into_rgba8())
+}
+
+/// A non-interlaced PNG read a row at a time and averaged over blocks of `factor` x `factor`
+/// pixels as the rows come, so that it holds a row and the reduced image, never the whole;
+/// `None` for an interlaced one. RGBA8, in the colours the file declares.
+fn png_rows_reduced(bytes: &[u8], factor: u32) -> Result<Option<AsStored>, String> {
+    let bad = |e: png::DecodingError| match e {
+        png::DecodingError::LimitsExceeded => png_over_budget(),
+        e => format!("the PNG is corrupt or cut off: {e}"),
+    };
+    let mut decoder = png::Decoder::new_with_limits(std::io::Cursor::new(bytes), png_limits(bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().map_err(bad)?;
+    if reader.info().interlaced {
+        return Ok(None);
+    }
+    let declared = Declared::png(reader.info());
+    let orientation = reader
+        .info()
+        .exif_metadata
+        .as_deref()
+        .and_then(image::metadata::Orientation::from_exif_chunk)
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let (w, h) = (reader.info().width, reader.info().height);
+    let channels = reader.output_color_type().0.samples();
+    let k = factor as usize;
+    let (ow, oh) = (w as usize / k, h as usize / k);
+    let mut sums = vec![0u32; ow * 4];
+    let mut out = Vec::with_capacity(ow * oh * 4);
+    let mut y = 0;
+    while let Some(row) = reader.next_row().map_err(bad)? {
+        if y / k >= oh {
+            break;
+        }
+        for (x, p) in row.data().chunks_exact(channels).take(ow * k).enumerate() {
+            let rgba = match *p {
+                [g] => [g, g, g, 255],
+                [g, a] => [g, g, g, a],
+                [r, g, b] => [r, g, b, 255],
+                [r, g, b, a] => [r, g, b, a],
+                _ => return Err("unexpected PNG colour type".into()),
+            };
+            for (sum, v) in sums[x / k * 4..][..4].iter_mut().zip(rgba) {
+                *sum += u32::from(v);
+            }
+        }
+        y += 1;
+        if y % k == 0 {
+            let n = (k * k) as u32;
+            out.extend(sums.iter().map(|&s| ((s + n / 2) / n) as u8));
+            sums.fill(0);
+        }
+    }
+    if out.len() != ow * oh * 4 {
+        return Err("the PNG ended before its last row".into());
+    }
+    let image = image::RgbaImage::from_raw(ow as u32, oh as u32, out).expect("sized buffer");
+    Ok(Some(AsStored {
+        image: image::DynamicImage::ImageRgba8(image),
+        declared,
+        orientation,
+    }))
 }
 
 /// Memory held by the decodes of large tiles, shared by every thread of the process.
@@ -994,8 +1063,14 @@ mod tests {
     }
 
     /// A PNG that is only its header: IHDR for `width` x `height` at `depth` bits and colour
-    /// type `colour`, then no pixels, as a decode bomb declares its size.
-    fn png_header_only(width: u32, height: u32, depth: u8, colour: u8) -> Vec<u8> {
+    /// type `colour` (Adam7-interlaced if `interlaced`), then no pixels, as a decode bomb
+    /// declares its size.
+    fn png_header_only(
+        width: u32,
+        height: u32,
+        (depth, colour): (u8, u8),
+        interlaced: bool,
+    ) -> Vec<u8> {
         fn crc32(bytes: &[u8]) -> u32 {
             let mut crc = !0u32;
             for &b in bytes {
@@ -1018,7 +1093,7 @@ mod tests {
         let ihdr = [
             &width.to_be_bytes()[..],
             &height.to_be_bytes(),
-            &[depth, colour, 0, 0, 0],
+            &[depth, colour, 0, 0, u8::from(interlaced)],
         ]
         .concat();
         [
@@ -1052,10 +1127,15 @@ mod tests {
             let bytes = encoded(halves.clone(), format);
             let cropped = decode_crop(&bytes, [255; 3], CENTRE_SQUARE, 64)
                 .unwrap_or_else(|e| panic!("{format:?}: {e}"));
-            // Reduced to twice the rendition's side on its short side, then cropped.
-            assert_eq!((cropped.width, cropped.height), (128, 128), "{format:?}");
-            let left = &cropped.rgb[64 * 128 * 3..][..3];
-            let right = &cropped.rgb[(64 * 128 + 127) * 3..][..3];
+            // Reduced to at least twice the rendition's side on its short side (a PNG by whole
+            // blocks of pixels as its rows come), then cropped.
+            let side = cropped.width;
+            assert!(
+                cropped.height == side && (128..256).contains(&side),
+                "{format:?} {side}"
+            );
+            let left = &cropped.rgb[(side / 2 * side + 4) * 3..][..3];
+            let right = &cropped.rgb[(side / 2 * side + side - 5) * 3..][..3];
             assert!(left[0] > 180 && left[2] < 80, "{format:?} left {left:?}");
             assert!(
                 right[2] > 180 && right[0] < 80,
@@ -1063,13 +1143,14 @@ mod tests {
             );
         }
         // A header declaring 20000 x 20000 pixels is refused before anything is decoded.
-        let bomb = png_header_only(20_000, 20_000, 8, 2);
+        let bomb = png_header_only(20_000, 20_000, (8, 2), false);
         let err = decode_crop(&bomb, [255; 3], CENTRE_SQUARE, 64)
             .err()
             .unwrap();
         assert!(err.contains("200 megapixels"), "{err}");
-        // 16-bit RGBA at 12000 x 10000 would take 1.8 GB to decode: refused, saying what to do.
-        let heavy = png_header_only(12_000, 10_000, 16, 6);
+        // A PNG is read a row at a time, unless it is interlaced: then it is decoded whole, and
+        // 16-bit RGBA at 12000 x 10000 would take 1.8 GB. Refused, saying what to do.
+        let heavy = png_header_only(12_000, 10_000, (16, 6), true);
         let err = decode_crop(&heavy, [255; 3], CENTRE_SQUARE, 64)
             .err()
             .unwrap();

@@ -239,7 +239,7 @@ pub(crate) async fn usable_library(
 }
 
 /// Checks everything, then stores the input and the record and sends the request.
-async fn enqueue(
+pub(crate) async fn enqueue(
     state: &AppState,
     job: Uuid,
     (client, key_holder): (Uuid, Option<Owner>),

@@ -7,6 +7,7 @@ pub mod doc_types;
 pub mod draft_previews;
 pub mod dzi;
 pub mod error_sets;
+pub mod event_mosaics;
 pub mod events;
 pub mod job_broker;
 pub mod job_options;
@@ -92,6 +93,21 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             )
             .service(
                 resource("/libraries/{id}/sheet", "GET").route(web::get().to(contact_sheet::get)),
+            )
+            .service(resource("/events", "POST").route(web::post().to(event_mosaics::create)))
+            .service(resource("/events/{id}", "GET").route(web::get().to(event_mosaics::get)))
+            .service(
+                resource("/events/{id}/photos", "POST")
+                    .route(web::post().to(event_mosaics::contribute)),
+            )
+            .service(
+                resource("/events/{id}/photos/{photo}", "PATCH, DELETE")
+                    .route(web::patch().to(event_mosaics::decide))
+                    .route(web::delete().to(event_mosaics::withdraw)),
+            )
+            .service(
+                resource("/events/{id}/mosaic", "POST")
+                    .route(web::post().to(event_mosaics::mosaic)),
             )
             .service(resource("/options", "GET").route(web::get().to(job_options::list)))
             .service(resource("/queues", "GET").route(web::get().to(queue_status::queues)))

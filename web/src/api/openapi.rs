@@ -12,8 +12,9 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::api::{
-    cell_lookup, contact_sheet, draft_previews, dzi, events, job_broker, job_options,
-    library_tiles, queue_status, result, result_preview, sizing, tile_libraries, zoom_tiles,
+    cell_lookup, contact_sheet, draft_previews, dzi, event_mosaics, events, job_broker,
+    job_options, library_tiles, queue_status, result, result_preview, sizing, tile_libraries,
+    zoom_tiles,
 };
 
 /// The document's description: how errors look and how calls are authorised.
@@ -59,6 +60,12 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         library_tiles::edit,
         library_tiles::remove,
         contact_sheet::get,
+        event_mosaics::create,
+        event_mosaics::get,
+        event_mosaics::contribute,
+        event_mosaics::decide,
+        event_mosaics::withdraw,
+        event_mosaics::mosaic,
         job_options::list,
         queue_status::queues,
         queue_status::system,
@@ -83,6 +90,11 @@ impl Modify for Described {
         // sizing request the same, with the photo's size for the photo.
         let submission = tessera_shared::spec::submission_schema();
         insert_schema(&mut components.schemas, "JobSubmission", submission);
+        insert_schema(
+            &mut components.schemas,
+            "EventCreation",
+            event_creation_schema(),
+        );
         let sizing = tessera_shared::spec::sizing_schema();
         insert_schema(&mut components.schemas, "SizingRequest", sizing);
         shape_pattern(&mut components.schemas);
@@ -126,6 +138,58 @@ fn error_codes() -> String {
 
 /// Puts `schema` in the components as `name`, with its `allOf` and `anyOf` as written (utoipa's
 /// object has none of its own).
+/// An event's creation: a job submission's fields and rules less `library` (its mosaics use
+/// the event's own), with the event's fields.
+fn event_creation_schema() -> serde_json::Value {
+    let mut schema = tessera_shared::spec::submission_schema();
+    let properties = schema["properties"].as_object_mut().expect("properties");
+    properties.remove("library");
+    for (name, property) in [
+        (
+            "name",
+            serde_json::json!({"type": "string", "minLength": 1, "maxLength": 100, "pattern": "\\S",
+            "description": "What the event is called."}),
+        ),
+        (
+            "approval",
+            serde_json::json!({"type": "boolean",
+            "description": "Photos wait for the owner's approval (true, the default), or are in at once."}),
+        ),
+        (
+            "per_guest",
+            serde_json::json!({"type": "integer", "format": "int32", "minimum": 0, "maximum": 10000,
+            "description": "Photos one guest may send: 20 by default, 0 for no limit."}),
+        ),
+    ] {
+        properties.insert(name.into(), property);
+    }
+    // The rules that list the fields a submission may hold list these instead.
+    fn rename_fields(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(names) = map
+                    .get_mut("propertyNames")
+                    .and_then(|p| p.get_mut("enum"))
+                    .and_then(|e| e.as_array_mut())
+                {
+                    names.retain(|n| n != "library");
+                    names.extend(["name", "approval", "per_guest"].map(serde_json::Value::from));
+                }
+                map.values_mut().for_each(rename_fields);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(rename_fields),
+            _ => {}
+        }
+    }
+    rename_fields(&mut schema);
+    schema["required"] = serde_json::json!(["image", "name"]);
+    schema["description"] = serde_json::Value::from(
+        "An event's creation (`multipart/form-data`): the target photo, the event's name and \
+         settings, and any job field but `library`, as a job submission takes them.",
+    );
+    schema
+}
+
 fn insert_schema(
     schemas: &mut std::collections::BTreeMap<String, RefOr<Schema>>,
     name: &str,

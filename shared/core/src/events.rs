@@ -1,0 +1,256 @@
+//! Events: one mosaic made of many people's photos. An event is a target photo, the job fields
+//! its owner chose, and the photos guests contribute through its link, each waiting, approved,
+//! left out or withdrawn. Its record is one JSON blob (`events/{id}/event.json`), updated under
+//! its ETag as a job's is; the target and each photo are blobs beside it. Its mosaics are
+//! ordinary jobs of a private library that holds its approved photos.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::keys::BlobKey;
+use crate::libraries::Owner;
+use crate::storage::{BlobStore, PutMode, StorageError};
+
+/// Where a contributed photo is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PhotoState {
+    /// Sent, waiting for the owner's approval.
+    Waiting,
+    /// In the event's mosaics.
+    Approved,
+    /// Left out by the owner.
+    Rejected,
+}
+
+impl PhotoState {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "waiting" => Some(PhotoState::Waiting),
+            "approved" => Some(PhotoState::Approved),
+            "rejected" => Some(PhotoState::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// One contributed photo.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventPhoto {
+    pub id: Uuid,
+    /// The file name the guest sent.
+    pub name: String,
+    /// Who sent it: the guest's client id, kept as an owner (a digest, never the id).
+    pub contributor: Owner,
+    pub state: PhotoState,
+    /// The file's extension as sniffed (`jpg`, `png`, `heic`...), for the library's folder.
+    pub extension: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub added_at: OffsetDateTime,
+}
+
+impl EventPhoto {
+    /// The photo's tile name in the event's library: its id, so that two guests' `IMG_0001.jpg`
+    /// are two tiles; the name the guest sent is its caption.
+    pub fn tile_name(&self) -> String {
+        format!("{}.{}", self.id, self.extension)
+    }
+}
+
+/// How an event takes photos.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct EventSettings {
+    /// Photos wait for the owner's approval (true), or are in at once.
+    pub approval: bool,
+    /// Most photos one guest may send (0: no limit).
+    pub per_guest: u32,
+    /// Whether guests may still send photos.
+    pub open: bool,
+}
+
+/// An event's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    pub id: Uuid,
+    pub name: String,
+    pub owner: Owner,
+    /// The secret in the contribute link.
+    pub token: String,
+    /// The job fields the owner gave (less the image and the library), as sent.
+    pub fields: BTreeMap<String, String>,
+    /// The target's file name, as sent.
+    pub input_name: String,
+    pub settings: EventSettings,
+    pub photos: Vec<EventPhoto>,
+    /// The event's mosaics, oldest first.
+    #[serde(default)]
+    pub mosaics: Vec<Uuid>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl EventRecord {
+    /// The id of the private library that holds the event's approved photos.
+    pub fn library_id(&self) -> String {
+        Self::library_id_of(self.id)
+    }
+
+    /// [`EventRecord::library_id`] of event `id`.
+    pub fn library_id_of(id: Uuid) -> String {
+        format!("event-{id}")
+    }
+
+    /// The photos in its mosaics.
+    pub fn approved(&self) -> impl Iterator<Item = &EventPhoto> {
+        self.photos
+            .iter()
+            .filter(|p| p.state == PhotoState::Approved)
+    }
+
+    /// How many photos `guest` has sent that are still there.
+    pub fn sent_by(&self, guest: &Owner) -> u32 {
+        self.photos
+            .iter()
+            .filter(|p| &p.contributor == guest)
+            .count() as u32
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    #[error("there is no event {0}")]
+    NotFound(Uuid),
+    #[error("event record {0} is corrupt: {1}")]
+    Corrupt(Uuid, String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Reads and updates events in a blob store.
+#[derive(Debug, Clone)]
+pub struct EventStore {
+    blobs: Arc<dyn BlobStore>,
+}
+
+/// Lost races tolerated in one update before giving up (each means another writer progressed).
+const MAX_UPDATE_ATTEMPTS: usize = 32;
+
+impl EventStore {
+    pub fn new(blobs: Arc<dyn BlobStore>) -> Self {
+        EventStore { blobs }
+    }
+
+    /// Stores a new event: its target first, then its record.
+    pub async fn create(&self, record: &EventRecord, target: Bytes) -> Result<(), EventError> {
+        let event = record.id;
+        self.blobs
+            .put(
+                &BlobKey::EventTarget { event }.path(),
+                target,
+                PutMode::CreateNew,
+            )
+            .await?;
+        self.blobs
+            .put(
+                &BlobKey::EventRecord { event }.path(),
+                encode(record),
+                PutMode::CreateNew,
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub async fn get(&self, event: Uuid) -> Result<EventRecord, EventError> {
+        let key = BlobKey::EventRecord { event }.path();
+        let bytes = self
+            .blobs
+            .get(&key)
+            .await
+            .map_err(|e| not_found(event, e))?;
+        serde_json::from_slice(&bytes).map_err(|e| EventError::Corrupt(event, e.to_string()))
+    }
+
+    /// Applies `change` to the record and writes it back if `change` returns true, retrying on
+    /// a concurrent writer. Returns the record as stored afterwards.
+    pub async fn update(
+        &self,
+        event: Uuid,
+        mut change: impl FnMut(&mut EventRecord) -> bool,
+    ) -> Result<EventRecord, EventError> {
+        let key = BlobKey::EventRecord { event }.path();
+        for _ in 0..MAX_UPDATE_ATTEMPTS {
+            let meta = self
+                .blobs
+                .head(&key)
+                .await
+                .map_err(|e| not_found(event, e))?;
+            let mut record = self.get(event).await?;
+            if !change(&mut record) {
+                return Ok(record);
+            }
+            record.updated_at = OffsetDateTime::now_utc();
+            match self
+                .blobs
+                .put(&key, encode(&record), PutMode::IfMatch(meta.etag))
+                .await
+            {
+                Ok(_) => return Ok(record),
+                Err(StorageError::Precondition(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(
+            StorageError::Transient(format!("event {event}: too many concurrent updates").into())
+                .into(),
+        )
+    }
+
+    pub async fn target(&self, event: Uuid) -> Result<Bytes, EventError> {
+        let key = BlobKey::EventTarget { event }.path();
+        self.blobs.get(&key).await.map_err(|e| not_found(event, e))
+    }
+
+    /// Stores a photo's file before the record names it.
+    pub async fn put_photo(
+        &self,
+        event: Uuid,
+        photo: Uuid,
+        bytes: Bytes,
+    ) -> Result<(), EventError> {
+        let key = BlobKey::EventPhoto { event, photo }.path();
+        self.blobs.put(&key, bytes, PutMode::Overwrite).await?;
+        Ok(())
+    }
+
+    pub async fn photo(&self, event: Uuid, photo: Uuid) -> Result<Bytes, EventError> {
+        let key = BlobKey::EventPhoto { event, photo }.path();
+        Ok(self.blobs.get(&key).await?)
+    }
+
+    /// Deletes a photo's file (one already gone is fine).
+    pub async fn delete_photo(&self, event: Uuid, photo: Uuid) -> Result<(), EventError> {
+        let key = BlobKey::EventPhoto { event, photo }.path();
+        match self.blobs.delete(&key).await {
+            Ok(()) | Err(StorageError::NotFound(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn not_found(event: Uuid, e: StorageError) -> EventError {
+    match e {
+        StorageError::NotFound(_) => EventError::NotFound(event),
+        e => e.into(),
+    }
+}
+
+fn encode(record: &EventRecord) -> Bytes {
+    Bytes::from(serde_json::to_vec(record).expect("event records serialize"))
+}

@@ -1,0 +1,205 @@
+//! Events: four guests send ten photos each through the contribute link, the owner approves 38
+//! and leaves out 2, and the mosaic holds exactly the 38, each at least once, named as their
+//! guests sent them; a guest takes one back and the next mosaic lacks it. Only the owner
+//! moderates, only a photo's guest (or the owner) takes it out, and the link's token is needed.
+
+use reqwest::StatusCode;
+use reqwest::multipart::{Form, Part};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::support::*;
+
+/// A request from the client `client` (a browser's id, as `X-Client-Id`).
+fn from(client: Uuid, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    request.header("X-Client-Id", client.to_string())
+}
+
+async fn json_of(res: reqwest::Response, expected: StatusCode) -> Value {
+    let status = res.status();
+    let body: Value = res.json().await.unwrap_or(Value::Null);
+    assert_eq!(status, expected, "{body}");
+    body
+}
+
+/// The tiles' captions of a finished job's placements, sorted.
+async fn placed(app: &TestApp, job: &str) -> Vec<String> {
+    let placements = app.get_placements(job).await;
+    let mut captions: Vec<String> = placements["tiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            assert!(t["uses"].as_u64().unwrap() >= 1, "{t}");
+            t["caption"].as_str().unwrap().to_string()
+        })
+        .collect();
+    captions.sort();
+    captions
+}
+
+async fn make_mosaic(app: &TestApp, http: &reqwest::Client, owner: Uuid, event: &str) -> String {
+    let res = from(
+        owner,
+        http.post(app.url(&format!("/api/v1/events/{event}/mosaic"))),
+    )
+    .send()
+    .await
+    .unwrap();
+    let body = json_of(res, StatusCode::ACCEPTED).await;
+    let job = body["job"].as_str().unwrap().to_string();
+    let done = app.wait_until_finished(&job).await;
+    assert_eq!(done["state"], "done", "{done}");
+    job
+}
+
+async fn guests_photos_make_one_mosaic(app: &TestApp) {
+    let http = reqwest::Client::new();
+    let owner = Uuid::new_v4();
+    let form = Form::new()
+        .text("name", "Anna and Ben's wedding")
+        .text("cells", "16")
+        .text("tile_size", "8")
+        .part("image", Part::bytes(astronaut()).file_name("couple.png"));
+    let res = from(owner, http.post(app.url("/api/v1/events")))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let event = json_of(res, StatusCode::CREATED).await;
+    let id = event["id"].as_str().unwrap().to_string();
+    let token = event["contribute_token"].as_str().unwrap().to_string();
+    assert!(
+        event["contribute_url"].as_str().unwrap().contains(&token),
+        "{event}"
+    );
+    let photos_url = app.url(&format!("/api/v1/events/{id}/photos"));
+
+    // Without the link's token, nothing is taken.
+    let guests: Vec<Uuid> = (0..4).map(|_| Uuid::new_v4()).collect();
+    let one = Form::new().part("files", Part::bytes(photo(0)).file_name("x.jpg"));
+    let res = from(guests[0], http.post(&photos_url))
+        .multipart(one)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(res).await.1, "bad_contribute_token");
+
+    // Four guests, ten photos each, waiting for approval.
+    let mut sent: Vec<(Uuid, String, String)> = Vec::new();
+    for (g, guest) in guests.iter().enumerate() {
+        let mut form = Form::new();
+        for i in 0..10 {
+            let name = format!("guest{g}-{i:02}.jpg");
+            form = form.part("files", Part::bytes(photo(g * 10 + i)).file_name(name));
+        }
+        let res = from(*guest, http.post(&photos_url))
+            .header("X-Contribute-Token", &token)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        let body = json_of(res, StatusCode::CREATED).await;
+        let photos = body["photos"].as_array().unwrap();
+        assert_eq!(photos.len(), 10, "{body}");
+        for p in photos {
+            assert_eq!(p["state"], "waiting", "{p}");
+            let name = p["name"].as_str().unwrap().to_string();
+            sent.push((*guest, p["id"].as_str().unwrap().to_string(), name));
+        }
+    }
+    // A guest sees their own photos through the link, not the others'.
+    let res = from(
+        guests[1],
+        http.get(app.url(&format!("/api/v1/events/{id}?token={token}"))),
+    )
+    .send()
+    .await
+    .unwrap();
+    let seen = json_of(res, StatusCode::OK).await;
+    assert_eq!(seen["photos"].as_array().unwrap().len(), 10, "{seen}");
+    assert!(seen.get("contribute_token").is_none(), "{seen}");
+    // A guest may not moderate.
+    let decide = |photo: &str| app.url(&format!("/api/v1/events/{id}/photos/{photo}"));
+    let res = from(guests[0], http.patch(decide(&sent[0].1)))
+        .json(&json!({"state": "approved"}))
+        .send()
+        .await
+        .unwrap();
+    let (status, code) = error_code(res).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::FORBIDDEN, "not_event_owner")
+    );
+
+    // The owner approves 38 and leaves out 2.
+    for (i, (_, photo, _)) in sent.iter().enumerate() {
+        let state = if i == 5 || i == 25 {
+            "rejected"
+        } else {
+            "approved"
+        };
+        let res = from(owner, http.patch(decide(photo)))
+            .json(&json!({ "state": state }))
+            .send()
+            .await
+            .unwrap();
+        let body = json_of(res, StatusCode::OK).await;
+        assert_eq!(body["state"], state, "{body}");
+    }
+    let res = from(owner, http.get(app.url(&format!("/api/v1/events/{id}"))))
+        .send()
+        .await
+        .unwrap();
+    let whole = json_of(res, StatusCode::OK).await;
+    assert_eq!(whole["photos"].as_array().unwrap().len(), 40, "{whole}");
+
+    // The mosaic holds exactly the 38, each at least once, by the names their guests sent.
+    let first = make_mosaic(app, &http, owner, &id).await;
+    let mut approved: Vec<String> = sent
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 5 && *i != 25)
+        .map(|(_, s)| s.2.clone())
+        .collect();
+    approved.sort();
+    assert_eq!(placed(app, &first).await, approved);
+
+    // A guest takes one photo back; another guest may not take it.
+    let (guest, photo, name) = sent[12].clone();
+    let res = from(guests[3], http.delete(decide(&photo)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(res).await.1, "not_your_photo");
+    let res = from(guest, http.delete(decide(&photo)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let second = make_mosaic(app, &http, owner, &id).await;
+    approved.retain(|n| n != &name);
+    assert_eq!(placed(app, &second).await, approved);
+    let res = from(owner, http.get(app.url(&format!("/api/v1/events/{id}"))))
+        .send()
+        .await
+        .unwrap();
+    let whole = json_of(res, StatusCode::OK).await;
+    assert_eq!(whole["mosaic"]["job"], second.as_str(), "{whole}");
+    assert_eq!(whole["mosaics"].as_array().unwrap().len(), 2, "{whole}");
+}
+
+/// A small photo of its own colours (`i` makes it differ from every other).
+fn photo(i: usize) -> Vec<u8> {
+    crate::photos::camera_jpeg(160, 120, (i * 6) as u8)
+}
+
+#[tokio::test]
+async fn guests_photos_make_one_mosaic_on_the_embedded_store() {
+    guests_photos_make_one_mosaic(&spawn_app().await).await;
+}
+
+#[tokio::test]
+async fn guests_photos_make_one_mosaic_on_azurite() {
+    guests_photos_make_one_mosaic(&spawn_app_on_azurite().await).await;
+}

@@ -1,0 +1,800 @@
+//! Events (`/api/v1/events`): one mosaic made of many people's photos. The owner makes an event
+//! from a target photo and job fields; guests send photos through its contribute link (its
+//! token, no account: a guest is their client id); the owner approves or leaves them out; a
+//! mosaic is an ordinary job of a private library of the approved photos, each captioned with
+//! the file name its guest sent.
+
+use std::collections::BTreeMap;
+
+use actix_multipart::Multipart;
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use tessera_engine::ImportOptions;
+use tessera_shared::error_code::ErrorCode;
+use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, PhotoState};
+use tessera_shared::libraries::{Owner, Publication, Visibility};
+use tessera_shared::library_import::import_library;
+
+use crate::api::job_broker::{Form, declared_field, duplicate, enqueue, missing, spec_of};
+use crate::api_error::{ApiError, ApiResult};
+use crate::app_state::AppState;
+use crate::guards::client::{client_address, client_cookie, client_id, credential_owner};
+use crate::guards::inspect::{probe_target, verify_target};
+use crate::guards::upload::{
+    BodyClock, field_name, file_name, read_limited, read_text, require_multipart,
+};
+
+/// The header that carries a contribute link's token (or `?token=`).
+pub const TOKEN_HEADER: &str = "X-Contribute-Token";
+/// Photos one guest may send to an event unless its owner says otherwise.
+const DEFAULT_PER_GUEST: u32 = 20;
+
+/// One photo of an event.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PhotoView {
+    pub id: Uuid,
+    /// The file name the guest sent.
+    pub name: String,
+    pub state: PhotoState,
+    /// Who sent it (a digest of the guest's client id).
+    #[schema(value_type = String)]
+    pub contributor: Owner,
+}
+
+impl From<&EventPhoto> for PhotoView {
+    fn from(p: &EventPhoto) -> Self {
+        PhotoView {
+            id: p.id,
+            name: p.name.clone(),
+            state: p.state,
+            contributor: p.contributor.clone(),
+        }
+    }
+}
+
+/// An event's latest mosaic.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MosaicRef {
+    /// The job that makes it (`/api/v1/jobs/{job}`).
+    pub job: Uuid,
+}
+
+/// An event: to its owner whole, to a guest with its token with the guest's own photos only.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventView {
+    pub id: Uuid,
+    pub name: String,
+    /// The contribute link's secret (the owner's view only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contribute_token: Option<String>,
+    /// The page guests open to send photos (the owner's view only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contribute_url: Option<String>,
+    pub settings: EventSettings,
+    pub photos: Vec<PhotoView>,
+    /// The latest mosaic, once one was asked for.
+    pub mosaic: Option<MosaicRef>,
+    /// Every mosaic of the event, oldest first.
+    pub mosaics: Vec<Uuid>,
+}
+
+impl EventView {
+    fn of(record: &EventRecord, guest: Option<&Owner>) -> Self {
+        let photos = record
+            .photos
+            .iter()
+            .filter(|p| guest.is_none_or(|g| &p.contributor == g))
+            .map(PhotoView::from)
+            .collect();
+        let owner = guest.is_none();
+        EventView {
+            id: record.id,
+            name: record.name.clone(),
+            contribute_token: owner.then(|| record.token.clone()),
+            contribute_url: owner
+                .then(|| format!("/api/v1/events/{}/photos?token={}", record.id, record.token)),
+            settings: record.settings.clone(),
+            photos,
+            mosaic: record.mosaics.last().map(|&job| MosaicRef { job }),
+            mosaics: record.mosaics.clone(),
+        }
+    }
+}
+
+/// Photos a guest sent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PhotosSent {
+    pub photos: Vec<PhotoView>,
+}
+
+/// The owner's decision on a photo.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PhotoDecision {
+    /// `approved` (in the mosaics) or `rejected` (left out).
+    pub state: PhotoState,
+}
+
+// The fields of a creation; the API document describes them with the job's fields
+// (`openapi::event_creation_schema`), and the handler reads them as they come.
+/// An event's creation (`multipart/form-data`).
+#[derive(Deserialize, ToSchema)]
+pub struct EventCreation {
+    /// The target photo.
+    #[schema(value_type = String, format = Binary)]
+    pub image: Vec<u8>,
+    /// What the event is called (1 to 100 characters).
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: String,
+    /// Photos wait for the owner's approval (true, the default), or are in at once.
+    #[schema(required = false)]
+    pub approval: bool,
+    /// Photos one guest may send: 20 by default, 0 for no limit.
+    #[schema(required = false, minimum = 0, maximum = 10000)]
+    pub per_guest: u32,
+}
+
+// The photos of a contribution as the API documents them.
+/// Photos for an event (`multipart/form-data`): one file each.
+#[derive(Deserialize, ToSchema)]
+pub struct PhotoUpload {
+    /// The photos, in any format Tessera reads.
+    #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
+    pub files: Vec<Vec<u8>>,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct TokenQuery {
+    /// The contribute link's token (or the `X-Contribute-Token` header).
+    pub token: Option<String>,
+}
+
+/// The requester of an event route: a key's holder, else the client (minted when absent).
+fn requester(req: &HttpRequest) -> ApiResult<(Owner, Uuid, bool)> {
+    let (client, minted) = client_id(req)?;
+    let who = credential_owner(req).unwrap_or_else(|| Owner::client(client));
+    Ok((who, client, minted))
+}
+
+fn is_owner(record: &EventRecord, who: &Owner) -> bool {
+    who.is_operator() || &record.owner == who
+}
+
+fn not_owner(record: &EventRecord) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::NotEventOwner,
+        format!(
+            "event {} is someone else's: only its owner may do this",
+            record.id
+        ),
+    )
+}
+
+/// Whether the request carries the event's contribute token.
+fn has_token(req: &HttpRequest, query: &TokenQuery, record: &EventRecord) -> bool {
+    let given = req
+        .headers()
+        .get(TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| query.token.clone());
+    given.is_some_and(|t| {
+        let (a, b) = (t.as_bytes(), record.token.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+    })
+}
+
+/// Answers `body` with `status`, setting the client cookie when one was minted.
+fn answer(
+    req: &HttpRequest,
+    status: StatusCode,
+    client: (Uuid, bool),
+    body: impl Serialize,
+) -> HttpResponse {
+    let mut response = HttpResponse::build(status);
+    if client.1 {
+        response.cookie(client_cookie(req, client.0));
+    }
+    response.json(body)
+}
+
+/// The fields of an event's creation: its own and the job's.
+#[derive(Default)]
+struct EventForm {
+    job: Form,
+    name: Option<String>,
+    approval: Option<String>,
+    per_guest: Option<String>,
+}
+
+async fn read_event_form(payload: &mut Multipart, state: &AppState) -> ApiResult<EventForm> {
+    let mut form = EventForm::default();
+    let limit = state.settings.max_upload_bytes;
+    let mut clock = BodyClock::new(&state.settings);
+    while let Some(mut field) = clock.field(payload).await? {
+        let name = field_name(&field);
+        let slot = match name.as_str() {
+            "image" => {
+                let input_name = file_name(&field).unwrap_or_default();
+                let bytes = read_limited(&mut field, &mut clock, limit, || {
+                    ApiError::too_large(
+                        ErrorCode::UploadTooLarge,
+                        format!("the image is over the upload limit of {limit} bytes"),
+                    )
+                })
+                .await?;
+                if form
+                    .job
+                    .image
+                    .replace((bytes.freeze(), input_name))
+                    .is_some()
+                {
+                    return Err(duplicate(&name));
+                }
+                continue;
+            }
+            "name" => &mut form.name,
+            "approval" => &mut form.approval,
+            "per_guest" => &mut form.per_guest,
+            _ => {
+                let declared = declared_field(&name)?;
+                let text = read_text(&mut field, &mut clock, &name).await?;
+                if form.job.fields.insert(declared, text).is_some() {
+                    return Err(duplicate(&name));
+                }
+                continue;
+            }
+        };
+        let text = read_text(&mut field, &mut clock, &name).await?;
+        if slot.replace(text).is_some() {
+            return Err(duplicate(&name));
+        }
+    }
+    Ok(form)
+}
+
+/// The event's own settings from its fields.
+fn settings_of(form: &EventForm) -> ApiResult<EventSettings> {
+    let approval = match form.approval.as_deref().map(str::trim) {
+        None | Some("") | Some("true") => true,
+        Some("false") => false,
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                ErrorCode::InvalidParameter,
+                format!("approval must be true or false, not {other:?}"),
+            ));
+        }
+    };
+    let per_guest = match form.per_guest.as_deref().map(str::trim) {
+        None | Some("") => DEFAULT_PER_GUEST,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n <= 10_000)
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    ErrorCode::InvalidParameter,
+                    format!("per_guest must be 0 (no limit) to 10000, not {text:?}"),
+                )
+            })?,
+    };
+    Ok(EventSettings {
+        approval,
+        per_guest,
+        open: true,
+    })
+}
+
+/// Make an event.
+///
+/// Multipart: `image` (the target), `name`, `approval` (photos wait for the owner: true, the
+/// default), `per_guest` (photos one guest may send, 20 by default, 0 for no limit) and any
+/// job field but `library`. The caller is the event's owner.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events",
+    operation_id = "create_event",
+    tag = "events",
+    params(("X-Client-Id" = Option<Uuid>, Header, nullable = false, description = "The client id; otherwise the tessera_client cookie, minted when absent.")),
+    request_body(content = EventCreation, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "Made; Location names the event", body = EventView,
+            headers(("Location" = String, description = "The event's path"))),
+        crate::api::error_sets::UploadErrors,
+        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+        (status = 507, description = "insufficient_storage", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn create(
+    req: HttpRequest,
+    mut payload: Multipart,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    require_multipart(&req, "an event")?;
+    let (owner, client, minted) = requester(&req)?;
+    let form = read_event_form(&mut payload, &state).await?;
+    let name = form.name.as_deref().map(str::trim).unwrap_or_default();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidParameter,
+            "name must be 1 to 100 characters: what the event is called",
+        )
+        .with_field("name"));
+    }
+    if form.job.fields.contains_key("library") {
+        return Err(ApiError::bad_request(
+            ErrorCode::ConflictingParameters,
+            "an event's mosaics are made of its guests' photos: leave out library",
+        ));
+    }
+    let settings = settings_of(&form)?;
+    let id = Uuid::new_v4();
+    // The fields are checked as the mosaics will send them, with the event's library.
+    let mut fields = form.job.fields.clone();
+    fields.insert("library", EventRecord::library_id_of(id));
+    spec_of(&fields, &state)?;
+    let (image, input_name) = form.job.image.clone().ok_or_else(|| missing("image"))?;
+    let probe = probe_target(&image, state.settings.max_input_pixels)?;
+    let _room = state.decode_memory.room_for(probe.decode_bytes).await?;
+    let bytes = image.clone();
+    tokio::task::spawn_blocking(move || verify_target(&bytes, &probe))
+        .await
+        .map_err(ApiError::internal)??;
+    let now = OffsetDateTime::now_utc();
+    let record = EventRecord {
+        id,
+        name: name.to_string(),
+        owner,
+        token: format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple()),
+        fields: form
+            .job
+            .fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+        input_name: input_name.chars().take(255).collect(),
+        settings,
+        photos: Vec::new(),
+        mosaics: Vec::new(),
+        created_at: now,
+        updated_at: now,
+    };
+    state.require_room(image.len() as u64, "the event").await?;
+    state.platform.events().create(&record, image).await?;
+    tracing::info!(event = %record.id, "event made");
+    let mut response = answer(
+        &req,
+        StatusCode::CREATED,
+        (client, minted),
+        EventView::of(&record, None),
+    );
+    response.headers_mut().insert(
+        header::LOCATION,
+        header::HeaderValue::from_str(&format!("/api/v1/events/{}", record.id))
+            .map_err(ApiError::internal)?,
+    );
+    Ok(response)
+}
+
+/// One event: whole to its owner; to a guest with the contribute token, the guest's own photos.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{id}",
+    operation_id = "get_event",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id"), TokenQuery),
+    responses(
+        (status = 200, description = "The event", body = EventView),
+        (status = 403, description = "not_event_owner: neither the owner nor a guest with the token", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn get(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    query: web::Query<TokenQuery>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (who, client, minted) = requester(&req)?;
+    let record = state.platform.events().get(*id).await?;
+    let view = if is_owner(&record, &who) {
+        EventView::of(&record, None)
+    } else if has_token(&req, &query, &record) {
+        EventView::of(&record, Some(&who))
+    } else {
+        return Err(not_owner(&record));
+    };
+    Ok(answer(&req, StatusCode::OK, (client, minted), view))
+}
+
+/// Send photos to an event, through its contribute link.
+///
+/// Multipart `files`, one photo each, with the link's token as `?token=` or
+/// `X-Contribute-Token`. They wait for the owner's approval, or are in at once if the event
+/// says so.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/{id}/photos",
+    operation_id = "contribute_photos",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id"), TokenQuery),
+    request_body(content = PhotoUpload, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "Received", body = PhotosSent),
+        crate::api::error_sets::UploadErrors,
+        (status = 403, description = "bad_contribute_token", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        (status = 409, description = "contributions_closed", body = crate::api_error::ErrorBody),
+        (status = 507, description = "insufficient_storage", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn contribute(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    query: web::Query<TokenQuery>,
+    mut payload: Multipart,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    require_multipart(&req, "photos")?;
+    let (guest, client, minted) = requester(&req)?;
+    let events = state.platform.events();
+    let record = events.get(*id).await?;
+    if !has_token(&req, &query, &record) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::BadContributeToken,
+            "this link's token is missing or wrong: open the event's contribute link again",
+        ));
+    }
+    let files = read_photos(&mut payload, &state).await?;
+    check_room_for_guest(&record, &guest, files.len())?;
+    state
+        .require_room(files.iter().map(|f| f.1.len() as u64).sum(), "the photos")
+        .await?;
+    let state_given = if record.settings.approval {
+        PhotoState::Waiting
+    } else {
+        PhotoState::Approved
+    };
+    let mut photos = Vec::with_capacity(files.len());
+    for (name, bytes, extension) in files {
+        let photo = EventPhoto {
+            id: Uuid::new_v4(),
+            name,
+            contributor: guest.clone(),
+            state: state_given,
+            extension,
+            added_at: OffsetDateTime::now_utc(),
+        };
+        events.put_photo(record.id, photo.id, bytes).await?;
+        photos.push(photo);
+    }
+    let mut refused = None;
+    let stored = events
+        .update(record.id, |r| {
+            match check_room_for_guest(r, &guest, photos.len()) {
+                Ok(()) => {
+                    r.photos.extend(photos.iter().cloned());
+                    true
+                }
+                Err(e) => {
+                    refused = Some(e);
+                    false
+                }
+            }
+        })
+        .await;
+    if let Some(e) = refused.or(stored.err().map(ApiError::from)) {
+        for photo in &photos {
+            let _ = events.delete_photo(record.id, photo.id).await;
+        }
+        return Err(e);
+    }
+    let sent = PhotosSent {
+        photos: photos.iter().map(PhotoView::from).collect(),
+    };
+    Ok(answer(&req, StatusCode::CREATED, (client, minted), sent))
+}
+
+/// Refuses `more` photos from `guest` when the event is closed or the guest would pass its cap.
+fn check_room_for_guest(record: &EventRecord, guest: &Owner, more: usize) -> ApiResult<()> {
+    if !record.settings.open {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            ErrorCode::ContributionsClosed,
+            format!("{} takes no more photos", record.name),
+        ));
+    }
+    let cap = record.settings.per_guest;
+    let sent = record.sent_by(guest);
+    if cap > 0 && sent as usize + more > cap as usize {
+        return Err(ApiError::unprocessable(
+            ErrorCode::GuestPhotoLimit,
+            format!(
+                "this event takes {cap} photos from each guest: you have sent {sent}, and these are {more}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The `files` of a contribution: each a photo in a format Tessera reads, within the upload
+/// limits. Returns the name sent, the bytes and the extension by content.
+async fn read_photos(
+    payload: &mut Multipart,
+    state: &AppState,
+) -> ApiResult<Vec<(String, bytes::Bytes, String)>> {
+    let mut files = Vec::new();
+    let mut left = state.settings.max_library_upload_bytes;
+    let mut clock = BodyClock::new(&state.settings);
+    while let Some(mut field) = clock.field(payload).await? {
+        let name = field_name(&field);
+        if name != "files" {
+            return Err(ApiError::bad_request(
+                ErrorCode::UnknownField,
+                format!("unknown field {name:?}: send photos as files"),
+            ));
+        }
+        let sent = file_name(&field).unwrap_or_else(|| "photo".into());
+        let bytes = read_limited(&mut field, &mut clock, left, || {
+            ApiError::too_large(
+                ErrorCode::UploadTooLarge,
+                format!(
+                    "the photos are over the upload limit of {} bytes",
+                    state.settings.max_library_upload_bytes
+                ),
+            )
+        })
+        .await?
+        .freeze();
+        left = left.saturating_sub(bytes.len() as u64);
+        let header = tessera_engine::decode::read_header(&bytes).map_err(|e| {
+            ApiError::unprocessable(
+                ErrorCode::CorruptImage,
+                format!("{sent} is not a photo Tessera reads: {e}"),
+            )
+            .with_field("files")
+        })?;
+        let extension = header.format.name().to_ascii_lowercase();
+        let name: String = sent
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(&sent)
+            .chars()
+            .take(200)
+            .collect();
+        files.push((name, bytes, extension));
+    }
+    if files.is_empty() {
+        return Err(missing("files"));
+    }
+    Ok(files)
+}
+
+/// The owner's decision on one photo: `approved` or `rejected`.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/events/{id}/photos/{photo}",
+    operation_id = "decide_event_photo",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id"), ("photo" = Uuid, Path, description = "The photo's id")),
+    request_body = PhotoDecision,
+    responses(
+        (status = 200, description = "The photo as it is now", body = PhotoView),
+        (status = 400, description = "the body is not the JSON this route takes", body = crate::api_error::ErrorBody),
+        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
+        (status = 415, description = "the body is not JSON", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found, photo_not_found", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn decide(
+    req: HttpRequest,
+    path: web::Path<(Uuid, Uuid)>,
+    decision: web::Json<PhotoDecision>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (event, photo) = path.into_inner();
+    let (who, _, _) = requester(&req)?;
+    let events = state.platform.events();
+    let record = events.get(event).await?;
+    if !is_owner(&record, &who) {
+        return Err(not_owner(&record));
+    }
+    let record = events
+        .update(event, |r| {
+            match r.photos.iter_mut().find(|p| p.id == photo) {
+                Some(p) if p.state != decision.state => {
+                    p.state = decision.state;
+                    true
+                }
+                _ => false,
+            }
+        })
+        .await?;
+    let found = record
+        .photos
+        .iter()
+        .find(|p| p.id == photo)
+        .ok_or_else(|| photo_not_found(photo))?;
+    Ok(HttpResponse::Ok().json(PhotoView::from(found)))
+}
+
+fn photo_not_found(photo: Uuid) -> ApiError {
+    ApiError::not_found(
+        ErrorCode::PhotoNotFound,
+        format!("the event has no photo {photo}"),
+    )
+}
+
+/// Take a photo out of an event: its guest (through the link) or the owner. It leaves the
+/// event's next mosaic.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/events/{id}/photos/{photo}",
+    operation_id = "withdraw_event_photo",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id"), ("photo" = Uuid, Path, description = "The photo's id")),
+    responses(
+        (status = 204, description = "Taken out"),
+        (status = 403, description = "not_your_photo", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found, photo_not_found", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn withdraw(
+    req: HttpRequest,
+    path: web::Path<(Uuid, Uuid)>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (event, photo) = path.into_inner();
+    let (who, _, _) = requester(&req)?;
+    let events = state.platform.events();
+    let record = events.get(event).await?;
+    let found = record
+        .photos
+        .iter()
+        .find(|p| p.id == photo)
+        .ok_or_else(|| photo_not_found(photo))?;
+    if !is_owner(&record, &who) && found.contributor != who {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::NotYourPhoto,
+            "only the guest who sent this photo, or the event's owner, may take it out",
+        ));
+    }
+    events
+        .update(event, |r| {
+            let before = r.photos.len();
+            r.photos.retain(|p| p.id != photo);
+            r.photos.len() != before
+        })
+        .await?;
+    events.delete_photo(event, photo).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Make the event's next mosaic of its approved photos (the owner): a job, each photo in at
+/// least once while the cells allow.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/{id}/mosaic",
+    operation_id = "make_event_mosaic",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id")),
+    responses(
+        (status = 202, description = "Queued", body = MosaicRef),
+        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        (status = 422, description = "no photo approved yet, or the job cannot be made", body = crate::api_error::ErrorBody),
+        (status = 429, description = "too_many_active_jobs", body = crate::api_error::ErrorBody),
+        (status = 503, description = "service_busy, or storage is unavailable", body = crate::api_error::ErrorBody),
+        (status = 507, description = "insufficient_storage", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn mosaic(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (who, client, _) = requester(&req)?;
+    let events = state.platform.events();
+    let record = events.get(*id).await?;
+    if !is_owner(&record, &who) {
+        return Err(not_owner(&record));
+    }
+    let library = publish_library(&state, &record).await?;
+    let target = events.target(record.id).await?;
+    let mut fields: BTreeMap<&'static str, String> = BTreeMap::new();
+    for (name, value) in &record.fields {
+        fields.insert(declared_field(name)?, value.clone());
+    }
+    fields.insert("library", library);
+    let floor = !fields.contains_key("min_uses");
+    if floor {
+        fields.insert("min_uses", "1".into());
+    }
+    let address = client_address(&req, state.guard.trusted_proxies());
+    let key_holder = credential_owner(&req);
+    let form = |fields| Form {
+        image: Some((target.clone(), record.input_name.clone())),
+        fields,
+    };
+    let job = Uuid::new_v4();
+    let made = enqueue(
+        &state,
+        job,
+        (client, key_holder.clone()),
+        address,
+        form(fields.clone()),
+    )
+    .await;
+    let job = match made {
+        // More photos than cells: each in at most once, and the page says so.
+        Err(e) if floor && e.field() == Some("min_uses") => {
+            fields.remove("min_uses");
+            let job = Uuid::new_v4();
+            enqueue(&state, job, (client, key_holder), address, form(fields)).await?;
+            job
+        }
+        made => {
+            made?;
+            job
+        }
+    };
+    events
+        .update(record.id, |r| {
+            r.mosaics.push(job);
+            true
+        })
+        .await?;
+    Ok(HttpResponse::Accepted().json(MosaicRef { job }))
+}
+
+/// Publishes the event's library, private to its owner: its approved photos, each captioned
+/// with the name its guest sent. Returns its id.
+async fn publish_library(state: &AppState, record: &EventRecord) -> ApiResult<String> {
+    let approved: Vec<&EventPhoto> = record.approved().collect();
+    if approved.is_empty() {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidParameter,
+            "no photo is approved yet: approve some before making the mosaic",
+        ));
+    }
+    let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
+    let mut captions = String::from("file,caption\n");
+    for photo in &approved {
+        let bytes = state.platform.events().photo(record.id, photo.id).await?;
+        let tile = photo.tile_name();
+        tokio::fs::write(dir.path().join(&tile), bytes)
+            .await
+            .map_err(ApiError::internal)?;
+        captions.push_str(&format!("{tile},\"{}\"\n", photo.name.replace('"', "\"\"")));
+    }
+    tokio::fs::write(
+        dir.path().join(tessera_engine::library::CAPTIONS_FILE),
+        captions,
+    )
+    .await
+    .map_err(ApiError::internal)?;
+    let how = Publication {
+        replace: true,
+        by: record.owner.clone(),
+        visibility: Some(Visibility::Private),
+        based_on: None,
+    };
+    let (library, _) = import_library(
+        &state.platform,
+        dir.path(),
+        &record.library_id(),
+        ImportOptions::default(),
+        &how,
+    )
+    .await
+    .map_err(crate::api::tile_libraries::import_error)?;
+    Ok(library.id)
+}
