@@ -73,6 +73,18 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
         event["contribute_url"].as_str().unwrap().contains(&token),
         "{event}"
     );
+    // With no photo yet, the wish list asks for the target's colours: about the 30 photos an
+    // event counts on at least, spread over its colours.
+    let wishes = event["wishlist"].as_array().unwrap();
+    assert!(!wishes.is_empty(), "{event}");
+    let mut wanted = 0;
+    for wish in wishes {
+        let colour = wish["color"].as_str().unwrap();
+        assert!(colour.len() == 7 && colour.starts_with('#'), "{wish}");
+        assert!(!wish["words"].as_str().unwrap().is_empty(), "{wish}");
+        wanted += wish["photos"].as_u64().unwrap();
+    }
+    assert!((30..30 + 8).contains(&wanted), "{wishes:?}");
     let photos_url = app.url(&format!("/api/v1/events/{id}/photos"));
 
     // Without the link's token, nothing is taken.
@@ -118,6 +130,10 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
     .unwrap();
     let seen = json_of(res, StatusCode::OK).await;
     assert_eq!(seen["photos"].as_array().unwrap().len(), 10, "{seen}");
+    assert!(
+        seen["wishlist"].is_array(),
+        "the guests see the wish list: {seen}"
+    );
     assert!(seen.get("contribute_token").is_none(), "{seen}");
     // A guest may not moderate.
     let decide = |photo: &str| app.url(&format!("/api/v1/events/{id}/photos/{photo}"));

@@ -50,6 +50,9 @@ pub struct EventPhoto {
     pub state: PhotoState,
     /// The file's extension as sniffed (`jpg`, `png`, `heic`...), for the library's folder.
     pub extension: String,
+    /// Its mean colour as a tile shows it, for the wish list.
+    #[serde(default)]
+    pub colour: Option<[u8; 3]>,
     #[serde(with = "time::serde::rfc3339")]
     pub added_at: OffsetDateTime,
 }
@@ -90,6 +93,9 @@ pub struct EventRecord {
     /// The event's mosaics, oldest first.
     #[serde(default)]
     pub mosaics: Vec<Uuid>,
+    /// The target's colours on a coarse grid ([`crate::wishlist::target_colours`]).
+    #[serde(default)]
+    pub target_colours: Vec<[u8; 3]>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -112,6 +118,12 @@ impl EventRecord {
         self.photos
             .iter()
             .filter(|p| p.state == PhotoState::Approved)
+    }
+
+    /// The colours its approved photos cannot match yet, most wanted first.
+    pub fn wishlist(&self) -> Vec<crate::wishlist::Wish> {
+        let photos: Vec<[u8; 3]> = self.approved().filter_map(|p| p.colour).collect();
+        crate::wishlist::wishlist(&self.target_colours, &photos)
     }
 
     /// How many photos `guest` has sent that are still there.

@@ -26,3 +26,4 @@ pub mod spec;
 pub mod storage;
 pub mod telemetry;
 pub mod wire_schema;
+pub mod wishlist;

@@ -495,6 +495,14 @@ impl Drop for HeldBytes {
     }
 }
 
+/// The pixels a photo shows as a square tile: its centre square over white, packed RGB8,
+/// decoded as a tile is (reduced where it is large, within the same bounds) with at least
+/// `side` pixels a side where the photo has them.
+pub fn square_tile_pixels(bytes: &[u8], side: u32) -> Result<Vec<u8>, String> {
+    let square = (TileShape::SQUARE, crate::crop::CropRule::Centre);
+    decode_crop(bytes, [255; 3], square, side).map(|cropped| cropped.rgb)
+}
+
 /// The image crate's limits for a tile decoded whole.
 fn tile_limits() -> image::Limits {
     let mut limits = image::Limits::default();

@@ -19,6 +19,7 @@ use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, PhotoState};
 use tessera_shared::libraries::{Owner, Publication, Visibility};
 use tessera_shared::library_import::import_library;
+use tessera_shared::wishlist::Wish;
 
 use crate::api::job_broker::{Form, declared_field, duplicate, enqueue, missing, spec_of};
 use crate::api_error::{ApiError, ApiResult};
@@ -77,6 +78,9 @@ pub struct EventView {
     pub contribute_url: Option<String>,
     pub settings: EventSettings,
     pub photos: Vec<PhotoView>,
+    /// The colours of the target no approved photo matches yet, and about how many photos of
+    /// each would fill them: most wanted first.
+    pub wishlist: Vec<Wish>,
     /// The latest mosaic, once one was asked for.
     pub mosaic: Option<MosaicRef>,
     /// Every mosaic of the event, oldest first.
@@ -100,6 +104,7 @@ impl EventView {
                 .then(|| format!("/api/v1/events/{}/photos?token={}", record.id, record.token)),
             settings: record.settings.clone(),
             photos,
+            wishlist: record.wishlist(),
             mosaic: record.mosaics.last().map(|&job| MosaicRef { job }),
             mosaics: record.mosaics.clone(),
         }
@@ -343,9 +348,14 @@ pub async fn create(
     let probe = probe_target(&image, state.settings.max_input_pixels)?;
     let _room = state.decode_memory.room_for(probe.decode_bytes).await?;
     let bytes = image.clone();
-    tokio::task::spawn_blocking(move || verify_target(&bytes, &probe))
-        .await
-        .map_err(ApiError::internal)??;
+    // The target checked whole, then its colours for the wish list.
+    let target_colours = tokio::task::spawn_blocking(move || {
+        verify_target(&bytes, &probe)?;
+        let img = tessera_engine::decode_target(&bytes, [255; 3]).map_err(ApiError::internal)?;
+        Ok::<_, ApiError>(tessera_shared::wishlist::target_colours(&img))
+    })
+    .await
+    .map_err(ApiError::internal)??;
     let now = OffsetDateTime::now_utc();
     let record = EventRecord {
         id,
@@ -362,6 +372,7 @@ pub async fn create(
         settings,
         photos: Vec::new(),
         mosaics: Vec::new(),
+        target_colours,
         created_at: now,
         updated_at: now,
     };
@@ -463,13 +474,14 @@ pub async fn contribute(
         PhotoState::Approved
     };
     let mut photos = Vec::with_capacity(files.len());
-    for (name, bytes, extension) in files {
+    for (name, bytes, extension, colour) in files {
         let photo = EventPhoto {
             id: Uuid::new_v4(),
             name,
             contributor: guest.clone(),
             state: state_given,
             extension,
+            colour: Some(colour),
             added_at: OffsetDateTime::now_utc(),
         };
         events.put_photo(record.id, photo.id, bytes).await?;
@@ -524,12 +536,12 @@ fn check_room_for_guest(record: &EventRecord, guest: &Owner, more: usize) -> Api
     Ok(())
 }
 
+/// A contributed photo: the name sent, the bytes, the extension by content and its colour.
+type Received = (String, bytes::Bytes, String, [u8; 3]);
+
 /// The `files` of a contribution: each a photo in a format Tessera reads, within the upload
-/// limits. Returns the name sent, the bytes and the extension by content.
-async fn read_photos(
-    payload: &mut Multipart,
-    state: &AppState,
-) -> ApiResult<Vec<(String, bytes::Bytes, String)>> {
+/// limits, decoded as a tile is (which also gives its colour).
+async fn read_photos(payload: &mut Multipart, state: &AppState) -> ApiResult<Vec<Received>> {
     let mut files = Vec::new();
     let mut left = state.settings.max_library_upload_bytes;
     let mut clock = BodyClock::new(&state.settings);
@@ -569,7 +581,21 @@ async fn read_photos(
             .chars()
             .take(200)
             .collect();
-        files.push((name, bytes, extension));
+        let decoded = bytes.clone();
+        let pixels = tokio::task::spawn_blocking(move || {
+            tessera_engine::decode::square_tile_pixels(&decoded, 16)
+        })
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| {
+            ApiError::unprocessable(
+                ErrorCode::CorruptImage,
+                format!("{name} cannot be read: {e}"),
+            )
+            .with_field("files")
+        })?;
+        let colour = tessera_shared::wishlist::mean_colour(&pixels);
+        files.push((name, bytes, extension, colour));
     }
     if files.is_empty() {
         return Err(missing("files"));
