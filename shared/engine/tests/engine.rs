@@ -1458,8 +1458,10 @@ fn ramps(w: u32, h: u32) -> Vec<u8> {
 
 #[test]
 fn a_4_3_library_keeps_4_3_crops_not_squashed_squares() {
+    // Centre crops, whose place the ramps show (the attention rule has its own tests).
     let options = ImportOptions {
         shape: four_three(),
+        crop: tessera_engine::CropRule::Centre,
         ..ImportOptions::default()
     };
     // A 4:3 photo is kept whole; a 2:1 one loses its sides; a 3:4 one its top and bottom.
