@@ -87,6 +87,15 @@ async fn journey(
         ),
     )
     .await;
+    // The preview drawn: the form's layout is settled before anything is measured or clicked.
+    wait_for(
+        browser,
+        "const i = document.getElementById('sketch-img'); \
+         return !document.getElementById('sketch').hidden && i.complete && i.naturalWidth > 0",
+        Duration::from_secs(30),
+        "the preview",
+    )
+    .await;
     paper_size_checked_as_typed(browser, screen).await;
     // Back to the first size by name: only a photo and a library, the rest at the defaults.
     click(browser, "input[name=size][value=screen]").await;
@@ -105,6 +114,14 @@ async fn journey(
         "{screen:?}: Make the mosaic ends {reach} screens down"
     );
     fits(browser, screen, "the home form").await;
+    // The answer for the size chosen again, before the form is sent.
+    wait_for(
+        browser,
+        "return document.getElementById('output-size').textContent.startsWith('2,048')",
+        Duration::from_secs(10),
+        "the screen size's figures",
+    )
+    .await;
     submit_and_finish(browser, &format!("the job on the {}", screen.name())).await;
 
     mosaic_loaded(browser, Duration::from_secs(30)).await;
