@@ -857,23 +857,9 @@ fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
     out.extend(crc.sum().to_be_bytes());
 }
 
-/// A PNG that declares `side` x `side` pixels and holds one row of them: a decode bomb's header.
-fn png_that_declares(side: u32) -> Vec<u8> {
-    use std::io::Write;
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    let mut ihdr = Vec::new();
-    ihdr.extend(side.to_be_bytes());
-    ihdr.extend(side.to_be_bytes());
-    ihdr.extend([8, 2, 0, 0, 0]);
-    chunk(&mut out, b"IHDR", &ihdr);
-    let mut idat = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
-    idat.write_all(&vec![0u8; 1 + side as usize * 3]).unwrap();
-    chunk(&mut out, b"IDAT", &idat.finish().unwrap());
-    chunk(&mut out, b"IEND", &[]);
-    out
-}
-
-fn png_that_decodes_huge(side: u32) -> Vec<u8> {
+/// A black RGB PNG that declares `side` x `side` pixels and holds `rows` rows of them: with
+/// one row, a decode bomb's header; with all, an image that inflates to `side`² x 3 bytes.
+fn png_of_black_rows(side: u32, rows: u32) -> Vec<u8> {
     use std::io::Write;
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     let mut ihdr = Vec::new();
@@ -883,7 +869,7 @@ fn png_that_decodes_huge(side: u32) -> Vec<u8> {
     chunk(&mut out, b"IHDR", &ihdr);
     let mut idat = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
     let row = vec![0u8; 1 + side as usize * 3];
-    for _ in 0..side {
+    for _ in 0..rows {
         idat.write_all(&row).unwrap();
     }
     chunk(&mut out, b"IDAT", &idat.finish().unwrap());
@@ -894,7 +880,7 @@ fn png_that_decodes_huge(side: u32) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tile_that_declares_a_huge_image_is_skipped_with_the_reason() {
     let app = spawn_app_with(test_settings(), false).await;
-    let huge = png_that_declares(20_000);
+    let huge = png_of_black_rows(20_000, 1);
     assert!(huge.len() < 512 * 1024, "{} bytes", huge.len());
     let mut entries: Vec<(String, Vec<u8>)> = tiles(30);
     entries.push(("huge.png".into(), huge));
@@ -929,7 +915,7 @@ fn tiles_that_decode_to_huge_images_are_read_in_bounded_memory() {
     for (name, bytes) in tiles(30) {
         std::fs::write(dir.path().join(name), bytes).unwrap();
     }
-    let huge = png_that_decodes_huge(8000);
+    let huge = png_of_black_rows(8000, 8000);
     for i in 0..20 {
         std::fs::write(dir.path().join(format!("huge-{i:02}.png")), &huge).unwrap();
     }

@@ -113,6 +113,11 @@ impl EventRecord {
         format!("event-{id}")
     }
 
+    /// Photo `id`, if the event holds it.
+    pub fn photo(&self, id: Uuid) -> Option<&EventPhoto> {
+        self.photos.iter().find(|p| p.id == id)
+    }
+
     /// The photos in its mosaics.
     pub fn approved(&self) -> impl Iterator<Item = &EventPhoto> {
         self.photos

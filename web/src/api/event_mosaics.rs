@@ -21,9 +21,12 @@ use tessera_shared::libraries::{Owner, Publication, Visibility};
 use tessera_shared::library_import::import_library;
 use tessera_shared::wishlist::Wish;
 
-use crate::api::job_broker::{Form, declared_field, duplicate, enqueue, missing, spec_of};
+use crate::api::job_broker::{
+    Form, declared_field, duplicate, enqueue, missing, read_field, spec_of,
+};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
+use crate::guards::auth::same_secret;
 use crate::guards::client::{client_address, client_cookie, client_id, credential_owner};
 use crate::guards::inspect::{probe_target, verify_target};
 use crate::guards::upload::{
@@ -166,6 +169,20 @@ fn requester(req: &HttpRequest) -> ApiResult<(Owner, Uuid, bool)> {
     Ok((who, client, minted))
 }
 
+/// Event `id` and its requester, if the requester owns it (or is the operator).
+async fn owned_event(
+    state: &AppState,
+    req: &HttpRequest,
+    id: Uuid,
+) -> ApiResult<(EventRecord, Owner, Uuid)> {
+    let (who, client, _) = requester(req)?;
+    let record = state.platform.events().get(id).await?;
+    if !is_owner(&record, &who) {
+        return Err(not_owner(&record));
+    }
+    Ok((record, who, client))
+}
+
 fn is_owner(record: &EventRecord, who: &Owner) -> bool {
     who.is_operator() || &record.owner == who
 }
@@ -189,10 +206,7 @@ fn has_token(req: &HttpRequest, query: &TokenQuery, record: &EventRecord) -> boo
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
         .or_else(|| query.token.clone());
-    given.is_some_and(|t| {
-        let (a, b) = (t.as_bytes(), record.token.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
-    })
+    given.is_some_and(|t| same_secret(t.as_bytes(), record.token.as_bytes()))
 }
 
 /// Answers `body` with `status`, setting the client cookie when one was minted.
@@ -225,34 +239,12 @@ async fn read_event_form(payload: &mut Multipart, state: &AppState) -> ApiResult
     while let Some(mut field) = clock.field(payload).await? {
         let name = field_name(&field);
         let slot = match name.as_str() {
-            "image" => {
-                let input_name = file_name(&field).unwrap_or_default();
-                let bytes = read_limited(&mut field, &mut clock, limit, || {
-                    ApiError::too_large(
-                        ErrorCode::UploadTooLarge,
-                        format!("the image is over the upload limit of {limit} bytes"),
-                    )
-                })
-                .await?;
-                if form
-                    .job
-                    .image
-                    .replace((bytes.freeze(), input_name))
-                    .is_some()
-                {
-                    return Err(duplicate(&name));
-                }
-                continue;
-            }
             "name" => &mut form.name,
             "approval" => &mut form.approval,
             "per_guest" => &mut form.per_guest,
+            // The image and the job's fields, as a job submission reads them.
             _ => {
-                let declared = declared_field(&name)?;
-                let text = read_text(&mut field, &mut clock, &name).await?;
-                if form.job.fields.insert(declared, text).is_some() {
-                    return Err(duplicate(&name));
-                }
+                read_field(&mut form.job, &mut field, &mut clock, limit).await?;
                 continue;
             }
         };
@@ -626,13 +618,10 @@ pub async fn decide(
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let (event, photo) = path.into_inner();
-    let (who, _, _) = requester(&req)?;
-    let events = state.platform.events();
-    let record = events.get(event).await?;
-    if !is_owner(&record, &who) {
-        return Err(not_owner(&record));
-    }
-    let record = events
+    owned_event(&state, &req, event).await?;
+    let record = state
+        .platform
+        .events()
         .update(event, |r| {
             match r.photos.iter_mut().find(|p| p.id == photo) {
                 Some(p) if p.state != decision.state => {
@@ -643,11 +632,7 @@ pub async fn decide(
             }
         })
         .await?;
-    let found = record
-        .photos
-        .iter()
-        .find(|p| p.id == photo)
-        .ok_or_else(|| photo_not_found(photo))?;
+    let found = record.photo(photo).ok_or_else(|| photo_not_found(photo))?;
     Ok(HttpResponse::Ok().json(PhotoView::from(found)))
 }
 
@@ -681,11 +666,7 @@ pub async fn withdraw(
     let (who, _, _) = requester(&req)?;
     let events = state.platform.events();
     let record = events.get(event).await?;
-    let found = record
-        .photos
-        .iter()
-        .find(|p| p.id == photo)
-        .ok_or_else(|| photo_not_found(photo))?;
+    let found = record.photo(photo).ok_or_else(|| photo_not_found(photo))?;
     if !is_owner(&record, &who) && found.contributor != who {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -727,12 +708,8 @@ pub async fn mosaic(
     id: web::Path<Uuid>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (who, client, _) = requester(&req)?;
+    let (record, _, client) = owned_event(&state, &req, *id).await?;
     let events = state.platform.events();
-    let record = events.get(*id).await?;
-    if !is_owner(&record, &who) {
-        return Err(not_owner(&record));
-    }
     let library = publish_library(&state, &record).await?;
     let target = events.target(record.id).await?;
     let mut fields: BTreeMap<&'static str, String> = BTreeMap::new();

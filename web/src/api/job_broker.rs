@@ -129,7 +129,7 @@ pub(crate) async fn read_form(payload: &mut Multipart, state: &AppState) -> ApiR
     Ok(form)
 }
 
-async fn read_field(
+pub(crate) async fn read_field(
     form: &mut Form,
     field: &mut Field,
     clock: &mut BodyClock,

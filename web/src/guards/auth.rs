@@ -186,12 +186,7 @@ impl Guard {
         }
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         for key in self.named.iter() {
-            let same = key
-                .digest
-                .iter()
-                .zip(digest.iter())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0;
+            let same = same_secret(&key.digest, &digest);
             if same && found.is_none() {
                 found = Some(Credential::Key(key.name.clone()));
             }
@@ -686,6 +681,11 @@ fn percent_encode(s: &str) -> String {
         }
     }
     out
+}
+
+/// Whether two secrets are equal, compared in time that does not depend on where they differ.
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
