@@ -1,6 +1,8 @@
 //! Sizing and matching: the plan (cell -> tile) for a whole target, made once so that the
 //! repetition constraint holds everywhere, then cut into rows that render on their own.
 
+mod keep;
+
 use std::ops::Range;
 
 use rayon::prelude::*;
@@ -328,26 +330,9 @@ impl Plan {
         let min_uses = opts.min_uses;
         // Every cell's descriptors, kept for the floor on uses, which completes the whole grid.
         let mut all_descs = Vec::with_capacity(if min_uses > 0 { cols * rows } else { 0 });
-        let matcher = Matcher::new(library, opts, size.tile_size.is_square());
+        let (matcher, resampler) = Matcher::for_target(target, library, opts, &size);
         let k = matcher.k;
-        let resampler = AreaResampler::new(
-            target.width() as usize,
-            target.height() as usize,
-            cols * k,
-            rows * k,
-        );
-        let mut plan = Plan {
-            cols: size.cols,
-            total_rows: size.rows,
-            first_row: 0,
-            tile_size: size.tile_size,
-            blend: opts.blend,
-            library_version: library.version(),
-            background: library.is_transparent().then(|| library.background()),
-            tiles: vec![u32::MAX; cols * rows],
-            colours: vec![[0u8; 3]; cols * rows],
-            transforms: vec![Transform::NONE; cols * rows],
-        };
+        let (mut plan, mut grid) = Plan::start(&size, library, opts);
         let mut uses = vec![
             0u32;
             if opts.max_uses.is_some() {
@@ -356,14 +341,6 @@ impl Plan {
                 0
             }
         ];
-        let mut grid = Assigner {
-            library,
-            opts,
-            cols,
-            target_l: vec![0.0; cols * rows],
-            mosaic_l: vec![0.0; cols * rows],
-            held: Vec::new(),
-        };
         let describe = |y0: usize| {
             let y1 = (y0 + DESCRIBE_ROWS).min(rows);
             matcher.describe_rows(&resampler.rows(target.as_raw(), y0 * k..y1 * k), cols)
@@ -392,6 +369,36 @@ impl Plan {
             ready(&plan, rows as u32)?;
         }
         Ok(plan)
+    }
+
+    /// An empty plan of `size` (every cell without a tile) and the assigner that fills it.
+    fn start<'a>(
+        size: &Sizing,
+        library: &'a Library,
+        opts: &'a PlanOptions,
+    ) -> (Plan, Assigner<'a>) {
+        let cells = size.cols as usize * size.rows as usize;
+        let plan = Plan {
+            cols: size.cols,
+            total_rows: size.rows,
+            first_row: 0,
+            tile_size: size.tile_size,
+            blend: opts.blend,
+            library_version: library.version(),
+            background: library.is_transparent().then(|| library.background()),
+            tiles: vec![u32::MAX; cells],
+            colours: vec![[0u8; 3]; cells],
+            transforms: vec![Transform::NONE; cells],
+        };
+        let grid = Assigner {
+            library,
+            opts,
+            cols: size.cols as usize,
+            target_l: vec![0.0; cells],
+            mosaic_l: vec![0.0; cells],
+            held: Vec::new(),
+        };
+        (plan, grid)
     }
 
     pub fn cols(&self) -> u32 {
@@ -730,6 +737,25 @@ impl<'a> Matcher<'a> {
             ncand: opts.candidates.clamp(1, library.len().max(1)),
             k,
         }
+    }
+
+    /// The matcher of a plan of `size`, and the resampler that cuts `target` into its cells'
+    /// sub-grids.
+    fn for_target(
+        target: &image::RgbImage,
+        library: &'a Library,
+        opts: &'a PlanOptions,
+        size: &Sizing,
+    ) -> (Self, AreaResampler) {
+        let matcher = Matcher::new(library, opts, size.tile_size.is_square());
+        let k = matcher.k;
+        let resampler = AreaResampler::new(
+            target.width() as usize,
+            target.height() as usize,
+            size.cols as usize * k,
+            size.rows as usize * k,
+        );
+        (matcher, resampler)
     }
 
     /// The `width` best candidates for `desc` among the tiles `keep` lets through.
