@@ -145,6 +145,7 @@ async fn make(dir: &Path, side: u32) {
             format: Default::default(),
             quality: None,
             webhook: None,
+            keep_cells_of: None,
         },
         input_name: "bench".into(),
     };

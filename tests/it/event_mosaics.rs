@@ -1,7 +1,10 @@
 //! Events: four guests send ten photos each through the contribute link, the owner approves 38
 //! and leaves out 2, and the mosaic holds exactly the 38, each at least once, named as their
-//! guests sent them; a guest takes one back and the next mosaic lacks it. Only the owner
+//! guests sent them; a guest takes one back and the next mosaic lacks it, every other cell keeping
+//! its photo, and the job says how many cells changed. Only the owner
 //! moderates, only a photo's guest (or the owner) takes it out, and the link's token is needed.
+
+use std::collections::BTreeMap;
 
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
@@ -36,6 +39,19 @@ async fn placed(app: &TestApp, job: &str) -> Vec<String> {
         .collect();
     captions.sort();
     captions
+}
+
+/// Each cell's tile caption in a finished job, by its `[row, column]`.
+async fn cell_captions(app: &TestApp, job: &str) -> BTreeMap<(u64, u64), String> {
+    let placements = app.get_placements(job).await;
+    let mut cells = BTreeMap::new();
+    for tile in placements["tiles"].as_array().unwrap() {
+        for at in tile["cells"].as_array().unwrap() {
+            let at = (at[0].as_u64().unwrap(), at[1].as_u64().unwrap());
+            cells.insert(at, tile["caption"].as_str().unwrap().to_string());
+        }
+    }
+    cells
 }
 
 async fn make_mosaic(app: &TestApp, http: &reqwest::Client, owner: Uuid, event: &str) -> String {
@@ -196,6 +212,35 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
     let second = make_mosaic(app, &http, owner, &id).await;
     approved.retain(|n| n != &name);
     assert_eq!(placed(app, &second).await, approved);
+    // Every other cell keeps its photo (the bar is 90 %): only the withdrawn photo's change.
+    let (before, after) = (
+        cell_captions(app, &first).await,
+        cell_captions(app, &second).await,
+    );
+    assert_eq!(before.len(), after.len());
+    let others: Vec<_> = before.iter().filter(|(_, c)| **c != name).collect();
+    let kept = others
+        .iter()
+        .filter(|(at, c)| after.get(at) == Some(c))
+        .count();
+    assert!(
+        kept * 10 >= others.len() * 9,
+        "{kept} of {} cells kept their photo",
+        others.len()
+    );
+    let changed = before
+        .iter()
+        .filter(|(at, c)| after.get(at) != Some(c))
+        .count();
+    let job: Value = app
+        .get(&format!("/api/v1/jobs/{second}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(job["kept"]["from"], first.as_str(), "{job}");
+    assert_eq!(job["kept"]["changed"], changed as u64, "{job}");
+    assert_eq!(job["kept"]["cells"], before.len() as u64, "{job}");
     let res = from(owner, http.get(app.url(&format!("/api/v1/events/{id}"))))
         .send()
         .await

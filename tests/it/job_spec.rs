@@ -258,6 +258,7 @@ fn limits_above_the_engines_default_hold_in_the_plan_options() {
         format: Default::default(),
         quality: None,
         webhook: None,
+        keep_cells_of: None,
     };
     // 40,960 x 40,960 px: about 1.7 gigapixels, over the engine's default of one.
     let size = spec.size(1000, 1000, &limits).unwrap();

@@ -529,6 +529,7 @@ async fn submit_as(
         format,
         quality,
         webhook: None,
+        keep_cells_of: None,
     };
     let params = JobParams {
         spec: spec.clone(),
@@ -738,6 +739,7 @@ async fn failing_slice_is_poisoned(env: Env) {
             format: Default::default(),
             quality: None,
             webhook: None,
+            keep_cells_of: None,
         },
         input_name: String::new(),
     };
@@ -778,6 +780,7 @@ async fn failing_slice_is_poisoned(env: Env) {
                     format: Default::default(),
                     quality: None,
                     webhook: None,
+                    keep_cells_of: None,
                 },
             },
         )
@@ -1259,6 +1262,7 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
             format: Default::default(),
             quality: None,
             webhook: None,
+            keep_cells_of: None,
         },
         input_name: String::new(),
     };
@@ -1289,6 +1293,7 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
             format: Default::default(),
             quality: None,
             webhook: None,
+            keep_cells_of: None,
         },
     };
     env.platform
@@ -1512,6 +1517,7 @@ async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
         format: Default::default(),
         quality: None,
         webhook: None,
+        keep_cells_of: None,
     };
     let params = JobParams {
         spec: spec.clone(),

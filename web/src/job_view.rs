@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use tessera_shared::jobs::{JobQuality, JobRecord, JobState, OutputSize};
+use tessera_shared::jobs::{JobQuality, JobRecord, JobState, KeptCells, OutputSize};
 use tessera_shared::messages::{Grid, LibraryRef};
 
 /// A job: its state, progress, parameters and, once known, its size and quality.
@@ -55,6 +55,11 @@ pub struct JobView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub error: Option<String>,
+    /// For a mosaic made again from an earlier one (an event's), the earlier job and how many
+    /// cells changed (present once planned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub kept: Option<KeptCells>,
     /// The result's path (present once the job is done).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -241,6 +246,7 @@ impl JobView {
                 .collect(),
             transactions: r.transactions.clone(),
             error: r.error.clone(),
+            kept: r.kept.clone(),
             result_url: done.then(|| format!("{path}/result")),
             links: Links {
                 events: format!("{path}/events"),

@@ -11,7 +11,7 @@ use tessera_engine::{
     RgbImage, TileCache, decode_target, hex_colour, plan_quality,
 };
 use tessera_shared::jobs::{
-    JobError, JobParams, JobQuality, JobRecord, JobState, OutputSize, SliceRecord,
+    JobError, JobParams, JobQuality, JobRecord, JobState, KeptCells, OutputSize, SliceRecord,
 };
 use tessera_shared::keys::BlobKey;
 use tessera_shared::lifecycle::release_intermediates;
@@ -185,14 +185,14 @@ impl Controller {
             .await
             .map_err(|e| job_failure(job, e))?;
         let (input, tiles) = self.job_inputs(&request).await?;
-        let Some((plan, target, quality_tiles)) = self
-            .plan_and_send(client, &request, record, input, tiles)
+        let earlier = self.earlier_cells(&request).await?;
+        let Some(planned) = self
+            .plan_and_send(client, &request, record, (input, earlier), tiles)
             .await?
         else {
             return Ok(());
         };
-        self.summarise(client, &request, plan, target, quality_tiles)
-            .await
+        self.summarise(client, &request, planned).await
     }
 
     /// Puts a job whose submitter has all its planning places back on the queue as a new
@@ -257,6 +257,34 @@ impl Controller {
         }
     }
 
+    /// The cell map of the earlier job whose cells the job keeps, if it names one and the map is
+    /// there: an earlier job deleted since, or one that failed, leaves the job to be planned
+    /// afresh.
+    async fn earlier_cells(&self, request: &ImageRequest) -> Result<Option<Earlier>, Failure> {
+        let (job, Some(from)) = (request.job_id, request.spec.keep_cells_of) else {
+            return Ok(None);
+        };
+        match self
+            .platform
+            .blobs
+            .get(&BlobKey::CellMap { job: from }.path())
+            .await
+        {
+            Ok(bytes) => match CellMap::from_bytes(&bytes) {
+                Ok(map) => Ok(Some((from, map))),
+                Err(e) => {
+                    tracing::warn!(%job, %from, error = %e, "the earlier cell map is unreadable: planned afresh");
+                    Ok(None)
+                }
+            },
+            Err(StorageError::NotFound(_)) => {
+                tracing::info!(%job, %from, "the earlier job has no cell map: planned afresh");
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Plans the job, asking for each slice as soon as its rows are matched, so processors
     /// render the first slices while the rest of the image is still being planned. `None` when
     /// the job ended meanwhile.
@@ -265,20 +293,26 @@ impl Controller {
         client: Uuid,
         request: &ImageRequest,
         mut record: JobRecord,
-        input: Bytes,
+        (input, earlier): (Bytes, Option<Earlier>),
         tiles: Arc<TileCache<'static>>,
-    ) -> Result<Option<(WholePlan, RgbImage, Arc<TileCache<'static>>)>, Failure> {
+    ) -> Result<Option<Planned>, Failure> {
         let (platform, job) = (&self.platform, request.job_id);
         let (planned, mut slices) = tokio::sync::mpsc::channel(4);
         let spec = request.spec.clone();
         let (limits, max_slice_pixels) =
             (self.settings.limits.clone(), self.settings.max_slice_pixels);
         let planner = tokio::task::spawn_blocking(move || {
-            plan_job(&input, tiles, (&spec, &limits), max_slice_pixels, &planned)
+            plan_job(
+                (&input, earlier),
+                tiles,
+                (&spec, &limits),
+                max_slice_pixels,
+                &planned,
+            )
         });
         while let Some(item) = slices.recv().await {
             match item {
-                Planned::Sized(size, total) => {
+                Progress::Sized(size, total) => {
                     record = platform
                         .jobs()
                         .update(job, |r| {
@@ -302,7 +336,7 @@ impl Controller {
                         )));
                     }
                 }
-                Planned::Slice(seq, plan) => {
+                Progress::Slice(seq, plan) => {
                     self.send_slice(platform, client, request, &record, seq, plan)
                         .await?;
                 }
@@ -324,10 +358,14 @@ impl Controller {
         &self,
         client: Uuid,
         request: &ImageRequest,
-        plan: WholePlan,
-        target: RgbImage,
-        quality_tiles: Arc<TileCache<'static>>,
+        planned: Planned,
     ) -> Result<(), Failure> {
+        let Planned {
+            plan,
+            target,
+            tiles: quality_tiles,
+            kept,
+        } = planned;
         let (platform, job) = (&self.platform, request.job_id);
         let library = quality_tiles.clone();
         let started = std::time::Instant::now();
@@ -373,6 +411,9 @@ impl Controller {
         let spent_here = platform.accounting.take_job(job) + 3;
         let record = self
             .record_ending(platform, client, job, spent_here, |r| {
+                if r.kept.is_none() {
+                    r.kept = kept.clone();
+                }
                 r.summary_done(quality.clone())
             })
             .await?;
@@ -751,8 +792,20 @@ async fn job_quality(
     })
 }
 
-/// What the planner hands the controller, in order.
-enum Planned {
+/// An earlier job whose cells a job keeps, and its cell map.
+type Earlier = (Uuid, CellMap);
+
+/// What the planner made: the whole plan, the decoded target, the tiles the plan was made with
+/// and, for a job that keeps an earlier one's cells, how many changed.
+struct Planned {
+    plan: WholePlan,
+    target: RgbImage,
+    tiles: Arc<TileCache<'static>>,
+    kept: Option<KeptCells>,
+}
+
+/// What the planner hands the controller as it goes, in order.
+enum Progress {
     /// The output size and slice count, known before matching starts.
     Sized(OutputSize, u32),
     /// One slice's rows of the plan, serialized, once every one of them is matched.
@@ -773,12 +826,12 @@ enum WholePlan {
 /// the decoded target and the tiles the plan was made with (the library's own, or laid over the
 /// background: the specification's rules keep adaptive squares to the library's own).
 fn plan_job(
-    input: &[u8],
+    (input, earlier): (&[u8], Option<Earlier>),
     tiles: Arc<TileCache<'static>>,
     (spec, limits): (&JobSpec, &JobLimits),
     max_slice_pixels: u64,
-    slices: &tokio::sync::mpsc::Sender<Planned>,
-) -> Result<(WholePlan, RgbImage, Arc<TileCache<'static>>), EngineError> {
+    slices: &tokio::sync::mpsc::Sender<Progress>,
+) -> Result<Planned, EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
     let target = decode_target(input, tiles.library().background())?;
     let (width, height) = (target.width(), target.height());
@@ -811,34 +864,90 @@ fn plan_job(
         let sizing = AdaptiveSizing::new(width, height, options, sizes)?;
         let ranges = cut(sizing.width, sizing.height, sizing.block_rows);
         slices
-            .blocking_send(Planned::Sized(size.output, ranges.len() as u32))
+            .blocking_send(Progress::Sized(size.output, ranges.len() as u32))
             .map_err(|_| stopped())?;
         let plan = AdaptivePlan::make(&target, library, options, sizes)?;
         for (seq, rows) in ranges.into_iter().enumerate() {
             let part = plan.rows(rows)?.to_bytes();
             slices
-                .blocking_send(Planned::Slice(seq as u32, Bytes::from(part)))
+                .blocking_send(Progress::Slice(seq as u32, Bytes::from(part)))
                 .map_err(|_| stopped())?;
         }
-        return Ok((WholePlan::Adaptive(plan), target, tiles));
+        return Ok(Planned {
+            plan: WholePlan::Adaptive(plan),
+            target,
+            tiles,
+            kept: None,
+        });
     }
     let sizing = size.sizing;
     let ranges = cut(sizing.width, sizing.height, sizing.rows);
     slices
-        .blocking_send(Planned::Sized(size.output, ranges.len() as u32))
+        .blocking_send(Progress::Sized(size.output, ranges.len() as u32))
         .map_err(|_| stopped())?;
     let mut next = 0;
-    let plan = Plan::make_incrementally(&target, library, options, &mut |plan, done| {
+    let mut send = |plan: &Plan, done: u32| {
         while let Some(rows) = ranges.get(next).filter(|rows| rows.end <= done) {
             let part = plan.rows(rows.clone())?.to_bytes();
             slices
-                .blocking_send(Planned::Slice(next as u32, Bytes::from(part)))
+                .blocking_send(Progress::Slice(next as u32, Bytes::from(part)))
                 .map_err(|_| stopped())?;
             next += 1;
         }
         Ok(())
-    })?;
-    Ok((WholePlan::Uniform(Arc::new(plan)), target, tiles))
+    };
+    let earlier = earlier.and_then(|(from, map)| {
+        let cells = earlier_tiles(&map, (sizing.cols, sizing.rows), library)?;
+        Some((from, cells))
+    });
+    let plan = match &earlier {
+        Some((_, cells)) => Plan::make_keeping(&target, library, options, cells, &mut send)?,
+        None => Plan::make_incrementally(&target, library, options, &mut send)?,
+    };
+    let kept = earlier.map(|(from, cells)| KeptCells {
+        from,
+        changed: cells
+            .iter()
+            .zip(plan.tiles())
+            .filter(|(was, now)| was != now)
+            .count() as u64,
+        cells: cells.len() as u64,
+    });
+    Ok(Planned {
+        plan: WholePlan::Uniform(Arc::new(plan)),
+        target,
+        tiles,
+        kept,
+    })
+}
+
+/// The tile each cell of an earlier job's `map` held, as an index into `library` by its file
+/// name (`u32::MAX` where it is no longer in it); `None` when the map is of another grid than
+/// `(cols, rows)`, or of adaptive squares.
+fn earlier_tiles(
+    map: &CellMap,
+    (cols, rows): (u32, u32),
+    library: &tessera_engine::Library,
+) -> Option<Vec<u32>> {
+    if map.is_adaptive() || (map.cols(), map.rows()) != (cols, rows) {
+        return None;
+    }
+    let index: std::collections::HashMap<&str, u32> = library
+        .names()
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.as_str(), i as u32))
+        .collect();
+    let tile_of = |source: &tessera_engine::CellSource| {
+        index.get(source.name.as_str()).copied().unwrap_or(u32::MAX)
+    };
+    let mut cells = Vec::with_capacity(cols as usize * rows as usize);
+    for row in 0..rows {
+        for col in 0..cols {
+            cells.push(map.at(row, col).map_or(u32::MAX, tile_of));
+        }
+    }
+    Some(cells)
 }
 
 /// The end of one step of making a job's output (`what`, begun at `started`): logged when done,

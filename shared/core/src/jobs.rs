@@ -79,6 +79,18 @@ pub struct SliceRecord {
 
 pub use crate::spec::OutputSize;
 
+/// What a job made again from an earlier one ([`crate::spec::JobSpec::keep_cells_of`]) kept of
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct KeptCells {
+    /// The earlier job.
+    pub from: Uuid,
+    /// Cells whose tile is not the one they held in the earlier job.
+    pub changed: u64,
+    /// Cells in all.
+    pub cells: u64,
+}
+
 /// Quality figures of a job's mosaic on its cell grid, as the quality metric defines them:
 /// CIEDE2000 between each cell's target colour and the colour its tile renders there, and how
 /// tiles repeat. Worked out by the controller from the plan.
@@ -156,6 +168,10 @@ pub struct JobRecord {
     /// Quality figures (known once planned).
     #[serde(default)]
     pub quality: Option<JobQuality>,
+    /// For a job made again from an earlier one, how many of its cells changed (known once
+    /// planned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<KeptCells>,
     /// Whether the planner has stored the cell map and recorded the quality figures (none, for
     /// an adaptive mosaic). The job is done once this and the stitch are both in, whichever
     /// comes last.
@@ -200,6 +216,7 @@ impl JobRecord {
             finished_at: None,
             output: None,
             quality: None,
+            kept: None,
             summarized: false,
             slices_total: 0,
             slices: BTreeMap::new(),
@@ -459,6 +476,7 @@ mod tests {
                     format: Default::default(),
                     quality: None,
                     webhook: None,
+                    keep_cells_of: None,
                 },
                 input_name: "cat.jpg".into(),
             },

@@ -388,6 +388,7 @@ impl TestApp {
                 format: Default::default(),
                 quality: None,
                 webhook: None,
+                keep_cells_of: None,
             },
             input_name: "held.png".into(),
         };

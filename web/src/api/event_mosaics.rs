@@ -17,6 +17,7 @@ use uuid::Uuid;
 use tessera_engine::ImportOptions;
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, PhotoState};
+use tessera_shared::jobs::{JobError, JobState};
 use tessera_shared::libraries::{Owner, Publication, Visibility};
 use tessera_shared::library_import::import_library;
 use tessera_shared::wishlist::Wish;
@@ -723,9 +724,11 @@ pub async fn mosaic(
     }
     let address = client_address(&req, state.guard.trusted_proxies());
     let key_holder = credential_owner(&req);
+    let keep_cells_of = last_mosaic_done(&state, &record).await?;
     let form = |fields| Form {
         image: Some((target.clone(), record.input_name.clone())),
         fields,
+        keep_cells_of,
     };
     let job = Uuid::new_v4();
     let made = enqueue(
@@ -756,6 +759,18 @@ pub async fn mosaic(
         })
         .await?;
     Ok(HttpResponse::Accepted().json(MosaicRef { job }))
+}
+
+/// The event's latest mosaic that is done, whose cells the next one keeps.
+async fn last_mosaic_done(state: &AppState, record: &EventRecord) -> ApiResult<Option<Uuid>> {
+    for &job in record.mosaics.iter().rev() {
+        match state.platform.jobs().get(job).await {
+            Ok(r) if r.state == JobState::Done => return Ok(Some(job)),
+            Ok(_) | Err(JobError::NotFound(_)) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(None)
 }
 
 /// Publishes the event's library, private to its owner: its approved photos, each captioned

@@ -38,6 +38,9 @@ use crate::job_view::{JobView, job_path};
 pub(crate) struct Form {
     pub(crate) image: Option<(bytes::Bytes, String)>,
     pub(crate) fields: std::collections::BTreeMap<&'static str, String>,
+    /// The earlier job whose cells the mosaic keeps (an event's last mosaic): the service's
+    /// own, never read from a submission.
+    pub(crate) keep_cells_of: Option<Uuid>,
 }
 
 /// A job submission (`multipart/form-data`): the image and the job specification's fields. Its
@@ -250,6 +253,7 @@ pub(crate) async fn enqueue(
     let settings = &state.settings;
     let (image, input_name) = form.image.ok_or_else(|| missing("image"))?;
     let mut spec = spec_of(&form.fields, state)?;
+    spec.keep_cells_of = form.keep_cells_of;
     let library = usable_library(state, &spec.library.id, &owner).await?;
 
     let probe = probe_target(&image, settings.max_input_pixels)?;

@@ -42,6 +42,13 @@ pub(super) fn settings_in_words(
     }
     made.extend(spec.warnings().into_iter().map(|w| ("Warning", w)));
     made.extend(record.adapted.iter().map(|a| ("Adapted", a.clone())));
+    if let Some(kept) = &record.kept {
+        let words = format!(
+            "{} of {} cells changed since mosaic {}; every other cell kept its photo",
+            kept.changed, kept.cells, kept.from
+        );
+        made.push(("Kept", words));
+    }
     let chosen = record.quality.as_ref().and_then(|q| q.background.clone());
     let mut out = Vec::new();
     for (label, words) in tessera_shared::spec::settings_in_words(spec) {

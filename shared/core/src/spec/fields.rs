@@ -842,6 +842,7 @@ impl JobSpec {
             format: FileFormat::Png,
             quality: None,
             webhook: None,
+            keep_cells_of: None,
         };
         apply_defaults(&mut spec);
         spec

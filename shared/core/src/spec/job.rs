@@ -321,6 +321,10 @@ pub struct JobSpec {
     /// calls it, on the operator's allow-list only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,
+    /// An earlier job of the same grid whose cells this one keeps where their tile is still in
+    /// the library (an event's next mosaic): set by the service, never a submission's field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_cells_of: Option<uuid::Uuid>,
 }
 
 /// Longest webhook URL a job may carry.
@@ -482,6 +486,7 @@ impl JobSpec {
                 adaptive: None,
                 ..self.options
             },
+            keep_cells_of: None,
             ..self.clone()
         }
     }

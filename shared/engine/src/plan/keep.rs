@@ -132,7 +132,8 @@ impl Placed<'_> {
                         score(&descs[c as usize], library, t, opts, &matcher.turns).0
                             - held[c as usize]
                     };
-                    cells.nearest(library.means()[t as usize], width)
+                    cells
+                        .nearest(library.means()[t as usize], width)
                         .into_iter()
                         .map(move |c| (cost(c), t, c))
                 })
@@ -163,7 +164,9 @@ impl Placed<'_> {
         let own = self.plan.tiles[c];
         let cols = grid.cols;
         if self.uses[own as usize] <= opts.min_uses
-            || opts.max_uses.is_some_and(|cap| self.uses[t as usize] >= cap)
+            || opts
+                .max_uses
+                .is_some_and(|cap| self.uses[t as usize] >= cap)
             || grid.repeats(&self.plan.tiles, c % cols, c / cols, t)
         {
             return;
@@ -240,7 +243,9 @@ mod tests {
     }
 
     fn library(files: Vec<(String, Vec<u8>)>) -> Library {
-        Library::from_files(files, &ImportOptions::default()).unwrap().0
+        Library::from_files(files, &ImportOptions::default())
+            .unwrap()
+            .0
     }
 
     /// A 240 x 180 photo-like target: smooth colour ramps with a dark disc.
@@ -257,7 +262,10 @@ mod tests {
 
     /// The tiles of `plan` by name.
     fn names(plan: &Plan, library: &Library) -> Vec<String> {
-        plan.tiles.iter().map(|&t| library.name(t).to_string()).collect()
+        plan.tiles
+            .iter()
+            .map(|&t| library.name(t).to_string())
+            .collect()
     }
 
     /// `earlier`'s cells as indices into `library`, by name.
@@ -313,12 +321,19 @@ mod tests {
             .count();
         assert!(moved <= 10, "{moved} cells changed that did not have to");
         let changed = was.iter().zip(&now).filter(|(a, b)| a != b).count();
-        assert_eq!(changed, freed + moved, "a freed cell kept the photo that left");
+        assert_eq!(
+            changed,
+            freed + moved,
+            "a freed cell kept the photo that left"
+        );
         assert!(!now.iter().any(|n| n == "t007.png"));
         for name in second.names() {
             assert!(now.contains(name), "{name} is not in the mosaic");
         }
-        assert!(!repeats_within_one(&after), "a tile repeats within the radius");
+        assert!(
+            !repeats_within_one(&after),
+            "a tile repeats within the radius"
+        );
     }
 
     /// An earlier plan of another grid is refused, not misread.
