@@ -248,6 +248,110 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
     let whole = json_of(res, StatusCode::OK).await;
     assert_eq!(whole["mosaic"]["job"], second.as_str(), "{whole}");
     assert_eq!(whole["mosaics"].as_array().unwrap().len(), 2, "{whole}");
+
+    a_private_job_is_seen_by_its_owner_and_through_its_share_link(app, &http, owner, &second).await;
+}
+
+/// The owner makes `job` private: a guest is refused its page, JSON, cells, placements and
+/// tiles; its share link shows them (the page sets the cookie the rest reads) but cannot
+/// delete it; made readable again, it is anyone's by its id.
+async fn a_private_job_is_seen_by_its_owner_and_through_its_share_link(
+    app: &TestApp,
+    http: &reqwest::Client,
+    owner: Uuid,
+    job: &str,
+) {
+    let sharing = app.url(&format!("/api/v1/jobs/{job}/sharing"));
+    let someone = Uuid::new_v4();
+    let res = from(someone, http.post(&sharing).json(&json!({"private": true})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(res).await.1, "not_your_job");
+    let res = from(owner, http.post(&sharing).json(&json!({"private": true})))
+        .send()
+        .await
+        .unwrap();
+    let shared = json_of(res, StatusCode::OK).await;
+    assert_eq!(shared["private"], true, "{shared}");
+    let link = shared["share_url"].as_str().unwrap().to_string();
+    assert!(link.starts_with(&format!("/jobs/{job}?share=")), "{link}");
+    let secret = link.split("share=").nth(1).unwrap().to_string();
+    let reads = [
+        format!("/jobs/{job}"),
+        format!("/api/v1/jobs/{job}"),
+        format!("/api/v1/jobs/{job}/result"),
+        format!("/api/v1/jobs/{job}/cells/0/0"),
+        format!("/api/v1/jobs/{job}/placements"),
+        format!("/api/v1/jobs/{job}/tiles/0/0/0"),
+    ];
+    for path in &reads {
+        let res = from(someone, http.get(app.url(path))).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{path}");
+        let res = from(owner, http.get(app.url(path))).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{path} to its owner");
+        let private = res.headers()[reqwest::header::CACHE_CONTROL]
+            .to_str()
+            .unwrap();
+        assert!(!private.contains("public"), "{path}: {private}");
+    }
+    let res = from(someone, http.get(app.url(&format!("/api/v1/jobs/{job}"))))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(res).await.1, "job_private");
+    // The share link: the page, then the rest with the cookie it sets, or the secret itself.
+    let res = from(someone, http.get(app.url(&link)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let cookie = res.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(cookie.starts_with("tessera_share_"), "{cookie}");
+    let with_cookie = |req: reqwest::RequestBuilder| {
+        from(
+            someone,
+            req.header(reqwest::header::COOKIE, cookie.as_str()),
+        )
+    };
+    for path in &reads[1..] {
+        let res = with_cookie(http.get(app.url(path))).send().await.unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::OK,
+            "{path} through the share link"
+        );
+    }
+    let with_secret = http
+        .get(app.url(&format!("/api/v1/jobs/{job}/placements")))
+        .header("X-Share-Token", &secret);
+    assert_eq!(
+        from(someone, with_secret).send().await.unwrap().status(),
+        StatusCode::OK
+    );
+    let res = with_cookie(http.delete(app.url(&format!("/api/v1/jobs/{job}"))))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(res).await.1, "not_your_job");
+    // Readable by its id again, and the old link's secret is gone.
+    let res = from(owner, http.post(&sharing).json(&json!({"private": false})))
+        .send()
+        .await
+        .unwrap();
+    let open = json_of(res, StatusCode::OK).await;
+    assert_eq!(open, json!({"private": false}));
+    let res = from(someone, http.get(app.url(&format!("/api/v1/jobs/{job}"))))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
 }
 
 /// A small photo of its own colours (`i` makes it differ from every other).

@@ -213,14 +213,32 @@ type HeldMap = (Uuid, Arc<HeldCellMap>);
 pub struct HeldCellMap {
     map: CellMap,
     index: std::sync::OnceLock<Arc<tessera_engine::PlacementIndex>>,
+    /// The job's record as last read, and when: who may see the job is checked against it
+    /// while it is fresh ([`HeldCellMap::record_seen_within`]).
+    seen: Mutex<(std::time::Instant, Arc<tessera_shared::jobs::JobRecord>)>,
 }
 
 impl HeldCellMap {
-    pub fn new(map: CellMap) -> Self {
+    pub fn new(map: CellMap, record: Arc<tessera_shared::jobs::JobRecord>) -> Self {
         HeldCellMap {
             map,
             index: Default::default(),
+            seen: Mutex::new((std::time::Instant::now(), record)),
         }
+    }
+
+    /// The job's record if it was read within `age`.
+    pub fn record_seen_within(
+        &self,
+        age: std::time::Duration,
+    ) -> Option<Arc<tessera_shared::jobs::JobRecord>> {
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        (seen.0.elapsed() < age).then(|| seen.1.clone())
+    }
+
+    /// Keeps `record` as the job's record, read now.
+    pub fn saw(&self, record: Arc<tessera_shared::jobs::JobRecord>) {
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = (std::time::Instant::now(), record);
     }
 
     /// The tiles and their cells (made on the first call: CPU work, for a blocking thread).
@@ -247,6 +265,12 @@ impl CellMaps {
         held.iter()
             .find(|(id, _)| *id == job)
             .map(|(_, m)| m.clone())
+    }
+
+    /// Drops job `job`'s map, if kept (its sharing changed).
+    pub(crate) fn forget(&self, job: Uuid) {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        held.retain(|(id, _)| *id != job);
     }
 
     pub(crate) fn keep(&self, job: Uuid, map: Arc<HeldCellMap>) {

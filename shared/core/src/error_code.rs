@@ -117,6 +117,8 @@ pub enum ErrorCode {
     NotReady,
     /// The job belongs to someone else.
     NotYourJob,
+    /// The job is private.
+    JobPrivate,
     /// A field is out of its range.
     OutOfRange,
     /// The mosaic would be over the largest this service makes.
@@ -531,6 +533,12 @@ pub const CODES: &[Declared] = &[
         code: ErrorCode::NotReady,
         name: "not_ready",
         meaning: "The service is not ready.",
+        field: None,
+    },
+    Declared {
+        code: ErrorCode::JobPrivate,
+        name: "job_private",
+        meaning: "The job is private: only its owner, or whoever holds its share link, may see it.",
         field: None,
     },
     Declared {

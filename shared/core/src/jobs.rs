@@ -79,6 +79,22 @@ pub struct SliceRecord {
 
 pub use crate::spec::OutputSize;
 
+/// Who besides its owner may see a job. A job is readable by its id unless made private; a
+/// private job is readable by its owner (or the operator) and by whoever holds its share link.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sharing {
+    pub private: bool,
+    /// The secret in the share link of a private job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl Sharing {
+    fn is_open(&self) -> bool {
+        *self == Sharing::default()
+    }
+}
+
 /// What a job made again from an earlier one ([`crate::spec::JobSpec::keep_cells_of`]) kept of
 /// it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -172,6 +188,9 @@ pub struct JobRecord {
     /// planned).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept: Option<KeptCells>,
+    /// Who besides its owner may see the job.
+    #[serde(default, skip_serializing_if = "Sharing::is_open")]
+    pub sharing: Sharing,
     /// Whether the planner has stored the cell map and recorded the quality figures (none, for
     /// an adaptive mosaic). The job is done once this and the stitch are both in, whichever
     /// comes last.
@@ -217,6 +236,7 @@ impl JobRecord {
             output: None,
             quality: None,
             kept: None,
+            sharing: Sharing::default(),
             summarized: false,
             slices_total: 0,
             slices: BTreeMap::new(),

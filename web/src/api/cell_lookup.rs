@@ -5,12 +5,13 @@
 //!
 //! A viewer asks as the pointer moves, so the web role keeps the last few maps it read.
 
+use crate::api::job_sharing::check_readable;
 use crate::api::requested_job::RequestedJob;
 use std::sync::Arc;
 use tessera_shared::error_code::ErrorCode;
 
 use actix_web::http::{StatusCode, header};
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -78,12 +79,13 @@ pub struct CellView {
     ),
 )]
 pub async fn get(
+    req: HttpRequest,
     path: web::Path<(String, u32, u32)>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let (id, row, col) = path.into_inner();
     let id = job_id(&id)?;
-    let map = cell_map(&state, id, None).await?;
+    let map = cell_map(&state, &req, id, None).await?;
     let source = map.at(row, col).ok_or_else(|| out_of_range(&map))?;
     let [x, y, width, height] = map.square(row, col).ok_or_else(|| out_of_range(&map))?;
     let view = CellView {
@@ -126,6 +128,7 @@ pub async fn get(
     ),
 )]
 pub async fn thumbnail(
+    req: HttpRequest,
     path: web::Path<(String, u32, u32)>,
     job: RequestedJob,
     state: web::Data<AppState>,
@@ -133,7 +136,7 @@ pub async fn thumbnail(
     let (_, row, col) = path.into_inner();
     let RequestedJob { id, record } = job;
     let key = done_result(&record)?;
-    let map = cell_map(&state, id, Some(&record)).await?;
+    let map = cell_map(&state, &req, id, Some(&record)).await?;
     let [x0, y0, w, h] = map.square(row, col).ok_or_else(|| out_of_range(&map))?;
     let blobs = state.platform.blobs.clone();
     let (width, height) = result_size(&*blobs, &key, &record).await?;
@@ -181,6 +184,7 @@ pub async fn thumbnail(
     ),
 )]
 pub async fn picture(
+    req: HttpRequest,
     path: web::Path<(String, u32, u32)>,
     job: RequestedJob,
     state: web::Data<AppState>,
@@ -188,7 +192,7 @@ pub async fn picture(
     let (_, row, col) = path.into_inner();
     let RequestedJob { id, record } = job;
     done_result(&record)?;
-    let map = cell_map(&state, id, Some(&record)).await?;
+    let map = cell_map(&state, &req, id, Some(&record)).await?;
     let tile = map.at(row, col).ok_or_else(|| out_of_range(&map))?.tile;
     let library = state.library(&record.params.spec.library).await?;
     if tile as usize >= library.len() {
@@ -287,7 +291,7 @@ pub enum PlacementsFormat {
     ),
 )]
 pub async fn placements(
-    req: actix_web::HttpRequest,
+    req: HttpRequest,
     path: web::Path<String>,
     query: web::Query<PlacementsQuery>,
     state: web::Data<AppState>,
@@ -308,7 +312,7 @@ pub async fn placements(
             .is_some_and(|v| v.contains("text/csv")),
         Some(format) => format == PlacementsFormat::Csv,
     };
-    let map = cell_map(&state, id, None).await?;
+    let map = cell_map(&state, &req, id, None).await?;
     let address = crate::guards::client::client_address(&req, state.guard.trusted_proxies());
     let seat = state
         .placements
@@ -489,20 +493,36 @@ fn out_of_range(map: &CellMap) -> ApiError {
     )
 }
 
-/// The cell map of done job `job` (whose record the caller may have read already): 409 while
-/// it is not done, 404 for a job made before maps were kept.
+/// How long a kept map's record answers who may see the job before it is read again: a job
+/// made private on another web process is private here within this.
+const ACCESS_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The cell map of done job `job` (whose record the caller may have read already), to a
+/// request that may see the job: 409 while it is not done, 404 for a job made before maps were
+/// kept, 403 for a private job.
 async fn cell_map(
     state: &AppState,
+    req: &HttpRequest,
     job: Uuid,
     record: Option<&JobRecord>,
 ) -> ApiResult<Arc<HeldCellMap>> {
-    if let Some(map) = state.cell_maps.get(job) {
+    let kept = state.cell_maps.get(job);
+    if let Some(map) = &kept
+        && let Some(seen) = map.record_seen_within(ACCESS_RECHECK)
+    {
+        check_readable(req, &seen)?;
+        return Ok(map.clone());
+    }
+    let record = Arc::new(match record {
+        Some(record) => record.clone(),
+        None => state.platform.jobs().get(job).await?,
+    });
+    check_readable(req, &record)?;
+    if let Some(map) = kept {
+        map.saw(record);
         return Ok(map);
     }
-    match record {
-        Some(record) => done_result(record)?,
-        None => done_result(&state.platform.jobs().get(job).await?)?,
-    };
+    done_result(&record)?;
     let bytes = match state
         .platform
         .blobs
@@ -522,7 +542,7 @@ async fn cell_map(
         .await
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
-    let map = Arc::new(HeldCellMap::new(map));
+    let map = Arc::new(HeldCellMap::new(map, record));
     state.cell_maps.keep(job, map.clone());
     Ok(map)
 }

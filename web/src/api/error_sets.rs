@@ -16,6 +16,9 @@ pub enum StorageErrors {
 /// A job or library looked up by id: no such one (404), or storage unavailable (503).
 #[derive(IntoResponses)]
 pub enum LookupErrors {
+    /// job_private: a private job, to someone neither its owner nor holding its share link.
+    #[response(status = 403)]
+    Private(#[ref_response] ErrorBody<'static>),
     #[response(status = 404)]
     NotFound(#[ref_response] ErrorBody<'static>),
     #[response(status = 503)]
@@ -26,6 +29,9 @@ pub enum LookupErrors {
 /// storage unavailable (503).
 #[derive(IntoResponses)]
 pub enum FinishedJobErrors {
+    /// job_private: a private job, to someone neither its owner nor holding its share link.
+    #[response(status = 403)]
+    Private(#[ref_response] ErrorBody<'static>),
     #[response(status = 404)]
     NotFound(#[ref_response] ErrorBody<'static>),
     #[response(status = 409)]
@@ -38,6 +44,9 @@ pub enum FinishedJobErrors {
 /// [`FinishedJobErrors`], and a malformed address (400).
 #[derive(IntoResponses)]
 pub enum AddressedErrors {
+    /// job_private: a private job, to someone neither its owner nor holding its share link.
+    #[response(status = 403)]
+    Private(#[ref_response] ErrorBody<'static>),
     #[response(status = 400)]
     BadAddress(#[ref_response] ErrorBody<'static>),
     #[response(status = 404)]

@@ -11,6 +11,7 @@ pub mod event_mosaics;
 pub mod events;
 pub mod job_broker;
 pub mod job_options;
+pub mod job_sharing;
 pub mod library_tiles;
 pub mod openapi;
 pub mod queue_status;
@@ -44,6 +45,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             )
             .service(
                 resource("/jobs/{id}/cancel", "POST").route(web::post().to(job_broker::cancel)),
+            )
+            .service(
+                resource("/jobs/{id}/sharing", "POST").route(web::post().to(job_sharing::change)),
             )
             .service(resource("/jobs/{id}/result", "GET").route(web::get().to(result::get)))
             .service(resource("/jobs/{id}/events", "GET").route(web::get().to(events::events)))

@@ -42,6 +42,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         job_broker::get,
         job_broker::delete,
         job_broker::cancel,
+        crate::api::job_sharing::change,
         result::get,
         zoom_tiles::get,
         dzi::descriptor,

@@ -1,5 +1,6 @@
 //! The job a request's path names (`/jobs/{id}/...`), loaded from storage: what the job routes
-//! begin with. An id that is not a UUID, or names no job, is 404 `job_not_found`.
+//! begin with. An id that is not a UUID, or names no job, is 404 `job_not_found`; a private job,
+//! to someone who may not see it, 403 `job_private`.
 
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest, web};
@@ -10,6 +11,7 @@ use uuid::Uuid;
 use actix_web::http::StatusCode;
 use tessera_shared::error_code::ErrorCode;
 
+use crate::api::job_sharing::check_readable;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::client::{job_id, manages_job};
@@ -27,10 +29,12 @@ impl FromRequest for RequestedJob {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let id = job_id(req.match_info().get("id").unwrap_or_default());
         let state = req.app_data::<web::Data<AppState>>().cloned();
+        let req = req.clone();
         Box::pin(async move {
             let id = id?;
             let state = state.ok_or_else(|| ApiError::internal("the app state is missing"))?;
             let record = state.platform.jobs().get(id).await?;
+            check_readable(&req, &record)?;
             Ok(RequestedJob { id, record })
         })
     }

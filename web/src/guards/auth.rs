@@ -283,7 +283,11 @@ pub async fn key_check(
                 req.extensions_mut().insert(credential);
             }
             let mut res = next.call(req).await?.map_into_boxed_body();
-            if guard.required() {
+            let private_job = res
+                .request()
+                .extensions()
+                .contains::<crate::api::job_sharing::PrivateJob>();
+            if guard.required() || private_job {
                 keep_private(res.headers_mut());
             }
             Ok(res)

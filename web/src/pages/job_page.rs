@@ -3,7 +3,7 @@
 use super::page_answer::page;
 use super::words::bytes_in_words;
 use crate::api::requested_job::RequestedJob;
-use crate::api_error::ApiResult;
+use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
@@ -203,7 +203,8 @@ pub(super) async fn job(
             .map(|meta| bytes_in_words(meta.size)),
         _ => None,
     };
-    page(&JobPage {
+    let from_link = !owned && crate::api::job_sharing::holds_share_link(&req, &record);
+    let mut answer = page(&JobPage {
         id,
         input_name: record.params.input_name.clone(),
         download_name: crate::job_view::download_name_as(
@@ -216,7 +217,12 @@ pub(super) async fn job(
         has_quality: record.quality.is_some(),
         quality: QualityFigures::of(&record),
         settings: settings_in_words(&record),
-    })
+    })?;
+    // Opened from a private job's share link: the page's own requests carry it as a cookie.
+    if from_link && let Some(cookie) = crate::api::job_sharing::share_cookie(&record) {
+        answer.add_cookie(&cookie).map_err(ApiError::internal)?;
+    }
+    Ok(answer)
 }
 
 /// A job's quality figures on their own: the page's script shows them when they land, as
