@@ -1,9 +1,13 @@
 //! A plan that keeps an earlier one's cells, for a mosaic made again as its library changes (an
 //! event's photos arriving and leaving): each cell holds the tile it held before while that tile
-//! is still in the library; the cells whose tile left choose again around the kept ones; and each
+//! is still in the library; the cells whose tile left choose again around the kept ones; each
 //! tile below the floor on uses (a new photo) takes the cells where it costs least more than the
-//! tile it replaces, from tiles that can spare a use. Nothing else moves, so a panel already
-//! printed or a guest's link to their photo stays right.
+//! tile it replaces, from tiles that can spare a use; and new tiles take the cells they fit
+//! better than the tile there, in at most one cell in ten. Nothing else moves, so a panel
+//! already printed or a guest's link to their photo stays right, and the mosaic still gains
+//! from its new photos (without that last step it would keep the first photos' colours for
+//! good: on the bench of `examples/event-keep.rs`, 72 % more colour error than a fresh mosaic
+//! after 2,000 photos, against 3 %).
 
 use rayon::prelude::*;
 
@@ -17,6 +21,14 @@ use crate::library::Library;
 
 /// Cells a tile below the floor prices exactly, the best by an estimate from the means alone.
 const SHORTLIST: usize = 256;
+/// New tiles take cells where they fit better than the tile there, beyond the floor, in at most
+/// one cell in this many: the mosaic gains from its new photos while nine cells in ten stay.
+const BETTER_AT_MOST_ONE_IN: usize = 10;
+/// A new tile takes at most this many times its share of the grid (its cells over the library's
+/// tiles) where it fits better. On 2,000 photos arriving 50 at a time on 20,000 cells, the last
+/// mosaic's colour error is 3 % over a fresh mosaic's with 10 (with 1, 32 % over; with no
+/// limit, even, at twice the cells changed in the later batches).
+const SHARES: u32 = 10;
 
 impl Plan {
     /// [`Plan::make_incrementally`] starting from `earlier`: the tile each cell held in an earlier
@@ -78,6 +90,12 @@ impl Plan {
         if !placed.raise_to_floor(&matcher, &mut grid, &descs) {
             return Plan::make_incrementally(target, library, opts, ready);
         }
+        let mut arrived = vec![true; library.len()];
+        for &t in earlier.iter().filter(|&&t| t < n) {
+            arrived[t as usize] = false;
+        }
+        let arrived: Vec<u32> = (0..n).filter(|&t| arrived[t as usize]).collect();
+        placed.take_where_better(&matcher, &mut grid, &descs, &arrived);
         ready(&plan, rows as u32)?;
         Ok(plan)
     }
@@ -144,13 +162,69 @@ impl Placed<'_> {
                 if need[t as usize] == 0 || taken[c] {
                     continue;
                 }
-                self.try_take(matcher, grid, descs, (t, c), &mut taken, &mut need);
+                let _ = self.try_take(matcher, grid, descs, (t, c), &mut taken, &mut need);
             }
         }
         need.iter().all(|&n| n == 0)
     }
 
-    /// Cell `c` goes to tile `t` if its own tile can spare a use and the limits allow `t` there.
+    /// The tiles of `arrived` (in no cell of the earlier plan) take the cells where they cost
+    /// least against the tile there, while they cost less, up to [`SHARES`] times their share of
+    /// the grid each and one cell in [`BETTER_AT_MOST_ONE_IN`] in all.
+    fn take_where_better(
+        &mut self,
+        matcher: &Matcher,
+        grid: &mut super::Assigner,
+        descs: &[CellDesc],
+        arrived: &[u32],
+    ) {
+        let (library, opts) = (matcher.library, matcher.opts);
+        let cells = self.plan.tiles.len();
+        let share = SHARES * cells.div_ceil(library.len().max(1)) as u32;
+        let mut quota = vec![0u32; library.len()];
+        for &t in arrived {
+            quota[t as usize] = share.saturating_sub(self.uses[t as usize]);
+        }
+        let tiles = &self.plan.tiles;
+        let held: Vec<f32> = (0..cells)
+            .into_par_iter()
+            .map(|c| score(&descs[c], library, tiles[c], opts, &matcher.turns).0)
+            .collect();
+        let (held, points) = (&held, CellPoints::new(descs, library, tiles));
+        let quota_of = &quota;
+        let mut changes: Vec<(f32, u32, u32)> = arrived
+            .par_iter()
+            .filter(|&&t| quota_of[t as usize] > 0)
+            .flat_map_iter(|&t| {
+                let width = SHORTLIST.max(4 * quota_of[t as usize] as usize);
+                points
+                    .nearest(library.means()[t as usize], width)
+                    .into_iter()
+                    .map(move |c| {
+                        let cost = score(&descs[c as usize], library, t, opts, &matcher.turns).0;
+                        (cost - held[c as usize], t, c)
+                    })
+                    .filter(|&(gain, _, _)| gain < 0.0)
+            })
+            .collect();
+        changes.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let (mut taken, mut left) = (vec![false; cells], cells / BETTER_AT_MOST_ONE_IN);
+        for (_, t, c) in changes {
+            if left == 0 {
+                break;
+            }
+            let c = c as usize;
+            if quota[t as usize] > 0
+                && !taken[c]
+                && self.try_take(matcher, grid, descs, (t, c), &mut taken, &mut quota)
+            {
+                left -= 1;
+            }
+        }
+    }
+
+    /// Cell `c` goes to tile `t` if its own tile can spare a use and the limits allow `t` there;
+    /// true if it did.
     fn try_take(
         &mut self,
         matcher: &Matcher,
@@ -159,7 +233,7 @@ impl Placed<'_> {
         (t, c): (u32, usize),
         taken: &mut [bool],
         need: &mut [u32],
-    ) {
+    ) -> bool {
         let opts = matcher.opts;
         let own = self.plan.tiles[c];
         let cols = grid.cols;
@@ -169,13 +243,14 @@ impl Placed<'_> {
                 .is_some_and(|cap| self.uses[t as usize] >= cap)
             || grid.repeats(&self.plan.tiles, c % cols, c / cols, t)
         {
-            return;
+            return false;
         }
         let turn = score(&descs[c], matcher.library, t, opts, &matcher.turns).1;
         grid.unplace(self.uses, own);
         grid.place(self.plan, self.uses, c, (t, turn));
         taken[c] = true;
         need[t as usize] -= 1;
+        true
     }
 }
 
@@ -293,8 +368,8 @@ mod tests {
         })
     }
 
-    /// A photo leaves and ten arrive: the leaving photo's cells choose again, each new photo
-    /// takes one cell, and every other cell keeps its photo.
+    /// A photo leaves: its cells choose again, and every other cell keeps its photo. Then ten
+    /// arrive: each takes a cell at least, and at most one cell in ten changes for them.
     #[test]
     fn a_plan_made_again_keeps_every_cell_that_need_not_change() {
         let opts = PlanOptions {
@@ -305,34 +380,39 @@ mod tests {
         let first = library(tiles(0, 60));
         let before = Plan::make(&target(), &first, &opts).unwrap();
         let was = names(&before, &first);
-        let mut files = tiles(0, 70);
+        let remake = |files: Vec<(String, Vec<u8>)>, was: &[String]| {
+            let library = library(files);
+            let earlier = indices(was, &library);
+            let plan = Plan::make_keeping(&target(), &library, &opts, &earlier, &mut |_, _| Ok(()))
+                .unwrap();
+            assert!(
+                !repeats_within_one(&plan),
+                "a tile repeats within the radius"
+            );
+            let now = names(&plan, &library);
+            for name in library.names() {
+                assert!(now.contains(name), "{name} is not in the mosaic");
+            }
+            // Cells that changed though their photo is still in.
+            let moved = (0..was.len())
+                .filter(|&c| earlier[c] != u32::MAX && was[c] != now[c])
+                .count();
+            let freed: Vec<usize> = (0..was.len()).filter(|&c| earlier[c] == u32::MAX).collect();
+            assert!(freed.iter().all(|&c| now[c] != was[c]));
+            (now, moved, freed.len())
+        };
+        let mut files = tiles(0, 60);
         files.retain(|(name, _)| name != "t007.png");
-        let second = library(files);
-        let earlier = indices(&was, &second);
-        let freed = earlier.iter().filter(|&&t| t == u32::MAX).count();
+        let (left, moved, freed) = remake(files.clone(), &was);
         assert!(freed > 0, "t007 held no cell to free");
-        let after =
-            Plan::make_keeping(&target(), &second, &opts, &earlier, &mut |_, _| Ok(())).unwrap();
-        let now = names(&after, &second);
-        // Besides the freed cells, one cell for each of the ten new photos, unless it took a
-        // freed cell.
-        let moved = (0..was.len())
-            .filter(|&c| earlier[c] != u32::MAX && was[c] != now[c])
-            .count();
-        assert!(moved <= 10, "{moved} cells changed that did not have to");
-        let changed = was.iter().zip(&now).filter(|(a, b)| a != b).count();
-        assert_eq!(
-            changed,
-            freed + moved,
-            "a freed cell kept the photo that left"
-        );
-        assert!(!now.iter().any(|n| n == "t007.png"));
-        for name in second.names() {
-            assert!(now.contains(name), "{name} is not in the mosaic");
-        }
+        assert_eq!(moved, 0, "cells changed that did not have to");
+        assert!(!left.iter().any(|n| n == "t007.png"));
+        files.extend(tiles(60, 70));
+        let (_, moved, freed) = remake(files, &left);
+        assert_eq!(freed, 0);
         assert!(
-            !repeats_within_one(&after),
-            "a tile repeats within the radius"
+            (1..=10 + was.len() / 10).contains(&moved),
+            "{moved} cells changed"
         );
     }
 
