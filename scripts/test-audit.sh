@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The UI audit against a running Tessera: Lighthouse on the home, job and libraries pages as a
 # phone and as a desktop (performance >= 90, accessibility and best practices >= 95) and axe-core
-# on every page at both sizes (no serious or critical violation), in Debian's Chromium.
+# on every page at both sizes (an event's contribute page too) (no serious or critical violation), in Debian's Chromium.
 #
 # Starts `tessera serve` (TESSERA_BIN, default the debug build in cargo's target directory) on the embedded backend in a
 # temporary folder with the fixture tiles, makes one mosaic so the job page shows a finished job,
@@ -22,4 +22,8 @@ trap 'kill "${SERVER:-}" 2>/dev/null; wait "${SERVER:-}" 2>/dev/null; rm -rf "$w
 TESSERA_LOG=warn start_server "$BIN" "$work" tests/fixtures/engine/tiles Emoji
 job=$(submit_job tests/fixtures/engine/astronaut-48.png cells=48 repeat_radius=0)
 wait_for_job "$job" 120 0.2
+# An event, for its contribute page (what a guest opens on a phone).
+AUDIT_CONTRIBUTE=$(curl -sf -F name="Audit event" -F image=@tests/fixtures/engine/astronaut-48.png \
+    "$BASE/api/v1/events" | python3 -c 'import json, sys; print(json.load(sys.stdin)["contribute_url"])')
+export AUDIT_CONTRIBUTE
 node tests/audit/audit.mjs "$BASE" "$job" target/audit

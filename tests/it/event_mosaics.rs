@@ -368,3 +368,147 @@ async fn guests_photos_make_one_mosaic_on_the_embedded_store() {
 async fn guests_photos_make_one_mosaic_on_azurite() {
     guests_photos_make_one_mosaic(&spawn_app_on_azurite().await).await;
 }
+
+/// A guest on a phone (390 x 844): opens the contribute link, sends two photos (reduced in the
+/// browser), sees them wait; once the owner approves them and a mosaic is made, the page links
+/// each photo to the mosaic, where the link finds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
+    use crate::browser::{click, in_chromium_phone_of, screenshot, wait_for};
+    use std::time::Duration;
+
+    let app = spawn_app().await;
+    let http = reqwest::Client::new();
+    let owner = Uuid::new_v4();
+    let form = Form::new()
+        .text("name", "Team photo")
+        .text("cells", "16")
+        .text("tile_size", "8")
+        .part("image", Part::bytes(astronaut()).file_name("team.png"));
+    let res = from(owner, http.post(app.url("/api/v1/events")))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let event = json_of(res, StatusCode::CREATED).await;
+    let id = event["id"].as_str().unwrap().to_string();
+    let link = app.url(event["contribute_url"].as_str().unwrap());
+    assert!(
+        link.contains(&format!("/events/{id}/contribute?token=")),
+        "{link}"
+    );
+    // Without the token, the page is refused.
+    let res = http
+        .get(app.url(&format!("/events/{id}/contribute")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+
+    let work = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (i, name) in ["beach.jpg", "IMG_2024.jpg"].iter().enumerate() {
+        let path = work.path().join(name);
+        std::fs::write(
+            &path,
+            crate::photos::camera_jpeg(2400, 1800, (i * 90) as u8),
+        )
+        .unwrap();
+        files.push(path.display().to_string());
+    }
+    let profile = work.path().join("profile");
+    std::fs::create_dir(&profile).unwrap();
+    let (base, events) = (
+        app.address.clone(),
+        app.url(&format!("/api/v1/events/{id}")),
+    );
+    in_chromium_phone_of((390, 844), &profile, move |browser| async move {
+        let browser = &browser;
+        browser.goto(&link).await.unwrap();
+        let input = browser
+            .find(fantoccini::Locator::Id("files"))
+            .await
+            .unwrap();
+        input.send_keys(&files.join("\n")).await.unwrap();
+        click(browser, "#send").await;
+        let waiting = wait_for(
+            browser,
+            "const li = document.querySelectorAll('#mine li[data-state=waiting]'); \
+             return li.length === 2 ? Array.from(li).map(l => l.textContent) : null",
+            Duration::from_secs(30),
+            "the two photos waiting",
+        )
+        .await;
+        assert!(
+            waiting[0].as_str().unwrap().contains("waiting"),
+            "{waiting}"
+        );
+        let wide = crate::browser::script(
+            browser,
+            "return document.documentElement.scrollWidth <= innerWidth",
+        )
+        .await;
+        assert_eq!(wide, true, "the page is wider than the phone");
+        screenshot(browser, "contribute-waiting.png").await;
+
+        // The owner approves both and makes the mosaic.
+        let http = reqwest::Client::new();
+        let res = from(owner, http.get(&events)).send().await.unwrap();
+        let whole = json_of(res, StatusCode::OK).await;
+        for photo in whole["photos"].as_array().unwrap() {
+            let url = format!("{events}/photos/{}", photo["id"].as_str().unwrap());
+            let res = from(owner, http.patch(&url).json(&json!({"state": "approved"})))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::OK);
+        }
+        let res = from(owner, http.post(format!("{events}/mosaic")))
+            .send()
+            .await
+            .unwrap();
+        let job = json_of(res, StatusCode::ACCEPTED).await["job"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let state: Value = http
+                .get(format!("{base}/api/v1/jobs/{job}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if state["state"] == "done" {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{state}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+
+        // The page follows: each photo is in, with a link that finds it in the mosaic.
+        wait_for(
+            browser,
+            "return document.querySelectorAll('#mine a.find-mine').length === 2 || null",
+            Duration::from_secs(20),
+            "the links to find the photos",
+        )
+        .await;
+        click(browser, "#mine li[data-name='beach.jpg'] a.find-mine").await;
+        let found = wait_for(
+            browser,
+            "const v = document.getElementById('viewer'); \
+             return v && v.dataset.found ? [Number(v.dataset.found), \
+               document.getElementById('find-result').textContent] : null",
+            Duration::from_secs(30),
+            "the guest's photo found in the mosaic",
+        )
+        .await;
+        assert!(found[0].as_u64().unwrap() >= 1, "{found}");
+        assert!(found[1].as_str().unwrap().contains("beach.jpg"), "{found}");
+        screenshot(browser, "contribute-found.png").await;
+    })
+    .await;
+}

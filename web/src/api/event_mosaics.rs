@@ -104,8 +104,7 @@ impl EventView {
             id: record.id,
             name: record.name.clone(),
             contribute_token: owner.then(|| record.token.clone()),
-            contribute_url: owner
-                .then(|| format!("/api/v1/events/{}/photos?token={}", record.id, record.token)),
+            contribute_url: owner.then(|| contribute_path(record)),
             settings: record.settings.clone(),
             photos,
             wishlist: record.wishlist(),
@@ -113,6 +112,11 @@ impl EventView {
             mosaics: record.mosaics.clone(),
         }
     }
+}
+
+/// The contribute link: the page guests open on their phones.
+pub(crate) fn contribute_path(record: &EventRecord) -> String {
+    format!("/events/{}/contribute?token={}", record.id, record.token)
 }
 
 /// Photos a guest sent.
@@ -200,7 +204,7 @@ fn not_owner(record: &EventRecord) -> ApiError {
 }
 
 /// Whether the request carries the event's contribute token.
-fn has_token(req: &HttpRequest, query: &TokenQuery, record: &EventRecord) -> bool {
+pub(crate) fn has_token(req: &HttpRequest, query: &TokenQuery, record: &EventRecord) -> bool {
     let given = req
         .headers()
         .get(TOKEN_HEADER)

@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use tessera_shared::error_code::ErrorCode;
 
 /// The static assets, compiled in: name, content type, bytes.
-pub(super) const ASSETS: [(&str, &str, &str); 6] = [
+pub(super) const ASSETS: [(&str, &str, &str); 8] = [
     (
         "favicon.svg",
         "image/svg+xml",
@@ -31,6 +31,16 @@ pub(super) const ASSETS: [(&str, &str, &str); 6] = [
         "libraries.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../static/libraries.js"),
+    ),
+    (
+        "photos.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../static/photos.js"),
+    ),
+    (
+        "contribute.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../static/contribute.js"),
     ),
     (
         "jobs.js",

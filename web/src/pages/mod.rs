@@ -9,6 +9,7 @@ use crate::api_error::ApiResult;
 
 mod api_page;
 mod assets;
+mod contribute_page;
 mod error_page;
 mod home_page;
 mod job_page;
@@ -21,6 +22,7 @@ mod words;
 use api_page::api;
 pub use api_page::documented_operations;
 use assets::{asset, serve_asset};
+use contribute_page::contribute;
 pub use error_page::error_page;
 use home_page::home;
 use job_page::{job, quality_card};
@@ -35,6 +37,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/{id}", web::get().to(job))
         .route("/jobs/{id}/quality", web::get().to(quality_card))
         .route("/libraries", web::get().to(libraries))
+        .route("/events/{id}/contribute", web::get().to(contribute))
         .route("/system", web::get().to(system))
         .route("/api", web::get().to(api))
         .route("/static/{file}", web::get().to(asset))

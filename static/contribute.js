@@ -1,0 +1,103 @@
+"use strict";
+// The contribute page: a guest's photos, reduced in the browser and sent with the link's token,
+// then followed: waiting, in the mosaic (with a link to find each once a mosaic holds it) or
+// left out. The event's answer is asked again every few seconds while the page is open.
+(function () {
+  document.querySelectorAll(".swatch[data-color]").forEach(function (s) {
+    s.style.backgroundColor = s.dataset.color;
+  });
+  const form = document.getElementById("contribute-form");
+  const mine = document.getElementById("mine");
+  const empty = document.getElementById("mine-empty");
+  const main = document.getElementById("main");
+  const eventId = form ? form.dataset.event : location.pathname.split("/")[2];
+  const token = form ? form.dataset.token : new URLSearchParams(location.search).get("token");
+  const api = "/api/v1/events/" + eventId;
+  const WORDS = { waiting: "waiting for the organiser", approved: "in the mosaic", rejected: "left out by the organiser" };
+
+  function show(event) {
+    mine.replaceChildren();
+    const mosaic = event.mosaic && event.mosaic.job;
+    (event.photos || []).forEach(function (photo) {
+      const li = document.createElement("li");
+      li.dataset.state = photo.state;
+      li.dataset.name = photo.name;
+      li.append(photo.name + ": " + (WORDS[photo.state] || photo.state));
+      if (photo.state === "approved" && mosaic) {
+        const a = document.createElement("a");
+        a.href = "/jobs/" + mosaic + "?tile=" + encodeURIComponent(photo.name);
+        a.textContent = "Find it in the mosaic";
+        a.className = "find-mine";
+        li.append(" · ", a);
+      }
+      mine.append(li);
+    });
+    empty.hidden = mine.children.length > 0;
+  }
+
+  async function refresh() {
+    try {
+      const response = await fetch(api + "?token=" + encodeURIComponent(token), { credentials: "same-origin" });
+      if (response.ok) show(await response.json());
+    } catch (e) {
+      // Offline for a moment: the next refresh tries again.
+    }
+  }
+
+  if (form) {
+    const error = document.getElementById("error");
+    const status = document.getElementById("status");
+    const files = document.getElementById("files");
+    const limit = Number(form.dataset.maxUpload) || 0;
+    form.addEventListener("submit", async function (ev) {
+      ev.preventDefault();
+      error.hidden = true;
+      if (!files.files.length) {
+        error.textContent = "Choose one or more photos first.";
+        error.hidden = false;
+        files.setAttribute("aria-invalid", "true");
+        files.focus();
+        return;
+      }
+      files.removeAttribute("aria-invalid");
+      const send = document.getElementById("send");
+      send.disabled = true;
+      try {
+        status.textContent = "Making " + files.files.length + " photo(s) smaller…";
+        const data = new FormData();
+        let bytes = 0;
+        for (const file of Array.from(files.files)) {
+          const small = await window.TesseraPhotos.reduced(file);
+          bytes += small.size;
+          data.append("files", small, file.name);
+        }
+        if (limit > 0 && bytes > limit) {
+          throw new Error("these photos are too large together: send fewer at a time");
+        }
+        status.textContent = "Sending…";
+        const response = await fetch(api + "/photos", {
+          method: "POST",
+          body: data,
+          headers: { "X-Contribute-Token": token },
+          credentials: "same-origin",
+        });
+        const body = await response.json().catch(function () { return {}; });
+        if (!response.ok) {
+          throw new Error((body.error && body.error.message) || "the photos were not taken (" + response.status + ")");
+        }
+        status.textContent = "Sent " + body.photos.length + " photo(s). Thank you!";
+        form.reset();
+        await refresh();
+      } catch (e) {
+        error.textContent = "Not sent: " + e.message + ".";
+        error.hidden = false;
+        status.textContent = "";
+      } finally {
+        send.disabled = false;
+      }
+    });
+  }
+  refresh();
+  setInterval(refresh, 4000);
+  main.dataset.ready = "true";
+})();

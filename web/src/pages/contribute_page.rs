@@ -1,0 +1,55 @@
+//! The contribute page: what a guest opens from an event's link, made for a phone. It sends
+//! photos through the API with the link's token and follows them; without the token it is 403.
+
+use super::page_answer::page;
+use crate::api::event_mosaics::{TokenQuery, has_token};
+use crate::api_error::{ApiError, ApiResult};
+use crate::app_state::AppState;
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use tessera_shared::error_code::ErrorCode;
+use tessera_shared::wishlist::Wish;
+use uuid::Uuid;
+
+#[derive(Template)]
+#[template(path = "contribute.html")]
+pub(super) struct ContributePage {
+    id: Uuid,
+    name: String,
+    token: String,
+    open: bool,
+    approval: bool,
+    per_guest: u32,
+    wishes: Vec<Wish>,
+    /// The limit of one upload (all files together), checked by the page before sending.
+    max_upload_bytes: u64,
+}
+
+pub(super) async fn contribute(
+    req: HttpRequest,
+    id: web::Path<String>,
+    query: web::Query<TokenQuery>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let id = Uuid::parse_str(&id)
+        .map_err(|_| ApiError::not_found(ErrorCode::EventNotFound, "no event has this address"))?;
+    let record = state.platform.events().get(id).await?;
+    if !has_token(&req, &query, &record) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::BadContributeToken,
+            "this link's token is missing or wrong: open the event's link again",
+        ));
+    }
+    page(&ContributePage {
+        id,
+        name: record.name.clone(),
+        token: record.token.clone(),
+        open: record.settings.open,
+        approval: record.settings.approval,
+        per_guest: record.settings.per_guest,
+        wishes: record.wishlist(),
+        max_upload_bytes: state.settings.max_library_upload_bytes,
+    })
+}
