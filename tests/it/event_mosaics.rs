@@ -370,8 +370,9 @@ async fn guests_photos_make_one_mosaic_on_azurite() {
 }
 
 /// A guest on a phone (390 x 844): opens the contribute link, sends two photos (reduced in the
-/// browser), sees them wait; once the owner approves them and a mosaic is made, the page links
-/// each photo to the mosaic, where the link finds it.
+/// browser), sees them wait; the owner, on the event's page, sees the QR code and puts both in
+/// at once, then makes a mosaic; the guest's page then links each photo to the mosaic, where
+/// the link finds it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
     use crate::browser::{click, in_chromium_phone_of, screenshot, wait_for};
@@ -418,10 +419,7 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
     }
     let profile = work.path().join("profile");
     std::fs::create_dir(&profile).unwrap();
-    let (base, events) = (
-        app.address.clone(),
-        app.url(&format!("/api/v1/events/{id}")),
-    );
+    let base = app.address.clone();
     in_chromium_phone_of((390, 844), &profile, move |browser| async move {
         let browser = &browser;
         browser.goto(&link).await.unwrap();
@@ -451,26 +449,45 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
         assert_eq!(wide, true, "the page is wider than the phone");
         screenshot(browser, "contribute-waiting.png").await;
 
-        // The owner approves both and makes the mosaic.
-        let http = reqwest::Client::new();
-        let res = from(owner, http.get(&events)).send().await.unwrap();
-        let whole = json_of(res, StatusCode::OK).await;
-        for photo in whole["photos"].as_array().unwrap() {
-            let url = format!("{events}/photos/{}", photo["id"].as_str().unwrap());
-            let res = from(owner, http.patch(&url).json(&json!({"state": "approved"})))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status(), StatusCode::OK);
-        }
-        let res = from(owner, http.post(format!("{events}/mosaic")))
-            .send()
+        // The owner, on the event's page in the same browser: the guests' link and its QR
+        // code, the two photos waiting; both put in at once, then a new mosaic.
+        let guest = browser
+            .get_named_cookie("tessera_client")
             .await
-            .unwrap();
-        let job = json_of(res, StatusCode::ACCEPTED).await["job"]
-            .as_str()
             .unwrap()
+            .value()
             .to_string();
+        act_as(browser, &owner.to_string()).await;
+        browser.goto(&format!("{base}/events/{id}")).await.unwrap();
+        let shown = wait_for(
+            browser,
+            "const q = document.getElementById('qr');              return document.getElementById('event').dataset.ready && q.complete                ? [q.naturalWidth, document.querySelectorAll('.event-photos[data-group=waiting] li').length] : null",
+            Duration::from_secs(20),
+            "the event's page",
+        )
+        .await;
+        assert!(shown[0].as_u64().unwrap() > 0, "the QR code: {shown}");
+        assert_eq!(shown[1], 2, "{shown}");
+        click(browser, ".select-all[data-group=waiting]").await;
+        click(browser, "[data-act=approved]").await;
+        wait_for(
+            browser,
+            "return document.querySelectorAll('.event-photos[data-group=approved] li').length === 2 || null",
+            Duration::from_secs(20),
+            "both photos in",
+        )
+        .await;
+        screenshot(browser, "event-owner.png").await;
+        click(browser, "#make").await;
+        let job = wait_for(
+            browser,
+            "const a = document.querySelector('#make-status a'); return a ? a.getAttribute('href') : null",
+            Duration::from_secs(20),
+            "the new mosaic",
+        )
+        .await;
+        let job = job.as_str().unwrap().trim_start_matches("/jobs/").to_string();
+        let http = reqwest::Client::new();
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         loop {
             let state: Value = http
@@ -488,7 +505,9 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
 
-        // The page follows: each photo is in, with a link that finds it in the mosaic.
+        // Back to the guest's page: each photo is in, with a link that finds it in the mosaic.
+        act_as(browser, &guest).await;
+        browser.goto(&link).await.unwrap();
         wait_for(
             browser,
             "return document.querySelectorAll('#mine a.find-mine').length === 2 || null",
@@ -510,5 +529,16 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
         assert!(found[1].as_str().unwrap().contains("beach.jpg"), "{found}");
         screenshot(browser, "contribute-found.png").await;
     })
+    .await;
+}
+
+/// The browser acts as client `client` from now on (its `tessera_client` cookie, set by the
+/// page's script once the service's own is deleted).
+async fn act_as(browser: &fantoccini::Client, client: &str) {
+    browser.delete_cookie("tessera_client").await.unwrap();
+    crate::browser::script(
+        browser,
+        &format!("document.cookie = 'tessera_client={client}; path=/; SameSite=Lax'; return true"),
+    )
     .await;
 }

@@ -80,6 +80,10 @@ pub struct EventView {
     /// The page guests open to send photos (the owner's view only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contribute_url: Option<String>,
+    /// The owner's page of the event: its photos to moderate, its QR code, its mosaics (the
+    /// owner's view only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_url: Option<String>,
     pub settings: EventSettings,
     pub photos: Vec<PhotoView>,
     /// The colours of the target no approved photo matches yet, and about how many photos of
@@ -105,6 +109,7 @@ impl EventView {
             name: record.name.clone(),
             contribute_token: owner.then(|| record.token.clone()),
             contribute_url: owner.then(|| contribute_path(record)),
+            page_url: owner.then(|| format!("/events/{}", record.id)),
             settings: record.settings.clone(),
             photos,
             wishlist: record.wishlist(),
@@ -175,7 +180,7 @@ fn requester(req: &HttpRequest) -> ApiResult<(Owner, Uuid, bool)> {
 }
 
 /// Event `id` and its requester, if the requester owns it (or is the operator).
-async fn owned_event(
+pub(crate) async fn owned_event(
     state: &AppState,
     req: &HttpRequest,
     id: Uuid,

@@ -8,6 +8,7 @@ pub mod draft_previews;
 pub mod dzi;
 pub mod error_sets;
 pub mod event_mosaics;
+pub mod event_pictures;
 pub mod events;
 pub mod job_broker;
 pub mod job_options;
@@ -108,6 +109,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 resource("/events/{id}/photos/{photo}", "PATCH, DELETE")
                     .route(web::patch().to(event_mosaics::decide))
                     .route(web::delete().to(event_mosaics::withdraw)),
+            )
+            .service(
+                resource("/events/{id}/photos/{photo}/thumbnail", "GET")
+                    .route(web::get().to(event_pictures::thumbnail)),
+            )
+            .service(
+                resource("/events/{id}/qr", "GET").route(web::get().to(event_pictures::qr_code)),
             )
             .service(
                 resource("/events/{id}/mosaic", "POST")

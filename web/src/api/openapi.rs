@@ -67,6 +67,8 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         event_mosaics::decide,
         event_mosaics::withdraw,
         event_mosaics::mosaic,
+        crate::api::event_pictures::thumbnail,
+        crate::api::event_pictures::qr_code,
         job_options::list,
         queue_status::queues,
         queue_status::system,

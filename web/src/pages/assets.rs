@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use tessera_shared::error_code::ErrorCode;
 
 /// The static assets, compiled in: name, content type, bytes.
-pub(super) const ASSETS: [(&str, &str, &str); 8] = [
+pub(super) const ASSETS: [(&str, &str, &str); 9] = [
     (
         "favicon.svg",
         "image/svg+xml",
@@ -41,6 +41,11 @@ pub(super) const ASSETS: [(&str, &str, &str); 8] = [
         "contribute.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../static/contribute.js"),
+    ),
+    (
+        "event.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../static/event.js"),
     ),
     (
         "jobs.js",

@@ -11,6 +11,7 @@ mod api_page;
 mod assets;
 mod contribute_page;
 mod error_page;
+mod event_page;
 mod home_page;
 mod job_page;
 mod jobs_page;
@@ -24,6 +25,7 @@ pub use api_page::documented_operations;
 use assets::{asset, serve_asset};
 use contribute_page::contribute;
 pub use error_page::error_page;
+use event_page::event;
 use home_page::home;
 use job_page::{job, quality_card};
 use jobs_page::jobs;
@@ -37,6 +39,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/{id}", web::get().to(job))
         .route("/jobs/{id}/quality", web::get().to(quality_card))
         .route("/libraries", web::get().to(libraries))
+        .route("/events/{id}", web::get().to(event))
         .route("/events/{id}/contribute", web::get().to(contribute))
         .route("/system", web::get().to(system))
         .route("/api", web::get().to(api))

@@ -1,0 +1,115 @@
+//! What an event's pages show besides its record: each contributed photo as a small square (for
+//! moderation, to its owner and its guest), and the contribute link as a QR code (to its owner,
+//! to print or show at the event).
+
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use tessera_shared::error_code::ErrorCode;
+use uuid::Uuid;
+
+use crate::api::event_mosaics::{contribute_path, owned_event};
+use crate::api_error::{ApiError, ApiResult};
+use crate::app_state::AppState;
+use crate::guards::client::known_requester;
+use crate::imaging::stored_mosaic::encode_png;
+
+/// The side of a photo's square, in pixels.
+const THUMBNAIL_SIDE: u32 = 96;
+
+/// A contributed photo as a small square PNG, cropped as its tile is.
+///
+/// To the event's owner, and to the guest who sent it.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{id}/photos/{photo}/thumbnail",
+    operation_id = "event_photo_thumbnail",
+    tag = "events",
+    params(
+        ("id" = Uuid, Path, description = "The event's id"),
+        ("photo" = Uuid, Path, description = "The photo's id"),
+    ),
+    responses(
+        (status = 200, description = "The photo, 96 px square", content_type = "image/png", body = crate::api::doc_types::Binary),
+        (status = 403, description = "not_event_owner: neither the owner nor the photo's guest", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found, photo_not_found", body = crate::api_error::ErrorBody),
+        (status = 422, description = "corrupt_image: the photo cannot be read", body = crate::api_error::ErrorBody),
+        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn thumbnail(
+    req: HttpRequest,
+    path: web::Path<(Uuid, Uuid)>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (id, photo) = path.into_inner();
+    let record = state.platform.events().get(id).await?;
+    let who = known_requester(&req);
+    let sent = record.photo(photo).ok_or_else(|| {
+        ApiError::not_found(
+            ErrorCode::PhotoNotFound,
+            format!("event {id} has no photo {photo}"),
+        )
+    })?;
+    let may = who
+        .as_ref()
+        .is_some_and(|w| w.is_operator() || *w == record.owner || *w == sent.contributor);
+    if !may {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::NotEventOwner,
+            "only the event's owner and the photo's guest see it",
+        ));
+    }
+    let bytes = state.platform.events().photo(id, photo).await?;
+    let png = tokio::task::spawn_blocking(move || {
+        let pixels = tessera_engine::decode::square_tile_pixels(&bytes, THUMBNAIL_SIDE)
+            .map_err(|e| ApiError::unprocessable(ErrorCode::CorruptImage, e))?;
+        encode_png(&pixels, THUMBNAIL_SIDE, THUMBNAIL_SIDE)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "image/png"))
+        .insert_header((header::CACHE_CONTROL, "private, max-age=86400"))
+        .body(png))
+}
+
+/// The event's contribute link as a QR code (SVG), to print or show at the event.
+///
+/// To the event's owner.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{id}/qr",
+    operation_id = "event_qr_code",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id")),
+    responses(
+        (status = 200, description = "The contribute link as a QR code", content_type = "image/svg+xml", body = String),
+        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn qr_code(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (record, _, _) = owned_event(&state, &req, *id).await?;
+    let link = format!("{}{}", origin(&req), contribute_path(&record));
+    let code = qrcode::QrCode::new(link.as_bytes()).map_err(ApiError::internal)?;
+    let svg = code
+        .render::<qrcode::render::svg::Color>()
+        .min_dimensions(256, 256)
+        .build();
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "image/svg+xml"))
+        .insert_header((header::CACHE_CONTROL, "private, no-store"))
+        .body(svg))
+}
+
+/// The scheme and host the request came to, for a link that works from another device.
+pub(crate) fn origin(req: &HttpRequest) -> String {
+    let info = req.connection_info();
+    format!("{}://{}", info.scheme(), info.host())
+}
