@@ -69,5 +69,23 @@
     makeStatus.append(a, ".");
     make.disabled = false;
   });
+  const settings = document.getElementById("settings");
+  settings.addEventListener("submit", async function (ev) {
+    ev.preventDefault();
+    const status = document.getElementById("settings-status");
+    const perGuest = Number(document.getElementById("per-guest").value);
+    const response = await fetch(api, {
+      method: "PATCH",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({
+        open: document.getElementById("open").checked,
+        approval: document.getElementById("approval").checked,
+        per_guest: perGuest,
+        auto_after_seconds: Number(document.getElementById("auto-after").value),
+      }),
+    });
+    status.textContent = response.ok ? "Saved." : "Not saved: " + (await messageOf(response)) + ".";
+  });
   root.dataset.ready = "true";
 })();

@@ -41,6 +41,35 @@ async fn placed(app: &TestApp, job: &str) -> Vec<String> {
     captions
 }
 
+/// The event's `n`th mosaic once it is done, made on its own: waits up to 60 s.
+async fn wait_for_mosaic(
+    app: &TestApp,
+    http: &reqwest::Client,
+    owner: Uuid,
+    event: &str,
+    n: usize,
+) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let res = from(owner, http.get(app.url(&format!("/api/v1/events/{event}"))))
+            .send()
+            .await
+            .unwrap();
+        let whole = json_of(res, StatusCode::OK).await;
+        if let Some(job) = whole["mosaics"].as_array().unwrap().get(n - 1) {
+            let job = job.as_str().unwrap().to_string();
+            let done = app.wait_until_finished(&job).await;
+            assert_eq!(done["state"], "done", "{done}");
+            return job;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no mosaic {n} on its own: {whole}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 /// Each cell's tile caption in a finished job, by its `[row, column]`.
 async fn cell_captions(app: &TestApp, job: &str) -> BTreeMap<(u64, u64), String> {
     let placements = app.get_placements(job).await;
@@ -248,6 +277,54 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
     let whole = json_of(res, StatusCode::OK).await;
     assert_eq!(whole["mosaic"]["job"], second.as_str(), "{whole}");
     assert_eq!(whole["mosaics"].as_array().unwrap().len(), 2, "{whole}");
+
+    // The owner closes the event (a guest may not): a guest's photo is then refused.
+    let event_url = app.url(&format!("/api/v1/events/{id}"));
+    let res = from(
+        guests[0],
+        http.patch(&event_url).json(&json!({"open": true})),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(error_code(res).await.1, "not_event_owner");
+    let change = json!({"open": false, "per_guest": 5});
+    let res = from(owner, http.patch(&event_url).json(&change))
+        .send()
+        .await
+        .unwrap();
+    let closed = json_of(res, StatusCode::OK).await;
+    assert_eq!(closed["settings"]["open"], false, "{closed}");
+    assert_eq!(closed["settings"]["per_guest"], 5, "{closed}");
+    assert_eq!(closed["settings"]["approval"], true, "{closed}");
+    let late = Form::new().part("files", Part::bytes(self::photo(77)).file_name("late.jpg"));
+    let res = from(guests[1], http.post(&photos_url))
+        .header("X-Contribute-Token", &token)
+        .multipart(late)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(res).await.1, "contributions_closed");
+
+    // Mosaics on their own: a second after the photos in it change, a third mosaic is made,
+    // holding the photo just put in.
+    let auto = json!({"auto_after_seconds": 1});
+    let res = from(owner, http.patch(&event_url).json(&auto))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let (_, late_photo, late_name) = sent[5].clone();
+    let approve = json!({"state": "approved"});
+    let res = from(owner, http.patch(decide(&late_photo)).json(&approve))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let third = wait_for_mosaic(app, &http, owner, &id, 3).await;
+    approved.push(late_name);
+    approved.sort();
+    assert_eq!(placed(app, &third).await, approved);
 
     a_private_job_is_seen_by_its_owner_and_through_its_share_link(app, &http, owner, &second).await;
 }
@@ -504,6 +581,22 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
             assert!(std::time::Instant::now() < deadline, "{state}");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+
+        // The wall display shows the mosaic, and the newest photo with its place marked.
+        browser
+            .goto(&format!("{base}/events/{id}/wall"))
+            .await
+            .unwrap();
+        let wall = wait_for(
+            browser,
+            "const w = document.getElementById('wall'); const m = document.getElementById('wall-mosaic');              return w.dataset.newest && m.complete && m.naturalWidth > 0 ? [w.dataset.mosaic, w.dataset.newest] : null",
+            Duration::from_secs(30),
+            "the wall display",
+        )
+        .await;
+        assert_eq!(wall[0], job.as_str(), "{wall}");
+        assert!(["beach.jpg", "IMG_2024.jpg"].contains(&wall[1].as_str().unwrap()), "{wall}");
+        screenshot(browser, "event-wall.png").await;
 
         // Back to the guest's page: each photo is in, with a link that finds it in the mosaic.
         act_as(browser, &guest).await;

@@ -74,6 +74,19 @@ pub struct EventSettings {
     pub per_guest: u32,
     /// Whether guests may still send photos.
     pub open: bool,
+    /// A new mosaic is made on its own once the photos in it have changed and then stayed as
+    /// they are this many seconds (0: only when the owner asks).
+    #[serde(default)]
+    pub auto_after_seconds: u32,
+}
+
+/// Who an event's mosaics are made for: the client (and the key, if any) that made the event,
+/// as the jobs it submits record them, so that its owner manages them as their own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Maker {
+    pub client: Uuid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_holder: Option<Owner>,
 }
 
 /// An event's record.
@@ -96,6 +109,17 @@ pub struct EventRecord {
     /// The target's colours on a coarse grid ([`crate::wishlist::target_colours`]).
     #[serde(default)]
     pub target_colours: Vec<[u8; 3]>,
+    /// Who its mosaics are made for (absent on events made before it was kept: those make
+    /// mosaics only when asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maker: Option<Maker>,
+    /// When the photos in its mosaics last changed (one approved, left out after approval, or
+    /// taken out).
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub approved_changed_at: Option<OffsetDateTime>,
+    /// When its latest mosaic was asked for.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub mosaic_asked_at: Option<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -116,6 +140,18 @@ impl EventRecord {
     /// Photo `id`, if the event holds it.
     pub fn photo(&self, id: Uuid) -> Option<&EventPhoto> {
         self.photos.iter().find(|p| p.id == id)
+    }
+
+    /// Whether a mosaic is due on its own at `now`: automatic mosaics are on, the photos in it
+    /// changed after the latest mosaic was asked for, and have stayed so for the quiet interval.
+    pub fn mosaic_due(&self, now: OffsetDateTime) -> bool {
+        let quiet = time::Duration::seconds(i64::from(self.settings.auto_after_seconds));
+        self.settings.auto_after_seconds > 0
+            && self.maker.is_some()
+            && self.approved().next().is_some()
+            && self.approved_changed_at.is_some_and(|changed| {
+                changed + quiet <= now && self.mosaic_asked_at.is_none_or(|asked| asked < changed)
+            })
     }
 
     /// The photos in its mosaics.

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use tessera_engine::ImportOptions;
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, PhotoState};
+use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, Maker, PhotoState};
 use tessera_shared::jobs::{JobError, JobState};
 use tessera_shared::libraries::{Owner, Publication, Visibility};
 use tessera_shared::library_import::import_library;
@@ -96,7 +96,7 @@ pub struct EventView {
 }
 
 impl EventView {
-    fn of(record: &EventRecord, guest: Option<&Owner>) -> Self {
+    pub(crate) fn of(record: &EventRecord, guest: Option<&Owner>) -> Self {
         let photos = record
             .photos
             .iter()
@@ -118,6 +118,12 @@ impl EventView {
         }
     }
 }
+
+/// How long the photos of a new event stay unchanged before a mosaic is made on its own.
+pub(crate) const DEFAULT_AUTO_AFTER_SECONDS: u32 = 300;
+
+/// Most photos an event may let one guest send (0: no limit).
+pub(crate) const MAX_PER_GUEST: u32 = 10_000;
 
 /// The contribute link: the page guests open on their phones.
 pub(crate) fn contribute_path(record: &EventRecord) -> String {
@@ -283,7 +289,7 @@ fn settings_of(form: &EventForm) -> ApiResult<EventSettings> {
         Some(text) => text
             .parse::<u32>()
             .ok()
-            .filter(|n| *n <= 10_000)
+            .filter(|n| *n <= MAX_PER_GUEST)
             .ok_or_else(|| {
                 ApiError::bad_request(
                     ErrorCode::InvalidParameter,
@@ -295,6 +301,7 @@ fn settings_of(form: &EventForm) -> ApiResult<EventSettings> {
         approval,
         per_guest,
         open: true,
+        auto_after_seconds: DEFAULT_AUTO_AFTER_SECONDS,
     })
 }
 
@@ -375,6 +382,12 @@ pub async fn create(
         photos: Vec::new(),
         mosaics: Vec::new(),
         target_colours,
+        maker: Some(Maker {
+            client,
+            key_holder: credential_owner(&req),
+        }),
+        approved_changed_at: None,
+        mosaic_asked_at: None,
         created_at: now,
         updated_at: now,
     };
@@ -495,6 +508,9 @@ pub async fn contribute(
             match check_room_for_guest(r, &guest, photos.len()) {
                 Ok(()) => {
                     r.photos.extend(photos.iter().cloned());
+                    if state_given == PhotoState::Approved {
+                        r.approved_changed_at = Some(OffsetDateTime::now_utc());
+                    }
                     true
                 }
                 Err(e) => {
@@ -504,12 +520,17 @@ pub async fn contribute(
             }
         })
         .await;
-    if let Some(e) = refused.or(stored.err().map(ApiError::from)) {
-        for photo in &photos {
-            let _ = events.delete_photo(record.id, photo.id).await;
+    let stored = match (refused, stored) {
+        (None, Ok(stored)) => stored,
+        (refused, stored) => {
+            for photo in &photos {
+                let _ = events.delete_photo(record.id, photo.id).await;
+            }
+            let why = refused.or(stored.err().map(ApiError::from));
+            return Err(why.unwrap_or_else(|| ApiError::internal("photos refused, no reason")));
         }
-        return Err(e);
-    }
+    };
+    crate::api::event_auto::schedule(&state, &stored);
     let sent = PhotosSent {
         photos: photos.iter().map(PhotoView::from).collect(),
     };
@@ -635,13 +656,19 @@ pub async fn decide(
         .update(event, |r| {
             match r.photos.iter_mut().find(|p| p.id == photo) {
                 Some(p) if p.state != decision.state => {
+                    let approved = PhotoState::Approved;
+                    let changes_mosaic = p.state == approved || decision.state == approved;
                     p.state = decision.state;
+                    if changes_mosaic {
+                        r.approved_changed_at = Some(OffsetDateTime::now_utc());
+                    }
                     true
                 }
                 _ => false,
             }
         })
         .await?;
+    crate::api::event_auto::schedule(&state, &record);
     let found = record.photo(photo).ok_or_else(|| photo_not_found(photo))?;
     Ok(HttpResponse::Ok().json(PhotoView::from(found)))
 }
@@ -684,13 +711,18 @@ pub async fn withdraw(
             "only the guest who sent this photo, or the event's owner, may take it out",
         ));
     }
-    events
+    let was_in = found.state == PhotoState::Approved;
+    let record = events
         .update(event, |r| {
             let before = r.photos.len();
             r.photos.retain(|p| p.id != photo);
+            if was_in {
+                r.approved_changed_at = Some(OffsetDateTime::now_utc());
+            }
             r.photos.len() != before
         })
         .await?;
+    crate::api::event_auto::schedule(&state, &record);
     events.delete_photo(event, photo).await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -719,8 +751,26 @@ pub async fn mosaic(
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let (record, _, client) = owned_event(&state, &req, *id).await?;
+    let maker = Maker {
+        client,
+        key_holder: credential_owner(&req),
+    };
+    let address = client_address(&req, state.guard.trusted_proxies());
+    let job = make_mosaic(&state, &record, &maker, address).await?;
+    Ok(HttpResponse::Accepted().json(MosaicRef { job }))
+}
+
+/// Asks for a new mosaic of event `record` for `maker`: a job of its approved photos, published
+/// as its library, that keeps the cells of the latest mosaic done. Returns the job's id.
+pub(crate) async fn make_mosaic(
+    state: &AppState,
+    record: &EventRecord,
+    maker: &Maker,
+    address: Option<std::net::IpAddr>,
+) -> ApiResult<Uuid> {
     let events = state.platform.events();
-    let library = publish_library(&state, &record).await?;
+    let asked_at = OffsetDateTime::now_utc();
+    let library = publish_library(state, record).await?;
     let target = events.target(record.id).await?;
     let mut fields: BTreeMap<&'static str, String> = BTreeMap::new();
     for (name, value) in &record.fields {
@@ -731,29 +781,21 @@ pub async fn mosaic(
     if floor {
         fields.insert("min_uses", "1".into());
     }
-    let address = client_address(&req, state.guard.trusted_proxies());
-    let key_holder = credential_owner(&req);
-    let keep_cells_of = last_mosaic_done(&state, &record).await?;
+    let who = (maker.client, maker.key_holder.clone());
+    let keep_cells_of = last_mosaic_done(state, record).await?;
     let form = |fields| Form {
         image: Some((target.clone(), record.input_name.clone())),
         fields,
         keep_cells_of,
     };
     let job = Uuid::new_v4();
-    let made = enqueue(
-        &state,
-        job,
-        (client, key_holder.clone()),
-        address,
-        form(fields.clone()),
-    )
-    .await;
+    let made = enqueue(state, job, who.clone(), address, form(fields.clone())).await;
     let job = match made {
         // More photos than cells: each in at most once, and the page says so.
         Err(e) if floor && e.field() == Some("min_uses") => {
             fields.remove("min_uses");
             let job = Uuid::new_v4();
-            enqueue(&state, job, (client, key_holder), address, form(fields)).await?;
+            enqueue(state, job, who, address, form(fields)).await?;
             job
         }
         made => {
@@ -764,10 +806,12 @@ pub async fn mosaic(
     events
         .update(record.id, |r| {
             r.mosaics.push(job);
+            r.mosaic_asked_at = Some(asked_at);
+            r.maker = Some(maker.clone());
             true
         })
         .await?;
-    Ok(HttpResponse::Accepted().json(MosaicRef { job }))
+    Ok(job)
 }
 
 /// The event's latest mosaic that is done, whose cells the next one keeps.

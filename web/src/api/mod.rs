@@ -7,8 +7,10 @@ pub mod doc_types;
 pub mod draft_previews;
 pub mod dzi;
 pub mod error_sets;
+pub mod event_auto;
 pub mod event_mosaics;
 pub mod event_pictures;
+pub mod event_settings;
 pub mod events;
 pub mod job_broker;
 pub mod job_options;
@@ -100,7 +102,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 resource("/libraries/{id}/sheet", "GET").route(web::get().to(contact_sheet::get)),
             )
             .service(resource("/events", "POST").route(web::post().to(event_mosaics::create)))
-            .service(resource("/events/{id}", "GET").route(web::get().to(event_mosaics::get)))
+            .service(
+                resource("/events/{id}", "GET, PATCH")
+                    .route(web::get().to(event_mosaics::get))
+                    .route(web::patch().to(event_settings::change)),
+            )
             .service(
                 resource("/events/{id}/photos", "POST")
                     .route(web::post().to(event_mosaics::contribute)),

@@ -69,6 +69,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         event_mosaics::mosaic,
         crate::api::event_pictures::thumbnail,
         crate::api::event_pictures::qr_code,
+        crate::api::event_settings::change,
         job_options::list,
         queue_status::queues,
         queue_status::system,

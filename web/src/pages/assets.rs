@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use tessera_shared::error_code::ErrorCode;
 
 /// The static assets, compiled in: name, content type, bytes.
-pub(super) const ASSETS: [(&str, &str, &str); 9] = [
+pub(super) const ASSETS: [(&str, &str, &str); 10] = [
     (
         "favicon.svg",
         "image/svg+xml",
@@ -46,6 +46,11 @@ pub(super) const ASSETS: [(&str, &str, &str); 9] = [
         "event.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../static/event.js"),
+    ),
+    (
+        "wall.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../static/wall.js"),
     ),
     (
         "jobs.js",

@@ -37,6 +37,7 @@ pub(super) struct EventPage {
     approval: bool,
     per_guest: u32,
     open: bool,
+    auto_after_seconds: u32,
     groups: Vec<Group>,
     /// The latest mosaic and its state, once one was asked for.
     mosaic: Option<(Uuid, String)>,
@@ -75,6 +76,7 @@ pub(super) async fn event(
         approval: record.settings.approval,
         per_guest: record.settings.per_guest,
         open: record.settings.open,
+        auto_after_seconds: record.settings.auto_after_seconds,
         groups: vec![
             group(PhotoState::Waiting, "waiting", "Waiting for you"),
             group(PhotoState::Approved, "approved", "In the mosaic"),
@@ -93,4 +95,24 @@ fn photo(p: &EventPhoto) -> Photo {
         name: p.name.clone(),
         guest: guest[guest.len().saturating_sub(6)..].to_string(),
     }
+}
+
+#[derive(Template)]
+#[template(path = "wall.html")]
+pub(super) struct WallPage {
+    id: Uuid,
+    name: String,
+}
+
+/// The wall display, to the event's owner: a page for a screen at the venue.
+pub(super) async fn wall(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (record, _, _) = owned_event(&state, &req, *id).await?;
+    page(&WallPage {
+        id: record.id,
+        name: record.name,
+    })
 }

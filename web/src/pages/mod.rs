@@ -25,7 +25,7 @@ pub use api_page::documented_operations;
 use assets::{asset, serve_asset};
 use contribute_page::contribute;
 pub use error_page::error_page;
-use event_page::event;
+use event_page::{event, wall};
 use home_page::home;
 use job_page::{job, quality_card};
 use jobs_page::jobs;
@@ -41,6 +41,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/libraries", web::get().to(libraries))
         .route("/events/{id}", web::get().to(event))
         .route("/events/{id}/contribute", web::get().to(contribute))
+        .route("/events/{id}/wall", web::get().to(wall))
         .route("/system", web::get().to(system))
         .route("/api", web::get().to(api))
         .route("/static/{file}", web::get().to(asset))
