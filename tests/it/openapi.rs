@@ -19,13 +19,14 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 34] = [
+const ROUTES: [(&str, &str); 38] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("POST", "/api/v1/sizing"),
     ("GET", "/api/v1/jobs/{id}"),
     ("DELETE", "/api/v1/jobs/{id}"),
     ("POST", "/api/v1/jobs/{id}/cancel"),
+    ("POST", "/api/v1/jobs/{id}/sharing"),
     ("GET", "/api/v1/jobs/{id}/result"),
     ("GET", "/api/v1/jobs/{id}/events"),
     ("GET", "/api/v1/jobs/{id}/preview"),
@@ -46,6 +47,9 @@ const ROUTES: [(&str, &str); 34] = [
     ("DELETE", "/api/v1/libraries/{id}/tiles"),
     ("POST", "/api/v1/events"),
     ("GET", "/api/v1/events/{id}"),
+    ("PATCH", "/api/v1/events/{id}"),
+    ("GET", "/api/v1/events/{id}/qr"),
+    ("GET", "/api/v1/events/{id}/photos/{photo}/thumbnail"),
     ("POST", "/api/v1/events/{id}/photos"),
     ("PATCH", "/api/v1/events/{id}/photos/{photo}"),
     ("DELETE", "/api/v1/events/{id}/photos/{photo}"),
@@ -253,6 +257,7 @@ async fn call(
     valid: bool,
     headers: &[(reqwest::header::HeaderName, String)],
 ) -> Answer {
+    let event_settings = path == "/api/v1/events/{id}";
     // Tile (0, 0) of level 0 exists for every mosaic.
     let path = path
         .replace("{level}/{x}/{y}", "0/0/0")
@@ -269,6 +274,17 @@ async fn call(
         "GET" => app.client.get(url),
         "DELETE" => app.client.delete(url),
         "POST" if path.ends_with("/cancel") || path.ends_with("/mosaic") => app.client.post(url),
+        // An event's settings; a job left readable by its id (the rest of the calls read it).
+        "PATCH" if event_settings => app.client.patch(url).json(&if valid {
+            serde_json::json!({"per_guest": 25})
+        } else {
+            serde_json::json!({"per_guest": "many"})
+        }),
+        "POST" if path.ends_with("/sharing") => app.client.post(url).json(&if valid {
+            serde_json::json!({"private": false})
+        } else {
+            serde_json::json!({"private": "maybe"})
+        }),
         "PATCH" => app.client.patch(url).json(&serde_json::json!({
             "state": if valid { "approved" } else { "maybe" }
         })),
@@ -446,10 +462,10 @@ async fn every_documented_operation_answers_as_documented() {
             .unwrap();
         let library = path.starts_with("/api/v1/libraries");
         let tiles_edit = path.ends_with("/tiles") && method != "GET";
-        let event_photo = path.ends_with("{photo}");
+        let event_photo = path.contains("{photo}");
         let (good_id, bad_id) = if event_photo {
-            // The first photo is taken out, the second approved.
-            let photo = &photos[usize::from(method == "PATCH")];
+            // The first photo is taken out, the second approved (and shown).
+            let photo = &photos[usize::from(method != "DELETE")];
             (
                 photo.clone(),
                 photo.replacen(&event_id, &Uuid::new_v4().to_string(), 1),
@@ -464,13 +480,14 @@ async fn every_documented_operation_answers_as_documented() {
             ("emoji".to_string(), "no-such-library".to_string())
         } else if method == "DELETE" {
             (doomed.clone(), Uuid::new_v4().to_string())
-        } else if path.ends_with("/cancel") {
+        } else if path.ends_with("/cancel") || path.ends_with("/sharing") {
             (held.to_string(), Uuid::new_v4().to_string())
         } else {
             (job_id.clone(), Uuid::new_v4().to_string())
         };
         let owned = method == "DELETE"
             || path.ends_with("/cancel")
+            || path.ends_with("/sharing")
             || tiles_edit
             || path.starts_with("/api/v1/events/");
         let headers: &[_] = if path.ends_with("/photos") {

@@ -5,8 +5,8 @@
 //!
 //! A viewer asks as the pointer moves, so the web role keeps the last few maps it read.
 
-use crate::api::job_sharing::check_readable;
 use crate::api::requested_job::RequestedJob;
+use crate::guards::job_access::check_readable;
 use std::sync::Arc;
 use tessera_shared::error_code::ErrorCode;
 

@@ -11,7 +11,7 @@ use actix_web::web;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::api::event_mosaics::make_mosaic;
+use crate::api::event_jobs::make_mosaic;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
 use tessera_shared::events::EventRecord;

@@ -4,8 +4,6 @@
 //! mosaic is an ordinary job of a private library of the approved photos, each captioned with
 //! the file name its guest sent.
 
-use std::collections::BTreeMap;
-
 use actix_multipart::Multipart;
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -14,17 +12,12 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use tessera_engine::ImportOptions;
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, Maker, PhotoState};
-use tessera_shared::jobs::{JobError, JobState};
-use tessera_shared::libraries::{Owner, Publication, Visibility};
-use tessera_shared::library_import::import_library;
+use tessera_shared::libraries::Owner;
 use tessera_shared::wishlist::Wish;
 
-use crate::api::job_broker::{
-    Form, declared_field, duplicate, enqueue, missing, read_field, spec_of,
-};
+use crate::api::job_broker::{Form, duplicate, missing, read_field, spec_of};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::auth::same_secret;
@@ -756,116 +749,6 @@ pub async fn mosaic(
         key_holder: credential_owner(&req),
     };
     let address = client_address(&req, state.guard.trusted_proxies());
-    let job = make_mosaic(&state, &record, &maker, address).await?;
+    let job = crate::api::event_jobs::make_mosaic(&state, &record, &maker, address).await?;
     Ok(HttpResponse::Accepted().json(MosaicRef { job }))
-}
-
-/// Asks for a new mosaic of event `record` for `maker`: a job of its approved photos, published
-/// as its library, that keeps the cells of the latest mosaic done. Returns the job's id.
-pub(crate) async fn make_mosaic(
-    state: &AppState,
-    record: &EventRecord,
-    maker: &Maker,
-    address: Option<std::net::IpAddr>,
-) -> ApiResult<Uuid> {
-    let events = state.platform.events();
-    let asked_at = OffsetDateTime::now_utc();
-    let library = publish_library(state, record).await?;
-    let target = events.target(record.id).await?;
-    let mut fields: BTreeMap<&'static str, String> = BTreeMap::new();
-    for (name, value) in &record.fields {
-        fields.insert(declared_field(name)?, value.clone());
-    }
-    fields.insert("library", library);
-    let floor = !fields.contains_key("min_uses");
-    if floor {
-        fields.insert("min_uses", "1".into());
-    }
-    let who = (maker.client, maker.key_holder.clone());
-    let keep_cells_of = last_mosaic_done(state, record).await?;
-    let form = |fields| Form {
-        image: Some((target.clone(), record.input_name.clone())),
-        fields,
-        keep_cells_of,
-    };
-    let job = Uuid::new_v4();
-    let made = enqueue(state, job, who.clone(), address, form(fields.clone())).await;
-    let job = match made {
-        // More photos than cells: each in at most once, and the page says so.
-        Err(e) if floor && e.field() == Some("min_uses") => {
-            fields.remove("min_uses");
-            let job = Uuid::new_v4();
-            enqueue(state, job, who, address, form(fields)).await?;
-            job
-        }
-        made => {
-            made?;
-            job
-        }
-    };
-    events
-        .update(record.id, |r| {
-            r.mosaics.push(job);
-            r.mosaic_asked_at = Some(asked_at);
-            r.maker = Some(maker.clone());
-            true
-        })
-        .await?;
-    Ok(job)
-}
-
-/// The event's latest mosaic that is done, whose cells the next one keeps.
-async fn last_mosaic_done(state: &AppState, record: &EventRecord) -> ApiResult<Option<Uuid>> {
-    for &job in record.mosaics.iter().rev() {
-        match state.platform.jobs().get(job).await {
-            Ok(r) if r.state == JobState::Done => return Ok(Some(job)),
-            Ok(_) | Err(JobError::NotFound(_)) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(None)
-}
-
-/// Publishes the event's library, private to its owner: its approved photos, each captioned
-/// with the name its guest sent. Returns its id.
-async fn publish_library(state: &AppState, record: &EventRecord) -> ApiResult<String> {
-    let approved: Vec<&EventPhoto> = record.approved().collect();
-    if approved.is_empty() {
-        return Err(ApiError::unprocessable(
-            ErrorCode::InvalidParameter,
-            "no photo is approved yet: approve some before making the mosaic",
-        ));
-    }
-    let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
-    let mut captions = String::from("file,caption\n");
-    for photo in &approved {
-        let bytes = state.platform.events().photo(record.id, photo.id).await?;
-        let tile = photo.tile_name();
-        tokio::fs::write(dir.path().join(&tile), bytes)
-            .await
-            .map_err(ApiError::internal)?;
-        captions.push_str(&format!("{tile},\"{}\"\n", photo.name.replace('"', "\"\"")));
-    }
-    tokio::fs::write(
-        dir.path().join(tessera_engine::library::CAPTIONS_FILE),
-        captions,
-    )
-    .await
-    .map_err(ApiError::internal)?;
-    let how = Publication {
-        replace: true,
-        by: record.owner.clone(),
-        visibility: Some(Visibility::Private),
-        based_on: None,
-    };
-    let (library, _) = import_library(
-        &state.platform,
-        dir.path(),
-        &record.library_id(),
-        ImportOptions::default(),
-        &how,
-    )
-    .await
-    .map_err(crate::api::tile_libraries::import_error)?;
-    Ok(library.id)
 }

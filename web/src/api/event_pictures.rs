@@ -13,7 +13,7 @@ use crate::app_state::AppState;
 use crate::guards::client::known_requester;
 use crate::imaging::stored_mosaic::encode_png;
 
-/// The side of a photo's square, in pixels.
+/// The largest side of a photo's square, in pixels.
 const THUMBNAIL_SIDE: u32 = 96;
 
 /// A contributed photo as a small square PNG, cropped as its tile is.
@@ -29,7 +29,7 @@ const THUMBNAIL_SIDE: u32 = 96;
         ("photo" = Uuid, Path, description = "The photo's id"),
     ),
     responses(
-        (status = 200, description = "The photo, 96 px square", content_type = "image/png", body = crate::api::doc_types::Binary),
+        (status = 200, description = "The photo, a square of at most 96 px", content_type = "image/png", body = crate::api::doc_types::Binary),
         (status = 403, description = "not_event_owner: neither the owner nor the photo's guest", body = crate::api_error::ErrorBody),
         (status = 404, description = "event_not_found, photo_not_found", body = crate::api_error::ErrorBody),
         (status = 422, description = "corrupt_image: the photo cannot be read", body = crate::api_error::ErrorBody),
@@ -64,7 +64,17 @@ pub async fn thumbnail(
     let png = tokio::task::spawn_blocking(move || {
         let pixels = tessera_engine::decode::square_tile_pixels(&bytes, THUMBNAIL_SIDE)
             .map_err(|e| ApiError::unprocessable(ErrorCode::CorruptImage, e))?;
-        encode_png(&pixels, THUMBNAIL_SIDE, THUMBNAIL_SIDE)
+        // The square as decoded (at least the side asked where the photo has it), then made
+        // the thumbnail's side at most.
+        let side = ((pixels.len() / 3) as f64).sqrt() as u32;
+        let square = image::RgbImage::from_raw(side, side, pixels)
+            .ok_or_else(|| ApiError::internal("the photo's square is not square"))?;
+        let small = if side > THUMBNAIL_SIDE {
+            image::imageops::thumbnail(&square, THUMBNAIL_SIDE, THUMBNAIL_SIDE)
+        } else {
+            square
+        };
+        encode_png(small.as_raw(), small.width(), small.height())
     })
     .await
     .map_err(ApiError::internal)??;

@@ -1,86 +1,19 @@
 //! Sharing a job on purpose. A job is readable by its id, so API clients and links keep working;
 //! its owner may make it private: then its page, JSON, result, tiles, cells, events and
 //! placements answer 403 `job_private` to anyone but the owner (or the operator) and whoever
-//! holds its share link, which can view and find but not change or delete. The link's secret
-//! comes as `?share=`, as `X-Share-Token`, or as the cookie the job's page sets when opened
-//! from the link. A private job's answers are cached by the browser alone.
+//! holds its share link, which can view and find but not change or delete. Who may see a job is
+//! checked by `guards::job_access`.
 
-use actix_web::cookie::{Cookie, SameSite};
-use actix_web::http::{StatusCode, header};
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
-use tessera_shared::error_code::ErrorCode;
 use tessera_shared::jobs::{JobRecord, Sharing};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::api::requested_job::RequestedJob;
-use crate::api_error::{ApiError, ApiResult};
+use crate::api_error::ApiResult;
 use crate::app_state::AppState;
-use crate::guards::auth::same_secret;
-use crate::guards::client::manages_job;
-
-/// The header that carries a share link's secret (or `?share=`).
-pub const SHARE_HEADER: &str = "X-Share-Token";
-
-/// Marks a request for a private job: its answer is cached by the browser alone.
-#[derive(Clone, Copy)]
-pub(crate) struct PrivateJob;
-
-/// The cookie a private job's page sets when opened from its share link.
-pub(crate) fn share_cookie_name(job: Uuid) -> String {
-    format!("tessera_share_{}", job.simple())
-}
-
-/// The share secret a request carries for `job`, from the query, the header or the cookie.
-fn presented_secret(req: &HttpRequest, job: Uuid) -> Option<String> {
-    let from_query = web::Query::<ShareQuery>::from_query(req.query_string())
-        .ok()
-        .and_then(|q| q.into_inner().share);
-    from_query
-        .or_else(|| {
-            req.headers()
-                .get(SHARE_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        })
-        .or_else(|| {
-            req.cookie(&share_cookie_name(job))
-                .map(|c| c.value().to_string())
-        })
-}
-
-/// Whether the request holds `record`'s share link.
-pub(crate) fn holds_share_link(req: &HttpRequest, record: &JobRecord) -> bool {
-    let Some(token) = &record.sharing.token else {
-        return false;
-    };
-    presented_secret(req, record.id).is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes()))
-}
-
-/// Refuses (403 `job_private`) a request that may not see `record`: a private job is seen by its
-/// owner and by whoever holds its share link. A private job's request is marked, so that its
-/// answer is cached by the browser alone.
-pub(crate) fn check_readable(req: &HttpRequest, record: &JobRecord) -> ApiResult<()> {
-    if !record.sharing.private {
-        return Ok(());
-    }
-    req.extensions_mut().insert(PrivateJob);
-    if manages_job(req, record)? || holds_share_link(req, record) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::FORBIDDEN,
-        ErrorCode::JobPrivate,
-        "this mosaic is private: open it from the link its owner shared",
-    ))
-}
-
-/// `?share=`: a share link's secret.
-#[derive(Debug, Deserialize)]
-pub struct ShareQuery {
-    pub share: Option<String>,
-}
 
 /// Whether a job is private.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -132,6 +65,7 @@ impl SharingView {
     responses(
         (status = 200, description = "The job's sharing", body = SharingView),
         crate::api::error_sets::ChangeErrors,
+        (status = 415, description = "the body is not JSON", body = crate::api_error::ErrorBody),
     ),
 )]
 pub async fn change(
@@ -169,17 +103,4 @@ pub async fn change(
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .json(SharingView::of(&record)))
-}
-
-/// The cookie that lets a private job's page, opened from its share link, read the rest of
-/// the job (its JSON, tiles, cells) without the secret in each address.
-pub(crate) fn share_cookie(record: &JobRecord) -> Option<Cookie<'static>> {
-    let token = record.sharing.token.clone()?;
-    Some(
-        Cookie::build(share_cookie_name(record.id), token)
-            .path("/")
-            .http_only(true)
-            .same_site(SameSite::Lax)
-            .finish(),
-    )
 }

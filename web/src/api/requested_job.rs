@@ -11,10 +11,10 @@ use uuid::Uuid;
 use actix_web::http::StatusCode;
 use tessera_shared::error_code::ErrorCode;
 
-use crate::api::job_sharing::check_readable;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::client::{job_id, manages_job};
+use crate::guards::job_access::check_readable;
 
 /// The job named by the path's `{id}`, with its stored record.
 pub struct RequestedJob {

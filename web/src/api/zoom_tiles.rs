@@ -100,7 +100,7 @@ pub(crate) async fn serve(
 ) -> ApiResult<HttpResponse> {
     let id = job_id(id)?;
     let record = state.platform.jobs().get(id).await?;
-    crate::api::job_sharing::check_readable(req, &record)?;
+    crate::guards::job_access::check_readable(req, &record)?;
     let key = done_result(&record)?;
     let blobs = state.platform.blobs.clone();
     let (width, height) = result_size(&*blobs, &key, &record).await?;

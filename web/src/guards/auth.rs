@@ -283,10 +283,7 @@ pub async fn key_check(
                 req.extensions_mut().insert(credential);
             }
             let mut res = next.call(req).await?.map_into_boxed_body();
-            let private_job = res
-                .request()
-                .extensions()
-                .contains::<crate::api::job_sharing::PrivateJob>();
+            let private_job = res.request().extensions().contains::<PrivateAnswer>();
             if guard.required() || private_job {
                 keep_private(res.headers_mut());
             }
@@ -467,6 +464,11 @@ pub(crate) fn origin_is_host(headers: &header::HeaderMap) -> bool {
         _ => false,
     }
 }
+
+/// Marks a request whose answer only the browser may cache (one about a private job), key or
+/// not.
+#[derive(Clone, Copy)]
+pub(crate) struct PrivateAnswer;
 
 /// Behind a key, what is cacheable is cacheable by the browser alone: `public` becomes
 /// `private`, so that no shared cache hands a protected image to someone without the key.

@@ -6,6 +6,7 @@ pub mod admission;
 pub mod auth;
 pub(crate) mod client;
 pub mod inspect;
+pub(crate) mod job_access;
 pub(crate) mod peer;
 pub(crate) mod request;
 pub(crate) mod upload;

@@ -203,7 +203,7 @@ pub(super) async fn job(
             .map(|meta| bytes_in_words(meta.size)),
         _ => None,
     };
-    let from_link = !owned && crate::api::job_sharing::holds_share_link(&req, &record);
+    let from_link = !owned && crate::guards::job_access::holds_share_link(&req, &record);
     let mut answer = page(&JobPage {
         id,
         input_name: record.params.input_name.clone(),
@@ -219,7 +219,7 @@ pub(super) async fn job(
         settings: settings_in_words(&record),
     })?;
     // Opened from a private job's share link: the page's own requests carry it as a cookie.
-    if from_link && let Some(cookie) = crate::api::job_sharing::share_cookie(&record) {
+    if from_link && let Some(cookie) = crate::guards::job_access::share_cookie(&record) {
         answer.add_cookie(&cookie).map_err(ApiError::internal)?;
     }
     Ok(answer)
