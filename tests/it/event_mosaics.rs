@@ -98,20 +98,25 @@ async fn make_mosaic(app: &TestApp, http: &reqwest::Client, owner: Uuid, event: 
     job
 }
 
-async fn guests_photos_make_one_mosaic(app: &TestApp) {
-    let http = reqwest::Client::new();
-    let owner = Uuid::new_v4();
+/// An event `name` of owner `owner` on the astronaut, 16 cells across: its owner's view.
+async fn create_event(app: &TestApp, http: &reqwest::Client, owner: Uuid, name: &str) -> Value {
     let form = Form::new()
-        .text("name", "Anna and Ben's wedding")
+        .text("name", name.to_string())
         .text("cells", "16")
         .text("tile_size", "8")
-        .part("image", Part::bytes(astronaut()).file_name("couple.png"));
+        .part("image", Part::bytes(astronaut()).file_name("target.png"));
     let res = from(owner, http.post(app.url("/api/v1/events")))
         .multipart(form)
         .send()
         .await
         .unwrap();
-    let event = json_of(res, StatusCode::CREATED).await;
+    json_of(res, StatusCode::CREATED).await
+}
+
+async fn guests_photos_make_one_mosaic(app: &TestApp) {
+    let http = reqwest::Client::new();
+    let owner = Uuid::new_v4();
+    let event = create_event(app, &http, owner, "Anna and Ben's wedding").await;
     let id = event["id"].as_str().unwrap().to_string();
     let token = event["contribute_token"].as_str().unwrap().to_string();
     assert!(
@@ -455,20 +460,10 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
     use crate::browser::{click, in_chromium_phone_of, screenshot, wait_for};
     use std::time::Duration;
 
-    let app = spawn_app().await;
+    let app = std::sync::Arc::new(spawn_app().await);
     let http = reqwest::Client::new();
     let owner = Uuid::new_v4();
-    let form = Form::new()
-        .text("name", "Team photo")
-        .text("cells", "16")
-        .text("tile_size", "8")
-        .part("image", Part::bytes(astronaut()).file_name("team.png"));
-    let res = from(owner, http.post(app.url("/api/v1/events")))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let event = json_of(res, StatusCode::CREATED).await;
+    let event = create_event(&app, &http, owner, "Team photo").await;
     let id = event["id"].as_str().unwrap().to_string();
     let link = app.url(event["contribute_url"].as_str().unwrap());
     assert!(
@@ -564,23 +559,8 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
         )
         .await;
         let job = job.as_str().unwrap().trim_start_matches("/jobs/").to_string();
-        let http = reqwest::Client::new();
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let state: Value = http
-                .get(format!("{base}/api/v1/jobs/{job}"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if state["state"] == "done" {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "{state}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let done = app.wait_until_finished(&job).await;
+        assert_eq!(done["state"], "done", "{done}");
 
         // The wall display shows the mosaic, and the newest photo with its place marked.
         browser

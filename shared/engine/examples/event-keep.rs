@@ -9,6 +9,10 @@
 // A benchmark tool: it reports on stdout, and stops at the first error.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
 
+#[path = "common/rss.rs"]
+mod rss;
+use rss::peak_rss_kb;
+
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -116,16 +120,4 @@ fn fnv(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-/// The process's high-water resident set, in kB (Linux; 0 elsewhere).
-fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }

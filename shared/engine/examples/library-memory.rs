@@ -5,6 +5,10 @@
 // A benchmark tool: it reports on stdout and stderr, and stops at the first error.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
 
+#[path = "common/rss.rs"]
+mod rss;
+use rss::peak_rss_kb;
+
 use std::time::Instant;
 
 use tessera_engine::Library;
@@ -50,16 +54,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         peak_rss_kb() / 1000,
     );
     Ok(())
-}
-
-/// The process's high-water resident set, in kB (Linux; 0 elsewhere).
-fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }

@@ -35,13 +35,11 @@ pub(crate) fn schedule(state: &web::Data<AppState>, record: &EventRecord) {
 /// Makes event `id`'s mosaic if one is due ([`EventRecord::mosaic_due`]) and this process
 /// claims it.
 async fn make_if_due(state: &AppState, id: Uuid) -> ApiResult<()> {
-    let events = state.platform.events();
     let now = OffsetDateTime::now_utc();
-    if !events.get(id).await?.mosaic_due(now) {
-        return Ok(());
-    }
     let mut claimed = false;
-    let record = events
+    let record = state
+        .platform
+        .events()
         .update(id, |r| {
             claimed = r.mosaic_due(now);
             if claimed {

@@ -20,7 +20,7 @@ use tessera_shared::wishlist::Wish;
 use crate::api::job_broker::{Form, duplicate, missing, read_field, spec_of};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
-use crate::guards::auth::same_secret;
+use crate::guards::auth::{new_secret, same_secret};
 use crate::guards::client::{client_address, client_cookie, client_id, credential_owner};
 use crate::guards::inspect::{probe_target, verify_target};
 use crate::guards::upload::{
@@ -218,6 +218,22 @@ pub(crate) fn has_token(req: &HttpRequest, query: &TokenQuery, record: &EventRec
     given.is_some_and(|t| same_secret(t.as_bytes(), record.token.as_bytes()))
 }
 
+/// Refuses (403 `bad_contribute_token`) a request without the event's contribute token.
+pub(crate) fn require_token(
+    req: &HttpRequest,
+    query: &TokenQuery,
+    record: &EventRecord,
+) -> ApiResult<()> {
+    if has_token(req, query, record) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::BadContributeToken,
+        "this link's token is missing or wrong: open the event's contribute link again",
+    ))
+}
+
 /// Answers `body` with `status`, setting the client cookie when one was minted.
 fn answer(
     req: &HttpRequest,
@@ -363,7 +379,7 @@ pub async fn create(
         id,
         name: name.to_string(),
         owner,
-        token: format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple()),
+        token: new_secret(),
         fields: form
             .job
             .fields
@@ -464,13 +480,7 @@ pub async fn contribute(
     let (guest, client, minted) = requester(&req)?;
     let events = state.platform.events();
     let record = events.get(*id).await?;
-    if !has_token(&req, &query, &record) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            ErrorCode::BadContributeToken,
-            "this link's token is missing or wrong: open the event's contribute link again",
-        ));
-    }
+    require_token(&req, &query, &record)?;
     let files = read_photos(&mut payload, &state).await?;
     check_room_for_guest(&record, &guest, files.len())?;
     state

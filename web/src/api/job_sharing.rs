@@ -9,11 +9,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use tessera_shared::jobs::{JobRecord, Sharing};
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::api::requested_job::RequestedJob;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
+use crate::guards::auth::new_secret;
 
 /// Whether a job is private.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -83,13 +83,7 @@ pub async fn change(
             let sharing = if private {
                 Sharing {
                     private: true,
-                    token: r.sharing.token.clone().or_else(|| {
-                        Some(format!(
-                            "{}{}",
-                            Uuid::new_v4().simple(),
-                            Uuid::new_v4().simple()
-                        ))
-                    }),
+                    token: r.sharing.token.clone().or_else(|| Some(new_secret())),
                 }
             } else {
                 Sharing::default()

@@ -689,6 +689,16 @@ fn percent_encode(s: &str) -> String {
     out
 }
 
+/// A new secret for a link (an event's contribute link, a job's share link): two random UUIDs,
+/// 244 random bits, as hex.
+pub(crate) fn new_secret() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
 /// Whether two secrets are equal, compared in time that does not depend on where they differ.
 pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0

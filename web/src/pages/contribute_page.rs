@@ -2,10 +2,9 @@
 //! photos through the API with the link's token and follows them; without the token it is 403.
 
 use super::page_answer::page;
-use crate::api::event_mosaics::{TokenQuery, has_token};
+use crate::api::event_mosaics::{TokenQuery, require_token};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
-use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use tessera_shared::error_code::ErrorCode;
@@ -35,13 +34,7 @@ pub(super) async fn contribute(
     let id = Uuid::parse_str(&id)
         .map_err(|_| ApiError::not_found(ErrorCode::EventNotFound, "no event has this address"))?;
     let record = state.platform.events().get(id).await?;
-    if !has_token(&req, &query, &record) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            ErrorCode::BadContributeToken,
-            "this link's token is missing or wrong: open the event's link again",
-        ));
-    }
+    require_token(&req, &query, &record)?;
     page(&ContributePage {
         id,
         name: record.name.clone(),
