@@ -23,11 +23,27 @@ pub struct SettingsChange {
     pub approval: Option<bool>,
     /// Most photos one guest may send, 0 for no limit. Photos already sent stay.
     #[schema(maximum = 10000)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub per_guest: Option<u32>,
     /// A new mosaic is made on its own once the photos in it have changed and then stayed as
     /// they are this many seconds; 0 makes mosaics only when asked.
     #[schema(maximum = 86400)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub auto_after_seconds: Option<u32>,
+}
+
+/// A whole number as JSON Schema's `integer` has it: `7` and `7.0` alike.
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let Some(n) = Option::<f64>::deserialize(d)? else {
+        return Ok(None);
+    };
+    if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) {
+        Ok(Some(n as u32))
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "{n} is not a whole number from 0"
+        )))
+    }
 }
 
 /// The longest quiet interval before a mosaic made on its own: a day.
