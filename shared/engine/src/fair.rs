@@ -99,7 +99,7 @@ impl Work {
 /// A cost in the units the assignment adds up: the square root of the matcher's score (squared
 /// CIEDE2000 of the means plus the structure terms), so the sum is a sum of distances, as the
 /// mean colour difference of the mosaic is, while each cell ranks tiles as the matcher does.
-fn unit(score: f32) -> f32 {
+pub(crate) fn unit(score: f32) -> f32 {
     score.max(0.0).sqrt()
 }
 

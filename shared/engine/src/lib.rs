@@ -11,6 +11,7 @@
 pub mod adaptive;
 pub mod background;
 mod budget;
+mod capped;
 pub mod cells;
 pub mod color;
 pub mod crop;

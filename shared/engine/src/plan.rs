@@ -1,6 +1,7 @@
 //! Sizing and matching: the plan (cell -> tile) for a whole target, made once so that the
 //! repetition constraint holds everywhere, then cut into rows that render on their own.
 
+mod global;
 mod keep;
 
 use std::ops::Range;
@@ -345,16 +346,35 @@ impl Plan {
             let y1 = (y0 + DESCRIBE_ROWS).min(rows);
             matcher.describe_rows(&resampler.rows(target.as_raw(), y0 * k..y1 * k), cols)
         };
+        // Under a cap, every row is described first: where the scan order would run short,
+        // the grid is one assignment.
+        let mut described = None;
+        if let Some(cap) = opts.max_uses {
+            let all: Vec<Vec<Matched>> = (0..rows)
+                .step_by(DESCRIBE_ROWS)
+                .flat_map(describe)
+                .collect();
+            if !global::scan_order_suffices(&all, cap, library.len()) {
+                matcher.assign_globally(&mut grid, &mut plan, all)?;
+                ready(&plan, rows as u32)?;
+                return Ok(plan);
+            }
+            described = Some(all.into_iter());
+        }
+        let mut next_rows = |y0: usize| match described.as_mut() {
+            Some(all) => all.take(DESCRIBE_ROWS).collect(),
+            None => describe(y0),
+        };
         // Each batch of rows is assigned while the next one is described.
-        let mut upcoming = Some(describe(0));
+        let mut upcoming = Some(next_rows(0));
         for y0 in (0..rows).step_by(DESCRIBE_ROWS) {
             let y1 = (y0 + DESCRIBE_ROWS).min(rows);
-            let described = upcoming.take().unwrap_or_default();
+            let batch = upcoming.take().unwrap_or_default();
             let (next, assigned) = rayon::join(
-                || (y1 < rows).then(|| describe(y1)),
+                || (y1 < rows).then(|| next_rows(y1)),
                 || {
                     let keep = (min_uses > 0).then_some(&mut all_descs);
-                    matcher.assign_rows(&mut grid, (&mut plan, &mut uses), described, y0, keep)
+                    matcher.assign_rows(&mut grid, (&mut plan, &mut uses), batch, y0, keep)
                 },
             );
             upcoming = next;
@@ -909,12 +929,13 @@ impl<'a> Matcher<'a> {
             // look wider keeps its tile among the choices.
             lists.push(ranked);
         }
-        self.refine_rows(grid, (plan, uses), &lists, y0);
+        self.refine_rows(grid, (plan, uses), &lists, (y0, 0));
         Ok(())
     }
 
     /// Local improvement of a batch of rows from `y0` on (their candidate `lists`): each cell
-    /// takes the candidate that lowers its cost given all its neighbours, and (without a cap)
+    /// whose tile is over `floor` uses takes the candidate that lowers its cost given all its
+    /// neighbours, and (without a cap)
     /// a better tile held by the one neighbour that blocks it under the radius, which then
     /// moves to its own next best.
     fn refine_rows(
@@ -922,7 +943,7 @@ impl<'a> Matcher<'a> {
         grid: &mut Assigner,
         (plan, uses): (&mut Plan, &mut Vec<u32>),
         lists: &[Ranked],
-        y0: usize,
+        (y0, floor): (usize, u32),
     ) {
         let cols = grid.cols;
         for _ in 0..self.opts.refine_passes {
@@ -931,6 +952,10 @@ impl<'a> Matcher<'a> {
                 let (y, x) = (y0 + i / cols, i % cols);
                 let here = y * cols + x;
                 let current = (plan.tiles[here], plan.transforms[here]);
+                // A tile at the floor on its uses keeps its cells.
+                if floor > 0 && uses.get(current.0 as usize).is_some_and(|&u| u <= floor) {
+                    continue;
+                }
                 if let Some(pick) = grid.best(&plan.tiles, uses, x, y, ranked, Some(current.0))
                     && pick != current
                 {

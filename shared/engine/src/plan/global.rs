@@ -1,0 +1,218 @@
+//! Plans under a cap on uses, made as one assignment over the whole grid ([`crate::capped`]),
+//! where matching in scan order would run short: cells met late would find the tiles that suit
+//! them taken, and take what is left. A cap that no tile reaches among the cells' first choices
+//! keeps the scan order, which then matches as an unlimited library does.
+
+use rayon::prelude::*;
+
+use super::{Assigner, CellDesc, Matched, Matcher, Plan, Ranked, no_tile_fits, score};
+use crate::capped::{self, Candidates, Limits};
+use crate::color::perceptual;
+use crate::error::Error;
+use crate::kdtree::KdTree;
+use crate::transform::Transform;
+
+/// Nearest tiles with room each cell left over looks at in the first round of the feasible
+/// assignment; four times more each round that places few.
+const FIRST_LOOK: usize = 16;
+
+/// Whether matching in scan order under `cap` gives each cell what an unlimited library would:
+/// no tile is the first choice of more cells than the cap allows.
+pub(super) fn scan_order_suffices(rows: &[Vec<Matched>], cap: u32, tiles: usize) -> bool {
+    let mut first = vec![0u32; tiles];
+    for (_, _, ranked) in rows.iter().flatten() {
+        if let Some(&(_, t, _)) = ranked.first() {
+            first[t as usize] += 1;
+            if first[t as usize] > cap {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+impl Matcher<'_> {
+    /// Fills the whole grid from its described rows as one assignment under the cap and the
+    /// floor on uses, then improves each cell with its neighbours known, as the scan order
+    /// does.
+    pub(super) fn assign_globally(
+        &self,
+        grid: &mut Assigner,
+        plan: &mut Plan,
+        rows: Vec<Vec<Matched>>,
+    ) -> Result<(), Error> {
+        let n = self.library.len();
+        let mut descs = Vec::with_capacity(plan.tiles.len());
+        let mut cells = Vec::with_capacity(plan.tiles.len());
+        for (here, (desc, colour, list)) in rows.into_iter().flatten().enumerate() {
+            grid.target_l[here] = desc.mean[0];
+            plan.colours[here] = colour;
+            cells.push(self.candidates(list));
+            descs.push(desc);
+        }
+        let feasible = self.feasible(grid, &descs, &cells)?;
+        for ((cell, desc), &pick) in cells.iter_mut().zip(&descs).zip(&feasible) {
+            self.name_in(&mut cell.list, desc, pick.0);
+        }
+        let widen = |cell: usize, width: usize| {
+            let mut wider =
+                self.candidates(self.rank(&descs[cell], width, &mut Vec::new(), &|_| true));
+            self.name_in(&mut wider.list, &descs[cell], feasible[cell].0);
+            wider
+        };
+        let limits = Limits {
+            tiles: n,
+            cap: self.opts.max_uses.unwrap_or(u32::MAX) as usize,
+            floor: self.opts.min_uses as usize,
+            cols: grid.cols,
+            radius: self.opts.repeat_radius as usize,
+        };
+        let picks: Vec<(u32, Transform)> = match capped::assign(&mut cells, limits, &widen) {
+            Some(index) => index
+                .iter()
+                .zip(&cells)
+                .map(|(&i, c)| (c.list[i as usize].1, c.list[i as usize].2))
+                .collect(),
+            None => feasible,
+        };
+        let mut uses = vec![0u32; n];
+        for (here, &pick) in picks.iter().enumerate() {
+            grid.place(plan, &mut uses, here, pick);
+        }
+        let lists: Vec<Ranked> = cells.into_iter().map(|c| c.list).collect();
+        self.refine_rows(grid, (plan, &mut uses), &lists, (0, self.opts.min_uses));
+        Ok(())
+    }
+
+    /// A cell's ranked list as the auction reads it.
+    fn candidates(&self, list: Ranked) -> Candidates {
+        let reach = if list.len() >= self.library.len() {
+            f32::INFINITY
+        } else {
+            list.last().map_or(f32::INFINITY, |c| c.0)
+        };
+        Candidates { list, reach }
+    }
+
+    /// Puts tile `t` in `list` (in order of cost) when it is not there.
+    fn name_in(&self, list: &mut Ranked, desc: &CellDesc, t: u32) {
+        if !list.iter().any(|c| c.1 == t) {
+            let (cost, turn) = score(desc, self.library, t, self.opts, &self.turns);
+            let at = list.partition_point(|c| c.0 <= cost);
+            list.insert(at, (cost, t, turn));
+        }
+    }
+
+    /// An assignment that keeps every limit, made quickly, so that the auction's lists hold
+    /// one: with a floor, its copies placed first ([`crate::fair::place_copies`]); then each
+    /// cell in scan order takes the first of its candidates with room; the cells left over
+    /// take, in rounds, the nearest tile by mean colour that still has room.
+    fn feasible(
+        &self,
+        grid: &Assigner,
+        descs: &[CellDesc],
+        cells: &[Candidates],
+    ) -> Result<Vec<(u32, Transform)>, Error> {
+        let (library, opts) = (self.library, self.opts);
+        let (n, cols) = (library.len(), grid.cols);
+        let cap = opts.max_uses.unwrap_or(u32::MAX);
+        let mut made = Feasible {
+            tiles: vec![u32::MAX; cells.len()],
+            picks: vec![(u32::MAX, Transform::NONE); cells.len()],
+            uses: vec![0u32; n],
+        };
+        if opts.min_uses > 0 {
+            let outside: Vec<f32> = cells.iter().map(|c| c.list[0].0).collect();
+            let means: Vec<_> = descs.iter().map(|d| d.mean).collect();
+            let cost_of = |c: u32, t: u32| score(&descs[c as usize], library, t, opts, &self.turns);
+            let copies = crate::fair::place_copies(
+                &means,
+                &outside,
+                library,
+                &cost_of,
+                (cols, opts.repeat_radius as usize, opts.min_uses),
+            )?;
+            for (here, copy) in copies.into_iter().enumerate() {
+                if let Some(pick) = copy {
+                    made.put(here, pick);
+                }
+            }
+        }
+        let mut pending = Vec::new();
+        for (here, cell) in cells.iter().enumerate() {
+            if made.tiles[here] != u32::MAX {
+                continue;
+            }
+            let (y, x) = (here / cols, here % cols);
+            match cell.list.iter().find(|c| made.room(grid, (x, y), c.1, cap)) {
+                Some(&(_, t, turn)) => made.put(here, (t, turn)),
+                None => pending.push(here),
+            }
+        }
+        let mut look = FIRST_LOOK;
+        while !pending.is_empty() {
+            let open: Vec<u32> = (0..n as u32)
+                .filter(|&t| made.uses[t as usize] < cap)
+                .collect();
+            let points: Vec<_> = open
+                .iter()
+                .map(|&t| perceptual(&library.means()[t as usize]))
+                .collect();
+            let tree = KdTree::new(&points);
+            let near: Vec<Vec<(f32, u32)>> = pending
+                .par_iter()
+                .map_init(Vec::new, |scratch, &here| {
+                    tree.nearest(
+                        &perceptual(&descs[here].mean),
+                        look.min(open.len()),
+                        scratch,
+                    );
+                    scratch.clone()
+                })
+                .collect();
+            let mut left = Vec::new();
+            for (&here, near) in pending.iter().zip(&near) {
+                let (y, x) = (here / cols, here % cols);
+                let found = near
+                    .iter()
+                    .map(|e| open[e.1 as usize])
+                    .find(|&t| made.room(grid, (x, y), t, cap));
+                match found {
+                    Some(t) => {
+                        let turn = score(&descs[here], library, t, opts, &self.turns).1;
+                        made.put(here, (t, turn));
+                    }
+                    None => left.push(here),
+                }
+            }
+            if left.len() * 4 > pending.len() {
+                if look >= open.len() && left.len() == pending.len() {
+                    return Err(no_tile_fits(n));
+                }
+                look = (look * 4).min(open.len());
+            }
+            pending = left;
+        }
+        Ok(made.picks)
+    }
+}
+
+/// The feasible assignment as it is made: each cell's tile, and each tile's uses.
+struct Feasible {
+    tiles: Vec<u32>,
+    picks: Vec<(u32, Transform)>,
+    uses: Vec<u32>,
+}
+
+impl Feasible {
+    fn put(&mut self, here: usize, (t, turn): (u32, Transform)) {
+        self.tiles[here] = t;
+        self.picks[here] = (t, turn);
+        self.uses[t as usize] += 1;
+    }
+
+    /// Whether tile `t` has room under `cap` and is not within the repeat radius of `(x, y)`.
+    fn room(&self, grid: &Assigner, (x, y): (usize, usize), t: u32, cap: u32) -> bool {
+        self.uses[t as usize] < cap && !grid.repeats(&self.tiles, x, y, t)
+    }
+}
