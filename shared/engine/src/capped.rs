@@ -23,7 +23,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::fair::unit;
-use crate::plan::Ranked;
+use crate::transform::Transform;
 
 /// The last phase's ε, in units of colour difference: the assignment is optimal over the lists
 /// within this much per cell.
@@ -32,9 +32,9 @@ const EPSILON: f32 = 0.02;
 const EPSILON_STEP: f32 = 6.0;
 /// Widest list a cell grows to: [`MAX_ENTRIES`] shared among the cells, within these bounds.
 /// Time grows with the width: on 10,880 cells and 7,425 tiles at most twice each, lists of
-/// 128, 256, 512 and 1,536 end 5.8, 4.2, 2.4 and 0.6 % above the exact optimum, in 1.8, 2.7,
-/// 4.6 and 9.3 s.
-const MAX_WIDTH: usize = 1536;
+/// 128, 256, 384, 512 and 1,536 end 5.8, 4.2, 3.0, 2.4 and 0.6 % above the exact optimum, in
+/// 1.8, 2.7, 3.3, 4.6 and 9.3 s.
+const MAX_WIDTH: usize = 384;
 const MIN_WIDTH: usize = 64;
 const MAX_ENTRIES: usize = 4 << 20;
 /// Bids one phase may take per bidder before the auction gives up (and the caller keeps its
@@ -42,6 +42,10 @@ const MAX_ENTRIES: usize = 4 << 20;
 const BIDS_PER_BIDDER: usize = 200;
 
 const NONE: u32 = u32::MAX;
+
+/// Candidate tiles of a cell with their cost and the transform they take, least cost first (the
+/// matcher's ranking).
+pub(crate) type Ranked = Vec<(f32, u32, Transform)>;
 
 /// A cell's candidates as the auction reads them: the ranked list (by cost, least first), and
 /// the cost of the last
@@ -410,7 +414,6 @@ impl Market<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transform::Transform;
 
     /// Costs of `tiles` tiles in `cells` cells, pseudo-random.
     fn costs(seed: u64, cells: usize, tiles: usize) -> Vec<Vec<f32>> {

@@ -668,7 +668,7 @@ impl Plan {
 }
 
 /// Candidate tiles of a cell with their cost and the transform they take, best first.
-pub(crate) type Ranked = Vec<(f32, u32, Transform)>;
+pub(crate) use crate::capped::Ranked;
 
 /// Rows of cells described (and their candidates ranked) as one batch, while the batch before
 /// is assigned.
