@@ -15,6 +15,8 @@ use crate::transform::Transform;
 /// Nearest tiles with room each cell left over looks at in the first round of the feasible
 /// assignment; four times more each round that places few.
 const FIRST_LOOK: usize = 16;
+/// The most they look at; past it, each takes the first tile with room.
+const LAST_LOOK: usize = 1024;
 
 /// Whether matching in scan order under `cap` gives each cell what an unlimited library would:
 /// no tile is the first choice of more cells than the cap allows.
@@ -186,10 +188,19 @@ impl Matcher<'_> {
                 }
             }
             if left.len() * 4 > pending.len() {
-                if look >= open.len() && left.len() == pending.len() {
-                    return Err(no_tile_fits(n));
+                if look >= LAST_LOOK.min(open.len()) {
+                    // Crowded still: each cell left takes the first tile with room, in order.
+                    for &here in &left {
+                        let (y, x) = (here / cols, here % cols);
+                        let t = (0..n as u32)
+                            .find(|&t| made.room(grid, (x, y), t, cap))
+                            .ok_or_else(|| no_tile_fits(n))?;
+                        let turn = score(&descs[here], library, t, opts, &self.turns).1;
+                        made.put(here, (t, turn));
+                    }
+                    break;
                 }
-                look = (look * 4).min(open.len());
+                look = (look * 4).min(LAST_LOOK).min(open.len());
             }
             pending = left;
         }
