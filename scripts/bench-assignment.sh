@@ -26,23 +26,10 @@ BENCH_DIR=$OUT
 . scripts/bench-lib.sh
 
 [ -d "$DATA/tiles/photos" ] || scripts/fetch-data.sh "$DATA"
-. scripts/suites.sh
-ensure_build_deps
-CARGO_TARGET_DIR=$(cargo_target_dir)
-export CARGO_TARGET_DIR
-if [ -z "${TESSERA:-}" ]; then
-    cargo build --release --bin tessera
-    TESSERA="$CARGO_TARGET_DIR/release/tessera"
-fi
-cargo build --release -p tessera-engine --example metrics
-METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
+release_tessera
 photo_crops "$DATA"
 CROPS="$DATA/tiles/photo-crops"
-
-[ -x "$OUT/venv/bin/python" ] || python3 -m venv "$OUT/venv"
-PY="$OUT/venv/bin/python"
-"$PY" -c "import numpy, scipy, skimage, PIL" 2>/dev/null ||
-    "$OUT/venv/bin/pip" install --quiet numpy scipy scikit-image pillow
+bench_venv numpy scipy scikit-image pillow
 
 [ -f "$OUT/crops.idx" ] || "$TESSERA" library index "$CROPS" -o "$OUT/crops.idx" -q
 PROBLEMS=${PROBLEMS:-"sunset:lomiri_sunset_by_Aitzol_Berasategi.jpg:128 astronaut:skimage_astronaut.png:112 china:sklearn_china.jpg:112 coffee:skimage_coffee.png:112"}

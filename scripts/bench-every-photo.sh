@@ -33,16 +33,7 @@ if [ ! -x /usr/bin/time ]; then
     SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
     $SUDO apt-get install -y time || { $SUDO apt-get update && $SUDO apt-get install -y time; }
 fi
-. scripts/suites.sh
-ensure_build_deps
-CARGO_TARGET_DIR=$(cargo_target_dir)
-export CARGO_TARGET_DIR
-if [ -z "${TESSERA:-}" ]; then
-    cargo build --release --bin tessera
-    TESSERA="$CARGO_TARGET_DIR/release/tessera"
-fi
-cargo build --release -p tessera-engine --example metrics
-METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
+release_tessera
 photo_crops "$DATA"
 PHOMO="$OUT/phomo/bin/phomo"
 if [ -z "${SKIP_PHOMO:-}" ] && [ ! -x "$PHOMO" ]; then

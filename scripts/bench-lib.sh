@@ -15,11 +15,33 @@ measure() {
     RSS=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$BENCH_DIR/$name.time")
 }
 
-# crops ARGS...: scripts/make-crops.py ARGS, with Pillow in a virtual environment under
-# $BENCH_DIR (made on first use).
+# bench_venv PACKAGE...: a virtual environment under $BENCH_DIR (made on first use) with the
+# PACKAGES (pip names) in it; sets PY to its Python.
+bench_venv() {
+    [ -x "$BENCH_DIR/venv/bin/python" ] || python3 -m venv "$BENCH_DIR/venv"
+    PY="$BENCH_DIR/venv/bin/python"
+    "$BENCH_DIR/venv/bin/pip" install --quiet "$@"
+}
+
+# crops ARGS...: scripts/make-crops.py ARGS, with Pillow in the benchmark's virtual environment.
 crops() {
-    [ -x "$BENCH_DIR/venv/bin/python" ] || { python3 -m venv "$BENCH_DIR/venv" && "$BENCH_DIR/venv/bin/pip" install -q pillow; }
-    "$BENCH_DIR/venv/bin/python" scripts/make-crops.py "$@"
+    bench_venv pillow
+    "$PY" scripts/make-crops.py "$@"
+}
+
+# release_tessera: the libheif build dependencies, TESSERA (built here in release when unset)
+# and METRICS (the engine's metrics example), in cargo's target directory, exported.
+release_tessera() {
+    . scripts/suites.sh
+    ensure_build_deps
+    CARGO_TARGET_DIR=$(cargo_target_dir)
+    export CARGO_TARGET_DIR
+    if [ -z "${TESSERA:-}" ]; then
+        cargo build --release --bin tessera
+        TESSERA="$CARGO_TARGET_DIR/release/tessera"
+    fi
+    cargo build --release -p tessera-engine --example metrics
+    METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
 }
 
 # photo_crops DATA: the library of thousands of photos the engine benchmarks share, 24 crops of

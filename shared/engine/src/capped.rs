@@ -285,19 +285,19 @@ impl Market<'_> {
             if best.1 == NONE {
                 return None;
             }
-            let t = self.cells[cell].list[best.1 as usize].1;
-            let second =
-                second.max(best.0 + self.tile_min[t as usize] - self.tile_second[t as usize]);
+            let (_, t, _) = self.cells[cell].list[best.1 as usize];
+            let ((price, slot), next_price) = self.two_cheapest(t);
+            // The same tile's next cheapest slot may be the next best.
+            let second = second.max(best.0 + price - next_price);
             let margin = if second == f32::NEG_INFINITY {
                 0.0
             } else {
                 best.0 - second
             };
-            let slot = self.cheapest_slot(t);
             return Some(Bid {
                 slot,
                 index: best.1,
-                price: self.price[slot as usize] + margin + self.epsilon,
+                price: price + margin + self.epsilon,
             });
         }
     }
@@ -323,18 +323,6 @@ impl Market<'_> {
             }
         }
         (best, second)
-    }
-
-    /// The cheapest slot of tile `t`.
-    fn cheapest_slot(&self, t: u32) -> u32 {
-        let first = t as usize * self.limits.cap;
-        let mut best = first;
-        for s in first + 1..first + self.limits.cap {
-            if self.price[s] < self.price[best] {
-                best = s;
-            }
-        }
-        best as u32
     }
 
     /// Sets tile `t`'s least and next least slot price after a change.
