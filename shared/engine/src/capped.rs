@@ -22,6 +22,8 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use rayon::prelude::*;
+
 use crate::fair::unit;
 use crate::transform::Transform;
 
@@ -30,6 +32,8 @@ use crate::transform::Transform;
 const EPSILON: f32 = 0.02;
 /// Each phase divides ε by this.
 const EPSILON_STEP: f32 = 6.0;
+/// A list that may hide a better slot grows this many times longer.
+const GROWTH: usize = 4;
 /// Widest list a cell grows to: [`MAX_ENTRIES`] shared among the cells, within these bounds.
 /// Time grows with the width: on 10,880 cells and 7,425 tiles at most twice each, lists of
 /// 128, 256, 384, 512 and 1,536 end 5.8, 4.2, 3.0, 2.4 and 0.6 % above the exact optimum, in
@@ -37,9 +41,11 @@ const EPSILON_STEP: f32 = 6.0;
 const MAX_WIDTH: usize = 384;
 const MIN_WIDTH: usize = 64;
 const MAX_ENTRIES: usize = 4 << 20;
-/// Bids one phase may take per bidder before the auction gives up (and the caller keeps its
-/// feasible assignment).
-const BIDS_PER_BIDDER: usize = 200;
+/// Bids the whole auction may take per bidder. Past them (a price war among cells whose lists
+/// share too few slots, in a grid about as large as the library's uses), the assignment of the
+/// last finished phase stands, or the caller's feasible one before the first. On 200,000 cells
+/// of 100,000 tiles at most twice, the five phases take 140 or more.
+const BIDS_PER_BIDDER: usize = 120;
 
 const NONE: u32 = u32::MAX;
 
@@ -81,8 +87,11 @@ struct Market<'a> {
     tile_at: Vec<u32>,
     /// Stand-ins on each tile.
     stand_ins: Vec<u32>,
-    /// Slots by price, for the stand-ins (entries whose price has changed since are stale).
+    /// Slots by price, for the stand-ins, one entry each at most. Prices only rise, so an
+    /// entry's price is at most its slot's: a stale one is put back at its price when it comes
+    /// up. Slots of tiles that hold all the stand-ins they may are left out (`queued` false).
     cheapest: BinaryHeap<Reverse<(u32, u32)>>,
+    queued: Vec<bool>,
     epsilon: f32,
     /// Tiles within the repeat radius of the bidding cell.
     near: Vec<u32>,
@@ -96,12 +105,23 @@ struct Market<'a> {
 }
 
 /// Each cell's index into its list: the assignment of most total value, within ε per cell,
-/// over the lists as they grew. `None` when the auction ran out of bids (a repeat radius that
-/// leaves some cell nothing, in practice), so that the caller keeps its own assignment.
+/// over the lists as they grew (or of the last finished phase, when the bids ran out). `None`
+/// when no phase finished (a repeat radius that leaves some cell nothing, in practice), so that
+/// the caller keeps its own assignment.
 pub(crate) fn assign(
     cells: &mut [Candidates],
     limits: Limits,
     widen: &(dyn Fn(usize, usize) -> Candidates + Sync),
+) -> Option<Vec<u32>> {
+    assign_within(cells, limits, widen, BIDS_PER_BIDDER)
+}
+
+/// [`assign`], with `budget` bids per bidder.
+fn assign_within(
+    cells: &mut [Candidates],
+    limits: Limits,
+    widen: &(dyn Fn(usize, usize) -> Candidates + Sync),
+    budget: usize,
 ) -> Option<Vec<u32>> {
     let n = cells.len();
     let slots = limits.tiles * limits.cap;
@@ -119,7 +139,8 @@ pub(crate) fn assign(
         tile_at: vec![NONE; n],
         stand_ins: vec![0; limits.tiles],
         cheapest: BinaryHeap::new(),
-        epsilon: (spread / 4.0).max(EPSILON),
+        queued: vec![true; slots],
+        epsilon: first_epsilon(spread),
         near: Vec::new(),
         values: Vec::new(),
         tile_min: vec![0.0; limits.tiles],
@@ -129,19 +150,38 @@ pub(crate) fn assign(
     market.values = market.cells.iter().map(|c| values_of(&c.list)).collect();
     let bidders = slots;
     let mut first = true;
+    let mut bids = 0usize;
+    // Each cell's tile when the last phase finished.
+    let mut kept: Option<Vec<u32>> = None;
     loop {
         let mut queue = market.release(first);
         first = false;
-        let mut bids = 0usize;
-        while let Some(bidder) = queue.pop_front() {
-            bids += 1;
-            if bids > BIDS_PER_BIDDER * bidders {
-                return None;
+        // Cells whose lists need widening wait, and are widened together when the others are
+        // done.
+        let mut wide = Vec::new();
+        loop {
+            if queue.is_empty() && !wide.is_empty() {
+                market.widen(&wide);
+                queue.extend(wide.drain(..));
             }
-            let bid = if (bidder as usize) < n {
-                market.cell_bid(bidder as usize)?
+            let Some(bidder) = queue.pop_front() else {
+                break;
+            };
+            bids += 1;
+            let turn = if bids > budget * bidders {
+                None
+            } else if (bidder as usize) < n {
+                market.cell_bid(bidder as usize)
             } else {
-                market.stand_in_bid()?
+                market.stand_in_bid().map(Turn::Bid)
+            };
+            let bid = match turn {
+                Some(Turn::Bid(bid)) => bid,
+                Some(Turn::Widen) => {
+                    wide.push(bidder);
+                    continue;
+                }
+                None => return kept.and_then(|tiles| market.indices(&tiles)),
             };
             if let Some(out) = market.take(bidder, bid) {
                 queue.push_back(out);
@@ -150,9 +190,20 @@ pub(crate) fn assign(
         if market.epsilon <= EPSILON {
             break;
         }
+        kept = Some(market.tile_at.clone());
         market.epsilon = (market.epsilon / EPSILON_STEP).max(EPSILON);
     }
     Some(market.held.iter().map(|h| h.1).collect())
+}
+
+/// The first phase's ε: about a quarter of the largest cost, and [`EPSILON`] times a power of
+/// [`EPSILON_STEP`], so that the last phase is not a short step.
+fn first_epsilon(spread: f32) -> f32 {
+    let mut epsilon = EPSILON;
+    while epsilon * EPSILON_STEP <= spread / 4.0 {
+        epsilon *= EPSILON_STEP;
+    }
+    epsilon
 }
 
 /// A list's entries as (value, tile): minus the square root of the cost.
@@ -160,6 +211,12 @@ fn values_of(list: &Ranked) -> Vec<(f32, u32)> {
     list.iter()
         .map(|&(score, t, _)| (-unit(score), t))
         .collect()
+}
+
+/// What a cell does on its turn: bid, or first look wider.
+enum Turn {
+    Bid(Bid),
+    Widen,
 }
 
 /// A bid: the slot, the index of its tile in the bidding cell's list (a stand-in has none),
@@ -180,6 +237,7 @@ impl Market<'_> {
         let entries =
             (0..self.price.len() as u32).map(|s| Reverse((self.price[s as usize].to_bits(), s)));
         self.cheapest.extend(entries);
+        self.queued.fill(true);
         if first {
             return (0..self.price.len() as u32).collect();
         }
@@ -264,41 +322,58 @@ impl Market<'_> {
         }
     }
 
-    /// The bid of cell `cell`: its best slot and the margin over its next best, looking wider
-    /// while a tile outside its list might be worth more. `None` when no tile of the library
-    /// is open to it under the repeat radius.
-    fn cell_bid(&mut self, cell: usize) -> Option<Bid> {
+    /// The bid of cell `cell`: its best slot and the margin over its next best; or, while a
+    /// tile outside its list might be worth more, that it must look wider first. `None` when no
+    /// tile of the library is open to it under the repeat radius.
+    fn cell_bid(&mut self, cell: usize) -> Option<Turn> {
         self.gather_near(cell);
-        loop {
-            let (mut best, mut second) = self.best_two(cell, false);
-            if best.1 != NONE && self.is_near(self.cells[cell].list[best.1 as usize].1) {
-                (best, second) = self.best_two(cell, true);
-            }
-            let Candidates { reach, ref list } = self.cells[cell];
-            let width = list.len();
-            // A tile beyond the list is worth at most minus its reach, at price zero.
-            if best.0 < -unit(reach) && reach.is_finite() && width < self.max_width {
-                self.cells[cell] = (self.widen)(cell, (width * 2).min(self.max_width));
-                self.values[cell] = values_of(&self.cells[cell].list);
-                continue;
-            }
-            if best.1 == NONE {
-                return None;
-            }
-            let (_, t, _) = self.cells[cell].list[best.1 as usize];
-            let ((price, slot), next_price) = self.two_cheapest(t);
-            // The same tile's next cheapest slot may be the next best.
-            let second = second.max(best.0 + price - next_price);
-            let margin = if second == f32::NEG_INFINITY {
-                0.0
-            } else {
-                best.0 - second
-            };
-            return Some(Bid {
-                slot,
-                index: best.1,
-                price: price + margin + self.epsilon,
-            });
+        let (mut best, mut second) = self.best_two(cell, false);
+        if best.1 != NONE && self.is_near(self.cells[cell].list[best.1 as usize].1) {
+            (best, second) = self.best_two(cell, true);
+        }
+        let Candidates { reach, ref list } = self.cells[cell];
+        let width = list.len();
+        // A tile beyond the list is worth at most minus its reach, at price zero.
+        if best.0 < -unit(reach) && reach.is_finite() && width < self.max_width {
+            return Some(Turn::Widen);
+        }
+        if best.1 == NONE {
+            return None;
+        }
+        let (_, t, _) = self.cells[cell].list[best.1 as usize];
+        let ((price, slot), next_price) = self.two_cheapest(t);
+        // The same tile's next cheapest slot may be the next best.
+        let second = second.max(best.0 + price - next_price);
+        let margin = if second == f32::NEG_INFINITY {
+            0.0
+        } else {
+            best.0 - second
+        };
+        Some(Turn::Bid(Bid {
+            slot,
+            index: best.1,
+            price: price + margin + self.epsilon,
+        }))
+    }
+
+    /// Each cell's index of tile `tiles[cell]` in its list (lists only grow, so it is there).
+    fn indices(&self, tiles: &[u32]) -> Option<Vec<u32>> {
+        let find = |(values, &t): (&Vec<(f32, u32)>, &u32)| {
+            values.iter().position(|v| v.1 == t).map(|i| i as u32)
+        };
+        self.values.iter().zip(tiles).map(find).collect()
+    }
+
+    /// Makes the lists of `wide` [`GROWTH`] times longer (up to the widest), all at once.
+    fn widen(&mut self, wide: &[u32]) {
+        let (widen, cells, max) = (self.widen, &*self.cells, self.max_width);
+        let lists: Vec<Candidates> = wide
+            .par_iter()
+            .map(|&c| widen(c as usize, (cells[c as usize].list.len() * GROWTH).min(max)))
+            .collect();
+        for (&c, list) in wide.iter().zip(lists) {
+            self.values[c as usize] = values_of(&list.list);
+            self.cells[c as usize] = list;
         }
     }
 
@@ -332,33 +407,31 @@ impl Market<'_> {
         self.tile_second[t as usize] = p2;
     }
 
-    /// Whether a stand-in may hold slot `s` at the heap's price `bits`.
-    fn open_to_stand_in(&self, bits: u32, s: u32) -> bool {
-        let t = s as usize / self.limits.cap;
-        self.price[s as usize].to_bits() == bits
-            && self.stand_ins[t] < (self.limits.cap - self.limits.floor) as u32
+    /// The cheapest slot a stand-in may hold, left on the heap.
+    fn cheapest_open(&mut self) -> Option<u32> {
+        let room = (self.limits.cap - self.limits.floor) as u32;
+        loop {
+            let &Reverse((bits, s)) = self.cheapest.peek()?;
+            let price = self.price[s as usize].to_bits();
+            if price != bits {
+                self.cheapest.pop();
+                self.cheapest.push(Reverse((price, s)));
+            } else if self.stand_ins[s as usize / self.limits.cap] >= room {
+                self.cheapest.pop();
+                self.queued[s as usize] = false;
+            } else {
+                return Some(s);
+            }
+        }
     }
 
     /// A stand-in's bid: the cheapest slot it may hold, raised to just past the next cheapest.
+    /// The slot leaves the heap, and [`Market::take`] puts it back at its new price.
     fn stand_in_bid(&mut self) -> Option<Bid> {
-        let slot = loop {
-            let Reverse((bits, s)) = self.cheapest.pop()?;
-            if self.open_to_stand_in(bits, s) {
-                break s;
-            }
-        };
+        let slot = self.cheapest_open()?;
+        self.cheapest.pop();
         let p1 = self.price[slot as usize];
-        let p2 = loop {
-            match self.cheapest.peek() {
-                Some(&Reverse((bits, s))) if self.open_to_stand_in(bits, s) => {
-                    break f32::from_bits(bits);
-                }
-                Some(_) => {
-                    self.cheapest.pop();
-                }
-                None => break p1,
-            }
-        };
+        let p2 = self.cheapest_open().map_or(p1, |s| self.price[s as usize]);
         Some(Bid {
             slot,
             index: NONE,
@@ -373,7 +446,6 @@ impl Market<'_> {
         let (s, t) = (bid.slot as usize, bid.slot / cap as u32);
         self.price[s] = bid.price;
         self.price_changed(t);
-        self.cheapest.push(Reverse((bid.price.to_bits(), bid.slot)));
         let out = std::mem::replace(&mut self.owner[s], bidder);
         if out != NONE {
             if (out as usize) < cells {
@@ -384,8 +456,10 @@ impl Market<'_> {
                 // The tile may take a stand-in again: its slots go back on the heap.
                 let first = t as usize * cap;
                 for s in first..first + cap {
-                    self.cheapest
-                        .push(Reverse((self.price[s].to_bits(), s as u32)));
+                    if !std::mem::replace(&mut self.queued[s], true) {
+                        self.cheapest
+                            .push(Reverse((self.price[s].to_bits(), s as u32)));
+                    }
                 }
             }
         }
@@ -394,6 +468,7 @@ impl Market<'_> {
             self.tile_at[bidder as usize] = t;
         } else {
             self.stand_ins[t as usize] += 1;
+            self.cheapest.push(Reverse((bid.price.to_bits(), bid.slot)));
         }
         (out != NONE).then_some(out)
     }
@@ -487,6 +562,37 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// An auction out of bids keeps the assignment of its last finished phase, which keeps
+    /// the cap and the floor, or gives none before the first.
+    #[test]
+    fn an_auction_out_of_bids_keeps_its_last_phase() {
+        let (cells, tiles, cap, floor) = (40, 24, 2, 1);
+        let costs = costs(3, cells, tiles);
+        let limits = Limits {
+            tiles,
+            cap,
+            floor,
+            cols: cells,
+            radius: 0,
+        };
+        let widen = |_: usize, _: usize| unreachable!("every list holds every tile");
+        let (mut kept, mut none) = (0, 0);
+        for budget in 1..12 {
+            let mut cands = lists(&costs);
+            let Some(index) = assign_within(&mut cands, limits, &widen, budget) else {
+                none += 1;
+                continue;
+            };
+            kept += 1;
+            let mut uses = vec![0; tiles];
+            for (c, &i) in cands.iter().zip(&index) {
+                uses[c.list[i as usize].1 as usize] += 1;
+            }
+            assert!(uses.iter().all(|&u| u <= cap && u >= floor), "{uses:?}");
+        }
+        assert!(kept > 0 && none > 0, "{kept} kept, {none} none");
     }
 
     /// No two cells within the repeat radius take the same tile.

@@ -18,6 +18,11 @@ pub struct KdTree<const D: usize = 3> {
     /// weight under each node.
     weights: Vec<f32>,
     node_max: Vec<f32>,
+    /// With weights, for [`KdTree::set_weight`]: each node's parent, each position's leaf, and
+    /// each point's position in `ids`.
+    parent: Vec<u32>,
+    leaf_of: Vec<u32>,
+    position: Vec<u32>,
 }
 
 enum Node {
@@ -55,6 +60,9 @@ impl<const D: usize> KdTree<D> {
             lanes,
             weights: Vec::new(),
             node_max: Vec::new(),
+            parent: Vec::new(),
+            leaf_of: Vec::new(),
+            position: Vec::new(),
         }
     }
 
@@ -66,7 +74,48 @@ impl<const D: usize> KdTree<D> {
         if !tree.nodes.is_empty() {
             tree.fill_max(0);
         }
+        tree.parent = vec![u32::MAX; tree.nodes.len()];
+        tree.leaf_of = vec![0; tree.ids.len()];
+        for (i, node) in tree.nodes.iter().enumerate() {
+            match *node {
+                Node::Leaf { start, end, .. } => {
+                    tree.leaf_of[start as usize..end as usize].fill(i as u32)
+                }
+                Node::Split { left, right, .. } => {
+                    tree.parent[left as usize] = i as u32;
+                    tree.parent[right as usize] = i as u32;
+                }
+            }
+        }
+        tree.position = vec![0; tree.ids.len()];
+        for (at, &id) in tree.ids.iter().enumerate() {
+            tree.position[id as usize] = at as u32;
+        }
         tree
+    }
+
+    /// Sets point `id`'s weight, in a tree made by [`KdTree::with_weights`]. A weight of minus
+    /// infinity takes the point out of [`KdTree::least_offset`]'s answers.
+    pub fn set_weight(&mut self, id: u32, weight: f32) {
+        let at = self.position[id as usize] as usize;
+        self.weights[at] = weight;
+        let mut node = self.leaf_of[at];
+        while node != u32::MAX {
+            let max = match self.nodes[node as usize] {
+                Node::Leaf { start, end, .. } => self.weights[start as usize..end as usize]
+                    .iter()
+                    .copied()
+                    .fold(f32::NEG_INFINITY, f32::max),
+                Node::Split { left, right, .. } => {
+                    self.node_max[left as usize].max(self.node_max[right as usize])
+                }
+            };
+            if self.node_max[node as usize] == max {
+                return;
+            }
+            self.node_max[node as usize] = max;
+            node = self.parent[node as usize];
+        }
     }
 
     fn fill_max(&mut self, node: u32) -> f32 {
@@ -100,16 +149,19 @@ impl<const D: usize> KdTree<D> {
         k: usize,
         best: &mut Vec<(f32, u32)>,
     ) {
-        // No point under this node is nearer than `plane`, nor weighs more than its maximum.
-        if best.len() == k && plane - self.node_max[node as usize] >= best[k - 1].0 {
+        // No point under this node is nearer than `plane`, nor weighs more than its maximum
+        // (none counts when that is minus infinity).
+        let max = self.node_max[node as usize];
+        if max == f32::NEG_INFINITY || best.len() == k && plane - max >= best[k - 1].0 {
             return;
         }
         match self.nodes[node as usize] {
             Node::Leaf { start, end, block } => {
                 let d = self.leaf_dist2(block, q);
                 for (i, &d) in (start as usize..end as usize).zip(&d) {
-                    let key = d.sqrt() - self.weights[i];
-                    insert(best, k, (key, self.ids[i]));
+                    if self.weights[i] > f32::NEG_INFINITY {
+                        insert(best, k, (d.sqrt() - self.weights[i], self.ids[i]));
+                    }
                 }
             }
             Node::Split {
@@ -431,5 +483,37 @@ mod tests {
             let ids = |v: &[(f32, u32)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
             assert_eq!(ids(&got), ids(&all[..9]));
         }
+    }
+
+    /// Points given a weight of minus infinity drop out of the answers, and come back with
+    /// their weight restored.
+    #[test]
+    fn retired_points_are_skipped() {
+        let mut rnd = numbers(99);
+        let pts: Vec<Lab> = (0..300)
+            .map(|_| [rnd(), rnd() - 50.0, rnd() - 50.0])
+            .collect();
+        let mut tree = KdTree::with_weights(&pts, &vec![0.0; pts.len()]);
+        let mut alive = vec![true; pts.len()];
+        let mut got = Vec::new();
+        for round in 0..400 {
+            let id = (rnd() * 3.0) as usize % pts.len();
+            alive[id] = round % 5 == 0;
+            tree.set_weight(id as u32, if alive[id] { 0.0 } else { f32::NEG_INFINITY });
+            let q = [rnd(), rnd() - 50.0, rnd() - 50.0];
+            tree.least_offset(&q, 5, &mut got);
+            let mut all: Vec<(f32, u32)> = (0..pts.len())
+                .filter(|&i| alive[i])
+                .map(|i| (dist2(&q, &pts[i]).sqrt(), i as u32))
+                .collect();
+            all.sort_by(cmp_key);
+            let ids = |v: &[(f32, u32)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
+            assert_eq!(ids(&got), ids(&all[..5.min(all.len())]), "round {round}");
+        }
+        for id in 0..pts.len() as u32 {
+            tree.set_weight(id, f32::NEG_INFINITY);
+        }
+        tree.least_offset(&[50.0, 0.0, 0.0], 5, &mut got);
+        assert!(got.is_empty());
     }
 }

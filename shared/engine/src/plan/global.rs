@@ -3,20 +3,12 @@
 //! them taken, and take what is left. A cap that no tile reaches among the cells' first choices
 //! keeps the scan order, which then matches as an unlimited library does.
 
-use rayon::prelude::*;
-
 use super::{Assigner, CellDesc, Matched, Matcher, Plan, Ranked, no_tile_fits, score};
 use crate::capped::{self, Candidates, Limits};
 use crate::color::perceptual;
 use crate::error::Error;
 use crate::kdtree::KdTree;
 use crate::transform::Transform;
-
-/// Nearest tiles with room each cell left over looks at in the first round of the feasible
-/// assignment; four times more each round that places few.
-const FIRST_LOOK: usize = 16;
-/// The most they look at; past it, each takes the first tile with room.
-const LAST_LOOK: usize = 1024;
 
 /// Whether matching in scan order under `cap` gives each cell what an unlimited library would:
 /// no tile is the first choice of more cells than the cap allows.
@@ -101,6 +93,8 @@ impl Matcher<'_> {
         if !list.iter().any(|c| c.1 == t) {
             let (cost, turn) = score(desc, self.library, t, self.opts, &self.turns);
             let at = list.partition_point(|c| c.0 <= cost);
+            // Lists are many: one more entry, not twice the room.
+            list.reserve_exact(1);
             list.insert(at, (cost, t, turn));
         }
     }
@@ -108,7 +102,7 @@ impl Matcher<'_> {
     /// An assignment that keeps every limit, made quickly, so that the auction's lists hold
     /// one: with a floor, its copies placed first ([`crate::fair::place_copies`]); then each
     /// cell in scan order takes the first of its candidates with room; the cells left over
-    /// take, in rounds, the nearest tile by mean colour that still has room.
+    /// take, in scan order, the nearest tile by mean colour that still has room.
     fn feasible(
         &self,
         grid: &Assigner,
@@ -151,58 +145,27 @@ impl Matcher<'_> {
                 None => pending.push(here),
             }
         }
-        let mut look = FIRST_LOOK;
-        while !pending.is_empty() {
-            let open: Vec<u32> = (0..n as u32)
-                .filter(|&t| made.uses[t as usize] < cap)
-                .collect();
-            let points: Vec<_> = open
-                .iter()
-                .map(|&t| perceptual(&library.means()[t as usize]))
-                .collect();
-            let tree = KdTree::new(&points);
-            let near: Vec<Vec<(f32, u32)>> = pending
-                .par_iter()
-                .map_init(Vec::new, |scratch, &here| {
-                    tree.nearest(
-                        &perceptual(&descs[here].mean),
-                        look.min(open.len()),
-                        scratch,
-                    );
-                    scratch.clone()
-                })
-                .collect();
-            let mut left = Vec::new();
-            for (&here, near) in pending.iter().zip(&near) {
+        // The cells left over take, in scan order, the nearest tile by mean colour that has
+        // room: the nearest of as many as a cell has neighbours, and one more, is open to it.
+        if !pending.is_empty() {
+            let points: Vec<_> = library.means().iter().map(perceptual).collect();
+            let open = |u: u32| if u < cap { 0.0 } else { f32::NEG_INFINITY };
+            let weights: Vec<f32> = made.uses.iter().map(|&u| open(u)).collect();
+            let mut tree = KdTree::with_weights(&points, &weights);
+            let look = (2 * opts.repeat_radius as usize + 1).pow(2);
+            let mut near = Vec::new();
+            for here in pending {
                 let (y, x) = (here / cols, here % cols);
-                let found = near
+                tree.least_offset(&perceptual(&descs[here].mean), look, &mut near);
+                let t = near
                     .iter()
-                    .map(|e| open[e.1 as usize])
-                    .find(|&t| made.room(grid, (x, y), t, cap));
-                match found {
-                    Some(t) => {
-                        let turn = score(&descs[here], library, t, opts, &self.turns).1;
-                        made.put(here, (t, turn));
-                    }
-                    None => left.push(here),
-                }
+                    .map(|e| e.1)
+                    .find(|&t| made.room(grid, (x, y), t, cap))
+                    .ok_or_else(|| no_tile_fits(n))?;
+                let turn = score(&descs[here], library, t, opts, &self.turns).1;
+                made.put(here, (t, turn));
+                tree.set_weight(t, open(made.uses[t as usize]));
             }
-            if left.len() * 4 > pending.len() {
-                if look >= LAST_LOOK.min(open.len()) {
-                    // Crowded still: each cell left takes the first tile with room, in order.
-                    for &here in &left {
-                        let (y, x) = (here / cols, here % cols);
-                        let t = (0..n as u32)
-                            .find(|&t| made.room(grid, (x, y), t, cap))
-                            .ok_or_else(|| no_tile_fits(n))?;
-                        let turn = score(&descs[here], library, t, opts, &self.turns).1;
-                        made.put(here, (t, turn));
-                    }
-                    break;
-                }
-                look = (look * 4).min(LAST_LOOK).min(open.len());
-            }
-            pending = left;
         }
         Ok(made.picks)
     }
