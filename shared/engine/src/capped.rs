@@ -97,9 +97,8 @@ struct Market<'a> {
     near: Vec<u32>,
     /// Each cell's candidates as (value, tile), in the order of its list.
     values: Vec<Vec<(f32, u32)>>,
-    /// Each tile's least and next least slot price.
+    /// Each tile's least slot price.
     tile_min: Vec<f32>,
-    tile_second: Vec<f32>,
     /// Widest list a cell grows to.
     max_width: usize,
 }
@@ -144,49 +143,19 @@ fn assign_within(
         near: Vec::new(),
         values: Vec::new(),
         tile_min: vec![0.0; limits.tiles],
-        tile_second: vec![if limits.cap > 1 { 0.0 } else { f32::INFINITY }; limits.tiles],
         max_width: (MAX_ENTRIES / n.max(1)).clamp(MIN_WIDTH, MAX_WIDTH),
     };
     market.values = market.cells.iter().map(|c| values_of(&c.list)).collect();
-    let bidders = slots;
-    let mut first = true;
+    let most = budget * slots;
     let mut bids = 0usize;
     // Each cell's tile when the last phase finished.
     let mut kept: Option<Vec<u32>> = None;
+    let mut first = true;
     loop {
-        let mut queue = market.release(first);
-        first = false;
-        // Cells whose lists need widening wait, and are widened together when the others are
-        // done.
-        let mut wide = Vec::new();
-        loop {
-            if queue.is_empty() && !wide.is_empty() {
-                market.widen(&wide);
-                queue.extend(wide.drain(..));
-            }
-            let Some(bidder) = queue.pop_front() else {
-                break;
-            };
-            bids += 1;
-            let turn = if bids > budget * bidders {
-                None
-            } else if (bidder as usize) < n {
-                market.cell_bid(bidder as usize)
-            } else {
-                market.stand_in_bid().map(Turn::Bid)
-            };
-            let bid = match turn {
-                Some(Turn::Bid(bid)) => bid,
-                Some(Turn::Widen) => {
-                    wide.push(bidder);
-                    continue;
-                }
-                None => return kept.and_then(|tiles| market.indices(&tiles)),
-            };
-            if let Some(out) = market.take(bidder, bid) {
-                queue.push_back(out);
-            }
+        if market.phase(first, &mut bids, most).is_none() {
+            return kept.and_then(|tiles| market.indices(&tiles));
         }
+        first = false;
         if market.epsilon <= EPSILON {
             break;
         }
@@ -228,6 +197,42 @@ struct Bid {
 }
 
 impl Market<'_> {
+    /// One phase at the current ε, counting its bids into `bids`; `None` when they pass `most`
+    /// or a cell has no tile open to it. Cells whose lists need widening wait, and are widened
+    /// together when the others are done.
+    fn phase(&mut self, first: bool, bids: &mut usize, most: usize) -> Option<()> {
+        let cells = self.held.len();
+        let mut queue = self.release(first);
+        let mut wide = Vec::new();
+        loop {
+            if queue.is_empty() && !wide.is_empty() {
+                self.widen(&wide);
+                queue.extend(wide.drain(..));
+            }
+            let Some(bidder) = queue.pop_front() else {
+                return Some(());
+            };
+            *bids += 1;
+            if *bids > most {
+                return None;
+            }
+            let bid = if (bidder as usize) < cells {
+                match self.cell_bid(bidder as usize)? {
+                    Turn::Bid(bid) => bid,
+                    Turn::Widen => {
+                        wide.push(bidder);
+                        continue;
+                    }
+                }
+            } else {
+                self.stand_in_bid()?
+            };
+            if let Some(out) = self.take(bidder, bid) {
+                queue.push_back(out);
+            }
+        }
+    }
+
     /// The bidders of a new phase: every one at first; after that, those whose slot is no
     /// longer within ε of their best at current prices, which give it up. The others keep
     /// theirs, so a phase mends the last one's assignment rather than making its own.
@@ -400,11 +405,9 @@ impl Market<'_> {
         (best, second)
     }
 
-    /// Sets tile `t`'s least and next least slot price after a change.
+    /// Sets tile `t`'s least slot price after a change.
     fn price_changed(&mut self, t: u32) {
-        let ((p1, _), p2) = self.two_cheapest(t);
-        self.tile_min[t as usize] = p1;
-        self.tile_second[t as usize] = p2;
+        self.tile_min[t as usize] = self.two_cheapest(t).0.0;
     }
 
     /// The cheapest slot a stand-in may hold, left on the heap.
@@ -509,6 +512,15 @@ mod tests {
             .collect()
     }
 
+    /// Each tile's uses in the assignment `index` of the lists `cands`.
+    fn uses(cands: &[Candidates], index: &[u32], tiles: usize) -> Vec<usize> {
+        let mut uses = vec![0; tiles];
+        for (c, &i) in cands.iter().zip(index) {
+            uses[c.list[i as usize].1 as usize] += 1;
+        }
+        uses
+    }
+
     /// The least total cost of a tile per cell, each at most `cap` and at least `floor` times,
     /// by trying every way.
     fn brute_force(costs: &[Vec<f32>], tiles: usize, (cap, floor): (usize, usize)) -> f32 {
@@ -547,13 +559,12 @@ mod tests {
                 };
                 let widen = |_: usize, _: usize| unreachable!("every list holds every tile");
                 let index = assign(&mut cands, limits, &widen).expect("an assignment");
-                let mut uses = vec![0; tiles];
-                let mut total = 0.0;
-                for (c, &i) in cands.iter().zip(&index) {
-                    let (cost, t, _) = c.list[i as usize];
-                    uses[t as usize] += 1;
-                    total += unit(cost);
-                }
+                let uses = uses(&cands, &index, tiles);
+                let total: f32 = cands
+                    .iter()
+                    .zip(&index)
+                    .map(|(c, &i)| unit(c.list[i as usize].0))
+                    .sum();
                 assert!(uses.iter().all(|&u| u <= cap && u >= floor), "{uses:?}");
                 let best = brute_force(&costs, tiles, (cap, floor));
                 assert!(
@@ -586,10 +597,7 @@ mod tests {
                 continue;
             };
             kept += 1;
-            let mut uses = vec![0; tiles];
-            for (c, &i) in cands.iter().zip(&index) {
-                uses[c.list[i as usize].1 as usize] += 1;
-            }
+            let uses = uses(&cands, &index, tiles);
             assert!(uses.iter().all(|&u| u <= cap && u >= floor), "{uses:?}");
         }
         assert!(kept > 0 && none > 0, "{kept} kept, {none} none");

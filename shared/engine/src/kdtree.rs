@@ -101,15 +101,7 @@ impl<const D: usize> KdTree<D> {
         self.weights[at] = weight;
         let mut node = self.leaf_of[at];
         while node != u32::MAX {
-            let max = match self.nodes[node as usize] {
-                Node::Leaf { start, end, .. } => self.weights[start as usize..end as usize]
-                    .iter()
-                    .copied()
-                    .fold(f32::NEG_INFINITY, f32::max),
-                Node::Split { left, right, .. } => {
-                    self.node_max[left as usize].max(self.node_max[right as usize])
-                }
-            };
+            let max = self.max_under(node);
             if self.node_max[node as usize] == max {
                 return;
             }
@@ -119,15 +111,26 @@ impl<const D: usize> KdTree<D> {
     }
 
     fn fill_max(&mut self, node: u32) -> f32 {
-        let max = match self.nodes[node as usize] {
+        if let Node::Split { left, right, .. } = self.nodes[node as usize] {
+            self.fill_max(left);
+            self.fill_max(right);
+        }
+        let max = self.max_under(node);
+        self.node_max[node as usize] = max;
+        max
+    }
+
+    /// The largest weight under `node`: its leaf's, or its children's `node_max`.
+    fn max_under(&self, node: u32) -> f32 {
+        match self.nodes[node as usize] {
             Node::Leaf { start, end, .. } => self.weights[start as usize..end as usize]
                 .iter()
                 .copied()
                 .fold(f32::NEG_INFINITY, f32::max),
-            Node::Split { left, right, .. } => self.fill_max(left).max(self.fill_max(right)),
-        };
-        self.node_max[node as usize] = max;
-        max
+            Node::Split { left, right, .. } => {
+                self.node_max[left as usize].max(self.node_max[right as usize])
+            }
+        }
     }
 
     /// The `k` points of least Euclidean distance from `q` less their weight, least first, as
