@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 
+use rayon::prelude::*;
+
 use crate::color::{ciede2000, srgb_to_lab, srgb_to_lab32};
 use crate::kdtree::KdTree;
 use crate::library::{Library, hex_colour, parse_hex_colour};
@@ -91,27 +93,40 @@ pub fn choose_background(target: &image::RgbImage, library: &Library) -> [u8; 3]
         mean,
     ];
     let tiles = library.colours_and_cover();
-    let mut best = (f64::INFINITY, own);
-    let mut scratch = Vec::new();
-    for bg in candidates {
-        let means: Vec<_> = tiles
-            .iter()
-            .map(|(m, cover)| {
-                srgb_to_lab32(
-                    [0, 1, 2].map(|k| m[k] + (1.0 - cover) * (bg[k] as f64 - own[k] as f64)),
-                )
-            })
-            .collect();
-        let tree = KdTree::new(&means);
-        let mut total = 0.0;
-        for (lab, _) in &cells {
-            tree.nearest(&lab.map(|v| v as f32), 4, &mut scratch);
-            total += scratch
+    // Each candidate scored on all cores; the cells' distances are added in one order, so a
+    // tie falls the same way every time.
+    let scores: Vec<f64> = candidates
+        .par_iter()
+        .map(|bg| {
+            let means: Vec<_> = tiles
                 .iter()
-                .map(|&(_, t)| ciede2000(*lab, means[t as usize].map(f64::from)))
-                .fold(f64::INFINITY, f64::min);
-        }
-        let score = total / cells.len().max(1) as f64;
+                .map(|(m, cover)| {
+                    srgb_to_lab32(
+                        [0, 1, 2].map(|k| m[k] + (1.0 - cover) * (bg[k] as f64 - own[k] as f64)),
+                    )
+                })
+                .collect();
+            let tree = KdTree::new(&means);
+            let parts: Vec<f64> = cells
+                .par_chunks(256)
+                .map_init(Vec::new, |scratch, chunk| {
+                    chunk
+                        .iter()
+                        .map(|(lab, _)| {
+                            tree.nearest(&lab.map(|v| v as f32), 4, scratch);
+                            scratch
+                                .iter()
+                                .map(|&(_, t)| ciede2000(*lab, means[t as usize].map(f64::from)))
+                                .fold(f64::INFINITY, f64::min)
+                        })
+                        .sum()
+                })
+                .collect();
+            parts.iter().sum::<f64>() / cells.len().max(1) as f64
+        })
+        .collect();
+    let mut best = (f64::INFINITY, own);
+    for (score, bg) in scores.into_iter().zip(candidates) {
         if score < best.0 {
             best = (score, bg);
         }

@@ -35,8 +35,14 @@ use crate::color::{Lab, dist2, perceptual};
 use crate::kdtree::KdTree;
 use crate::{error::Error, library::Library, transform::Transform};
 
-/// What tile `tile` costs in cell `cell`, and the transform it takes there.
-pub(crate) type CellCost<'a> = dyn Fn(u32, u32) -> (f32, Transform) + Sync + 'a;
+/// What a tile costs in a cell: one pair, or one tile in many cells at once.
+pub(crate) trait CellCost: Sync {
+    /// What tile `tile` costs in cell `cell`, and the transform it takes there.
+    fn cost(&self, cell: u32, tile: u32) -> (f32, Transform);
+
+    /// What `tile` costs in each of `cells` (the scores alone), into `out` (cleared first).
+    fn costs(&self, tile: u32, cells: &[u32], out: &mut Vec<f32>);
+}
 
 /// Pairs of tile and cell priced in all: each tile sees this many cells divided by the tiles,
 /// within [`NEAREST_CELLS`] and [`SHORTLIST_CELLS`].
@@ -156,7 +162,7 @@ pub(crate) fn place_copies(
     cell_means: &[Lab],
     outside: &[f32],
     library: &Library,
-    cost_of: &CellCost,
+    cost_of: &dyn CellCost,
     (cols, radius, min_uses): (usize, usize, u32),
 ) -> Result<Vec<Option<(u32, Transform)>>, Error> {
     let n = library.len();
@@ -164,7 +170,7 @@ pub(crate) fn place_copies(
     // The caller has checked that the grid has room: n * min_uses <= cells.
     let m = min_uses as usize;
     let outside: Vec<f32> = outside.iter().map(|&s| unit(s)).collect();
-    let value = |t: u32, c: u32| outside[c as usize] - unit(cost_of(c, t).0);
+    let value = |t: u32, c: u32| outside[c as usize] - unit(cost_of.cost(c, t).0);
     let seen = (SHORTLIST_PAIRS / n.max(1))
         .clamp(NEAREST_CELLS, SHORTLIST_CELLS)
         .min(cells);
@@ -172,7 +178,13 @@ pub(crate) fn place_copies(
     let mut lists: Vec<Vec<(u32, f32)>> = near
         .into_par_iter()
         .enumerate()
-        .map(|(t, cells)| cells.into_iter().map(|c| (c, value(t as u32, c))).collect())
+        .map_init(Vec::new, |costs, (t, cells)| {
+            cost_of.costs(t as u32, &cells, costs);
+            let values = costs.iter().map(|&cost| unit(cost));
+            (cells.iter().zip(values))
+                .map(|(&c, cost)| (c, outside[c as usize] - cost))
+                .collect()
+        })
         .collect();
     let mut work = Work::for_cells(cells);
     let stuck = |why: Stuck| match why {
@@ -205,7 +217,7 @@ pub(crate) fn place_copies(
     let mut placed = vec![None; cells];
     for (copy, &cell) in cell_of.iter().enumerate() {
         let t = (copy / m) as u32;
-        placed[cell as usize] = Some((t, cost_of(cell, t).1));
+        placed[cell as usize] = Some((t, cost_of.cost(cell, t).1));
     }
     Ok(placed)
 }

@@ -4,8 +4,9 @@
 
 use std::borrow::Cow;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -106,7 +107,8 @@ enum Renditions {
     /// Shared by a library and the libraries laid over other backgrounds from it.
     Memory(Arc<Vec<u8>>),
     File {
-        file: Arc<Mutex<std::fs::File>>,
+        /// Read at offsets (`pread`), so threads share it without a lock.
+        file: Arc<std::fs::File>,
         /// Where the renditions start in the file, and their total length.
         start: u64,
         len: usize,
@@ -120,9 +122,7 @@ impl Renditions {
             Renditions::Memory(pixels) => Cow::Borrowed(&pixels[at..at + len]),
             Renditions::File { file, start, .. } => {
                 let mut out = vec![0u8; len];
-                let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
-                f.seek(SeekFrom::Start(start + at as u64))
-                    .and_then(|_| f.read_exact(&mut out))
+                file.read_exact_at(&mut out, start + at as u64)
                     .unwrap_or_else(|e| {
                         panic!("the tile index could no longer be read ({e}); it was checked when opened")
                     });
@@ -522,7 +522,8 @@ impl Library {
             .map(|t| {
                 let px = self.rendition(t as u32);
                 let cover = self.alpha.as_ref().map_or(1.0, |a| {
-                    a.range(t * n, n).iter().map(|&v| v as f64).sum::<f64>() / (255.0 * n as f64)
+                    a.range(t * n, n).iter().map(|&v| v as u64).sum::<u64>() as f64
+                        / (255.0 * n as f64)
                 });
                 (area_mean(&px), cover)
             })
@@ -811,7 +812,7 @@ impl Library {
             file.read_exact(&mut rest).map_err(io)?;
             library.captions = read_captions(&rest, library.names.len())?;
         }
-        let file = Arc::new(Mutex::new(file));
+        let file = Arc::new(file);
         library.alpha = alpha.map(|(start, len)| Renditions::File {
             file: file.clone(),
             start: start as u64,
@@ -1358,13 +1359,19 @@ fn split_csv_line(line: &str) -> Option<Vec<String>> {
 /// Lays RGB8 `px`, composited with opacity `alpha` onto one background, over another that is
 /// `shift` away from it (per channel).
 fn recomposite(px: &mut [u8], alpha: &[u8], shift: [i32; 3]) {
-    for (p, &a) in px.chunks_exact_mut(3).zip(alpha) {
+    // What each opacity adds to each channel, rounded to nearest, either sign.
+    let mut add = [[0i16; 3]; 256];
+    for (a, add) in add.iter_mut().enumerate() {
         let clear = 255 - a as i32;
         for c in 0..3 {
             let d = clear * shift[c];
-            // Rounded to nearest, either sign.
-            let d = (d + if d >= 0 { 127 } else { -127 }) / 255;
-            p[c] = (p[c] as i32 + d).clamp(0, 255) as u8;
+            add[c] = ((d + if d >= 0 { 127 } else { -127 }) / 255) as i16;
+        }
+    }
+    for (p, &a) in px.chunks_exact_mut(3).zip(alpha) {
+        let add = &add[a as usize];
+        for c in 0..3 {
+            p[c] = (p[c] as i16 + add[c]).clamp(0, 255) as u8;
         }
     }
 }
@@ -1388,12 +1395,12 @@ type Described = (Lab, Vec<Lab>);
 /// sees it from a distance and as the quality metric measures) and converted to Lab.
 pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> Described {
     let mut sums = vec![[0u64; 4]; k * k];
-    for y in 0..h {
-        let gy = y * k / h;
-        for x in 0..w {
-            let gx = x * k / w;
-            let p = &px[(y * w + x) * 3..];
-            let s = &mut sums[gy * k + gx];
+    // Which column of the sub-grid each pixel column falls in.
+    let columns: Vec<usize> = (0..w).map(|x| x * k / w).collect();
+    for (y, row) in px.chunks_exact(w * 3).take(h).enumerate() {
+        let block = &mut sums[y * k / h * k..][..k];
+        for (p, &gx) in row.chunks_exact(3).zip(&columns) {
+            let s = &mut block[gx];
             s[0] += p[0] as u64;
             s[1] += p[1] as u64;
             s[2] += p[2] as u64;

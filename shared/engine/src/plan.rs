@@ -12,6 +12,7 @@ use crate::color::{
     Lab, ciede2000_batch, ciede2000_ranking, perceptual, srgb_to_lab_quick, srgb_to_lab32,
 };
 use crate::error::Error;
+use crate::fair::CellCost;
 use crate::hash::Fnv;
 use crate::kdtree::KdTree;
 use crate::library::Library;
@@ -986,10 +987,15 @@ impl<'a> Matcher<'a> {
     ) -> Result<(), Error> {
         let (library, opts) = (self.library, self.opts);
         let (cols, cells, n) = (grid.cols, plan.tiles.len(), library.len());
-        let cost_of = |c: u32, t: u32| score(&all_descs[c as usize], library, t, opts, &self.turns);
+        let cost_of = CellScores {
+            descs: all_descs,
+            library,
+            opts,
+            turns: &self.turns,
+        };
         let outside: Vec<f32> = (0..cells)
             .into_par_iter()
-            .map(|c| cost_of(c as u32, plan.tiles[c]).0)
+            .map(|c| cost_of.cost(c as u32, plan.tiles[c]).0)
             .collect();
         let means: Vec<Lab> = all_descs.iter().map(|d| d.mean).collect();
         let copies = crate::fair::place_copies(
@@ -1266,6 +1272,44 @@ pub(crate) fn score(
     let de = ciede2000_ranking(desc.mean, library.means()[t as usize]);
     let (structure, turn) = structure(desc, library, t, opts, turns);
     (de * de + structure, turn)
+}
+
+/// [`score`] in the cells `descs` describes, for the floor's assignment: a tile's colour
+/// differences to many cells a batch at a time.
+pub(crate) struct CellScores<'a> {
+    pub descs: &'a [CellDesc],
+    pub library: &'a Library,
+    pub opts: &'a PlanOptions,
+    pub turns: &'a [(Transform, Vec<usize>)],
+}
+
+impl CellCost for CellScores<'_> {
+    fn cost(&self, cell: u32, tile: u32) -> (f32, Transform) {
+        score(
+            &self.descs[cell as usize],
+            self.library,
+            tile,
+            self.opts,
+            self.turns,
+        )
+    }
+
+    fn costs(&self, tile: u32, cells: &[u32], out: &mut Vec<f32>) {
+        const BATCH: usize = 64;
+        let m = self.library.means()[tile as usize];
+        let (mut means, mut de) = ([[0f32; 3]; BATCH], [0f32; BATCH]);
+        out.clear();
+        for part in cells.chunks(BATCH) {
+            for (mean, &c) in means.iter_mut().zip(part) {
+                *mean = self.descs[c as usize].mean;
+            }
+            ciede2000_batch(m, &means[..part.len()], &mut de[..part.len()]);
+            out.extend(part.iter().zip(de).map(|(&c, de)| {
+                let desc = &self.descs[c as usize];
+                de * de + structure(desc, self.library, tile, self.opts, self.turns).0
+            }));
+        }
+    }
 }
 
 /// The structure terms of tile `t` in the cell `desc` under the transform of `turns` whose
@@ -1639,6 +1683,53 @@ mod tests {
                     let ids = |v: &[(f32, u32)]| v.iter().map(|c| c.1).collect::<Vec<_>>();
                     assert_eq!(ids(&got), ids(&all[..10]), "grid {grid}, cell {cell}");
                 }
+            }
+        }
+    }
+
+    /// A tile's costs in many cells at once are its scores one pair at a time, to the bit
+    /// (CIEDE2000 in batches is symmetric in its two colours), with tiles fixed or turned.
+    #[test]
+    fn a_tiles_costs_in_a_batch_are_its_scores_one_by_one() {
+        let library = blocky_library(120, 3);
+        let mut state = crate::seeded(17);
+        let mut lab = || {
+            let mut v = || (state() >> 40) as f32 / (1u64 << 24) as f32;
+            [v() * 100.0, v() * 160.0 - 80.0, v() * 160.0 - 80.0]
+        };
+        let descs: Vec<CellDesc> = (0..150)
+            .map(|_| CellDesc {
+                mean: lab(),
+                subs: (0..9).map(|_| lab()).collect(),
+            })
+            .collect();
+        let cells: Vec<u32> = (0..150).rev().step_by(2).collect();
+        for any_turn in [false, true] {
+            let opts = PlanOptions {
+                flip: any_turn,
+                rotate: any_turn,
+                ..PlanOptions::default()
+            };
+            let turns: Vec<(Transform, Vec<usize>)> = Transform::allowed(any_turn, any_turn, true)
+                .into_iter()
+                .map(|t| (t, t.permutation(3, 3)))
+                .collect();
+            let scores = CellScores {
+                descs: &descs,
+                library: &library,
+                opts: &opts,
+                turns: &turns,
+            };
+            let mut batch = Vec::new();
+            for t in [0, 41, 119] {
+                scores.costs(t, &cells, &mut batch);
+                let one_by_one: Vec<f32> = cells.iter().map(|&c| scores.cost(c, t).0).collect();
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&batch),
+                    bits(&one_by_one),
+                    "tile {t}, turns {any_turn}"
+                );
             }
         }
     }
