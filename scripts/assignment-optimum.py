@@ -30,9 +30,23 @@ from skimage.color import deltaE_ciede2000, rgb2lab
 
 
 def cell_means(path, cols, rows):
-    """Each cell's mean sRGB colour, by area averaging (Pillow's box filter)."""
-    img = Image.open(path).convert("RGB").resize((cols, rows), Image.Resampling.BOX)
-    return np.asarray(img, dtype=np.float64).reshape(-1, 3) / 255.0
+    """Each cell's mean sRGB colour: the exact area average over the cell's share of the image,
+    pixels cut by a cell's edge weighed by the part inside it, as Tessera's grid takes it.
+    (Pillow's box filter is not this where cells are not a whole number of pixels.)"""
+    img = np.asarray(Image.open(path).convert("RGB"), dtype=np.float64) / 255.0
+    height, width = img.shape[:2]
+    across, down = area_weights(width, cols), area_weights(height, rows)
+    means = np.einsum("ry,yxc,kx->rkc", down, img, across)
+    return means.reshape(-1, 3)
+
+
+def area_weights(pixels, cells):
+    """A cells x pixels matrix: how much of each pixel falls in each cell, rows summing to 1."""
+    edges = np.arange(cells + 1) * (pixels / cells)
+    left, right = edges[:-1, None], edges[1:, None]
+    at = np.arange(pixels)[None, :]
+    overlap = np.clip(np.minimum(at + 1, right) - np.maximum(at, left), 0, None)
+    return overlap / overlap.sum(axis=1, keepdims=True)
 
 
 def tile_means(folder):
