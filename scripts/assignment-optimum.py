@@ -36,8 +36,9 @@ def cell_means(path, cols, rows):
     img = np.asarray(Image.open(path).convert("RGB"), dtype=np.float64) / 255.0
     height, width = img.shape[:2]
     across, down = area_weights(width, cols), area_weights(height, rows)
-    means = np.einsum("ry,yxc,kx->rkc", down, img, across)
-    return means.reshape(-1, 3)
+    rows_of = np.tensordot(down, img, axes=(1, 0))  # rows x width x 3
+    means = np.tensordot(across, rows_of, axes=(1, 1))  # cols x rows x 3
+    return means.transpose(1, 0, 2).reshape(-1, 3)
 
 
 def area_weights(pixels, cells):
