@@ -976,6 +976,16 @@ impl<'a> Matcher<'a> {
         }
     }
 
+    /// What each tile costs in the cells `descs` describes, for the floor's assignment.
+    fn cell_scores<'s>(&'s self, descs: &'s [CellDesc]) -> CellScores<'s> {
+        CellScores {
+            descs,
+            library: self.library,
+            opts: self.opts,
+            turns: &self.turns,
+        }
+    }
+
     /// The floor on uses over the whole grid: the copies every tile needs are placed as one
     /// assignment ([`crate::fair::place_copies`]) and fixed; every other cell chooses again in
     /// scan order, around them and under the use cap they leave, keeping its tile where it may.
@@ -987,12 +997,7 @@ impl<'a> Matcher<'a> {
     ) -> Result<(), Error> {
         let (library, opts) = (self.library, self.opts);
         let (cols, cells, n) = (grid.cols, plan.tiles.len(), library.len());
-        let cost_of = CellScores {
-            descs: all_descs,
-            library,
-            opts,
-            turns: &self.turns,
-        };
+        let cost_of = self.cell_scores(all_descs);
         let outside: Vec<f32> = (0..cells)
             .into_par_iter()
             .map(|c| cost_of.cost(c as u32, plan.tiles[c]).0)

@@ -3,7 +3,7 @@
 //! them taken, and take what is left. A cap that no tile reaches among the cells' first choices
 //! keeps the scan order, which then matches as an unlimited library does.
 
-use super::{Assigner, CellDesc, CellScores, Matched, Matcher, Plan, Ranked, no_tile_fits, score};
+use super::{Assigner, CellDesc, Matched, Matcher, Plan, Ranked, no_tile_fits, score};
 use crate::capped::{self, Candidates, Limits};
 use crate::color::perceptual;
 use crate::error::Error;
@@ -120,12 +120,7 @@ impl Matcher<'_> {
         if opts.min_uses > 0 {
             let outside: Vec<f32> = cells.iter().map(|c| c.list[0].0).collect();
             let means: Vec<_> = descs.iter().map(|d| d.mean).collect();
-            let cost_of = CellScores {
-                descs,
-                library,
-                opts,
-                turns: &self.turns,
-            };
+            let cost_of = self.cell_scores(descs);
             let copies = crate::fair::place_copies(
                 &means,
                 &outside,
