@@ -263,9 +263,10 @@ fn render(
     match layout {
         Layout::Uniform(plan) => {
             let cache = TileCache::new(library, plan.tile_size());
-            // Bands of about 4 MB (at least one row of cells) keep memory flat whatever the height.
+            // Bands of about 1 MB (at least one row of cells) keep memory flat whatever the height,
+            // and are enough of them that every core compresses until the last one.
             let band_cells =
-                ((4 << 20) / (width as u64 * 3 * plan.tile_size().height as u64)).max(1) as u32;
+                ((1 << 20) / (width as u64 * 3 * plan.tile_size().height as u64)).max(1) as u32;
             let progress = |done: u32, total: u32| {
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
