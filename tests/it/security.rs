@@ -914,9 +914,13 @@ async fn placements_stream_and_are_shared_per_address() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let res = app.get(&path).await;
     assert_eq!(code(res).await, (429, "too_many_placements".into()));
+    // Gone with a reset: a reader whose window never opened would otherwise close with a FIN,
+    // which the server learns of only at its next zero-window probe, seconds apart.
+    for socket in &held {
+        rustix::net::sockopt::set_socket_linger(socket, Some(Duration::ZERO)).unwrap();
+    }
     drop(held);
-    // The server finds a reader gone at its next write to it: the turn comes back soon after,
-    // however busy the machine.
+    // The turn comes back soon after, however busy the machine.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let status = app.get(&path).await.status();
