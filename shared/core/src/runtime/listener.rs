@@ -173,6 +173,8 @@ struct Shared<M: Message> {
     running: Arc<Semaphore>,
     stop: Shutdown,
     abort: Shutdown,
+    /// Told when the last receive loop has ended.
+    receivers_gone: tokio::sync::Notify,
 }
 
 impl<M: Message> Listener<M> {
@@ -245,9 +247,10 @@ impl<M: Message> Listener<M> {
             capacity: capacity.clone(),
             stop,
             abort,
+            receivers_gone: tokio::sync::Notify::new(),
         });
         tracing::debug!(queue = %name, ?settings, "listener started");
-        stats.receivers.fetch_add(1, Ordering::Relaxed);
+        stats.receivers.fetch_add(1, Ordering::SeqCst);
         let name_for_handle = name.clone();
         let primary = tokio::spawn(
             async move {
@@ -398,7 +401,30 @@ async fn receive_loop<M: Message>(
             }
         }
     }
-    shared.stats.receivers.fetch_sub(1, Ordering::Relaxed);
+    if shared.stats.receivers.fetch_sub(1, Ordering::SeqCst) == 1 {
+        shared.receivers_gone.notify_waiters();
+    }
+}
+
+/// Waits (at most 10 s) until no receive loop is left. A message released at shutdown is made
+/// visible only then: a receive already in flight when the listener stopped could otherwise
+/// take it again, count a second dequeue against its poison threshold and release it twice.
+async fn receivers_ended<M: Message>(shared: &Shared<M>) {
+    let ended = async {
+        loop {
+            let gone = shared.receivers_gone.notified();
+            if shared.stats.receivers.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            gone.await;
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(10), ended)
+        .await
+        .is_err()
+    {
+        tracing::debug!(queue = %shared.name, "a receive still in flight; releasing anyway");
+    }
 }
 
 async fn wait_nudge(subscription: Option<&crate::nudge::Subscription>) {
@@ -415,7 +441,7 @@ fn maybe_add_receiver<M: Message>(shared: &Arc<Shared<M>>) {
         if current >= shared.settings.max_receivers {
             return;
         }
-        match receivers.compare_exchange(current, current + 1, Ordering::Relaxed, Ordering::Relaxed)
+        match receivers.compare_exchange(current, current + 1, Ordering::SeqCst, Ordering::Relaxed)
         {
             Ok(_) => break,
             Err(now) => current = now,
@@ -541,6 +567,7 @@ async fn process<M: Message>(shared: &Arc<Shared<M>>, message: ReceivedMessage) 
                 }
                 Attempt::Released => {
                     bump(&shared.stats.released);
+                    receivers_ended(shared).await;
                     set_visibility(shared, &mut lease, Duration::ZERO).await;
                 }
             }
