@@ -1067,6 +1067,10 @@ pub(crate) enum Shortlist {
     Colour(KdTree),
     Form {
         tree: KdTree<FORM_DIMS>,
+        /// The same tree for cells with no inner structure (one target pixel or less), whose
+        /// patterns are all zero: each tile as its mean and the length of its patterns, the
+        /// same distances in four dimensions rather than seven.
+        flat: Box<KdTree<4>>,
         /// Whether the patterns are taken whatever their orientation (tiles may be
         /// transformed).
         any_turn: bool,
@@ -1098,8 +1102,20 @@ impl Shortlist {
                 form_point(&library.means()[t], &light, scale, any_turn)
             })
             .collect();
+        let flat: Vec<[f32; 4]> = points
+            .iter()
+            .map(|p| {
+                [
+                    p[0],
+                    p[1],
+                    p[2],
+                    p[3..].iter().map(|v| v * v).sum::<f32>().sqrt(),
+                ]
+            })
+            .collect();
         Shortlist::Form {
             tree: KdTree::new(&points),
+            flat: Box::new(KdTree::new(&flat)),
             any_turn,
             weights,
             scale,
@@ -1113,10 +1129,16 @@ impl Shortlist {
             Shortlist::Colour(tree) => tree.nearest(&perceptual(&desc.mean), k, out),
             Shortlist::Form {
                 tree,
+                flat,
                 any_turn,
                 weights,
                 scale,
             } => {
+                if desc.subs.windows(2).all(|w| w[0][0] == w[1][0]) {
+                    let p = form_point(&desc.mean, &[0.0; 9], *scale, *any_turn);
+                    flat.nearest(&[p[0], p[1], p[2], 0.0], k, out);
+                    return;
+                }
                 let light = light_grid(|i| desc.subs[i][0], weights);
                 tree.nearest(&form_point(&desc.mean, &light, *scale, *any_turn), k, out);
             }
@@ -1668,13 +1690,17 @@ mod tests {
                 };
                 let mut got = Vec::new();
                 for cell in 0..40u32 {
-                    // A cell like a tile, seen a little darker.
+                    // A cell like a tile, seen a little darker; every other one flat (one
+                    // colour, as in a per-pixel grid), which the four-dimensional tree answers.
                     let t = (cell * 7) % library.len() as u32;
                     let darker = |c: &Lab| [c[0] * 0.9, c[1], c[2]];
-                    let desc = CellDesc {
-                        mean: darker(&library.means()[t as usize]),
-                        subs: library.sub_grid(t).iter().map(darker).collect(),
+                    let mean = darker(&library.means()[t as usize]);
+                    let subs = if cell % 2 == 1 {
+                        vec![mean; k * k]
+                    } else {
+                        library.sub_grid(t).iter().map(darker).collect()
                     };
+                    let desc = CellDesc { mean, subs };
                     tree.nearest(&desc, 10, &mut got);
                     let q = point(&desc.mean, &desc.subs);
                     let mut all: Vec<(f32, u32)> = (0..library.len() as u32)
