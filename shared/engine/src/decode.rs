@@ -909,22 +909,21 @@ fn decode_png_rows(bytes: &[u8], background: [u8; 3]) -> Result<Option<image::Rg
 
 /// HEIC/HEIF and AVIF through libheif, which applies the file's rotation and mirroring.
 mod heif {
-    use libheif_rs::{ColorSpace, HeifContext, ImageHandle, LibHeif, RgbChroma};
-
+    use crate::libheif::{Context, Handle, Profile};
     use crate::profile::Declared;
 
     /// Width, height (rotation applied), whether there is an alpha channel, and the bytes the
     /// decode takes, from the file's real structure (`heif_items`), not from what it declares.
     pub(super) fn header(bytes: &[u8]) -> Result<(u32, u32, bool, u64), String> {
-        let context = HeifContext::read_from_bytes(bytes).map_err(|e| e.message)?;
-        let handle = context.primary_image_handle().map_err(|e| e.message)?;
+        let context = Context::read(bytes)?;
+        let handle = context.primary_image()?;
         sized(bytes, &handle)
     }
 
     /// [`header`] of the primary image `handle` of the file `bytes`.
-    fn sized(bytes: &[u8], handle: &ImageHandle) -> Result<(u32, u32, bool, u64), String> {
+    fn sized(bytes: &[u8], handle: &Handle) -> Result<(u32, u32, bool, u64), String> {
         let real = crate::heif_items::real_size(bytes)?;
-        let (w, h, alpha) = (handle.width(), handle.height(), handle.has_alpha_channel());
+        let ((w, h), alpha) = (handle.size(), handle.has_alpha());
         // libheif's size turns with the image; the real one is as stored.
         let (rw, rh) = if (w < h) == (real.width < real.height) {
             (real.width, real.height)
@@ -947,8 +946,8 @@ mod heif {
         bytes: &[u8],
         limits: Option<&image::Limits>,
     ) -> Result<(image::DynamicImage, Declared), String> {
-        let context = HeifContext::read_from_bytes(bytes).map_err(|e| e.message)?;
-        let handle = context.primary_image_handle().map_err(|e| e.message)?;
+        let context = Context::read(bytes)?;
+        let handle = context.primary_image()?;
         let (w, h, alpha, decoded) = sized(bytes, &handle)?;
         if let Some(limits) = limits {
             crate::budget::check_side(w, h, limits)?;
@@ -956,49 +955,19 @@ mod heif {
                 return Err(format!("{w}x{h} pixels is over the memory allowed"));
             }
         }
-        let declared = if let Some(icc) = handle.color_profile_raw().filter(|p| !p.data.is_empty())
-        {
-            Declared::icc(&icc.data)
-        } else if let Some(nclx) = handle.color_profile_nclx() {
-            Declared::cicp(
-                nclx.color_primaries() as u8,
-                nclx.transfer_characteristics() as u8,
-            )
-        } else {
-            Declared::SRGB
+        let declared = match handle.profile() {
+            Some(Profile::Icc(icc)) => Declared::icc(&icc),
+            Some(Profile::Nclx {
+                primaries,
+                transfer,
+            }) => Declared::cicp(primaries, transfer),
+            None => Declared::SRGB,
         };
-        let chroma = if alpha {
-            RgbChroma::Rgba
-        } else {
-            RgbChroma::Rgb
-        };
-        let image = LibHeif::new()
-            .decode(&handle, ColorSpace::Rgb(chroma), None)
-            .map_err(|e| e.message)?;
-        let plane = image
-            .planes()
-            .interleaved
-            .ok_or("libheif gave no interleaved pixels")?;
-        let channels = if alpha { 4 } else { 3 };
-        if plane.storage_bits_per_pixel != 8 * channels as u8 {
-            return Err(format!(
-                "libheif gave {} bits a pixel, not {}",
-                plane.storage_bits_per_pixel,
-                8 * channels
-            ));
-        }
-        let (pw, ph) = (plane.width as usize, plane.height as usize);
-        let row = pw * channels;
-        let mut pixels = Vec::with_capacity(row * ph);
-        for y in 0..ph {
-            pixels.extend_from_slice(&plane.data[y * plane.stride..y * plane.stride + row]);
-        }
+        let (pw, ph, pixels) = handle.decode_rgb(alpha)?;
         let img = if alpha {
-            image::RgbaImage::from_raw(pw as u32, ph as u32, pixels)
-                .map(image::DynamicImage::ImageRgba8)
+            image::RgbaImage::from_raw(pw, ph, pixels).map(image::DynamicImage::ImageRgba8)
         } else {
-            image::RgbImage::from_raw(pw as u32, ph as u32, pixels)
-                .map(image::DynamicImage::ImageRgb8)
+            image::RgbImage::from_raw(pw, ph, pixels).map(image::DynamicImage::ImageRgb8)
         }
         .ok_or("libheif's pixels do not fill the image")?;
         Ok((img, declared))

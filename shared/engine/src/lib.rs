@@ -23,6 +23,8 @@ pub mod fragment;
 mod hash;
 mod heif_items;
 mod kdtree;
+#[allow(unsafe_code)]
+mod libheif;
 pub mod library;
 pub mod metrics;
 pub mod output;
