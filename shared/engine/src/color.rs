@@ -195,13 +195,31 @@ pub fn ciede2000(lab1: [f64; 3], lab2: [f64; 3]) -> f64 {
 /// differences under 10). Matching calls this for every candidate of every cell.
 pub(crate) fn ciede2000_ranking(lab1: Lab, lab2: Lab) -> f32 {
     let mut out = [0f32];
-    ciede2000_batch(lab1, &[lab2], &mut out);
+    ciede2000_vectors(lab1, &[lab2], &mut out);
     out[0]
 }
 
 /// [`ciede2000_ranking`] of `q` against each of `others`, into `out` (as long as `others`).
-#[allow(unsafe_code)]
+///
+/// The candidates go through in vector registers eight at a time; a last part of fewer than
+/// eight is padded to eight (with `q`), as the compiled loop would take it one by one.
 pub(crate) fn ciede2000_batch(q: Lab, others: &[Lab], out: &mut [f32]) {
+    const LANES: usize = 8;
+    let whole = others.len() / LANES * LANES;
+    ciede2000_vectors(q, &others[..whole], &mut out[..whole]);
+    let rest = others.len() - whole;
+    if rest > 0 {
+        let mut padded = [q; LANES];
+        padded[..rest].copy_from_slice(&others[whole..]);
+        let mut got = [0f32; LANES];
+        ciede2000_vectors(q, &padded, &mut got);
+        out[whole..].copy_from_slice(&got[..rest]);
+    }
+}
+
+/// [`ciede2000_batch`] on the widest vectors the CPU has.
+#[allow(unsafe_code)]
+fn ciede2000_vectors(q: Lab, others: &[Lab], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, the one feature the function is compiled for.
