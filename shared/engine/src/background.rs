@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use rayon::prelude::*;
 
-use crate::color::{ciede2000, srgb_to_lab, srgb_to_lab32};
+use crate::color::{ciede2000_batch, srgb_to_lab, srgb_to_lab32};
 use crate::kdtree::KdTree;
 use crate::library::{Library, hex_colour, parse_hex_colour};
 use crate::resample::AreaResampler;
@@ -110,14 +110,17 @@ pub fn choose_background(target: &image::RgbImage, library: &Library) -> [u8; 3]
             let parts: Vec<f64> = cells
                 .par_chunks(256)
                 .map_init(Vec::new, |scratch, chunk| {
+                    let (mut near, mut de) = (Vec::with_capacity(4), [0f32; 4]);
                     chunk
                         .iter()
                         .map(|(lab, _)| {
-                            tree.nearest(&lab.map(|v| v as f32), 4, scratch);
-                            scratch
-                                .iter()
-                                .map(|&(_, t)| ciede2000(*lab, means[t as usize].map(f64::from)))
-                                .fold(f64::INFINITY, f64::min)
+                            let lab = lab.map(|v| v as f32);
+                            tree.nearest(&lab, 4, scratch);
+                            near.clear();
+                            near.extend(scratch.iter().map(|&(_, t)| means[t as usize]));
+                            let de = &mut de[..near.len()];
+                            ciede2000_batch(lab, &near, de);
+                            de.iter().fold(f64::INFINITY, |m, &d| m.min(f64::from(d)))
                         })
                         .sum()
                 })

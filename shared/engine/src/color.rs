@@ -46,6 +46,35 @@ pub fn srgb_to_lab(rgb: [f64; 3]) -> [f64; 3] {
     [116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)]
 }
 
+/// The inverse of [`srgb_to_lab`]: the sRGB colour (channels in `0.0..=255.0`, unclamped) of
+/// a CIELAB one.
+pub fn lab_to_srgb(lab: [f64; 3]) -> [f64; 3] {
+    let fy = (lab[0] + 16.0) / 116.0;
+    let (fx, fz) = (fy + lab[1] / 500.0, fy - lab[2] / 200.0);
+    let f_inv = |f: f64| {
+        let t = f * f * f;
+        if t > 0.008856 {
+            t
+        } else {
+            (f - 16.0 / 116.0) / 7.787
+        }
+    };
+    let (x, y, z) = (f_inv(fx) * 0.95047, f_inv(fy), f_inv(fz) * 1.08883);
+    let linear = [
+        3.240481343200526 * x - 1.5371515162713185 * y - 0.4985363261688878 * z,
+        -0.9692549499965682 * x + 1.8759900014898907 * y + 0.04155592655829284 * z,
+        0.05564663913517716 * x - 0.20404133836651123 * y + 1.0573110696453443 * z,
+    ];
+    linear.map(|c| {
+        let v = if c > 0.0031308 {
+            1.055 * c.powf(1.0 / 2.4) - 0.055
+        } else {
+            12.92 * c
+        };
+        v * 255.0
+    })
+}
+
 /// [`srgb_to_lab`] rounded to `f32`, the precision descriptors are stored in.
 pub fn srgb_to_lab32(rgb: [f64; 3]) -> Lab {
     let l = srgb_to_lab(rgb);
@@ -508,6 +537,22 @@ mod tests {
                 (quick - want).abs() < 1e-5 * want.max(10.0),
                 "{a:?} {b:?}: {quick} != {want}"
             );
+        }
+    }
+
+    /// Lab back to sRGB gives the colour it came from, over the whole cube.
+    #[test]
+    fn lab_to_srgb_undoes_srgb_to_lab() {
+        for r in (0..=255).step_by(15) {
+            for g in (0..=255).step_by(15) {
+                for b in (0..=255).step_by(15) {
+                    let rgb = [r as f64 + 0.25, g as f64, b as f64 * 0.999];
+                    let back = lab_to_srgb(srgb_to_lab(rgb));
+                    for c in 0..3 {
+                        assert!((back[c] - rgb[c]).abs() < 1e-6, "{rgb:?} -> {back:?}");
+                    }
+                }
+            }
         }
     }
 

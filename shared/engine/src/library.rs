@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::color::{Lab, srgb_to_lab32};
+use crate::color::{Lab, lab_to_srgb, srgb_to_lab32};
 use crate::crop::CropRule;
 use crate::decode::{Cropped, decode_crop};
 use crate::error::Error;
@@ -500,11 +500,19 @@ impl Library {
             captions: self.captions.clone(),
             version: self.version,
         };
+        // Each stored rendition is laid over the new background and described in one pass,
+        // without a copy of its pixels.
+        let alpha = self.alpha.as_ref()?;
         let (rw, rh) = self.rendition_dims();
-        let k = self.grid();
-        let described: Vec<Described> = (0..self.len() as u32)
+        let (w, h, k) = (rw as usize, rh as usize, self.grid());
+        let n = w * h;
+        let gains = clear_gains([0, 1, 2].map(|c| background[c] as i32 - stored[c] as i32));
+        let described: Vec<Described> = (0..self.len())
             .into_par_iter()
-            .map(|t| describe(&over.rendition(t), rw as usize, rh as usize, k))
+            .map(|t| {
+                let (px, opacity) = (self.pixels.range(t * n * 3, n * 3), alpha.range(t * n, n));
+                describe_over(&px, &opacity, (w, h), k, &gains)
+            })
             .collect();
         for (mean, sub) in described {
             over.means.push(mean);
@@ -514,18 +522,20 @@ impl Library {
     }
 
     /// Each tile's mean sRGB colour and mean opacity (0 to 1); opaque libraries have 1 for all.
+    /// The colour comes from the tile's mean (the Lab of its mean sRGB colour), so only the
+    /// opacity is read.
     pub(crate) fn colours_and_cover(&self) -> Vec<([f64; 3], f64)> {
         let (rw, rh) = self.rendition_dims();
         let n = (rw * rh) as usize;
         (0..self.len())
             .into_par_iter()
             .map(|t| {
-                let px = self.rendition(t as u32);
+                let colour = lab_to_srgb(self.means[t].map(f64::from)).map(|v| v.clamp(0.0, 255.0));
                 let cover = self.alpha.as_ref().map_or(1.0, |a| {
                     a.range(t * n, n).iter().map(|&v| v as u64).sum::<u64>() as f64
                         / (255.0 * n as f64)
                 });
-                (area_mean(&px), cover)
+                (colour, cover)
             })
             .collect()
     }
@@ -1359,21 +1369,52 @@ fn split_csv_line(line: &str) -> Option<Vec<String>> {
 /// Lays RGB8 `px`, composited with opacity `alpha` onto one background, over another that is
 /// `shift` away from it (per channel).
 fn recomposite(px: &mut [u8], alpha: &[u8], shift: [i32; 3]) {
-    // What each opacity adds to each channel, rounded to nearest, either sign.
-    let mut add = [[0i16; 3]; 256];
-    for (a, add) in add.iter_mut().enumerate() {
-        let clear = 255 - a as i32;
-        for c in 0..3 {
-            let d = clear * shift[c];
-            add[c] = ((d + if d >= 0 { 127 } else { -127 }) / 255) as i16;
-        }
-    }
+    let add = clear_gains(shift);
     for (p, &a) in px.chunks_exact_mut(3).zip(alpha) {
         let add = &add[a as usize];
         for c in 0..3 {
             p[c] = (p[c] as i16 + add[c]).clamp(0, 255) as u8;
         }
     }
+}
+
+/// What a pixel of each opacity gains in each channel when the background it lies over moves by
+/// `shift`: the clear part of the shift, rounded to nearest either way.
+fn clear_gains(shift: [i32; 3]) -> [[i16; 3]; 256] {
+    let mut gains = [[0i16; 3]; 256];
+    for (a, gain) in gains.iter_mut().enumerate() {
+        let clear = 255 - a as i32;
+        for c in 0..3 {
+            let d = clear * shift[c];
+            gain[c] = ((d + if d >= 0 { 127 } else { -127 }) / 255) as i16;
+        }
+    }
+    gains
+}
+
+/// [`describe`] of the `w x h` pixels `px` laid over another background: each pixel, of
+/// opacity `opacity`, gains its [`clear_gains`] `gains` (clamped), as [`recomposite`] does.
+fn describe_over(
+    px: &[u8],
+    opacity: &[u8],
+    (w, h): (usize, usize),
+    k: usize,
+    gains: &[[i16; 3]; 256],
+) -> Described {
+    let mut sums = vec![[0u64; 4]; k * k];
+    let columns: Vec<usize> = (0..w).map(|x| x * k / w).collect();
+    let rows = px.chunks_exact(w * 3).zip(opacity.chunks_exact(w));
+    for (y, (row, alpha)) in rows.take(h).enumerate() {
+        let block = &mut sums[y * k / h * k..][..k];
+        for ((p, &a), &gx) in row.chunks_exact(3).zip(alpha).zip(&columns) {
+            let (s, g) = (&mut block[gx], &gains[a as usize]);
+            for c in 0..3 {
+                s[c] += (p[c] as i16 + g[c]).clamp(0, 255) as u64;
+            }
+            s[3] += 1;
+        }
+    }
+    described_sums(&sums, w * h)
 }
 
 /// Mean sRGB colour of packed RGB8 pixels.
@@ -1407,6 +1448,12 @@ pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> Described {
             s[3] += 1;
         }
     }
+    described_sums(&sums, w * h)
+}
+
+/// The mean and sub-grid means of [`describe`] from each sub-cell's colour sums and pixel count,
+/// of `n` pixels in all.
+fn described_sums(sums: &[[u64; 4]], n: usize) -> Described {
     let mut total = [0u64; 3];
     let subs = sums
         .iter()
@@ -1418,7 +1465,7 @@ pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> Described {
             srgb_to_lab32([s[0] as f64 / n, s[1] as f64 / n, s[2] as f64 / n])
         })
         .collect();
-    let n = (w * h) as f64;
+    let n = n as f64;
     let mean = srgb_to_lab32([
         total[0] as f64 / n,
         total[1] as f64 / n,
@@ -1628,6 +1675,47 @@ mod tests {
             ..ImportOptions::default()
         };
         Library::from_files(files, &options).unwrap().0
+    }
+
+    /// A library laid over other backgrounds describes its tiles as describing its recomposited
+    /// renditions does, to the last bit, for two shapes and shifts up and down.
+    #[test]
+    fn descriptors_over_another_background_are_those_of_its_pixels() {
+        let files: Vec<(String, Vec<u8>)> = (0..6u32)
+            .map(|i| {
+                // A cut-out: a soft-edged disc of shaded colour.
+                let (w, h) = (40 + i * 7, 36);
+                let img = image::RgbaImage::from_fn(w, h, |x, y| {
+                    let (dx, dy) = (x as f32 - w as f32 / 2.0, y as f32 - h as f32 / 2.0);
+                    let edge = 15.0 - (dx * dx + dy * dy).sqrt();
+                    let alpha = (edge * 64.0).clamp(0.0, 255.0) as u8;
+                    image::Rgba([(x * 5) as u8, (y * 6 + i * 30) as u8, (i * 40) as u8, alpha])
+                });
+                let mut out = Vec::new();
+                img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+                    .unwrap();
+                (format!("t{i}.png"), out)
+            })
+            .collect();
+        for shape in [TileShape::SQUARE, TileShape::new(3, 2).unwrap()] {
+            let options = ImportOptions {
+                shape,
+                background: [40, 200, 90],
+                ..ImportOptions::default()
+            };
+            let library = Library::from_files(files.clone(), &options).unwrap().0;
+            assert!(library.is_transparent());
+            let (w, h) = library.rendition_dims();
+            for bg in [[0, 0, 0], [255, 255, 255], [200, 10, 250]] {
+                let over = library.over(bg).unwrap();
+                for t in 0..library.len() as u32 {
+                    let (mean, subs) =
+                        describe(&over.rendition(t), w as usize, h as usize, library.grid());
+                    assert_eq!(over.means()[t as usize], mean, "tile {t} over {bg:?}");
+                    assert_eq!(over.sub_grid(t), subs, "tile {t} over {bg:?}");
+                }
+            }
+        }
     }
 
     fn sealed(mut body: Vec<u8>) -> Vec<u8> {
