@@ -9,7 +9,7 @@ use tessera_engine::{
     decode_target, render_to_sink,
 };
 
-use crate::support::{astronaut, fixture};
+use crate::support::{astronaut, fixture, one_colour_tiles};
 
 fn tessera<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tessera"))
@@ -371,14 +371,7 @@ fn a_flat_photo_with_a_high_floor_places_every_copy() {
 #[test]
 fn a_small_library_makes_a_mosaic_at_the_defaults() {
     let dir = tempfile::tempdir().unwrap();
-    let tiles = dir.path().join("tiles");
-    std::fs::create_dir(&tiles).unwrap();
-    for i in 0..12u8 {
-        let colour = image::Rgb([i * 20, 255 - i * 20, i.wrapping_mul(71)]);
-        image::RgbImage::from_pixel(32, 32, colour)
-            .save(tiles.join(format!("photo-{i:02}.png")))
-            .unwrap();
-    }
+    let tiles = one_colour_tiles(dir.path(), 32);
     let target =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine/astronaut-48.png");
     let plan = dir.path().join("plan.csv");
@@ -409,6 +402,37 @@ fn a_small_library_makes_a_mosaic_at_the_defaults() {
                 "{t} at {r},{c} and beside"
             );
         }
+    }
+}
+
+/// The binary as it ships reads a phone's HEIC and an AVIF upright, with libheif loaded when
+/// the first of them is read: the executable does not name it among the libraries it needs, so
+/// runs that read no HEIF do not pay for setting up its decoders.
+#[test]
+fn the_binary_loads_libheif_when_a_heif_file_comes() {
+    let dynamic = Command::new("readelf")
+        .args(["-d", env!("CARGO_BIN_EXE_tessera")])
+        .output()
+        .unwrap();
+    assert!(dynamic.status.success());
+    let dynamic = String::from_utf8_lossy(&dynamic.stdout);
+    assert!(dynamic.contains("(NEEDED)"), "{dynamic}");
+    assert!(!dynamic.contains("libheif"), "libheif linked: {dynamic}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = one_colour_tiles(dir.path(), 16);
+    for name in ["phone.heic", "photo.avif"] {
+        let photo = dir.path().join(name);
+        std::fs::write(&photo, crate::photos::corpus_file(name)).unwrap();
+        let out = dir.path().join(format!("{name}.png"));
+        let run = render(&photo, &tiles, &out, &["--cells", "24", "--tile-size", "8"]);
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        let mosaic = image::open(&out).unwrap();
+        assert_eq!(
+            (mosaic.width(), mosaic.height()),
+            (24 * 8, 16 * 8),
+            "{name}: upright"
+        );
     }
 }
 

@@ -443,59 +443,6 @@ async fn colour_managed_mosaics_on_azurite() {
     colour_managed_mosaics(&spawn_app_on_azurite().await).await;
 }
 
-/// The binary as it ships reads a phone's HEIC and an AVIF upright, with libheif loaded when
-/// the first of them is read: the executable does not name it among the libraries it needs, so
-/// runs that read no HEIF do not pay for setting up its decoders.
-#[test]
-fn the_binary_loads_libheif_when_a_heif_file_comes() {
-    let binary = env!("CARGO_BIN_EXE_tessera");
-    let dynamic = Command::new("readelf")
-        .args(["-d", binary])
-        .output()
-        .unwrap();
-    assert!(dynamic.status.success());
-    let dynamic = String::from_utf8_lossy(&dynamic.stdout);
-    assert!(dynamic.contains("(NEEDED)"), "{dynamic}");
-    assert!(!dynamic.contains("libheif"), "libheif linked: {dynamic}");
-
-    let dir = tempfile::tempdir().unwrap();
-    let tiles = dir.path().join("tiles");
-    std::fs::create_dir(&tiles).unwrap();
-    for i in 0..12u8 {
-        let colour = image::Rgb([i * 20, 255 - i * 20, i.wrapping_mul(71)]);
-        image::RgbImage::from_pixel(16, 16, colour)
-            .save(tiles.join(format!("tile-{i:02}.png")))
-            .unwrap();
-    }
-    for name in ["phone.heic", "photo.avif"] {
-        let photo = dir.path().join(name);
-        std::fs::write(&photo, corpus_file(name)).unwrap();
-        let out = dir.path().join(format!("{name}.png"));
-        let run = Command::new(binary)
-            .args([
-                "render".as_ref(),
-                photo.as_os_str(),
-                "-l".as_ref(),
-                tiles.as_os_str(),
-            ])
-            .args(["--cells", "24", "--tile-size", "8", "-q", "-o"])
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(
-            run.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-        let mosaic = image::open(&out).unwrap();
-        assert_eq!(
-            (mosaic.width(), mosaic.height()),
-            (24 * 8, 16 * 8),
-            "{name}: upright"
-        );
-    }
-}
-
 /// A JPEG of `width` x `height` as a camera makes one (a colour wash of its own), for a library.
 pub(crate) fn camera_jpeg(width: u32, height: u32, hue: u8) -> Vec<u8> {
     let img = image::RgbImage::from_fn(width, height, |x, y| {

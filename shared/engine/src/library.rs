@@ -1369,13 +1369,17 @@ fn split_csv_line(line: &str) -> Option<Vec<String>> {
 /// Lays RGB8 `px`, composited with opacity `alpha` onto one background, over another that is
 /// `shift` away from it (per channel).
 fn recomposite(px: &mut [u8], alpha: &[u8], shift: [i32; 3]) {
-    let add = clear_gains(shift);
+    let gains = clear_gains(shift);
     for (p, &a) in px.chunks_exact_mut(3).zip(alpha) {
-        let add = &add[a as usize];
-        for c in 0..3 {
-            p[c] = (p[c] as i16 + add[c]).clamp(0, 255) as u8;
-        }
+        let over = laid_over(p, &gains[a as usize]);
+        p.copy_from_slice(&over);
     }
+}
+
+/// Pixel `p` with its [`clear_gains`] `gain` added, within 0 to 255.
+#[inline(always)]
+fn laid_over(p: &[u8], gain: &[i16; 3]) -> [u8; 3] {
+    [0, 1, 2].map(|c| (p[c] as i16 + gain[c]).clamp(0, 255) as u8)
 }
 
 /// What a pixel of each opacity gains in each channel when the background it lies over moves by
@@ -1401,20 +1405,11 @@ fn describe_over(
     k: usize,
     gains: &[[i16; 3]; 256],
 ) -> Described {
-    let mut sums = vec![[0u64; 4]; k * k];
-    let columns: Vec<usize> = (0..w).map(|x| x * k / w).collect();
     let rows = px.chunks_exact(w * 3).zip(opacity.chunks_exact(w));
-    for (y, (row, alpha)) in rows.take(h).enumerate() {
-        let block = &mut sums[y * k / h * k..][..k];
-        for ((p, &a), &gx) in row.chunks_exact(3).zip(alpha).zip(&columns) {
-            let (s, g) = (&mut block[gx], &gains[a as usize]);
-            for c in 0..3 {
-                s[c] += (p[c] as i16 + g[c]).clamp(0, 255) as u64;
-            }
-            s[3] += 1;
-        }
-    }
-    described_sums(&sums, w * h)
+    let rows = rows.map(|(row, alpha)| {
+        (row.chunks_exact(3).zip(alpha)).map(|(p, &a)| laid_over(p, &gains[a as usize]))
+    });
+    describe_rows(rows, (w, h), k)
 }
 
 /// Mean sRGB colour of packed RGB8 pixels.
@@ -1435,12 +1430,24 @@ type Described = (Lab, Vec<Lab>);
 /// Mean colour and `k x k` sub-grid means of a `w x h` RGB8 image, averaged in sRGB (as the eye
 /// sees it from a distance and as the quality metric measures) and converted to Lab.
 pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> Described {
+    let rows = px
+        .chunks_exact(w * 3)
+        .map(|row| row.chunks_exact(3).map(|p| [p[0], p[1], p[2]]));
+    describe_rows(rows, (w, h), k)
+}
+
+/// [`describe`] of `w x h` pixels given row by row.
+fn describe_rows<R: Iterator<Item = [u8; 3]>>(
+    rows: impl Iterator<Item = R>,
+    (w, h): (usize, usize),
+    k: usize,
+) -> Described {
     let mut sums = vec![[0u64; 4]; k * k];
     // Which column of the sub-grid each pixel column falls in.
     let columns: Vec<usize> = (0..w).map(|x| x * k / w).collect();
-    for (y, row) in px.chunks_exact(w * 3).take(h).enumerate() {
+    for (y, row) in rows.take(h).enumerate() {
         let block = &mut sums[y * k / h * k..][..k];
-        for (p, &gx) in row.chunks_exact(3).zip(&columns) {
+        for (p, &gx) in row.zip(&columns) {
             let s = &mut block[gx];
             s[0] += p[0] as u64;
             s[1] += p[1] as u64;
@@ -1448,12 +1455,6 @@ pub(crate) fn describe(px: &[u8], w: usize, h: usize, k: usize) -> Described {
             s[3] += 1;
         }
     }
-    described_sums(&sums, w * h)
-}
-
-/// The mean and sub-grid means of [`describe`] from each sub-cell's colour sums and pixel count,
-/// of `n` pixels in all.
-fn described_sums(sums: &[[u64; 4]], n: usize) -> Described {
     let mut total = [0u64; 3];
     let subs = sums
         .iter()
@@ -1465,7 +1466,7 @@ fn described_sums(sums: &[[u64; 4]], n: usize) -> Described {
             srgb_to_lab32([s[0] as f64 / n, s[1] as f64 / n, s[2] as f64 / n])
         })
         .collect();
-    let n = n as f64;
+    let n = (w * h) as f64;
     let mean = srgb_to_lab32([
         total[0] as f64 / n,
         total[1] as f64 / n,

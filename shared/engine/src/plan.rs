@@ -1135,8 +1135,8 @@ impl Shortlist {
                 scale,
             } => {
                 if desc.subs.windows(2).all(|w| w[0][0] == w[1][0]) {
-                    let p = form_point(&desc.mean, &[0.0; 9], *scale, *any_turn);
-                    flat.nearest(&[p[0], p[1], p[2], 0.0], k, out);
+                    let [l, a, b] = mean_point(&desc.mean, *scale);
+                    flat.nearest(&[l, a, b, 0.0], k, out);
                     return;
                 }
                 let light = light_grid(|i| desc.subs[i][0], weights);
@@ -1206,22 +1206,28 @@ fn form_point(mean: &Lab, grid: &[f32; 9], scale: f32, any_turn: bool) -> [f32; 
     let (sx, sy) = (project(&STEP, &FLAT), project(&FLAT, &STEP));
     let saddle = project(&STEP, &STEP);
     let (bx, by) = (project(&BEND, &FLAT), project(&FLAT, &BEND));
-    let p = perceptual(mean);
-    let l = p[0] * (1.0 + 9.0 * scale * scale).sqrt();
+    let [l, a, b] = mean_point(mean, scale);
     if any_turn {
         let step = (sx * sx + sy * sy).sqrt();
         [
             l,
-            p[1],
-            p[2],
+            a,
+            b,
             step,
             saddle.abs(),
             (bx + by) * H,
             (bx - by).abs() * H,
         ]
     } else {
-        [l, p[1], p[2], sx, sy, saddle, bx]
+        [l, a, b, sx, sy, saddle, bx]
     }
+}
+
+/// The first three dimensions of a [`form_point`]: the perceptual mean, its L* weighed by
+/// `sqrt(1 + w)` (`scale` = `sqrt(w / 9)`).
+fn mean_point(mean: &Lab, scale: f32) -> [f32; 3] {
+    let p = perceptual(mean);
+    [p[0] * (1.0 + 9.0 * scale * scale).sqrt(), p[1], p[2]]
 }
 
 /// Candidates for one cell with their cost: the `width` nearest tiles by mean colour

@@ -92,3 +92,17 @@ pub(crate) fn tiles(n: usize) -> Vec<(String, Vec<u8>)> {
         })
         .collect()
 }
+
+/// A folder `tiles` in `dir` of twelve one-colour `side` px PNGs, all colours apart: a small
+/// library.
+pub(crate) fn one_colour_tiles(dir: &std::path::Path, side: u32) -> PathBuf {
+    let tiles = dir.join("tiles");
+    std::fs::create_dir(&tiles).unwrap();
+    for i in 0..12u8 {
+        let colour = image::Rgb([i * 20, 255 - i * 20, i.wrapping_mul(71)]);
+        image::RgbImage::from_pixel(side, side, colour)
+            .save(tiles.join(format!("tile-{i:02}.png")))
+            .unwrap();
+    }
+    tiles
+}
