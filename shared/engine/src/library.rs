@@ -457,8 +457,8 @@ impl Library {
         match (self.stored_over, &self.alpha) {
             (Some(stored_over), Some(alpha)) => {
                 let mut px = stored.into_owned();
-                let shift = [0, 1, 2].map(|c| self.background[c] as i32 - stored_over[c] as i32);
-                recomposite(&mut px, &alpha.range(tile as usize * n, n), shift);
+                let gains = clear_gains(stored_over, self.background);
+                recomposite(&mut px, &alpha.range(tile as usize * n, n), &gains);
                 Cow::Owned(px)
             }
             _ => stored,
@@ -485,6 +485,7 @@ impl Library {
         if !self.looks_different_over(background) {
             return None;
         }
+        let alpha = self.alpha.as_ref()?;
         let stored = self.stored_over.unwrap_or(self.background);
         let mut over = Library {
             grid: self.grid,
@@ -502,11 +503,10 @@ impl Library {
         };
         // Each stored rendition is laid over the new background and described in one pass,
         // without a copy of its pixels.
-        let alpha = self.alpha.as_ref()?;
         let (rw, rh) = self.rendition_dims();
         let (w, h, k) = (rw as usize, rh as usize, self.grid());
         let n = w * h;
-        let gains = clear_gains([0, 1, 2].map(|c| background[c] as i32 - stored[c] as i32));
+        let gains = clear_gains(stored, background);
         let described: Vec<Described> = (0..self.len())
             .into_par_iter()
             .map(|t| {
@@ -1366,10 +1366,9 @@ fn split_csv_line(line: &str) -> Option<Vec<String>> {
     Some(fields)
 }
 
-/// Lays RGB8 `px`, composited with opacity `alpha` onto one background, over another that is
-/// `shift` away from it (per channel).
-fn recomposite(px: &mut [u8], alpha: &[u8], shift: [i32; 3]) {
-    let gains = clear_gains(shift);
+/// Lays RGB8 `px`, composited with opacity `alpha` onto one background, over another: each
+/// pixel gains its [`clear_gains`] `gains`.
+fn recomposite(px: &mut [u8], alpha: &[u8], gains: &[[i16; 3]; 256]) {
     for (p, &a) in px.chunks_exact_mut(3).zip(alpha) {
         let over = laid_over(p, &gains[a as usize]);
         p.copy_from_slice(&over);
@@ -1382,9 +1381,10 @@ fn laid_over(p: &[u8], gain: &[i16; 3]) -> [u8; 3] {
     [0, 1, 2].map(|c| (p[c] as i16 + gain[c]).clamp(0, 255) as u8)
 }
 
-/// What a pixel of each opacity gains in each channel when the background it lies over moves by
-/// `shift`: the clear part of the shift, rounded to nearest either way.
-fn clear_gains(shift: [i32; 3]) -> [[i16; 3]; 256] {
+/// What a pixel of each opacity gains in each channel when the background it lies over changes
+/// from `from` to `to`: the clear part of the change, rounded to nearest either way.
+fn clear_gains(from: [u8; 3], to: [u8; 3]) -> [[i16; 3]; 256] {
+    let shift = [0, 1, 2].map(|c| to[c] as i32 - from[c] as i32);
     let mut gains = [[0i16; 3]; 256];
     for (a, gain) in gains.iter_mut().enumerate() {
         let clear = 255 - a as i32;
