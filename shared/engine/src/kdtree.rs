@@ -218,8 +218,9 @@ impl<const D: usize> KdTree<D> {
     }
 
     /// [`KdTree::nearest`] in a small tree: every leaf's distances in vector registers, the
-    /// points within `bound` kept, then the `k` least of them. No descent and no sorted
-    /// insertion: in a few hundred points of seven dimensions, the descent visits most leaves.
+    /// points within `bound` kept, then the `k` least of them. For a few hundred points (in
+    /// three dimensions as in seven) the descent's bookkeeping and sorted insertions cost more
+    /// than the distances they save.
     fn scan(&self, q: &[f32; D], k: usize, bound: f32, out: &mut Vec<(f32, u32)>) {
         // Each point within reach as one number: a distance (never negative) orders as its
         // bits, so (distance, id) orders as [`cmp_key`] does.
