@@ -25,7 +25,8 @@
       li.append(photo.name + ": " + (WORDS[photo.state] || photo.state));
       if (photo.state === "approved" && mosaic) {
         const a = document.createElement("a");
-        a.href = "/jobs/" + mosaic + "?tile=" + encodeURIComponent(photo.name);
+        a.href = "/jobs/" + mosaic + "?share=" + encodeURIComponent(token) +
+          "&tile=" + encodeURIComponent(photo.name);
         a.textContent = "Find it in the mosaic";
         a.className = "find-mine";
         li.append(" · ", a);

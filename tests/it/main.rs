@@ -14,6 +14,7 @@ mod event_mosaics;
 mod function_length;
 mod growing_libraries;
 mod hostile_files;
+mod hostile_guests;
 mod interop;
 mod job_outputs;
 mod job_spec;

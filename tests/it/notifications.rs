@@ -64,12 +64,24 @@ async fn receiver(fail_for: Duration) -> (u16, tokio::sync::mpsc::UnboundedRecei
 const SECRET: &str = "whsec-binary-secret";
 
 fn config(dir: &std::path::Path, receiver: u16) -> std::path::PathBuf {
+    config_with(dir, receiver, 4, 40)
+}
+
+/// A config whose webhooks may call `receiver`, waiting at most `max_backoff` seconds between
+/// two of at most `max_attempts` attempts.
+fn config_with(
+    dir: &std::path::Path,
+    receiver: u16,
+    max_backoff: u64,
+    max_attempts: u32,
+) -> std::path::PathBuf {
     let path = dir.join("tessera.toml");
     std::fs::write(
         &path,
         format!(
             "[web.webhooks]\nsecret = \"{SECRET}\"\nallow = [\"127.0.0.1:{receiver}\"]\n\
-             allow_private = true\nmax_backoff_secs = 4\n"
+             allow_private = true\nmax_backoff_secs = {max_backoff}\n\
+             max_attempts = {max_attempts}\n"
         ),
     )
     .unwrap();
@@ -178,6 +190,35 @@ async fn a_receiver_that_fails_for_70_seconds_across_a_restart_still_gets_the_ev
     // Delivered once: nothing more comes.
     let more = tokio::time::timeout(Duration::from_secs(6), calls.recv()).await;
     assert!(more.is_err(), "a call after the delivery");
+}
+
+/// A receiver that never answers well is called `max_attempts` times, then the delivery is set
+/// aside for the operator and never tried again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_webhook_ends_after_its_tries() {
+    let (port, mut calls) = receiver(Duration::from_secs(3600)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_with(dir.path(), port, 1, 3);
+    let args = ["--config", config.to_str().unwrap()];
+    let serve = Serve::start_in(dir.path(), free_port(), &args, &[]).await;
+    let hook = format!("http://127.0.0.1:{port}/hook");
+    let id = submit_with_webhook(&serve, &hook).await;
+    assert_eq!(ended(&serve, &id).await["state"], "done");
+    for attempt in 1..=3 {
+        let (call, status) = tokio::time::timeout(Duration::from_secs(30), calls.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no attempt {attempt}:\n{}", serve.log()))
+            .unwrap();
+        assert_eq!(status, 500);
+        assert_eq!(call.header("Tessera-Delivery"), format!("{id}/job.done"));
+    }
+    let more = tokio::time::timeout(Duration::from_secs(8), calls.recv()).await;
+    assert!(more.is_err(), "a fourth attempt");
+    let log = serve.log();
+    assert!(
+        log.contains("webhook undelivered: set aside") && log.contains("3 attempts failed"),
+        "{log}"
+    );
 }
 
 /// With `queues.job_events`, every job's end is also sent to that queue, as the CloudEvents

@@ -108,6 +108,15 @@ impl ApiError {
         self
     }
 
+    /// The same error, its message after `prefix` (a client's error only: ours stay as they
+    /// are).
+    pub fn prefixed(mut self, prefix: &str) -> Self {
+        if !self.status.is_server_error() {
+            self.message = format!("{prefix}{}", self.message);
+        }
+        self
+    }
+
     /// The same error, asking the client to wait `after` before trying again.
     pub fn retry_after(mut self, after: std::time::Duration) -> Self {
         self.retry_after = Some(after.as_secs().max(1));

@@ -41,6 +41,8 @@ pub struct AppState {
     pub previews: PreviewSeats,
     /// Placements being sent, per address (an IPv6 /64).
     pub(crate) placements: crate::guards::client::AddressCounts,
+    /// Guests' photos per address and per event, and their decodes at once.
+    pub guests: crate::guards::guest_limits::GuestLimits,
     /// Library versions decoded lately, for the pictures of their tiles and previews.
     pub loaded_libraries: Arc<LibraryCache>,
     /// The job event streams: one poller per job, caps, the end at shutdown.
@@ -234,6 +236,11 @@ impl HeldCellMap {
     ) -> Option<Arc<tessera_shared::jobs::JobRecord>> {
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         (seen.0.elapsed() < age).then(|| seen.1.clone())
+    }
+
+    /// The job's record as last read.
+    pub fn record(&self) -> Arc<tessera_shared::jobs::JobRecord> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
     }
 
     /// Keeps `record` as the job's record, read now.

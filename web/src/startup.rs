@@ -202,6 +202,7 @@ fn app_state(
         loaded_libraries,
         previews: Default::default(),
         placements: Default::default(),
+        guests: Default::default(),
     }
 }
 

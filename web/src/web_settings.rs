@@ -90,6 +90,9 @@ pub struct WebSettings {
     pub trusted_proxies: Vec<AddressRange>,
     /// Completion webhooks (`[web.webhooks]`): who may be called, and the signing secret.
     pub webhooks: WebhookSettings,
+    /// What guests of events may send (`[web.guests]`): rates per address and per event,
+    /// decodes at once, events per owner.
+    pub guests: crate::guards::guest_limits::GuestSettings,
     /// Where uploads are spooled while they are read and imported: `spool/` in the embedded
     /// data directory (so the free space kept there counts them), else the system's temporary
     /// directory. Emptied at start.
@@ -121,6 +124,12 @@ pub struct WebhookSettings {
     /// How long a job's notification is tried again, from its job's end, with back-off from
     /// one second, doubling: after that it is set aside, where the operator sees it.
     pub retry_for_secs: u64,
+    /// Most attempts at one notification (the first included): after the last it is set
+    /// aside, whatever time is left of `retry_for_secs`.
+    pub max_attempts: u32,
+    /// Most notifications one client may have owed at once: the newest past it are set aside
+    /// untried (0: no limit).
+    pub max_owed_per_client: usize,
     /// The longest wait between two attempts at one notification.
     pub max_backoff_secs: u64,
     /// How often an idle sender looks for notifications owed (a job's end wakes it at once in
@@ -140,6 +149,8 @@ impl Default for WebhookSettings {
             allow: Vec::new(),
             allow_private: false,
             retry_for_secs: 24 * 60 * 60,
+            max_attempts: 12,
+            max_owed_per_client: 20,
             max_backoff_secs: 300,
             poll_secs: 300,
             timeout_secs: 10,
@@ -226,6 +237,7 @@ impl Default for WebSettings {
             keys: BTreeMap::new(),
             trusted_proxies: Vec::new(),
             webhooks: WebhookSettings::default(),
+            guests: Default::default(),
             spool_dir: None,
             retention: Default::default(),
             limits: Default::default(),

@@ -114,6 +114,8 @@ pub enum ErrorCode {
     /// The guest has sent as many photos as the event takes from one guest.
     GuestPhotoLimit,
     /// The service is not ready.
+    /// The event holds as many photos as its owner lets it take.
+    EventPhotoLimit,
     NotReady,
     /// The job belongs to someone else.
     NotYourJob,
@@ -160,10 +162,14 @@ pub enum ErrorCode {
     /// The client's address has as many jobs running as it may.
     TooManyActiveJobsFromAddress,
     /// Too many wrong keys from this address.
+    /// Photos are coming from this address or through this link faster than the service takes them.
+    TooManyPhotos,
     TooManyFailedKeys,
     /// The upload has more files than a library may.
     TooManyFiles,
     /// The owner has as many libraries as one may keep.
+    /// The owner has as many events as one may keep.
+    TooManyEvents,
     TooManyLibraries,
     /// This address is reading as many placements as it may.
     TooManyPlacements,
@@ -530,6 +536,12 @@ pub const CODES: &[Declared] = &[
         field: Some("files"),
     },
     Declared {
+        code: ErrorCode::EventPhotoLimit,
+        name: "event_photo_limit",
+        meaning: "The event holds as many photos as its owner lets it take.",
+        field: Some("files"),
+    },
+    Declared {
         code: ErrorCode::NotReady,
         name: "not_ready",
         meaning: "The service is not ready.",
@@ -668,6 +680,12 @@ pub const CODES: &[Declared] = &[
         field: None,
     },
     Declared {
+        code: ErrorCode::TooManyPhotos,
+        name: "too_many_photos",
+        meaning: "Photos are coming from this address or through this link faster than the service takes them.",
+        field: None,
+    },
+    Declared {
         code: ErrorCode::TooManyFailedKeys,
         name: "too_many_failed_keys",
         meaning: "Too many wrong keys from this address.",
@@ -678,6 +696,12 @@ pub const CODES: &[Declared] = &[
         name: "too_many_files",
         meaning: "The upload has more files than a library may.",
         field: Some("files"),
+    },
+    Declared {
+        code: ErrorCode::TooManyEvents,
+        name: "too_many_events",
+        meaning: "The owner has as many events as one may keep.",
+        field: None,
     },
     Declared {
         code: ErrorCode::TooManyLibraries,

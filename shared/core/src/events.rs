@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::keys::BlobKey;
 use crate::libraries::Owner;
-use crate::storage::{BlobStore, PutMode, StorageError};
+use crate::storage::{BlobStore, BlobStoreExt, PutMode, StorageError};
 
 /// Where a contributed photo is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -78,6 +78,19 @@ pub struct EventSettings {
     /// they are this many seconds (0: only when the owner asks).
     #[serde(default)]
     pub auto_after_seconds: u32,
+    /// Most photos the event holds, from every guest together (1 to [`MAX_PHOTOS_LIMIT`]):
+    /// the cap no client id resets.
+    #[serde(default = "default_max_photos")]
+    pub max_photos: u32,
+}
+
+/// Photos an event holds unless its owner says otherwise.
+pub const DEFAULT_MAX_PHOTOS: u32 = 5_000;
+/// The most photos an owner may let an event hold.
+pub const MAX_PHOTOS_LIMIT: u32 = 1_000_000;
+
+fn default_max_photos() -> u32 {
+    DEFAULT_MAX_PHOTOS
 }
 
 /// Who an event's mosaics are made for: the client (and the key, if any) that made the event,
@@ -137,6 +150,11 @@ impl EventRecord {
         format!("event-{id}")
     }
 
+    /// The event whose library `library` is ([`EventRecord::library_id`]), if it is one's.
+    pub fn event_of_library(library: &str) -> Option<Uuid> {
+        library.strip_prefix("event-")?.parse().ok()
+    }
+
     /// Photo `id`, if the event holds it.
     pub fn photo(&self, id: Uuid) -> Option<&EventPhoto> {
         self.photos.iter().find(|p| p.id == id)
@@ -165,6 +183,11 @@ impl EventRecord {
     pub fn wishlist(&self) -> Vec<crate::wishlist::Wish> {
         let photos: Vec<[u8; 3]> = self.approved().filter_map(|p| p.colour).collect();
         crate::wishlist::wishlist(&self.target_colours, &photos)
+    }
+
+    /// How many more photos the event takes before its cap (`max_photos`).
+    pub fn room_for_photos(&self) -> usize {
+        (self.settings.max_photos as usize).saturating_sub(self.photos.len())
     }
 
     /// How many photos `guest` has sent that are still there.
@@ -287,14 +310,71 @@ impl EventStore {
         Ok(self.blobs.get(&key).await?)
     }
 
-    /// Deletes a photo's file (one already gone is fine).
+    /// Deletes a photo's file and its thumbnail (either already gone is fine).
     pub async fn delete_photo(&self, event: Uuid, photo: Uuid) -> Result<(), EventError> {
-        let key = BlobKey::EventPhoto { event, photo }.path();
-        match self.blobs.delete(&key).await {
-            Ok(()) | Err(StorageError::NotFound(_)) => Ok(()),
+        for key in [
+            BlobKey::EventPhoto { event, photo },
+            BlobKey::EventThumbnail { event, photo },
+        ] {
+            match self.blobs.delete(&key.path()).await {
+                Ok(()) | Err(StorageError::NotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores a photo's thumbnail (a PNG).
+    pub async fn put_thumbnail(
+        &self,
+        event: Uuid,
+        photo: Uuid,
+        png: Bytes,
+    ) -> Result<(), EventError> {
+        let key = BlobKey::EventThumbnail { event, photo }.path();
+        self.blobs.put(&key, png, PutMode::Overwrite).await?;
+        Ok(())
+    }
+
+    /// A photo's thumbnail, if it was made.
+    pub async fn thumbnail(&self, event: Uuid, photo: Uuid) -> Result<Option<Bytes>, EventError> {
+        let key = BlobKey::EventThumbnail { event, photo }.path();
+        match self.blobs.get(&key).await {
+            Ok(png) => Ok(Some(png)),
+            Err(StorageError::NotFound(_)) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
+
+    /// How many events `owner` keeps (by the markers [`EventStore::mark_owner`] writes).
+    pub async fn count_of_owner(&self, owner: &Owner) -> Result<usize, EventError> {
+        match self.blobs.list_all(&BlobKey::owner_events_prefix(&owner_digest(owner))).await {
+            Ok(markers) => Ok(markers.len()),
+            Err(StorageError::NotFound(_)) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Marks `event` as one of `owner`'s.
+    pub async fn mark_owner(&self, owner: &Owner, event: Uuid) -> Result<(), EventError> {
+        let key = BlobKey::OwnerEvent {
+            owner: owner_digest(owner),
+            event,
+        };
+        self.blobs
+            .put(&key.path(), Bytes::new(), PutMode::Overwrite)
+            .await?;
+        Ok(())
+    }
+}
+
+/// An owner as a storage key may spell it: the SHA-256 of its name, hex.
+fn owner_digest(owner: &Owner) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(owner.as_str().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn not_found(event: Uuid, e: StorageError) -> EventError {

@@ -62,6 +62,17 @@ pub enum BlobKey {
     EventTarget { event: Uuid },
     /// A photo a guest contributed to an event, as sent.
     EventPhoto { event: Uuid, photo: Uuid },
+    /// A contributed photo's thumbnail (a PNG square), made once when the photo came in.
+    EventThumbnail { event: Uuid, photo: Uuid },
+    /// An empty marker naming one event of one owner (by the SHA-256, hex, of the owner), listed
+    /// by [`BlobKey::owner_events_prefix`] to count the events an owner keeps.
+    OwnerEvent { owner: String, event: Uuid },
+    /// A content-addressed part of library indexes (by the SHA-256, hex, of its bytes): an
+    /// index is stored as a list of parts, so versions share the parts they have in common.
+    LibraryPart { library: String, digest: String },
+    /// The manifest of a library version being published, naming the parts it writes before
+    /// the version's own blob names them (so that a collection meanwhile keeps them).
+    LibraryPending { library: String, id: Uuid },
 }
 
 impl BlobKey {
@@ -105,6 +116,18 @@ impl BlobKey {
             BlobKey::EventRecord { event } => format!("events/{event}/event.json"),
             BlobKey::EventTarget { event } => format!("events/{event}/target"),
             BlobKey::EventPhoto { event, photo } => format!("events/{event}/photos/{photo}"),
+            BlobKey::EventThumbnail { event, photo } => {
+                format!("events/{event}/thumbnails/{photo}.png")
+            }
+            BlobKey::OwnerEvent { owner, event } => {
+                format!("{}{event}", Self::owner_events_prefix(owner))
+            }
+            BlobKey::LibraryPart { library, digest } => {
+                format!("{}{digest}", Self::library_parts_prefix(library))
+            }
+            BlobKey::LibraryPending { library, id } => {
+                format!("{}{id}", Self::library_pending_prefix(library))
+            }
         }
     }
 
@@ -142,6 +165,21 @@ impl BlobKey {
     /// The prefix under which a library's record and indexes live.
     pub fn library_prefix(library: &str) -> String {
         format!("libraries/{library}/")
+    }
+
+    /// The prefix under which an owner's event markers live (`owner`: a hex digest).
+    pub fn owner_events_prefix(owner: &str) -> String {
+        format!("events/owners/{owner}/")
+    }
+
+    /// The prefix under which the parts of a library's indexes live.
+    pub fn library_parts_prefix(library: &str) -> String {
+        format!("{}parts/", Self::library_prefix(library))
+    }
+
+    /// The prefix under which the pending manifests of a library's publishes live.
+    pub fn library_pending_prefix(library: &str) -> String {
+        format!("{}pending/", Self::library_prefix(library))
     }
 
     /// The prefix under which a library's contact sheets live.
@@ -237,6 +275,19 @@ mod tests {
             BlobKey::UndeliveredEvent { job },
             BlobKey::RetiredLibrary {
                 library: "emoji".into(),
+            },
+            BlobKey::EventThumbnail { event: job, photo: job },
+            BlobKey::OwnerEvent {
+                owner: "ab".repeat(32),
+                event: job,
+            },
+            BlobKey::LibraryPart {
+                library: "emoji".into(),
+                digest: "cd".repeat(32),
+            },
+            BlobKey::LibraryPending {
+                library: "emoji".into(),
+                id: job,
             },
         ];
         for key in keys {

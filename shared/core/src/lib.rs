@@ -11,6 +11,7 @@ pub mod keys;
 pub mod libraries;
 pub mod library_cache;
 pub mod library_import;
+pub mod library_parts;
 pub mod lifecycle;
 pub mod messages;
 pub mod metric_names;

@@ -328,10 +328,25 @@ impl LibraryCatalog {
         self.put_record(record, how).await
     }
 
-    /// Writes `index` as the first version of library `id` from `version` on that no upload has
-    /// claimed: versions are claimed with create-only writes, so two concurrent imports never
-    /// share one.
+    /// Writes `index` (as parts and their manifest: [`crate::library_parts`]) as the first
+    /// version of library `id` from `version` on that no upload has claimed: versions are
+    /// claimed with create-only writes, so two concurrent imports never share one.
     async fn claim_version(
+        &self,
+        id: &str,
+        index: Bytes,
+        version: u32,
+        how: &Publication,
+    ) -> Result<u32, LibraryError> {
+        let stored = crate::library_parts::store(&*self.blobs, id, &index).await?;
+        tracing::debug!(library = %id, written = stored.written, "library index parts stored");
+        let claimed = self.claim_manifest(id, stored.manifest.clone(), version, how).await;
+        stored.done(&*self.blobs).await;
+        claimed
+    }
+
+    /// [`LibraryCatalog::claim_version`] for the manifest of parts already stored.
+    async fn claim_manifest(
         &self,
         id: &str,
         index: Bytes,
@@ -504,8 +519,11 @@ impl LibraryCatalog {
                 .await?,
         );
         let mut deleted = 0;
+        let parts = BlobKey::library_parts_prefix(id);
         for meta in stored {
-            if BlobKey::library_version_of(&meta.key, id).is_some_and(|v| kept.contains(&v)) {
+            if meta.key.starts_with(&parts)
+                || BlobKey::library_version_of(&meta.key, id).is_some_and(|v| kept.contains(&v))
+            {
                 continue;
             }
             match self.blobs.delete(&meta.key).await {
@@ -514,7 +532,9 @@ impl LibraryCatalog {
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(deleted + 1)
+        // The parts that no version kept names.
+        let parts = crate::library_parts::collect(&*self.blobs, id).await?;
+        Ok(deleted + parts as usize + 1)
     }
 
     /// The last version library `id` had when it was last deleted (0: never deleted).
@@ -541,13 +561,44 @@ impl LibraryCatalog {
         }
         .path();
         match self.blobs.get(&key).await {
-            Ok(bytes) => Ok(bytes),
+            Ok(blob) => Ok(crate::library_parts::load(&*self.blobs, &library.id, blob).await?),
             Err(StorageError::NotFound(_)) => Err(LibraryError::NotFound(format!(
                 "{} version {}",
                 library.id, library.version
             ))),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Deletes what library `id` holds that no job needs, at once: versions before the one
+    /// preceding the current (a job submitted as the current changed may still name that
+    /// one) that no active job names, their contact sheets, and the parts no version left
+    /// names. Returns the blobs deleted.
+    pub async fn collect_unneeded(&self, id: &str) -> Result<u64, LibraryError> {
+        let current = self.get(id).await?.version;
+        let using: Vec<u32> = self.in_use(id).await?.into_iter().map(|(_, v)| v).collect();
+        let mut stored = self.blobs.list_all(&BlobKey::library_prefix(id)).await?;
+        stored.extend(
+            self.blobs
+                .list_all(&BlobKey::library_sheets_prefix(id))
+                .await?,
+        );
+        let mut deleted = 0;
+        for meta in stored {
+            let Some(version) = BlobKey::library_version_of(&meta.key, id) else {
+                continue;
+            };
+            if version + 1 >= current || using.contains(&version) {
+                continue;
+            }
+            match self.blobs.delete(&meta.key).await {
+                Ok(()) => deleted += 1,
+                Err(StorageError::NotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        deleted += crate::library_parts::collect(&*self.blobs, id).await?;
+        Ok(deleted)
     }
 }
 

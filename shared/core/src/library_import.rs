@@ -147,7 +147,20 @@ pub async fn import_library_while(
         bytes = record.index_bytes,
         "tile library imported"
     );
+    if record.version > 1 {
+        collect_unneeded(platform, &record.id).await;
+    }
     Ok((record, report))
+}
+
+/// What library `id` holds that no job needs goes at once
+/// ([`crate::libraries::LibraryCatalog::collect_unneeded`]); what cannot go now is left to
+/// the storage sweep.
+async fn collect_unneeded(platform: &Platform, id: &str) {
+    match platform.libraries().collect_unneeded(id).await {
+        Ok(deleted) => tracing::debug!(library = %id, deleted, "unneeded library blobs deleted"),
+        Err(e) => tracing::warn!(library = %id, error = %e, "unneeded library blobs left to the sweep"),
+    }
 }
 
 /// A change to a library's tiles: images to add (a folder or .zip; one with the name of a tile
@@ -244,6 +257,7 @@ pub async fn edit_library_while(
                     tiles = record.tiles,
                     "tile library edited"
                 );
+                collect_unneeded(platform, id).await;
                 return Ok((record, report));
             }
             Err(LibraryError::Changed(_)) if attempt < EDIT_ATTEMPTS => prepared = added,

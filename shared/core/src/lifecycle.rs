@@ -322,6 +322,7 @@ async fn collect_library_versions(
             collected.insert(version);
         }
         report.library_versions += collected.len() as u64;
+        report.blobs += crate::library_parts::collect(blobs, &library.id).await?;
     }
     Ok(())
 }

@@ -42,6 +42,10 @@ pub struct Delivery {
     pub next_attempt_at: OffsetDateTime,
     #[serde(default)]
     pub last_error: Option<String>,
+    /// The client whose job it is (absent on deliveries recorded before it was kept), for the
+    /// cap on a client's deliveries outstanding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Uuid>,
 }
 
 impl Delivery {
@@ -78,6 +82,7 @@ impl Delivery {
             attempts: 0,
             next_attempt_at: now,
             last_error: None,
+            client: Some(record.client_id),
         })
     }
 
@@ -147,10 +152,21 @@ pub async fn owe(platform: &Platform, record: &JobRecord) -> Result<(), StorageE
     }
 }
 
-/// Every delivery owed, with the ETag it was read at (for [`claim`]).
-pub async fn owed(blobs: &dyn BlobStore) -> Result<Vec<(Delivery, String)>, StorageError> {
+/// Every delivery owed, with the ETag it was read at (for [`claim`]): one listing, and a read
+/// of each entry unless `known` holds it at the ETag listed (what a sender read before and
+/// nobody changed since).
+pub async fn owed(
+    blobs: &dyn BlobStore,
+    known: &std::collections::HashMap<String, (Delivery, String)>,
+) -> Result<Vec<(Delivery, String)>, StorageError> {
     let mut out = Vec::new();
     for meta in blobs.list_all(BlobKey::OUTBOX_PREFIX).await? {
+        if let Some((delivery, etag)) = known.get(&meta.key)
+            && *etag == meta.etag
+        {
+            out.push((delivery.clone(), meta.etag));
+            continue;
+        }
         let bytes = match blobs.get(&meta.key).await {
             Ok(bytes) => bytes,
             Err(StorageError::NotFound(_)) => continue,

@@ -188,7 +188,7 @@ pub struct Header {
     pub height: u32,
     /// Whether the image turns a quarter (EXIF orientation 5 to 8): shown as `height x width`.
     pub turned: bool,
-    /// Bytes the decoder's output takes.
+    /// Bytes the decoder holds: its output, and a progressive JPEG's coefficients.
     pub decoded_bytes: u64,
 }
 
@@ -250,6 +250,10 @@ pub fn read_header(bytes: &[u8]) -> Result<Header, String> {
     );
     let decoded_bytes = match format {
         Format::Tiff => crate::tiff_read::decode_bytes(bytes, decoder.total_bytes()),
+        // A progressive JPEG holds its coefficients besides its pixels.
+        Format::Jpeg => decoder
+            .total_bytes()
+            .saturating_add(crate::jpeg_frame::coefficient_bytes(bytes)),
         _ => decoder.total_bytes(),
     };
     Ok(Header {
@@ -276,8 +280,9 @@ pub const LARGE_DECODE_BUDGET: u64 = 1 << 30;
 /// it is decoded reduced, at the scale its rendition needs.
 pub const MAX_JPEG_TILE_PIXELS: u64 = 200_000_000;
 /// Most memory the JPEG decoder may hold for a reduced tile (a progressive file keeps its
-/// coefficients, two bytes each, at full size).
-const MAX_JPEG_TILE_BUFFER: usize = 512 << 20;
+/// coefficients, two bytes each, at full size: [`crate::jpeg_frame`]), checked from its frame
+/// before it decodes and taken from [`LARGE_DECODE_BUDGET`] while it does.
+pub const MAX_JPEG_TILE_BUFFER: usize = 512 << 20;
 
 /// An image cropped to a tile's shape and composited onto a background.
 pub(crate) struct Cropped {
@@ -346,8 +351,14 @@ fn decode_tile_whole(bytes: &[u8], need: u32) -> Result<image::RgbaImage, String
         {
             header
         }
-        // Within the limits, or unreadable: the decoder's own answer says why.
-        _ => return decode_rgba_within(bytes, Some(tile_limits())),
+        // Within the limits: its room is held all the same, so that many small decodes at
+        // once stay within the budget too.
+        Ok(header) => {
+            let _held = LARGE_DECODES.hold(header.decoded_bytes.saturating_mul(2));
+            return decode_rgba_within(bytes, Some(tile_limits()));
+        }
+        // Unreadable: the decoder's own answer says why.
+        Err(_) => return decode_rgba_within(bytes, Some(tile_limits())),
     };
     let (w, h) = (header.width, header.height);
     if u64::from(w) * u64::from(h) > MAX_LARGE_TILE_PIXELS {
@@ -554,10 +565,25 @@ fn jpeg_reduced(bytes: &[u8], need: u32) -> Result<Option<image::RgbaImage>, Str
             "{w}x{h} pixels is over the {MAX_TILE_SIDE}x{MAX_TILE_SIDE} a tile may be decoded at"
         ));
     }
+    // What the decoder will hold, known from the frame before it allocates: a progressive
+    // file's coefficients at full size, and the reduced pixels with a copy for the conversion.
+    let channels = if info.pixel_format == PixelFormat::L8 { 1 } else { 3 };
+    let coefficients = crate::jpeg_frame::coefficient_bytes(bytes);
+    let cost = coefficients + u64::from(sw) * u64::from(sh) * channels * 2;
+    if cost > MAX_JPEG_TILE_BUFFER as u64 {
+        return Err(format!(
+            "this progressive JPEG of {w}x{h} pixels needs {} MB to decode, over the {} MB a \
+             photo may: save it as a standard (baseline) JPEG, or smaller",
+            cost >> 20,
+            MAX_JPEG_TILE_BUFFER >> 20
+        ));
+    }
+    let held = LARGE_DECODES.hold(cost);
     decoder.set_max_decoding_buffer_size(MAX_JPEG_TILE_BUFFER);
     let pixels = decoder
         .decode()
         .map_err(|e| format!("the JPEG is corrupt or cut off: {e}"))?;
+    drop(held);
     let img = match info.pixel_format {
         PixelFormat::L8 => {
             image::GrayImage::from_raw(sw, sh, pixels).map(image::DynamicImage::ImageLuma8)

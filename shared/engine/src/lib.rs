@@ -22,6 +22,7 @@ pub mod finish;
 pub mod fragment;
 mod hash;
 mod heif_items;
+pub mod jpeg_frame;
 mod kdtree;
 #[allow(unsafe_code)]
 mod libheif;

@@ -3,7 +3,8 @@
 //! `.../thumbnail` shows that cell as it is in the mosaic. "Where is my photo?":
 //! `GET /api/v1/jobs/{id}/placements` lists every tile used and its cells, from the same map.
 //!
-//! A viewer asks as the pointer moves, so the web role keeps the last few maps it read.
+//! A viewer asks as the pointer moves, so the web role keeps the last few maps it read. In an
+//! event's mosaic a guest sees their own photos by name and picture, the others' only as cells.
 
 use crate::api::requested_job::RequestedJob;
 use crate::guards::job_access::check_readable;
@@ -17,6 +18,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use tessera_engine::CellMap;
+use tessera_shared::events::{EventError, EventRecord};
 use tessera_shared::jobs::JobRecord;
 use tessera_shared::keys::BlobKey;
 use tessera_shared::storage::StorageError;
@@ -86,7 +88,9 @@ pub async fn get(
     let (id, row, col) = path.into_inner();
     let id = job_id(&id)?;
     let map = cell_map(&state, &req, id, None).await?;
+    let own = own_tiles(&state, &req, &map.record()).await?;
     let source = map.at(row, col).ok_or_else(|| out_of_range(&map))?;
+    let shown = own.as_ref().is_none_or(|own| own.contains(&source.name));
     let [x, y, width, height] = map.square(row, col).ok_or_else(|| out_of_range(&map))?;
     let view = CellView {
         row,
@@ -96,8 +100,12 @@ pub async fn get(
         size: width,
         height,
         tile: source.tile,
-        name: source.name.clone(),
-        caption: source.caption.clone(),
+        name: if shown { source.name.clone() } else { String::new() },
+        caption: if shown {
+            source.caption.clone()
+        } else {
+            OTHER_GUESTS_PHOTO.to_string()
+        },
         transform: map
             .transform(row, col)
             .map_or("none", |t| t.name())
@@ -106,8 +114,57 @@ pub async fn get(
         picture: format!("/api/v1/jobs/{id}/cells/{row}/{col}/picture"),
     };
     Ok(HttpResponse::Ok()
-        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        .insert_header((header::CACHE_CONTROL, cache_for(own.is_some())))
         .json(view))
+}
+
+/// What a guest reads in place of another guest's photo's caption.
+const OTHER_GUESTS_PHOTO: &str = "another guest's photo";
+
+/// An answer that never changes, unless it was cut to what one guest may see.
+fn cache_for(cut_to_a_guest: bool) -> &'static str {
+    if cut_to_a_guest {
+        "private, no-store"
+    } else {
+        "public, max-age=31536000, immutable"
+    }
+}
+
+/// The tiles of event mosaic `record` that the requester may see by name and picture: `None`
+/// for all of them (not an event's mosaic, or its owner or the operator asks), else the
+/// requester's own photos (a guest sees what is theirs; another guest's photo is a cell of the
+/// mosaic, without its name, caption or picture).
+async fn own_tiles(
+    state: &AppState,
+    req: &HttpRequest,
+    record: &JobRecord,
+) -> ApiResult<Option<std::collections::HashSet<String>>> {
+    let Some(event) = EventRecord::event_of_library(&record.params.spec.library.id) else {
+        return Ok(None);
+    };
+    if crate::guards::client::manages_job(req, record)? {
+        return Ok(None);
+    }
+    let event = match state.platform.events().get(event).await {
+        Ok(event) => event,
+        Err(EventError::NotFound(_)) => return Ok(Some(Default::default())),
+        Err(e) => return Err(e.into()),
+    };
+    let who = crate::guards::client::known_requester(req);
+    if who
+        .as_ref()
+        .is_some_and(|w| w.is_operator() || *w == event.owner)
+    {
+        return Ok(None);
+    }
+    Ok(Some(
+        event
+            .photos
+            .iter()
+            .filter(|p| who.as_ref() == Some(&p.contributor))
+            .map(|p| p.tile_name())
+            .collect(),
+    ))
 }
 
 /// One cell of the finished mosaic as PNG, as it is in the mosaic (a tile, tinted if the job
@@ -193,7 +250,18 @@ pub async fn picture(
     let RequestedJob { id, record } = job;
     done_result(&record)?;
     let map = cell_map(&state, &req, id, Some(&record)).await?;
-    let tile = map.at(row, col).ok_or_else(|| out_of_range(&map))?.tile;
+    let source = map.at(row, col).ok_or_else(|| out_of_range(&map))?;
+    if own_tiles(&state, &req, &record)
+        .await?
+        .is_some_and(|own| !own.contains(&source.name))
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::NotYourPhoto,
+            "this cell holds another guest's photo: only its guest and the event's owner see it",
+        ));
+    }
+    let tile = source.tile;
     let library = state.library(&record.params.spec.library).await?;
     if tile as usize >= library.len() {
         return Err(ApiError::not_found(
@@ -332,6 +400,11 @@ pub async fn placements(
             .map_err(ApiError::internal)?
     };
     let mut tiles = index.by_name().to_vec();
+    let own = own_tiles(&state, &req, &map.record()).await?;
+    if let Some(own) = &own {
+        let sources = map.sources();
+        tiles.retain(|&t| own.contains(&sources[t as usize].name));
+    }
     if let Some(q) = q {
         let sources = map.sources();
         tiles.retain(|&t| sources[t as usize].matches(q));
@@ -340,7 +413,7 @@ pub async fn placements(
     }
     let mut response = HttpResponse::Ok();
     response
-        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        .insert_header((header::CACHE_CONTROL, cache_for(own.is_some())))
         .insert_header((header::VARY, "Accept"));
     if csv {
         // The photo's name, for the file's: the record is read for a download only.

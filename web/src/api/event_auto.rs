@@ -51,7 +51,7 @@ async fn make_if_due(state: &AppState, id: Uuid) -> ApiResult<()> {
     let Some(maker) = record.maker.clone().filter(|_| claimed) else {
         return Ok(());
     };
-    let job = make_mosaic(state, &record, &maker, None).await?;
+    let job = make_mosaic(state, &record, &maker, (None, None)).await?;
     tracing::info!(event = %id, %job, "a mosaic made on its own");
     Ok(())
 }

@@ -10,11 +10,12 @@ use uuid::Uuid;
 use tessera_engine::ImportOptions;
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::{EventPhoto, EventRecord, Maker};
-use tessera_shared::jobs::{JobError, JobState};
+use tessera_shared::jobs::{JobError, JobState, Sharing};
 use tessera_shared::libraries::{Publication, Visibility};
-use tessera_shared::library_import::import_library;
+use tessera_shared::library_import::import_library_while;
 
 use crate::api::job_broker::{Form, declared_field, enqueue};
+use crate::api::tile_libraries::{require_index_room, within_budget};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 
@@ -24,11 +25,11 @@ pub(crate) async fn make_mosaic(
     state: &AppState,
     record: &EventRecord,
     maker: &Maker,
-    address: Option<std::net::IpAddr>,
+    (address, asked_by): (Option<std::net::IpAddr>, Option<&actix_web::HttpRequest>),
 ) -> ApiResult<Uuid> {
     let events = state.platform.events();
     let asked_at = OffsetDateTime::now_utc();
-    let library = publish_library(state, record).await?;
+    let library = publish_library(state, record, asked_by).await?;
     let target = events.target(record.id).await?;
     let mut fields: BTreeMap<&'static str, String> = BTreeMap::new();
     for (name, value) in &record.fields {
@@ -41,10 +42,16 @@ pub(crate) async fn make_mosaic(
     }
     let who = (maker.client, maker.key_holder.clone());
     let keep_cells_of = last_mosaic_done(state, record).await?;
+    // Seen by its owner and by the event's guests (the contribute link's secret is its share
+    // link's), never by anyone who only knows its id.
     let form = |fields| Form {
         image: Some((target.clone(), record.input_name.clone())),
         fields,
         keep_cells_of,
+        sharing: Sharing {
+            private: true,
+            token: Some(record.token.clone()),
+        },
     };
     let job = Uuid::new_v4();
     let made = enqueue(state, job, who.clone(), address, form(fields.clone())).await;
@@ -85,8 +92,14 @@ async fn last_mosaic_done(state: &AppState, record: &EventRecord) -> ApiResult<O
 }
 
 /// Publishes the event's library, private to its owner: its approved photos, each captioned
-/// with the name its guest sent. Returns its id.
-async fn publish_library(state: &AppState, record: &EventRecord) -> ApiResult<String> {
+/// with the name its guest sent. Returns its id. It is held to a library upload's limits: the
+/// file cap, room for its index, the import queue and its time budget (`asked_by` the owner's
+/// request, whose going away calls it off; none when made on its own).
+async fn publish_library(
+    state: &AppState,
+    record: &EventRecord,
+    asked_by: Option<&actix_web::HttpRequest>,
+) -> ApiResult<String> {
     let approved: Vec<&EventPhoto> = record.approved().collect();
     if approved.is_empty() {
         return Err(ApiError::unprocessable(
@@ -94,6 +107,25 @@ async fn publish_library(state: &AppState, record: &EventRecord) -> ApiResult<St
             "no photo is approved yet: approve some before making the mosaic",
         ));
     }
+    let max_files = state.settings.max_library_files;
+    if approved.len() > max_files as usize {
+        return Err(ApiError::unprocessable(
+            ErrorCode::TooManyFiles,
+            format!(
+                "{} photos are approved, and a mosaic's library takes at most {max_files}: \
+                 leave some out",
+                approved.len()
+            ),
+        ));
+    }
+    let options = ImportOptions::default();
+    let all = state.platform.libraries().list().await?;
+    // The event's earlier version is replaced, so it does not count against the room.
+    let others: Vec<_> = all
+        .into_iter()
+        .filter(|l| l.id != record.library_id())
+        .collect();
+    require_index_room(state, &others, &options, approved.len() as u64).await?;
     let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
     let mut captions = String::from("file,caption\n");
     for photo in &approved {
@@ -116,14 +148,17 @@ async fn publish_library(state: &AppState, record: &EventRecord) -> ApiResult<St
         visibility: Some(Visibility::Private),
         based_on: None,
     };
-    let (library, _) = import_library(
-        &state.platform,
-        dir.path(),
-        &record.library_id(),
-        ImportOptions::default(),
-        &how,
-    )
-    .await
-    .map_err(crate::api::tile_libraries::import_error)?;
+    let id = record.library_id();
+    let (library, _) = within_budget(asked_by, state, &id, |keep_going| {
+        import_library_while(
+            &state.platform,
+            dir.path(),
+            &id,
+            options,
+            &how,
+            move || keep_going.holds(),
+        )
+    })
+    .await?;
     Ok(library.id)
 }

@@ -13,7 +13,9 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, Maker, PhotoState};
+use tessera_shared::events::{
+    DEFAULT_MAX_PHOTOS, EventPhoto, EventRecord, EventSettings, MAX_PHOTOS_LIMIT, Maker, PhotoState,
+};
 use tessera_shared::libraries::Owner;
 use tessera_shared::wishlist::Wish;
 
@@ -154,6 +156,9 @@ pub struct EventCreation {
     /// Photos one guest may send: 20 by default, 0 for no limit.
     #[schema(required = false, minimum = 0, maximum = 10000)]
     pub per_guest: u32,
+    /// Most photos the event holds, from every guest together: 5,000 by default.
+    #[schema(required = false, minimum = 1, maximum = 1000000)]
+    pub max_photos: u32,
 }
 
 // The photos of a contribution as the API documents them.
@@ -255,6 +260,7 @@ struct EventForm {
     name: Option<String>,
     approval: Option<String>,
     per_guest: Option<String>,
+    max_photos: Option<String>,
 }
 
 async fn read_event_form(payload: &mut Multipart, state: &AppState) -> ApiResult<EventForm> {
@@ -267,6 +273,7 @@ async fn read_event_form(payload: &mut Multipart, state: &AppState) -> ApiResult
             "name" => &mut form.name,
             "approval" => &mut form.approval,
             "per_guest" => &mut form.per_guest,
+            "max_photos" => &mut form.max_photos,
             // The image and the job's fields, as a job submission reads them.
             _ => {
                 read_field(&mut form.job, &mut field, &mut clock, limit).await?;
@@ -306,12 +313,30 @@ fn settings_of(form: &EventForm) -> ApiResult<EventSettings> {
                 )
             })?,
     };
+    let max_photos = match form.max_photos.as_deref().map(str::trim) {
+        None | Some("") => DEFAULT_MAX_PHOTOS,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_PHOTOS_LIMIT).contains(n))
+            .ok_or_else(|| max_photos_refused(text))?,
+    };
     Ok(EventSettings {
         approval,
         per_guest,
         open: true,
         auto_after_seconds: DEFAULT_AUTO_AFTER_SECONDS,
+        max_photos,
     })
+}
+
+/// The refusal of a `max_photos` out of its range.
+pub(crate) fn max_photos_refused(given: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(
+        ErrorCode::InvalidParameter,
+        format!("max_photos must be 1 to {MAX_PHOTOS_LIMIT}, not {given}"),
+    )
+    .with_field("max_photos")
 }
 
 /// Make an event.
@@ -341,6 +366,19 @@ pub async fn create(
 ) -> ApiResult<HttpResponse> {
     require_multipart(&req, "an event")?;
     let (owner, client, minted) = requester(&req)?;
+    let address = client_address(&req, state.guard.trusted_proxies());
+    let events = state.platform.events();
+    let cap = state.settings.guests.max_events_per_owner;
+    if cap > 0 && !owner.is_operator() && events.count_of_owner(&owner).await? >= cap as usize {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::TooManyEvents,
+            format!("you have the {cap} events one owner may keep"),
+        ));
+    }
+    if !owner.is_operator() {
+        state.guests.admit_event(&state.settings.guests, address)?;
+    }
     let form = read_event_form(&mut payload, &state).await?;
     let name = form.name.as_deref().map(str::trim).unwrap_or_default();
     if name.is_empty() || name.chars().count() > 100 {
@@ -401,7 +439,8 @@ pub async fn create(
         updated_at: now,
     };
     state.require_room(image.len() as u64, "the event").await?;
-    state.platform.events().create(&record, image).await?;
+    events.mark_owner(&record.owner, record.id).await?;
+    events.create(&record, image).await?;
     tracing::info!(event = %record.id, "event made");
     let mut response = answer(
         &req,
@@ -483,6 +522,10 @@ pub async fn contribute(
     require_token(&req, &query, &record)?;
     let files = read_photos(&mut payload, &state).await?;
     check_room_for_guest(&record, &guest, files.len())?;
+    let address = client_address(&req, state.guard.trusted_proxies());
+    state
+        .guests
+        .admit(&state.settings.guests, address, record.id, files.len() as u32)?;
     state
         .require_room(files.iter().map(|f| f.1.len() as u64).sum(), "the photos")
         .await?;
@@ -492,17 +535,23 @@ pub async fn contribute(
         PhotoState::Approved
     };
     let mut photos = Vec::with_capacity(files.len());
-    for (name, bytes, extension, colour) in files {
+    for (name, bytes, extension) in files {
+        let prepared = crate::api::event_pictures::prepare(&state, address, record.id, bytes.clone())
+            .await
+            .map_err(|e| e.prefixed(&format!("{name} cannot be read: ")).with_field("files"))?;
         let photo = EventPhoto {
             id: Uuid::new_v4(),
             name,
             contributor: guest.clone(),
             state: state_given,
             extension,
-            colour: Some(colour),
+            colour: Some(prepared.colour),
             added_at: OffsetDateTime::now_utc(),
         };
         events.put_photo(record.id, photo.id, bytes).await?;
+        events
+            .put_thumbnail(record.id, photo.id, prepared.thumbnail)
+            .await?;
         photos.push(photo);
     }
     let mut refused = None;
@@ -549,6 +598,18 @@ fn check_room_for_guest(record: &EventRecord, guest: &Owner, more: usize) -> Api
             format!("{} takes no more photos", record.name),
         ));
     }
+    let room = record.room_for_photos();
+    if more > room {
+        return Err(ApiError::unprocessable(
+            ErrorCode::EventPhotoLimit,
+            format!(
+                "{} takes at most {} photos and holds {}: it takes {room} more, and these are {more}",
+                record.name,
+                record.settings.max_photos,
+                record.photos.len()
+            ),
+        ));
+    }
     let cap = record.settings.per_guest;
     let sent = record.sent_by(guest);
     if cap > 0 && sent as usize + more > cap as usize {
@@ -562,11 +623,11 @@ fn check_room_for_guest(record: &EventRecord, guest: &Owner, more: usize) -> Api
     Ok(())
 }
 
-/// A contributed photo: the name sent, the bytes, the extension by content and its colour.
-type Received = (String, bytes::Bytes, String, [u8; 3]);
+/// A contributed photo: the name sent, the bytes and the extension by content.
+type Received = (String, bytes::Bytes, String);
 
-/// The `files` of a contribution: each a photo in a format Tessera reads, within the upload
-/// limits, decoded as a tile is (which also gives its colour).
+/// The `files` of a contribution: each a photo in a format Tessera reads (by its header),
+/// within the upload limits. Nothing is decoded yet: the caps and rates are checked first.
 async fn read_photos(payload: &mut Multipart, state: &AppState) -> ApiResult<Vec<Received>> {
     let mut files = Vec::new();
     let mut left = state.settings.max_library_upload_bytes;
@@ -607,21 +668,7 @@ async fn read_photos(payload: &mut Multipart, state: &AppState) -> ApiResult<Vec
             .chars()
             .take(200)
             .collect();
-        let decoded = bytes.clone();
-        let pixels = tokio::task::spawn_blocking(move || {
-            tessera_engine::decode::square_tile_pixels(&decoded, 16)
-        })
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|e| {
-            ApiError::unprocessable(
-                ErrorCode::CorruptImage,
-                format!("{name} cannot be read: {e}"),
-            )
-            .with_field("files")
-        })?;
-        let colour = tessera_shared::wishlist::mean_colour(&pixels);
-        files.push((name, bytes, extension, colour));
+        files.push((name, bytes, extension));
     }
     if files.is_empty() {
         return Err(missing("files"));
@@ -759,6 +806,6 @@ pub async fn mosaic(
         key_holder: credential_owner(&req),
     };
     let address = client_address(&req, state.guard.trusted_proxies());
-    let job = crate::api::event_jobs::make_mosaic(&state, &record, &maker, address).await?;
+    let job = crate::api::event_jobs::make_mosaic(&state, &record, &maker, (address, Some(&req))).await?;
     Ok(HttpResponse::Accepted().json(MosaicRef { job }))
 }

@@ -1,5 +1,6 @@
 //! An event's settings, changed by its owner: closed to new photos or open again, approval
-//! first or in at once, the most photos per guest, the quiet interval of automatic mosaics.
+//! first or in at once, the most photos per guest and in all, the quiet interval of automatic
+//! mosaics.
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -30,6 +31,11 @@ pub struct SettingsChange {
     #[schema(maximum = 86400)]
     #[serde(default, deserialize_with = "whole_number")]
     pub auto_after_seconds: Option<u32>,
+    /// Most photos the event holds, from every guest together (1 to 1,000,000). Photos already
+    /// sent stay.
+    #[schema(minimum = 1, maximum = 1000000)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub max_photos: Option<u32>,
 }
 
 /// A whole number as JSON Schema's `integer` has it: `7` and `7.0` alike.
@@ -91,6 +97,12 @@ pub async fn change(
             format!("auto_after_seconds must be 0 (only when asked) to {MAX_AUTO_AFTER_SECONDS}"),
         ));
     }
+    if let Some(n) = change
+        .max_photos
+        .filter(|n| !(1..=tessera_shared::events::MAX_PHOTOS_LIMIT).contains(n))
+    {
+        return Err(crate::api::event_mosaics::max_photos_refused(n));
+    }
     let record = state
         .platform
         .events()
@@ -101,6 +113,7 @@ pub async fn change(
             s.approval = change.approval.unwrap_or(s.approval);
             s.per_guest = change.per_guest.unwrap_or(s.per_guest);
             s.auto_after_seconds = change.auto_after_seconds.unwrap_or(s.auto_after_seconds);
+            s.max_photos = change.max_photos.unwrap_or(s.max_photos);
             r.settings != before
         })
         .await?;

@@ -41,6 +41,9 @@ pub(crate) struct Form {
     /// The earlier job whose cells the mosaic keeps (an event's last mosaic): the service's
     /// own, never read from a submission.
     pub(crate) keep_cells_of: Option<Uuid>,
+    /// Who besides its owner may see the job (an event's mosaics: its guests, by the event's
+    /// link): the service's own, never read from a submission.
+    pub(crate) sharing: tessera_shared::jobs::Sharing,
 }
 
 /// A job submission (`multipart/form-data`): the image and the job specification's fields. Its
@@ -299,6 +302,7 @@ pub(crate) async fn enqueue(
         (None, None) => None,
     };
     record.key_holder = key_holder;
+    record.sharing = form.sharing;
     record.output = Some(output);
     record.adapted = adapted;
     // What the submission has cost so far, with the record's own write.

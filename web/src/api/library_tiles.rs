@@ -223,7 +223,7 @@ async fn apply(
     edit: LibraryEdit,
     who: &Owner,
 ) -> ApiResult<HttpResponse> {
-    let (library, report) = within_budget(req, state, id, |keep_going| {
+    let (library, report) = within_budget(Some(req), state, id, |keep_going| {
         edit_library_while(&state.platform, id, edit, who, move || keep_going.holds())
     })
     .await?;

@@ -164,6 +164,11 @@ fn event_creation_schema() -> serde_json::Value {
             serde_json::json!({"type": "integer", "format": "int32", "minimum": 0, "maximum": 10000,
             "description": "Photos one guest may send: 20 by default, 0 for no limit."}),
         ),
+        (
+            "max_photos",
+            serde_json::json!({"type": "integer", "format": "int32", "minimum": 1, "maximum": 1_000_000,
+            "description": "Most photos the event holds, from every guest together: 5,000 by default."}),
+        ),
     ] {
         properties.insert(name.into(), property);
     }
@@ -177,7 +182,10 @@ fn event_creation_schema() -> serde_json::Value {
                     .and_then(|e| e.as_array_mut())
                 {
                     names.retain(|n| n != "library");
-                    names.extend(["name", "approval", "per_guest"].map(serde_json::Value::from));
+                    names.extend(
+                        ["name", "approval", "per_guest", "max_photos"]
+                            .map(serde_json::Value::from),
+                    );
                 }
                 map.values_mut().for_each(rename_fields);
             }

@@ -607,7 +607,7 @@ async fn import(
     options: ImportOptions,
     how: &Publication,
 ) -> ApiResult<(LibraryRecord, tessera_engine::ImportReport)> {
-    within_budget(req, state, id, |keep_going| {
+    within_budget(Some(req), state, id, |keep_going| {
         import_library_while(
             &state.platform,
             &upload.files,
@@ -635,9 +635,10 @@ impl KeepGoing {
 }
 
 /// Runs the import `work` of library `id`, a few imports at a time, under the time an upload
-/// may take and while its client is there ([`KeepGoing`]); a stopped import is told as such.
+/// may take and while its client (`req`'s, if any) is there ([`KeepGoing`]); a stopped import
+/// is told as such.
 pub(crate) async fn within_budget<T, Work>(
-    req: &HttpRequest,
+    req: Option<&HttpRequest>,
     state: &AppState,
     id: &str,
     work: impl FnOnce(KeepGoing) -> Work,
@@ -655,7 +656,7 @@ where
     let deadline = std::time::Instant::now() + budget;
     let keep_going = KeepGoing {
         deadline,
-        peer: PeerSocket::of(req),
+        peer: req.and_then(PeerSocket::of),
     };
     match work(keep_going).await {
         Err(ImportError::CalledOff) if std::time::Instant::now() >= deadline => {

@@ -9,21 +9,27 @@
 //! repeat (delivery is at least once).
 //!
 //! The controller records each delivery a job's end owes in the outbox
-//! ([`tessera_shared::outbox`]); every web and controller process runs a sender that calls what is due, with
-//! back-off from one second, doubling up to `max_backoff_secs`, for `retry_for_secs` (a day by
-//! default), across restarts. What is still undelivered then is set aside for the operator.
+//! ([`tessera_shared::outbox`]); every web and controller process runs a sender that calls what
+//! is due, with back-off from one second, doubling up to `max_backoff_secs`, at most
+//! `max_attempts` times (12 by default: the last about 18 minutes after the first) and for at
+//! most `retry_for_secs`, across restarts. What is still undelivered then is set aside for the
+//! operator, as are a client's deliveries past `max_owed_per_client`. A pass lists the outbox
+//! once and reads only the entries it has not seen at their current ETag.
 //! Before each call the host is resolved, and a name that resolves to a loopback, private,
 //! link-local or unique-local address is not called unless `allow_private` is set.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use tessera_shared::keys::BlobKey;
 use tessera_shared::outbox::{self, Delivery};
 use tessera_shared::platform::Platform;
 use time::OffsetDateTime;
+use uuid::Uuid;
 
 use crate::web_settings::WebhookSettings;
 
@@ -41,8 +47,9 @@ pub fn start_sender(
     let woken = wake.clone();
     tokio::spawn(async move {
         let idle = Duration::from_secs(settings.poll_secs.max(1));
+        let mut known = HashMap::new();
         loop {
-            let next = send_due(&platform, &settings, &public_url).await;
+            let next = send_due(&platform, &settings, &public_url, &mut known).await;
             let wait = next.map_or(idle, |at| {
                 let left = at - OffsetDateTime::now_utc();
                 Duration::try_from(left).unwrap_or_default().min(idle)
@@ -56,37 +63,66 @@ pub fn start_sender(
     wake
 }
 
+/// The outbox entries a sender has read, by key, at the ETag it read them.
+type Known = HashMap<String, (Delivery, String)>;
+
 /// Sends every delivery that is due; the earliest next attempt of those that are not.
 async fn send_due(
     platform: &Platform,
     settings: &WebhookSettings,
     public_url: &str,
+    known: &mut Known,
 ) -> Option<OffsetDateTime> {
     let blobs = &*platform.blobs;
-    let owed = match outbox::owed(blobs).await {
+    let mut owed = match outbox::owed(blobs, known).await {
         Ok(owed) => owed,
         Err(e) => {
             tracing::warn!(error = %e, "the outbox could not be read");
             return Some(OffsetDateTime::now_utc() + Duration::from_secs(30));
         }
     };
+    known.clear();
+    for (delivery, etag) in &owed {
+        let key = BlobKey::OutboxEvent { job: delivery.job }.path();
+        known.insert(key, (delivery.clone(), etag.clone()));
+    }
+    // Oldest first, so that a client's newest deliveries are the ones past its cap.
+    owed.sort_by_key(|(d, _)| d.created_at);
+    let mut per_client: HashMap<Uuid, usize> = HashMap::new();
     let mut earliest: Option<OffsetDateTime> = None;
     let mut later = |at: OffsetDateTime| {
         earliest = Some(earliest.map_or(at, |e| e.min(at)));
     };
     for (mut delivery, etag) in owed {
         let now = OffsetDateTime::now_utc();
-        if delivery.next_attempt_at > now {
-            later(delivery.next_attempt_at);
-            continue;
-        }
         let job = delivery.job;
-        let last = delivery.last_error.clone().unwrap_or_default();
-        if now - delivery.created_at > Duration::from_secs(settings.retry_for_secs) {
-            tracing::warn!(%job, attempts = delivery.attempts, error = last, "webhook undelivered: set aside");
-            if let Err(e) = outbox::set_aside(blobs, &delivery, last).await {
+        let owed_by_client = delivery.client.map_or(0, |client| {
+            let n = per_client.entry(client).or_default();
+            *n += 1;
+            *n
+        });
+        let over_cap = settings.max_owed_per_client > 0 && owed_by_client > settings.max_owed_per_client;
+        let out_of_tries = delivery.attempts >= settings.max_attempts.max(1)
+            && delivery.next_attempt_at <= now;
+        let out_of_time = now - delivery.created_at > Duration::from_secs(settings.retry_for_secs);
+        if over_cap || out_of_tries || out_of_time {
+            let why = if over_cap {
+                format!(
+                    "not tried: the client has {} notifications owed already",
+                    settings.max_owed_per_client
+                )
+            } else {
+                let last = delivery.last_error.clone().unwrap_or_default();
+                format!("{} attempts failed; the last: {last}", delivery.attempts)
+            };
+            tracing::warn!(%job, attempts = delivery.attempts, error = why, "webhook undelivered: set aside");
+            if let Err(e) = outbox::set_aside(blobs, &delivery, why).await {
                 tracing::warn!(%job, error = %e, "an undelivered webhook could not be set aside");
             }
+            continue;
+        }
+        if delivery.next_attempt_at > now {
+            later(delivery.next_attempt_at);
             continue;
         }
         // A lease: no other sender calls while this one does. A call ends within its time
@@ -110,6 +146,12 @@ async fn send_due(
             }
             Err(Refused::ForGood(why)) => {
                 tracing::warn!(%job, error = why, "webhook refused: set aside");
+                outbox::set_aside(blobs, &delivery, why).await
+            }
+            Err(Refused::ForNow(why)) if delivery.attempts >= settings.max_attempts.max(1) => {
+                metrics::counter!(tessera_shared::metric_names::NOTIFICATIONS, "outcome" => "failed").increment(1);
+                let why = format!("{} attempts failed; the last: {why}", delivery.attempts);
+                tracing::warn!(%job, error = why, "webhook undelivered: set aside");
                 outbox::set_aside(blobs, &delivery, why).await
             }
             Err(Refused::ForNow(why)) => {

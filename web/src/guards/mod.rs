@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod auth;
 pub(crate) mod client;
+pub mod guest_limits;
 pub mod inspect;
 pub(crate) mod job_access;
 pub(crate) mod peer;
