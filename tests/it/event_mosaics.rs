@@ -26,8 +26,14 @@ async fn json_of(res: reqwest::Response, expected: StatusCode) -> Value {
 }
 
 /// The tiles' captions of a finished job's placements, sorted.
-async fn placed(app: &TestApp, job: &str) -> Vec<String> {
-    let placements = app.get_placements(job).await;
+/// Headers that make a request the owner's (an event's mosaics are private to it and its guests).
+fn as_client(owner: &str) -> [(&str, &str); 1] {
+    [("X-Client-Id", owner)]
+}
+
+async fn placed(app: &TestApp, owner: Uuid, job: &str) -> Vec<String> {
+    let owner = owner.to_string();
+    let placements = app.get_placements_with(job, &as_client(&owner)).await;
     let mut captions: Vec<String> = placements["tiles"]
         .as_array()
         .unwrap()
@@ -58,7 +64,9 @@ async fn wait_for_mosaic(
         let whole = json_of(res, StatusCode::OK).await;
         if let Some(job) = whole["mosaics"].as_array().unwrap().get(n - 1) {
             let job = job.as_str().unwrap().to_string();
-            let done = app.wait_until_finished(&job).await;
+            let done = app
+                .wait_until_finished_with(&job, &as_client(&owner.to_string()))
+                .await;
             assert_eq!(done["state"], "done", "{done}");
             return job;
         }
@@ -71,8 +79,9 @@ async fn wait_for_mosaic(
 }
 
 /// Each cell's tile caption in a finished job, by its `[row, column]`.
-async fn cell_captions(app: &TestApp, job: &str) -> BTreeMap<(u64, u64), String> {
-    let placements = app.get_placements(job).await;
+async fn cell_captions(app: &TestApp, owner: Uuid, job: &str) -> BTreeMap<(u64, u64), String> {
+    let owner = owner.to_string();
+    let placements = app.get_placements_with(job, &as_client(&owner)).await;
     let mut cells = BTreeMap::new();
     for tile in placements["tiles"].as_array().unwrap() {
         for at in tile["cells"].as_array().unwrap() {
@@ -93,7 +102,9 @@ async fn make_mosaic(app: &TestApp, http: &reqwest::Client, owner: Uuid, event: 
     .unwrap();
     let body = json_of(res, StatusCode::ACCEPTED).await;
     let job = body["job"].as_str().unwrap().to_string();
-    let done = app.wait_until_finished(&job).await;
+    let done = app
+        .wait_until_finished_with(&job, &as_client(&owner.to_string()))
+        .await;
     assert_eq!(done["state"], "done", "{done}");
     job
 }
@@ -229,7 +240,7 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
         .map(|(_, s)| s.2.clone())
         .collect();
     approved.sort();
-    assert_eq!(placed(app, &first).await, approved);
+    assert_eq!(placed(app, owner, &first).await, approved);
 
     // A guest takes one photo back; another guest may not take it.
     let (guest, photo, name) = sent[12].clone();
@@ -245,11 +256,11 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
     let second = make_mosaic(app, &http, owner, &id).await;
     approved.retain(|n| n != &name);
-    assert_eq!(placed(app, &second).await, approved);
+    assert_eq!(placed(app, owner, &second).await, approved);
     // Every other cell keeps its photo (the bar is 90 %): only the withdrawn photo's change.
     let (before, after) = (
-        cell_captions(app, &first).await,
-        cell_captions(app, &second).await,
+        cell_captions(app, owner, &first).await,
+        cell_captions(app, owner, &second).await,
     );
     assert_eq!(before.len(), after.len());
     let others: Vec<_> = before.iter().filter(|(_, c)| **c != name).collect();
@@ -267,7 +278,7 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
         .filter(|(at, c)| after.get(at) != Some(c))
         .count();
     let job: Value = app
-        .get(&format!("/api/v1/jobs/{second}"))
+        .get_with(&format!("/api/v1/jobs/{second}"), &as_client(&owner.to_string()))
         .await
         .json()
         .await
@@ -329,12 +340,12 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
     let third = wait_for_mosaic(app, &http, owner, &id, 3).await;
     approved.push(late_name);
     approved.sort();
-    assert_eq!(placed(app, &third).await, approved);
+    assert_eq!(placed(app, owner, &third).await, approved);
 
     a_private_job_is_seen_by_its_owner_and_through_its_share_link(app, &http, owner, &second).await;
 }
 
-/// The owner makes `job` private: a guest is refused its page, JSON, cells, placements and
+/// An event's mosaic `job` is private: a guest is refused its page, JSON, cells, placements and
 /// tiles; its share link shows them (the page sets the cookie the rest reads) but cannot
 /// delete it; made readable again, it is anyone's by its id.
 async fn a_private_job_is_seen_by_its_owner_and_through_its_share_link(
@@ -345,11 +356,13 @@ async fn a_private_job_is_seen_by_its_owner_and_through_its_share_link(
 ) {
     let sharing = app.url(&format!("/api/v1/jobs/{job}/sharing"));
     let someone = Uuid::new_v4();
+    // An event's mosaic is private from the start (its guests see it by the event's link):
+    // nobody else even reaches its sharing.
     let res = from(someone, http.post(&sharing).json(&json!({"private": true})))
         .send()
         .await
         .unwrap();
-    assert_eq!(error_code(res).await.1, "not_your_job");
+    assert_eq!(error_code(res).await.1, "job_private");
     let res = from(owner, http.post(&sharing).json(&json!({"private": true})))
         .send()
         .await
@@ -559,7 +572,9 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
         )
         .await;
         let job = job.as_str().unwrap().trim_start_matches("/jobs/").to_string();
-        let done = app.wait_until_finished(&job).await;
+        let done = app
+            .wait_until_finished_with(&job, &as_client(&owner.to_string()))
+            .await;
         assert_eq!(done["state"], "done", "{done}");
 
         // The wall display shows the mosaic, and the newest photo with its place marked.

@@ -243,7 +243,14 @@ impl TestApp {
 
     /// The job's placements, as JSON (`GET /api/v1/jobs/{id}/placements`).
     pub(crate) async fn get_placements(&self, id: &str) -> Value {
-        let res = self.get(&format!("/api/v1/jobs/{id}/placements")).await;
+        self.get_placements_with(id, &[]).await
+    }
+
+    /// [`TestApp::get_placements`] asked with `headers` (a private job's owner, say).
+    pub(crate) async fn get_placements_with(&self, id: &str, headers: &[(&str, &str)]) -> Value {
+        let res = self
+            .get_with(&format!("/api/v1/jobs/{id}/placements"), headers)
+            .await;
         assert_eq!(res.status(), StatusCode::OK);
         res.json().await.unwrap()
     }
@@ -296,8 +303,19 @@ impl TestApp {
     /// the job as `GET /api/v1/jobs/{id}` then shows it. The bound guards against a hang; it is
     /// not a timing assertion.
     pub(crate) async fn wait_until_finished(&self, id: &str) -> Value {
+        self.wait_until_finished_with(id, &[]).await
+    }
+
+    /// [`TestApp::wait_until_finished`] asked with `headers` (a private job's owner, say).
+    pub(crate) async fn wait_until_finished_with(
+        &self,
+        id: &str,
+        headers: &[(&str, &str)],
+    ) -> Value {
         let follow = async {
-            let mut res = self.get(&format!("/api/v1/jobs/{id}/events")).await;
+            let mut res = self
+                .get_with(&format!("/api/v1/jobs/{id}/events"), headers)
+                .await;
             assert_eq!(res.status(), StatusCode::OK, "the events of job {id}");
             // Each whole line is read once; a partial one waits for the rest.
             let mut pending = String::new();
@@ -322,7 +340,12 @@ impl TestApp {
         tokio::time::timeout(Duration::from_secs(120), follow)
             .await
             .unwrap_or_else(|_| panic!("job {id} did not finish within 2 minutes"));
-        let job: Value = self.get_job(id).await.json().await.unwrap();
+        let job: Value = self
+            .get_with(&format!("/api/v1/jobs/{id}"), headers)
+            .await
+            .json()
+            .await
+            .unwrap();
         assert!(
             job["state"] == "done" || job["state"] == "failed",
             "the stream ended the job, but it is {}",
