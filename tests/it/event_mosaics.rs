@@ -278,7 +278,10 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
         .filter(|(at, c)| after.get(at) != Some(c))
         .count();
     let job: Value = app
-        .get_with(&format!("/api/v1/jobs/{second}"), &as_client(&owner.to_string()))
+        .get_with(
+            &format!("/api/v1/jobs/{second}"),
+            &as_client(&owner.to_string()),
+        )
         .await
         .json()
         .await

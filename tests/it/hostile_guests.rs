@@ -73,11 +73,14 @@ async fn make_event(base: &str, owner: Uuid, fields: &[(&str, &str)]) -> Value {
     for (k, v) in fields {
         form = form.text(k.to_string(), v.to_string());
     }
-    let res = from(owner, no_redirect_client().post(format!("{base}/api/v1/events")))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
+    let res = from(
+        owner,
+        no_redirect_client().post(format!("{base}/api/v1/events")),
+    )
+    .multipart(form)
+    .send()
+    .await
+    .unwrap();
     let status = res.status();
     let body: Value = res.json().await.unwrap();
     assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -92,7 +95,10 @@ async fn send_photo(
     name: &str,
     bytes: Vec<u8>,
 ) -> (StatusCode, Option<String>, Value) {
-    let (id, token) = (event["id"].as_str().unwrap(), event["contribute_token"].as_str().unwrap());
+    let (id, token) = (
+        event["id"].as_str().unwrap(),
+        event["contribute_token"].as_str().unwrap(),
+    );
     let form = Form::new().part("files", Part::bytes(bytes).file_name(name.to_string()));
     let res = from(
         guest,
@@ -150,9 +156,15 @@ async fn a_progressive_jpeg_declaring_14000_pixels_is_refused_before_it_is_decod
     assert_eq!(status, StatusCode::CREATED, "{sent}");
     let photo_id = sent["photos"][0]["id"].as_str().unwrap();
     let id = event["id"].as_str().unwrap();
-    let url = format!("{}/api/v1/events/{id}/photos/{photo_id}/thumbnail", serve.base);
+    let url = format!(
+        "{}/api/v1/events/{id}/photos/{photo_id}/thumbnail",
+        serve.base
+    );
     let fetch = || async {
-        let res = from(guest, no_redirect_client().get(&url)).send().await.unwrap();
+        let res = from(guest, no_redirect_client().get(&url))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(res.status(), StatusCode::OK);
         res.bytes().await.unwrap()
     };
@@ -161,7 +173,10 @@ async fn a_progressive_jpeg_declaring_14000_pixels_is_refused_before_it_is_decod
     let thumbnail = image::load_from_memory(&a).unwrap();
     assert_eq!((thumbnail.width(), thumbnail.height()), (96, 96));
     let added = serve.peak().saturating_sub(before);
-    eprintln!("the progressive bomb and a photo added {} MiB to the peak", added >> 20);
+    eprintln!(
+        "the progressive bomb and a photo added {} MiB to the peak",
+        added >> 20
+    );
     assert!(added < MOST_ADDED, "added {} MiB", added >> 20);
 }
 
@@ -188,7 +203,10 @@ async fn fresh_client_ids_pass_neither_the_events_cap_nor_the_addresss_rate() {
         if status != StatusCode::CREATED {
             assert_eq!(body["error"]["code"], "event_photo_limit", "{body}");
             assert!(
-                body["error"]["message"].as_str().unwrap().contains("takes 0 more"),
+                body["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("takes 0 more"),
                 "{body}"
             );
         }
@@ -213,11 +231,14 @@ async fn fresh_client_ids_pass_neither_the_events_cap_nor_the_addresss_rate() {
     assert!(retry.is_some_and(|s| s.parse::<u64>().unwrap() >= 1));
     // The owner may raise the cap, within its range.
     let id = capped["id"].as_str().unwrap();
-    let res = from(owner, app.client.patch(app.url(&format!("/api/v1/events/{id}"))))
-        .json(&serde_json::json!({"max_photos": 0}))
-        .send()
-        .await
-        .unwrap();
+    let res = from(
+        owner,
+        app.client.patch(app.url(&format!("/api/v1/events/{id}"))),
+    )
+    .json(&serde_json::json!({"max_photos": 0}))
+    .send()
+    .await
+    .unwrap();
     assert_eq!(error_code(res).await.1, "invalid_parameter");
 }
 
@@ -236,12 +257,19 @@ async fn an_events_mosaic_is_held_to_a_librarys_file_cap() {
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
     let id = event["id"].as_str().unwrap();
-    let res = from(owner, app.client.post(app.url(&format!("/api/v1/events/{id}/mosaic"))))
-        .send()
-        .await
-        .unwrap();
+    let res = from(
+        owner,
+        app.client
+            .post(app.url(&format!("/api/v1/events/{id}/mosaic"))),
+    )
+    .send()
+    .await
+    .unwrap();
     let (status, code) = error_code(res).await;
-    assert_eq!((status, code.as_str()), (StatusCode::UNPROCESSABLE_ENTITY, "too_many_files"));
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "too_many_files")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -263,7 +291,10 @@ async fn events_per_owner_and_per_address_are_capped() {
         .send()
         .await
         .unwrap();
-    assert_eq!(error_code(res).await, (StatusCode::TOO_MANY_REQUESTS, "too_many_events".into()));
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::TOO_MANY_REQUESTS, "too_many_events".into())
+    );
     // A fresh client id from the same address: one more, then the address's hour is spent.
     make_event(base, Uuid::new_v4(), &[]).await;
     let form = Form::new()
@@ -275,7 +306,10 @@ async fn events_per_owner_and_per_address_are_capped() {
         .await
         .unwrap();
     assert!(res.headers().contains_key("retry-after"));
-    assert_eq!(error_code(res).await, (StatusCode::TOO_MANY_REQUESTS, "too_many_events".into()));
+    assert_eq!(
+        error_code(res).await,
+        (StatusCode::TOO_MANY_REQUESTS, "too_many_events".into())
+    );
 }
 
 /// A 64 x 64 PNG of noise around a colour of its own.
@@ -310,13 +344,15 @@ async fn stored_bytes(app: &TestApp, id: &str) -> u64 {
 async fn eight_one_tile_edits_store_the_parts_they_change_not_copies() {
     let app = spawn_app_with(test_settings(), false).await;
     // 1,500 photos of grain, as real photos have: an index of about 18 MB (64 px renditions).
-    let tiles: Vec<(String, Vec<u8>)> =
-        (0..1500).map(|i| (format!("t{i:04}.png"), grainy_png(i))).collect();
+    let tiles: Vec<(String, Vec<u8>)> = (0..1500)
+        .map(|i| (format!("t{i:04}.png"), grainy_png(i)))
+        .collect();
     let entries: Vec<(&str, Vec<u8>)> =
         tiles.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-    let form = Form::new()
-        .text("name", "Edited often")
-        .part("files", Part::bytes(zip_of(&entries)).file_name("tiles.zip"));
+    let form = Form::new().text("name", "Edited often").part(
+        "files",
+        Part::bytes(zip_of(&entries)).file_name("tiles.zip"),
+    );
     let res = app.post_library(form).await;
     assert_eq!(res.status(), StatusCode::CREATED);
     let created: Value = res.json().await.unwrap();
@@ -324,11 +360,17 @@ async fn eight_one_tile_edits_store_the_parts_they_change_not_copies() {
     assert!(index > 10 << 20, "{index} bytes");
     let id = "edited-often";
     let first = stored_bytes(&app, id).await;
-    assert!(first < index + index / 50, "{first} stored for an index of {index}");
+    assert!(
+        first < index + index / 50,
+        "{first} stored for an index of {index}"
+    );
     for i in 0..8 {
         let res = app
             .client
-            .delete(app.url(&format!("/api/v1/libraries/{id}/tiles?name=t{:04}.png", i * 150)))
+            .delete(app.url(&format!(
+                "/api/v1/libraries/{id}/tiles?name=t{:04}.png",
+                i * 150
+            )))
             .header("X-Client-Id", &app.owner)
             .send()
             .await
@@ -371,23 +413,36 @@ async fn a_guest_reads_no_other_guests_names_in_the_mosaic() {
     let event = make_event(base, owner, &[("approval", "false")]).await;
     let (alice, bob) = (Uuid::new_v4(), Uuid::new_v4());
     for i in 0..6 {
-        let (guest, name) = if i < 3 { (alice, "alice") } else { (bob, "bob") };
+        let (guest, name) = if i < 3 {
+            (alice, "alice")
+        } else {
+            (bob, "bob")
+        };
         let name = format!("{name}-{i}.png");
         let (status, _, body) = send_photo(base, &event, guest, &name, coloured_photo(i)).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
     let id = event["id"].as_str().unwrap();
     let token = event["contribute_token"].as_str().unwrap();
-    let res = from(owner, app.client.post(app.url(&format!("/api/v1/events/{id}/mosaic"))))
-        .send()
-        .await
-        .unwrap();
+    let res = from(
+        owner,
+        app.client
+            .post(app.url(&format!("/api/v1/events/{id}/mosaic"))),
+    )
+    .send()
+    .await
+    .unwrap();
     let job: Value = res.json().await.unwrap();
     let job = job["job"].as_str().unwrap().to_string();
     let owners = [("X-Client-Id", owner.to_string())];
     let owners: Vec<(&str, &str)> = owners.iter().map(|(k, v)| (*k, v.as_str())).collect();
     for _ in 0..600 {
-        let view: Value = app.get_with(&format!("/api/v1/jobs/{job}"), &owners).await.json().await.unwrap();
+        let view: Value = app
+            .get_with(&format!("/api/v1/jobs/{job}"), &owners)
+            .await
+            .json()
+            .await
+            .unwrap();
         if view["state"] == "done" {
             break;
         }
@@ -406,7 +461,10 @@ async fn a_guest_reads_no_other_guests_names_in_the_mosaic() {
         .unwrap();
     assert_eq!(all["tiles"].as_array().unwrap().len(), 6, "{all}");
     // Bob, a guest with the link, sees his three and nobody else's names, ids or pictures.
-    let bobs = [("X-Client-Id", bob.to_string()), ("X-Share-Token", token.to_string())];
+    let bobs = [
+        ("X-Client-Id", bob.to_string()),
+        ("X-Share-Token", token.to_string()),
+    ];
     let bobs: Vec<(&str, &str)> = bobs.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let seen = app
         .get_with(&format!("/api/v1/jobs/{job}/placements"), &bobs)
@@ -440,7 +498,10 @@ async fn a_guest_reads_no_other_guests_names_in_the_mosaic() {
     assert_eq!(cell["name"], "", "{cell}");
     assert!(!cell.to_string().contains("alice"), "{cell}");
     let picture = app
-        .get_with(&format!("/api/v1/jobs/{job}/cells/{row}/{col}/picture"), &bobs)
+        .get_with(
+            &format!("/api/v1/jobs/{job}/cells/{row}/{col}/picture"),
+            &bobs,
+        )
         .await;
     assert_eq!(picture.status(), StatusCode::FORBIDDEN);
 }

@@ -240,7 +240,11 @@ impl HeldCellMap {
 
     /// The job's record as last read.
     pub fn record(&self) -> Arc<tessera_shared::jobs::JobRecord> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone()
     }
 
     /// Keeps `record` as the job's record, read now.

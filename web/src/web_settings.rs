@@ -52,6 +52,10 @@ pub struct WebSettings {
     /// Bytes all libraries' current indexes may take together; an upload that would pass it is
     /// refused (0: no limit).
     pub max_library_bytes: u64,
+    /// Bytes one owner's libraries (a client's, a named key's) may take, their current
+    /// indexes together; an upload or edit that would pass it is refused (0: no limit; the
+    /// operator has none).
+    pub max_library_bytes_per_owner: u64,
     /// Jobs one client may have running at once; more are answered 429 (0: no limit).
     pub max_active_jobs_per_client: u32,
     /// Jobs the clients of one address may have running at once (0: no limit).
@@ -221,6 +225,7 @@ impl Default for WebSettings {
             import_time_budget_secs: 600,
             max_libraries_per_owner: 20,
             max_library_bytes: 20 << 30,
+            max_library_bytes_per_owner: 2 << 30,
             max_active_jobs_per_client: 4,
             max_active_jobs_per_address: 16,
             max_active_jobs: 200,

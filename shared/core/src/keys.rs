@@ -276,7 +276,10 @@ mod tests {
             BlobKey::RetiredLibrary {
                 library: "emoji".into(),
             },
-            BlobKey::EventThumbnail { event: job, photo: job },
+            BlobKey::EventThumbnail {
+                event: job,
+                photo: job,
+            },
             BlobKey::OwnerEvent {
                 owner: "ab".repeat(32),
                 event: job,

@@ -340,7 +340,9 @@ impl LibraryCatalog {
     ) -> Result<u32, LibraryError> {
         let stored = crate::library_parts::store(&*self.blobs, id, &index).await?;
         tracing::debug!(library = %id, written = stored.written, "library index parts stored");
-        let claimed = self.claim_manifest(id, stored.manifest.clone(), version, how).await;
+        let claimed = self
+            .claim_manifest(id, stored.manifest.clone(), version, how)
+            .await;
         stored.done(&*self.blobs).await;
         claimed
     }
@@ -512,12 +514,7 @@ impl LibraryCatalog {
             Err(e) => return Err(e.into()),
         }
         let kept: Vec<u32> = self.in_use(id).await?.into_iter().map(|(_, v)| v).collect();
-        let mut stored = self.blobs.list_all(&BlobKey::library_prefix(id)).await?;
-        stored.extend(
-            self.blobs
-                .list_all(&BlobKey::library_sheets_prefix(id))
-                .await?,
-        );
+        let stored = self.stored_of(id).await?;
         let mut deleted = 0;
         let parts = BlobKey::library_parts_prefix(id);
         for meta in stored {
@@ -570,6 +567,17 @@ impl LibraryCatalog {
         }
     }
 
+    /// Every blob library `id` holds: its record, versions, parts and contact sheets.
+    async fn stored_of(&self, id: &str) -> Result<Vec<crate::storage::BlobMeta>, StorageError> {
+        let mut stored = self.blobs.list_all(&BlobKey::library_prefix(id)).await?;
+        stored.extend(
+            self.blobs
+                .list_all(&BlobKey::library_sheets_prefix(id))
+                .await?,
+        );
+        Ok(stored)
+    }
+
     /// Deletes what library `id` holds that no job needs, at once: versions before the one
     /// preceding the current (a job submitted as the current changed may still name that
     /// one) that no active job names, their contact sheets, and the parts no version left
@@ -577,12 +585,7 @@ impl LibraryCatalog {
     pub async fn collect_unneeded(&self, id: &str) -> Result<u64, LibraryError> {
         let current = self.get(id).await?.version;
         let using: Vec<u32> = self.in_use(id).await?.into_iter().map(|(_, v)| v).collect();
-        let mut stored = self.blobs.list_all(&BlobKey::library_prefix(id)).await?;
-        stored.extend(
-            self.blobs
-                .list_all(&BlobKey::library_sheets_prefix(id))
-                .await?,
-        );
+        let stored = self.stored_of(id).await?;
         let mut deleted = 0;
         for meta in stored {
             let Some(version) = BlobKey::library_version_of(&meta.key, id) else {

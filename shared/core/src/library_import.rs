@@ -159,7 +159,9 @@ pub async fn import_library_while(
 async fn collect_unneeded(platform: &Platform, id: &str) {
     match platform.libraries().collect_unneeded(id).await {
         Ok(deleted) => tracing::debug!(library = %id, deleted, "unneeded library blobs deleted"),
-        Err(e) => tracing::warn!(library = %id, error = %e, "unneeded library blobs left to the sweep"),
+        Err(e) => {
+            tracing::warn!(library = %id, error = %e, "unneeded library blobs left to the sweep")
+        }
     }
 }
 

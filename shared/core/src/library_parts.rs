@@ -160,7 +160,9 @@ fn named_parts(manifest: &[u8]) -> Option<Result<Vec<(String, usize)>, String>> 
     Some(
         text.lines()
             .map(|line| {
-                let (digest, len) = line.split_once(' ').ok_or("a manifest line is not two words")?;
+                let (digest, len) = line
+                    .split_once(' ')
+                    .ok_or("a manifest line is not two words")?;
                 let ok = digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit());
                 let len = len.parse().map_err(|_| "a part's length is not a number")?;
                 ok.then(|| (digest.to_string(), len))
@@ -173,7 +175,11 @@ fn named_parts(manifest: &[u8]) -> Option<Result<Vec<(String, usize)>, String>> 
 
 /// The index a version's blob holds: its parts put together (each checked against its name),
 /// or the blob as it is when it was stored whole.
-pub async fn load(blobs: &dyn BlobStore, library: &str, blob: Bytes) -> Result<Bytes, StorageError> {
+pub async fn load(
+    blobs: &dyn BlobStore,
+    library: &str,
+    blob: Bytes,
+) -> Result<Bytes, StorageError> {
     let Some(parts) = named_parts(&blob) else {
         return Ok(blob);
     };

@@ -567,7 +567,11 @@ fn jpeg_reduced(bytes: &[u8], need: u32) -> Result<Option<image::RgbaImage>, Str
     }
     // What the decoder will hold, known from the frame before it allocates: a progressive
     // file's coefficients at full size, and the reduced pixels with a copy for the conversion.
-    let channels = if info.pixel_format == PixelFormat::L8 { 1 } else { 3 };
+    let channels = if info.pixel_format == PixelFormat::L8 {
+        1
+    } else {
+        3
+    };
     let coefficients = crate::jpeg_frame::coefficient_bytes(bytes);
     let cost = coefficients + u64::from(sw) * u64::from(sh) * channels * 2;
     if cost > MAX_JPEG_TILE_BUFFER as u64 {

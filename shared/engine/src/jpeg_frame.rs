@@ -108,7 +108,10 @@ mod tests {
     #[test]
     fn a_progressive_frame_costs_its_coefficients_and_a_sequential_one_nothing() {
         let frame = JpegFrame::read(&jpeg(100, 60, true)).unwrap();
-        assert_eq!((frame.width, frame.height, frame.progressive), (100, 60, true));
+        assert_eq!(
+            (frame.width, frame.height, frame.progressive),
+            (100, 60, true)
+        );
         assert_eq!(frame.sampling, vec![(2, 2), (1, 1), (1, 1)]);
         // MCUs of 16 x 16: 7 across, 4 down; luma 14 x 8 blocks, each chroma 7 x 4.
         assert_eq!(frame.coefficient_bytes(), (14 * 8 + 2 * 7 * 4) * 128);

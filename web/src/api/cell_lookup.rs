@@ -100,7 +100,11 @@ pub async fn get(
         size: width,
         height,
         tile: source.tile,
-        name: if shown { source.name.clone() } else { String::new() },
+        name: if shown {
+            source.name.clone()
+        } else {
+            String::new()
+        },
         caption: if shown {
             source.caption.clone()
         } else {

@@ -125,7 +125,13 @@ async fn publish_library(
         .into_iter()
         .filter(|l| l.id != record.library_id())
         .collect();
-    require_index_room(state, &others, &options, approved.len() as u64).await?;
+    require_index_room(
+        state,
+        (&others, &record.owner),
+        &options,
+        approved.len() as u64,
+    )
+    .await?;
     let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
     let mut captions = String::from("file,caption\n");
     for photo in &approved {
@@ -150,14 +156,9 @@ async fn publish_library(
     };
     let id = record.library_id();
     let (library, _) = within_budget(asked_by, state, &id, |keep_going| {
-        import_library_while(
-            &state.platform,
-            dir.path(),
-            &id,
-            options,
-            &how,
-            move || keep_going.holds(),
-        )
+        import_library_while(&state.platform, dir.path(), &id, options, &how, move || {
+            keep_going.holds()
+        })
     })
     .await?;
     Ok(library.id)

@@ -523,9 +523,12 @@ pub async fn contribute(
     let files = read_photos(&mut payload, &state).await?;
     check_room_for_guest(&record, &guest, files.len())?;
     let address = client_address(&req, state.guard.trusted_proxies());
-    state
-        .guests
-        .admit(&state.settings.guests, address, record.id, files.len() as u32)?;
+    state.guests.admit(
+        &state.settings.guests,
+        address,
+        record.id,
+        files.len() as u32,
+    )?;
     state
         .require_room(files.iter().map(|f| f.1.len() as u64).sum(), "the photos")
         .await?;
@@ -536,9 +539,13 @@ pub async fn contribute(
     };
     let mut photos = Vec::with_capacity(files.len());
     for (name, bytes, extension) in files {
-        let prepared = crate::api::event_pictures::prepare(&state, address, record.id, bytes.clone())
-            .await
-            .map_err(|e| e.prefixed(&format!("{name} cannot be read: ")).with_field("files"))?;
+        let prepared =
+            crate::api::event_pictures::prepare(&state, address, record.id, bytes.clone())
+                .await
+                .map_err(|e| {
+                    e.prefixed(&format!("{name} cannot be read: "))
+                        .with_field("files")
+                })?;
         let photo = EventPhoto {
             id: Uuid::new_v4(),
             name,
@@ -806,6 +813,7 @@ pub async fn mosaic(
         key_holder: credential_owner(&req),
     };
     let address = client_address(&req, state.guard.trusted_proxies());
-    let job = crate::api::event_jobs::make_mosaic(&state, &record, &maker, (address, Some(&req))).await?;
+    let job =
+        crate::api::event_jobs::make_mosaic(&state, &record, &maker, (address, Some(&req))).await?;
     Ok(HttpResponse::Accepted().json(MosaicRef { job }))
 }

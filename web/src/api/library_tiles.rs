@@ -173,7 +173,7 @@ pub async fn edit(
             shape: record.tile_shape(),
             ..ImportOptions::default()
         };
-        require_index_room(&state, &all, &options, images).await?;
+        require_index_room(&state, (&all, &record.owner), &options, images).await?;
         Some(upload.files.clone())
     } else {
         None

@@ -343,7 +343,7 @@ pub async fn create(
     let images = unpack(&state, &upload).await?;
     // The upload's slot is held until its archives are unpacked.
     drop(slot);
-    require_index_room(&state, &all, &options, images).await?;
+    require_index_room(&state, (&all, &owner), &options, images).await?;
     let how = Publication {
         replace: asked.replace,
         by: owner,
@@ -410,11 +410,11 @@ pub(crate) async fn receive(
     Ok((upload, fields, slot))
 }
 
-/// Refuses `images` more tiles prepared as `options` say when the storage, or the libraries'
-/// cap over `all`, cannot hold their renditions.
+/// Refuses `images` more tiles prepared as `options` say, for libraries of `owner`, when the
+/// storage, the libraries' cap over `all` or the owner's own cannot hold their renditions.
 pub(crate) async fn require_index_room(
     state: &AppState,
-    all: &[LibraryRecord],
+    (all, owner): (&[LibraryRecord], &Owner),
     options: &ImportOptions,
     images: u64,
 ) -> ApiResult<()> {
@@ -427,6 +427,18 @@ pub(crate) async fn require_index_room(
         return Err(ApiError::insufficient_storage(format!(
             "the libraries take {total} bytes; this one would take about {estimate} more, past \
              the {cap} they may take together"
+        )));
+    }
+    let owners: u64 = all
+        .iter()
+        .filter(|l| &l.owner == owner)
+        .map(|l| l.index_bytes)
+        .sum();
+    let cap = state.settings.max_library_bytes_per_owner;
+    if cap > 0 && !owner.is_operator() && owners.saturating_add(estimate) > cap {
+        return Err(ApiError::insufficient_storage(format!(
+            "your libraries take {owners} bytes; this would take about {estimate} more, past \
+             the {cap} one owner's may take: take out a library or some of its photos"
         )));
     }
     Ok(())

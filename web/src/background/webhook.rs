@@ -101,9 +101,10 @@ async fn send_due(
             *n += 1;
             *n
         });
-        let over_cap = settings.max_owed_per_client > 0 && owed_by_client > settings.max_owed_per_client;
-        let out_of_tries = delivery.attempts >= settings.max_attempts.max(1)
-            && delivery.next_attempt_at <= now;
+        let over_cap =
+            settings.max_owed_per_client > 0 && owed_by_client > settings.max_owed_per_client;
+        let out_of_tries =
+            delivery.attempts >= settings.max_attempts.max(1) && delivery.next_attempt_at <= now;
         let out_of_time = now - delivery.created_at > Duration::from_secs(settings.retry_for_secs);
         if over_cap || out_of_tries || out_of_time {
             let why = if over_cap {

@@ -236,7 +236,10 @@ impl<K: Hash + Eq + Clone> Buckets<K> {
     fn give_back(&self, key: K, n: u32, rate: Rate, now: Instant) {
         let mut buckets = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(bucket) = buckets.get_mut(&key) {
-            *bucket = ((level(*bucket, rate, now) + f64::from(n)).min(rate.burst), now);
+            *bucket = (
+                (level(*bucket, rate, now) + f64::from(n)).min(rate.burst),
+                now,
+            );
         }
     }
 }
@@ -317,8 +320,14 @@ mod tests {
         assert_eq!(wait, Duration::from_secs(1));
         // Another key has its own bucket; a second later one more token is there.
         buckets.take(2, 5, rate, t0).unwrap();
-        buckets.take(1, 1, rate, t0 + Duration::from_secs(1)).unwrap();
-        assert!(buckets.take(1, 1, rate, t0 + Duration::from_secs(1)).is_err());
+        buckets
+            .take(1, 1, rate, t0 + Duration::from_secs(1))
+            .unwrap();
+        assert!(
+            buckets
+                .take(1, 1, rate, t0 + Duration::from_secs(1))
+                .is_err()
+        );
     }
 
     #[test]
