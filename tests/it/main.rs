@@ -27,6 +27,7 @@ mod notifications;
 mod openapi;
 mod ops;
 mod pages;
+mod phone_photos;
 mod photos;
 mod pipeline;
 mod print;

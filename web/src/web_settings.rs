@@ -96,7 +96,7 @@ pub struct WebSettings {
     pub webhooks: WebhookSettings,
     /// What guests of events may send (`[web.guests]`): rates per address and per event,
     /// decodes at once, events per owner.
-    pub guests: crate::guards::guest_limits::GuestSettings,
+    pub guests: GuestSettings,
     /// Where uploads are spooled while they are read and imported: `spool/` in the embedded
     /// data directory (so the free space kept there counts them), else the system's temporary
     /// directory. Emptied at start.
@@ -176,6 +176,45 @@ impl WebhookSettings {
                 .allow
                 .iter()
                 .any(|a| a.eq_ignore_ascii_case(host) || Some(a.to_ascii_lowercase()) == with_port)
+    }
+}
+
+/// The guests' limits (`[web.guests]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GuestSettings {
+    /// Photos one address (an IPv6 /64) may send a minute, all its guests together, after its
+    /// burst (0: no limit).
+    pub photos_per_minute_per_address: u32,
+    /// Photos one address may send at once before its rate applies.
+    pub photo_burst_per_address: u32,
+    /// Photos one event's link may take a minute, from every address (0: no limit).
+    pub photos_per_minute_per_event: u32,
+    /// Photos one event's link may take at once before its rate applies.
+    pub photo_burst_per_event: u32,
+    /// Photos from one address decoded at once (their colour, their thumbnail); more wait.
+    pub decodes_per_address: usize,
+    /// Photos of one event decoded at once; more wait.
+    pub decodes_per_event: usize,
+    /// Events one owner (a client, a named key) may keep (0: no limit; the operator has none).
+    pub max_events_per_owner: u32,
+    /// Events one address may make an hour, whatever client ids it names, after a burst of as
+    /// many (0: no limit).
+    pub events_per_hour_per_address: u32,
+}
+
+impl Default for GuestSettings {
+    fn default() -> Self {
+        GuestSettings {
+            photos_per_minute_per_address: 600,
+            photo_burst_per_address: 300,
+            photos_per_minute_per_event: 12_000,
+            photo_burst_per_event: 3_000,
+            decodes_per_address: 2,
+            decodes_per_event: 4,
+            max_events_per_owner: 20,
+            events_per_hour_per_address: 20,
+        }
     }
 }
 

@@ -342,8 +342,9 @@ pub(crate) fn max_photos_refused(given: impl std::fmt::Display) -> ApiError {
 /// Make an event.
 ///
 /// Multipart: `image` (the target), `name`, `approval` (photos wait for the owner: true, the
-/// default), `per_guest` (photos one guest may send, 20 by default, 0 for no limit) and any
-/// job field but `library`. The caller is the event's owner.
+/// default), `per_guest` (photos one guest may send, 20 by default, 0 for no limit),
+/// `max_photos` (photos the event holds, 5,000 by default) and any job field but `library`.
+/// The caller is the event's owner.
 #[utoipa::path(
     post,
     path = "/api/v1/events",
@@ -355,6 +356,8 @@ pub(crate) fn max_photos_refused(given: impl std::fmt::Display) -> ApiError {
         (status = 201, description = "Made; Location names the event", body = EventView,
             headers(("Location" = String, description = "The event's path"))),
         crate::api::error_sets::UploadErrors,
+        (status = 429, description = "too_many_events: the owner keeps web.guests.max_events_per_owner events, or the address made web.guests.events_per_hour_per_address this hour", body = crate::api_error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
         (status = 507, description = "insufficient_storage", body = crate::api_error::ErrorBody),
     ),
@@ -505,6 +508,8 @@ pub async fn get(
         (status = 403, description = "bad_contribute_token", body = crate::api_error::ErrorBody),
         (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
         (status = 409, description = "contributions_closed", body = crate::api_error::ErrorBody),
+        (status = 429, description = "too_many_photos: the address (an IPv6 /64) or the event's link is sending faster than web.guests allows", body = crate::api_error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 507, description = "insufficient_storage", body = crate::api_error::ErrorBody),
     ),
 )]
@@ -539,13 +544,17 @@ pub async fn contribute(
     };
     let mut photos = Vec::with_capacity(files.len());
     for (name, bytes, extension) in files {
-        let prepared =
-            crate::api::event_pictures::prepare(&state, address, record.id, bytes.clone())
-                .await
-                .map_err(|e| {
-                    e.prefixed(&format!("{name} cannot be read: "))
-                        .with_field("files")
-                })?;
+        let turn = state
+            .guests
+            .decode_turn(&state.settings.guests, address, record.id)
+            .await;
+        let prepared = crate::imaging::photo_square::prepare(bytes.clone())
+            .await
+            .map_err(|e| {
+                e.prefixed(&format!("{name} cannot be read: "))
+                    .with_field("files")
+            })?;
+        drop(turn);
         let photo = EventPhoto {
             id: Uuid::new_v4(),
             name,

@@ -4,7 +4,6 @@
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
-use bytes::Bytes;
 use tessera_shared::error_code::ErrorCode;
 use uuid::Uuid;
 
@@ -12,10 +11,6 @@ use crate::api::event_mosaics::{contribute_path, owned_event};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::client::{client_address, known_requester};
-use crate::imaging::stored_mosaic::encode_png;
-
-/// The largest side of a photo's square, in pixels.
-const THUMBNAIL_SIDE: u32 = 96;
 
 /// A contributed photo as a small square PNG, cropped as its tile is.
 ///
@@ -68,7 +63,11 @@ pub async fn thumbnail(
         None => {
             let address = client_address(&req, state.guard.trusted_proxies());
             let bytes = events.photo(id, photo).await?;
-            let made = prepare(&state, address, id, bytes).await?;
+            let _turn = state
+                .guests
+                .decode_turn(&state.settings.guests, address, id)
+                .await;
+            let made = crate::imaging::photo_square::prepare(bytes).await?;
             events
                 .put_thumbnail(id, photo, made.thumbnail.clone())
                 .await?;
@@ -79,49 +78,6 @@ pub async fn thumbnail(
         .insert_header((header::CONTENT_TYPE, "image/png"))
         .insert_header((header::CACHE_CONTROL, "private, max-age=86400"))
         .body(png))
-}
-
-/// What a contributed photo gives once decoded: its thumbnail and its colour.
-pub(crate) struct Prepared {
-    /// A PNG square of at most [`THUMBNAIL_SIDE`] pixels, cropped as its tile is.
-    pub thumbnail: Bytes,
-    /// Its mean colour as its tile shows it, for the wish list.
-    pub colour: [u8; 3],
-}
-
-/// Decodes a photo of event `event` sent from `address` once, in its turn (a few at once per
-/// address and per event; the decoder takes its room from the shared decode budget before it
-/// allocates), into its thumbnail and colour. A photo that cannot be decoded is 422
-/// `corrupt_image` with the reason.
-pub(crate) async fn prepare(
-    state: &AppState,
-    address: Option<std::net::IpAddr>,
-    event: Uuid,
-    bytes: Bytes,
-) -> ApiResult<Prepared> {
-    let _turn = state
-        .guests
-        .decode_turn(&state.settings.guests, address, event)
-        .await;
-    tokio::task::spawn_blocking(move || {
-        let pixels = tessera_engine::decode::square_tile_pixels(&bytes, THUMBNAIL_SIDE)
-            .map_err(|e| ApiError::unprocessable(ErrorCode::CorruptImage, e))?;
-        // The square as decoded (at least the side asked where the photo has it), then made
-        // the thumbnail's side at most.
-        let side = ((pixels.len() / 3) as f64).sqrt() as u32;
-        let square = image::RgbImage::from_raw(side, side, pixels)
-            .ok_or_else(|| ApiError::internal("the photo's square is not square"))?;
-        let small = if side > THUMBNAIL_SIDE {
-            image::imageops::thumbnail(&square, THUMBNAIL_SIDE, THUMBNAIL_SIDE)
-        } else {
-            square
-        };
-        let colour = tessera_shared::wishlist::mean_colour(small.as_raw());
-        let thumbnail = encode_png(small.as_raw(), small.width(), small.height())?;
-        Ok(Prepared { thumbnail, colour })
-    })
-    .await
-    .map_err(ApiError::internal)?
 }
 
 /// The event's contribute link as a QR code (SVG), to print or show at the event.

@@ -101,21 +101,7 @@ async fn send_due(
             *n += 1;
             *n
         });
-        let over_cap =
-            settings.max_owed_per_client > 0 && owed_by_client > settings.max_owed_per_client;
-        let out_of_tries =
-            delivery.attempts >= settings.max_attempts.max(1) && delivery.next_attempt_at <= now;
-        let out_of_time = now - delivery.created_at > Duration::from_secs(settings.retry_for_secs);
-        if over_cap || out_of_tries || out_of_time {
-            let why = if over_cap {
-                format!(
-                    "not tried: the client has {} notifications owed already",
-                    settings.max_owed_per_client
-                )
-            } else {
-                let last = delivery.last_error.clone().unwrap_or_default();
-                format!("{} attempts failed; the last: {last}", delivery.attempts)
-            };
+        if let Some(why) = set_aside_why(settings, &delivery, owed_by_client, now) {
             tracing::warn!(%job, attempts = delivery.attempts, error = why, "webhook undelivered: set aside");
             if let Err(e) = outbox::set_aside(blobs, &delivery, why).await {
                 tracing::warn!(%job, error = %e, "an undelivered webhook could not be set aside");
@@ -170,6 +156,29 @@ async fn send_due(
         }
     }
     earliest
+}
+
+/// Why `delivery`, its client's `owed_by_client`th owed, is set aside untried at `now`: past
+/// the client's cap, out of tries or out of time; `None` while it is still to be tried.
+fn set_aside_why(
+    settings: &WebhookSettings,
+    delivery: &Delivery,
+    owed_by_client: usize,
+    now: OffsetDateTime,
+) -> Option<String> {
+    if settings.max_owed_per_client > 0 && owed_by_client > settings.max_owed_per_client {
+        return Some(format!(
+            "not tried: the client has {} notifications owed already",
+            settings.max_owed_per_client
+        ));
+    }
+    let out_of_tries =
+        delivery.attempts >= settings.max_attempts.max(1) && delivery.next_attempt_at <= now;
+    let out_of_time = now - delivery.created_at > Duration::from_secs(settings.retry_for_secs);
+    (out_of_tries || out_of_time).then(|| {
+        let last = delivery.last_error.clone().unwrap_or_default();
+        format!("{} attempts failed; the last: {last}", delivery.attempts)
+    })
 }
 
 /// Why a call did not deliver.

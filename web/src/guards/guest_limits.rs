@@ -2,7 +2,8 @@
 //! from one network (an IPv6 /64 counts as one address) and through one link, each a token
 //! bucket with a generous burst (a venue's guests often share one address), and a bound on the
 //! photos decoded at once per network and per event. The caps by count (a guest's, an event's)
-//! live in the event's settings; these hold in this process.
+//! live in the event's settings; these hold in this process (`[web.guests]`,
+//! [`GuestSettings`]).
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -11,52 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix_web::http::StatusCode;
-use serde::{Deserialize, Serialize};
 use tessera_shared::error_code::ErrorCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 use crate::api_error::{ApiError, ApiResult};
 use crate::guards::client::limited_network;
-
-/// The guests' limits (`[web.guests]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GuestSettings {
-    /// Photos one address (an IPv6 /64) may send a minute, all its guests together, after its
-    /// burst (0: no limit).
-    pub photos_per_minute_per_address: u32,
-    /// Photos one address may send at once before its rate applies.
-    pub photo_burst_per_address: u32,
-    /// Photos one event's link may take a minute, from every address (0: no limit).
-    pub photos_per_minute_per_event: u32,
-    /// Photos one event's link may take at once before its rate applies.
-    pub photo_burst_per_event: u32,
-    /// Photos from one address decoded at once (their colour, their thumbnail); more wait.
-    pub decodes_per_address: usize,
-    /// Photos of one event decoded at once; more wait.
-    pub decodes_per_event: usize,
-    /// Events one owner (a client, a named key) may keep (0: no limit; the operator has none).
-    pub max_events_per_owner: u32,
-    /// Events one address may make an hour, whatever client ids it names, after a burst of as
-    /// many (0: no limit).
-    pub events_per_hour_per_address: u32,
-}
-
-impl Default for GuestSettings {
-    fn default() -> Self {
-        GuestSettings {
-            photos_per_minute_per_address: 600,
-            photo_burst_per_address: 300,
-            photos_per_minute_per_event: 12_000,
-            photo_burst_per_event: 3_000,
-            decodes_per_address: 2,
-            decodes_per_event: 4,
-            max_events_per_owner: 20,
-            events_per_hour_per_address: 20,
-        }
-    }
-}
+use crate::web_settings::GuestSettings;
 
 /// Token buckets and decode turns, shared by the handlers of one process.
 #[derive(Debug, Default, Clone)]

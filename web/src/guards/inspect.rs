@@ -106,14 +106,21 @@ pub fn verify_target(bytes: &[u8], probe: &Probe) -> Result<TargetInfo, ApiError
         width: w,
         height: h,
         turned,
-        ..
+        decode_bytes,
     } = *probe;
     let pixels = u64::from(w) * u64::from(h);
     let mut limits = Limits::default();
     limits.max_image_width = Some(w);
     limits.max_image_height = Some(h);
-    // Room for the largest pixel type (16-bit RGBA) of an image this size, and no more.
-    limits.max_alloc = Some(pixels.saturating_mul(8).max(1 << 20));
+    // Room for the largest pixel type (16-bit RGBA) of an image this size, and no more; a HEIF
+    // decode takes what its real structure costs (its coded tiles, then the image twice), which
+    // the caller has taken from the decode budget.
+    let room = pixels.saturating_mul(8).max(1 << 20);
+    limits.max_alloc = Some(if format.is_heif() {
+        room.max(decode_bytes)
+    } else {
+        room
+    });
     if format == Format::Jpeg && tessera_engine::jpeg_cut_off(bytes) {
         // The decoder would pad the missing rows with grey.
         return Err(ApiError::unprocessable(
