@@ -22,15 +22,44 @@
       const li = document.createElement("li");
       li.dataset.state = photo.state;
       li.dataset.name = photo.name;
-      li.append(photo.name + ": " + (WORDS[photo.state] || photo.state));
+      li.dataset.photo = photo.id;
+      const img = document.createElement("img");
+      img.src = api + "/photos/" + photo.id + "/thumbnail";
+      img.alt = "";
+      img.width = 48;
+      img.height = 48;
+      img.className = "mine-thumb";
+      li.append(img, " " + photo.name + ": " + (WORDS[photo.state] || photo.state));
       if (photo.state === "approved" && mosaic) {
+        // Found by its tile (its id), not its file name: another guest's IMG_0001.JPG is
+        // another photo.
         const a = document.createElement("a");
         a.href = "/jobs/" + mosaic + "?share=" + encodeURIComponent(token) +
-          "&tile=" + encodeURIComponent(photo.name);
+          "&tile=" + encodeURIComponent(photo.tile);
         a.textContent = "Find it in the mosaic";
         a.className = "find-mine";
         li.append(" · ", a);
       }
+      const back = document.createElement("button");
+      back.type = "button";
+      back.className = "take-back";
+      back.textContent = "Take back";
+      back.addEventListener("click", async function () {
+        if (!window.confirm("Take " + photo.name + " out of the mosaic? It is deleted.")) return;
+        back.disabled = true;
+        const response = await fetch(api + "/photos/" + photo.id, {
+          method: "DELETE",
+          headers: { "X-Requested-With": "tessera" },
+          credentials: "same-origin",
+        }).catch(function () { return null; });
+        if (response && (response.ok || response.status === 404)) {
+          li.remove();
+          empty.hidden = mine.children.length > 0;
+        } else {
+          back.disabled = false;
+        }
+      });
+      li.append(" ", back);
       mine.append(li);
     });
     empty.hidden = mine.children.length > 0;
@@ -87,6 +116,11 @@
           throw new Error((body.error && body.error.message) || "the photos were not taken (" + response.status + ")");
         }
         status.textContent = "Sent " + body.photos.length + " photo(s). Thank you!";
+        // The files of the batch that were not taken, each with its reason.
+        if (body.refused && body.refused.length) {
+          error.textContent = "Not taken: " + body.refused.map(function (r) { return r.reason; }).join("; ") + ".";
+          error.hidden = false;
+        }
         form.reset();
         await refresh();
       } catch (e) {

@@ -46,9 +46,10 @@
     if (!shown || !queue.length) return;
     const p = queue[turn % queue.length];
     turn += 1;
-    const found = await json("/api/v1/jobs/" + shown + "/placements?q=" + encodeURIComponent(p.name))
+    // Found by its tile (its id), not its file name: two guests' IMG_0001.JPG are two photos.
+    const found = await json("/api/v1/jobs/" + shown + "/placements?q=" + encodeURIComponent(p.tile))
       .catch(function () { return null; });
-    const tile = found && (found.tiles || []).find(function (t) { return t.caption === p.name; });
+    const tile = found && (found.tiles || []).find(function (t) { return t.name === p.tile; });
     if (!tile || !tile.cells.length) return;
     const [row, col] = tile.cells[0];
     photo.src = "/api/v1/jobs/" + shown + "/cells/" + row + "/" + col + "/picture";

@@ -619,6 +619,43 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
         assert!(found[0].as_u64().unwrap() >= 1, "{found}");
         assert!(found[1].as_str().unwrap().contains("beach.jpg"), "{found}");
         screenshot(browser, "contribute-found.png").await;
+
+        // The guest takes one photo back from the page, confirming it.
+        browser.goto(&link).await.unwrap();
+        wait_for(
+            browser,
+            "return document.querySelectorAll('#mine li img.mine-thumb').length === 2 || null",
+            Duration::from_secs(20),
+            "the guest's two photos, with their thumbnails",
+        )
+        .await;
+        crate::browser::script(browser, "window.confirm = function () { return true; }; return true")
+            .await;
+        click(browser, "#mine li[data-name='beach.jpg'] button.take-back").await;
+        wait_for(
+            browser,
+            "return document.querySelectorAll('#mine li').length === 1 || null",
+            Duration::from_secs(20),
+            "the photo taken back",
+        )
+        .await;
+        let token = link.split("token=").nth(1).unwrap();
+        let seen: Value = app
+            .get_with(
+                &format!("/api/v1/events/{id}?token={token}"),
+                &[("X-Client-Id", guest.as_str())],
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        let left: Vec<&str> = seen["photos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(left, ["IMG_2024.jpg"], "{seen}");
     })
     .await;
 }

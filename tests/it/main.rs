@@ -39,3 +39,4 @@ mod security;
 mod support;
 mod transaction_counts;
 mod viewer;
+mod wedding_guests;

@@ -25,9 +25,7 @@ use crate::app_state::AppState;
 use crate::guards::auth::{new_secret, same_secret};
 use crate::guards::client::{client_address, client_cookie, client_id, credential_owner};
 use crate::guards::inspect::{probe_target, verify_target};
-use crate::guards::upload::{
-    BodyClock, field_name, file_name, read_limited, read_text, require_multipart,
-};
+use crate::guards::upload::{BodyClock, field_name, read_text, require_multipart};
 
 /// The header that carries a contribute link's token (or `?token=`).
 pub const TOKEN_HEADER: &str = "X-Contribute-Token";
@@ -44,6 +42,9 @@ pub struct PhotoView {
     /// Who sent it (a digest of the guest's client id).
     #[schema(value_type = String)]
     pub contributor: Owner,
+    /// Its tile's name in the event's mosaics (its id and extension): what finds it there, as
+    /// two guests' photos of the same file name are two tiles.
+    pub tile: String,
 }
 
 impl From<&EventPhoto> for PhotoView {
@@ -53,6 +54,7 @@ impl From<&EventPhoto> for PhotoView {
             name: p.name.clone(),
             state: p.state,
             contributor: p.contributor.clone(),
+            tile: p.tile_name(),
         }
     }
 }
@@ -125,12 +127,6 @@ pub(crate) fn contribute_path(record: &EventRecord) -> String {
     format!("/events/{}/contribute?token={}", record.id, record.token)
 }
 
-/// Photos a guest sent.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PhotosSent {
-    pub photos: Vec<PhotoView>,
-}
-
 /// The owner's decision on a photo.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -161,15 +157,6 @@ pub struct EventCreation {
     pub max_photos: u32,
 }
 
-// The photos of a contribution as the API documents them.
-/// Photos for an event (`multipart/form-data`): one file each.
-#[derive(Deserialize, ToSchema)]
-pub struct PhotoUpload {
-    /// The photos, in any format Tessera reads.
-    #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
-    pub files: Vec<Vec<u8>>,
-}
-
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 pub struct TokenQuery {
     /// The contribute link's token (or the `X-Contribute-Token` header).
@@ -177,7 +164,7 @@ pub struct TokenQuery {
 }
 
 /// The requester of an event route: a key's holder, else the client (minted when absent).
-fn requester(req: &HttpRequest) -> ApiResult<(Owner, Uuid, bool)> {
+pub(crate) fn requester(req: &HttpRequest) -> ApiResult<(Owner, Uuid, bool)> {
     let (client, minted) = client_id(req)?;
     let who = credential_owner(req).unwrap_or_else(|| Owner::client(client));
     Ok((who, client, minted))
@@ -240,7 +227,7 @@ pub(crate) fn require_token(
 }
 
 /// Answers `body` with `status`, setting the client cookie when one was minted.
-fn answer(
+pub(crate) fn answer(
     req: &HttpRequest,
     status: StatusCode,
     client: (Uuid, bool),
@@ -488,208 +475,6 @@ pub async fn get(
         return Err(not_owner(&record));
     };
     Ok(answer(&req, StatusCode::OK, (client, minted), view))
-}
-
-/// Send photos to an event, through its contribute link.
-///
-/// Multipart `files`, one photo each, with the link's token as `?token=` or
-/// `X-Contribute-Token`. They wait for the owner's approval, or are in at once if the event
-/// says so.
-#[utoipa::path(
-    post,
-    path = "/api/v1/events/{id}/photos",
-    operation_id = "contribute_photos",
-    tag = "events",
-    params(("id" = Uuid, Path, description = "The event's id"), TokenQuery),
-    request_body(content = PhotoUpload, content_type = "multipart/form-data"),
-    responses(
-        (status = 201, description = "Received", body = PhotosSent),
-        crate::api::error_sets::UploadErrors,
-        (status = 403, description = "bad_contribute_token", body = crate::api_error::ErrorBody),
-        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
-        (status = 409, description = "contributions_closed", body = crate::api_error::ErrorBody),
-        (status = 429, description = "too_many_photos: the address (an IPv6 /64) or the event's link is sending faster than web.guests allows", body = crate::api_error::ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 507, description = "insufficient_storage", body = crate::api_error::ErrorBody),
-    ),
-)]
-pub async fn contribute(
-    req: HttpRequest,
-    id: web::Path<Uuid>,
-    query: web::Query<TokenQuery>,
-    mut payload: Multipart,
-    state: web::Data<AppState>,
-) -> ApiResult<HttpResponse> {
-    require_multipart(&req, "photos")?;
-    let (guest, client, minted) = requester(&req)?;
-    let events = state.platform.events();
-    let record = events.get(*id).await?;
-    require_token(&req, &query, &record)?;
-    let files = read_photos(&mut payload, &state).await?;
-    check_room_for_guest(&record, &guest, files.len())?;
-    let address = client_address(&req, state.guard.trusted_proxies());
-    state.guests.admit(
-        &state.settings.guests,
-        address,
-        record.id,
-        files.len() as u32,
-    )?;
-    state
-        .require_room(files.iter().map(|f| f.1.len() as u64).sum(), "the photos")
-        .await?;
-    let state_given = if record.settings.approval {
-        PhotoState::Waiting
-    } else {
-        PhotoState::Approved
-    };
-    let mut photos = Vec::with_capacity(files.len());
-    for (name, bytes, extension) in files {
-        let turn = state
-            .guests
-            .decode_turn(&state.settings.guests, address, record.id)
-            .await;
-        let prepared = crate::imaging::photo_square::prepare(bytes.clone())
-            .await
-            .map_err(|e| {
-                e.prefixed(&format!("{name} cannot be read: "))
-                    .with_field("files")
-            })?;
-        drop(turn);
-        let photo = EventPhoto {
-            id: Uuid::new_v4(),
-            name,
-            contributor: guest.clone(),
-            state: state_given,
-            extension,
-            colour: Some(prepared.colour),
-            added_at: OffsetDateTime::now_utc(),
-        };
-        events.put_photo(record.id, photo.id, bytes).await?;
-        events
-            .put_thumbnail(record.id, photo.id, prepared.thumbnail)
-            .await?;
-        photos.push(photo);
-    }
-    let mut refused = None;
-    let stored = events
-        .update(record.id, |r| {
-            match check_room_for_guest(r, &guest, photos.len()) {
-                Ok(()) => {
-                    r.photos.extend(photos.iter().cloned());
-                    if state_given == PhotoState::Approved {
-                        r.approved_changed_at = Some(OffsetDateTime::now_utc());
-                    }
-                    true
-                }
-                Err(e) => {
-                    refused = Some(e);
-                    false
-                }
-            }
-        })
-        .await;
-    let stored = match (refused, stored) {
-        (None, Ok(stored)) => stored,
-        (refused, stored) => {
-            for photo in &photos {
-                let _ = events.delete_photo(record.id, photo.id).await;
-            }
-            let why = refused.or(stored.err().map(ApiError::from));
-            return Err(why.unwrap_or_else(|| ApiError::internal("photos refused, no reason")));
-        }
-    };
-    crate::api::event_auto::schedule(&state, &stored);
-    let sent = PhotosSent {
-        photos: photos.iter().map(PhotoView::from).collect(),
-    };
-    Ok(answer(&req, StatusCode::CREATED, (client, minted), sent))
-}
-
-/// Refuses `more` photos from `guest` when the event is closed or the guest would pass its cap.
-fn check_room_for_guest(record: &EventRecord, guest: &Owner, more: usize) -> ApiResult<()> {
-    if !record.settings.open {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            ErrorCode::ContributionsClosed,
-            format!("{} takes no more photos", record.name),
-        ));
-    }
-    let room = record.room_for_photos();
-    if more > room {
-        return Err(ApiError::unprocessable(
-            ErrorCode::EventPhotoLimit,
-            format!(
-                "{} takes at most {} photos and holds {}: it takes {room} more, and these are {more}",
-                record.name,
-                record.settings.max_photos,
-                record.photos.len()
-            ),
-        ));
-    }
-    let cap = record.settings.per_guest;
-    let sent = record.sent_by(guest);
-    if cap > 0 && sent as usize + more > cap as usize {
-        return Err(ApiError::unprocessable(
-            ErrorCode::GuestPhotoLimit,
-            format!(
-                "this event takes {cap} photos from each guest: you have sent {sent}, and these are {more}"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// A contributed photo: the name sent, the bytes and the extension by content.
-type Received = (String, bytes::Bytes, String);
-
-/// The `files` of a contribution: each a photo in a format Tessera reads (by its header),
-/// within the upload limits. Nothing is decoded yet: the caps and rates are checked first.
-async fn read_photos(payload: &mut Multipart, state: &AppState) -> ApiResult<Vec<Received>> {
-    let mut files = Vec::new();
-    let mut left = state.settings.max_library_upload_bytes;
-    let mut clock = BodyClock::new(&state.settings);
-    while let Some(mut field) = clock.field(payload).await? {
-        let name = field_name(&field);
-        if name != "files" {
-            return Err(ApiError::bad_request(
-                ErrorCode::UnknownField,
-                format!("unknown field {name:?}: send photos as files"),
-            ));
-        }
-        let sent = file_name(&field).unwrap_or_else(|| "photo".into());
-        let bytes = read_limited(&mut field, &mut clock, left, || {
-            ApiError::too_large(
-                ErrorCode::UploadTooLarge,
-                format!(
-                    "the photos are over the upload limit of {} bytes",
-                    state.settings.max_library_upload_bytes
-                ),
-            )
-        })
-        .await?
-        .freeze();
-        left = left.saturating_sub(bytes.len() as u64);
-        let header = tessera_engine::decode::read_header(&bytes).map_err(|e| {
-            ApiError::unprocessable(
-                ErrorCode::CorruptImage,
-                format!("{sent} is not a photo Tessera reads: {e}"),
-            )
-            .with_field("files")
-        })?;
-        let extension = header.format.name().to_ascii_lowercase();
-        let name: String = sent
-            .rsplit(['/', '\\'])
-            .next()
-            .unwrap_or(&sent)
-            .chars()
-            .take(200)
-            .collect();
-        files.push((name, bytes, extension));
-    }
-    if files.is_empty() {
-        return Err(missing("files"));
-    }
-    Ok(files)
 }
 
 /// The owner's decision on one photo: `approved` or `rejected`.

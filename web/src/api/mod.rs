@@ -10,6 +10,7 @@ pub mod error_sets;
 pub mod event_auto;
 pub mod event_jobs;
 pub mod event_mosaics;
+pub mod event_photos;
 pub mod event_pictures;
 pub mod event_settings;
 pub mod events;
@@ -110,7 +111,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             )
             .service(
                 resource("/events/{id}/photos", "POST")
-                    .route(web::post().to(event_mosaics::contribute)),
+                    .route(web::post().to(event_photos::contribute)),
             )
             .service(
                 resource("/events/{id}/photos/{photo}", "PATCH, DELETE")

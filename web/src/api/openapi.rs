@@ -12,9 +12,9 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::api::{
-    cell_lookup, contact_sheet, draft_previews, dzi, event_mosaics, events, job_broker,
-    job_options, library_tiles, queue_status, result, result_preview, sizing, tile_libraries,
-    zoom_tiles,
+    cell_lookup, contact_sheet, draft_previews, dzi, event_mosaics, event_photos, events,
+    job_broker, job_options, library_tiles, queue_status, result, result_preview, sizing,
+    tile_libraries, zoom_tiles,
 };
 
 /// The document's description: how errors look and how calls are authorised.
@@ -63,7 +63,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         contact_sheet::get,
         event_mosaics::create,
         event_mosaics::get,
-        event_mosaics::contribute,
+        event_photos::contribute,
         event_mosaics::decide,
         event_mosaics::withdraw,
         event_mosaics::mosaic,

@@ -1,0 +1,166 @@
+//! Guests as they are at a wedding: a batch with a PDF among the photos, a camera's RAW file,
+//! more photos than the cap leaves, and two guests whose phones named their photos alike. Each
+//! file is taken or refused on its own, with its reason in words; two photos of one name are
+//! two photos, each found by its own tile.
+
+use reqwest::StatusCode;
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::support::*;
+
+async fn event_of(app: &TestApp, owner: Uuid, fields: &[(&str, &str)]) -> Value {
+    let mut form = Form::new()
+        .text("name", "Anna and Tom")
+        .text("cells", "16")
+        .text("tile_size", "8")
+        .part("image", Part::bytes(astronaut()).file_name("us.png"));
+    for (k, v) in fields {
+        form = form.text(k.to_string(), v.to_string());
+    }
+    let res = app
+        .client
+        .post(app.url("/api/v1/events"))
+        .header("X-Client-Id", owner.to_string())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    res.json().await.unwrap()
+}
+
+/// Sends `files` as guest `guest`: the status and the body.
+async fn send(
+    app: &TestApp,
+    event: &Value,
+    guest: Uuid,
+    files: Vec<(&str, Vec<u8>)>,
+) -> (StatusCode, Value) {
+    let (id, token) = (
+        event["id"].as_str().unwrap(),
+        event["contribute_token"].as_str().unwrap(),
+    );
+    let mut form = Form::new();
+    for (name, bytes) in files {
+        form = form.part("files", Part::bytes(bytes).file_name(name.to_string()));
+    }
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{id}/photos?token={token}")))
+        .header("X-Client-Id", guest.to_string())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    (res.status(), res.json().await.unwrap_or(Value::Null))
+}
+
+fn photo(i: u8) -> Vec<u8> {
+    crate::photos::camera_jpeg(320, 240, i.wrapping_mul(40))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_is_taken_photo_by_photo_with_each_refusal_in_words() {
+    let app = spawn_app_with(test_settings(), false).await;
+    let event = event_of(&app, Uuid::new_v4(), &[("per_guest", "8")]).await;
+    let guest = Uuid::new_v4();
+    // Seven photos, a PDF and a RAW file from a camera (a DNG is a TIFF inside).
+    let mut files: Vec<(String, Vec<u8>)> = (0..7)
+        .map(|i| (format!("IMG_{i:04}.JPG"), photo(i)))
+        .collect();
+    files.push((
+        "invitation.pdf".into(),
+        b"%PDF-1.7\n% a wedding invitation\n".to_vec(),
+    ));
+    let dng = [&b"II*\0\x08\0\0\0"[..], &[0; 64]].concat();
+    files.push(("IMG_0100.DNG".into(), dng));
+    let batch = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let (status, body) = send(&app, &event, guest, batch).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["photos"].as_array().unwrap().len(), 7, "{body}");
+    let refused = body["refused"].as_array().unwrap();
+    assert_eq!(refused.len(), 2, "{body}");
+    let reason = |name: &str| {
+        refused
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not refused: {body}"))["reason"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(reason("invitation.pdf").contains("PDF document"), "{body}");
+    assert!(reason("IMG_0100.DNG").contains("camera RAW"), "{body}");
+
+    // One left under the cap of 8: a batch of three says to choose one.
+    let batch = (10..13).map(|i| ("more.jpg", photo(i))).collect();
+    let (status, body) = send(&app, &event, guest, batch).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "guest_photo_limit", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("choose 1 or fewer"), "{message}");
+    // A batch of nothing usable is refused, each file's reason given.
+    let (status, body) = send(
+        &app,
+        &event,
+        guest,
+        vec![("notes.pdf", b"%PDF-1.4".to_vec())],
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("notes.pdf is a PDF document"),
+        "{body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_guests_photos_of_one_file_name_are_two_photos_found_apart() {
+    let app = spawn_app().await;
+    let owner = Uuid::new_v4();
+    let event = event_of(&app, owner, &[("approval", "false")]).await;
+    let (ann, bea) = (Uuid::new_v4(), Uuid::new_v4());
+    let (_, sent_a) = send(&app, &event, ann, vec![("IMG_1100.JPG", photo(1))]).await;
+    let (_, sent_b) = send(&app, &event, bea, vec![("IMG_1100.JPG", photo(5))]).await;
+    let (a, b) = (&sent_a["photos"][0], &sent_b["photos"][0]);
+    assert_ne!(a["tile"], b["tile"], "{sent_a} {sent_b}");
+    let id = event["id"].as_str().unwrap();
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{id}/mosaic")))
+        .header("X-Client-Id", owner.to_string())
+        .send()
+        .await
+        .unwrap();
+    let job: Value = res.json().await.unwrap();
+    let job = job["job"].as_str().unwrap();
+    let owners = [("X-Client-Id", owner.to_string())];
+    let owners: Vec<(&str, &str)> = owners.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let done = app.wait_until_finished_with(job, &owners).await;
+    assert_eq!(done["state"], "done", "{done}");
+    // Each guest, through the link, finds their own photo by its tile, and only theirs.
+    let token = event["contribute_token"].as_str().unwrap();
+    for (guest, mine, theirs) in [(ann, a, b), (bea, b, a)] {
+        let headers = [
+            ("X-Client-Id", guest.to_string()),
+            ("X-Share-Token", token.to_string()),
+        ];
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let tile = mine["tile"].as_str().unwrap();
+        let found: Value = app
+            .get_with(&format!("/api/v1/jobs/{job}/placements?q={tile}"), &headers)
+            .await
+            .json()
+            .await
+            .unwrap();
+        let tiles = found["tiles"].as_array().unwrap();
+        assert_eq!(tiles.len(), 1, "{found}");
+        assert_eq!(tiles[0]["name"], mine["tile"], "{found}");
+        assert_ne!(tiles[0]["name"], theirs["tile"], "{found}");
+    }
+}

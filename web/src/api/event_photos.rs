@@ -1,0 +1,337 @@
+//! Guests' photos coming into an event (`POST /api/v1/events/{id}/photos`): a batch is taken
+//! photo by photo (a PDF among seven photos leaves the seven in, and is named with its reason),
+//! within the event's caps and the guests' rates, each photo decoded once as it comes into its
+//! colour and its thumbnail.
+
+use actix_multipart::Multipart;
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use tessera_shared::error_code::ErrorCode;
+use tessera_shared::events::{EventPhoto, EventRecord, PhotoState};
+use tessera_shared::libraries::Owner;
+
+use crate::api::event_mosaics::{PhotoView, TokenQuery, answer, requester, require_token};
+use crate::api::job_broker::missing;
+use crate::api_error::{ApiError, ApiResult};
+use crate::app_state::AppState;
+use crate::guards::client::client_address;
+use crate::guards::upload::{BodyClock, field_name, file_name, read_limited, require_multipart};
+
+/// Photos a guest sent: those taken, and those of the batch that were not, with why.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PhotosSent {
+    pub photos: Vec<PhotoView>,
+    /// The files not taken, each with its reason in words.
+    pub refused: Vec<RefusedPhoto>,
+}
+
+/// A file of a batch that was not taken.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RefusedPhoto {
+    /// The file name sent.
+    pub name: String,
+    /// Why, for the guest (`IMG_1.pdf is not a photo Tessera reads: ...`).
+    pub reason: String,
+}
+
+// The photos of a contribution as the API documents them.
+/// Photos for an event (`multipart/form-data`): one file each.
+#[derive(Deserialize, ToSchema)]
+pub struct PhotoUpload {
+    /// The photos, in any format Tessera reads.
+    #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
+    pub files: Vec<Vec<u8>>,
+}
+
+/// Send photos to an event, through its contribute link.
+///
+/// Multipart `files`, one photo each, with the link's token as `?token=` or
+/// `X-Contribute-Token`. They wait for the owner's approval, or are in at once if the event
+/// says so. Each file is taken or refused on its own: the answer lists both; a batch of which
+/// none is taken is 422 with each file's reason. A batch over a cap is refused whole, saying
+/// how many the event still takes.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/{id}/photos",
+    operation_id = "contribute_photos",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id"), TokenQuery),
+    request_body(content = PhotoUpload, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "Received", body = PhotosSent),
+        crate::api::error_sets::UploadErrors,
+        (status = 403, description = "bad_contribute_token", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        (status = 409, description = "contributions_closed", body = crate::api_error::ErrorBody),
+        (status = 429, description = "too_many_photos: the address (an IPv6 /64) or the event's link is sending faster than web.guests allows", body = crate::api_error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+        (status = 507, description = "insufficient_storage", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn contribute(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    query: web::Query<TokenQuery>,
+    mut payload: Multipart,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    require_multipart(&req, "photos")?;
+    let (guest, client, minted) = requester(&req)?;
+    let events = state.platform.events();
+    let record = events.get(*id).await?;
+    require_token(&req, &query, &record)?;
+    let (files, mut refused) = read_photos(&mut payload, &state).await?;
+    none_taken(&files, &refused)?;
+    check_room_for_guest(&record, &guest, files.len())?;
+    let address = client_address(&req, state.guard.trusted_proxies());
+    state.guests.admit(
+        &state.settings.guests,
+        address,
+        record.id,
+        files.len() as u32,
+    )?;
+    state
+        .require_room(
+            files.iter().map(|f| f.bytes.len() as u64).sum(),
+            "the photos",
+        )
+        .await?;
+    let given = (&guest, address);
+    let photos = store_photos(&state, &record, given, files, &mut refused).await?;
+    let mut over = None;
+    let stored = events
+        .update(record.id, |r| {
+            match check_room_for_guest(r, &guest, photos.len()) {
+                Ok(()) => {
+                    r.photos.extend(photos.iter().cloned());
+                    if photos.iter().any(|p| p.state == PhotoState::Approved) {
+                        r.approved_changed_at = Some(OffsetDateTime::now_utc());
+                    }
+                    true
+                }
+                Err(e) => {
+                    over = Some(e);
+                    false
+                }
+            }
+        })
+        .await;
+    let stored = match (over, stored) {
+        (None, Ok(stored)) => stored,
+        (over, stored) => {
+            for photo in &photos {
+                let _ = events.delete_photo(record.id, photo.id).await;
+            }
+            let why = over.or(stored.err().map(ApiError::from));
+            return Err(why.unwrap_or_else(|| ApiError::internal("photos refused, no reason")));
+        }
+    };
+    crate::api::event_auto::schedule(&state, &stored);
+    let sent = PhotosSent {
+        photos: photos.iter().map(PhotoView::from).collect(),
+        refused,
+    };
+    Ok(answer(&req, StatusCode::CREATED, (client, minted), sent))
+}
+
+/// 422 when no file of a batch can be taken: each file's reason, in one message.
+fn none_taken(files: &[Received], refused: &[RefusedPhoto]) -> ApiResult<()> {
+    if !files.is_empty() {
+        return Ok(());
+    }
+    let reasons: Vec<&str> = refused.iter().map(|r| r.reason.as_str()).collect();
+    Err(ApiError::unprocessable(ErrorCode::CorruptImage, reasons.join("; ")).with_field("files"))
+}
+
+/// Decodes each photo once, in its turn, and stores it with its thumbnail: the photos to
+/// record, in the state the event gives them. A photo that cannot be decoded joins `refused`;
+/// none decoded is 422.
+async fn store_photos(
+    state: &AppState,
+    record: &EventRecord,
+    (guest, address): (&Owner, Option<std::net::IpAddr>),
+    files: Vec<Received>,
+    refused: &mut Vec<RefusedPhoto>,
+) -> ApiResult<Vec<EventPhoto>> {
+    let events = state.platform.events();
+    let given = if record.settings.approval {
+        PhotoState::Waiting
+    } else {
+        PhotoState::Approved
+    };
+    let mut photos = Vec::with_capacity(files.len());
+    for file in files {
+        let turn = state
+            .guests
+            .decode_turn(&state.settings.guests, address, record.id)
+            .await;
+        let prepared = crate::imaging::photo_square::prepare(file.bytes.clone()).await;
+        drop(turn);
+        let prepared = match prepared {
+            Ok(prepared) => prepared,
+            Err(e) if e.status.is_client_error() => {
+                refused.push(RefusedPhoto {
+                    reason: format!("{} cannot be read: {}", file.name, e.message),
+                    name: file.name,
+                });
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let photo = EventPhoto {
+            id: Uuid::new_v4(),
+            name: file.name,
+            contributor: guest.clone(),
+            state: given,
+            extension: file.extension,
+            colour: Some(prepared.colour),
+            added_at: OffsetDateTime::now_utc(),
+        };
+        events.put_photo(record.id, photo.id, file.bytes).await?;
+        events
+            .put_thumbnail(record.id, photo.id, prepared.thumbnail)
+            .await?;
+        photos.push(photo);
+    }
+    if photos.is_empty() {
+        none_taken(&[], refused)?;
+    }
+    Ok(photos)
+}
+
+/// Refuses `more` photos from `guest` when the event is closed or the guest would pass its cap
+/// (or the event its own), saying how many it still takes.
+fn check_room_for_guest(record: &EventRecord, guest: &Owner, more: usize) -> ApiResult<()> {
+    if !record.settings.open {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            ErrorCode::ContributionsClosed,
+            format!("{} takes no more photos", record.name),
+        ));
+    }
+    let room = record.room_for_photos();
+    if more > room {
+        return Err(ApiError::unprocessable(
+            ErrorCode::EventPhotoLimit,
+            format!(
+                "{} takes at most {} photos and holds {}: it takes {room} more, and these are \
+                 {more}{}",
+                record.name,
+                record.settings.max_photos,
+                record.photos.len(),
+                choose(room)
+            ),
+        ));
+    }
+    let cap = record.settings.per_guest;
+    let sent = record.sent_by(guest);
+    if cap > 0 && sent as usize + more > cap as usize {
+        let left = (cap as usize).saturating_sub(sent as usize);
+        return Err(ApiError::unprocessable(
+            ErrorCode::GuestPhotoLimit,
+            format!(
+                "this event takes {cap} photos from each guest: you have sent {sent}, and these \
+                 are {more}{}",
+                choose(left)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a guest over a cap may do: choose fewer, or nothing more.
+fn choose(left: usize) -> String {
+    match left {
+        0 => ": it takes no more from you".into(),
+        n => format!(": choose {n} or fewer"),
+    }
+}
+
+/// A contributed photo, read whole and its kind checked from its header.
+struct Received {
+    /// The file name sent, without folders, at most 200 characters.
+    name: String,
+    bytes: Bytes,
+    /// The extension of its kind as sniffed (`jpg`, `heic`...).
+    extension: String,
+}
+
+/// The `files` of a contribution within the upload limits: those whose header Tessera reads,
+/// and the others refused with their reason (by their content, or by their name for a kind
+/// people mistake for a photo: a camera's RAW, a PDF). Nothing is decoded yet: the caps and
+/// rates are checked first.
+async fn read_photos(
+    payload: &mut Multipart,
+    state: &AppState,
+) -> ApiResult<(Vec<Received>, Vec<RefusedPhoto>)> {
+    let (mut files, mut refused) = (Vec::new(), Vec::new());
+    let mut left = state.settings.max_library_upload_bytes;
+    let mut clock = BodyClock::new(&state.settings);
+    while let Some(mut field) = clock.field(payload).await? {
+        let part = field_name(&field);
+        if part != "files" {
+            return Err(ApiError::bad_request(
+                ErrorCode::UnknownField,
+                format!("unknown field {part:?}: send photos as files"),
+            ));
+        }
+        let sent = file_name(&field).unwrap_or_else(|| "photo".into());
+        let bytes = read_limited(&mut field, &mut clock, left, || {
+            ApiError::too_large(
+                ErrorCode::UploadTooLarge,
+                format!(
+                    "the photos are over the upload limit of {} bytes",
+                    state.settings.max_library_upload_bytes
+                ),
+            )
+        })
+        .await?
+        .freeze();
+        left = left.saturating_sub(bytes.len() as u64);
+        let name: String = sent
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(&sent)
+            .chars()
+            .take(200)
+            .collect();
+        match photo_kind(&name, &bytes) {
+            Ok(extension) => files.push(Received {
+                name,
+                bytes,
+                extension,
+            }),
+            Err(reason) => refused.push(RefusedPhoto { name, reason }),
+        }
+    }
+    if files.is_empty() && refused.is_empty() {
+        return Err(missing("files"));
+    }
+    Ok((files, refused))
+}
+
+/// The extension of the photo `bytes` sent as `name`, or why it is not one Tessera takes: a
+/// camera's RAW (a DNG is a TIFF inside) is refused by its name, anything else by its header.
+fn photo_kind(name: &str, bytes: &[u8]) -> Result<String, String> {
+    use tessera_engine::decode::{not_an_image, read_header, unreadable_kind};
+    let by_name = not_an_image(name).filter(|why| why.starts_with("camera RAW"));
+    if let Some(why) = by_name {
+        return Err(format!("{name} is a {why}"));
+    }
+    if bytes.starts_with(b"%PDF") {
+        return Err(format!("{name} is a PDF document, not a photo"));
+    }
+    match read_header(bytes) {
+        Ok(header) => Ok(header.format.name().to_ascii_lowercase()),
+        Err(e) => Err(match unreadable_kind(bytes) {
+            Some(kind) => format!("{name} is a {kind} file, not a photo: send it as JPEG"),
+            None => format!("{name} is not a photo Tessera reads: {e}"),
+        }),
+    }
+}
