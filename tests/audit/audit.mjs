@@ -23,6 +23,8 @@ const lighthousePages = { home: "/", job: `/jobs/${job}`, libraries: "/libraries
 const axePages = {
   ...lighthousePages,
   "my jobs": "/jobs",
+  "new event": "/events/new",
+  "my events": "/events",
   system: "/system",
   api: "/api",
   "not found": "/nonexistent",

@@ -82,6 +82,8 @@ async fn pages_render_with_their_assets() {
         ("/system", "imagerequest-poison"),
         ("/api", "/jobs/{id}/result"),
         ("/jobs", "My jobs"),
+        ("/events/new", r#"id="event-form""#),
+        ("/events", "No events from this browser yet"),
     ] {
         let (status, body) = html(&app, path, None).await;
         assert_eq!(status, 200, "{path}");
@@ -92,6 +94,7 @@ async fn pages_render_with_their_assets() {
         ("home.js", "text/javascript"),
         ("job.js", "text/javascript"),
         ("libraries.js", "text/javascript"),
+        ("new_event.js", "text/javascript"),
     ] {
         let res = app.get(&format!("/static/{asset}")).await;
         assert_eq!(res.status(), 200, "{asset}");

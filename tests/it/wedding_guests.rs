@@ -164,3 +164,71 @@ async fn two_guests_photos_of_one_file_name_are_two_photos_found_apart() {
         assert_ne!(tiles[0]["name"], theirs["tile"], "{found}");
     }
 }
+
+/// The couple on a phone (390 x 844), without the API: "New event" from the home page, their
+/// photo and a name, then the event's page with the guests' link; "My events" lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_couple_makes_an_event_from_the_home_page() {
+    use crate::browser::{click, in_chromium_phone_of, screenshot, wait_for};
+    use std::time::Duration;
+
+    let app = spawn_app().await;
+    let work = tempfile::tempdir().unwrap();
+    let target = work.path().join("us.jpg");
+    std::fs::write(&target, crate::photos::camera_jpeg(1600, 1200, 30)).unwrap();
+    let target = target.display().to_string();
+    let profile = work.path().join("profile");
+    std::fs::create_dir(&profile).unwrap();
+    let base = app.address.clone();
+    in_chromium_phone_of((390, 844), &profile, move |browser| async move {
+        let browser = &browser;
+        browser.goto(&format!("{base}/")).await.unwrap();
+        click(browser, "nav a[href='/events/new']").await;
+        wait_for(
+            browser,
+            "return document.getElementById('event-form') ? true : null",
+            Duration::from_secs(20),
+            "the new event form",
+        )
+        .await;
+        let input = browser
+            .find(fantoccini::Locator::Id("image"))
+            .await
+            .unwrap();
+        input.send_keys(&target).await.unwrap();
+        let name = browser
+            .find(fantoccini::Locator::Id("name"))
+            .await
+            .unwrap();
+        name.send_keys("Anna and Tom").await.unwrap();
+        screenshot(browser, "new-event.png").await;
+        click(browser, "#make-event").await;
+        let page = wait_for(
+            browser,
+            "return /^\\/events\\/[0-9a-f-]{36}$/.test(location.pathname) && \
+             document.getElementById('event') ? location.pathname : null",
+            Duration::from_secs(30),
+            "the event's page",
+        )
+        .await;
+        let link = crate::browser::script(
+            browser,
+            "return document.body.textContent.includes('/contribute?token=')",
+        )
+        .await;
+        assert_eq!(link, true, "the guests' link on the event's page");
+        browser.goto(&format!("{base}/events")).await.unwrap();
+        let listed = crate::browser::script(
+            browser,
+            "return Array.from(document.querySelectorAll('#events a')).map(a => a.getAttribute('href'))",
+        )
+        .await;
+        assert!(
+            listed.as_array().unwrap().contains(&page),
+            "{listed} lacks {page}"
+        );
+        screenshot(browser, "my-events.png").await;
+    })
+    .await;
+    drop(app);
+}

@@ -359,6 +359,21 @@ impl EventStore {
         }
     }
 
+    /// The events `owner` made, newest first (by their markers).
+    pub async fn of_owner(&self, owner: &Owner) -> Result<Vec<Uuid>, EventError> {
+        let prefix = BlobKey::owner_events_prefix(&owner_digest(owner));
+        let mut markers = match self.blobs.list_all(&prefix).await {
+            Ok(markers) => markers,
+            Err(StorageError::NotFound(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        markers.sort_by_key(|m| std::cmp::Reverse(m.last_modified));
+        Ok(markers
+            .iter()
+            .filter_map(|m| m.key.strip_prefix(&prefix)?.parse().ok())
+            .collect())
+    }
+
     /// Marks `event` as one of `owner`'s.
     pub async fn mark_owner(&self, owner: &Owner, event: Uuid) -> Result<(), EventError> {
         let key = BlobKey::OwnerEvent {

@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use tessera_shared::error_code::ErrorCode;
 
 /// The static assets, compiled in: name, content type, bytes.
-pub(super) const ASSETS: [(&str, &str, &str); 10] = [
+pub(super) const ASSETS: [(&str, &str, &str); 11] = [
     (
         "favicon.svg",
         "image/svg+xml",
@@ -31,6 +31,11 @@ pub(super) const ASSETS: [(&str, &str, &str); 10] = [
         "libraries.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../static/libraries.js"),
+    ),
+    (
+        "new_event.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../static/new_event.js"),
     ),
     (
         "photos.js",

@@ -12,6 +12,7 @@ mod assets;
 mod contribute_page;
 mod error_page;
 mod event_page;
+mod events_page;
 mod home_page;
 mod job_page;
 mod jobs_page;
@@ -26,6 +27,7 @@ use assets::{asset, serve_asset};
 use contribute_page::contribute;
 pub use error_page::error_page;
 use event_page::{event, wall};
+use events_page::{my_events, new_event};
 use home_page::home;
 use job_page::{job, quality_card};
 use jobs_page::jobs;
@@ -39,6 +41,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/jobs/{id}", web::get().to(job))
         .route("/jobs/{id}/quality", web::get().to(quality_card))
         .route("/libraries", web::get().to(libraries))
+        .route("/events", web::get().to(my_events))
+        .route("/events/new", web::get().to(new_event))
         .route("/events/{id}", web::get().to(event))
         .route("/events/{id}/contribute", web::get().to(contribute))
         .route("/events/{id}/wall", web::get().to(wall))
