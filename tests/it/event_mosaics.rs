@@ -575,6 +575,14 @@ async fn a_guest_sends_photos_from_a_phone_and_finds_one_in_the_mosaic() {
         )
         .await;
         let job = job.as_str().unwrap().trim_start_matches("/jobs/").to_string();
+        // The mosaic's page is the event's, with the way back to it.
+        let page = app
+            .get_with(&format!("/jobs/{job}"), &as_client(&owner.to_string()))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(page.contains(&format!(r#"href="/events/{id}""#)), "{page}");
         let done = app
             .wait_until_finished_with(&job, &as_client(&owner.to_string()))
             .await;

@@ -7,6 +7,7 @@ use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
+use tessera_shared::events::EventRecord;
 use tessera_shared::jobs::{JobQuality, JobState};
 use uuid::Uuid;
 
@@ -14,8 +15,10 @@ use uuid::Uuid;
 #[template(path = "job.html")]
 pub(super) struct JobPage {
     id: Uuid,
-    /// The uploaded image's file name.
-    input_name: String,
+    /// What the page is called: "Mosaic of" the photo's file name, or of the event it is one of.
+    title: String,
+    /// An event's mosaic: the way back to the event (its owner's page, or a guest's link).
+    event_link: Option<(String, &'static str)>,
     /// What the download is called: after the photo.
     download_name: String,
     /// Whether the browser asking submitted the job (then it may cancel or delete it).
@@ -204,9 +207,28 @@ pub(super) async fn job(
         _ => None,
     };
     let from_link = !owned && crate::guards::job_access::holds_share_link(&req, &record);
+    let event = match EventRecord::event_of_library(&record.params.spec.library.id) {
+        Some(event) => state.platform.events().get(event).await.ok(),
+        None => None,
+    };
+    let title = match &event {
+        Some(event) => format!("Mosaic of {}", event.name),
+        None => format!("Mosaic of {}", record.params.input_name),
+    };
+    let event_link = event.as_ref().map(|event| {
+        if owned {
+            (format!("/events/{}", event.id), "Back to the event")
+        } else {
+            (
+                crate::api::event_mosaics::contribute_path(event),
+                "Back to your photos",
+            )
+        }
+    });
     let mut answer = page(&JobPage {
         id,
-        input_name: record.params.input_name.clone(),
+        title,
+        event_link,
         download_name: crate::job_view::download_name_as(
             &record.params.input_name,
             record.params.spec.format.extension(),
