@@ -361,8 +361,9 @@ async fn run(base: String, browser: Client, work: PathBuf) {
     set_value(browser, "adaptive", "4..64").await;
     let size = wait_for(
         browser,
+        // The size of the adaptive grid asked for, not one shown on the way there.
         "const t = document.getElementById('output-size').textContent; \
-         return t.includes('at most') ? t : null",
+         return t.startsWith('128 × 128 px (at most') ? t : null",
         Duration::from_secs(10),
         "the adaptive output size",
     )
@@ -1030,8 +1031,9 @@ async fn a_print_is_sized_and_warned_of_on_the_form_in_chromium() {
         set_value(browser, "print", "A5@72dpi").await;
         let size = wait_for(
             browser,
+            // The size of the print asked for, not the one shown before it was typed.
             "const t = document.getElementById('output-size').textContent; \
-             return t.includes('printing') ? t : null",
+             return t.startsWith('406 × 406 px (14 × 14 tiles') ? t : null",
             Duration::from_secs(10),
             "the print's output size",
         )
