@@ -346,19 +346,6 @@ impl EventStore {
         }
     }
 
-    /// How many events `owner` keeps (by the markers [`EventStore::mark_owner`] writes).
-    pub async fn count_of_owner(&self, owner: &Owner) -> Result<usize, EventError> {
-        match self
-            .blobs
-            .list_all(&BlobKey::owner_events_prefix(&owner_digest(owner)))
-            .await
-        {
-            Ok(markers) => Ok(markers.len()),
-            Err(StorageError::NotFound(_)) => Ok(0),
-            Err(e) => Err(e.into()),
-        }
-    }
-
     /// The events `owner` made, newest first (by their markers).
     pub async fn of_owner(&self, owner: &Owner) -> Result<Vec<Uuid>, EventError> {
         let prefix = BlobKey::owner_events_prefix(&owner_digest(owner));

@@ -359,7 +359,7 @@ pub async fn create(
     let address = client_address(&req, state.guard.trusted_proxies());
     let events = state.platform.events();
     let cap = state.settings.guests.max_events_per_owner;
-    if cap > 0 && !owner.is_operator() && events.count_of_owner(&owner).await? >= cap as usize {
+    if cap > 0 && !owner.is_operator() && events.of_owner(&owner).await?.len() >= cap as usize {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::TooManyEvents,
