@@ -1,7 +1,8 @@
 //! Photos at the size phones make them, through every door that takes a photo: a job's target,
 //! a preview, a library upload, an event's target and a guest's contribution. The files are
 //! made here: an iPhone's 12- and 48-megapixel HEIC (a grid of 512-pixel HEVC tiles, as the
-//! phone writes it) and a 12-megapixel JPEG turned by its EXIF orientation.
+//! phone writes it), a 12-megapixel JPEG turned by its EXIF orientation, and a PNG and a TIFF
+//! of 15 megapixels, over the 4096 px a tile is decoded whole at.
 
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
@@ -34,6 +35,17 @@ fn with_orientation(jpeg: &[u8], o: u16) -> Vec<u8> {
     out
 }
 
+/// A `width` x `height` gradient in `format`: a scan or a camera's export over the 4096 px a
+/// tile is decoded whole at.
+fn encoded(width: u32, height: u32, format: image::ImageFormat) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x / 20) as u8, (y / 20) as u8, ((x + y) / 40) as u8])
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, format).unwrap();
+    out.into_inner()
+}
+
 fn phone_photos() -> Vec<PhonePhoto> {
     vec![
         PhonePhoto {
@@ -45,6 +57,16 @@ fn phone_photos() -> Vec<PhonePhoto> {
             name: "IMG_8064.HEIC",
             bytes: heic_grid((16, 12), 512, (8064, 6048), (8064, 6048)),
             upright: (8064, 6048),
+        },
+        PhonePhoto {
+            name: "scan.png",
+            bytes: encoded(5000, 3000, image::ImageFormat::Png),
+            upright: (5000, 3000),
+        },
+        PhonePhoto {
+            name: "DSC_0001.TIF",
+            bytes: encoded(3000, 5000, image::ImageFormat::Tiff),
+            upright: (3000, 5000),
         },
         PhonePhoto {
             name: "IMG_0006.JPG",
@@ -104,7 +126,7 @@ async fn phone_photos_pass_every_door_at_the_defaults() {
         assert_eq!(res.status(), StatusCode::OK, "{}: preview", photo.name);
     }
 
-    // A library of the three, each a tile.
+    // A library of them all, each a tile.
     let entries: Vec<(&str, Vec<u8>)> = photos.iter().map(|p| (p.name, p.bytes.clone())).collect();
     let form = Form::new().text("name", "Phone photos").part(
         "files",
@@ -114,7 +136,7 @@ async fn phone_photos_pass_every_door_at_the_defaults() {
     let status = res.status();
     let created: Value = res.json().await.unwrap();
     assert_eq!(status, StatusCode::CREATED, "{created}");
-    assert_eq!(created["library"]["tiles"], 3, "{created}");
+    assert_eq!(created["library"]["tiles"], 5, "{created}");
 
     // An event whose target is the 12-megapixel HEIC, and each photo sent by a guest.
     let owner = Uuid::new_v4();
