@@ -15,7 +15,11 @@
   const api = "/api/v1/events/" + eventId;
   const WORDS = { waiting: "waiting for the organiser", approved: "in the mosaic", rejected: "left out by the organiser" };
 
+  // Photos this guest has sent that are still there: the cap counts them.
+  let sentCount = 0;
+
   function show(event) {
+    sentCount = (event.photos || []).length;
     mine.replaceChildren();
     const mosaic = event.mosaic && event.mosaic.job;
     (event.photos || []).forEach(function (photo) {
@@ -26,8 +30,8 @@
       const img = document.createElement("img");
       img.src = api + "/photos/" + photo.id + "/thumbnail";
       img.alt = "";
-      img.width = 48;
-      img.height = 48;
+      img.width = 72;
+      img.height = 72;
       img.className = "mine-thumb";
       li.append(img, " " + photo.name + ": " + (WORDS[photo.state] || photo.state));
       if (photo.state === "approved" && mosaic) {
@@ -79,6 +83,11 @@
     const status = document.getElementById("status");
     const files = document.getElementById("files");
     const limit = Number(form.dataset.maxUpload) || 0;
+    const perGuest = Number(form.dataset.perGuest) || 0;
+    // The name a guest gives is kept on this phone, so that it is given once.
+    const guestName = document.getElementById("guest-name");
+    const NAME_KEY = "tessera-guest-name";
+    try { guestName.value = localStorage.getItem(NAME_KEY) || ""; } catch (e) { /* private mode */ }
     form.addEventListener("submit", async function (ev) {
       ev.preventDefault();
       error.hidden = true;
@@ -92,11 +101,28 @@
       files.removeAttribute("aria-invalid");
       const send = document.getElementById("send");
       send.disabled = true;
+      let chosen = Array.from(files.files);
+      let note = "";
+      // Over the guest's cap: only as many as the event still takes from them are sent.
+      if (perGuest > 0 && chosen.length > perGuest - sentCount) {
+        const left = Math.max(0, perGuest - sentCount);
+        if (!left) {
+          error.textContent = "Not sent: this event takes " + perGuest + " photos from each guest, and you have sent them all.";
+          error.hidden = false;
+          send.disabled = false;
+          return;
+        }
+        note = " This event takes " + left + " more from you: the first " + left + " of the " + chosen.length + " chosen were sent.";
+        chosen = chosen.slice(0, left);
+      }
       try {
-        status.textContent = "Making " + files.files.length + " photo(s) smaller…";
+        status.textContent = "Making " + chosen.length + " photo(s) smaller…";
         const data = new FormData();
+        const name = guestName.value.trim();
+        try { localStorage.setItem(NAME_KEY, name); } catch (e) { /* private mode */ }
+        if (name) data.append("guest_name", name);
         let bytes = 0;
-        for (const file of Array.from(files.files)) {
+        for (const file of chosen) {
           const small = await window.TesseraPhotos.reduced(file);
           bytes += small.size;
           data.append("files", small, file.name);
@@ -115,13 +141,13 @@
         if (!response.ok) {
           throw new Error((body.error && body.error.message) || "the photos were not taken (" + response.status + ")");
         }
-        status.textContent = "Sent " + body.photos.length + " photo(s). Thank you!";
+        status.textContent = "Sent " + body.photos.length + " photo(s). Thank you!" + note;
         // The files of the batch that were not taken, each with its reason.
         if (body.refused && body.refused.length) {
           error.textContent = "Not taken: " + body.refused.map(function (r) { return r.reason; }).join("; ") + ".";
           error.hidden = false;
         }
-        form.reset();
+        files.value = "";
         await refresh();
       } catch (e) {
         error.textContent = "Not sent: " + e.message + ".";

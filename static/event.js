@@ -1,19 +1,109 @@
 "use strict";
 // An event's page, to its owner: photos put in, left out or taken out, one or many at once,
-// through the API; a new mosaic asked for.
+// through the API; a new mosaic asked for; the wall link made or ended. The photos, the mosaic
+// and the wish list follow what guests send without a reload.
 (function () {
-  document.querySelectorAll(".swatch[data-color]").forEach(function (s) {
-    s.style.backgroundColor = s.dataset.color;
-  });
+  function paintSwatches() {
+    document.querySelectorAll(".swatch[data-color]").forEach(function (s) {
+      s.style.backgroundColor = s.dataset.color;
+    });
+  }
+  paintSwatches();
   const root = document.getElementById("event");
   const api = "/api/v1/events/" + root.dataset.event;
   const actStatus = document.getElementById("act-status");
 
-  document.querySelectorAll(".select-all").forEach(function (box) {
-    box.addEventListener("change", function () {
-      document.querySelectorAll('.event-photos[data-group="' + box.dataset.group + '"] .pick')
-        .forEach(function (pick) { pick.checked = box.checked; });
+  // Select all, and a photo enlarged on tap (delegated: the lists are redrawn as photos come).
+  const dialog = document.getElementById("photo-dialog");
+  document.addEventListener("change", function (ev) {
+    const box = ev.target.closest(".select-all");
+    if (!box) return;
+    document.querySelectorAll('.event-photos[data-group="' + box.dataset.group + '"] .pick')
+      .forEach(function (pick) { pick.checked = box.checked; });
+  });
+  document.addEventListener("click", function (ev) {
+    const button = ev.target.closest(".enlarge");
+    if (!button) return;
+    const item = button.closest("li");
+    document.getElementById("photo-large").src = button.querySelector("img").src;
+    document.getElementById("photo-large-from").textContent =
+      item.querySelector(".guest-name").textContent + ": " + item.querySelector(".hint").textContent;
+    dialog.showModal();
+  });
+
+  // What guests send, the mosaic's state and the wish list, redrawn from the page itself
+  // every few seconds while it is shown; the photos picked stay picked.
+  async function follow() {
+    if (document.hidden) return;
+    const response = await fetch(location.pathname, { credentials: "same-origin", cache: "no-store" })
+      .catch(function () { return null; });
+    if (!response || !response.ok) return;
+    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    const picked = new Set(Array.from(document.querySelectorAll(".pick:checked")).map(function (p) { return p.value; }));
+    let changed = false;
+    document.querySelectorAll("[data-live]").forEach(function (part) {
+      const next = fresh.querySelector('[data-live="' + part.dataset.live + '"]');
+      if (next && next.innerHTML !== part.innerHTML) {
+        part.innerHTML = next.innerHTML;
+        changed = true;
+      }
     });
+    if (!changed) return;
+    document.querySelectorAll(".pick").forEach(function (p) { p.checked = picked.has(p.value); });
+    paintSwatches();
+    root.dataset.updated = String(Date.now());
+  }
+  setInterval(follow, 2500);
+  document.addEventListener("visibilitychange", follow);
+
+  document.getElementById("print-qr").addEventListener("click", function () {
+    const w = window.open("", "_blank");
+    if (!w) return;
+    w.document.title = document.querySelector("h1").textContent;
+    const h = w.document.createElement("h1");
+    h.textContent = document.querySelector("h1").textContent + ": send us your photos";
+    const img = w.document.createElement("img");
+    img.src = document.getElementById("qr").src;
+    img.style.width = "12cm";
+    const p = w.document.createElement("p");
+    p.textContent = document.getElementById("contribute-link").href;
+    w.document.body.append(h, img, p);
+    img.onload = function () { w.print(); };
+  });
+
+  const wallStatus = document.getElementById("wall-status");
+  const wallLine = document.getElementById("wall-line");
+  const wallUrl = document.getElementById("wall-url");
+  const wallMake = document.getElementById("wall-make");
+  const wallEnd = document.getElementById("wall-end");
+  wallMake.addEventListener("click", async function () {
+    if (!wallLine.hidden && !confirm("Make a new wall link? Screens showing the old one stop.")) return;
+    const response = await fetch(api + "/wall", { method: "POST", credentials: "same-origin" });
+    if (!response.ok) {
+      wallStatus.textContent = "Not made: " + (await messageOf(response)) + ".";
+      return;
+    }
+    const body = await response.json();
+    wallUrl.href = body.url;
+    wallUrl.textContent = body.url;
+    wallUrl.dataset.share = body.url;
+    wallLine.hidden = false;
+    wallEnd.hidden = false;
+    wallMake.textContent = "New wall link (ends this one)";
+    wallStatus.textContent = "Open this link on the screen at the venue.";
+    if (window.tesseraShare) window.tesseraShare();
+  });
+  wallEnd.addEventListener("click", async function () {
+    if (!confirm("End the wall link? Screens showing it stop.")) return;
+    const response = await fetch(api + "/wall", { method: "DELETE", credentials: "same-origin" });
+    if (!response.ok) {
+      wallStatus.textContent = "Not ended: " + (await messageOf(response)) + ".";
+      return;
+    }
+    wallLine.hidden = true;
+    wallEnd.hidden = true;
+    wallMake.textContent = "Make a wall link";
+    wallStatus.textContent = "Ended: screens showing it stop.";
   });
 
   async function messageOf(response) {
@@ -46,7 +136,8 @@
         }
         done += 1;
       }
-      location.reload();
+      actStatus.textContent = "Done: " + done + " photo" + (done === 1 ? "" : "s") + ".";
+      await follow();
     });
   });
 
@@ -54,20 +145,17 @@
   const makeStatus = document.getElementById("make-status");
   make.addEventListener("click", async function () {
     make.disabled = true;
-    makeStatus.textContent = "Asking for a new mosaic…";
+    makeStatus.textContent = "Gathering the approved photos for a new mosaic…";
     const response = await fetch(api + "/mosaic", { method: "POST", credentials: "same-origin" });
     if (!response.ok) {
       makeStatus.textContent = "Not made: " + (await messageOf(response)) + ".";
       make.disabled = false;
       return;
     }
-    const body = await response.json();
-    makeStatus.replaceChildren("Under way: ");
-    const a = document.createElement("a");
-    a.href = "/jobs/" + body.job;
-    a.textContent = "follow it";
-    makeStatus.append(a, ".");
+    await response.json();
+    makeStatus.textContent = "Under way: it shows here when it is ready.";
     make.disabled = false;
+    await follow();
   });
   const settings = document.getElementById("settings");
   settings.addEventListener("submit", async function (ev) {

@@ -1,70 +1,97 @@
 "use strict";
-// The wall display: the event's latest finished mosaic, full screen, swapped in as new mosaics
-// are made; the newest photos in turn, each shown large with its place in the mosaic marked.
+// The wall display, for a screen at the venue: the event's latest finished mosaic, as large as
+// the screen allows beside the side panel, swapped in as new mosaics are made; the newest
+// photos in turn beside it, each shown from the photo itself with its place in the mosaic
+// marked; the guests' link and its QR code.
 (function () {
   const root = document.getElementById("wall");
-  const api = "/api/v1/events/" + root.dataset.event;
+  const wall = root.dataset.wall;
+  const api = "/api/v1/events/" + root.dataset.event + "/wall" + (wall ? "?token=" + encodeURIComponent(wall) : "");
+  const stage = document.getElementById("wall-stage");
   const mosaic = document.getElementById("wall-mosaic");
   const mark = document.getElementById("wall-mark");
   const newest = document.getElementById("wall-newest");
   const photo = document.getElementById("wall-photo");
   const photoName = document.getElementById("wall-photo-name");
-  const NEWEST = 8;
   let shown = null;
-  let size = null;
   let queue = [];
+  let lastNewest = null;
+  let current = null;
 
   async function json(url) {
-    const response = await fetch(url, { credentials: "same-origin" });
+    const response = await fetch(url, { credentials: "same-origin", cache: "no-store" });
     return response.ok ? response.json() : null;
   }
 
-  async function refresh() {
-    const event = await json(api).catch(function () { return null; });
-    if (!event) return;
-    const latest = (event.mosaics || []).slice().reverse();
-    for (const job of latest) {
-      const state = await json("/api/v1/jobs/" + job).catch(function () { return null; });
-      if (!state || state.state !== "done") continue;
-      if (job !== shown) {
-        shown = job;
-        size = [state.resolved.cols, state.resolved.rows];
-        mosaic.src = "/api/v1/jobs/" + job + "/preview";
-        mosaic.hidden = false;
-        document.getElementById("wall-empty").hidden = true;
-        root.dataset.mosaic = job;
-      }
-      break;
-    }
-    const approved = (event.photos || []).filter(function (p) { return p.state === "approved"; });
-    queue = approved.slice(-NEWEST).reverse();
+  // The mosaic at the largest size that fits the stage, centred in it.
+  function fit() {
+    if (!shown) return;
+    const box = stage.getBoundingClientRect();
+    const scale = Math.min(box.width / shown.width, box.height / shown.height);
+    mosaic.style.width = Math.floor(shown.width * scale) + "px";
+    mosaic.style.height = Math.floor(shown.height * scale) + "px";
+    if (current) place(current);
   }
 
-  // The next of the newest photos: its picture large, its first cell marked on the mosaic.
+  function place(cell) {
+    const [row, col] = cell;
+    const w = mosaic.clientWidth / shown.cols;
+    const h = mosaic.clientHeight / shown.rows;
+    mark.style.left = (mosaic.offsetLeft + w * col) + "px";
+    mark.style.top = (mosaic.offsetTop + h * row) + "px";
+    mark.style.width = Math.max(6, w) + "px";
+    mark.style.height = Math.max(6, h) + "px";
+    mark.hidden = false;
+  }
+
+  async function refresh() {
+    const view = await json(api).catch(function () { return null; });
+    if (!view) return;
+    const m = view.mosaic;
+    if (m && (!shown || shown.job !== m.job)) {
+      shown = m;
+      current = null;
+      mark.hidden = true;
+      mosaic.onload = fit;
+      mosaic.src = m.preview_url;
+      mosaic.hidden = false;
+      document.getElementById("wall-empty").hidden = true;
+      root.dataset.mosaic = m.job;
+    }
+    queue = view.newest || [];
+    // A photo that just came is shown at once.
+    if (queue.length && queue[0].id !== lastNewest) {
+      lastNewest = queue[0].id;
+      turn = 0;
+      next();
+    }
+  }
+
+  // The next of the newest photos: its picture beside the mosaic, its first cell marked.
   let turn = 0;
   async function next() {
-    if (!shown || !queue.length) return;
+    if (!queue.length) return;
     const p = queue[turn % queue.length];
     turn += 1;
+    photo.src = p.picture_url;
+    photoName.textContent = p.guest_name ? "From " + p.guest_name : "From a guest";
+    newest.hidden = false;
+    root.dataset.newest = p.id;
+    if (!shown) return;
     // Found by its tile (its id), not its file name: two guests' IMG_0001.JPG are two photos.
-    const found = await json("/api/v1/jobs/" + shown + "/placements?q=" + encodeURIComponent(p.tile))
+    const found = await json(shown.placements_url + "&q=" + encodeURIComponent(p.tile))
       .catch(function () { return null; });
     const tile = found && (found.tiles || []).find(function (t) { return t.name === p.tile; });
-    if (!tile || !tile.cells.length) return;
-    const [row, col] = tile.cells[0];
-    photo.src = "/api/v1/jobs/" + shown + "/cells/" + row + "/" + col + "/picture";
-    photoName.textContent = p.name;
-    newest.hidden = false;
-    const box = mosaic.getBoundingClientRect();
-    mark.style.left = (mosaic.offsetLeft + box.width * col / size[0]) + "px";
-    mark.style.top = (mosaic.offsetTop + box.height * row / size[1]) + "px";
-    mark.style.width = Math.max(6, box.width / size[0]) + "px";
-    mark.style.height = Math.max(6, box.height / size[1]) + "px";
-    mark.hidden = false;
-    root.dataset.newest = p.name;
+    if (!tile || !tile.cells.length) {
+      mark.hidden = true;
+      return;
+    }
+    current = tile.cells[0];
+    place(current);
   }
 
-  refresh().then(next);
-  setInterval(refresh, 15000);
-  setInterval(next, 6000);
+  window.addEventListener("resize", fit);
+  refresh();
+  setInterval(refresh, 5000);
+  setInterval(next, 8000);
 })();

@@ -39,4 +39,5 @@ mod security;
 mod support;
 mod transaction_counts;
 mod viewer;
+mod wedding_evening;
 mod wedding_guests;

@@ -1,8 +1,10 @@
 //! Photos at the size phones make them, through every door that takes a photo: a job's target,
 //! a preview, a library upload, an event's target and a guest's contribution. The files are
 //! made here: an iPhone's 12- and 48-megapixel HEIC (a grid of 512-pixel HEVC tiles, as the
-//! phone writes it), a 12-megapixel JPEG turned by its EXIF orientation, and a PNG and a TIFF
-//! of 15 megapixels, over the 4096 px a tile is decoded whole at.
+//! phone writes it), a HEIC with alpha and one with a depth map (a portrait photo), a
+//! 12-megapixel JPEG turned by its EXIF orientation, and a PNG and a TIFF of 15 megapixels,
+//! over the 4096 px a tile is decoded whole at. A ProRAW's DNG is refused by its name
+//! (`wedding_guests`).
 
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
@@ -57,6 +59,16 @@ fn phone_photos() -> Vec<PhonePhoto> {
             name: "IMG_8064.HEIC",
             bytes: heic_grid((16, 12), 512, (8064, 6048), (8064, 6048)),
             upright: (8064, 6048),
+        },
+        PhonePhoto {
+            name: "IMG_ALPHA.HEIC",
+            bytes: heic_with_auxiliary(2016, 1512, false),
+            upright: (2016, 1512),
+        },
+        PhonePhoto {
+            name: "IMG_DEPTH.HEIC",
+            bytes: heic_with_auxiliary(1512, 2016, true),
+            upright: (1512, 2016),
         },
         PhonePhoto {
             name: "scan.png",
@@ -136,7 +148,7 @@ async fn phone_photos_pass_every_door_at_the_defaults() {
     let status = res.status();
     let created: Value = res.json().await.unwrap();
     assert_eq!(status, StatusCode::CREATED, "{created}");
-    assert_eq!(created["library"]["tiles"], 5, "{created}");
+    assert_eq!(created["library"]["tiles"], photos.len(), "{created}");
 
     // An event whose target is the 12-megapixel HEIC, and each photo sent by a guest.
     let owner = Uuid::new_v4();

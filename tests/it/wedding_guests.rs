@@ -4,57 +4,25 @@
 //! two photos, each found by its own tile.
 
 use reqwest::StatusCode;
-use reqwest::multipart::{Form, Part};
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::support::*;
 
+/// An event of the astronaut, with a small grid so its mosaics are quick.
 async fn event_of(app: &TestApp, owner: Uuid, fields: &[(&str, &str)]) -> Value {
-    let mut form = Form::new()
-        .text("name", "Anna and Tom")
-        .text("cells", "16")
-        .text("tile_size", "8")
-        .part("image", Part::bytes(astronaut()).file_name("us.png"));
-    for (k, v) in fields {
-        form = form.text(k.to_string(), v.to_string());
-    }
-    let res = app
-        .client
-        .post(app.url("/api/v1/events"))
-        .header("X-Client-Id", owner.to_string())
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::CREATED);
-    res.json().await.unwrap()
+    let mut all = vec![("cells", "16"), ("tile_size", "8")];
+    all.extend_from_slice(fields);
+    make_event(app, owner, astronaut(), &all).await
 }
 
-/// Sends `files` as guest `guest`: the status and the body.
 async fn send(
     app: &TestApp,
     event: &Value,
     guest: Uuid,
     files: Vec<(&str, Vec<u8>)>,
 ) -> (StatusCode, Value) {
-    let (id, token) = (
-        event["id"].as_str().unwrap(),
-        event["contribute_token"].as_str().unwrap(),
-    );
-    let mut form = Form::new();
-    for (name, bytes) in files {
-        form = form.part("files", Part::bytes(bytes).file_name(name.to_string()));
-    }
-    let res = app
-        .client
-        .post(app.url(&format!("/api/v1/events/{id}/photos?token={token}")))
-        .header("X-Client-Id", guest.to_string())
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    (res.status(), res.json().await.unwrap_or(Value::Null))
+    send_photos(app, event, guest, files, &[]).await
 }
 
 fn photo(i: u8) -> Vec<u8> {

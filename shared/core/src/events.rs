@@ -53,6 +53,10 @@ pub struct EventPhoto {
     /// Its mean colour as a tile shows it, for the wish list.
     #[serde(default)]
     pub colour: Option<[u8; 3]>,
+    /// The name the guest gave themselves ("Aunt May"), if any: what the couple and the wall
+    /// show for the sender.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_name: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub added_at: OffsetDateTime,
 }
@@ -110,6 +114,10 @@ pub struct EventRecord {
     pub owner: Owner,
     /// The secret in the contribute link.
     pub token: String,
+    /// The secret in the wall link, a view-only page for a screen at the venue; none until
+    /// the owner makes one, and a new one ends the old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_token: Option<String>,
     /// The job fields the owner gave (less the image and the library), as sent.
     pub fields: BTreeMap<String, String>,
     /// The target's file name, as sent.

@@ -117,7 +117,7 @@ impl BlobKey {
             BlobKey::EventTarget { event } => format!("events/{event}/target"),
             BlobKey::EventPhoto { event, photo } => format!("events/{event}/photos/{photo}"),
             BlobKey::EventThumbnail { event, photo } => {
-                format!("events/{event}/thumbnails/{photo}.png")
+                format!("events/{event}/thumbnails/{photo}.jpg")
             }
             BlobKey::OwnerEvent { owner, event } => {
                 format!("{}{event}", Self::owner_events_prefix(owner))

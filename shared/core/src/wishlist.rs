@@ -122,7 +122,19 @@ pub fn wishlist(target: &[[u8; 3]], photos: &[[u8; 3]]) -> Vec<Wish> {
         .filter(|w| w.photos > 0)
         .collect();
     wishes.sort_by(|a, b| b.photos.cmp(&a.photos).then(a.color.cmp(&b.color)));
-    wishes
+    // Two groups one name would call alike ("red" and "red") are one wish: the larger's
+    // swatch, the photos of both.
+    let mut named: Vec<Wish> = Vec::with_capacity(wishes.len());
+    for wish in wishes {
+        match named.iter_mut().find(|w| w.words == wish.words) {
+            Some(kept) => {
+                kept.photos += wish.photos;
+                kept.share += wish.share;
+            }
+            None => named.push(wish),
+        }
+    }
+    named
 }
 
 /// k-means of `points` into `k` groups, seeded by farthest points from the first (so the same

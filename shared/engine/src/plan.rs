@@ -418,6 +418,7 @@ impl Plan {
             target_l: vec![0.0; cells],
             mosaic_l: vec![0.0; cells],
             held: Vec::new(),
+            ring: Vec::new(),
         };
         (plan, grid)
     }
@@ -1458,7 +1459,13 @@ struct Assigner<'a> {
     /// The tiles of the other cells within the repeat radius of the cell [`Assigner::best`]
     /// is choosing for, gathered once for all its candidates.
     held: Vec<u32>,
+    /// The tiles one cell past that radius: allowed, at a cost ([`RING_PENALTY`]), so that a
+    /// small library does not settle into the same few tiles in turn, in stripes.
+    ring: Vec<u32>,
 }
+
+/// How much dearer a tile is where it already stands one cell past the repeat radius.
+const RING_PENALTY: f32 = 1.5;
 
 impl Assigner<'_> {
     /// The candidate of least cost that the limits allow at `(x, y)`, with its transform;
@@ -1475,9 +1482,14 @@ impl Assigner<'_> {
         let here = y * self.cols + x;
         let steps = self.steps(tiles, here);
         self.held.clear();
+        self.ring.clear();
         if self.opts.repeat_radius > 0 {
-            let window = self.window(tiles, here, self.opts.repeat_radius as usize);
+            let r = self.opts.repeat_radius as usize;
+            let window = self.window(tiles, here, r);
             self.held.extend(window.map(|j| tiles[j]));
+            let wider = self.window(tiles, here, r + 1);
+            let ring = wider.map(|j| tiles[j]).filter(|&t| t != u32::MAX);
+            self.ring.extend(ring);
         }
         let mut best: Option<(f32, u32, Transform)> = None;
         for &(score, t, turn) in ranked {
@@ -1492,7 +1504,10 @@ impl Assigner<'_> {
                 continue;
             }
             let l = self.library.means()[t as usize][0];
-            let cost = score + self.opts.gradient_weight * steps.gradient(l);
+            let mut cost = score + self.opts.gradient_weight * steps.gradient(l);
+            if self.ring.contains(&t) {
+                cost *= 1.0 + RING_PENALTY;
+            }
             if best.is_none_or(|(b, bt, _)| cost < b || (cost == b && t < bt)) {
                 best = Some((cost, t, turn));
             }

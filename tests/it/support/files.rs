@@ -262,3 +262,43 @@ pub(crate) fn heic_grid(
     let mdat_at = (ftyp.len() + meta_of(0).len() + 8) as u32;
     [ftyp, meta_of(mdat_at), iso_box(b"mdat", &mdat)].concat()
 }
+
+/// A `width` x `height` HEIC with an auxiliary picture, as libheif writes it: its alpha, or
+/// (`depth`) the same picture marked as the depth map a phone's portrait photo carries (the
+/// auxiliary type `urn:mpeg:hevc:2015:auxid:2` in place of `:1`, one byte apart).
+pub(crate) fn heic_with_auxiliary(width: u32, height: u32, depth: bool) -> Vec<u8> {
+    use libheif_rs::{
+        Channel, ColorSpace, CompressionFormat, HeifContext, Image, LibHeif, RgbChroma,
+    };
+    let mut image = Image::new(width, height, ColorSpace::Rgb(RgbChroma::Rgba)).unwrap();
+    image
+        .create_plane(Channel::Interleaved, width, height, 8)
+        .unwrap();
+    let plane = image.planes_mut().interleaved.unwrap();
+    let stride = plane.stride;
+    for y in 0..height as usize {
+        for x in 0..width as usize {
+            let at = y * stride + x * 4;
+            plane.data[at..at + 4].copy_from_slice(&[
+                (x / 8) as u8,
+                (y / 8) as u8,
+                128,
+                (x + y) as u8 | 0x80,
+            ]);
+        }
+    }
+    let mut context = HeifContext::new().unwrap();
+    let heif = LibHeif::new();
+    let mut encoder = heif.encoder_for_format(CompressionFormat::Hevc).unwrap();
+    context.encode_image(&image, &mut encoder, None).unwrap();
+    let mut bytes = context.write_to_bytes().unwrap();
+    if depth {
+        let alpha = b"urn:mpeg:hevc:2015:auxid:1";
+        let at = bytes
+            .windows(alpha.len())
+            .position(|w| w == alpha)
+            .expect("libheif marks the alpha picture");
+        bytes[at + alpha.len() - 1] = b'2';
+    }
+    bytes
+}

@@ -2,10 +2,12 @@
 //! made-up files (`files`), and here ports, names, Python and child processes.
 
 mod app;
+mod events;
 mod files;
 mod serve;
 
 pub(crate) use app::*;
+pub(crate) use events::*;
 pub(crate) use files::*;
 pub(crate) use serve::*;
 

@@ -40,6 +40,10 @@ pub(crate) async fn make_mosaic(
     if floor {
         fields.insert("min_uses", "1".into());
     }
+    if !fields.contains_key("repeat_radius") {
+        let radius = spread_for(record.approved().count());
+        fields.insert("repeat_radius", radius.to_string());
+    }
     let who = (maker.client, maker.key_holder.clone());
     let keep_cells_of = last_mosaic_done(state, record).await?;
     // Seen by its owner and by the event's guests (the contribute link's secret is its share
@@ -77,6 +81,16 @@ pub(crate) async fn make_mosaic(
         })
         .await?;
     Ok(job)
+}
+
+/// The widest distance (at most 2 cells) within which no photo repeats that `photos` photos
+/// allow everywhere: a block of (2r + 1)² cells around each holds as many distinct photos.
+fn spread_for(photos: usize) -> u32 {
+    match photos {
+        25.. => 2,
+        9..=24 => 1,
+        _ => 0,
+    }
 }
 
 /// The event's latest mosaic that is done, whose cells the next one keeps.

@@ -45,6 +45,8 @@ pub struct PhotoView {
     /// Its tile's name in the event's mosaics (its id and extension): what finds it there, as
     /// two guests' photos of the same file name are two tiles.
     pub tile: String,
+    /// The name its guest goes by, if they gave one.
+    pub guest_name: Option<String>,
 }
 
 impl From<&EventPhoto> for PhotoView {
@@ -55,6 +57,7 @@ impl From<&EventPhoto> for PhotoView {
             state: p.state,
             contributor: p.contributor.clone(),
             tile: p.tile_name(),
+            guest_name: p.guest_name.clone(),
         }
     }
 }
@@ -114,6 +117,38 @@ impl EventView {
             mosaics: record.mosaics.clone(),
         }
     }
+}
+
+/// An event mosaic's grid unless its owner chose one: cells across and their side in pixels,
+/// so that forty photos make a picture a face can be read in (2,400 px across, for a screen).
+pub(crate) const EVENT_CELLS: u32 = 80;
+pub(crate) const EVENT_TILE_SIZE: u32 = 30;
+
+/// The fields that choose a mosaic's grid or size; an event given none gets its own grid.
+const GRID_FIELDS: [&str; 6] = [
+    "cells",
+    "tile_size",
+    "per_pixel",
+    "adaptive",
+    "print",
+    "tile_height",
+];
+
+/// How far an event's tiles are tinted toward the photo unless its owner says: forty guests'
+/// photos cannot hold every colour of the couple's, and a tint of 40 % makes the picture
+/// read from afar while each photo stays itself.
+pub(crate) const EVENT_BLEND: u32 = 40;
+
+/// Gives `form` the event's defaults where it is silent: its grid ([`EVENT_CELLS`] of
+/// [`EVENT_TILE_SIZE`] px) when it names none, and its tint ([`EVENT_BLEND`]).
+fn with_event_defaults(form: &mut Form) {
+    if !GRID_FIELDS.iter().any(|f| form.fields.contains_key(f)) {
+        form.fields.insert("cells", EVENT_CELLS.to_string());
+        form.fields.insert("tile_size", EVENT_TILE_SIZE.to_string());
+    }
+    form.fields
+        .entry("blend")
+        .or_insert_with(|| EVENT_BLEND.to_string());
 }
 
 /// How long the photos of a new event stay unchanged before a mosaic is made on its own.
@@ -369,7 +404,8 @@ pub async fn create(
     if !owner.is_operator() {
         state.guests.admit_event(&state.settings.guests, address)?;
     }
-    let form = read_event_form(&mut payload, &state).await?;
+    let mut form = read_event_form(&mut payload, &state).await?;
+    with_event_defaults(&mut form.job);
     let name = form.name.as_deref().map(str::trim).unwrap_or_default();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(ApiError::bad_request(
@@ -408,6 +444,7 @@ pub async fn create(
         name: name.to_string(),
         owner,
         token: new_secret(),
+        wall_token: None,
         fields: form
             .job
             .fields

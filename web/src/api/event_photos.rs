@@ -21,7 +21,9 @@ use crate::api::job_broker::missing;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::client::client_address;
-use crate::guards::upload::{BodyClock, field_name, file_name, read_limited, require_multipart};
+use crate::guards::upload::{
+    BodyClock, field_name, file_name, read_limited, read_text, require_multipart,
+};
 
 /// Photos a guest sent: those taken, and those of the batch that were not, with why.
 #[derive(Debug, Serialize, ToSchema)]
@@ -47,7 +49,14 @@ pub struct PhotoUpload {
     /// The photos, in any format Tessera reads.
     #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
     pub files: Vec<Vec<u8>>,
+    /// The name the guest goes by ("Aunt May", at most 60 characters), shown to the couple
+    /// and on the wall for each of the guest's photos, those sent before too.
+    #[schema(required = false, max_length = 60)]
+    pub guest_name: String,
 }
+
+/// The most characters of a guest's name.
+const MAX_GUEST_NAME: usize = 60;
 
 /// Send photos to an event, through its contribute link.
 ///
@@ -86,7 +95,7 @@ pub async fn contribute(
     let events = state.platform.events();
     let record = events.get(*id).await?;
     require_token(&req, &query, &record)?;
-    let (files, mut refused) = read_photos(&mut payload, &state).await?;
+    let (files, mut refused, guest_name) = read_photos(&mut payload, &state).await?;
     none_taken(&files, &refused)?;
     check_room_for_guest(&record, &guest, files.len())?;
     let address = client_address(&req, state.guard.trusted_proxies());
@@ -103,12 +112,21 @@ pub async fn contribute(
         )
         .await?;
     let given = (&guest, address);
-    let photos = store_photos(&state, &record, given, files, &mut refused).await?;
+    let mut photos = store_photos(&state, &record, given, files, &mut refused).await?;
+    for photo in &mut photos {
+        photo.guest_name.clone_from(&guest_name);
+    }
     let mut over = None;
     let stored = events
         .update(record.id, |r| {
             match check_room_for_guest(r, &guest, photos.len()) {
                 Ok(()) => {
+                    if guest_name.is_some() {
+                        // A name given once is the guest's on every photo they sent.
+                        for p in r.photos.iter_mut().filter(|p| p.contributor == guest) {
+                            p.guest_name.clone_from(&guest_name);
+                        }
+                    }
                     r.photos.extend(photos.iter().cloned());
                     if photos.iter().any(|p| p.state == PhotoState::Approved) {
                         r.approved_changed_at = Some(OffsetDateTime::now_utc());
@@ -191,6 +209,7 @@ async fn store_photos(
             state: given,
             extension: file.extension,
             colour: Some(prepared.colour),
+            guest_name: None,
             added_at: OffsetDateTime::now_utc(),
         };
         events.put_photo(record.id, photo.id, file.bytes).await?;
@@ -264,17 +283,24 @@ struct Received {
 
 /// The `files` of a contribution within the upload limits: those whose header Tessera reads,
 /// and the others refused with their reason (by their content, or by their name for a kind
-/// people mistake for a photo: a camera's RAW, a PDF). Nothing is decoded yet: the caps and
-/// rates are checked first.
+/// people mistake for a photo: a camera's RAW, a PDF); and the guest's name, if given.
+/// Nothing is decoded yet: the caps and rates are checked first.
 async fn read_photos(
     payload: &mut Multipart,
     state: &AppState,
-) -> ApiResult<(Vec<Received>, Vec<RefusedPhoto>)> {
-    let (mut files, mut refused) = (Vec::new(), Vec::new());
+) -> ApiResult<(Vec<Received>, Vec<RefusedPhoto>, Option<String>)> {
+    let (mut files, mut refused, mut guest_name) = (Vec::new(), Vec::new(), None);
     let mut left = state.settings.max_library_upload_bytes;
     let mut clock = BodyClock::new(&state.settings);
     while let Some(mut field) = clock.field(payload).await? {
         let part = field_name(&field);
+        if part == "guest_name" {
+            let text = read_text(&mut field, &mut clock, &part).await?;
+            if guest_name.replace(guest_name_of(&text)?).is_some() {
+                return Err(crate::api::job_broker::duplicate(&part));
+            }
+            continue;
+        }
         if part != "files" {
             return Err(ApiError::bad_request(
                 ErrorCode::UnknownField,
@@ -313,7 +339,23 @@ async fn read_photos(
     if files.is_empty() && refused.is_empty() {
         return Err(missing("files"));
     }
-    Ok((files, refused))
+    Ok((files, refused, guest_name.flatten()))
+}
+
+/// A guest's name as given: trimmed, none if blank; refused over [`MAX_GUEST_NAME`]
+/// characters or with control characters.
+fn guest_name_of(text: &str) -> ApiResult<Option<String>> {
+    let name = text.trim();
+    if name.chars().count() > MAX_GUEST_NAME || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidParameter,
+            format!(
+                "guest_name is the name you go by: at most {MAX_GUEST_NAME} characters, on one line"
+            ),
+        )
+        .with_field("guest_name"));
+    }
+    Ok((!name.is_empty()).then(|| name.to_string()))
 }
 
 /// The extension of the photo `bytes` sent as `name`, or why it is not one Tessera takes: a

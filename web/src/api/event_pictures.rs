@@ -7,14 +7,15 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use tessera_shared::error_code::ErrorCode;
 use uuid::Uuid;
 
-use crate::api::event_mosaics::{contribute_path, owned_event};
+use crate::api::event_mosaics::contribute_path;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::client::{client_address, known_requester};
 
-/// A contributed photo as a small square PNG, cropped as its tile is.
+/// A contributed photo as a square JPEG of at most 320 px, cropped as its tile is.
 ///
-/// To the event's owner, and to the guest who sent it.
+/// To the event's owner, to the guest who sent it, and to the event's wall (`?token=` its
+/// wall link's secret) for an approved photo.
 #[utoipa::path(
     get,
     path = "/api/v1/events/{id}/photos/{photo}/thumbnail",
@@ -25,7 +26,7 @@ use crate::guards::client::{client_address, known_requester};
         ("photo" = Uuid, Path, description = "The photo's id"),
     ),
     responses(
-        (status = 200, description = "The photo, a square of at most 96 px", content_type = "image/png", body = crate::api::doc_types::Binary),
+        (status = 200, description = "The photo, a square of at most 320 px", content_type = "image/jpeg", body = crate::api::doc_types::Binary),
         (status = 403, description = "not_event_owner: neither the owner nor the photo's guest", body = crate::api_error::ErrorBody),
         (status = 404, description = "event_not_found, photo_not_found", body = crate::api_error::ErrorBody),
         (status = 422, description = "corrupt_image: the photo cannot be read", body = crate::api_error::ErrorBody),
@@ -47,9 +48,12 @@ pub async fn thumbnail(
             format!("event {id} has no photo {photo}"),
         )
     })?;
-    let may = who
-        .as_ref()
-        .is_some_and(|w| w.is_operator() || *w == record.owner || *w == sent.contributor);
+    let on_wall = sent.state == tessera_shared::events::PhotoState::Approved
+        && crate::api::event_wall::holds_wall_link(&req, &record);
+    let may = on_wall
+        || who
+            .as_ref()
+            .is_some_and(|w| w.is_operator() || *w == record.owner || *w == sent.contributor);
     if !may {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -57,8 +61,8 @@ pub async fn thumbnail(
             "only the event's owner and the photo's guest see it",
         ));
     }
-    let png = match events.thumbnail(id, photo).await? {
-        Some(png) => png,
+    let jpeg = match events.thumbnail(id, photo).await? {
+        Some(jpeg) => jpeg,
         // A photo sent before thumbnails were kept: made once now, in its turn, and kept.
         None => {
             let address = client_address(&req, state.guard.trusted_proxies());
@@ -75,23 +79,23 @@ pub async fn thumbnail(
         }
     };
     Ok(HttpResponse::Ok()
-        .insert_header((header::CONTENT_TYPE, "image/png"))
+        .insert_header((header::CONTENT_TYPE, "image/jpeg"))
         .insert_header((header::CACHE_CONTROL, "private, max-age=86400"))
-        .body(png))
+        .body(jpeg))
 }
 
 /// The event's contribute link as a QR code (SVG), to print or show at the event.
 ///
-/// To the event's owner.
+/// To the event's owner, and to its wall (`?token=` its wall link's secret).
 #[utoipa::path(
     get,
     path = "/api/v1/events/{id}/qr",
     operation_id = "event_qr_code",
     tag = "events",
-    params(("id" = Uuid, Path, description = "The event's id")),
+    params(("id" = Uuid, Path, description = "The event's id"), crate::api::event_mosaics::TokenQuery),
     responses(
         (status = 200, description = "The contribute link as a QR code", content_type = "image/svg+xml", body = String),
-        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
+        (status = 403, description = "not_event_owner: neither the owner nor the wall link", body = crate::api_error::ErrorBody),
         (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
         (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
     ),
@@ -101,7 +105,7 @@ pub async fn qr_code(
     id: web::Path<Uuid>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (record, _, _) = owned_event(&state, &req, *id).await?;
+    let record = crate::api::event_wall::wall_event(&state, &req, *id).await?;
     let link = format!("{}{}", origin(&req), contribute_path(&record));
     let code = qrcode::QrCode::new(link.as_bytes()).map_err(ApiError::internal)?;
     let svg = code

@@ -13,6 +13,7 @@ pub mod event_mosaics;
 pub mod event_photos;
 pub mod event_pictures;
 pub mod event_settings;
+pub mod event_wall;
 pub mod events;
 pub mod job_broker;
 pub mod job_options;
@@ -124,6 +125,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             )
             .service(
                 resource("/events/{id}/qr", "GET").route(web::get().to(event_pictures::qr_code)),
+            )
+            .service(
+                resource("/events/{id}/wall", "GET, POST, DELETE")
+                    .route(web::get().to(event_wall::get))
+                    .route(web::post().to(event_wall::make_link))
+                    .route(web::delete().to(event_wall::end_link)),
             )
             .service(
                 resource("/events/{id}/mosaic", "POST")

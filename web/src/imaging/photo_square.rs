@@ -5,14 +5,14 @@ use bytes::Bytes;
 use tessera_shared::error_code::ErrorCode;
 
 use crate::api_error::{ApiError, ApiResult};
-use crate::imaging::stored_mosaic::encode_png;
 
 /// The largest side of a photo's thumbnail, in pixels.
-pub const THUMBNAIL_SIDE: u32 = 96;
+pub const THUMBNAIL_SIDE: u32 = 320;
 
 /// What a contributed photo gives once decoded: its thumbnail and its colour.
 pub(crate) struct Prepared {
-    /// A PNG square of at most [`THUMBNAIL_SIDE`] pixels, cropped as its tile is.
+    /// A JPEG square of at most [`THUMBNAIL_SIDE`] pixels, cropped as its tile is: large
+    /// enough to judge on the owner's page and to show sharp on the wall.
     pub thumbnail: Bytes,
     /// Its mean colour as its tile shows it, for the wish list.
     pub colour: [u8; 3],
@@ -36,7 +36,16 @@ pub(crate) async fn prepare(bytes: Bytes) -> ApiResult<Prepared> {
             square
         };
         let colour = tessera_shared::wishlist::mean_colour(small.as_raw());
-        let thumbnail = encode_png(small.as_raw(), small.width(), small.height())?;
+        let mut thumbnail = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut thumbnail, 85)
+            .encode(
+                small.as_raw(),
+                small.width(),
+                small.height(),
+                image::ExtendedColorType::Rgb8,
+            )
+            .map_err(ApiError::internal)?;
+        let thumbnail = Bytes::from(thumbnail);
         Ok(Prepared { thumbnail, colour })
     })
     .await

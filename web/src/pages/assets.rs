@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use tessera_shared::error_code::ErrorCode;
 
 /// The static assets, compiled in: name, content type, bytes.
-pub(super) const ASSETS: [(&str, &str, &str); 11] = [
+pub(super) const ASSETS: [(&str, &str, &str); 12] = [
     (
         "favicon.svg",
         "image/svg+xml",
@@ -61,6 +61,11 @@ pub(super) const ASSETS: [(&str, &str, &str); 11] = [
         "jobs.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../static/jobs.js"),
+    ),
+    (
+        "share.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../static/share.js"),
     ),
 ];
 

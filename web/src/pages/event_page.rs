@@ -9,7 +9,7 @@ use crate::app_state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use tessera_shared::events::{EventPhoto, PhotoState};
-use tessera_shared::jobs::JobError;
+use tessera_shared::jobs::{JobError, JobState};
 use tessera_shared::wishlist::Wish;
 use uuid::Uuid;
 
@@ -24,7 +24,7 @@ struct Group {
 struct Photo {
     id: Uuid,
     name: String,
-    /// A short name for the guest who sent it.
+    /// Who sent it: the name they gave, else a short mark of their client.
     guest: String,
 }
 
@@ -41,8 +41,12 @@ pub(super) struct EventPage {
     groups: Vec<Group>,
     /// The latest mosaic and its state, once one was asked for.
     mosaic: Option<(Uuid, String)>,
+    /// The latest finished mosaic, shown while a newer one is made.
+    shown: Option<Uuid>,
     mosaics: usize,
     wishes: Vec<Wish>,
+    /// The wall link, once the owner made one.
+    wall_url: Option<String>,
 }
 
 pub(super) async fn event(
@@ -61,14 +65,22 @@ pub(super) async fn event(
             .map(photo)
             .collect(),
     };
-    let mosaic = match record.mosaics.last() {
-        Some(&job) => match state.platform.jobs().get(job).await {
-            Ok(r) => Some((job, r.state.as_str().to_string())),
-            Err(JobError::NotFound(_)) => None,
+    let (mut mosaic, mut shown) = (None, None);
+    // The latest mosaic's state, and the latest finished one (most often the same).
+    for &job in record.mosaics.iter().rev() {
+        match state.platform.jobs().get(job).await {
+            Ok(r) => {
+                let done = r.state == JobState::Done;
+                mosaic.get_or_insert((job, r.state.as_str().to_string()));
+                if done {
+                    shown = Some(job);
+                    break;
+                }
+            }
+            Err(JobError::NotFound(_)) => continue,
             Err(e) => return Err(e.into()),
-        },
-        None => None,
-    };
+        }
+    }
     page(&EventPage {
         id: record.id,
         name: record.name.clone(),
@@ -83,17 +95,24 @@ pub(super) async fn event(
             group(PhotoState::Rejected, "rejected", "Left out"),
         ],
         mosaic,
+        shown,
         mosaics: record.mosaics.len(),
         wishes: record.wishlist(),
+        wall_url: crate::api::event_wall::wall_path(&record)
+            .map(|path| format!("{}{path}", origin(&req))),
     })
 }
 
 fn photo(p: &EventPhoto) -> Photo {
-    let guest = p.contributor.as_str();
+    let client = p.contributor.as_str();
+    let mark = &client[client.len().saturating_sub(6)..];
     Photo {
         id: p.id,
         name: p.name.clone(),
-        guest: guest[guest.len().saturating_sub(6)..].to_string(),
+        guest: match &p.guest_name {
+            Some(name) => name.clone(),
+            None => format!("A guest ({mark})"),
+        },
     }
 }
 
@@ -102,17 +121,29 @@ fn photo(p: &EventPhoto) -> Photo {
 pub(super) struct WallPage {
     id: Uuid,
     name: String,
+    /// The wall link's secret the page was opened with, for what it reads (empty for the owner).
+    wall: String,
+    /// The guests' link, whole.
+    link: String,
 }
 
-/// The wall display, to the event's owner: a page for a screen at the venue.
+/// The wall display, for a screen at the venue: to a screen with the wall link (view only), or
+/// to the event's owner.
 pub(super) async fn wall(
     req: HttpRequest,
     id: web::Path<Uuid>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (record, _, _) = owned_event(&state, &req, *id).await?;
+    let record = crate::api::event_wall::wall_event(&state, &req, *id).await?;
+    let wall = if crate::api::event_wall::holds_wall_link(&req, &record) {
+        record.wall_token.clone().unwrap_or_default()
+    } else {
+        String::new()
+    };
     page(&WallPage {
         id: record.id,
+        link: format!("{}{}", origin(&req), contribute_path(&record)),
         name: record.name,
+        wall,
     })
 }

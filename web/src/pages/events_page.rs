@@ -25,8 +25,8 @@ const PURPOSES: [Purpose; 3] = [
     Purpose {
         key: "screen",
         label: "A screen at the venue (2,400 px across)",
-        cells: 80,
-        tile_size: 30,
+        cells: crate::api::event_mosaics::EVENT_CELLS,
+        tile_size: crate::api::event_mosaics::EVENT_TILE_SIZE,
     },
     Purpose {
         key: "poster",

@@ -19,6 +19,9 @@ pub(super) struct JobPage {
     title: String,
     /// An event's mosaic: the way back to the event (its owner's page, or a guest's link).
     event_link: Option<(String, &'static str)>,
+    /// An event's mosaic seen by a guest: what they need (the mosaic, finding their photos,
+    /// sharing), not the settings, figures and transactions its owner reads.
+    guest_view: bool,
     /// What the download is called: after the photo.
     download_name: String,
     /// Whether the browser asking submitted the job (then it may cancel or delete it).
@@ -225,10 +228,12 @@ pub(super) async fn job(
             )
         }
     });
+    let guest_view = event.is_some() && !owned;
     let mut answer = page(&JobPage {
         id,
         title,
         event_link,
+        guest_view,
         download_name: crate::job_view::download_name_as(
             &record.params.input_name,
             record.params.spec.format.extension(),

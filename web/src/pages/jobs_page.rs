@@ -19,6 +19,8 @@ pub(super) struct JobRow {
     created: String,
     created_ago: String,
     input_name: String,
+    /// The event it is a mosaic of, if any: its id and name.
+    event: Option<(Uuid, String)>,
     state: &'static str,
     /// Still running (it may be cancelled) or ended (it may be deleted).
     running: bool,
@@ -117,9 +119,22 @@ pub(super) async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiRes
     records.sort_by_key(|r| std::cmp::Reverse(r.created_at));
     records.truncate(MAX_LISTED_JOBS);
     let now = time::OffsetDateTime::now_utc();
+    // The events the jobs are mosaics of, each read once.
+    let mut events = std::collections::HashMap::new();
+    for r in &records {
+        let library = &r.params.spec.library.id;
+        if let Some(event) = tessera_shared::events::EventRecord::event_of_library(library)
+            && !events.contains_key(&event)
+            && let Ok(found) = state.platform.events().get(event).await
+        {
+            events.insert(event, found.name);
+        }
+    }
     let jobs = records
         .iter()
         .map(|r| JobRow {
+            event: tessera_shared::events::EventRecord::event_of_library(&r.params.spec.library.id)
+                .and_then(|e| Some((e, events.get(&e)?.clone()))),
             id: r.id,
             created: r
                 .created_at

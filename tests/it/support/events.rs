@@ -1,0 +1,84 @@
+//! Events as the tests make them: an owner's event from a photo and fields, guests' photos
+//! sent through its link, and a mosaic asked for and waited on.
+
+use reqwest::StatusCode;
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::TestApp;
+
+/// Makes the event "Anna and Tom" of `image` for `owner` with `fields`: the answer.
+pub(crate) async fn make_event(
+    app: &TestApp,
+    owner: Uuid,
+    image: Vec<u8>,
+    fields: &[(&str, &str)],
+) -> Value {
+    let mut form = Form::new()
+        .text("name", "Anna and Tom")
+        .part("image", Part::bytes(image).file_name("us.png"));
+    for (k, v) in fields {
+        form = form.text(k.to_string(), v.to_string());
+    }
+    let res = app
+        .client
+        .post(app.url("/api/v1/events"))
+        .header("X-Client-Id", owner.to_string())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body
+}
+
+/// Sends `files` to `event` as guest `guest`, with `fields` (a `guest_name`): the status and
+/// the body.
+pub(crate) async fn send_photos(
+    app: &TestApp,
+    event: &Value,
+    guest: Uuid,
+    files: Vec<(&str, Vec<u8>)>,
+    fields: &[(&str, &str)],
+) -> (StatusCode, Value) {
+    let (id, token) = (
+        event["id"].as_str().unwrap(),
+        event["contribute_token"].as_str().unwrap(),
+    );
+    let mut form = Form::new();
+    for (k, v) in fields {
+        form = form.text(k.to_string(), v.to_string());
+    }
+    for (name, bytes) in files {
+        form = form.part("files", Part::bytes(bytes).file_name(name.to_string()));
+    }
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{id}/photos?token={token}")))
+        .header("X-Client-Id", guest.to_string())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    (res.status(), res.json().await.unwrap_or(Value::Null))
+}
+
+/// Asks for a mosaic of `event` as `owner` and waits until it is finished: the job as it ends.
+pub(crate) async fn finished_event_mosaic(app: &TestApp, owner: Uuid, event: &str) -> Value {
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{event}/mosaic")))
+        .header("X-Client-Id", owner.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let owner = owner.to_string();
+    app.wait_until_finished_with(body["job"].as_str().unwrap(), &[("X-Client-Id", &owner)])
+        .await
+}

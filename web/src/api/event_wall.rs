@@ -1,0 +1,264 @@
+//! An event's wall link (`/api/v1/events/{id}/wall`): a view-only page for a screen at the
+//! venue, opened by its own secret (`?token=`) so that the couple can hand any PC or TV the
+//! wall without signing it in. The owner makes it (a new one ends the old) and ends it; the
+//! screen reads what the wall shows: the latest finished mosaic, the newest photos and the
+//! guests' link.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Serialize;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use tessera_shared::error_code::ErrorCode;
+use tessera_shared::events::{EventRecord, PhotoState};
+use tessera_shared::jobs::{JobError, JobState};
+
+use crate::api::event_mosaics::{TokenQuery, contribute_path, owned_event, requester};
+use crate::api::event_pictures::origin;
+use crate::api_error::{ApiError, ApiResult};
+use crate::app_state::AppState;
+use crate::guards::auth::{new_secret, same_secret};
+
+/// The newest photos a wall shows in turn.
+const WALL_NEWEST: usize = 8;
+
+/// The wall link the owner hands a screen.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WallLink {
+    /// The wall's page, with its secret (`/events/{id}/wall?token=...`).
+    pub url: String,
+}
+
+/// What an event's wall shows.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WallView {
+    pub name: String,
+    /// The page guests open to send photos, whole (scheme and host), for the wall's QR code.
+    pub contribute_url: String,
+    /// The latest finished mosaic, once there is one.
+    pub mosaic: Option<WallMosaic>,
+    /// The newest photos in the mosaics, newest first.
+    pub newest: Vec<WallPhoto>,
+}
+
+/// The mosaic on the wall.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WallMosaic {
+    pub job: Uuid,
+    /// Its picture, as the wall loads it (the mosaic's share link is the guests' link's).
+    pub preview_url: String,
+    /// Its placements, in which the wall finds where a photo is.
+    pub placements_url: String,
+    pub cols: u32,
+    pub rows: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// A photo on the wall.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WallPhoto {
+    pub id: Uuid,
+    /// Its tile's name in the mosaic, which finds its cells.
+    pub tile: String,
+    /// The name its guest goes by, if they gave one.
+    pub guest_name: Option<String>,
+    /// Its picture, a square of at most 320 px.
+    pub picture_url: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub added_at: OffsetDateTime,
+}
+
+/// Whether the request carries the event's wall secret as `?token=` or `?wall=`.
+pub(crate) fn holds_wall_link(req: &HttpRequest, record: &EventRecord) -> bool {
+    #[derive(serde::Deserialize)]
+    struct WallQuery {
+        token: Option<String>,
+        wall: Option<String>,
+    }
+    let Some(secret) = &record.wall_token else {
+        return false;
+    };
+    web::Query::<WallQuery>::from_query(req.query_string())
+        .ok()
+        .and_then(|q| {
+            let q = q.into_inner();
+            q.wall.or(q.token)
+        })
+        .is_some_and(|t| same_secret(t.as_bytes(), secret.as_bytes()))
+}
+
+/// The event `id` to its owner, or to a screen with its wall link; 403 to anyone else.
+pub(crate) async fn wall_event(
+    state: &AppState,
+    req: &HttpRequest,
+    id: Uuid,
+) -> ApiResult<EventRecord> {
+    let record = state.platform.events().get(id).await?;
+    if holds_wall_link(req, &record) {
+        return Ok(record);
+    }
+    let (who, _, _) = requester(req)?;
+    if who.is_operator() || record.owner == who {
+        return Ok(record);
+    }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::NotEventOwner,
+        "this wall link is wrong or was ended: ask the event's owner for its wall link",
+    ))
+}
+
+/// The wall's page path with its secret.
+pub(crate) fn wall_path(record: &EventRecord) -> Option<String> {
+    let secret = record.wall_token.as_ref()?;
+    Some(format!("/events/{}/wall?token={secret}", record.id))
+}
+
+/// Make the event's wall link (the owner): a new secret, which ends any earlier link.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/{id}/wall",
+    operation_id = "make_event_wall_link",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id")),
+    responses(
+        (status = 201, description = "The new wall link; the earlier one no longer opens", body = WallLink),
+        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn make_link(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    owned_event(&state, &req, *id).await?;
+    let secret = new_secret();
+    let record = state
+        .platform
+        .events()
+        .update(*id, |r| {
+            r.wall_token = Some(secret.clone());
+            true
+        })
+        .await?;
+    let url = wall_path(&record).ok_or_else(|| ApiError::internal("the wall link was not kept"))?;
+    Ok(HttpResponse::Created().json(WallLink {
+        url: format!("{}{url}", origin(&req)),
+    }))
+}
+
+/// End the event's wall link (the owner): screens showing it stop at their next look.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/events/{id}/wall",
+    operation_id = "end_event_wall_link",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id")),
+    responses(
+        (status = 204, description = "Ended"),
+        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn end_link(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    owned_event(&state, &req, *id).await?;
+    state
+        .platform
+        .events()
+        .update(*id, |r| r.wall_token.take().is_some())
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// What the wall shows: to a screen with the wall link, or to the owner.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{id}/wall",
+    operation_id = "get_event_wall",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id"), TokenQuery),
+    responses(
+        (status = 200, description = "What the wall shows", body = WallView),
+        (status = 403, description = "not_event_owner: neither the owner nor the wall link", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+    ),
+)]
+pub async fn get(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let record = wall_event(&state, &req, *id).await?;
+    // The screen reads the photos' pictures and placements with the wall's secret.
+    let wall = record.wall_token.clone().unwrap_or_default();
+    let mut newest: Vec<_> = record
+        .photos
+        .iter()
+        .filter(|p| p.state == PhotoState::Approved)
+        .collect();
+    newest.sort_by_key(|p| std::cmp::Reverse(p.added_at));
+    let newest = newest
+        .into_iter()
+        .take(WALL_NEWEST)
+        .map(|p| WallPhoto {
+            id: p.id,
+            tile: p.tile_name(),
+            guest_name: p.guest_name.clone(),
+            picture_url: format!(
+                "/api/v1/events/{}/photos/{}/thumbnail?token={wall}",
+                record.id, p.id
+            ),
+            added_at: p.added_at,
+        })
+        .collect();
+    let view = WallView {
+        name: record.name.clone(),
+        contribute_url: format!("{}{}", origin(&req), contribute_path(&record)),
+        mosaic: latest_done(&state, &record, &wall).await?,
+        newest,
+    };
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "private, no-store"))
+        .json(view))
+}
+
+/// The event's latest finished mosaic, as the wall loads it.
+async fn latest_done(
+    state: &AppState,
+    record: &EventRecord,
+    wall: &str,
+) -> ApiResult<Option<WallMosaic>> {
+    for &job in record.mosaics.iter().rev() {
+        let found = match state.platform.jobs().get(job).await {
+            Ok(found) => found,
+            Err(JobError::NotFound(_)) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let (JobState::Done, Some(output)) = (found.state, found.output) else {
+            continue;
+        };
+        let share = &record.token;
+        return Ok(Some(WallMosaic {
+            job,
+            preview_url: format!("/api/v1/jobs/{job}/preview?share={share}"),
+            placements_url: format!("/api/v1/jobs/{job}/placements?share={share}&wall={wall}"),
+            cols: output.cols,
+            rows: output.rows,
+            width: output.width,
+            height: output.height,
+        }));
+    }
+    Ok(None)
+}
