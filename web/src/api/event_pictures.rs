@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::api::event_mosaics::contribute_path;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
-use crate::guards::client::{client_address, known_requester};
+use crate::guards::client::{client_address, known_requester, origin};
 
 /// A contributed photo as a square JPEG of at most 320 px, cropped as its tile is.
 ///
@@ -116,10 +116,4 @@ pub async fn qr_code(
         .insert_header((header::CONTENT_TYPE, "image/svg+xml"))
         .insert_header((header::CACHE_CONTROL, "private, no-store"))
         .body(svg))
-}
-
-/// The scheme and host the request came to, for a link that works from another device.
-pub(crate) fn origin(req: &HttpRequest) -> String {
-    let info = req.connection_info();
-    format!("{}://{}", info.scheme(), info.host())
 }

@@ -16,10 +16,10 @@ use tessera_shared::events::{EventRecord, PhotoState};
 use tessera_shared::jobs::{JobError, JobState};
 
 use crate::api::event_mosaics::{TokenQuery, contribute_path, owned_event, requester};
-use crate::api::event_pictures::origin;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::auth::{new_secret, same_secret};
+use crate::guards::client::origin;
 
 /// The newest photos a wall shows in turn.
 const WALL_NEWEST: usize = 8;

@@ -40,7 +40,7 @@ use crate::api_error::{ApiError, no_route};
 /// A method a path does not serve answers 405 with `Allow`; a path that does not exist, 404.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::scope("/api/v1")
+        event_routes(web::scope("/api/v1"))
             .service(resource("/jobs", "POST").route(web::post().to(job_broker::submit)))
             .service(resource("/previews", "POST").route(web::post().to(draft_previews::create)))
             .service(resource("/sizing", "POST").route(web::post().to(sizing::create)))
@@ -104,44 +104,45 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(
                 resource("/libraries/{id}/sheet", "GET").route(web::get().to(contact_sheet::get)),
             )
-            .service(resource("/events", "POST").route(web::post().to(event_mosaics::create)))
-            .service(
-                resource("/events/{id}", "GET, PATCH")
-                    .route(web::get().to(event_mosaics::get))
-                    .route(web::patch().to(event_settings::change)),
-            )
-            .service(
-                resource("/events/{id}/photos", "POST")
-                    .route(web::post().to(event_photos::contribute)),
-            )
-            .service(
-                resource("/events/{id}/photos/{photo}", "PATCH, DELETE")
-                    .route(web::patch().to(event_mosaics::decide))
-                    .route(web::delete().to(event_mosaics::withdraw)),
-            )
-            .service(
-                resource("/events/{id}/photos/{photo}/thumbnail", "GET")
-                    .route(web::get().to(event_pictures::thumbnail)),
-            )
-            .service(
-                resource("/events/{id}/qr", "GET").route(web::get().to(event_pictures::qr_code)),
-            )
-            .service(
-                resource("/events/{id}/wall", "GET, POST, DELETE")
-                    .route(web::get().to(event_wall::get))
-                    .route(web::post().to(event_wall::make_link))
-                    .route(web::delete().to(event_wall::end_link)),
-            )
-            .service(
-                resource("/events/{id}/mosaic", "POST")
-                    .route(web::post().to(event_mosaics::mosaic)),
-            )
             .service(resource("/options", "GET").route(web::get().to(job_options::list)))
             .service(resource("/queues", "GET").route(web::get().to(queue_status::queues)))
             .service(resource("/system", "GET").route(web::get().to(queue_status::system)))
             .service(resource("/openapi.json", "GET").route(web::get().to(openapi::document)))
             .default_service(web::to(no_route)),
     );
+}
+
+/// The events' routes: an event, its guests' photos, its pictures, its wall and its mosaics.
+fn event_routes(scope: actix_web::Scope) -> actix_web::Scope {
+    scope
+        .service(resource("/events", "POST").route(web::post().to(event_mosaics::create)))
+        .service(
+            resource("/events/{id}", "GET, PATCH")
+                .route(web::get().to(event_mosaics::get))
+                .route(web::patch().to(event_settings::change)),
+        )
+        .service(
+            resource("/events/{id}/photos", "POST").route(web::post().to(event_photos::contribute)),
+        )
+        .service(
+            resource("/events/{id}/photos/{photo}", "PATCH, DELETE")
+                .route(web::patch().to(event_mosaics::decide))
+                .route(web::delete().to(event_mosaics::withdraw)),
+        )
+        .service(
+            resource("/events/{id}/photos/{photo}/thumbnail", "GET")
+                .route(web::get().to(event_pictures::thumbnail)),
+        )
+        .service(resource("/events/{id}/qr", "GET").route(web::get().to(event_pictures::qr_code)))
+        .service(
+            resource("/events/{id}/wall", "GET, POST, DELETE")
+                .route(web::get().to(event_wall::get))
+                .route(web::post().to(event_wall::make_link))
+                .route(web::delete().to(event_wall::end_link)),
+        )
+        .service(
+            resource("/events/{id}/mosaic", "POST").route(web::post().to(event_mosaics::mosaic)),
+        )
 }
 
 /// A path of the API whose other methods answer 405, naming the ones it serves (`allow`).

@@ -270,3 +270,9 @@ mod tests {
         assert!("proxy.local".parse::<AddressRange>().is_err());
     }
 }
+
+/// The scheme and host the request came to, for a link that works from another device.
+pub(crate) fn origin(req: &HttpRequest) -> String {
+    let info = req.connection_info();
+    format!("{}://{}", info.scheme(), info.host())
+}

@@ -3,9 +3,9 @@
 
 use super::page_answer::page;
 use crate::api::event_mosaics::{contribute_path, owned_event};
-use crate::api::event_pictures::origin;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
+use crate::guards::client::origin;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use tessera_shared::events::{EventPhoto, PhotoState};
