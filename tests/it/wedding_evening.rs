@@ -199,13 +199,7 @@ async fn wall_fills(browser: &fantoccini::Client, screen: (u32, u32), aspect: f6
     let settled = "const a = document.getElementById('wall-mosaic').style.width; \
         return new Promise(done => setTimeout(() => done(a), 300));";
     script(browser, settled).await;
-    let boxes = wait_for(
-        browser,
-        &format!("{WALL_BOXES}"),
-        Duration::from_secs(30),
-        "the wall",
-    )
-    .await;
+    let boxes = wait_for(browser, WALL_BOXES, Duration::from_secs(30), "the wall").await;
     let f = |v: &Value, i: usize| v[i].as_f64().unwrap();
     let (stage, mosaic, newest, qr) = (&boxes[0], &boxes[1], &boxes[2], &boxes[3]);
     // What the side panel leaves of the screen: beside it on a landscape screen, above it on

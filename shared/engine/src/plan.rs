@@ -1467,6 +1467,9 @@ struct Assigner<'a> {
 /// How much dearer a tile is where it already stands one cell past the repeat radius.
 const RING_PENALTY: f32 = 1.5;
 
+/// Libraries of fewer tiles than this many times the cells of the ring's square pay it.
+const RING_LIBRARY_FACTOR: usize = 4;
+
 impl Assigner<'_> {
     /// The candidate of least cost that the limits allow at `(x, y)`, with its transform;
     /// `current` is the tile the cell holds now (it does not count against itself), if any.
@@ -1487,9 +1490,13 @@ impl Assigner<'_> {
             let r = self.opts.repeat_radius as usize;
             let window = self.window(tiles, here, r);
             self.held.extend(window.map(|j| tiles[j]));
-            let wider = self.window(tiles, here, r + 1);
-            let ring = wider.map(|j| tiles[j]).filter(|&t| t != u32::MAX);
-            self.ring.extend(ring);
+            // Only a library few enough to settle into turns (a few times the tiles one
+            // cell past the radius) pays for the ring; a large one has choices enough.
+            if self.library.len() < RING_LIBRARY_FACTOR * (2 * r + 3).pow(2) {
+                let wider = self.window(tiles, here, r + 1);
+                let ring = wider.map(|j| tiles[j]).filter(|&t| t != u32::MAX);
+                self.ring.extend(ring);
+            }
         }
         let mut best: Option<(f32, u32, Transform)> = None;
         for &(score, t, turn) in ranked {

@@ -220,6 +220,12 @@ pub(crate) fn client_and_address(
     Ok((named_client(req)?, client_address(req, trusted)))
 }
 
+/// The scheme and host the request came to, for a link that works from another device.
+pub(crate) fn origin(req: &HttpRequest) -> String {
+    let info = req.connection_info();
+    format!("{}://{}", info.scheme(), info.host())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,10 +275,4 @@ mod tests {
         assert!("10.0.0.0/33".parse::<AddressRange>().is_err());
         assert!("proxy.local".parse::<AddressRange>().is_err());
     }
-}
-
-/// The scheme and host the request came to, for a link that works from another device.
-pub(crate) fn origin(req: &HttpRequest) -> String {
-    let info = req.connection_info();
-    format!("{}://{}", info.scheme(), info.host())
 }
