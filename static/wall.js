@@ -17,6 +17,8 @@
   let queue = [];
   let lastNewest = null;
   let current = null;
+  // Each photo's first cell in the mosaic shown, asked once per mosaic.
+  let cells = new Map();
 
   async function json(url) {
     const response = await fetch(url, { credentials: "same-origin", cache: "no-store" });
@@ -50,6 +52,7 @@
     const m = view.mosaic;
     if (m && (!shown || shown.job !== m.job)) {
       shown = m;
+      cells = new Map();
       current = null;
       mark.hidden = true;
       mosaic.onload = fit;
@@ -78,15 +81,19 @@
     newest.hidden = false;
     root.dataset.newest = p.id;
     if (!shown) return;
-    // Found by its tile (its id), not its file name: two guests' IMG_0001.JPG are two photos.
-    const found = await json(shown.placements_url + "&q=" + encodeURIComponent(p.tile))
-      .catch(function () { return null; });
-    const tile = found && (found.tiles || []).find(function (t) { return t.name === p.tile; });
-    if (!tile || !tile.cells.length) {
+    if (!cells.has(p.tile)) {
+      // Found by its tile (its id), not its file name: two guests' IMG_0001.JPG are two photos.
+      const found = await json(shown.placements_url + "&q=" + encodeURIComponent(p.tile))
+        .catch(function () { return null; });
+      const tile = found && (found.tiles || []).find(function (t) { return t.name === p.tile; });
+      // A failed answer is asked again at the photo's next turn.
+      if (found) cells.set(p.tile, tile && tile.cells.length ? tile.cells[0] : null);
+    }
+    current = cells.get(p.tile) || null;
+    if (!current) {
       mark.hidden = true;
       return;
     }
-    current = tile.cells[0];
     place(current);
   }
 

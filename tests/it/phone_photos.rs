@@ -151,41 +151,10 @@ async fn phone_photos_pass_every_door_at_the_defaults() {
     assert_eq!(created["library"]["tiles"], photos.len(), "{created}");
 
     // An event whose target is the 12-megapixel HEIC, and each photo sent by a guest.
-    let owner = Uuid::new_v4();
-    let form = Form::new().text("name", "On the phone").part(
-        "image",
-        Part::bytes(photos[0].bytes.clone()).file_name(photos[0].name),
-    );
-    let res = app
-        .client
-        .post(app.url("/api/v1/events"))
-        .header("X-Client-Id", owner.to_string())
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    let event: Value = res.json().await.unwrap();
-    assert_eq!(status, StatusCode::CREATED, "{event}");
-    let (id, token) = (
-        event["id"].as_str().unwrap(),
-        event["contribute_token"].as_str().unwrap(),
-    );
+    let event = make_event(&app, Uuid::new_v4(), photos[0].bytes.clone(), &[]).await;
     for photo in &photos {
-        let form = Form::new().part(
-            "files",
-            Part::bytes(photo.bytes.clone()).file_name(photo.name),
-        );
-        let res = app
-            .client
-            .post(app.url(&format!("/api/v1/events/{id}/photos?token={token}")))
-            .header("X-Client-Id", Uuid::new_v4().to_string())
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
-        let status = res.status();
-        let body: Value = res.json().await.unwrap();
+        let files = vec![(photo.name, photo.bytes.clone())];
+        let (status, body) = send_photos(&app, &event, Uuid::new_v4(), files, &[]).await;
         assert_eq!(status, StatusCode::CREATED, "{}: {body}", photo.name);
     }
 }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use tessera_engine::ImportOptions;
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::{EventPhoto, EventRecord, Maker};
-use tessera_shared::jobs::{JobError, JobState, Sharing};
+use tessera_shared::jobs::{JobError, JobRecord, JobState, Sharing};
 use tessera_shared::libraries::{Publication, Visibility};
 use tessera_shared::library_import::import_library_while;
 
@@ -45,7 +45,7 @@ pub(crate) async fn make_mosaic(
         fields.insert("repeat_radius", radius.to_string());
     }
     let who = (maker.client, maker.key_holder.clone());
-    let keep_cells_of = last_mosaic_done(state, record).await?;
+    let keep_cells_of = latest_mosaics(state, record).await?.done.map(|r| r.id);
     // Seen by its owner and by the event's guests (the contribute link's secret is its share
     // link's), never by anyone who only knows its id.
     let form = |fields| Form {
@@ -93,16 +93,37 @@ fn spread_for(photos: usize) -> u32 {
     }
 }
 
-/// The event's latest mosaic that is done, whose cells the next one keeps.
-async fn last_mosaic_done(state: &AppState, record: &EventRecord) -> ApiResult<Option<Uuid>> {
+/// An event's newest mosaic whatever its state, and its newest finished one (most often the
+/// same): what its page says, what its wall shows, whose cells the next mosaic keeps.
+pub(crate) struct LatestMosaics {
+    pub latest: Option<JobRecord>,
+    pub done: Option<JobRecord>,
+}
+
+/// Reads the event's mosaics from the newest back to the first finished one (a mosaic
+/// deleted since is passed over).
+pub(crate) async fn latest_mosaics(
+    state: &AppState,
+    record: &EventRecord,
+) -> ApiResult<LatestMosaics> {
+    let mut found = LatestMosaics {
+        latest: None,
+        done: None,
+    };
     for &job in record.mosaics.iter().rev() {
-        match state.platform.jobs().get(job).await {
-            Ok(r) if r.state == JobState::Done => return Ok(Some(job)),
-            Ok(_) | Err(JobError::NotFound(_)) => continue,
+        let job = match state.platform.jobs().get(job).await {
+            Ok(job) => job,
+            Err(JobError::NotFound(_)) => continue,
             Err(e) => return Err(e.into()),
+        };
+        if job.state == JobState::Done {
+            found.latest.get_or_insert_with(|| job.clone());
+            found.done = Some(job);
+            break;
         }
+        found.latest.get_or_insert(job);
     }
-    Ok(None)
+    Ok(found)
 }
 
 /// Publishes the event's library, private to its owner: its approved photos, each captioned

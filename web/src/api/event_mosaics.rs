@@ -219,7 +219,7 @@ pub(crate) async fn owned_event(
     Ok((record, who, client))
 }
 
-fn is_owner(record: &EventRecord, who: &Owner) -> bool {
+pub(crate) fn is_owner(record: &EventRecord, who: &Owner) -> bool {
     who.is_operator() || &record.owner == who
 }
 

@@ -111,11 +111,8 @@ pub async fn contribute(
             "the photos",
         )
         .await?;
-    let given = (&guest, address);
-    let mut photos = store_photos(&state, &record, given, files, &mut refused).await?;
-    for photo in &mut photos {
-        photo.guest_name.clone_from(&guest_name);
-    }
+    let given = (&guest, guest_name.as_deref(), address);
+    let photos = store_photos(&state, &record, given, files, &mut refused).await?;
     let mut over = None;
     let stored = events
         .update(record.id, |r| {
@@ -168,12 +165,12 @@ fn none_taken(files: &[Received], refused: &[RefusedPhoto]) -> ApiResult<()> {
 }
 
 /// Decodes each photo once, in its turn, and stores it with its thumbnail: the photos to
-/// record, in the state the event gives them. A photo that cannot be decoded joins `refused`;
-/// none decoded is 422.
+/// record, in the state the event gives them, with the name their guest gave. A photo that
+/// cannot be decoded joins `refused`; none decoded is 422.
 async fn store_photos(
     state: &AppState,
     record: &EventRecord,
-    (guest, address): (&Owner, Option<std::net::IpAddr>),
+    (guest, guest_name, address): (&Owner, Option<&str>, Option<std::net::IpAddr>),
     files: Vec<Received>,
     refused: &mut Vec<RefusedPhoto>,
 ) -> ApiResult<Vec<EventPhoto>> {
@@ -209,7 +206,7 @@ async fn store_photos(
             state: given,
             extension: file.extension,
             colour: Some(prepared.colour),
-            guest_name: None,
+            guest_name: guest_name.map(str::to_string),
             added_at: OffsetDateTime::now_utc(),
         };
         events.put_photo(record.id, photo.id, file.bytes).await?;

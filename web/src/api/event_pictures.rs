@@ -92,7 +92,7 @@ pub async fn thumbnail(
     path = "/api/v1/events/{id}/qr",
     operation_id = "event_qr_code",
     tag = "events",
-    params(("id" = Uuid, Path, description = "The event's id"), crate::api::event_mosaics::TokenQuery),
+    params(("id" = Uuid, Path, description = "The event's id"), crate::api::event_wall::WallQuery),
     responses(
         (status = 200, description = "The contribute link as a QR code", content_type = "image/svg+xml", body = String),
         (status = 403, description = "not_event_owner: neither the owner nor the wall link", body = crate::api_error::ErrorBody),
@@ -105,7 +105,7 @@ pub async fn qr_code(
     id: web::Path<Uuid>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let record = crate::api::event_wall::wall_event(&state, &req, *id).await?;
+    let (record, _) = crate::api::event_wall::wall_event(&state, &req, *id).await?;
     let link = format!("{}{}", origin(&req), contribute_path(&record));
     let code = qrcode::QrCode::new(link.as_bytes()).map_err(ApiError::internal)?;
     let svg = code

@@ -13,9 +13,10 @@ use uuid::Uuid;
 
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::{EventRecord, PhotoState};
-use tessera_shared::jobs::{JobError, JobState};
+use tessera_shared::jobs::JobRecord;
 
-use crate::api::event_mosaics::{TokenQuery, contribute_path, owned_event, requester};
+use crate::api::event_jobs::latest_mosaics;
+use crate::api::event_mosaics::{contribute_path, is_owner, owned_event, requester};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::auth::{new_secret, same_secret};
@@ -72,13 +73,18 @@ pub struct WallPhoto {
     pub added_at: OffsetDateTime,
 }
 
-/// Whether the request carries the event's wall secret as `?token=` or `?wall=`.
+/// The wall link's secret on a request: `?token=` on the event's routes, `?wall=` on its
+/// mosaic's (whose `?share=` is the guests' link's).
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+pub struct WallQuery {
+    /// The wall link's secret.
+    pub token: Option<String>,
+    /// The same, beside a mosaic's share link.
+    pub wall: Option<String>,
+}
+
+/// Whether the request carries the event's wall secret.
 pub(crate) fn holds_wall_link(req: &HttpRequest, record: &EventRecord) -> bool {
-    #[derive(serde::Deserialize)]
-    struct WallQuery {
-        token: Option<String>,
-        wall: Option<String>,
-    }
     let Some(secret) = &record.wall_token else {
         return false;
     };
@@ -91,19 +97,20 @@ pub(crate) fn holds_wall_link(req: &HttpRequest, record: &EventRecord) -> bool {
         .is_some_and(|t| same_secret(t.as_bytes(), secret.as_bytes()))
 }
 
-/// The event `id` to its owner, or to a screen with its wall link; 403 to anyone else.
+/// The event `id` to a screen with its wall link (`true`: opened by it) or to its owner
+/// (`false`); 403 to anyone else.
 pub(crate) async fn wall_event(
     state: &AppState,
     req: &HttpRequest,
     id: Uuid,
-) -> ApiResult<EventRecord> {
+) -> ApiResult<(EventRecord, bool)> {
     let record = state.platform.events().get(id).await?;
     if holds_wall_link(req, &record) {
-        return Ok(record);
+        return Ok((record, true));
     }
     let (who, _, _) = requester(req)?;
-    if who.is_operator() || record.owner == who {
-        return Ok(record);
+    if is_owner(&record, &who) {
+        return Ok((record, false));
     }
     Err(ApiError::new(
         StatusCode::FORBIDDEN,
@@ -187,7 +194,7 @@ pub async fn end_link(
     path = "/api/v1/events/{id}/wall",
     operation_id = "get_event_wall",
     tag = "events",
-    params(("id" = Uuid, Path, description = "The event's id"), TokenQuery),
+    params(("id" = Uuid, Path, description = "The event's id"), WallQuery),
     responses(
         (status = 200, description = "What the wall shows", body = WallView),
         (status = 403, description = "not_event_owner: neither the owner nor the wall link", body = crate::api_error::ErrorBody),
@@ -200,7 +207,7 @@ pub async fn get(
     id: web::Path<Uuid>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let record = wall_event(&state, &req, *id).await?;
+    let (record, _) = wall_event(&state, &req, *id).await?;
     // The screen reads the photos' pictures and placements with the wall's secret.
     let wall = record.wall_token.clone().unwrap_or_default();
     let mut newest: Vec<_> = record
@@ -226,7 +233,10 @@ pub async fn get(
     let view = WallView {
         name: record.name.clone(),
         contribute_url: format!("{}{}", origin(&req), contribute_path(&record)),
-        mosaic: latest_done(&state, &record, &wall).await?,
+        mosaic: latest_mosaics(&state, &record)
+            .await?
+            .done
+            .and_then(|job| on_the_wall(&record, &job, &wall)),
         newest,
     };
     Ok(HttpResponse::Ok()
@@ -234,31 +244,17 @@ pub async fn get(
         .json(view))
 }
 
-/// The event's latest finished mosaic, as the wall loads it.
-async fn latest_done(
-    state: &AppState,
-    record: &EventRecord,
-    wall: &str,
-) -> ApiResult<Option<WallMosaic>> {
-    for &job in record.mosaics.iter().rev() {
-        let found = match state.platform.jobs().get(job).await {
-            Ok(found) => found,
-            Err(JobError::NotFound(_)) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let (JobState::Done, Some(output)) = (found.state, found.output) else {
-            continue;
-        };
-        let share = &record.token;
-        return Ok(Some(WallMosaic {
-            job,
-            preview_url: format!("/api/v1/jobs/{job}/preview?share={share}"),
-            placements_url: format!("/api/v1/jobs/{job}/placements?share={share}&wall={wall}"),
-            cols: output.cols,
-            rows: output.rows,
-            width: output.width,
-            height: output.height,
-        }));
-    }
-    Ok(None)
+/// The finished mosaic `job` of event `record` as the wall loads it: through its share link
+/// (the guests' link's), its placements with the wall's secret too.
+fn on_the_wall(record: &EventRecord, job: &JobRecord, wall: &str) -> Option<WallMosaic> {
+    let (output, id, share) = (job.output?, job.id, &record.token);
+    Some(WallMosaic {
+        job: id,
+        preview_url: format!("/api/v1/jobs/{id}/preview?share={share}"),
+        placements_url: format!("/api/v1/jobs/{id}/placements?share={share}&wall={wall}"),
+        cols: output.cols,
+        rows: output.rows,
+        width: output.width,
+        height: output.height,
+    })
 }

@@ -92,11 +92,7 @@ fn make_preview(source: &Source, handle: &tokio::runtime::Handle) -> ApiResult<B
     if pixels.len() != out_w as usize * out_h as usize * 3 {
         return Err(ApiError::internal("the preview's rows do not add up"));
     }
-    let mut out = Vec::new();
     // Quality 75: the first picture of the job page, quick to come on a phone's connection;
     // zooming in brings the full-resolution tiles.
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 75)
-        .encode(&pixels, out_w, out_h, image::ExtendedColorType::Rgb8)
-        .map_err(ApiError::internal)?;
-    Ok(Bytes::from(out))
+    crate::imaging::stored_mosaic::encode_jpeg(&pixels, (out_w, out_h), 75)
 }

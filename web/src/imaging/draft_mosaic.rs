@@ -18,7 +18,7 @@ const PREVIEW_WIDTH: u32 = 800;
 /// A preview image: JPEG bytes and its size.
 #[derive(Debug)]
 pub struct Sketch {
-    pub jpeg: Vec<u8>,
+    pub jpeg: bytes::Bytes,
     pub width: u32,
     pub height: u32,
     /// Cells across and down: the job's, or fewer when it has more than a preview shows.
@@ -96,10 +96,7 @@ pub fn sketch(
     let mut pixels = VecSink::default();
     render_to_sink(&plan, &cache, &mut pixels, u32::MAX, &|_, _| {}).map_err(engine)?;
     let (w, h) = (plan.width(), plan.total_height());
-    let mut jpeg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 85)
-        .encode(&pixels.pixels, w, h, image::ExtendedColorType::Rgb8)
-        .map_err(ApiError::internal)?;
+    let jpeg = crate::imaging::stored_mosaic::encode_jpeg(&pixels.pixels, (w, h), 85)?;
     Ok(Sketch {
         jpeg,
         width: w,

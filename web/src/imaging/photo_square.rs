@@ -5,6 +5,7 @@ use bytes::Bytes;
 use tessera_shared::error_code::ErrorCode;
 
 use crate::api_error::{ApiError, ApiResult};
+use crate::imaging::stored_mosaic::encode_jpeg;
 
 /// The largest side of a photo's thumbnail, in pixels.
 pub const THUMBNAIL_SIDE: u32 = 320;
@@ -36,16 +37,7 @@ pub(crate) async fn prepare(bytes: Bytes) -> ApiResult<Prepared> {
             square
         };
         let colour = tessera_shared::wishlist::mean_colour(small.as_raw());
-        let mut thumbnail = Vec::new();
-        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut thumbnail, 85)
-            .encode(
-                small.as_raw(),
-                small.width(),
-                small.height(),
-                image::ExtendedColorType::Rgb8,
-            )
-            .map_err(ApiError::internal)?;
-        let thumbnail = Bytes::from(thumbnail);
+        let thumbnail = encode_jpeg(small.as_raw(), small.dimensions(), 85)?;
         Ok(Prepared { thumbnail, colour })
     })
     .await

@@ -230,6 +230,19 @@ impl Shrink {
     }
 }
 
+/// RGB `pixels` as a JPEG of `quality` (1 to 100).
+pub(crate) fn encode_jpeg(
+    pixels: &[u8],
+    (width, height): (u32, u32),
+    quality: u8,
+) -> ApiResult<bytes::Bytes> {
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
+        .encode(pixels, width, height, image::ExtendedColorType::Rgb8)
+        .map_err(ApiError::internal)?;
+    Ok(bytes::Bytes::from(out))
+}
+
 /// A tile as PNG (fast compression: tiles are made while a viewer waits).
 pub(crate) fn encode_png(pixels: &[u8], width: u32, height: u32) -> ApiResult<bytes::Bytes> {
     tessera_engine::pyramid::encode_png_rgb(pixels, width, height)

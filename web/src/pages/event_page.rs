@@ -9,7 +9,6 @@ use crate::guards::client::origin;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use tessera_shared::events::{EventPhoto, PhotoState};
-use tessera_shared::jobs::{JobError, JobState};
 use tessera_shared::wishlist::Wish;
 use uuid::Uuid;
 
@@ -65,22 +64,9 @@ pub(super) async fn event(
             .map(photo)
             .collect(),
     };
-    let (mut mosaic, mut shown) = (None, None);
-    // The latest mosaic's state, and the latest finished one (most often the same).
-    for &job in record.mosaics.iter().rev() {
-        match state.platform.jobs().get(job).await {
-            Ok(r) => {
-                let done = r.state == JobState::Done;
-                mosaic.get_or_insert((job, r.state.as_str().to_string()));
-                if done {
-                    shown = Some(job);
-                    break;
-                }
-            }
-            Err(JobError::NotFound(_)) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
+    let mosaics = crate::api::event_jobs::latest_mosaics(&state, &record).await?;
+    let mosaic = mosaics.latest.map(|r| (r.id, r.state.as_str().to_string()));
+    let shown = mosaics.done.map(|r| r.id);
     page(&EventPage {
         id: record.id,
         name: record.name.clone(),
@@ -134,11 +120,10 @@ pub(super) async fn wall(
     id: web::Path<Uuid>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let record = crate::api::event_wall::wall_event(&state, &req, *id).await?;
-    let wall = if crate::api::event_wall::holds_wall_link(&req, &record) {
-        record.wall_token.clone().unwrap_or_default()
-    } else {
-        String::new()
+    let (record, by_link) = crate::api::event_wall::wall_event(&state, &req, *id).await?;
+    let wall = match (by_link, &record.wall_token) {
+        (true, Some(secret)) => secret.clone(),
+        _ => String::new(),
     };
     page(&WallPage {
         id: record.id,

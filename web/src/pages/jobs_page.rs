@@ -119,22 +119,28 @@ pub(super) async fn jobs(req: HttpRequest, state: web::Data<AppState>) -> ApiRes
     records.sort_by_key(|r| std::cmp::Reverse(r.created_at));
     records.truncate(MAX_LISTED_JOBS);
     let now = time::OffsetDateTime::now_utc();
-    // The events the jobs are mosaics of, each read once.
+    // The events the jobs are mosaics of, each read once (one gone since, once too).
     let mut events = std::collections::HashMap::new();
     for r in &records {
         let library = &r.params.spec.library.id;
         if let Some(event) = tessera_shared::events::EventRecord::event_of_library(library)
             && !events.contains_key(&event)
-            && let Ok(found) = state.platform.events().get(event).await
         {
-            events.insert(event, found.name);
+            let name = state
+                .platform
+                .events()
+                .get(event)
+                .await
+                .ok()
+                .map(|e| e.name);
+            events.insert(event, name);
         }
     }
     let jobs = records
         .iter()
         .map(|r| JobRow {
             event: tessera_shared::events::EventRecord::event_of_library(&r.params.spec.library.id)
-                .and_then(|e| Some((e, events.get(&e)?.clone()))),
+                .and_then(|e| Some((e, events.get(&e)?.clone()?))),
             id: r.id,
             created: r
                 .created_at
