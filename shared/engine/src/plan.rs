@@ -1467,8 +1467,9 @@ struct Assigner<'a> {
 /// How much dearer a tile is where it already stands one cell past the repeat radius.
 const RING_PENALTY: f32 = 1.5;
 
-/// Libraries of fewer tiles than this many times the cells of the ring's square pay it.
-const RING_LIBRARY_FACTOR: usize = 4;
+/// Libraries of fewer tiles than this many times the cells a repeat window holds pay it (a
+/// wedding's forty photos at radius 2 do; the 310 photos at radius 5 have choices enough).
+const RING_LIBRARY_FACTOR: usize = 2;
 
 impl Assigner<'_> {
     /// The candidate of least cost that the limits allow at `(x, y)`, with its transform;
@@ -1490,9 +1491,9 @@ impl Assigner<'_> {
             let r = self.opts.repeat_radius as usize;
             let window = self.window(tiles, here, r);
             self.held.extend(window.map(|j| tiles[j]));
-            // Only a library few enough to settle into turns (a few times the tiles one
-            // cell past the radius) pays for the ring; a large one has choices enough.
-            if self.library.len() < RING_LIBRARY_FACTOR * (2 * r + 3).pow(2) {
+            // Only a library few enough to settle into turns (under twice the tiles a
+            // window holds) pays for the ring; a larger one has choices enough.
+            if self.library.len() < RING_LIBRARY_FACTOR * (2 * r + 1).pow(2) {
                 let wider = self.window(tiles, here, r + 1);
                 let ring = wider.map(|j| tiles[j]).filter(|&t| t != u32::MAX);
                 self.ring.extend(ring);
