@@ -123,7 +123,7 @@ pub fn run(args: RenderArgs, limits: &JobLimits) -> anyhow::Result<()> {
         written.join(" and "),
         started.elapsed().as_secs_f64()
     );
-    print_metrics(quality, alone, spec.options.overlay_percent);
+    print_metrics(quality, alone, spec.options.overlay);
     Ok(())
 }
 

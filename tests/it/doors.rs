@@ -41,31 +41,10 @@ const RENDER_ONLY: &[(&str, &str)] = &[
 
 /// A value each field takes, for a submission that is refused for some other reason.
 fn sample(field: &str) -> &'static str {
-    match field {
-        "library" => "no-such-library",
-        "tile_size" => "16",
-        "cells" => "8",
-        "per_pixel" => "false",
-        "slices" => "2",
-        "repeat_radius" => "1",
-        "max_uses" => "3",
-        "blend" => "10",
-        "min_uses" => "1",
-        "overlay" => "30",
-        "grout" => "2",
-        "form" => "70",
-        "flip" => "true",
-        "rotate" => "true",
-        "background" => "auto",
-        "adaptive" => "",
-        "allow_large" => "true",
-        "print" => "A4@150dpi",
-        "format" => "tiff",
-        "quality" => "85",
-        // Empty: none (a URL would be refused first, webhooks being off in the test).
-        "webhook" => "",
-        other => panic!("no sample value for the job field {other:?}: add one here"),
-    }
+    tessera_shared::spec::field(field).map_or_else(
+        || panic!("no job field {field:?}"),
+        |declared| declared.sample,
+    )
 }
 
 fn render_help() -> String {

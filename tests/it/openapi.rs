@@ -586,11 +586,30 @@ async fn every_documented_operation_answers_as_documented() {
 /// The validation itself: it must be able to fail, on the document the server serves.
 mod validation {
     use serde_json::{Value, json};
+    use tessera_shared::spec::{Defaults, JobSpec};
 
     use super::validate;
 
     fn doc() -> Value {
         serde_json::from_str(tessera_web::api::openapi::document_json()).unwrap()
+    }
+
+    /// A job's `params`: every option at its declared default, on a small grid.
+    fn params() -> Value {
+        let spec = JobSpec::with_defaults(&Defaults::default());
+        let mut params = Value::Object(tessera_shared::spec::params(&spec));
+        for (name, value) in [
+            ("library", json!({ "id": "emoji", "version": 1 })),
+            ("tile_size", json!(16)),
+            ("tile_height", json!(16)),
+            ("cells", json!(4)),
+            ("grid", json!("cells")),
+            ("slices", json!(2)),
+            ("input_name", json!("a.png")),
+        ] {
+            params[name] = value;
+        }
+        params
     }
 
     fn job() -> Value {
@@ -604,14 +623,7 @@ mod validation {
             "updated_at": "2026-05-01T10:00:01Z",
             "finished_at": null,
             "expires_at": null,
-            "params": {
-                "library": { "id": "emoji", "version": 1 },
-                "tile_size": 16, "tile_height": 16, "cells": 4, "per_pixel": false,
-                "grid": "cells", "slices": 2, "repeat_radius": 1, "max_uses": null,
-                "min_uses": 0, "blend": 0, "overlay": 0, "grout": 0, "form": 50, "flip": false, "rotate": true,
-                "background": null, "adaptive": null, "allow_large": false,
-                "print": null, "format": "png", "quality": null, "webhook": null, "input_name": "a.png"
-            },
+            "params": params(),
             "warnings": [],
             "adapted": [],
             "slices": [],

@@ -75,7 +75,7 @@ impl Job {
             slices,
             // The declared defaults (radius 1, form 50, the rest none) with some blend.
             options: RenderOptions {
-                blend_percent: 15,
+                blend: 15,
                 ..RenderOptions::default()
             },
         }
@@ -115,7 +115,7 @@ fn local_options(job: &Job) -> PlanOptions {
         repeat_radius: job.options.repeat_radius,
         max_uses: job.options.max_uses,
         min_uses: job.options.min_uses,
-        blend: job.options.blend_percent,
+        blend: job.options.blend,
         flip: job.options.flip,
         rotate: job.options.rotate,
         ..PlanOptions::default().with_form(job.options.form)
@@ -156,7 +156,7 @@ fn local_render(job: &Job) -> (u32, u32, Vec<u8>) {
     let mut sink = VecSink::default();
     render_to_sink(&plan, &cache, &mut sink, 4, &|_, _| {}).unwrap();
     let mut pixels = sink.pixels;
-    let percent = job.options.overlay_percent;
+    let percent = job.options.overlay;
     tessera_engine::Overlay::new(&target, plan.width(), plan.total_height(), percent)
         .apply(&mut pixels, 0);
     // Grout over the whole image, in white (the background asked for is not a colour).
@@ -678,7 +678,7 @@ async fn job_matches_local_render(env: Env) -> Uuid {
     );
     let (recorded, seen) = (quality.ssim_view.unwrap(), measured.ssim_view.unwrap());
     assert!((recorded - seen).abs() < 0.01, "{quality:?} vs {measured}");
-    if job.options.blend_percent == 0 {
+    if job.options.blend == 0 {
         assert_eq!(quality.distinct as usize, measured.distinct);
         assert_eq!(quality.max_uses as usize, measured.max_uses);
         assert_eq!(
@@ -1453,16 +1453,16 @@ async fn every_option_gives_the_pixels_of_a_local_render_at_1_3_and_100_slices()
         let mut job = Job::small(slices);
         job.options = RenderOptions {
             repeat_radius: 2,
-            blend_percent: 30,
+            blend: 30,
             max_uses: Some(40),
             min_uses: 1,
             flip: true,
             rotate: true,
             background: Some(tessera_engine::TileBackground::Auto),
-            adaptive: None,
-            overlay_percent: 30,
+            overlay: 30,
             form: 80,
             grout: 3,
+            ..RenderOptions::default()
         };
         job
     };

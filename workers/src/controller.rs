@@ -382,15 +382,12 @@ impl Controller {
         });
         let measured = async {
             match uniform {
-                Some(plan) => job_quality(
-                    plan,
-                    target,
-                    quality_tiles,
-                    request.spec.options.overlay_percent,
-                )
-                .await
-                .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
-                .ok(),
+                Some(plan) => {
+                    job_quality(plan, target, quality_tiles, request.spec.options.overlay)
+                        .await
+                        .inspect_err(|e| tracing::warn!(%job, error = %e, "no quality figures"))
+                        .ok()
+                }
                 None => None,
             }
         };

@@ -343,7 +343,7 @@ impl Processor {
                 Err(e) => return Err(e.into()),
             };
             let plan = self.slice_plan(&request, &plan_bytes, &what).await?;
-            let target = if request.spec.options.overlay_percent > 0 {
+            let target = if request.spec.options.overlay > 0 {
                 Some(self.target(&platform, &request, &what).await?)
             } else {
                 None

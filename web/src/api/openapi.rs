@@ -138,7 +138,11 @@ fn error_codes() -> String {
         "\n\n## Error codes\n\nEvery error answer is `{\"error\": {\"code\", \"message\", \"field\"}}`; `field`, when present, names the request's field the error is about.\n\n| code | meaning |\n|---|---|\n",
     );
     for declared in tessera_shared::error_code::CODES {
-        out.push_str(&format!("| `{}` | {} |\n", declared.name, declared.meaning));
+        out.push_str(&format!(
+            "| `{}` | {} |\n",
+            declared.code,
+            declared.meaning()
+        ));
     }
     out
 }

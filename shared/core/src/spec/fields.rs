@@ -9,11 +9,11 @@
 use serde::Serialize;
 
 use super::job::{
-    DEFAULT_FORM, DEFAULT_JPEG_QUALITY, Defaults, FileFormat, Grid, IMAGE_SCHEMA, JobLimits,
-    JobSpec, LibraryRef, MAX_WEBHOOK_CHARS, RULES_SCHEMA, RenderOptions, SLICES_RANGE, SpecError,
-    parse_adaptive, parse_tile_size, tile_height_field,
+    DEFAULT_JPEG_QUALITY, Defaults, FileFormat, Grid, IMAGE_SCHEMA, JobLimits, JobSpec, LibraryRef,
+    MAX_WEBHOOK_CHARS, RULES_SCHEMA, SLICES_RANGE, SpecError, parse_tile_size, tile_height_field,
 };
 use super::named_sizes::{MAX_PHOTO_SIDE, size_names};
+use super::options::{RENDER_FIELDS, RenderOptions};
 use crate::error_code::ErrorCode;
 use crate::print::{Print, PrintError};
 use tessera_engine::TileBackground;
@@ -93,6 +93,49 @@ impl Value {
     fn text(text: impl ToString) -> Value {
         Value::Text(Some(text.to_string()))
     }
+
+    /// A whole number's value (`None`: absent, or not a whole number).
+    pub fn as_whole(&self) -> Option<u32> {
+        match self {
+            Value::Whole(v) => *v,
+            _ => None,
+        }
+    }
+
+    /// A text's value (`None`: absent, or not a text).
+    pub fn into_text(self) -> Option<String> {
+        match self {
+            Value::Text(t) => t,
+            _ => None,
+        }
+    }
+}
+
+impl Kind {
+    /// A whole number from `min` to `max`, `default` when not given.
+    pub const fn whole(min: u32, max: u32, default: Option<u32>) -> Kind {
+        Kind::Whole {
+            min,
+            max,
+            default,
+            limit: None,
+        }
+    }
+
+    /// This whole number with the operator's `limit` in place of its `max` at the doors.
+    pub const fn limited_by(self, limit: Limit) -> Kind {
+        match self {
+            Kind::Whole {
+                min, max, default, ..
+            } => Kind::Whole {
+                min,
+                max,
+                default,
+                limit: Some(limit),
+            },
+            other => other,
+        }
+    }
 }
 
 /// One option of a job.
@@ -114,6 +157,8 @@ pub struct Field {
     /// What an empty input means, as the form shows it (`no limit`, `auto`), or empty.
     pub placeholder: &'static str,
     pub place: Place,
+    /// A value it takes, for a submission made of every field at once (tests, examples).
+    pub sample: &'static str,
     /// The value in `spec` (`Whole(None)`, `Text(None)`: not given).
     pub get: fn(&JobSpec) -> Value,
     /// Sets the value in `spec` (parsed and in range); cross-field rules come later.
@@ -124,10 +169,7 @@ pub struct Field {
 }
 
 fn whole(value: Value) -> Option<u32> {
-    match value {
-        Value::Whole(v) => v,
-        _ => None,
-    }
+    value.as_whole()
 }
 
 fn switch(value: Value) -> bool {
@@ -135,24 +177,11 @@ fn switch(value: Value) -> bool {
 }
 
 fn text(value: Value) -> Option<String> {
-    match value {
-        Value::Text(t) => t,
-        _ => None,
-    }
+    value.into_text()
 }
 
-/// A percentage or other small number that the range check has kept within a byte.
-fn byte(value: Value) -> u8 {
-    whole(value).map_or(0, |v| v.min(255) as u8)
-}
-
-fn yes_no(b: bool) -> Option<String> {
-    Some(if b { "yes" } else { "no" }.to_string())
-}
-
-/// Every option of a job submission but the image itself, in the order the form and the API
-/// document give them.
-pub const FIELDS: &[Field] = &[
+/// The fields before the render options.
+const HEAD: [Field; 5] = [
     Field {
         name: "library",
         flag: Ok("--library"),
@@ -170,6 +199,7 @@ pub const FIELDS: &[Field] = &[
         unit: "",
         placeholder: "",
         place: Place::Main,
+        sample: "no-such-library",
         get: |s| Value::text(&s.library.id),
         set: |s, v| {
             if let Some(id) = text(v) {
@@ -197,6 +227,7 @@ pub const FIELDS: &[Field] = &[
         unit: "px",
         placeholder: "",
         place: Place::More,
+        sample: "16",
         get: |s| Value::text(s.tile()),
         set: |s, v| {
             if let Some(t) = text(v) {
@@ -223,6 +254,7 @@ pub const FIELDS: &[Field] = &[
         unit: "",
         placeholder: "auto",
         place: Place::Main,
+        sample: "8",
         get: |s| Value::Whole(s.grid.cells()),
         set: |s, v| {
             if let Some(across) = whole(v) {
@@ -243,6 +275,7 @@ pub const FIELDS: &[Field] = &[
         unit: "",
         placeholder: "",
         place: Place::Main,
+        sample: "false",
         get: |s| Value::Switch(s.grid == Grid::PerPixel),
         set: |s, v| {
             if switch(v) {
@@ -273,6 +306,7 @@ pub const FIELDS: &[Field] = &[
         unit: "",
         placeholder: "",
         place: Place::Nowhere,
+        sample: "2",
         get: |s| Value::Whole(Some(s.slices)),
         set: |s, v| {
             if let Some(n) = whole(v) {
@@ -282,283 +316,10 @@ pub const FIELDS: &[Field] = &[
         },
         words: |s| Some(s.slices.to_string()),
     },
-    Field {
-        name: "repeat_radius",
-        flag: Ok("--repeat-radius"),
-        kind: Kind::Whole {
-            min: 0,
-            max: 16,
-            default: Some(1),
-            limit: Some(Limit::RepeatRadius),
-        },
-        label: "Repetition radius",
-        hint: "No tile repeats within this many cells of itself (1: no identical neighbours; 0: no limit).",
-        description: "No tile repeats within this many cells (at most limits.max_repeat_radius, 16 by default).",
-        unit: "",
-        placeholder: "",
-        place: Place::More,
-        get: |s| Value::Whole(Some(s.options.repeat_radius)),
-        set: |s, v| {
-            s.options.repeat_radius = whole(v).unwrap_or(0);
-            Ok(())
-        },
-        words: |s| Some(s.options.repeat_radius.to_string()),
-    },
-    Field {
-        name: "max_uses",
-        flag: Ok("--max-uses"),
-        kind: Kind::Whole {
-            min: 1,
-            max: u32::MAX,
-            default: None,
-            limit: None,
-        },
-        label: "Use each tile at most (times)",
-        hint: "1 puts each picture in once at most; none: no limit.",
-        description: "Use each tile at most this many times (absent: no cap). When the library's tiles times this cannot fill the grid: 422 too_few_uses, naming the cap, the cells or the library size that would.",
-        unit: "",
-        placeholder: "no limit",
-        place: Place::More,
-        get: |s| Value::Whole(s.options.max_uses),
-        set: |s, v| {
-            s.options.max_uses = whole(v);
-            Ok(())
-        },
-        words: |s| {
-            Some(
-                s.options
-                    .max_uses
-                    .map_or_else(|| "no limit".to_string(), |n| format!("at most {n}")),
-            )
-        },
-    },
-    Field {
-        name: "min_uses",
-        flag: Ok("--min-uses"),
-        kind: Kind::Whole {
-            min: 0,
-            max: 1000,
-            default: Some(0),
-            limit: None,
-        },
-        label: "Use each tile at least (times)",
-        hint: "1 puts every picture in the mosaic (a guest book, a team): the grid needs at least as many cells as the library has pictures.",
-        description: "Use every tile at least this many times (1: every photo is in the mosaic), solved as one assignment over the whole grid; at most max_uses. When the grid has fewer cells than the library's tiles times this: 422 too_few_cells, naming the cells across that would fit. Not with adaptive.",
-        unit: "",
-        placeholder: "",
-        place: Place::More,
-        get: |s| Value::Whole(Some(s.options.min_uses)),
-        set: |s, v| {
-            s.options.min_uses = whole(v).unwrap_or(0);
-            Ok(())
-        },
-        words: |s| (s.options.min_uses > 0).then(|| format!("at least {}", s.options.min_uses)),
-    },
-    Field {
-        name: "blend",
-        flag: Ok("--blend"),
-        kind: Kind::Whole {
-            min: 0,
-            max: 100,
-            default: Some(0),
-            limit: None,
-        },
-        label: "Blend (%)",
-        hint: "How far each tile is tinted toward the photo's colours: 0 keeps the tiles as they are, 100 tints them fully.",
-        description: "Percent of each cell's colour error corrected by tinting its tile.",
-        unit: "%",
-        placeholder: "",
-        place: Place::More,
-        get: |s| Value::Whole(Some(s.options.blend_percent.into())),
-        set: |s, v| {
-            s.options.blend_percent = byte(v);
-            Ok(())
-        },
-        words: |s| Some(format!("{} %", s.options.blend_percent)),
-    },
-    Field {
-        name: "overlay",
-        flag: Ok("--overlay"),
-        kind: Kind::Whole {
-            min: 0,
-            max: 50,
-            default: Some(0),
-            limit: None,
-        },
-        label: "Photo overlay (%)",
-        hint: "Lays the photo itself over the tiles, 0 to 50 % opaque (ghosting): a closer likeness that the tiles did not make. The job page says so, and gives the quality with it and without it.",
-        description: "Percent opacity of the photo laid over the tiles (ghosting), 0 to 50. The quality figures give the mosaic with it and without it.",
-        unit: "%",
-        placeholder: "",
-        place: Place::More,
-        get: |s| Value::Whole(Some(s.options.overlay_percent.into())),
-        set: |s, v| {
-            s.options.overlay_percent = byte(v);
-            Ok(())
-        },
-        words: |s| {
-            (s.options.overlay_percent > 0).then(|| {
-                format!(
-                    "{} %: the photo is laid over the tiles, which makes it look closer than \
-                     the tiles alone do",
-                    s.options.overlay_percent
-                )
-            })
-        },
-    },
-    Field {
-        name: "grout",
-        flag: Ok("--grout"),
-        kind: Kind::Whole {
-            min: 0,
-            max: 16,
-            default: Some(0),
-            limit: None,
-        },
-        label: "Grout (px)",
-        hint: "Lines this wide between the tiles, as between the stones of a real mosaic: in the colour behind transparent tiles when that is a colour, white otherwise.",
-        description: "Width in pixels of the lines drawn between tiles (grout), 0 to 16: half of it on each side of a tile's edge, in the background colour when `background` is a colour, white otherwise. 0: none.",
-        unit: "px",
-        placeholder: "",
-        place: Place::More,
-        get: |s| Value::Whole(Some(s.options.grout.into())),
-        set: |s, v| {
-            s.options.grout = byte(v);
-            Ok(())
-        },
-        words: |s| (s.options.grout > 0).then(|| format!("{} px", s.options.grout)),
-    },
-    Field {
-        name: "form",
-        flag: Ok("--form"),
-        kind: Kind::Whole {
-            min: 0,
-            max: 100,
-            default: Some(DEFAULT_FORM as u32),
-            limit: None,
-        },
-        label: "Colour or form",
-        hint: "Colour against form. 0: each tile chosen by its colour alone, the least colour difference. Higher: tiles follow the photo's light and dark and its edges more, a closer likeness from across the room, at some cost in colour.",
-        description: "Colour against form, 0 to 100: 0 chooses each tile by its colour alone (the least colour error); higher follows the photo's light and dark within each cell, and its edges from cell to cell, more (a closer likeness from across the room, at some cost in colour).",
-        unit: "",
-        placeholder: "",
-        place: Place::More,
-        get: |s| Value::Whole(Some(s.options.form.into())),
-        set: |s, v| {
-            s.options.form = byte(v);
-            Ok(())
-        },
-        words: |s| {
-            Some(match s.options.form {
-                0 => "0: colour alone".to_string(),
-                f => format!("{f} (0: colour alone, 100: the most form)"),
-            })
-        },
-    },
-    Field {
-        name: "flip",
-        flag: Ok("--flip"),
-        kind: Kind::Switch,
-        label: "Mirror tiles",
-        hint: "Tiles may be mirrored where that follows the photo better; best with patterns and textures, less so with faces or text.",
-        description: "Tiles may be mirrored left-right where that fits their cell better.",
-        unit: "",
-        placeholder: "",
-        place: Place::More,
-        get: |s| Value::Switch(s.options.flip),
-        set: |s, v| {
-            s.options.flip = switch(v);
-            Ok(())
-        },
-        words: |s| yes_no(s.options.flip),
-    },
-    Field {
-        name: "rotate",
-        flag: Ok("--rotate"),
-        kind: Kind::Switch,
-        label: "Turn tiles",
-        hint: "Tiles may be turned where that follows the photo better (with mirroring: all 8 symmetries of the square); tiles that are not square turn by half turns only. A turned tile still counts as itself for the repetition radius and the uses.",
-        description: "Tiles may be turned by 90, 180 or 270 degrees where that fits their cell better (with flip: all 8 symmetries of the square); tiles that are not square turn by 180 degrees only. A turned tile still counts as itself for the repetition radius.",
-        unit: "",
-        placeholder: "",
-        place: Place::More,
-        get: |s| Value::Switch(s.options.rotate),
-        set: |s, v| {
-            s.options.rotate = switch(v);
-            Ok(())
-        },
-        words: |s| yes_no(s.options.rotate),
-    },
-    Field {
-        name: "background",
-        flag: Ok("--background"),
-        kind: Kind::Text {
-            pattern: "^(?:[Ll][Ii][Bb][Rr][Aa][Rr][Yy]|[Aa][Uu][Tt][Oo]|#?[0-9A-Fa-f]{6})?$",
-            default: Some("auto"),
-            // None: `adaptive`'s example takes the library's own background only.
-            example: None,
-            choices: &[
-                ("library", "The library's own background"),
-                ("auto", "Chosen to suit the photo"),
-                ("000000", "Black"),
-                ("808080", "Grey"),
-                ("ffffff", "White"),
-            ],
-            required: false,
-            max_length: None,
-        },
-        label: "Behind transparent tiles",
-        hint: "What shows through tiles with transparent parts, such as emoji.",
-        description: "What the transparent parts of tiles (emoji, cut-outs) lie over: `library` (the colour the library was imported over), `auto` (black, a grey, white or the photo's mean colour, whichever brings the tiles nearest the photo) or a colour as `rrggbb` or `#rrggbb`. Opaque tiles look the same under all. Not with adaptive (422 adaptive_background). Absent or empty: auto, or library with adaptive.",
-        unit: "",
-        placeholder: "",
-        place: Place::More,
-        get: |s| Value::Text(s.options.background.map(|bg| bg.to_string())),
-        set: |s, v| {
-            s.options.background = text(v)
-                .map(|t| {
-                    TileBackground::parse(&t).map_err(|e| {
-                        SpecError::invalid(ErrorCode::InvalidParameter, format!("background: {e}"))
-                    })
-                })
-                .transpose()?
-                // `library` is the default: none asked for.
-                .filter(|bg| *bg != TileBackground::Library);
-            Ok(())
-        },
-        // The page adds the colour `auto` chose.
-        words: |s| Some(s.options.tile_background().to_string()),
-    },
-    Field {
-        name: "adaptive",
-        flag: Ok("--adaptive"),
-        kind: Kind::Text {
-            pattern: "^(?:(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6])\\.\\.(?:[4-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-6]))?$",
-            default: None,
-            example: Some("8..32"),
-            choices: &[],
-            required: false,
-            max_length: None,
-        },
-        label: "Adaptive tile sizes (px)",
-        hint: "Tiles of several sizes, smallest..largest such as 8..32: large tiles where the photo is calm, small ones at its detail; none: one size.",
-        description: "Adaptive tile sizes, MIN..MAX pixels (as `8..32`; each 4 to 256, and the largest the smallest doubled one or more times): square tiles of several sizes, large where the photo is flat and small where it is detailed, with no more tiles than the uniform grid of `cells` and `tile_size` would have; the output is that grid's size rounded up to whole squares of MAX. Needs a square tile_size and cells across (not per_pixel). Empty or absent: the uniform grid. Sizes that do not double are 422 adaptive_not_doubling, an oblong tile_size 422 adaptive_not_square, and a largest size whose squares alone are more than the uniform grid's tiles 422 adaptive_too_coarse.",
-        unit: "px",
-        placeholder: "8..32",
-        place: Place::More,
-        get: |s| Value::Text(s.options.adaptive.map(|a| a.to_string())),
-        set: |s, v| {
-            s.options.adaptive = text(v).as_deref().map(parse_adaptive).transpose()?;
-            Ok(())
-        },
-        words: |s| {
-            Some(
-                s.options
-                    .adaptive
-                    .map_or_else(|| "no".to_string(), |a| format!("{a} px")),
-            )
-        },
-    },
+];
+
+/// The fields after the render options.
+const TAIL: [Field; 5] = [
     Field {
         name: "print",
         flag: Ok("--print"),
@@ -585,6 +346,7 @@ pub const FIELDS: &[Field] = &[
         unit: "",
         placeholder: "",
         place: Place::Main,
+        sample: "A4@150dpi",
         get: |s| Value::Text(s.print.map(|p| p.to_string())),
         set: |s, v| {
             s.print = text(v)
@@ -623,6 +385,7 @@ pub const FIELDS: &[Field] = &[
         unit: "",
         placeholder: "",
         place: Place::More,
+        sample: "tiff",
         get: |s| Value::text(s.format.name()),
         set: |s, v| {
             if let Some(t) = text(v) {
@@ -661,6 +424,7 @@ pub const FIELDS: &[Field] = &[
         unit: "",
         placeholder: "",
         place: Place::More,
+        sample: "85",
         get: |s| Value::Whole(s.quality.map(u32::from)),
         set: |s, v| {
             s.quality = whole(v).map(|q| q.min(255) as u8);
@@ -686,6 +450,8 @@ pub const FIELDS: &[Field] = &[
         unit: "",
         placeholder: "https://hooks.example.com/tessera",
         place: Place::More,
+        // Empty: none (a URL is refused where webhooks are off).
+        sample: "",
         get: |s| Value::Text(s.webhook.clone()),
         set: |s, v| {
             s.webhook = text(v);
@@ -703,6 +469,7 @@ pub const FIELDS: &[Field] = &[
         unit: "",
         placeholder: "",
         place: Place::Main,
+        sample: "true",
         get: |s| Value::Switch(s.allow_large),
         set: |s, v| {
             s.allow_large = switch(v);
@@ -711,6 +478,29 @@ pub const FIELDS: &[Field] = &[
         words: |_| None,
     },
 ];
+
+/// Every option of a job submission but the image itself, in the order the form and the API
+/// document give them.
+pub const FIELDS: &[Field] = &ALL;
+
+const ALL: [Field; HEAD.len() + RENDER_FIELDS.len() + TAIL.len()] =
+    joined([&HEAD, &RENDER_FIELDS, &TAIL]);
+
+/// `parts` one after the other (`N`: their lengths' sum).
+const fn joined<const N: usize>(parts: [&[Field]; 3]) -> [Field; N] {
+    let mut out = [parts[0][0]; N];
+    let (mut at, mut part) = (0, 0);
+    while part < parts.len() {
+        let mut i = 0;
+        while i < parts[part].len() {
+            out[at] = parts[part][i];
+            at += 1;
+            i += 1;
+        }
+        part += 1;
+    }
+    out
+}
 
 /// The option called `name`.
 pub fn field(name: &str) -> Option<&'static Field> {
@@ -723,6 +513,17 @@ impl Field {
     pub fn default_whole(&self) -> Option<u32> {
         match self.kind {
             Kind::Whole { default, .. } => default,
+            _ => None,
+        }
+    }
+
+    /// The value a whole number or a switch takes when not given, as [`Field::set`] takes it.
+    pub fn default_value(&self) -> Option<Value> {
+        match self.kind {
+            Kind::Whole {
+                default: Some(d), ..
+            } => Some(Value::Whole(Some(d))),
+            Kind::Switch => Some(Value::Switch(false)),
             _ => None,
         }
     }
@@ -818,34 +619,34 @@ impl JobSpec {
                 id: defaults.library.clone(),
                 version: 0,
             },
-            tile_size: 16,
-            tile_height: None,
-            grid: Grid::Auto,
             slices: defaults
                 .slices
                 .clamp(*SLICES_RANGE.start(), *SLICES_RANGE.end()),
-            options: RenderOptions {
-                repeat_radius: 0,
-                blend_percent: 0,
-                max_uses: None,
-                min_uses: 0,
-                flip: false,
-                rotate: false,
-                background: None,
-                adaptive: None,
-                overlay_percent: 0,
-                form: 0,
-                grout: 0,
+            ..JobSpec::unset()
+        };
+        apply_defaults(&mut spec);
+        spec
+    }
+
+    /// A spec of nothing: every option at its type's nothing, before any default.
+    pub(super) fn unset() -> JobSpec {
+        JobSpec {
+            library: LibraryRef {
+                id: String::new(),
+                version: 0,
             },
+            tile_size: 16,
+            tile_height: None,
+            grid: Grid::Auto,
+            slices: 1,
+            options: RenderOptions::unset(),
             allow_large: false,
             print: None,
             format: FileFormat::Png,
             quality: None,
             webhook: None,
             keep_cells_of: None,
-        };
-        apply_defaults(&mut spec);
-        spec
+        }
     }
 
     /// Reads a submission's text fields (`field(name)`: the field's text, if given): each field
@@ -1004,15 +805,10 @@ fn grid_ways(names: &[&String]) -> serde_json::Value {
 /// The spec every option's default makes (the library and slices the door's).
 fn apply_defaults(spec: &mut JobSpec) {
     for field in FIELDS {
-        let value = match field.kind {
-            Kind::Whole {
-                default: Some(d), ..
-            } => Value::Whole(Some(d)),
-            Kind::Switch => Value::Switch(false),
-            _ => continue,
-        };
-        // Defaults are in range.
-        let _ = (field.set)(spec, value);
+        if let Some(value) = field.default_value() {
+            // Defaults are in range.
+            let _ = (field.set)(spec, value);
+        }
     }
 }
 

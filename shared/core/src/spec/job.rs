@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::options::RenderOptions;
 use crate::error_code::ErrorCode;
 use crate::print::{DEFAULT_DPI, Print};
 use tessera_engine::{
@@ -34,81 +35,14 @@ pub enum Grid {
     Auto,
 }
 
-/// Matching and rendering options a job carries from the upload to every slice.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RenderOptions {
-    /// No identical tile within this Chebyshev distance (0: unlimited repeats).
-    pub repeat_radius: u32,
-    /// How far each tile is moved toward its cell's colour, 0 to 100 %.
-    pub blend_percent: u8,
-    /// An optional cap on the number of uses of any one tile.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_uses: Option<u32>,
-    /// Every tile at least this many times (absent: 0, no floor): 1 puts every photo in.
-    #[serde(default, skip_serializing_if = "is_zero_u32")]
-    pub min_uses: u32,
-    /// Tiles may be mirrored left-right (absent: false).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub flip: bool,
-    /// Tiles may be turned by quarter turns (absent: false).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub rotate: bool,
-    /// What transparent tiles lie over: `library`, `auto` or a colour as `rrggbb` hex
-    /// (absent: the library's own background, as `library`). Not with `adaptive`.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
-    #[schemars(with = "Option<String>")]
-    pub background: Option<TileBackground>,
-    /// Adaptive tile sizes, `"MIN..MAX"` (as `"8..32"`): square tiles of several sizes, large
-    /// where the photo is flat and small where it is detailed, no more of them than the uniform
-    /// grid has. Absent: the uniform grid, and the messages read as they did before.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "wire_text")]
-    #[schemars(with = "Option<String>")]
-    pub adaptive: Option<AdaptiveSizes>,
-    /// The photo laid over the tiles at this opacity, 0 to 50 % (absent: 0, none). The quality
-    /// figures give the mosaic with it and without it.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub overlay_percent: u8,
-    /// Colour against form, 0 to 100 (absent: [`DEFAULT_FORM`]): 0 chooses each tile by its
-    /// colour alone; higher follows the photo's light and dark within each cell and its edges
-    /// from cell to cell more, at some cost in colour.
-    #[serde(default = "default_form", skip_serializing_if = "is_default_form")]
-    pub form: u8,
-    /// Lines this many pixels wide between the tiles (absent: 0, none).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub grout: u8,
-}
-
 /// The colour-against-form weight of a job that gives none: the matcher's weights as tuned on
 /// the development photos (likeness from afar 0.710 against 0.675 by colour alone, for 2.8 % more
 /// colour error, on the astronaut in emoji).
 pub const DEFAULT_FORM: u8 = 50;
 
-fn default_form() -> u8 {
-    DEFAULT_FORM
-}
-
-fn is_default_form(v: &u8) -> bool {
-    *v == DEFAULT_FORM
-}
-
-fn is_zero(v: &u8) -> bool {
-    *v == 0
-}
-
-fn is_zero_u32(v: &u32) -> bool {
-    *v == 0
-}
-
-impl RenderOptions {
-    /// The background transparent tiles lie over.
-    pub fn tile_background(&self) -> TileBackground {
-        self.background.unwrap_or_default()
-    }
-}
-
 /// An option that travels as text (`"8..32"`, `"auto"`): written as it displays, parsed (and
 /// so checked) as it is read.
-trait WireText: std::fmt::Display + Sized {
+pub(super) trait WireText: std::fmt::Display + Sized {
     fn from_wire(text: &str) -> Result<Self, String>;
 }
 
@@ -132,7 +66,7 @@ impl WireText for AdaptiveSizes {
 }
 
 /// Serde for an optional [`WireText`] field.
-mod wire_text {
+pub(super) mod wire_text {
     use serde::{Deserialize, Deserializer, Serializer};
 
     use crate::spec::job::WireText;
@@ -153,13 +87,6 @@ mod wire_text {
         Option::<String>::deserialize(d)?
             .map(|text| T::from_wire(&text).map_err(serde::de::Error::custom))
             .transpose()
-    }
-}
-
-impl Default for RenderOptions {
-    /// Every option's declared default ([`crate::spec::FIELDS`]).
-    fn default() -> Self {
-        JobSpec::with_defaults(&Defaults::default()).options
     }
 }
 
@@ -386,19 +313,9 @@ impl SpecError {
         }
     }
 
-    /// The field the error is about: for the codes of the rules between fields, the one to
-    /// change; for the others, the code's own or none (their messages name the field).
+    /// The field the error is about (its code's).
     pub fn field(&self) -> Option<&'static str> {
-        match self.code() {
-            ErrorCode::LibraryTooSmall => Some("repeat_radius"),
-            ErrorCode::LargeOutput => Some("allow_large"),
-            ErrorCode::TooFewUses => Some("max_uses"),
-            ErrorCode::TooFewCells | ErrorCode::AdaptiveMinUses => Some("min_uses"),
-            ErrorCode::ShapeMismatch => Some("tile_size"),
-            ErrorCode::OutputTooLarge => Some("cells"),
-            ErrorCode::AdaptiveGrout => Some("grout"),
-            code => code.field(),
-        }
+        self.code().field()
     }
 
     /// The stable error code clients see.
@@ -457,7 +374,7 @@ impl JobSpec {
         width: u32,
         height: u32,
     ) -> tessera_engine::Finish<'a> {
-        let percent = self.options.overlay_percent;
+        let percent = self.options.overlay;
         let colour = match self.options.tile_background() {
             TileBackground::Colour(c) => c,
             _ => [255, 255, 255],
@@ -649,7 +566,7 @@ impl JobSpec {
             repeat_radius: options.repeat_radius,
             max_uses: options.max_uses,
             min_uses: options.min_uses,
-            blend: options.blend_percent,
+            blend: options.blend,
             flip: options.flip,
             rotate: options.rotate,
             max_output_pixels: limits.max_output_pixels,
@@ -1074,10 +991,7 @@ mod tests {
             spec(&[("overlay", "51")]).unwrap_err().code(),
             "out_of_range"
         );
-        assert_eq!(
-            spec(&[("overlay", "30")]).unwrap().options.overlay_percent,
-            30
-        );
+        assert_eq!(spec(&[("overlay", "30")]).unwrap().options.overlay, 30);
         let wide = spec(&[("cells", "5000")]).unwrap();
         assert_eq!(wide.check(&limits).unwrap_err().code(), "out_of_range");
     }

@@ -12,6 +12,7 @@
 mod fields;
 mod job;
 mod named_sizes;
+mod options;
 
 pub use fields::{
     Choice, FIELDS, Field, Kind, Limit, OptionDoc, Place, Value, field, field_schema,
@@ -22,3 +23,4 @@ pub use named_sizes::{
     MAX_PHOTO_SIDE, MIN_SHORT_CELLS, NAMED_SIZES, NamedSize, PAPER, named_size, paper_tile,
     size_names, thousands,
 };
+pub use options::{OptionValue, RenderOptions};
