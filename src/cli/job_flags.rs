@@ -65,7 +65,7 @@ fn help(field: &Field) -> String {
         });
     }
     let default = field.default_text();
-    if !default.is_empty() && !matches!(field.kind, Kind::Switch) {
+    if !default.is_empty() && !matches!(field.kind, Kind::Switch { .. }) {
         facts.push(format!("default: {default}"));
     } else if matches!(field.kind, Kind::Whole { .. }) && !field.placeholder.is_empty() {
         facts.push(format!("default: {}", field.placeholder));
@@ -81,7 +81,7 @@ fn help(field: &Field) -> String {
 fn arg(field: &'static Field, flag: &'static str) -> Arg {
     let arg = Arg::new(field.name).long(flag).help(help(field));
     match field.kind {
-        Kind::Switch => arg.action(ArgAction::SetTrue),
+        Kind::Switch { .. } => arg.action(ArgAction::SetTrue),
         Kind::Whole { .. } => arg.value_name("N"),
         Kind::Text { example, .. } => arg.value_name(example.unwrap_or("TEXT")),
         Kind::Choice { .. } => arg.value_name("NAME"),
@@ -98,7 +98,7 @@ impl FromArgMatches for JobFlags {
     fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
         for (field, _) in flagged() {
             let value = match field.kind {
-                Kind::Switch => matches.get_flag(field.name).then(|| "true".to_string()),
+                Kind::Switch { .. } => matches.get_flag(field.name).then(|| "true".to_string()),
                 _ => matches.get_one::<String>(field.name).cloned(),
             };
             if let Some(value) = value {

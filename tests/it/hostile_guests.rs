@@ -239,7 +239,7 @@ async fn fresh_client_ids_pass_neither_the_events_cap_nor_the_addresss_rate() {
     .send()
     .await
     .unwrap();
-    assert_eq!(error_code(res).await.1, "invalid_parameter");
+    assert_eq!(error_code(res).await.1, "out_of_range");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

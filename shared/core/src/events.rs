@@ -69,33 +69,7 @@ impl EventPhoto {
     }
 }
 
-/// How an event takes photos.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct EventSettings {
-    /// Photos wait for the owner's approval (true), or are in at once.
-    pub approval: bool,
-    /// Most photos one guest may send (0: no limit).
-    pub per_guest: u32,
-    /// Whether guests may still send photos.
-    pub open: bool,
-    /// A new mosaic is made on its own once the photos in it have changed and then stayed as
-    /// they are this many seconds (0: only when the owner asks).
-    #[serde(default)]
-    pub auto_after_seconds: u32,
-    /// Most photos the event holds, from every guest together (1 to [`MAX_PHOTOS_LIMIT`]):
-    /// the cap no client id resets.
-    #[serde(default = "default_max_photos")]
-    pub max_photos: u32,
-}
-
-/// Photos an event holds unless its owner says otherwise.
-pub const DEFAULT_MAX_PHOTOS: u32 = 5_000;
-/// The most photos an owner may let an event hold.
-pub const MAX_PHOTOS_LIMIT: u32 = 1_000_000;
-
-fn default_max_photos() -> u32 {
-    DEFAULT_MAX_PHOTOS
-}
+pub use crate::event_settings::EventSettings;
 
 /// Who an event's mosaics are made for: the client (and the key, if any) that made the event,
 /// as the jobs it submits record them, so that its owner manages them as their own.

@@ -4,6 +4,7 @@
 
 pub mod accounting;
 pub mod error_code;
+pub mod event_settings;
 pub mod events;
 pub mod holds;
 pub mod jobs;

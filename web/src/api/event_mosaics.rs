@@ -4,6 +4,8 @@
 //! mosaic is an ordinary job of a private library of the approved photos, each captioned with
 //! the file name its guest sent.
 
+use std::collections::BTreeMap;
+
 use actix_multipart::Multipart;
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -13,8 +15,9 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use tessera_shared::error_code::ErrorCode;
+use tessera_shared::event_settings::event_field;
 use tessera_shared::events::{
-    DEFAULT_MAX_PHOTOS, EventPhoto, EventRecord, EventSettings, MAX_PHOTOS_LIMIT, Maker, PhotoState,
+    EventPhoto, EventRecord, EventSettings, Maker, PhotoState,
 };
 use tessera_shared::libraries::Owner;
 use tessera_shared::wishlist::Wish;
@@ -29,8 +32,6 @@ use crate::guards::upload::{BodyClock, field_name, read_text, require_multipart}
 
 /// The header that carries a contribute link's token (or `?token=`).
 pub const TOKEN_HEADER: &str = "X-Contribute-Token";
-/// Photos one guest may send to an event unless its owner says otherwise.
-const DEFAULT_PER_GUEST: u32 = 20;
 
 /// One photo of an event.
 #[derive(Debug, Serialize, ToSchema)]
@@ -151,12 +152,6 @@ fn with_event_defaults(form: &mut Form) {
         .or_insert_with(|| EVENT_BLEND.to_string());
 }
 
-/// How long the photos of a new event stay unchanged before a mosaic is made on its own.
-pub(crate) const DEFAULT_AUTO_AFTER_SECONDS: u32 = 300;
-
-/// Most photos an event may let one guest send (0: no limit).
-pub(crate) const MAX_PER_GUEST: u32 = 10_000;
-
 /// The contribute link: the page guests open on their phones.
 pub(crate) fn contribute_path(record: &EventRecord) -> String {
     format!("/events/{}/contribute?token={}", record.id, record.token)
@@ -170,10 +165,10 @@ pub struct PhotoDecision {
     pub state: PhotoState,
 }
 
-// The fields of a creation; the API document describes them with the job's fields
-// (`openapi::event_creation_schema`), and the handler reads them as they come.
-/// An event's creation (`multipart/form-data`).
-#[derive(Deserialize, ToSchema)]
+/// An event's creation (`multipart/form-data`). The API document describes its fields from
+/// their declarations (`openapi::event_creation_schema`: the job's fields, `name` and
+/// [`tessera_shared::event_settings::EVENT_FIELDS`]); the handler reads them as they come.
+#[derive(ToSchema)]
 pub struct EventCreation {
     /// The target photo.
     #[schema(value_type = String, format = Binary)]
@@ -181,15 +176,6 @@ pub struct EventCreation {
     /// What the event is called (1 to 100 characters).
     #[schema(min_length = 1, max_length = 100)]
     pub name: String,
-    /// Photos wait for the owner's approval (true, the default), or are in at once.
-    #[schema(required = false)]
-    pub approval: bool,
-    /// Photos one guest may send: 20 by default, 0 for no limit.
-    #[schema(required = false, minimum = 0, maximum = 10000)]
-    pub per_guest: u32,
-    /// Most photos the event holds, from every guest together: 5,000 by default.
-    #[schema(required = false, minimum = 1, maximum = 1000000)]
-    pub max_photos: u32,
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -280,9 +266,8 @@ pub(crate) fn answer(
 struct EventForm {
     job: Form,
     name: Option<String>,
-    approval: Option<String>,
-    per_guest: Option<String>,
-    max_photos: Option<String>,
+    /// The event's settings as sent, by name ([`tessera_shared::event_settings::EVENT_FIELDS`]).
+    settings: BTreeMap<&'static str, String>,
 }
 
 async fn read_event_form(payload: &mut Multipart, state: &AppState) -> ApiResult<EventForm> {
@@ -291,82 +276,29 @@ async fn read_event_form(payload: &mut Multipart, state: &AppState) -> ApiResult
     let mut clock = BodyClock::new(&state.settings);
     while let Some(mut field) = clock.field(payload).await? {
         let name = field_name(&field);
-        let slot = match name.as_str() {
-            "name" => &mut form.name,
-            "approval" => &mut form.approval,
-            "per_guest" => &mut form.per_guest,
-            "max_photos" => &mut form.max_photos,
+        let setting = event_field(&name).map(|f| f.name);
+        if setting.is_none() && name != "name" {
             // The image and the job's fields, as a job submission reads them.
-            _ => {
-                read_field(&mut form.job, &mut field, &mut clock, limit).await?;
-                continue;
-            }
-        };
+            read_field(&mut form.job, &mut field, &mut clock, limit).await?;
+            continue;
+        }
         let text = read_text(&mut field, &mut clock, &name).await?;
-        if slot.replace(text).is_some() {
+        let given = match setting {
+            Some(setting) => form.settings.insert(setting, text).is_some(),
+            None => form.name.replace(text).is_some(),
+        };
+        if given {
             return Err(duplicate(&name));
         }
     }
     Ok(form)
 }
 
-/// The event's own settings from its fields.
-fn settings_of(form: &EventForm) -> ApiResult<EventSettings> {
-    let approval = match form.approval.as_deref().map(str::trim) {
-        None | Some("") | Some("true") => true,
-        Some("false") => false,
-        Some(other) => {
-            return Err(ApiError::bad_request(
-                ErrorCode::InvalidParameter,
-                format!("approval must be true or false, not {other:?}"),
-            ));
-        }
-    };
-    let per_guest = match form.per_guest.as_deref().map(str::trim) {
-        None | Some("") => DEFAULT_PER_GUEST,
-        Some(text) => text
-            .parse::<u32>()
-            .ok()
-            .filter(|n| *n <= MAX_PER_GUEST)
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    ErrorCode::InvalidParameter,
-                    format!("per_guest must be 0 (no limit) to 10000, not {text:?}"),
-                )
-            })?,
-    };
-    let max_photos = match form.max_photos.as_deref().map(str::trim) {
-        None | Some("") => DEFAULT_MAX_PHOTOS,
-        Some(text) => text
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=MAX_PHOTOS_LIMIT).contains(n))
-            .ok_or_else(|| max_photos_refused(text))?,
-    };
-    Ok(EventSettings {
-        approval,
-        per_guest,
-        open: true,
-        auto_after_seconds: DEFAULT_AUTO_AFTER_SECONDS,
-        max_photos,
-    })
-}
-
-/// The refusal of a `max_photos` out of its range.
-pub(crate) fn max_photos_refused(given: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request(
-        ErrorCode::InvalidParameter,
-        format!("max_photos must be 1 to {MAX_PHOTOS_LIMIT}, not {given}"),
-    )
-    .with_field("max_photos")
-}
-
 /// Make an event.
 ///
-/// Multipart: `image` (the target), `name`, `approval` (photos wait for the owner: true, the
-/// default), `per_guest` (photos one guest may send, 20 by default, 0 for no limit),
-/// `max_photos` (photos the event holds, 5,000 by default) and any job field but `library`.
-/// The caller is the event's owner.
+/// Multipart: `image` (the target), `name`, the event's settings (`approval`, `per_guest`,
+/// `max_photos`, `auto_after_seconds`, `open`: each at its default when left out) and any job
+/// field but `library`. The caller is the event's owner.
 #[utoipa::path(
     post,
     path = "/api/v1/events",
@@ -420,7 +352,7 @@ pub async fn create(
             "an event's mosaics are made of its guests' photos: leave out library",
         ));
     }
-    let settings = settings_of(&form)?;
+    let settings = EventSettings::from_fields(|name| form.settings.get(name).map(String::as_str))?;
     let id = Uuid::new_v4();
     // The fields are checked as the mosaics will send them, with the event's library.
     let mut fields = form.job.fields.clone();

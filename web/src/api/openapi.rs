@@ -6,6 +6,8 @@ use std::sync::OnceLock;
 use actix_web::HttpResponse;
 use actix_web::http::header;
 use tessera_engine::TileShape;
+use tessera_shared::event_settings::EVENT_FIELDS;
+use tessera_shared::spec::field_schema;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -104,6 +106,11 @@ impl Modify for Described {
         );
         let sizing = tessera_shared::spec::sizing_schema();
         insert_schema(&mut components.schemas, "SizingRequest", sizing);
+        insert_schema(
+            &mut components.schemas,
+            "SettingsChange",
+            tessera_shared::events::EventSettings::change_schema(),
+        );
         shape_pattern(&mut components.schemas);
         add_params(&mut components.schemas);
         components.add_security_scheme(
@@ -155,29 +162,13 @@ fn event_creation_schema() -> serde_json::Value {
     let mut schema = tessera_shared::spec::submission_schema();
     let properties = schema["properties"].as_object_mut().expect("properties");
     properties.remove("library");
-    for (name, property) in [
-        (
-            "name",
-            serde_json::json!({"type": "string", "minLength": 1, "maxLength": 100, "pattern": "\\S",
+    properties.insert(
+        "name".into(),
+        serde_json::json!({"type": "string", "minLength": 1, "maxLength": 100, "pattern": "\\S",
             "description": "What the event is called."}),
-        ),
-        (
-            "approval",
-            serde_json::json!({"type": "boolean",
-            "description": "Photos wait for the owner's approval (true, the default), or are in at once."}),
-        ),
-        (
-            "per_guest",
-            serde_json::json!({"type": "integer", "format": "int32", "minimum": 0, "maximum": 10000,
-            "description": "Photos one guest may send: 20 by default, 0 for no limit."}),
-        ),
-        (
-            "max_photos",
-            serde_json::json!({"type": "integer", "format": "int32", "minimum": 1, "maximum": 1_000_000,
-            "description": "Most photos the event holds, from every guest together: 5,000 by default."}),
-        ),
-    ] {
-        properties.insert(name.into(), property);
+    );
+    for field in EVENT_FIELDS {
+        properties.insert(field.name.into(), field_schema(field));
     }
     // The rules that list the fields a submission may hold list these instead.
     fn rename_fields(value: &mut serde_json::Value) {
@@ -189,10 +180,8 @@ fn event_creation_schema() -> serde_json::Value {
                     .and_then(|e| e.as_array_mut())
                 {
                     names.retain(|n| n != "library");
-                    names.extend(
-                        ["name", "approval", "per_guest", "max_photos"]
-                            .map(serde_json::Value::from),
-                    );
+                    names.push("name".into());
+                    names.extend(EVENT_FIELDS.iter().map(|f| f.name.into()));
                 }
                 map.values_mut().for_each(rename_fields);
             }

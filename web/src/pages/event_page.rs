@@ -1,6 +1,7 @@
 //! An event's page, to its owner: the guests' link and its QR code, the photos by state to
 //! approve, leave out or take out one or many at once, the latest mosaic and the wish list.
 
+use super::events_page::SettingInput;
 use super::page_answer::page;
 use crate::api::event_mosaics::{contribute_path, owned_event};
 use crate::api_error::ApiResult;
@@ -35,8 +36,10 @@ pub(super) struct EventPage {
     link: String,
     approval: bool,
     per_guest: u32,
+    per_guest_input: SettingInput,
     open: bool,
     auto_after_seconds: u32,
+    auto_after_input: SettingInput,
     groups: Vec<Group>,
     /// The latest mosaic and its state, once one was asked for.
     mosaic: Option<(Uuid, String)>,
@@ -73,8 +76,10 @@ pub(super) async fn event(
         link: format!("{}{}", origin(&req), contribute_path(&record)),
         approval: record.settings.approval,
         per_guest: record.settings.per_guest,
+        per_guest_input: SettingInput::of("per_guest"),
         open: record.settings.open,
         auto_after_seconds: record.settings.auto_after_seconds,
+        auto_after_input: SettingInput::of("auto_after_seconds"),
         groups: vec![
             group(PhotoState::Waiting, "waiting", "Waiting for you"),
             group(PhotoState::Approved, "approved", "In the mosaic"),

@@ -47,12 +47,37 @@ const PURPOSES: [Purpose; 3] = [
 pub(super) struct NewEventPage {
     purposes: &'static [Purpose],
     max_upload_bytes: u64,
+    per_guest: SettingInput,
+}
+
+/// A whole-number setting's input as its declaration bounds it.
+pub(super) struct SettingInput {
+    pub min: u32,
+    pub max: u32,
+    pub default: String,
+}
+
+impl SettingInput {
+    /// The input of the event setting `name` (declared in `EVENT_FIELDS`).
+    pub(super) fn of(name: &str) -> SettingInput {
+        let field = tessera_shared::event_settings::event_field(name);
+        let (min, max) = match field.map(|f| f.kind) {
+            Some(tessera_shared::spec::Kind::Whole { min, max, .. }) => (min, max),
+            _ => (0, 0),
+        };
+        SettingInput {
+            min,
+            max,
+            default: field.map(|f| f.default_text()).unwrap_or_default(),
+        }
+    }
 }
 
 pub(super) async fn new_event(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     page(&NewEventPage {
         purposes: &PURPOSES,
         max_upload_bytes: state.settings.max_upload_bytes,
+        per_guest: SettingInput::of("per_guest"),
     })
 }
 

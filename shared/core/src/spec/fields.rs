@@ -30,8 +30,8 @@ pub enum Kind {
         default: Option<u32>,
         limit: Option<Limit>,
     },
-    /// `true` or `false`; absent is `false`.
-    Switch,
+    /// `true` or `false`; absent is `default`.
+    Switch { default: bool },
     /// Text of a form its parser checks; `pattern` is the regular expression the API document
     /// gives for it, and `choices` the values the form offers (value, label), if it offers a
     /// list. Sent empty, it is absent unless `required` (then its parser refuses it);
@@ -112,6 +112,9 @@ impl Value {
 }
 
 impl Kind {
+    /// A switch that is off unless given.
+    pub const SWITCH: Kind = Kind::Switch { default: false };
+
     /// A whole number from `min` to `max`, `default` when not given.
     pub const fn whole(min: u32, max: u32, default: Option<u32>) -> Kind {
         Kind::Whole {
@@ -138,9 +141,10 @@ impl Kind {
     }
 }
 
-/// One option of a job.
-#[derive(Debug, Clone, Copy)]
-pub struct Field {
+/// One option of a job ([`JobSpec`]) or of another thing declared the same way (an event's
+/// settings).
+#[derive(Debug)]
+pub struct Field<T: 'static = JobSpec> {
     /// The form's and the API's name.
     pub name: &'static str,
     /// The `tessera render` flag that sets it, or why a render on one machine has none.
@@ -160,13 +164,21 @@ pub struct Field {
     /// A value it takes, for a submission made of every field at once (tests, examples).
     pub sample: &'static str,
     /// The value in `spec` (`Whole(None)`, `Text(None)`: not given).
-    pub get: fn(&JobSpec) -> Value,
+    pub get: fn(&T) -> Value,
     /// Sets the value in `spec` (parsed and in range); cross-field rules come later.
-    pub set: fn(&mut JobSpec, Value) -> Result<(), SpecError>,
+    pub set: fn(&mut T, Value) -> Result<(), SpecError>,
     /// How the value reads on the job page, or `None` to leave it out there (a default that
     /// says nothing, or a line the page writes itself).
-    pub words: fn(&JobSpec) -> Option<String>,
+    pub words: fn(&T) -> Option<String>,
 }
+
+impl<T> Clone for Field<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Field<T> {}
 
 fn whole(value: Value) -> Option<u32> {
     value.as_whole()
@@ -268,7 +280,7 @@ const HEAD: [Field; 5] = [
     Field {
         name: "per_pixel",
         flag: Ok("--per-pixel"),
-        kind: Kind::Switch,
+        kind: Kind::SWITCH,
         label: "One tile per pixel",
         hint: "One tile for each pixel of the image, for small images: the mosaic is the image's size times the tile size.",
         description: "One tile per pixel of the target; not with cells.",
@@ -462,7 +474,7 @@ const TAIL: [Field; 5] = [
     Field {
         name: "allow_large",
         flag: Ok("--allow-large"),
-        kind: Kind::Switch,
+        kind: Kind::SWITCH,
         label: "Make it this large",
         hint: "Make the mosaic even over the size made unasked (it takes long to make and to download).",
         description: "Make the mosaic even when it is larger than limits.large_output_pixels (200 megapixels by default); without it such a job is 422 large_output, naming the size.",
@@ -507,7 +519,7 @@ pub fn field(name: &str) -> Option<&'static Field> {
     FIELDS.iter().find(|f| f.name == name)
 }
 
-impl Field {
+impl<T> Field<T> {
     /// The default a whole-number option takes when not given (`None`: absent means none, or
     /// the operator's).
     pub fn default_whole(&self) -> Option<u32> {
@@ -523,7 +535,7 @@ impl Field {
             Kind::Whole {
                 default: Some(d), ..
             } => Some(Value::Whole(Some(d))),
-            Kind::Switch => Some(Value::Switch(false)),
+            Kind::Switch { default } => Some(Value::Switch(default)),
             _ => None,
         }
     }
@@ -532,7 +544,7 @@ impl Field {
     pub fn default_text(&self) -> String {
         match self.kind {
             Kind::Whole { default, .. } => default.map(|d| d.to_string()).unwrap_or_default(),
-            Kind::Switch => "false".into(),
+            Kind::Switch { default } => default.to_string(),
             Kind::Text { default, .. } => default.unwrap_or_default().into(),
             Kind::Choice { default, .. } => default.into(),
         }
@@ -564,7 +576,7 @@ impl Field {
                 }
                 Ok(Value::Whole(Some(value)))
             }
-            Kind::Switch => match text {
+            Kind::Switch { .. } => match text {
                 "true" => Ok(Value::Switch(true)),
                 "false" => Ok(Value::Switch(false)),
                 other => Err(SpecError::invalid(
@@ -579,6 +591,51 @@ impl Field {
                     .map(|_| text.to_string()),
             )),
         }
+    }
+
+    /// A parsed value against the option's own range (the operator's limits aside).
+    pub fn check(&self, value: &Value) -> Result<(), SpecError> {
+        match value {
+            Value::Whole(Some(v)) => self.check_range(*v, None),
+            _ => Ok(()),
+        }
+    }
+
+    /// Reads a JSON value as the option's kind (`None`: null, not given): 400 when it is not
+    /// one. Its range is [`Field::check`]'s.
+    pub fn from_json(&self, json: &serde_json::Value) -> Result<Option<Value>, SpecError> {
+        use serde_json::Value as Json;
+        let name = self.name;
+        let wrong = |what: &str| {
+            SpecError::invalid(
+                ErrorCode::InvalidParameter,
+                format!("{name} must be {what}, not {json}"),
+            )
+        };
+        match (self.kind, json) {
+            (_, Json::Null) => Ok(None),
+            (Kind::Whole { .. }, Json::Number(n)) => n
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(f))
+                .map(|f| Some(Value::Whole(Some(f as u32))))
+                .ok_or_else(|| wrong("a whole number")),
+            (Kind::Whole { .. }, _) => Err(wrong("a whole number")),
+            (Kind::Switch { .. }, Json::Bool(b)) => Ok(Some(Value::Switch(*b))),
+            (Kind::Switch { .. }, _) => Err(wrong("true or false")),
+            (Kind::Text { .. } | Kind::Choice { .. }, Json::String(text)) => {
+                self.parse(text).map(Some)
+            }
+            (Kind::Text { .. } | Kind::Choice { .. }, _) => Err(wrong("text")),
+        }
+    }
+
+    /// The JSON Schema of the option in a JSON body (null: not given).
+    pub fn json_schema(&self) -> serde_json::Value {
+        let mut schema = field_schema(self);
+        if let Some(kind) = schema["type"].as_str().map(str::to_string) {
+            schema["type"] = serde_json::json!([kind, "null"]);
+        }
+        schema
     }
 
     /// A whole number against the option's range (`limits`: the operator's, where they bound
@@ -814,7 +871,7 @@ fn apply_defaults(spec: &mut JobSpec) {
 
 /// The JSON Schema of one option in the API document (as multipart text: numbers and booleans
 /// as their words).
-pub fn field_schema(field: &Field) -> serde_json::Value {
+pub fn field_schema<T>(field: &Field<T>) -> serde_json::Value {
     use serde_json::json;
     let mut schema = match field.kind {
         Kind::Whole { min, max, .. } => {
@@ -827,7 +884,7 @@ pub fn field_schema(field: &Field) -> serde_json::Value {
             };
             json!({"type": "integer", "format": format, "minimum": min, "maximum": max})
         }
-        Kind::Switch => json!({"type": "boolean", "default": false}),
+        Kind::Switch { default } => json!({"type": "boolean", "default": default}),
         Kind::Text { pattern, .. } => json!({"type": "string", "pattern": pattern}),
         Kind::Choice { choices, default } => json!({
             "type": "string",
@@ -876,11 +933,11 @@ pub fn params(spec: &JobSpec) -> serde_json::Map<String, serde_json::Value> {
 }
 
 /// The JSON Schema of one option as the job's `params` give it (null: not given).
-pub fn params_schema(field: &Field) -> serde_json::Value {
+pub fn params_schema<T>(field: &Field<T>) -> serde_json::Value {
     use serde_json::json;
     let (kind, nullable) = match field.kind {
         Kind::Whole { .. } => ("integer", true),
-        Kind::Switch => ("boolean", false),
+        Kind::Switch { .. } => ("boolean", false),
         Kind::Text { .. } => ("string", true),
         Kind::Choice { .. } => ("string", false),
     };
@@ -942,7 +999,7 @@ pub fn options_document(limits: &JobLimits) -> Vec<OptionDoc> {
         .map(|field| {
             let (kind, min, choices) = match field.kind {
                 Kind::Whole { min, .. } => ("whole", Some(min), &[][..]),
-                Kind::Switch => ("switch", None, &[][..]),
+                Kind::Switch { .. } => ("switch", None, &[][..]),
                 Kind::Text { choices, .. } => ("text", None, choices),
                 Kind::Choice { choices, .. } => ("choice", None, choices),
             };

@@ -234,7 +234,7 @@ render_options! {
     },
     flip: bool {
         flag: Ok("--flip"),
-        kind: Kind::Switch,
+        kind: Kind::SWITCH,
         label: "Mirror tiles",
         hint: "Tiles may be mirrored where that follows the photo better; best with patterns and textures, less so with faces or text.",
         description: "Tiles may be mirrored left-right where that fits their cell better.",
@@ -245,7 +245,7 @@ render_options! {
     },
     rotate: bool {
         flag: Ok("--rotate"),
-        kind: Kind::Switch,
+        kind: Kind::SWITCH,
         label: "Turn tiles",
         hint: "Tiles may be turned where that follows the photo better (with mirroring: all 8 symmetries of the square); tiles that are not square turn by half turns only. A turned tile still counts as itself for the repetition radius and the uses.",
         description: "Tiles may be turned by 90, 180 or 270 degrees where that fits their cell better (with flip: all 8 symmetries of the square); tiles that are not square turn by 180 degrees only. A turned tile still counts as itself for the repetition radius.",

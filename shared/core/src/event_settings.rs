@@ -1,0 +1,263 @@
+//! An event's settings ([`EventSettings`]), each declared once in [`EVENT_FIELDS`] as a job's
+//! options are ([`crate::spec::Field`]): its name, range, default, label and hint. The doors
+//! read them from it: an event's creation (multipart text, [`EventSettings::from_fields`]), a
+//! change of settings (JSON, [`EventSettings::change`]), the API document and the pages' inputs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error_code::ErrorCode;
+use crate::spec::{Field, Kind, Place, SpecError, Value};
+
+/// How an event takes photos.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct EventSettings {
+    /// Photos wait for the owner's approval (true), or are in at once.
+    pub approval: bool,
+    /// Most photos one guest may send (0: no limit).
+    pub per_guest: u32,
+    /// Whether guests may still send photos.
+    pub open: bool,
+    /// A new mosaic is made on its own once the photos in it have changed and then stayed as
+    /// they are this many seconds (0: only when the owner asks). Absent on events made before
+    /// it existed: those make mosaics only when asked.
+    #[serde(default)]
+    pub auto_after_seconds: u32,
+    /// Most photos the event holds, from every guest together: the cap no client id resets.
+    /// Absent on events made before it existed: its declared default.
+    #[serde(default = "default_max_photos")]
+    pub max_photos: u32,
+}
+
+fn default_max_photos() -> u32 {
+    EventSettings::default().max_photos
+}
+
+fn whole(value: Value) -> u32 {
+    value.as_whole().unwrap_or(0)
+}
+
+fn switch(value: Value) -> bool {
+    matches!(value, Value::Switch(true))
+}
+
+/// A setting that `tessera render` has no flag for.
+const NO_FLAG: Result<&str, &str> = Err("an event's setting, not a job's");
+
+/// Every setting of an event, in the order its pages give them.
+pub const EVENT_FIELDS: &[Field<EventSettings>] = &[
+    Field {
+        name: "approval",
+        flag: NO_FLAG,
+        kind: Kind::Switch { default: true },
+        label: "Approve each photo first",
+        hint: "Photos wait until you approve them; off: they are in at once.",
+        description: "Photos wait for the owner's approval (true, the default), or are in at once. Photos already waiting keep waiting.",
+        unit: "",
+        placeholder: "",
+        place: Place::Main,
+        sample: "true",
+        get: |s| Value::Switch(s.approval),
+        set: |s, v| {
+            s.approval = switch(v);
+            Ok(())
+        },
+        words: |s| Some(if s.approval { "yes" } else { "no" }.into()),
+    },
+    Field {
+        name: "per_guest",
+        flag: NO_FLAG,
+        kind: Kind::whole(0, 10_000, Some(20)),
+        label: "Photos per guest",
+        hint: "Most photos one guest may send; 0: no limit. Photos already sent stay.",
+        description: "Most photos one guest may send: 20 by default, 0 for no limit. Photos already sent stay.",
+        unit: "",
+        placeholder: "",
+        place: Place::Main,
+        sample: "8",
+        get: |s| Value::Whole(Some(s.per_guest)),
+        set: |s, v| {
+            s.per_guest = whole(v);
+            Ok(())
+        },
+        words: |s| Some(s.per_guest.to_string()),
+    },
+    Field {
+        name: "max_photos",
+        flag: NO_FLAG,
+        kind: Kind::whole(1, 1_000_000, Some(5_000)),
+        label: "Photos in all",
+        hint: "Most photos the event holds, from every guest together. Photos already sent stay.",
+        description: "Most photos the event holds, from every guest together: 5,000 by default. Photos already sent stay.",
+        unit: "",
+        placeholder: "",
+        place: Place::Main,
+        sample: "5000",
+        get: |s| Value::Whole(Some(s.max_photos)),
+        set: |s, v| {
+            s.max_photos = whole(v);
+            Ok(())
+        },
+        words: |s| Some(s.max_photos.to_string()),
+    },
+    Field {
+        name: "auto_after_seconds",
+        flag: NO_FLAG,
+        kind: Kind::whole(0, 86_400, Some(300)),
+        label: "New mosaic after a quiet spell (seconds)",
+        hint: "A new mosaic is made on its own once the photos have changed and then stayed as they are this long; 0: only when you ask.",
+        description: "A new mosaic is made on its own once the photos in it have changed and then stayed as they are this many seconds (at most a day); 0 makes mosaics only when asked. 300 by default.",
+        unit: "s",
+        placeholder: "",
+        place: Place::Main,
+        sample: "300",
+        get: |s| Value::Whole(Some(s.auto_after_seconds)),
+        set: |s, v| {
+            s.auto_after_seconds = whole(v);
+            Ok(())
+        },
+        words: |s| Some(s.auto_after_seconds.to_string()),
+    },
+    Field {
+        name: "open",
+        flag: NO_FLAG,
+        kind: Kind::Switch { default: true },
+        label: "Taking photos",
+        hint: "Whether guests may still send photos.",
+        description: "Whether guests may still send photos (true, the default).",
+        unit: "",
+        placeholder: "",
+        place: Place::Main,
+        sample: "true",
+        get: |s| Value::Switch(s.open),
+        set: |s, v| {
+            s.open = switch(v);
+            Ok(())
+        },
+        words: |s| Some(if s.open { "yes" } else { "no" }.into()),
+    },
+];
+
+/// The setting called `name`.
+pub fn event_field(name: &str) -> Option<&'static Field<EventSettings>> {
+    EVENT_FIELDS.iter().find(|f| f.name == name)
+}
+
+impl Default for EventSettings {
+    /// Every setting's declared default.
+    fn default() -> Self {
+        let mut settings = EventSettings {
+            approval: false,
+            per_guest: 0,
+            open: false,
+            auto_after_seconds: 0,
+            max_photos: 0,
+        };
+        for field in EVENT_FIELDS {
+            if let Some(value) = field.default_value() {
+                // Defaults are in range.
+                let _ = (field.set)(&mut settings, value);
+            }
+        }
+        settings
+    }
+}
+
+impl EventSettings {
+    /// The settings an event's creation gives (`field(name)`: the field's text, if given), the
+    /// others at their defaults.
+    pub fn from_fields<'a>(
+        field: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<EventSettings, SpecError> {
+        let mut settings = EventSettings::default();
+        for declared in EVENT_FIELDS {
+            let Some(text) = field(declared.name).map(str::trim).filter(|t| !t.is_empty()) else {
+                continue;
+            };
+            let value = declared.parse(text)?;
+            (declared.set)(&mut settings, value)?;
+        }
+        Ok(settings)
+    }
+
+    /// Applies a change of settings (a JSON object of settings by name; one left out, or null,
+    /// keeps its value). A name that is no setting, or a value of the wrong kind or out of its
+    /// range, is refused and nothing changes.
+    pub fn change(
+        &self,
+        change: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<EventSettings, SpecError> {
+        let mut settings = self.clone();
+        for (name, json) in change {
+            let declared = event_field(name).ok_or_else(|| {
+                SpecError::invalid(
+                    ErrorCode::UnknownField,
+                    format!(
+                        "{name} is not a setting of an event: {}",
+                        EVENT_FIELDS
+                            .iter()
+                            .map(|f| f.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?;
+            if let Some(value) = declared.from_json(json)? {
+                declared.check(&value)?;
+                (declared.set)(&mut settings, value)?;
+            }
+        }
+        Ok(settings)
+    }
+
+    /// The JSON Schema of a change of settings: each setting as JSON types it, none required.
+    pub fn change_schema() -> serde_json::Value {
+        let properties: serde_json::Map<String, serde_json::Value> = EVENT_FIELDS
+            .iter()
+            .map(|f| (f.name.to_string(), f.json_schema()))
+            .collect();
+        serde_json::json!({
+            "type": "object",
+            "description": "A change to an event's settings: a setting left out keeps its value.",
+            "properties": properties,
+            "additionalProperties": false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_take_their_declared_defaults_and_ranges_at_both_doors() {
+        let made = EventSettings::from_fields(|_| None).unwrap();
+        assert_eq!(
+            made,
+            EventSettings {
+                approval: true,
+                per_guest: 20,
+                open: true,
+                auto_after_seconds: 300,
+                max_photos: 5_000,
+            }
+        );
+        let err = EventSettings::from_fields(|n| (n == "per_guest").then_some("10001")).unwrap_err();
+        assert_eq!(err.to_string(), "per_guest must be 0 to 10000, not 10001");
+        let change = |json: serde_json::Value| made.change(json.as_object().unwrap());
+        assert_eq!(
+            change(serde_json::json!({"per_guest": 5.0, "open": false}))
+                .unwrap()
+                .per_guest,
+            5
+        );
+        for bad in [
+            serde_json::json!({"auto_after_seconds": 86_401}),
+            serde_json::json!({"max_photos": 0}),
+            serde_json::json!({"per_guest": "many"}),
+            serde_json::json!({"per_guest": 2.5}),
+            serde_json::json!({"colour": "red"}),
+        ] {
+            assert!(change(bad.clone()).is_err(), "{bad}");
+        }
+    }
+}
