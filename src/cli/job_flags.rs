@@ -4,7 +4,7 @@
 //! ([`JobSpec::from_fields`]), so the command line and the service refuse the same things.
 
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
-use tessera_shared::spec::{Defaults, FIELDS, Field, JobSpec, Kind, SpecError};
+use tessera_shared::spec::{Defaults, FIELDS, JobField, JobSpec, Kind, SpecError};
 
 /// The options `tessera render` has its own flag for (a file or folder, not a library id).
 const OWN: &[&str] = &["library"];
@@ -41,7 +41,7 @@ impl JobFlags {
     }
 }
 
-fn flagged() -> impl Iterator<Item = (&'static Field, &'static str)> {
+fn flagged() -> impl Iterator<Item = (&'static JobField, &'static str)> {
     FIELDS.iter().filter_map(|field| {
         let flag = field.flag.ok()?.strip_prefix("--")?;
         (!OWN.contains(&field.name)).then_some((field, flag))
@@ -50,7 +50,7 @@ fn flagged() -> impl Iterator<Item = (&'static Field, &'static str)> {
 
 /// The option's help: its label and hint, then its range and default as the declaration has
 /// them.
-fn help(field: &Field) -> String {
+fn help(field: &JobField) -> String {
     let mut facts = Vec::new();
     if let Kind::Whole { min, max, .. } = field.kind {
         let unit = if field.unit.is_empty() {
@@ -78,7 +78,7 @@ fn help(field: &Field) -> String {
     format!("{}{facts}", field.hint)
 }
 
-fn arg(field: &'static Field, flag: &'static str) -> Arg {
+fn arg(field: &'static JobField, flag: &'static str) -> Arg {
     let arg = Arg::new(field.name).long(flag).help(help(field));
     match field.kind {
         Kind::Switch { .. } => arg.action(ArgAction::SetTrue),

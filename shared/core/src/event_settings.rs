@@ -170,7 +170,10 @@ impl EventSettings {
     ) -> Result<EventSettings, SpecError> {
         let mut settings = EventSettings::default();
         for declared in EVENT_FIELDS {
-            let Some(text) = field(declared.name).map(str::trim).filter(|t| !t.is_empty()) else {
+            let Some(text) = field(declared.name)
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+            else {
                 continue;
             };
             let value = declared.parse(text)?;
@@ -241,7 +244,8 @@ mod tests {
                 max_photos: 5_000,
             }
         );
-        let err = EventSettings::from_fields(|n| (n == "per_guest").then_some("10001")).unwrap_err();
+        let err =
+            EventSettings::from_fields(|n| (n == "per_guest").then_some("10001")).unwrap_err();
         assert_eq!(err.to_string(), "per_guest must be 0 to 10000, not 10001");
         let change = |json: serde_json::Value| made.change(json.as_object().unwrap());
         assert_eq!(

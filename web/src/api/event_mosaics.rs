@@ -16,17 +16,16 @@ use uuid::Uuid;
 
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::event_settings::event_field;
-use tessera_shared::events::{
-    EventPhoto, EventRecord, EventSettings, Maker, PhotoState,
-};
+use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, Maker, PhotoState};
 use tessera_shared::libraries::Owner;
 use tessera_shared::wishlist::Wish;
 
 use crate::api::job_broker::{Form, duplicate, missing, read_field, spec_of};
+use crate::api::owned_event::{OwnedEvent, is_owner, not_owner, requester};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::auth::{new_secret, same_secret};
-use crate::guards::client::{client_address, client_cookie, client_id, credential_owner};
+use crate::guards::client::{client_address, client_cookie, credential_owner};
 use crate::guards::inspect::{probe_target, verify_target};
 use crate::guards::upload::{BodyClock, field_name, read_text, require_multipart};
 
@@ -182,42 +181,6 @@ pub struct EventCreation {
 pub struct TokenQuery {
     /// The contribute link's token (or the `X-Contribute-Token` header).
     pub token: Option<String>,
-}
-
-/// The requester of an event route: a key's holder, else the client (minted when absent).
-pub(crate) fn requester(req: &HttpRequest) -> ApiResult<(Owner, Uuid, bool)> {
-    let (client, minted) = client_id(req)?;
-    let who = credential_owner(req).unwrap_or_else(|| Owner::client(client));
-    Ok((who, client, minted))
-}
-
-/// Event `id` and its requester, if the requester owns it (or is the operator).
-pub(crate) async fn owned_event(
-    state: &AppState,
-    req: &HttpRequest,
-    id: Uuid,
-) -> ApiResult<(EventRecord, Owner, Uuid)> {
-    let (who, client, _) = requester(req)?;
-    let record = state.platform.events().get(id).await?;
-    if !is_owner(&record, &who) {
-        return Err(not_owner(&record));
-    }
-    Ok((record, who, client))
-}
-
-pub(crate) fn is_owner(record: &EventRecord, who: &Owner) -> bool {
-    who.is_operator() || &record.owner == who
-}
-
-fn not_owner(record: &EventRecord) -> ApiError {
-    ApiError::new(
-        StatusCode::FORBIDDEN,
-        ErrorCode::NotEventOwner,
-        format!(
-            "event {} is someone else's: only its owner may do this",
-            record.id
-        ),
-    )
 }
 
 /// Whether the request carries the event's contribute token.
@@ -463,13 +426,13 @@ pub async fn get(
     ),
 )]
 pub async fn decide(
-    req: HttpRequest,
+    owned: OwnedEvent,
     path: web::Path<(Uuid, Uuid)>,
     decision: web::Json<PhotoDecision>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (event, photo) = path.into_inner();
-    owned_event(&state, &req, event).await?;
+    let (_, photo) = path.into_inner();
+    let event = owned.record.id;
     let record = state
         .platform
         .events()
@@ -567,10 +530,10 @@ pub async fn withdraw(
 )]
 pub async fn mosaic(
     req: HttpRequest,
-    id: web::Path<Uuid>,
+    owned: OwnedEvent,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (record, _, client) = owned_event(&state, &req, *id).await?;
+    let OwnedEvent { record, client } = owned;
     let maker = Maker {
         client,
         key_holder: credential_owner(&req),

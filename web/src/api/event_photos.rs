@@ -16,8 +16,9 @@ use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::{EventPhoto, EventRecord, PhotoState};
 use tessera_shared::libraries::Owner;
 
-use crate::api::event_mosaics::{PhotoView, TokenQuery, answer, requester, require_token};
+use crate::api::event_mosaics::{PhotoView, TokenQuery, answer, require_token};
 use crate::api::job_broker::missing;
+use crate::api::owned_event::requester;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::client::client_address;

@@ -3,11 +3,11 @@
 //! mosaics.
 
 use actix_web::http::{StatusCode, header};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use utoipa::ToSchema;
-use uuid::Uuid;
 
-use crate::api::event_mosaics::{EventView, owned_event};
+use crate::api::event_mosaics::EventView;
+use crate::api::owned_event::OwnedEvent;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
 
@@ -36,12 +36,11 @@ pub struct SettingsChange {}
     ),
 )]
 pub async fn change(
-    req: HttpRequest,
-    id: web::Path<Uuid>,
+    owned: OwnedEvent,
     body: web::Json<serde_json::Map<String, serde_json::Value>>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (record, _, _) = owned_event(&state, &req, *id).await?;
+    let record = owned.record;
     let change = body.into_inner();
     // Checked before the write, which applies it again to the record as it is then.
     record.settings.change(&change)?;
@@ -49,7 +48,10 @@ pub async fn change(
         .platform
         .events()
         .update(record.id, |r| {
-            let changed = r.settings.change(&change).unwrap_or_else(|_| r.settings.clone());
+            let changed = r
+                .settings
+                .change(&change)
+                .unwrap_or_else(|_| r.settings.clone());
             let differs = changed != r.settings;
             r.settings = changed;
             differs

@@ -16,7 +16,8 @@ use tessera_shared::events::{EventRecord, PhotoState};
 use tessera_shared::jobs::JobRecord;
 
 use crate::api::event_jobs::latest_mosaics;
-use crate::api::event_mosaics::{contribute_path, is_owner, owned_event, requester};
+use crate::api::event_mosaics::contribute_path;
+use crate::api::owned_event::{OwnedEvent, is_owner, requester};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::auth::{new_secret, same_secret};
@@ -141,15 +142,15 @@ pub(crate) fn wall_path(record: &EventRecord) -> Option<String> {
 )]
 pub async fn make_link(
     req: HttpRequest,
-    id: web::Path<Uuid>,
+    owned: OwnedEvent,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    owned_event(&state, &req, *id).await?;
+    let id = owned.record.id;
     let secret = new_secret();
     let record = state
         .platform
         .events()
-        .update(*id, |r| {
+        .update(id, |r| {
             r.wall_token = Some(secret.clone());
             true
         })
@@ -174,16 +175,12 @@ pub async fn make_link(
         (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
     ),
 )]
-pub async fn end_link(
-    req: HttpRequest,
-    id: web::Path<Uuid>,
-    state: web::Data<AppState>,
-) -> ApiResult<HttpResponse> {
-    owned_event(&state, &req, *id).await?;
+pub async fn end_link(owned: OwnedEvent, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let id = owned.record.id;
     state
         .platform
         .events()
-        .update(*id, |r| r.wall_token.take().is_some())
+        .update(id, |r| r.wall_token.take().is_some())
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -14,12 +14,13 @@ pub mod event_photos;
 pub mod event_pictures;
 pub mod event_settings;
 pub mod event_wall;
-pub mod events;
 pub mod job_broker;
 pub mod job_options;
 pub mod job_sharing;
+pub mod job_stream;
 pub mod library_tiles;
 pub mod openapi;
+pub mod owned_event;
 pub mod queue_status;
 pub mod requested_job;
 pub mod result;
@@ -56,7 +57,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 resource("/jobs/{id}/sharing", "POST").route(web::post().to(job_sharing::change)),
             )
             .service(resource("/jobs/{id}/result", "GET").route(web::get().to(result::get)))
-            .service(resource("/jobs/{id}/events", "GET").route(web::get().to(events::events)))
+            .service(resource("/jobs/{id}/events", "GET").route(web::get().to(job_stream::events)))
             .service(
                 resource("/jobs/{id}/preview", "GET").route(web::get().to(result_preview::get)),
             )

@@ -14,8 +14,8 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::api::{
-    cell_lookup, contact_sheet, draft_previews, dzi, event_mosaics, event_photos, events,
-    job_broker, job_options, library_tiles, queue_status, result, result_preview, sizing,
+    cell_lookup, contact_sheet, draft_previews, dzi, event_mosaics, event_photos, job_broker,
+    job_options, job_stream, library_tiles, queue_status, result, result_preview, sizing,
     tile_libraries, zoom_tiles,
 };
 
@@ -54,7 +54,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         cell_lookup::placements,
         dzi::tile,
         result_preview::get,
-        events::events,
+        job_stream::events,
         tile_libraries::list,
         tile_libraries::create,
         tile_libraries::get,

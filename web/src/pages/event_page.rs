@@ -3,7 +3,8 @@
 
 use super::events_page::SettingInput;
 use super::page_answer::page;
-use crate::api::event_mosaics::{contribute_path, owned_event};
+use crate::api::event_mosaics::contribute_path;
+use crate::api::owned_event::OwnedEvent;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
 use crate::guards::client::origin;
@@ -53,10 +54,10 @@ pub(super) struct EventPage {
 
 pub(super) async fn event(
     req: HttpRequest,
-    id: web::Path<Uuid>,
+    owned: OwnedEvent,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (record, _, _) = owned_event(&state, &req, *id).await?;
+    let record = owned.record;
     let group = |state: PhotoState, key, title| Group {
         state: key,
         title,

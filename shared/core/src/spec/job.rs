@@ -1,15 +1,16 @@
 //! The job specification's types, its checks, its sizing and its conversion to the engine's
-//! options; each option's declaration is in `fields`.
+//! options; each option's declaration is in `options` (the render options) or `fields`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::options::RenderOptions;
+use super::field::SpecError;
+use super::options::{RenderOptions, WithOptions, wire_text};
 use crate::error_code::ErrorCode;
 use crate::print::{DEFAULT_DPI, Print};
 use tessera_engine::{
-    AdaptiveSizes, AdaptiveSizing, Grid as EngineGrid, PlanOptions, Sizing, TILE_SIZES,
-    TileBackground, TileShape, TileSize,
+    AdaptiveSizing, Grid as EngineGrid, PlanOptions, Sizing, TILE_SIZES, TileBackground, TileShape,
+    TileSize,
 };
 
 /// A tile library at one version: processors cache a library's index by this pair.
@@ -33,61 +34,6 @@ pub enum Grid {
     /// Cells across chosen by the target's shape, for a grid of about the operator's
     /// `limits.auto_cells` cells ([`crate::spec::auto_cells_across`]).
     Auto,
-}
-
-/// The colour-against-form weight of a job that gives none: the matcher's weights as tuned on
-/// the development photos (likeness from afar 0.710 against 0.675 by colour alone, for 2.8 % more
-/// colour error, on the astronaut in emoji).
-pub const DEFAULT_FORM: u8 = 50;
-
-/// An option that travels as text (`"8..32"`, `"auto"`): written as it displays, parsed (and
-/// so checked) as it is read.
-pub(super) trait WireText: std::fmt::Display + Sized {
-    fn from_wire(text: &str) -> Result<Self, String>;
-}
-
-impl WireText for TileBackground {
-    fn from_wire(text: &str) -> Result<Self, String> {
-        TileBackground::parse(text)
-    }
-}
-
-impl WireText for Print {
-    fn from_wire(text: &str) -> Result<Self, String> {
-        text.parse()
-            .map_err(|e: crate::print::PrintError| e.to_string())
-    }
-}
-
-impl WireText for AdaptiveSizes {
-    fn from_wire(text: &str) -> Result<Self, String> {
-        text.parse().map_err(|e| format!("adaptive: {e}"))
-    }
-}
-
-/// Serde for an optional [`WireText`] field.
-pub(super) mod wire_text {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    use crate::spec::job::WireText;
-
-    pub fn serialize<T: WireText, S: Serializer>(
-        value: &Option<T>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match value {
-            Some(value) => s.collect_str(value),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, T: WireText, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<T>, D::Error> {
-        Option::<String>::deserialize(d)?
-            .map(|text| T::from_wire(&text).map_err(serde::de::Error::custom))
-            .transpose()
-    }
 }
 
 /// Sizes known once the controller has planned the job.
@@ -285,45 +231,6 @@ pub fn check_webhook(text: &str) -> Result<url::Url, SpecError> {
 
 fn is_png(format: &FileFormat) -> bool {
     *format == FileFormat::Png
-}
-
-/// Why a job specification is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SpecError {
-    /// A field is malformed, out of range or given with one it excludes (HTTP 400).
-    #[error("{message}")]
-    Invalid { code: ErrorCode, message: String },
-    /// Well formed, but unusable with this photo, this library or these limits (HTTP 422).
-    #[error("{message}")]
-    Unusable { code: ErrorCode, message: String },
-}
-
-impl SpecError {
-    pub(crate) fn invalid(code: ErrorCode, message: impl Into<String>) -> Self {
-        SpecError::Invalid {
-            code,
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn unusable(code: ErrorCode, message: impl Into<String>) -> Self {
-        SpecError::Unusable {
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// The field the error is about (its code's).
-    pub fn field(&self) -> Option<&'static str> {
-        self.code().field()
-    }
-
-    /// The stable error code clients see.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            SpecError::Invalid { code, .. } | SpecError::Unusable { code, .. } => *code,
-        }
-    }
 }
 
 /// The size a job's mosaic will have: its grid of cells and its pixels, and the plan options
@@ -835,44 +742,6 @@ pub(crate) fn parse_tile_size(text: &str) -> Result<TileSize, SpecError> {
     })
 }
 
-/// `MIN..MAX`. Malformed or a side out of range: invalid, as for `tile_size`; sides that do not
-/// double: unusable.
-pub(crate) fn parse_adaptive(text: &str) -> Result<AdaptiveSizes, SpecError> {
-    let side = |v: &str| {
-        (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| v.parse::<u32>().ok())
-            .flatten()
-    };
-    let Some((min, max)) = text
-        .split_once("..")
-        .and_then(|(min, max)| Some((side(min)?, side(max)?)))
-    else {
-        return Err(SpecError::invalid(
-            ErrorCode::InvalidParameter,
-            format!("adaptive must be MIN..MAX in pixels (as 8..32), not {text:?}"),
-        ));
-    };
-    if let Some(side) = [min, max].into_iter().find(|s| !TILE_SIZES.contains(s)) {
-        return Err(SpecError::invalid(
-            ErrorCode::OutOfRange,
-            format!(
-                "adaptive must be {} to {} pixels a side, not {side} (in {text:?})",
-                TILE_SIZES.start(),
-                TILE_SIZES.end()
-            ),
-        ));
-    }
-    AdaptiveSizes::new(min, max).map_err(|_| {
-        SpecError::unusable(
-            ErrorCode::AdaptiveNotDoubling,
-            format!(
-                "adaptive {text}: the largest size must be the smallest doubled one or more \
-                 times (as 8..16, 8..32 or 8..64)"
-            ),
-        )
-    })
-}
-
 impl Grid {
     /// Cells across as asked (`None`: one per pixel, or chosen by the photo's shape).
     pub fn cells(self) -> Option<u32> {
@@ -880,6 +749,15 @@ impl Grid {
             Grid::Cells { across } => Some(across),
             Grid::PerPixel | Grid::Auto => None,
         }
+    }
+}
+
+impl WithOptions for JobSpec {
+    fn options(&self) -> &RenderOptions {
+        &self.options
+    }
+    fn options_mut(&mut self) -> &mut RenderOptions {
+        &mut self.options
     }
 }
 

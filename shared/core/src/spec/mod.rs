@@ -9,18 +9,20 @@
 //! ([`JobSpec::plan_options`]). [`FIELDS`] lists every field a job takes, for the form, the API
 //! document and the test that keeps the doors in step.
 
+mod field;
 mod fields;
 mod job;
 mod named_sizes;
 mod options;
 
+pub use field::{Field, Kind, Limit, Place, SpecError, Value, field_schema, params_schema};
 pub use fields::{
-    Choice, FIELDS, Field, Kind, Limit, OptionDoc, Place, Value, field, field_schema,
-    options_document, params, params_schema, settings_in_words, sizing_schema, submission_schema,
+    Choice, FIELDS, JobField, OptionDoc, field, options_document, params, settings_in_words,
+    sizing_schema, submission_schema,
 };
 pub use job::*;
 pub use named_sizes::{
     MAX_PHOTO_SIDE, MIN_SHORT_CELLS, NAMED_SIZES, NamedSize, PAPER, named_size, paper_tile,
     size_names, thousands,
 };
-pub use options::{OptionValue, RenderOptions};
+pub use options::{DEFAULT_FORM, OptionValue, RenderOptions, WithOptions};
