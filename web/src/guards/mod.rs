@@ -3,6 +3,7 @@
 //! it sends (multipart fields, uploaded images).
 
 pub mod admission;
+pub(crate) mod archive;
 pub mod auth;
 pub(crate) mod client;
 pub mod guest_limits;
