@@ -18,8 +18,8 @@ use tessera_web::WebSettings;
 use tessera_web::web_settings::ApiKey;
 
 use crate::support::{
-    TestApp, astronaut, job_form, no_redirect_client, spawn_app_on, spawn_app_with, test_settings,
-    tiles, zip_of,
+    Leftovers, TestApp, astronaut, job_form, no_redirect_client, spawn_app_on, spawn_app_with,
+    test_settings, tiles, zip_of,
 };
 
 /// A library upload of a few fixture tiles named `name`, with extra text fields.
@@ -670,7 +670,9 @@ fn an_open_service_on_the_network_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_image_response_exposes_no_other_job() {
-    let app = spawn_app_with(test_settings(), false).await;
+    let mut app = spawn_app_with(test_settings(), false).await;
+    // The forged response goes to imageresponse-poison: that is the point.
+    app.leaves(Leftovers::Poison);
     let victim = app.submit(job_form(astronaut())).await;
     let target: Uuid = app.submit(job_form(astronaut())).await.parse().unwrap();
     let forged = ImageResponse {

@@ -25,16 +25,110 @@ pub(crate) struct TestApp {
     pub(crate) streams: tessera_web::StreamHub,
     stop_workers: ShutdownTrigger,
     server: tessera_web::ServerHandle,
+    /// Whether a controller and a processor run beside the web role.
+    workers: bool,
+    /// What the test leaves on the queues on purpose ([`TestApp::leaves`]).
+    leaves: Leftovers,
     _dir: Option<tempfile::TempDir>,
     _azurite: Option<tokio::sync::MutexGuard<'static, ()>>,
 }
 
+/// What a test may leave on the queues when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Leftovers {
+    /// Nothing: every pipeline queue empty, nothing on a poison queue.
+    #[default]
+    Nothing,
+    /// Messages on the poison queues (a test of poison), the pipeline queues still empty.
+    Poison,
+    /// Anything: the test stops work midway (a job left queued with no one to take it).
+    Anything,
+}
+
+impl TestApp {
+    /// Says what the test leaves on the queues on purpose, for the check at its end.
+    pub(crate) fn leaves(&mut self, leftovers: Leftovers) {
+        self.leaves = leftovers;
+    }
+}
+
 impl Drop for TestApp {
+    /// At the test's end, unless it failed already: its queues are empty (with workers
+    /// running, once the work in flight has settled) and nothing went to a poison queue, unless
+    /// the test said so ([`TestApp::leaves`]).
     fn drop(&mut self) {
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let check = !std::thread::panicking() && self.leaves != Leftovers::Anything;
+        // A test on one thread holds the workers still while it waits: only what is there now.
+        let settle = self.workers
+            && runtime.as_ref().is_some_and(|rt| {
+                rt.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread
+            });
+        let verdict = check.then(|| {
+            let platform = self.platform.clone();
+            let (poison_allowed, pipeline) = (self.leaves == Leftovers::Poison, self.workers);
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(move || {
+                        tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .unwrap()
+                            .block_on(queues_left(&platform, pipeline, settle, poison_allowed))
+                    })
+                    .join()
+                    .unwrap()
+            })
+        });
         self.stop_workers.fire();
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        if let Some(rt) = runtime {
             rt.spawn(self.server.stop(false));
         }
+        if let Some(Err(left)) = verdict {
+            panic!("the test left messages on its queues: {left}");
+        }
+    }
+}
+
+/// Checks the app's queues at a test's end: with `pipeline`, every pipeline queue empty
+/// (waiting up to 30 s for the work in flight when `settle`); every poison queue empty unless
+/// `poison_allowed`.
+async fn queues_left(
+    platform: &Platform,
+    pipeline: bool,
+    settle: bool,
+    poison_allowed: bool,
+) -> Result<(), String> {
+    use tessera_shared::messages::QueueName;
+    let depths = || async {
+        let mut left = Vec::new();
+        for name in QueueName::ALL {
+            let mut queues = Vec::new();
+            if pipeline {
+                queues.push(name.as_str().to_string());
+            }
+            if !poison_allowed {
+                queues.push(name.poison());
+            }
+            for queue in queues {
+                let depth = platform.queues.approximate_depth(&queue).await.unwrap_or(0);
+                if depth > 0 {
+                    left.push(format!("{queue}: {depth}"));
+                }
+            }
+        }
+        left
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(if settle { 30 } else { 0 });
+    loop {
+        let left = depths().await;
+        if left.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(left.join(", "));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -159,6 +253,8 @@ async fn spawn_app_over(platform: Platform, settings: WebSettings, workers: bool
         streams,
         stop_workers,
         server,
+        workers,
+        leaves: Leftovers::Nothing,
         _dir: None,
         _azurite: None,
     }
