@@ -1,4 +1,4 @@
-//! Every error code the service answers with, each declared once in [`error_codes!`]'s list:
+//! Every error code the service answers with, each declared once in `error_codes!`'s list:
 //! the variant's doc comment is what it means, its stable name (what clients branch on) is the
 //! variant's in `snake_case`, and `#[field = "..."]` names the form field it is about, if any
 //! (the page marks that field and shows the server's message beside it).

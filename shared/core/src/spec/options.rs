@@ -1,5 +1,5 @@
 //! The options of matching and rendering ([`RenderOptions`]), each declared once in
-//! [`render_options!`]: one entry gives the struct's field (its name is the form's, the API's,
+//! `render_options!`: one entry gives the struct's field (its name is the form's, the API's,
 //! the record's and the wire's; `#[serde(alias)]` reads the names of older messages), its type,
 //! and its [`Field`] (kind with range and default, flag, label, hint, description, how it reads
 //! in words). The struct's doc comments, its defaults, its `get` and `set` and its part of
