@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error_code::ErrorCode;
-use crate::spec::{Field, Kind, Place, SpecError, Value};
+use crate::spec::{Field, Kind, OptionValue, Place, SpecError, Value};
 
 /// How an event takes photos.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -32,14 +32,6 @@ fn default_max_photos() -> u32 {
     EventSettings::default().max_photos
 }
 
-fn whole(value: Value) -> u32 {
-    value.as_whole().unwrap_or(0)
-}
-
-fn switch(value: Value) -> bool {
-    matches!(value, Value::Switch(true))
-}
-
 /// A setting that `tessera render` has no flag for.
 const NO_FLAG: Result<&str, &str> = Err("an event's setting, not a job's");
 
@@ -58,7 +50,7 @@ pub const EVENT_FIELDS: &[Field<EventSettings>] = &[
         sample: "true",
         get: |s| Value::Switch(s.approval),
         set: |s, v| {
-            s.approval = switch(v);
+            s.approval = OptionValue::from_value(v)?;
             Ok(())
         },
         words: |s| Some(if s.approval { "yes" } else { "no" }.into()),
@@ -76,7 +68,7 @@ pub const EVENT_FIELDS: &[Field<EventSettings>] = &[
         sample: "8",
         get: |s| Value::Whole(Some(s.per_guest)),
         set: |s, v| {
-            s.per_guest = whole(v);
+            s.per_guest = OptionValue::from_value(v)?;
             Ok(())
         },
         words: |s| Some(s.per_guest.to_string()),
@@ -94,7 +86,7 @@ pub const EVENT_FIELDS: &[Field<EventSettings>] = &[
         sample: "5000",
         get: |s| Value::Whole(Some(s.max_photos)),
         set: |s, v| {
-            s.max_photos = whole(v);
+            s.max_photos = OptionValue::from_value(v)?;
             Ok(())
         },
         words: |s| Some(s.max_photos.to_string()),
@@ -112,7 +104,7 @@ pub const EVENT_FIELDS: &[Field<EventSettings>] = &[
         sample: "300",
         get: |s| Value::Whole(Some(s.auto_after_seconds)),
         set: |s, v| {
-            s.auto_after_seconds = whole(v);
+            s.auto_after_seconds = OptionValue::from_value(v)?;
             Ok(())
         },
         words: |s| Some(s.auto_after_seconds.to_string()),
@@ -130,7 +122,7 @@ pub const EVENT_FIELDS: &[Field<EventSettings>] = &[
         sample: "true",
         get: |s| Value::Switch(s.open),
         set: |s, v| {
-            s.open = switch(v);
+            s.open = OptionValue::from_value(v)?;
             Ok(())
         },
         words: |s| Some(if s.open { "yes" } else { "no" }.into()),

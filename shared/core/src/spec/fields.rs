@@ -39,18 +39,6 @@ impl Limit {
     }
 }
 
-fn whole(value: Value) -> Option<u32> {
-    value.as_whole()
-}
-
-fn switch(value: Value) -> bool {
-    matches!(value, Value::Switch(true))
-}
-
-fn text(value: Value) -> Option<String> {
-    value.into_text()
-}
-
 /// An option of a job.
 pub type JobField = Field<JobSpec>;
 
@@ -76,7 +64,7 @@ const HEAD: [Field<JobSpec>; 5] = [
         sample: "no-such-library",
         get: |s| Value::text(&s.library.id),
         set: |s, v| {
-            if let Some(id) = text(v) {
+            if let Some(id) = v.into_text() {
                 s.library.id = id;
             }
             Ok(())
@@ -104,7 +92,7 @@ const HEAD: [Field<JobSpec>; 5] = [
         sample: "16",
         get: |s| Value::text(s.tile()),
         set: |s, v| {
-            if let Some(t) = text(v) {
+            if let Some(t) = v.into_text() {
                 let tile = parse_tile_size(&t)?;
                 s.tile_size = tile.width;
                 s.tile_height = tile_height_field(tile);
@@ -131,7 +119,7 @@ const HEAD: [Field<JobSpec>; 5] = [
         sample: "8",
         get: |s| Value::Whole(s.grid.cells()),
         set: |s, v| {
-            if let Some(across) = whole(v) {
+            if let Some(across) = v.as_whole() {
                 s.grid = Grid::Cells { across };
             }
             Ok(())
@@ -152,7 +140,7 @@ const HEAD: [Field<JobSpec>; 5] = [
         sample: "false",
         get: |s| Value::Switch(s.grid == Grid::PerPixel),
         set: |s, v| {
-            if switch(v) {
+            if v == Value::Switch(true) {
                 if let Grid::Cells { .. } = s.grid {
                     return Err(SpecError::invalid(
                         ErrorCode::ConflictingParameters,
@@ -183,7 +171,7 @@ const HEAD: [Field<JobSpec>; 5] = [
         sample: "2",
         get: |s| Value::Whole(Some(s.slices)),
         set: |s, v| {
-            if let Some(n) = whole(v) {
+            if let Some(n) = v.as_whole() {
                 s.slices = n;
             }
             Ok(())
@@ -223,7 +211,8 @@ const TAIL: [Field<JobSpec>; 5] = [
         sample: "A4@150dpi",
         get: |s| Value::Text(s.print.map(|p| p.to_string())),
         set: |s, v| {
-            s.print = text(v)
+            s.print = v
+                .into_text()
                 .map(|t| {
                     t.parse::<Print>().map_err(|e| match e {
                         PrintError::Malformed(m) => {
@@ -262,7 +251,7 @@ const TAIL: [Field<JobSpec>; 5] = [
         sample: "tiff",
         get: |s| Value::text(s.format.name()),
         set: |s, v| {
-            if let Some(t) = text(v) {
+            if let Some(t) = v.into_text() {
                 s.format = FileFormat::parse(&t).ok_or_else(|| {
                     SpecError::invalid(
                         ErrorCode::InvalidParameter,
@@ -301,7 +290,7 @@ const TAIL: [Field<JobSpec>; 5] = [
         sample: "85",
         get: |s| Value::Whole(s.quality.map(u32::from)),
         set: |s, v| {
-            s.quality = whole(v).map(|q| q.min(255) as u8);
+            s.quality = v.as_whole().map(|q| q.min(255) as u8);
             Ok(())
         },
         // The "File" line gives it.
@@ -328,7 +317,7 @@ const TAIL: [Field<JobSpec>; 5] = [
         sample: "",
         get: |s| Value::Text(s.webhook.clone()),
         set: |s, v| {
-            s.webhook = text(v);
+            s.webhook = v.into_text();
             Ok(())
         },
         words: |_| None,
@@ -346,7 +335,7 @@ const TAIL: [Field<JobSpec>; 5] = [
         sample: "true",
         get: |s| Value::Switch(s.allow_large),
         set: |s, v| {
-            s.allow_large = switch(v);
+            s.allow_large = v == Value::Switch(true);
             Ok(())
         },
         words: |_| None,
