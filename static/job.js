@@ -18,6 +18,9 @@
   let shown = false;
   // The mosaic's full size, once done: tiles are loaded when zoomed past the preview.
   let full = null;
+  // The zoom pyramid as the server describes it in its Deep Zoom descriptor (`/dzi`): the
+  // tile size and the deepest level (the full resolution). Null until it is read.
+  let pyramid = null;
   // The mosaic's size and cell grid, once it is done.
   let grid = null;
   let source = null;
@@ -118,6 +121,7 @@
       full = { w: job.output.width, h: job.output.height };
       grid = { w: job.output.width, h: job.output.height, cols: job.output.cols, rows: job.output.rows };
     }
+    readPyramid();
     result.hidden = false;
     openDeepLink();
     // The downscaled preview (the page of a done job names it already, so it loads at once);
@@ -240,13 +244,12 @@
   listen();
 
   // The viewer. `scale` is screen pixels per preview pixel. Zoomed in past the preview's own
-  // resolution, 256 px tiles of the pyramid (level 0: full resolution, level l: shrunk by 2^l)
-  // cover the visible area. Tiles are fetched with a signal, so those no view needs any more
+  // resolution, tiles of the pyramid (level 0 here: full resolution, level l: shrunk by 2^l;
+  // Deep Zoom counts the other way) cover the visible area. Tiles are fetched with a signal, so those no view needs any more
   // are cancelled; loaded tiles of other levels stay underneath until the wanted level has
   // arrived; once it has, the next finer level around the view is fetched ahead (into the
   // HTTP cache: tiles are immutable). `data-sharp` says when the wanted level is all shown.
   const viewer = document.getElementById("viewer");
-  const TILE = 256;
   // Tile requests wait until the view has been still this long: a fast zoom asks only for
   // the level it ends on.
   const SETTLE_MS = 60;
@@ -266,9 +269,24 @@
   let frame = false;
   let settle = null;
 
+  function readPyramid() {
+    fetch(base + "/dzi", { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.text(); })
+      .then(function (text) {
+        const image = new DOMParser().parseFromString(text, "application/xml").documentElement;
+        const size = image.getElementsByTagName("Size")[0];
+        const tile = Number(image.getAttribute("TileSize"));
+        const side = size ? Math.max(Number(size.getAttribute("Width")), Number(size.getAttribute("Height"))) : 0;
+        if (!(tile > 0 && side > 0)) return;
+        pyramid = { tile: tile, deepest: Math.ceil(Math.log2(side)) };
+        schedule();
+      })
+      .catch(function () {});
+  }
+  // The coarsest level worth tiling: the one whose picture still spans more than one tile.
   function topLevel() {
     let level = 0;
-    while (level < 31 && (Math.max(full.w, full.h) - 1) / Math.pow(2, level) >= TILE) level++;
+    while (level < 31 && (Math.max(full.w, full.h) - 1) / Math.pow(2, level) >= pyramid.tile) level++;
     return level;
   }
   // Screen pixels per full-resolution pixel.
@@ -280,13 +298,13 @@
   function wantedLevel() {
     const s = fullScale();
     const previewLevel = full && img.naturalWidth ? Math.log2(full.w / img.naturalWidth) : 0;
-    if (!(s > 0) || previewLevel <= 0 || scale <= fitScale * 1.01) return null;
+    if (!pyramid || !(s > 0) || previewLevel <= 0 || scale <= fitScale * 1.01) return null;
     const level = Math.max(0, Math.min(topLevel(), Math.floor(-Math.log2(s))));
     return level < previewLevel - 0.01 ? level : null;
   }
   function cover(level, margin) {
     const s = fullScale();
-    const span = TILE * Math.pow(2, level);
+    const span = pyramid.tile * Math.pow(2, level);
     return {
       x0: Math.max(0, Math.floor(-x / s / span) - margin),
       y0: Math.max(0, Math.floor(-y / s / span) - margin),
@@ -295,11 +313,12 @@
     };
   }
   function tileUrl(key) {
-    return base + "/tiles/" + key;
+    const [level, tx, ty] = key.split("/");
+    return base + "/dzi_files/" + (pyramid.deepest - Number(level)) + "/" + tx + "_" + ty + ".png";
   }
   function place(t) {
     const s = fullScale();
-    const span = TILE * Math.pow(2, t.level);
+    const span = pyramid.tile * Math.pow(2, t.level);
     const k = Math.pow(2, t.level) * s;
     t.img.style.imageRendering = k > 1.5 ? "pixelated" : "auto";
     t.img.style.transform = "translate(" + (x + t.tx * span * s) + "px," + (y + t.ty * span * s) +

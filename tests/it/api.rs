@@ -190,6 +190,10 @@ async fn a_submission_stores_its_input_and_record_and_queues_one_request() {
     assert_eq!(message.body.job_id, id);
     assert_eq!(message.client_id, client);
     assert_eq!(message.body.input_blob, format!("imageinput/{id}"));
+    // Sized once, here: the request carries the grid the record's output was measured on.
+    let (grid, output) = (message.body.sized_to.unwrap(), record.output.unwrap());
+    assert_eq!((grid.cols, grid.rows), (output.cols, output.rows));
+    assert_eq!(record.sized_to, Some(grid));
     assert_eq!(
         app.platform
             .blobs
@@ -304,7 +308,16 @@ async fn the_imageresponse_listener_tells_of_a_jobs_end_and_writes_no_outcome() 
         .send(&Envelope::new(Uuid::new_v4(), done.clone()))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Once the listener has taken it (it is hidden, or back with a delivery counted):
+    eventually(
+        Duration::from_secs(30),
+        "the early response taken",
+        async || {
+            let seen = app.platform.queues.peek("imageresponse", 1).await.unwrap();
+            seen.first().is_none_or(|m| m.dequeue_count >= 1)
+        },
+    )
+    .await;
     let job: Value = app.get_job(&id).await.json().await.unwrap();
     assert_eq!(job["state"], "queued", "{job:#}");
 
@@ -333,13 +346,12 @@ async fn the_imageresponse_listener_tells_of_a_jobs_end_and_writes_no_outcome() 
 
     // Every response is taken (the early one once the record ended), and the job stays as the
     // controller finished it.
-    for _ in 0..200 {
-        if responses.depth().await.unwrap() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(responses.depth().await.unwrap(), 0);
+    eventually(
+        Duration::from_secs(30),
+        "every response taken",
+        async || responses.depth().await.unwrap() == 0,
+    )
+    .await;
     let job: Value = app.get_job(&id).await.json().await.unwrap();
     assert_eq!(job["state"], "failed");
     let res = app.get_result(&id, &[]).await;
@@ -509,21 +521,20 @@ async fn a_done_job_holds_only_its_result_and_deleting_it_leaves_nothing() {
         assert_eq!(res.status(), StatusCode::OK, "{path}");
     }
     // The intermediates went as the job ended (the controller releases them after announcing).
-    let mut held = Vec::new();
-    for _ in 0..100 {
-        held = all_blob_keys(&app.platform)
+    let held: Vec<String> = wait_for(Duration::from_secs(10), async || {
+        let held: Vec<String> = all_blob_keys(&app.platform)
             .await
             .difference(&baseline)
             .cloned()
             .collect();
-        if !held
-            .iter()
-            .any(|k| k.starts_with("slice") || k.starts_with("imageinput"))
-        {
-            break;
+        let intermediate = |k: &String| k.starts_with("slice") || k.starts_with("imageinput");
+        if held.iter().any(intermediate) {
+            Err(format!("{held:?}"))
+        } else {
+            Ok(held)
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     let kinds: std::collections::BTreeSet<&str> =
         held.iter().map(|k| k.split('/').next().unwrap()).collect();
     assert_eq!(

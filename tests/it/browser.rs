@@ -99,20 +99,15 @@ async fn connect(driver: &Driver, profile: &Path, phone: Option<(u32, u32)>) -> 
     }
     caps.insert("goog:chromeOptions".into(), options);
     let url = format!("http://127.0.0.1:{}", driver.port);
-    let mut last = None;
     // chromedriver takes a moment to listen.
-    for _ in 0..100 {
-        match ClientBuilder::new(HttpConnector::new())
+    crate::support::wait_for(Duration::from_secs(20), async || {
+        ClientBuilder::new(HttpConnector::new())
             .capabilities(caps.clone())
             .connect(&url)
             .await
-        {
-            Ok(client) => return client,
-            Err(e) => last = Some(e),
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("no WebDriver session from {CHROMEDRIVER}: {last:?}");
+            .map_err(|e| format!("no WebDriver session from {CHROMEDRIVER}: {e:?}"))
+    })
+    .await
 }
 
 /// Runs `steps` in a Chromium session with its profile in `profile`. The steps run in a task so
@@ -177,7 +172,7 @@ pub(crate) async fn script(browser: &Client, js: &str) -> Value {
 
 /// Waits until `js` returns something truthy, failing with `what` after `deadline`.
 pub(crate) async fn wait_for(browser: &Client, js: &str, deadline: Duration, what: &str) -> Value {
-    let started = std::time::Instant::now();
+    let mut poll = crate::support::Poll::new(deadline);
     loop {
         let v = script(browser, js).await;
         let truthy = match &v {
@@ -190,11 +185,11 @@ pub(crate) async fn wait_for(browser: &Client, js: &str, deadline: Duration, wha
         if truthy {
             return v;
         }
-        if started.elapsed() > deadline {
+        if poll.over() {
             let page = script(browser, "return document.body.innerText").await;
             panic!("{what}: not seen within {deadline:?}; the page reads:\n{page}");
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        poll.pause().await;
     }
 }
 

@@ -246,12 +246,10 @@ fn share_consumer_child() {
         let storage = EmbeddedStorage::open(Path::new(&dir)).unwrap();
         let queues = storage.queues();
         // Start together with the other consumer, so the two really race.
-        for _ in 0..30_000 {
-            if Path::new(&dir).join("go").exists() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        crate::support::eventually(Duration::from_secs(30), "the go-ahead", async || {
+            Path::new(&dir).join("go").exists()
+        })
+        .await;
         let mut idle = 0;
         while idle < 20 {
             let got = queues.receive(QUEUE, 4, LONG).await.unwrap();

@@ -55,27 +55,22 @@ async fn wait_for_mosaic(
     event: &str,
     n: usize,
 ) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
+    let job = crate::support::wait_for(std::time::Duration::from_secs(60), async || {
         let res = from(owner, http.get(app.url(&format!("/api/v1/events/{event}"))))
             .send()
             .await
             .unwrap();
         let whole = json_of(res, StatusCode::OK).await;
-        if let Some(job) = whole["mosaics"].as_array().unwrap().get(n - 1) {
-            let job = job.as_str().unwrap().to_string();
-            let done = app
-                .wait_until_finished_with(&job, &as_client(&owner.to_string()))
-                .await;
-            assert_eq!(done["state"], "done", "{done}");
-            return job;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no mosaic {n} on its own: {whole}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+        let job = whole["mosaics"].as_array().unwrap().get(n - 1).cloned();
+        job.ok_or(format!("no mosaic {n} on its own: {whole}"))
+    })
+    .await;
+    let job = job.as_str().unwrap().to_string();
+    let done = app
+        .wait_until_finished_with(&job, &as_client(&owner.to_string()))
+        .await;
+    assert_eq!(done["state"], "done", "{done}");
+    job
 }
 
 /// Each cell's tile caption in a finished job, by its `[row, column]`.

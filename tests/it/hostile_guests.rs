@@ -436,19 +436,8 @@ async fn a_guest_reads_no_other_guests_names_in_the_mosaic() {
     let job = job["job"].as_str().unwrap().to_string();
     let owners = [("X-Client-Id", owner.to_string())];
     let owners: Vec<(&str, &str)> = owners.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    for _ in 0..600 {
-        let view: Value = app
-            .get_with(&format!("/api/v1/jobs/{job}"), &owners)
-            .await
-            .json()
-            .await
-            .unwrap();
-        if view["state"] == "done" {
-            break;
-        }
-        assert_ne!(view["state"], "failed", "{view}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let view = app.wait_until_finished_with(&job, &owners).await;
+    assert_eq!(view["state"], "done", "{view}");
     // Someone with only the job's id reads nothing of it.
     let stranger = app.get(&format!("/api/v1/jobs/{job}/placements")).await;
     assert_eq!(stranger.status(), StatusCode::FORBIDDEN);

@@ -147,14 +147,17 @@ async fn done_is_never_seen_without_the_quality_figures_and_the_job_says_how_it_
         let id = app
             .submit(job_form(astronaut()).text("background", "auto"))
             .await;
-        let job = loop {
+        // Polled, so that any view between the states would be seen.
+        let job = crate::support::wait_for(std::time::Duration::from_secs(120), async || {
             let job: Value = app.get_job(&id).await.json().await.unwrap();
-            if job["state"] == "done" {
-                break job;
-            }
             assert_ne!(job["state"], "failed", "{job:#}");
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        };
+            if job["state"] == "done" {
+                Ok(job)
+            } else {
+                Err(format!("{job:#}"))
+            }
+        })
+        .await;
         assert!(job["quality"].is_object(), "done without quality: {job:#}");
         // As asked and as resolved.
         assert_eq!(job["params"]["grid"], "cells");

@@ -249,18 +249,8 @@ async fn behind_a_key_cookies_need_this_site_images_stay_private_and_sign_in_is_
 
     // The mosaic's images are for this browser's cache only.
     let with_cookie = [("Cookie", session.as_str())];
-    for _ in 0..1200 {
-        let job: Value = app
-            .get_with(&format!("/api/v1/jobs/{id}"), &with_cookie)
-            .await
-            .json()
-            .await
-            .unwrap();
-        if job["state"] == "done" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let job = app.wait_until_finished_with(&id, &with_cookie).await;
+    assert_eq!(job["state"], "done", "{job}");
     for path in ["result", "preview", "tiles/0/0/0"] {
         let res = app
             .get_with(&format!("/api/v1/jobs/{id}/{path}"), &with_cookie)

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::support::{job_ended_at, wait_for};
 
 use serde_json::Value;
 
@@ -132,23 +134,21 @@ impl Role {
 
     /// The ops endpoint's port, read from the line the role logs when it binds.
     async fn logged_ops_port(&self) -> u16 {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
+        wait_for(Duration::from_secs(60), async || {
             let file = std::fs::File::open(&self.log).unwrap();
             for line in BufReader::new(file).lines() {
                 let line = line.unwrap();
                 if let Some((_, rest)) = line.split_once("listening on http://127.0.0.1:") {
                     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                    return digits.parse().unwrap();
+                    return Ok(digits.parse().unwrap());
                 }
             }
-            assert!(
-                Instant::now() < deadline,
-                "the ops endpoint's port was never logged:\n{}",
+            Err(format!(
+                "the ops endpoint's port not logged:\n{}",
                 self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            ))
+        })
+        .await
     }
 }
 
@@ -161,20 +161,13 @@ impl Drop for Role {
 }
 
 async fn wait_ready(client: &reqwest::Client, base: &str, role: &Role) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
-            && r.status() == 200
-        {
-            return;
+    wait_for(Duration::from_secs(60), async || {
+        match client.get(format!("{base}/readyz")).send().await {
+            Ok(r) if r.status() == 200 => Ok(()),
+            _ => Err(format!("{base} not ready:\n{}", role.log())),
         }
-        assert!(
-            Instant::now() < deadline,
-            "{base} never became ready:\n{}",
-            role.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 async fn scrape(client: &reqwest::Client, base: &str) -> Scrape {
@@ -274,42 +267,30 @@ async fn every_role_is_probed_and_scraped_and_its_metrics_move_with_work() {
         .as_str()
         .unwrap()
         .to_string();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let view: Value = client
-            .get(format!("{web_base}/api/v1/jobs/{id}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if view["state"] == "done" {
-            break;
-        }
-        assert_ne!(view["state"], "failed", "{view}");
-        assert!(
-            Instant::now() < deadline,
-            "the job did not finish: {view}\n--- controller\n{}\n--- processor\n{}",
-            controller.log(),
-            processor.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let view = job_ended_at(&client, &format!("{web_base}/api/v1/jobs/{id}"), &[]).await;
+    assert_eq!(
+        view["state"],
+        "done",
+        "the job did not finish: {view}\n--- controller\n{}\n--- processor\n{}",
+        controller.log(),
+        processor.log()
+    );
 
     // The record is done before the controller sends ImageResponse: the front end's count of
     // it moves a moment later.
     let answered = [("queue", "imageresponse"), ("outcome", "ok")];
     let handled_by_web = "tessera_messages_handled_total";
-    let after: Vec<Scrape> = loop {
+    let after: Vec<Scrape> = wait_for(Duration::from_secs(60), async || {
         let after = scrape_all(&client, [&web_base, &controller_base, &processor_base]).await;
         let seen =
             after[0].sum(handled_by_web, &answered) - before[0].sum(handled_by_web, &answered);
-        if seen >= 1.0 || Instant::now() >= deadline {
-            break after;
+        if seen >= 1.0 {
+            Ok(after)
+        } else {
+            Err("the front end's count of imageresponse has not moved".into())
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    })
+    .await;
     let moved = |i: usize, name: &str, labels: &[(&str, &str)]| {
         after[i].sum(name, labels) - before[i].sum(name, labels)
     };

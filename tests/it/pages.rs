@@ -170,7 +170,6 @@ async fn my_jobs_lists_this_browsers_jobs_newest_first() {
         assert_eq!(res.status(), 202);
         let job: Value = res.json().await.unwrap();
         mine.push(job["id"].as_str().unwrap().to_string());
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let res = post_job_as(&app, other, &[("X-Requested-With", "tessera")]).await;
     let theirs: Value = res.json().await.unwrap();

@@ -6,14 +6,11 @@
 //! lock) and start from empty queues. They fail, saying why, when
 //! `TESSERA_AZURE_CONNECTION_STRING` is not set (`scripts/test.sh` sets it).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use bytes::Bytes;
-use tempfile::TempDir;
 use tessera_engine::{
     AdaptivePlan, CellMap, Grid as EngineGrid, ImportOptions, Library, Plan, PlanOptions,
     TileBackground, TileCache, TileShape, TileSize, Transform, VecSink, decode_target, evaluate,
@@ -21,30 +18,25 @@ use tessera_engine::{
 };
 use tessera_shared::jobs::{JobParams, JobQuality, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
-use tessera_shared::libraries::{LibraryRecord, Publication};
+use tessera_shared::libraries::Publication;
 use tessera_shared::messages::{
     Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, LibraryRef, QueueName, RenderOptions,
     SliceRequest, tile_height_field,
 };
 use tessera_shared::platform::Platform;
-use tessera_shared::runtime::shutdown::{self, ShutdownTrigger};
-use tessera_shared::runtime::{
-    Context, Failure, Listener, ListenerHandle, ListenerSettings, Nudges,
-};
-use tessera_shared::spec::{FileFormat, JobSpec};
+use tessera_shared::runtime::shutdown::ShutdownTrigger;
+use tessera_shared::spec::{Defaults, FileFormat, GridSize, JobSpec};
 use tessera_shared::storage::embedded::EmbeddedStorage;
-use tessera_shared::storage::{
-    BlobStore, PeekedMessage, PutMode, QueueStore, ReceivedMessage, SendOptions, SentMessage,
-    UpdatedMessage,
-};
+use tessera_shared::storage::{BlobStore, PutMode, QueueStore, SendOptions};
 use tessera_workers::{
-    ControllerSettings, ProcessorSettings, import_library, reconcile_stalled_jobs, run_controller,
-    run_processors,
+    ControllerSettings, ProcessorSettings, import_library, reconcile_stalled_jobs,
 };
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-const CONNECTION_ENV: &str = "TESSERA_AZURE_CONNECTION_STRING";
+use crate::support::pipeline::*;
+use crate::support::{eventually, wait_for};
+
 /// Long enough for any job here on a slow machine; a hang fails instead of blocking the run.
 const JOB_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -170,331 +162,6 @@ fn local_render(job: &Job) -> (u32, u32, Vec<u8>) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Environments
-
-/// The pipeline's queues and their poison queues.
-fn all_queue_names() -> Vec<String> {
-    QueueName::ALL
-        .iter()
-        .flat_map(|q| [q.as_str().to_string(), q.poison()])
-        .collect()
-}
-
-/// A storage backend for one test; on Azurite it holds the lock until dropped.
-struct Env {
-    platform: Platform,
-    queues: Arc<dyn QueueStore>,
-    blobs: Arc<dyn BlobStore>,
-    _dir: Option<TempDir>,
-    _lock: Option<tokio::sync::MutexGuard<'static, ()>>,
-}
-
-fn embedded() -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let storage = EmbeddedStorage::open(dir.path()).unwrap();
-    Env::new(storage.queues(), storage.blobs(), Some(dir), None)
-}
-
-fn connection_string() -> String {
-    std::env::var(CONNECTION_ENV).unwrap_or_else(|_| {
-        panic!(
-            "{CONNECTION_ENV} is not set: the Azurite pipeline tests need a running Azurite \
-             (scripts/test.sh starts one and sets it; or `scripts/azurite.sh start` and \
-             {CONNECTION_ENV}=UseDevelopmentStorage=true)"
-        )
-    })
-}
-
-async fn azurite() -> Env {
-    let connection = connection_string();
-    let lock = crate::support::azurite_lock().lock().await;
-    let storage = tessera_azure::AzureStorage::from_connection_string(
-        &connection,
-        tessera_azure::AzureOptions::default(),
-    )
-    .expect("Azurite connection string");
-    let env = Env::new(storage.queues(), storage.blobs(), None, Some(lock));
-    env.platform.ensure_queues().await.unwrap();
-    for name in all_queue_names() {
-        env.queues.clear(&name).await.unwrap();
-        env.queues
-            .set_metadata(&name, &HashMap::new())
-            .await
-            .unwrap();
-    }
-    env
-}
-
-impl Env {
-    fn new(
-        queues: Arc<dyn QueueStore>,
-        blobs: Arc<dyn BlobStore>,
-        dir: Option<TempDir>,
-        lock: Option<tokio::sync::MutexGuard<'static, ()>>,
-    ) -> Self {
-        Env {
-            platform: Platform::new(queues.clone(), blobs.clone(), Nudges::local()),
-            queues,
-            blobs,
-            _dir: dir,
-            _lock: lock,
-        }
-    }
-
-    /// The same storage with every message on the pipeline's internal queues sent twice.
-    fn doubled(&self) -> Platform {
-        let queues: Arc<dyn QueueStore> = Arc::new(Twice(self.queues.clone()));
-        Platform::new(queues, self.blobs.clone(), Nudges::local())
-    }
-
-    async fn library(&self) -> LibraryRecord {
-        self.library_of_shape(TileShape::SQUARE).await
-    }
-
-    /// The fixture tiles cropped to `shape`.
-    async fn library_of_shape(&self, shape: TileShape) -> LibraryRecord {
-        let name = format!("emoji {}", &Uuid::new_v4().simple().to_string()[..8]);
-        let tiles = fixtures().join("tiles");
-        let options = ImportOptions {
-            shape,
-            ..ImportOptions::default()
-        };
-        let (record, report) = import_library(
-            &self.platform,
-            &tiles,
-            &name,
-            options,
-            &Publication::operator(false),
-        )
-        .await
-        .unwrap();
-        assert!(report.imported >= 30, "{report:?}");
-        assert_eq!(record.tiles as usize, report.imported);
-        record
-    }
-
-    /// Messages left on every pipeline queue and poison queue.
-    async fn depths(&self) -> HashMap<String, u64> {
-        let mut depths = HashMap::new();
-        for name in all_queue_names() {
-            depths.insert(
-                name.clone(),
-                self.queues.approximate_depth(&name).await.unwrap(),
-            );
-        }
-        depths
-    }
-
-    /// Waits until the queues hold what a finished test leaves: nothing, but the poison queues'
-    /// messages `poisoned` names (`("imagerequest-poison", 1)`). Deletions may trail the last
-    /// completion by a moment; at the deadline the test fails with the depths.
-    async fn drain(&self, poisoned: &[(&str, u64)]) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let depths = self.depths().await;
-            let expected = |name: &str| {
-                poisoned
-                    .iter()
-                    .find(|(q, _)| *q == name)
-                    .map_or(0, |(_, n)| *n)
-            };
-            if depths.iter().all(|(name, &n)| n == expected(name)) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the queues did not drain to {poisoned:?}: {depths:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-/// Sends every message twice, except the final `imageresponse` (so that a test can count the
-/// completions the pipeline announces).
-#[derive(Debug)]
-struct Twice(Arc<dyn QueueStore>);
-
-#[async_trait]
-impl QueueStore for Twice {
-    async fn create_queue(&self, queue: &str) -> tessera_shared::storage::Result<()> {
-        self.0.create_queue(queue).await
-    }
-    async fn delete_queue(&self, queue: &str) -> tessera_shared::storage::Result<()> {
-        self.0.delete_queue(queue).await
-    }
-    async fn list_queues(&self) -> tessera_shared::storage::Result<Vec<String>> {
-        self.0.list_queues().await
-    }
-    async fn send(
-        &self,
-        queue: &str,
-        body: &str,
-        options: SendOptions,
-    ) -> tessera_shared::storage::Result<SentMessage> {
-        let first = self.0.send(queue, body, options).await?;
-        if [
-            QueueName::ImageRequest,
-            QueueName::SliceRequest,
-            QueueName::SliceResponse,
-        ]
-        .iter()
-        .any(|q| q.as_str() == queue)
-        {
-            self.0.send(queue, body, options).await?;
-        }
-        Ok(first)
-    }
-    async fn receive(
-        &self,
-        queue: &str,
-        max: usize,
-        visibility_timeout: Duration,
-    ) -> tessera_shared::storage::Result<Vec<ReceivedMessage>> {
-        self.0.receive(queue, max, visibility_timeout).await
-    }
-    async fn update(
-        &self,
-        queue: &str,
-        id: &str,
-        pop_receipt: &str,
-        visibility_timeout: Duration,
-        body: Option<&str>,
-    ) -> tessera_shared::storage::Result<UpdatedMessage> {
-        self.0
-            .update(queue, id, pop_receipt, visibility_timeout, body)
-            .await
-    }
-    async fn delete(
-        &self,
-        queue: &str,
-        id: &str,
-        pop_receipt: &str,
-    ) -> tessera_shared::storage::Result<()> {
-        self.0.delete(queue, id, pop_receipt).await
-    }
-    async fn peek(
-        &self,
-        queue: &str,
-        max: usize,
-    ) -> tessera_shared::storage::Result<Vec<PeekedMessage>> {
-        self.0.peek(queue, max).await
-    }
-    async fn approximate_depth(&self, queue: &str) -> tessera_shared::storage::Result<u64> {
-        self.0.approximate_depth(queue).await
-    }
-    async fn get_metadata(
-        &self,
-        queue: &str,
-    ) -> tessera_shared::storage::Result<HashMap<String, String>> {
-        self.0.get_metadata(queue).await
-    }
-    async fn set_metadata(
-        &self,
-        queue: &str,
-        metadata: &HashMap<String, String>,
-    ) -> tessera_shared::storage::Result<()> {
-        self.0.set_metadata(queue, metadata).await
-    }
-    async fn clear(&self, queue: &str) -> tessera_shared::storage::Result<()> {
-        self.0.clear(queue).await
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The roles, run in this process
-
-fn controller_settings() -> ControllerSettings {
-    ControllerSettings {
-        min_backoff_ms: 5,
-        max_backoff_ms: 200,
-        visibility_timeout_ms: 10_000,
-        renewal_interval_ms: 2_000,
-        max_retry_delay_ms: 500,
-        // Small bands, so that stitching crosses slice borders inside a band.
-        stitch_band_bytes: 10_000,
-        ..ControllerSettings::default()
-    }
-}
-
-fn processor_settings(processors: usize) -> ProcessorSettings {
-    ProcessorSettings {
-        processors,
-        id: "test".into(),
-        min_backoff_ms: 5,
-        max_backoff_ms: 200,
-        visibility_timeout_ms: 10_000,
-        renewal_interval_ms: 2_000,
-        max_retry_delay_ms: 500,
-        ..ProcessorSettings::default()
-    }
-}
-
-/// The controller, the processors and a stand-in for the broker's `imageresponse` listener.
-struct Roles {
-    trigger: ShutdownTrigger,
-    tasks: Vec<JoinHandle<anyhow::Result<()>>>,
-    responses: ListenerHandle,
-    received: Arc<Mutex<Vec<ImageResponse>>>,
-}
-
-async fn start_roles(
-    platform: &Platform,
-    controller: ControllerSettings,
-    processors: ProcessorSettings,
-) -> Roles {
-    platform.ensure_queues().await.unwrap();
-    let (trigger, signal) = shutdown::channel();
-    let tasks = vec![
-        tokio::spawn(run_controller(platform.clone(), controller, signal.clone())),
-        tokio::spawn(run_processors(platform.clone(), processors, signal)),
-    ];
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let sink = received.clone();
-    let responses = Listener::new(platform.queue::<ImageResponse>())
-        .settings(ListenerSettings {
-            min_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(200),
-            ..ListenerSettings::default()
-        })
-        .start(move |message: Envelope<ImageResponse>, _: Context| {
-            let sink = sink.clone();
-            async move {
-                sink.lock().unwrap().push(message.body);
-                Ok::<(), Failure>(())
-            }
-        })
-        .await
-        .unwrap();
-    Roles {
-        trigger,
-        tasks,
-        responses,
-        received,
-    }
-}
-
-impl Roles {
-    fn responses_for(&self, job: Uuid) -> Vec<ImageResponse> {
-        self.received
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|r| r.job_id == job)
-            .cloned()
-            .collect()
-    }
-
-    async fn stop(self) {
-        self.trigger.fire();
-        for task in self.tasks {
-            task.await.unwrap().unwrap();
-        }
-        self.responses.shutdown(Duration::from_secs(5)).await;
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Jobs
 
 /// Submits a job the way the broker does: the upload, the job record, the `ImageRequest`.
@@ -509,14 +176,6 @@ async fn submit_as(
     job: &Job,
     (format, quality): (FileFormat, Option<u8>),
 ) -> Uuid {
-    let id = Uuid::new_v4();
-    let client = Uuid::new_v4();
-    let input = BlobKey::ImageInput { job: id }.path();
-    platform
-        .blobs
-        .put(&input, Bytes::copy_from_slice(image), PutMode::CreateNew)
-        .await
-        .unwrap();
     let spec = JobSpec {
         library,
         tile_size: job.tile_size,
@@ -531,6 +190,25 @@ async fn submit_as(
         webhook: None,
         keep_cells_of: None,
     };
+    send_job(platform, image, spec, None).await
+}
+
+/// Stores the target and the job's record and queues its request, carrying `grid` as the
+/// broker's do (`None`: a request written by hand, which the controller sizes).
+async fn send_job(
+    platform: &Platform,
+    image: &[u8],
+    spec: JobSpec,
+    grid: Option<GridSize>,
+) -> Uuid {
+    let id = Uuid::new_v4();
+    let client = Uuid::new_v4();
+    let input = BlobKey::ImageInput { job: id }.path();
+    platform
+        .blobs
+        .put(&input, Bytes::copy_from_slice(image), PutMode::CreateNew)
+        .await
+        .unwrap();
     let params = JobParams {
         spec: spec.clone(),
         input_name: "astronaut-48.png".into(),
@@ -544,6 +222,7 @@ async fn submit_as(
         job_id: id,
         input_blob: input,
         spec,
+        sized_to: grid,
         redrive: false,
     };
     platform
@@ -556,42 +235,31 @@ async fn submit_as(
 
 /// The job's quality figures, which the controller records once the whole plan is made.
 async fn wait_for_quality(platform: &Platform, job: Uuid) -> JobQuality {
-    let deadline = Instant::now() + JOB_DEADLINE;
-    loop {
-        if let Some(quality) = platform.jobs().get(job).await.unwrap().quality {
-            return quality;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "job {job} has no quality figures"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(JOB_DEADLINE, async || {
+        let record = platform.jobs().get(job).await.unwrap();
+        record
+            .quality
+            .ok_or(format!("job {job} has no quality figures"))
+    })
+    .await
 }
 
 /// Waits until the job has ended, and returns its record.
 async fn finished(platform: &Platform, job: Uuid) -> JobRecord {
-    let deadline = Instant::now() + JOB_DEADLINE;
-    loop {
+    wait_for(JOB_DEADLINE, async || {
         let record = platform.jobs().get(job).await.unwrap();
         if record.state.is_final() {
-            return record;
+            Ok(record)
+        } else {
+            Err(format!("job {job} did not end: {record:#?}"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "job {job} did not end: {record:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
-/// Polls `busy` every 20 ms while it holds; fails the test, saying `what`, at the job deadline.
+/// Waits while `busy` holds; fails the test, saying `what`, at the job deadline.
 async fn wait_while(what: &str, mut busy: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + JOB_DEADLINE;
-    while busy().await {
-        assert!(Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(JOB_DEADLINE, what, async || !busy().await).await
 }
 
 /// The finished mosaic, decoded: size and RGB8 pixels.
@@ -1334,6 +1002,33 @@ async fn a_job_of_another_shape_than_its_library_fails_clearly() {
     roles.stop().await;
 }
 
+/// A job is sized once, by the door that took it: the controller plans the grid the request
+/// carries, not one of its own choosing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_plans_the_grid_the_request_carries() {
+    let env = embedded();
+    let library = env.library().await;
+    let roles = start_roles(&env.platform, controller_settings(), processor_settings(1)).await;
+    let job = Job::small(2);
+    let spec = JobSpec {
+        library: library.reference(),
+        tile_size: job.tile_size,
+        grid: Grid::Cells { across: job.cells },
+        slices: job.slices,
+        ..JobSpec::with_defaults(&Defaults::default())
+    };
+    let carried = GridSize { cols: 20, rows: 9 };
+    let id = send_job(&env.platform, &target_bytes(), spec, Some(carried)).await;
+    let record = finished(&env.platform, id).await;
+    assert_eq!(record.state, JobState::Done, "{record:#?}");
+    let output = record.output.unwrap();
+    assert_eq!((output.cols, output.rows), (20, 9));
+    let (width, height, _) = result_pixels(&env.platform, id).await;
+    assert_eq!((width, height), (20 * 8, 9 * 8));
+    env.drain(&[]).await;
+    roles.stop().await;
+}
+
 /// Requests that cannot be read but name a job, base64-encoded as a Functions output binding
 /// sends them: a job with a record is failed with the reason, and a request from outside with
 /// no record is answered all the same, with a failed ImageResponse.
@@ -1533,6 +1228,7 @@ async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
         // The first job's result, a PNG: it must not become the second job's picture.
         input_blob: record.result_blob.clone().unwrap(),
         spec,
+        sized_to: None,
         redrive: false,
     };
     env.platform
@@ -1665,7 +1361,7 @@ async fn storage_returns_to_its_baseline(env: Env) {
         "{after:?}"
     );
     assert!(env.platform.libraries().get(&library.id).await.is_ok());
-    if env._lock.is_none() {
+    if env.lock.is_none() {
         // A store of its own: nothing else wrote, so exactly the baseline is left, with the
         // library's new version in place of the old.
         let moved = |keys: &std::collections::BTreeSet<String>| -> Vec<String> {
@@ -1691,32 +1387,6 @@ async fn azurite_storage_returns_to_its_baseline() {
 // ---------------------------------------------------------------------------------------------
 // Jobs that stall
 
-/// A job controller alone. Its own reconciler sweeps only after minutes (the default stall
-/// timeout): these tests sweep themselves, at the moments they choose.
-fn start_controller(platform: &Platform) -> (ShutdownTrigger, JoinHandle<anyhow::Result<()>>) {
-    let (trigger, signal) = shutdown::channel();
-    let task = tokio::spawn(run_controller(
-        platform.clone(),
-        controller_settings(),
-        signal,
-    ));
-    (trigger, task)
-}
-
-fn start_processors(
-    platform: &Platform,
-    settings: ProcessorSettings,
-) -> (ShutdownTrigger, JoinHandle<anyhow::Result<()>>) {
-    let (trigger, signal) = shutdown::channel();
-    let task = tokio::spawn(run_processors(platform.clone(), settings, signal));
-    (trigger, task)
-}
-
-async fn stop_role((trigger, task): (ShutdownTrigger, JoinHandle<anyhow::Result<()>>)) {
-    trigger.fire();
-    task.await.unwrap().unwrap();
-}
-
 async fn active_markers(env: &Env) -> usize {
     tessera_shared::storage::BlobStoreExt::list_all(&*env.blobs, BlobKey::ACTIVE_JOBS_PREFIX)
         .await
@@ -1725,6 +1395,9 @@ async fn active_markers(env: &Env) -> usize {
 }
 
 const STALL: Duration = Duration::from_millis(1500);
+/// The stall timeout of a sweep that comes after a job has stalled: every job not ended has
+/// stood still at least this long, so the test need not wait one out.
+const STALLED: Duration = Duration::ZERO;
 
 /// `job` submitted on a fresh embedded store and planned by a controller running alone: its
 /// slice requests wait on the queue.
@@ -1766,10 +1439,9 @@ async fn stalled_job_is_driven_again_once_and_ends_done() {
 
     // Stalled: two controllers sweeping at once drive it again once. The plan is made again
     // (a slice's plan is missing) and every slice asked for once.
-    tokio::time::sleep(STALL).await;
     let (a, b) = tokio::join!(
-        reconcile_stalled_jobs(&env.platform, STALL),
-        reconcile_stalled_jobs(&env.platform, STALL)
+        reconcile_stalled_jobs(&env.platform, STALLED),
+        reconcile_stalled_jobs(&env.platform, STALLED)
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     assert_eq!(a.redriven.len() + b.redriven.len(), 1, "{a:?} {b:?}");
@@ -1791,6 +1463,8 @@ async fn stalled_job_is_driven_again_once_and_ends_done() {
     assert_eq!(active_markers(&env).await, 0);
     let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
     assert_eq!(report.active, 0);
+    // The front end (not running here) is told once.
+    env.drain(&[("imageresponse", 1)]).await;
     stop_role(processors).await;
     stop_role(controller).await;
 }
@@ -1823,8 +1497,9 @@ async fn job_stitched_without_its_summary_waits_for_it_and_is_driven_again_for_i
     assert!(record.quality.is_none() && !record.announced);
 
     // Stalled: the reconciler asks for the plan again, whose summary finishes the job.
-    tokio::time::sleep(STALL).await;
-    let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
+    let report = reconcile_stalled_jobs(&env.platform, STALLED)
+        .await
+        .unwrap();
     assert_eq!(report.redriven, vec![id], "{report:?}");
     finished(&env.platform, id).await;
     // Done is recorded before the ImageResponse is sent, and announced after it.
@@ -1846,7 +1521,7 @@ async fn job_stitched_without_its_summary_waits_for_it_and_is_driven_again_for_i
         "the job finished by its summary",
     );
     assert_eq!(active_markers(&env).await, 0);
-    assert_eq!(env.depths().await[QueueName::ImageResponse.as_str()], 1);
+    env.drain(&[("imageresponse", 1)]).await;
     stop_role(processors).await;
     stop_role(controller).await;
 }
@@ -1857,8 +1532,9 @@ async fn job_stalled_again_after_being_driven_again_fails_with_the_reason() {
     let slices = QueueName::SliceRequest.as_str();
     env.queues.clear(slices).await.unwrap();
 
-    tokio::time::sleep(STALL).await;
-    let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
+    let report = reconcile_stalled_jobs(&env.platform, STALLED)
+        .await
+        .unwrap();
     assert_eq!(report.redriven, vec![id]);
     assert_eq!(env.depths().await[slices], 2);
     // Lost again, and no processor anyway.
@@ -1869,8 +1545,9 @@ async fn job_stalled_again_after_being_driven_again_fails_with_the_reason() {
         "driven again a moment ago: {report:?}"
     );
 
-    tokio::time::sleep(STALL).await;
-    let report = reconcile_stalled_jobs(&env.platform, STALL).await.unwrap();
+    let report = reconcile_stalled_jobs(&env.platform, STALLED)
+        .await
+        .unwrap();
     assert_eq!(report.failed, vec![id]);
     let record = env.platform.jobs().get(id).await.unwrap();
     assert_eq!(record.state, JobState::Failed);
@@ -1881,7 +1558,7 @@ async fn job_stalled_again_after_being_driven_again_fails_with_the_reason() {
     );
     assert_eq!(active_markers(&env).await, 0);
     // The front end is told.
-    assert_eq!(env.depths().await[QueueName::ImageResponse.as_str()], 1);
+    env.drain(&[("imageresponse", 1)]).await;
     stop_role(controller).await;
 }
 
@@ -1892,7 +1569,7 @@ async fn job_poisoned_while_blob_writes_fail_ends_failed_with_the_cause() {
     let (env, controller, id) = planned_by_a_controller_alone(&Job::small(2)).await;
 
     // Blob writes fail from here on: the blob store's temp folder is replaced by a file.
-    let tmp = env._dir.as_ref().unwrap().path().join("blobs/.tmp");
+    let tmp = env.dir.as_ref().unwrap().path().join("blobs/.tmp");
     std::fs::remove_dir_all(&tmp).unwrap();
     std::fs::write(&tmp, b"").unwrap();
     let processors = start_processors(
@@ -1934,6 +1611,8 @@ async fn job_poisoned_while_blob_writes_fail_ends_failed_with_the_cause() {
         active_markers(&env).await > 0
     })
     .await;
+    env.drain(&[("slicerequest-poison", 2), ("imageresponse", 1)])
+        .await;
     stop_role(processors).await;
     stop_role(controller).await;
 }
@@ -1998,34 +1677,31 @@ async fn slices_present(env: &Env, job: Uuid) -> usize {
         .len()
 }
 
-/// Waits until `ready` holds, failing the test at the job deadline.
+/// Waits until `ready` holds of the slices present, failing the test at the job deadline or
+/// if the job ends first.
 async fn wait_until(env: &Env, job: Uuid, what: &str, ready: impl Fn(usize) -> bool) -> JobRecord {
-    let deadline = Instant::now() + JOB_DEADLINE;
-    loop {
+    wait_for(JOB_DEADLINE, async || {
         let record = env.platform.jobs().get(job).await.unwrap();
         if ready(slices_present(env, job).await) {
-            return record;
+            return Ok(record);
         }
-        assert!(
-            Instant::now() < deadline && !record.state.is_final(),
-            "{what}: {record:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        assert!(!record.state.is_final(), "{what}: {record:#?}");
+        Err(format!("{what}: {record:#?}"))
+    })
+    .await
 }
 
 /// Waits until the web process answers its health check.
 async fn wait_for_web(client: &reqwest::Client, base: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while client
-        .get(format!("{base}/healthz"))
-        .send()
-        .await
-        .map_or(true, |r| !r.status().is_success())
-    {
-        assert!(Instant::now() < deadline, "`tessera web` never answered");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        Duration::from_secs(60),
+        "`tessera web` answering",
+        async || {
+            let answer = client.get(format!("{base}/healthz")).send().await;
+            answer.is_ok_and(|r| r.status().is_success())
+        },
+    )
+    .await
 }
 
 /// A web front end, a controller and three processors in their own processes; the job is
@@ -2143,16 +1819,16 @@ async fn azurite_processes_killed_mid_job_lose_nothing() {
 
     // The front end takes the ImageResponse; then nothing may be left on any queue, poison
     // queues included.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    wait_for(Duration::from_secs(60), async || {
         let depths = env.depths().await;
         let announced = env.platform.jobs().get(id).await.unwrap().announced;
         if announced && depths.values().all(|&n| n == 0) {
-            break;
+            Ok(())
+        } else {
+            Err(format!("announced {announced}, messages left: {depths:?}"))
         }
-        assert!(Instant::now() < deadline, "messages left: {depths:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await
 }
 
 /// The workers' library cache keeps to its memory budget: past it, the least recently used

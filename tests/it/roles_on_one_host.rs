@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -122,22 +122,21 @@ async fn web_two_controllers_and_three_processors_share_a_machine_with_default_s
     }
 
     // Every process registers itself; the web front end is found that way too.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let registered = loop {
+    let registered = crate::support::wait_for(Duration::from_secs(60), async || {
         for role in &mut roles {
             role.assert_running();
         }
         let registered = registered_roles(&data);
         if registered.len() >= 6 {
-            break registered;
+            Ok(registered)
+        } else {
+            Err(format!(
+                "only {} of 6 processes registered: {registered:#?}",
+                registered.len()
+            ))
         }
-        assert!(
-            Instant::now() < deadline,
-            "only {} of 6 processes registered: {registered:#?}",
-            registered.len()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    })
+    .await;
     let count = |role: &str| registered.iter().filter(|r| r["role"] == role).count();
     assert_eq!(
         (count("web"), count("controller"), count("processor")),
@@ -211,20 +210,19 @@ async fn web_two_controllers_and_three_processors_share_a_machine_with_default_s
     }
 
     for ((cells, tile, _), id) in jobs.iter().zip(&ids) {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
+        crate::support::wait_for(DEADLINE, async || {
             let view: Value = get_json(&client, format!("{web}/api/v1/jobs/{id}")).await;
             match view["state"].as_str() {
-                Some("done") => break,
+                Some("done") => return Ok(()),
                 Some("failed") => panic!("job {id} failed: {view:#}"),
                 _ => {}
             }
             for role in &mut roles {
                 role.assert_running();
             }
-            assert!(Instant::now() < deadline, "job {id} not done: {view:#}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            Err(format!("job {id} not done: {view:#}"))
+        })
+        .await;
         let result = client
             .get(format!("{web}/api/v1/jobs/{id}/result"))
             .send()

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::support::{KillOnDrop, unique_name};
+use crate::support::{KillOnDrop, eventually, unique_name};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -154,15 +154,6 @@ fn polls_every_30s() -> ListenerSettings {
         min_backoff: Duration::from_secs(30),
         max_backoff: Duration::from_secs(30),
         ..ListenerSettings::default()
-    }
-}
-
-/// Polls `cond` every 20 ms until it holds; fails the test after `limit`.
-async fn eventually(limit: Duration, what: &str, mut cond: impl AsyncFnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !cond().await {
-        assert!(start.elapsed() < limit, "gave up waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -510,7 +501,7 @@ async fn graceful_shutdown_finishes_in_time_and_releases_the_rest(store: &Store)
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     Ok(())
                 } else {
-                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    std::future::pending::<()>().await;
                     Ok(())
                 }
             }
@@ -549,7 +540,7 @@ async fn graceful_shutdown_finishes_in_time_and_releases_the_rest(store: &Store)
             ..quick()
         })
         .start(move |_m: Envelope<Ping>, _ctx: Context| async move {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            std::future::pending::<()>().await;
             Ok(())
         })
         .await

@@ -18,8 +18,8 @@ use tessera_web::WebSettings;
 use tessera_web::web_settings::ApiKey;
 
 use crate::support::{
-    Leftovers, TestApp, astronaut, job_form, no_redirect_client, spawn_app_on, spawn_app_with,
-    test_settings, tiles, zip_of,
+    Leftovers, TestApp, astronaut, eventually, job_ended_at, job_form, no_redirect_client,
+    spawn_app_on, spawn_app_with, test_settings, tiles, wait_for, zip_of,
 };
 
 /// A library upload of a few fixture tiles named `name`, with extra text fields.
@@ -690,19 +690,19 @@ async fn a_forged_image_response_exposes_no_other_job() {
         .unwrap();
     // The front end's listener takes it, and poisons it at once.
     let poison = QueueName::ImageResponse.poison();
-    let mut waited = 0;
-    while app
-        .platform
-        .queues
-        .approximate_depth(&poison)
-        .await
-        .unwrap()
-        == 0
-    {
-        assert!(waited < 300, "the forged response was never poisoned");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        waited += 1;
-    }
+    eventually(
+        Duration::from_secs(30),
+        "the forged response poisoned",
+        async || {
+            app.platform
+                .queues
+                .approximate_depth(&poison)
+                .await
+                .unwrap()
+                > 0
+        },
+    )
+    .await;
     let job: Value = app.get_job(&target.to_string()).await.json().await.unwrap();
     assert_eq!(job["state"], "queued", "{job}");
     let res = app.get_result(&target.to_string(), &[]).await;
@@ -780,23 +780,8 @@ async fn a_huge_deep_target_stays_within_a_stated_peak() {
         .as_str()
         .unwrap()
         .to_string();
-    let mut state = Value::Null;
-    for _ in 0..1200 {
-        let job: Value = client
-            .get(format!("{base}/api/v1/jobs/{id}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        state = job["state"].clone();
-        if state == "done" || state == "failed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(state, "done", "{}", serve.log());
+    let job = job_ended_at(&client, &format!("{base}/api/v1/jobs/{id}"), &[]).await;
+    assert_eq!(job["state"], "done", "{}", serve.log());
     let peak = serve.peak();
     println!(
         "tessera serve peak resident memory: {} MiB before the job, {} MiB after",
@@ -913,9 +898,14 @@ async fn placements_stream_and_are_shared_per_address() {
             socket
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let res = app.get(&path).await;
-    assert_eq!(code(res).await, (429, "too_many_placements".into()));
+    // Once the server holds both, the third is refused.
+    wait_for(Duration::from_secs(10), async || {
+        match code(app.get(&path).await).await {
+            (429, c) if c == "too_many_placements" => Ok(()),
+            seen => Err(format!("the third request answered {seen:?}")),
+        }
+    })
+    .await;
     // Gone with a reset: a reader whose window never opened would otherwise close with a FIN,
     // which the server learns of only at its next zero-window probe, seconds apart.
     for socket in &held {
@@ -923,16 +913,13 @@ async fn placements_stream_and_are_shared_per_address() {
     }
     drop(held);
     // The turn comes back soon after, however busy the machine.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    wait_for(Duration::from_secs(10), async || {
         let status = app.get(&path).await.status();
         if status == StatusCode::OK {
-            break;
+            Ok(())
+        } else {
+            Err(format!("still {status} after the slow readers went away"))
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still {status} 10 s after the slow readers went away"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
 }

@@ -68,14 +68,14 @@ impl LoggedAzurite {
             blob_port,
             queue_port,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while [blob_port, queue_port]
-            .iter()
-            .any(|p| std::net::TcpStream::connect(("127.0.0.1", *p)).is_err())
-        {
-            assert!(Instant::now() < deadline, "Azurite did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        crate::support::wait_for_blocking(Duration::from_secs(60), || {
+            let listening = [blob_port, queue_port]
+                .iter()
+                .all(|p| std::net::TcpStream::connect(("127.0.0.1", *p)).is_ok());
+            listening
+                .then_some(())
+                .ok_or("Azurite did not start".to_string())
+        });
         azurite
     }
 
@@ -210,20 +210,16 @@ async fn transactions_counted_equal_azurites_log_for_a_job_and_when_idle() {
     let base = format!("http://127.0.0.1:{port}");
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !client
-        .get(format!("{base}/readyz"))
-        .send()
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        assert!(
-            Instant::now() < deadline,
-            "serve never ready:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    crate::support::wait_for(Duration::from_secs(60), async || {
+        match client.get(format!("{base}/readyz")).send().await {
+            Ok(r) if r.status().is_success() => Ok(()),
+            _ => Err(format!(
+                "serve not ready:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )),
+        }
+    })
+    .await;
 
     // A job, from upload to result.
     let (_, at_submit) = counted_and_logged(&client, &base, &azurite, before_serve).await;
@@ -251,24 +247,9 @@ async fn transactions_counted_equal_azurites_log_for_a_job_and_when_idle() {
         .await
         .unwrap();
     let id = created["id"].as_str().expect("a job id").to_string();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let record = loop {
-        let job: Value = client
-            .get(format!("{base}/api/v1/jobs/{id}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if job["state"] == "done" {
-            break job;
-        }
-        assert_ne!(job["state"], "failed", "{job:#}");
-        assert!(Instant::now() < deadline, "job never finished: {job:#}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let record =
+        crate::support::job_ended_at(&client, &format!("{base}/api/v1/jobs/{id}"), &[]).await;
+    assert_eq!(record["state"], "done", "{record:#}");
     let (after_job, logged) = counted_and_logged(&client, &base, &azurite, before_serve).await;
     assert_eq!(
         after_job,

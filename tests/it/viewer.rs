@@ -373,6 +373,8 @@ async fn zooming_past_the_preview_loads_full_resolution_tiles_in_chromium() {
     let (id, full) = finished_job(&app).await;
     let work = tempfile::tempdir().unwrap();
     let base = app.address.clone();
+    // Deep Zoom's full-resolution level.
+    let deepest = 32 - (full.width.max(full.height) - 1).leading_zeros();
     in_chromium(work.path(), |browser| {
         async move {
             browser.goto(&format!("{base}/jobs/{id}")).await.unwrap();
@@ -408,6 +410,18 @@ async fn zooming_past_the_preview_loads_full_resolution_tiles_in_chromium() {
                 keys.iter().all(|k| k.starts_with("0/")),
                 "zoomed in 12x, the viewer shows level 0: {keys:?}"
             );
+            // The viewer knows the pyramid from its Deep Zoom descriptor alone, and fetches its
+            // tiles where the descriptor says they are.
+            let fetched = script(
+                &browser,
+                "return performance.getEntriesByType('resource').map(e => new URL(e.name).pathname)",
+            )
+            .await;
+            let fetched: Vec<String> = serde_json::from_value(fetched).unwrap();
+            assert!(fetched.contains(&format!("/api/v1/jobs/{id}/dzi")), "{fetched:?}");
+            let tiles_of = format!("/api/v1/jobs/{id}/dzi_files/{deepest}/");
+            assert!(fetched.iter().any(|p| p.starts_with(&tiles_of)), "{fetched:?}");
+            assert!(!fetched.iter().any(|p| p.contains("/tiles/")), "{fetched:?}");
             // The tiles cover the viewer's middle, where the zoom centred.
             let covered = script(
                 &browser,
@@ -669,15 +683,8 @@ async fn on_a_phone_pages_fit_and_the_viewer_pinches_pans_and_scrolls_by_touch()
             })
             .then(PointerAction::Up { button: 0 });
         browser.perform_actions(swipe).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let scroll_after = script(&browser, "return window.scrollY")
-            .await
-            .as_f64()
-            .unwrap();
-        assert!(
-            scroll_after > scroll_before + 50.0,
-            "the page scrolled from {scroll_before} to {scroll_after}"
-        );
+        let scrolled = format!("return window.scrollY > {scroll_before} + 50 ? window.scrollY : null");
+        wait_for(&browser, &scrolled, Duration::from_secs(5), "the page scrolled by the swipe").await;
         assert_eq!(zoom(browser.clone()).await, 1.0);
         let shifted = (left(browser.clone()).await - before).abs();
         assert!(shifted < 1.0, "the mosaic moved {shifted} px within the viewer");

@@ -371,6 +371,7 @@ async fn the_couples_page_follows_photos_and_mosaics_without_a_reload() {
         click(browser, "#make").await;
         let job = wait_for(browser, "const s = document.getElementById('mosaic-state'); return s && s.dataset.job ? s.dataset.job : null", Duration::from_secs(20), "the new mosaic's state").await;
         let job = job.as_str().unwrap().to_string();
+        let mut poll = crate::support::Poll::new(Duration::from_secs(120));
         loop {
             let res = client.get(format!("{base}/api/v1/jobs/{job}")).header("X-Client-Id", owner.to_string()).send().await.unwrap();
             let body: Value = res.json().await.unwrap();
@@ -378,7 +379,7 @@ async fn the_couples_page_follows_photos_and_mosaics_without_a_reload() {
                 break;
             }
             assert!(body["state"] != "failed", "{body}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            poll.again(|| format!("job {job} done: {body}")).await;
         }
         let preview = format!(
             "const i = document.getElementById('mosaic-preview'); \

@@ -21,7 +21,7 @@ use tessera_shared::messages::{
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
 use tessera_shared::runtime::{Context, Failure, Listener};
-use tessera_shared::spec::{FileFormat, JobLimits, JobSpec};
+use tessera_shared::spec::{FileFormat, GridSize, JobLimits, JobSpec};
 use tessera_shared::storage::{BlobMeta, BlobStoreExt, PutMode, SendOptions, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -298,14 +298,14 @@ impl Controller {
     ) -> Result<Option<Planned>, Failure> {
         let (platform, job) = (&self.platform, request.job_id);
         let (planned, mut slices) = tokio::sync::mpsc::channel(4);
-        let spec = request.spec.clone();
+        let (spec, grid) = (request.spec.clone(), request.sized_to);
         let (limits, max_slice_pixels) =
             (self.settings.limits.clone(), self.settings.max_slice_pixels);
         let planner = tokio::task::spawn_blocking(move || {
             plan_job(
                 (&input, earlier),
                 tiles,
-                (&spec, &limits),
+                (&spec, grid, &limits),
                 max_slice_pixels,
                 &planned,
             )
@@ -320,7 +320,7 @@ impl Controller {
                                 return false;
                             }
                             r.slices_total = total;
-                            r.output = Some(size);
+                            r.output.get_or_insert(size);
                             r.advance(JobState::Rendering);
                             true
                         })
@@ -825,16 +825,19 @@ enum WholePlan {
 fn plan_job(
     (input, earlier): (&[u8], Option<Earlier>),
     tiles: Arc<TileCache<'static>>,
-    (spec, limits): (&JobSpec, &JobLimits),
+    (spec, grid, limits): (&JobSpec, Option<GridSize>, &JobLimits),
     max_slice_pixels: u64,
     slices: &tokio::sync::mpsc::Sender<Progress>,
 ) -> Result<Planned, EngineError> {
     let stopped = || EngineError::InvalidOption("planning stopped: the job was let go".into());
     let target = decode_target(input, tiles.library().background())?;
     let (width, height) = (target.width(), target.height());
-    let size = spec
-        .size(width, height, limits)
-        .map_err(|e| EngineError::InvalidOption(e.to_string()))?;
+    // Sized once, by the door that took the job; a request written by hand is sized here.
+    let size = match grid {
+        Some(grid) => spec.size_to(width, height, limits, grid),
+        None => spec.size(width, height, limits),
+    }
+    .map_err(|e| EngineError::InvalidOption(e.to_string()))?;
     let options = &size.options;
     let (slice_count, adaptive) = (spec.slices, spec.options.adaptive);
     let background = spec

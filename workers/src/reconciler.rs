@@ -186,6 +186,7 @@ async fn resend_missing(platform: &Platform, record: &JobRecord) -> Result<(), S
             job_id: job,
             input_blob: BlobKey::ImageInput { job }.path(),
             spec: params.spec.clone(),
+            sized_to: record.sized_to,
             redrive: true,
         };
         platform

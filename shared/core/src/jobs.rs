@@ -181,6 +181,10 @@ pub struct JobRecord {
     pub finished_at: Option<OffsetDateTime>,
     #[serde(default)]
     pub output: Option<OutputSize>,
+    /// The uniform grid the door sized the job to: sent again with the image request when the
+    /// job is planned again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sized_to: Option<crate::spec::GridSize>,
     /// Quality figures (known once planned).
     #[serde(default)]
     pub quality: Option<JobQuality>,
@@ -234,6 +238,7 @@ impl JobRecord {
             updated_at: now,
             finished_at: None,
             output: None,
+            sized_to: None,
             quality: None,
             kept: None,
             sharing: Sharing::default(),

@@ -8,7 +8,7 @@
 //! ignored within a version. `docs/messages.md` is the contract, with a JSON Schema per kind.
 
 use crate::keys::BlobKey;
-use crate::spec::JobSpec;
+use crate::spec::{GridSize, JobSpec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use uuid::Uuid;
@@ -248,6 +248,10 @@ pub struct ImageRequest {
     /// What the job asks for.
     #[serde(flatten)]
     pub spec: JobSpec,
+    /// The grid the door that took the job sized it to: the controller plans exactly this
+    /// grid. Absent (a request written by hand), the controller sizes the job itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sized_to: Option<GridSize>,
     /// Sent again for a stalled job: plan it again even if it was sliced before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub redrive: bool,
@@ -320,6 +324,13 @@ impl Message for ImageRequest {
 
     fn validate(&self) -> Result<(), String> {
         self.spec.check_fields().map_err(|e| e.to_string())?;
+        if let Some(GridSize { cols, rows }) = self.sized_to
+            && (cols == 0 || rows == 0)
+        {
+            return Err(format!(
+                "a grid of {cols} x {rows} cells: at least one each way"
+            ));
+        }
         own_key(
             "input_blob",
             &self.input_blob,

@@ -58,10 +58,23 @@ fn close(a: OffsetDateTime, b: OffsetDateTime) -> bool {
     (a - b).abs() <= SLACK
 }
 
+/// The one message of `queue`, hidden now, received (for `visibility`) as soon as it is due
+/// again (within `PAST_SHORT` or so).
+async fn receive_when_due(b: &Backend, queue: &str, visibility: Duration) -> ReceivedMessage {
+    crate::support::wait_for(PAST_SHORT * 4, async || {
+        let mut got = b
+            .queues
+            .receive(queue, 1, visibility)
+            .await
+            .expect("receive");
+        got.pop().ok_or(format!("no message due again in {queue}"))
+    })
+    .await
+}
+
 /// The message is still there: after its visibility lapses it comes back.
 async fn assert_survives(b: &Backend, queue: &str, id: &str) {
-    tokio::time::sleep(PAST_SHORT).await;
-    let again = receive_one(b, queue, LONG).await;
+    let again = receive_when_due(b, queue, LONG).await;
     assert_eq!(again.id, id);
 }
 
@@ -182,8 +195,7 @@ pub async fn visibility_expiry_redelivers_with_dequeue_count_plus_one(b: &Backen
     let sent = send(b, &queue, "again").await;
     let first = receive_one(b, &queue, SHORT).await;
     assert_eq!(first.dequeue_count, 1);
-    tokio::time::sleep(PAST_SHORT).await;
-    let second = receive_one(b, &queue, LONG).await;
+    let second = receive_when_due(b, &queue, LONG).await;
     assert_eq!(second.id, sent.id);
     assert_eq!(second.body, "again");
     assert_eq!(second.dequeue_count, 2);
@@ -207,8 +219,7 @@ pub async fn delete_with_stale_receipt_fails(b: &Backend) {
     let queue = new_queue(b).await;
     send(b, &queue, "stale").await;
     let first = receive_one(b, &queue, SHORT).await;
-    tokio::time::sleep(PAST_SHORT).await;
-    let second = receive_one(b, &queue, SHORT).await;
+    let second = receive_when_due(b, &queue, SHORT).await;
     let err = b
         .queues
         .delete(&queue, &first.id, &first.pop_receipt)
@@ -222,16 +233,14 @@ pub async fn update_with_stale_receipt_fails(b: &Backend) {
     let queue = new_queue(b).await;
     send(b, &queue, "stale").await;
     let first = receive_one(b, &queue, SHORT).await;
-    tokio::time::sleep(PAST_SHORT).await;
-    let second = receive_one(b, &queue, SHORT).await;
+    let second = receive_when_due(b, &queue, SHORT).await;
     let err = b
         .queues
         .update(&queue, &first.id, &first.pop_receipt, LONG, Some("hijack"))
         .await
         .unwrap_err();
     assert!(is_stale_receipt(&err), "{err:?}");
-    tokio::time::sleep(PAST_SHORT).await;
-    let third = receive_one(b, &queue, LONG).await;
+    let third = receive_when_due(b, &queue, LONG).await;
     assert_eq!(third.id, second.id);
     assert_eq!(
         third.body, "stale",
@@ -451,8 +460,7 @@ pub async fn delay_hides_message_until_due(b: &Backend) {
     assert_empty(b, &queue).await;
     assert!(b.queues.peek(&queue, 1).await.unwrap().is_empty());
     assert_eq!(b.queues.approximate_depth(&queue).await.unwrap(), 1);
-    tokio::time::sleep(PAST_SHORT).await;
-    let got = receive_one(b, &queue, LONG).await;
+    let got = receive_when_due(b, &queue, LONG).await;
     assert_eq!(got.id, sent.id);
     assert_eq!(got.dequeue_count, 1);
 }
@@ -465,12 +473,16 @@ pub async fn time_to_live_expires_message(b: &Backend) {
     };
     b.queues.send(&queue, "brief", options).await.unwrap();
     send(b, &queue, "lasting").await;
-    tokio::time::sleep(PAST_SHORT).await;
-    let peeked = b.queues.peek(&queue, MAX_BATCH).await.unwrap();
-    assert_eq!(
-        peeked.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
-        ["lasting"]
-    );
+    crate::support::wait_for(PAST_SHORT * 4, async || {
+        let peeked = b.queues.peek(&queue, MAX_BATCH).await.unwrap();
+        let bodies: Vec<String> = peeked.into_iter().map(|m| m.body).collect();
+        if bodies == ["lasting"] {
+            Ok(())
+        } else {
+            Err(format!("still {bodies:?}"))
+        }
+    })
+    .await;
     let got = b.queues.receive(&queue, MAX_BATCH, LONG).await.unwrap();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].body, "lasting");

@@ -100,36 +100,17 @@ async fn queues_left(
     poison_allowed: bool,
 ) -> Result<(), String> {
     use tessera_shared::messages::QueueName;
-    let depths = || async {
-        let mut left = Vec::new();
-        for name in QueueName::ALL {
-            let mut queues = Vec::new();
-            if pipeline {
-                queues.push(name.as_str().to_string());
-            }
-            if !poison_allowed {
-                queues.push(name.poison());
-            }
-            for queue in queues {
-                let depth = platform.queues.approximate_depth(&queue).await.unwrap_or(0);
-                if depth > 0 {
-                    left.push(format!("{queue}: {depth}"));
-                }
-            }
+    let mut names = Vec::new();
+    for name in QueueName::ALL {
+        if pipeline {
+            names.push(name.as_str().to_string());
         }
-        left
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(if settle { 30 } else { 0 });
-    loop {
-        let left = depths().await;
-        if left.is_empty() {
-            return Ok(());
+        if !poison_allowed {
+            names.push(name.poison());
         }
-        if std::time::Instant::now() >= deadline {
-            return Err(left.join(", "));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let limit = Duration::from_secs(if settle { 30 } else { 0 });
+    super::queues_emptied(&*platform.queues, &names, limit).await
 }
 
 /// The app with the back-end roles running beside it.

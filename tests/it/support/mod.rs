@@ -1,15 +1,18 @@
 //! What the integration tests share, in one place: the app under test (`app`), fixtures and
-//! made-up files (`files`), and here ports, names, Python and child processes.
+//! made-up files (`files`), waiting on conditions (`wait`), and here ports, names, Python and child processes.
 
 mod app;
 mod events;
 mod files;
+pub(crate) mod pipeline;
 mod serve;
+mod wait;
 
 pub(crate) use app::*;
 pub(crate) use events::*;
 pub(crate) use files::*;
 pub(crate) use serve::*;
+pub(crate) use wait::*;
 
 /// A name no other test uses: `prefix-` and 12 hex digits (a queue or a container).
 pub(crate) fn unique_name(prefix: &str) -> String {

@@ -50,23 +50,22 @@ impl Serve {
         let process = KillOnDrop(command.spawn().unwrap());
         let base = format!("http://127.0.0.1:{port}");
         let client = no_redirect_client();
-        for _ in 0..600 {
-            if let Ok(res) = client.get(format!("{base}/readyz")).send().await
-                && res.status() == StatusCode::OK
-            {
-                return Serve {
-                    process,
-                    base,
-                    log,
-                    _dir: None,
-                };
+        super::wait_for(Duration::from_secs(60), async || {
+            match client.get(format!("{base}/readyz")).send().await {
+                Ok(res) if res.status() == StatusCode::OK => Ok(()),
+                _ => Err(format!(
+                    "serve not ready:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                )),
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        })
+        .await;
+        Serve {
+            process,
+            base,
+            log,
+            _dir: None,
         }
-        panic!(
-            "serve never got ready:\n{}",
-            std::fs::read_to_string(&log).unwrap()
-        );
     }
 
     /// Submits `form` as a job: the status and the body.
@@ -104,22 +103,8 @@ fn peak_rss(pid: u32) -> u64 {
 
 /// Polls a job until it ends; its final view.
 pub(crate) async fn ended(serve: &Serve, id: &str) -> Value {
-    let client = no_redirect_client();
-    for _ in 0..600 {
-        let view: Value = client
-            .get(format!("{}/api/v1/jobs/{id}", serve.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if view["state"] == "done" || view["state"] == "failed" {
-            return view;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("job {id} never ended:\n{}", serve.log());
+    let url = format!("{}/api/v1/jobs/{id}", serve.base);
+    super::job_ended_at(&no_redirect_client(), &url, &[]).await
 }
 
 /// Reads one HTTP/1.1 request from `socket`: the head, then as many body bytes as its

@@ -36,9 +36,10 @@ pub(crate) async fn make_mosaic(
         fields.insert(declared_field(name)?, value.clone());
     }
     fields.insert("library", library);
-    let floor = !fields.contains_key("min_uses");
-    if floor {
-        fields.insert("min_uses", "1".into());
+    // Every guest's photo in the mosaic where the grid has room for them all, unless the owner
+    // chose otherwise.
+    if !fields.contains_key("min_uses") {
+        fields.entry("every_tile").or_insert_with(|| "true".into());
     }
     if !fields.contains_key("repeat_radius") {
         let radius = spread_for(record.approved().count());
@@ -48,8 +49,8 @@ pub(crate) async fn make_mosaic(
     let keep_cells_of = latest_mosaics(state, record).await?.done.map(|r| r.id);
     // Seen by its owner and by the event's guests (the contribute link's secret is its share
     // link's), never by anyone who only knows its id.
-    let form = |fields| Form {
-        image: Some((target.clone(), record.input_name.clone())),
+    let form = Form {
+        image: Some((target, record.input_name.clone())),
         fields,
         keep_cells_of,
         sharing: Sharing {
@@ -58,20 +59,7 @@ pub(crate) async fn make_mosaic(
         },
     };
     let job = Uuid::new_v4();
-    let made = enqueue(state, job, who.clone(), address, form(fields.clone())).await;
-    let job = match made {
-        // More photos than cells: each in at most once, and the page says so.
-        Err(e) if floor && e.field() == Some("min_uses") => {
-            fields.remove("min_uses");
-            let job = Uuid::new_v4();
-            enqueue(state, job, who, address, form(fields)).await?;
-            job
-        }
-        made => {
-            made?;
-            job
-        }
-    };
+    enqueue(state, job, who, address, form).await?;
     events
         .update(record.id, |r| {
             r.mosaics.push(job);

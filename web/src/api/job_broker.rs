@@ -304,6 +304,7 @@ pub(crate) async fn enqueue(
     record.key_holder = key_holder;
     record.sharing = form.sharing;
     record.output = Some(output);
+    record.sized_to = Some(size.grid());
     record.adapted = adapted;
     // What the submission has cost so far, with the record's own write.
     let spent = platform.accounting.take_job(job) + 1;
@@ -323,6 +324,7 @@ pub(crate) async fn enqueue(
         job_id: job,
         input_blob,
         spec,
+        sized_to: Some(size.grid()),
         redrive: false,
     };
     if let Err(e) = platform

@@ -246,6 +246,27 @@ pub struct JobSize {
     pub options: PlanOptions,
 }
 
+/// The uniform grid a job was sized to, in cells (adaptive squares are no more than its
+/// cells): chosen once by the door that takes the job, carried to the controller on the
+/// image request, which plans exactly this grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GridSize {
+    #[schemars(range(min = 1))]
+    pub cols: u32,
+    #[schemars(range(min = 1))]
+    pub rows: u32,
+}
+
+impl JobSize {
+    /// The uniform grid this size has.
+    pub fn grid(&self) -> GridSize {
+        GridSize {
+            cols: self.sizing.cols,
+            rows: self.sizing.rows,
+        }
+    }
+}
+
 /// Defaults a door fills in where a submission says nothing.
 #[derive(Debug, Clone, Default)]
 pub struct Defaults {
@@ -500,7 +521,48 @@ impl JobSpec {
                 ));
             }
         }
-        let options = self.plan_options(width, height, limits);
+        let size = self.measure(width, height, self.plan_options(width, height, limits))?;
+        let output = size.output;
+        let pixels = u64::from(output.width) * u64::from(output.height);
+        if pixels > limits.large_output_pixels && !self.allow_large {
+            return Err(SpecError::unusable(
+                ErrorCode::LargeOutput,
+                format!(
+                    "the mosaic would be {} x {} pixels ({:.0} megapixels, over the {:.0} this \
+                     service makes unasked): give allow_large=true to make it anyway, or fewer \
+                     cells or smaller tiles",
+                    output.width,
+                    output.height,
+                    pixels as f64 / 1e6,
+                    limits.large_output_pixels as f64 / 1e6
+                ),
+            ));
+        }
+        Ok(size)
+    }
+
+    /// The size of a job that the door which took it sized already to `grid` (what
+    /// [`JobSpec::size`] chose): the engine's plan of exactly that grid, under the operator's
+    /// output limit, without choosing again.
+    pub fn size_to(
+        &self,
+        width: u32,
+        height: u32,
+        limits: &JobLimits,
+        grid: GridSize,
+    ) -> Result<JobSize, SpecError> {
+        let options = PlanOptions {
+            grid: EngineGrid::Exact {
+                cols: grid.cols,
+                rows: grid.rows,
+            },
+            ..self.plan_options(width, height, limits)
+        };
+        self.measure(width, height, options)
+    }
+
+    /// The grid and output of a `width` x `height` target under `options`.
+    fn measure(&self, width: u32, height: u32, options: PlanOptions) -> Result<JobSize, SpecError> {
         let refused = |e: tessera_engine::Error| match e {
             tessera_engine::Error::OutputTooLarge {
                 width,
@@ -541,21 +603,6 @@ impl JobSpec {
                 }
             }
         };
-        let pixels = u64::from(output.width) * u64::from(output.height);
-        if pixels > limits.large_output_pixels && !self.allow_large {
-            return Err(SpecError::unusable(
-                ErrorCode::LargeOutput,
-                format!(
-                    "the mosaic would be {} x {} pixels ({:.0} megapixels, over the {:.0} this \
-                     service makes unasked): give allow_large=true to make it anyway, or fewer \
-                     cells or smaller tiles",
-                    output.width,
-                    output.height,
-                    pixels as f64 / 1e6,
-                    limits.large_output_pixels as f64 / 1e6
-                ),
-            ));
-        }
         Ok(JobSize {
             sizing,
             output,
@@ -574,9 +621,35 @@ impl JobSpec {
         (name, tiles, shape): (&str, u32, TileShape),
         given: impl Fn(&str) -> bool,
     ) -> Result<Vec<String>, SpecError> {
-        let adapted = self.adapt_to_library(size, tiles, given);
+        let mut adapted = self.adapt_to_library(size, tiles, given);
+        adapted.extend(self.floor_every_tile(size, (name, tiles, shape)));
         self.check_library(size, name, tiles, shape)?;
         Ok(adapted)
+    }
+
+    /// `every_tile`: a floor of one use each where the library's tiles can all have a cell
+    /// (`min_uses` 1), else no floor, said in people's words. Nothing when the job gives
+    /// `min_uses` or is adaptive.
+    fn floor_every_tile(
+        &mut self,
+        size: &JobSize,
+        (name, tiles, shape): (&str, u32, TileShape),
+    ) -> Option<String> {
+        let options = &mut self.options;
+        if !options.every_tile || options.min_uses > 0 || options.adaptive.is_some() {
+            return None;
+        }
+        options.min_uses = 1;
+        match self.check_library(size, name, tiles, shape) {
+            Err(e) if e.field() == Some("min_uses") => {
+                self.options.min_uses = 0;
+                Some(format!(
+                    "The library has {tiles} pictures, more than this grid can give a cell \
+                     each, so not every picture is in the mosaic."
+                ))
+            }
+            _ => None,
+        }
     }
 
     /// Adapts the options a submission left at their defaults (`given` says which it gave) so

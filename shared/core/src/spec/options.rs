@@ -189,6 +189,17 @@ render_options! {
         sample: "1",
         words: |v| (*v > 0).then(|| format!("at least {v}")),
     },
+    every_tile: bool {
+        flag: Ok("--every-tile"),
+        kind: Kind::SWITCH,
+        label: "Every picture once, where there is room",
+        hint: "Puts every picture of the library in the mosaic when the grid has a cell for each (an event's mosaic: every guest's photo); with more pictures than cells, as many as fit, each at most where it suits best.",
+        description: "Every tile at least once when the grid has as many cells as the library has tiles (min_uses 1, set when the job is accepted and said in its adapted notes otherwise); with more tiles than cells, no floor. Ignored when min_uses is given or with adaptive.",
+        unit: "",
+        placeholder: "",
+        sample: "true",
+        words: yes_no,
+    },
     #[serde(alias = "blend_percent")]
     blend: u8 {
         flag: Ok("--blend"),

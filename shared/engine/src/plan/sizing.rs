@@ -15,6 +15,9 @@ pub enum Grid {
     /// One cell per target pixel (output = target size x tile size: non-square tiles stretch
     /// the output by their shape).
     PerPixel,
+    /// Exactly this grid, whatever the target's shape: a job sized already by the door that
+    /// took it.
+    Exact { cols: u32, rows: u32 },
 }
 
 /// Options of a mosaic: everything that, with the target and library, fixes the plan.
@@ -128,6 +131,12 @@ impl Sizing {
                     "cells across must be at least 1".into(),
                 ));
             }
+            Grid::Exact { cols, rows } if cols == 0 || rows == 0 => {
+                return Err(Error::InvalidOption(format!(
+                    "a grid of {cols} x {rows} cells: at least one each way"
+                )));
+            }
+            Grid::Exact { cols, rows } => (cols, rows),
             Grid::Cells(c) => {
                 let mut rows = c as f64 * target_h as f64 / target_w as f64;
                 // Cells that are not square: as many rows as keep the output's shape the
