@@ -35,15 +35,7 @@ if [ -z "${SKIP_METAPIXEL:-}" ] && ! command -v metapixel >/dev/null; then
 fi
 [ -x /usr/bin/time ] || { echo "needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
-# Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
-. scripts/suites.sh
-ensure_build_deps
-CARGO_TARGET_DIR=$(cargo_target_dir)
-export CARGO_TARGET_DIR
-if [ -z "${TESSERA:-}" ]; then
-    cargo build --release --bin tessera
-    TESSERA="$CARGO_TARGET_DIR/release/tessera"
-fi
+release_build
 cargo build --release -p tessera-engine --example metrics --example flatten
 METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
 FLATTEN="$CARGO_TARGET_DIR/release/examples/flatten"

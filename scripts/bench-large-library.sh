@@ -34,15 +34,7 @@ if [ ! -x /usr/bin/time ]; then
     $SUDO apt-get install -y time || { $SUDO apt-get update && $SUDO apt-get install -y time; }
 fi
 
-# Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
-. scripts/suites.sh
-ensure_build_deps
-CARGO_TARGET_DIR=$(cargo_target_dir)
-export CARGO_TARGET_DIR
-if [ -z "${TESSERA:-}" ]; then
-    cargo build --release --bin tessera
-    TESSERA="$CARGO_TARGET_DIR/release/tessera"
-fi
+release_build
 cargo build --release -p tessera-engine --example library-memory
 LIBRARY_MEMORY="$CARGO_TARGET_DIR/release/examples/library-memory"
 

@@ -29,9 +29,9 @@ crops() {
     "$PY" scripts/make-crops.py "$@"
 }
 
-# release_tessera: the libheif build dependencies, TESSERA (built here in release when unset)
-# and METRICS (the engine's metrics example), in cargo's target directory, exported.
-release_tessera() {
+# release_build: the libheif build dependencies, cargo's target directory (CARGO_TARGET_DIR,
+# wherever a config puts it) and TESSERA (built here in release when unset), exported.
+release_build() {
     . scripts/suites.sh
     ensure_build_deps
     CARGO_TARGET_DIR=$(cargo_target_dir)
@@ -40,6 +40,12 @@ release_tessera() {
         cargo build --release --bin tessera
         TESSERA="$CARGO_TARGET_DIR/release/tessera"
     fi
+    export TESSERA
+}
+
+# release_tessera: release_build, and METRICS (the engine's metrics example).
+release_tessera() {
+    release_build
     cargo build --release -p tessera-engine --example metrics
     METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
 }

@@ -21,14 +21,8 @@ OUT=$(cd "$OUT" && pwd)
 [ -x /usr/bin/chromium ] || { echo "needs Chromium at /usr/bin/chromium (apt-get install chromium)" >&2; exit 1; }
 (cd tests/audit && { [ -d node_modules/puppeteer-core ] || npm ci --no-audit --no-fund --loglevel=error; })
 
-. scripts/suites.sh
-ensure_build_deps
-CARGO_TARGET_DIR=$(cargo_target_dir)
-export CARGO_TARGET_DIR
-if [ -z "${TESSERA:-}" ]; then
-    cargo build --release --bin tessera
-    TESSERA="$CARGO_TARGET_DIR/release/tessera"
-fi
+. scripts/bench-lib.sh
+release_build
 [ -x "$OUT/venv/bin/python" ] || { python3 -m venv "$OUT/venv" && "$OUT/venv/bin/pip" install -q pillow; }
 
 photos="$OUT/phone-$N"

@@ -37,15 +37,8 @@ TARGET=${TARGET:-$DATA/targets/skimage_astronaut.png}
 [ -f "$TARGET" ] || { echo "missing $TARGET" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
-# Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
-. scripts/suites.sh
-ensure_build_deps
-CARGO_TARGET_DIR=$(cargo_target_dir)
-export CARGO_TARGET_DIR
-if [ -z "${TESSERA:-}" ]; then
-    cargo build --release --bin tessera
-    TESSERA="$CARGO_TARGET_DIR/release/tessera"
-fi
+. scripts/bench-lib.sh
+release_build
 export TESSERA_LOG=${TESSERA_LOG:-warn}
 
 PIDS=()

@@ -28,14 +28,8 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 [ -d "$DATA/tiles/emoji-noto" ] || scripts/fetch-data.sh "$DATA"
 TARGET="$DATA/targets/skimage_astronaut.png"
-. scripts/suites.sh
-ensure_build_deps
-CARGO_TARGET_DIR=$(cargo_target_dir)
-export CARGO_TARGET_DIR
-if [ -z "${TESSERA:-}" ]; then
-    cargo build --release --bin tessera
-    TESSERA="$CARGO_TARGET_DIR/release/tessera"
-fi
+. scripts/bench-lib.sh
+release_build
 PYTHON=$OUT/venv/bin/python
 [ -x "$PYTHON" ] || { python3 -m venv "$OUT/venv" && "$OUT/venv/bin/pip" install -q pillow; }
 

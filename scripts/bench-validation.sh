@@ -33,16 +33,7 @@ if ! command -v metapixel >/dev/null; then
     SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
     $SUDO apt-get install -y metapixel || { $SUDO apt-get update && $SUDO apt-get install -y metapixel; }
 fi
-. scripts/suites.sh
-ensure_build_deps
-CARGO_TARGET_DIR=$(cargo_target_dir)
-export CARGO_TARGET_DIR
-if [ -z "${TESSERA:-}" ]; then
-    cargo build --release --bin tessera
-    TESSERA="$CARGO_TARGET_DIR/release/tessera"
-fi
-cargo build --release -p tessera-engine --example metrics
-METRICS="$CARGO_TARGET_DIR/release/examples/metrics"
+release_tessera
 [ -x "$OUT/venv/bin/python" ] || { python3 -m venv "$OUT/venv" && "$OUT/venv/bin/pip" install -q pillow; }
 PY="$OUT/venv/bin/python"
 

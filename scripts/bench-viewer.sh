@@ -21,15 +21,8 @@ TARGET="$DATA/targets/skimage_astronaut.png"
 [ -x /usr/bin/chromium ] || { echo "needs Chromium at /usr/bin/chromium (apt-get install chromium)" >&2; exit 1; }
 (cd tests/audit && { [ -d node_modules/puppeteer-core ] || npm ci --no-audit --no-fund --loglevel=error; })
 
-# Wherever cargo builds (CARGO_TARGET_DIR, a config's build.target-dir).
-. scripts/suites.sh
-ensure_build_deps
-CARGO_TARGET_DIR=$(cargo_target_dir)
-export CARGO_TARGET_DIR
-if [ -z "${TESSERA:-}" ]; then
-    cargo build --release --bin tessera
-    TESSERA="$CARGO_TARGET_DIR/release/tessera"
-fi
+. scripts/bench-lib.sh
+release_build
 
 . scripts/local-server.sh
 work=$(mktemp -d)

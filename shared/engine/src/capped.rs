@@ -73,6 +73,67 @@ pub(crate) struct Limits {
     pub(crate) radius: usize,
 }
 
+/// Slots a tile may have before its two cheapest are kept in a [`SlotTree`] rather than found
+/// by a scan of its slots at each bid.
+const SCANNED_SLOTS: usize = 64;
+
+/// Each tile's cheapest slot (the first of equal prices) and next cheapest price, as a scan of
+/// its slots finds them, kept in a tournament tree over each tile's slots: a change and a
+/// look in `O(log cap)` rather than `O(cap)`, for caps in the thousands.
+struct SlotTree {
+    /// Leaves a tile's tree has (its slots, to the next power of two).
+    width: usize,
+    /// Each tile's `2 * width` nodes, the root at 1: the least price, its slot (`NONE` for an
+    /// infinite one) and the second least price below the node.
+    nodes: Vec<(f32, u32, f32)>,
+}
+
+impl SlotTree {
+    /// Every slot at price 0, as an auction starts.
+    fn new(tiles: usize, cap: usize) -> SlotTree {
+        let width = cap.next_power_of_two();
+        let mut tree = SlotTree {
+            width,
+            nodes: vec![(f32::INFINITY, NONE, f32::INFINITY); tiles * 2 * width],
+        };
+        for t in 0..tiles {
+            for i in 0..cap {
+                tree.nodes[t * 2 * width + width + i] = (0.0, (t * cap + i) as u32, f32::INFINITY);
+            }
+            for node in (1..width).rev() {
+                tree.join(t, node);
+            }
+        }
+        tree
+    }
+
+    /// Node `node` of tile `t` from its two children.
+    fn join(&mut self, t: usize, node: usize) {
+        let base = t * 2 * self.width;
+        let (a, b) = (self.nodes[base + 2 * node], self.nodes[base + 2 * node + 1]);
+        let (won, lost) = if b.0 < a.0 { (b, a) } else { (a, b) };
+        self.nodes[base + node] = (won.0, won.1, lost.0.min(a.2).min(b.2));
+    }
+
+    /// Slot `i` of tile `t` (slot number `slot`) now costs `price`.
+    fn set(&mut self, t: usize, i: usize, price: f32, slot: u32) {
+        let base = t * 2 * self.width;
+        let at = if price < f32::INFINITY { slot } else { NONE };
+        self.nodes[base + self.width + i] = (price, at, f32::INFINITY);
+        let mut node = (self.width + i) / 2;
+        while node >= 1 {
+            self.join(t, node);
+            node /= 2;
+        }
+    }
+
+    /// Tile `t`'s cheapest slot with its price, and the next cheapest price.
+    fn two_cheapest(&self, t: usize) -> ((f32, u32), f32) {
+        let (least, slot, second) = self.nodes[t * 2 * self.width + 1];
+        ((least, slot), second)
+    }
+}
+
 /// The auction's state in one phase.
 struct Market<'a> {
     limits: Limits,
@@ -92,6 +153,8 @@ struct Market<'a> {
     /// up. Slots of tiles that hold all the stand-ins they may are left out (`queued` false).
     cheapest: BinaryHeap<Reverse<(u32, u32)>>,
     queued: Vec<bool>,
+    /// Each tile's slots left out of the heap since it was last filled.
+    dropped: Vec<Vec<u32>>,
     epsilon: f32,
     /// Tiles within the repeat radius of the bidding cell.
     near: Vec<u32>,
@@ -99,6 +162,8 @@ struct Market<'a> {
     values: Vec<Vec<(f32, u32)>>,
     /// Each tile's least slot price.
     tile_min: Vec<f32>,
+    /// Each tile's two cheapest slots, kept as its slots change when a tile has many.
+    slot_tree: Option<SlotTree>,
     /// Widest list a cell grows to.
     max_width: usize,
 }
@@ -139,10 +204,12 @@ fn assign_within(
         stand_ins: vec![0; limits.tiles],
         cheapest: BinaryHeap::new(),
         queued: vec![true; slots],
+        dropped: vec![Vec::new(); limits.tiles],
         epsilon: first_epsilon(spread),
         near: Vec::new(),
         values: Vec::new(),
         tile_min: vec![0.0; limits.tiles],
+        slot_tree: (limits.cap > SCANNED_SLOTS).then(|| SlotTree::new(limits.tiles, limits.cap)),
         max_width: (MAX_ENTRIES / n.max(1)).clamp(MIN_WIDTH, MAX_WIDTH),
     };
     market.values = market.cells.iter().map(|c| values_of(&c.list)).collect();
@@ -243,6 +310,7 @@ impl Market<'_> {
             (0..self.price.len() as u32).map(|s| Reverse((self.price[s as usize].to_bits(), s)));
         self.cheapest.extend(entries);
         self.queued.fill(true);
+        self.dropped.iter_mut().for_each(Vec::clear);
         if first {
             return (0..self.price.len() as u32).collect();
         }
@@ -282,6 +350,9 @@ impl Market<'_> {
 
     /// The cheapest and next cheapest slot of tile `t`, with their prices.
     fn two_cheapest(&self, t: u32) -> ((f32, u32), f32) {
+        if let Some(tree) = &self.slot_tree {
+            return tree.two_cheapest(t as usize);
+        }
         let cap = self.limits.cap;
         let first = t as usize * cap;
         let (mut best, mut second) = ((f32::INFINITY, NONE), f32::INFINITY);
@@ -422,6 +493,7 @@ impl Market<'_> {
             } else if self.stand_ins[s as usize / self.limits.cap] >= room {
                 self.cheapest.pop();
                 self.queued[s as usize] = false;
+                self.dropped[s as usize / self.limits.cap].push(s);
             } else {
                 return Some(s);
             }
@@ -448,6 +520,9 @@ impl Market<'_> {
         let cap = self.limits.cap;
         let (s, t) = (bid.slot as usize, bid.slot / cap as u32);
         self.price[s] = bid.price;
+        if let Some(tree) = &mut self.slot_tree {
+            tree.set(s / cap, s % cap, bid.price, bid.slot);
+        }
         self.price_changed(t);
         let out = std::mem::replace(&mut self.owner[s], bidder);
         if out != NONE {
@@ -457,11 +532,10 @@ impl Market<'_> {
             } else {
                 self.stand_ins[t as usize] -= 1;
                 // The tile may take a stand-in again: its slots go back on the heap.
-                let first = t as usize * cap;
-                for s in first..first + cap {
-                    if !std::mem::replace(&mut self.queued[s], true) {
+                for s in std::mem::take(&mut self.dropped[t as usize]) {
+                    if !std::mem::replace(&mut self.queued[s as usize], true) {
                         self.cheapest
-                            .push(Reverse((self.price[s].to_bits(), s as u32)));
+                            .push(Reverse((self.price[s as usize].to_bits(), s)));
                     }
                 }
             }
@@ -570,6 +644,46 @@ mod tests {
                 assert!(
                     total <= best + cells as f32 * EPSILON + 1e-3,
                     "seed {seed}, cap {cap}, floor {floor}: {total} against {best}"
+                );
+            }
+        }
+    }
+
+    /// The slot tree answers as a scan of a tile's slots does, ties and infinite prices
+    /// included, through any order of changes.
+    #[test]
+    fn the_slot_tree_answers_as_a_scan_does() {
+        let (tiles, cap) = (3, 100);
+        let mut tree = SlotTree::new(tiles, cap);
+        let mut price = vec![0.0f32; tiles * cap];
+        let scan = |price: &[f32], t: usize| {
+            let (mut best, mut second) = ((f32::INFINITY, NONE), f32::INFINITY);
+            for s in t * cap..(t + 1) * cap {
+                let p = price[s];
+                if p < best.0 {
+                    second = best.0;
+                    best = (p, s as u32);
+                } else if p < second {
+                    second = p;
+                }
+            }
+            (best, second)
+        };
+        let mut state = crate::seeded(7);
+        for step in 0..5000 {
+            let s = ((state() >> 33) % (tiles * cap) as u64) as usize;
+            // Few distinct prices, so that ties are common; now and then an infinite one.
+            let p = match step % 97 {
+                0 => f32::INFINITY,
+                _ => ((state() >> 33) % 20) as f32 * 0.25,
+            };
+            price[s] = p;
+            tree.set(s / cap, s % cap, p, s as u32);
+            for t in 0..tiles {
+                assert_eq!(
+                    tree.two_cheapest(t),
+                    scan(&price, t),
+                    "step {step}, tile {t}"
                 );
             }
         }

@@ -202,9 +202,13 @@ async fn spawn_app_over(platform: Platform, settings: WebSettings, workers: bool
     tokio::spawn(app.run_until_stopped());
     let (stop_workers, signal) = shutdown::channel();
     if workers {
+        // A message put off (a slice response that finds its job stitching elsewhere) comes
+        // back within seconds, so that a test's queues settle well before its end's check.
         let controller = ControllerSettings {
             min_backoff_ms: 20,
             max_backoff_ms: 200,
+            visibility_timeout_ms: 8_000,
+            renewal_interval_ms: 2_000,
             limits,
             ..ControllerSettings::default()
         };

@@ -70,11 +70,7 @@ pub struct CellView {
     path = "/api/v1/jobs/{id}/cells/{row}/{col}",
     operation_id = "get_cell",
     tag = "results",
-    params(
-        ("id" = uuid::Uuid, Path, description = "The job's id"),
-        ("row" = u32, Path, description = "The cell's row, from 0 at the top"),
-        ("col" = u32, Path, description = "The cell's column, from 0 at the left"),
-    ),
+    params(CellAddress),
     responses(
         (status = 200, description = "The cell and its tile", body = CellView),
         crate::api::error_sets::AddressedErrors,
@@ -120,6 +116,46 @@ pub async fn get(
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, cache_for(own.is_some())))
         .json(view))
+}
+
+/// A cell of a done job that a request's path names (`/jobs/{id}/cells/{row}/{col}/...`),
+/// with the job's record, its result's blob key and its cell map.
+pub struct DoneCell {
+    record: JobRecord,
+    key: String,
+    map: Arc<HeldCellMap>,
+    row: u32,
+    col: u32,
+}
+
+impl actix_web::FromRequest for DoneCell {
+    type Error = ApiError;
+    type Future = futures_util::future::LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut actix_web::dev::Payload) -> Self::Future {
+        let job = RequestedJob::from_request(req, payload);
+        let address = web::Path::<(String, u32, u32)>::extract(req);
+        let req = req.clone();
+        Box::pin(async move {
+            let RequestedJob { id, record } = job.await?;
+            let (_, row, col) = address
+                .await
+                .map_err(|e| ApiError::bad_request(ErrorCode::InvalidParameter, e.to_string()))?
+                .into_inner();
+            let key = done_result(&record)?;
+            let state = req
+                .app_data::<web::Data<AppState>>()
+                .ok_or_else(|| ApiError::internal("the app state is missing"))?;
+            let map = cell_map(state, &req, id, Some(&record)).await?;
+            Ok(DoneCell {
+                record,
+                key,
+                map,
+                row,
+                col,
+            })
+        })
+    }
 }
 
 /// What a guest reads in place of another guest's photo's caption.
@@ -180,26 +216,21 @@ async fn own_tiles(
     path = "/api/v1/jobs/{id}/cells/{row}/{col}/thumbnail",
     operation_id = "get_cell_thumbnail",
     tag = "results",
-    params(
-        ("id" = uuid::Uuid, Path, description = "The job's id"),
-        ("row" = u32, Path, description = "The cell's row, from 0 at the top"),
-        ("col" = u32, Path, description = "The cell's column, from 0 at the left"),
-    ),
+    params(CellAddress),
     responses(
         (status = 200, description = "The cell", content_type = "image/png", body = inline(Binary)),
         crate::api::error_sets::AddressedErrors,
     ),
 )]
-pub async fn thumbnail(
-    req: HttpRequest,
-    path: web::Path<(String, u32, u32)>,
-    job: RequestedJob,
-    state: web::Data<AppState>,
-) -> ApiResult<HttpResponse> {
-    let (_, row, col) = path.into_inner();
-    let RequestedJob { id, record } = job;
-    let key = done_result(&record)?;
-    let map = cell_map(&state, &req, id, Some(&record)).await?;
+pub async fn thumbnail(cell: DoneCell, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let DoneCell {
+        record,
+        key,
+        map,
+        row,
+        col,
+        ..
+    } = cell;
     let [x0, y0, w, h] = map.square(row, col).ok_or_else(|| out_of_range(&map))?;
     let blobs = state.platform.blobs.clone();
     let (width, height) = result_size(&*blobs, &key, &record).await?;
@@ -236,11 +267,7 @@ pub async fn thumbnail(
     path = "/api/v1/jobs/{id}/cells/{row}/{col}/picture",
     operation_id = "get_cell_picture",
     tag = "results",
-    params(
-        ("id" = uuid::Uuid, Path, description = "The job's id"),
-        ("row" = u32, Path, description = "The cell's row, from 0 at the top"),
-        ("col" = u32, Path, description = "The cell's column, from 0 at the left"),
-    ),
+    params(CellAddress),
     responses(
         (status = 200, description = "The tile's picture", content_type = "image/png", body = inline(Binary)),
         crate::api::error_sets::AddressedErrors,
@@ -248,14 +275,16 @@ pub async fn thumbnail(
 )]
 pub async fn picture(
     req: HttpRequest,
-    path: web::Path<(String, u32, u32)>,
-    job: RequestedJob,
+    cell: DoneCell,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (_, row, col) = path.into_inner();
-    let RequestedJob { id, record } = job;
-    done_result(&record)?;
-    let map = cell_map(&state, &req, id, Some(&record)).await?;
+    let DoneCell {
+        record,
+        map,
+        row,
+        col,
+        ..
+    } = cell;
     let source = map.at(row, col).ok_or_else(|| out_of_range(&map))?;
     if own_tiles(&state, &req, &record)
         .await?
@@ -319,6 +348,20 @@ pub struct Placements {
     pub uses: u64,
     /// The tiles, by file name; with `q`, those whose name or caption is `q` first.
     pub tiles: Vec<TilePlacement>,
+}
+
+/// A cell of a job's mosaic, as its routes' paths name it (read by the handlers as
+/// `(id, row, col)`; this describes them for the API document).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub struct CellAddress {
+    /// The job's id
+    id: uuid::Uuid,
+    /// The cell's row, from 0 at the top
+    row: u32,
+    /// The cell's column, from 0 at the left
+    col: u32,
 }
 
 /// What a placements request may ask.

@@ -6,86 +6,83 @@ use utoipa::IntoResponses;
 
 use crate::api_error::ErrorBody;
 
-/// Storage is unavailable: 503.
-#[derive(IntoResponses)]
-pub enum StorageErrors {
-    #[response(status = 503)]
-    Unavailable(#[ref_response] ErrorBody<'static>),
+/// A set of error answers: its doc, its name, and each answer's status and name (with its
+/// own doc where the status alone does not say it).
+macro_rules! error_set {
+    ($(#[$doc:meta])* $name:ident { $($(#[$answer_doc:meta])* $status:literal $answer:ident),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(IntoResponses)]
+        pub enum $name {
+            $(
+                $(#[$answer_doc])*
+                #[response(status = $status)]
+                $answer(#[ref_response] ErrorBody<'static>),
+            )*
+        }
+    };
 }
 
-/// A job or library looked up by id: no such one (404), or storage unavailable (503).
-#[derive(IntoResponses)]
-pub enum LookupErrors {
-    /// job_private: a private job, to someone neither its owner nor holding its share link.
-    #[response(status = 403)]
-    Private(#[ref_response] ErrorBody<'static>),
-    #[response(status = 404)]
-    NotFound(#[ref_response] ErrorBody<'static>),
-    #[response(status = 503)]
-    Unavailable(#[ref_response] ErrorBody<'static>),
+error_set! {
+    /// Storage is unavailable: 503.
+    StorageErrors { 503 Unavailable }
 }
 
-/// What a finished job's mosaic is read from: no such job (404), a job not done (409), or
-/// storage unavailable (503).
-#[derive(IntoResponses)]
-pub enum FinishedJobErrors {
-    /// job_private: a private job, to someone neither its owner nor holding its share link.
-    #[response(status = 403)]
-    Private(#[ref_response] ErrorBody<'static>),
-    #[response(status = 404)]
-    NotFound(#[ref_response] ErrorBody<'static>),
-    #[response(status = 409)]
-    NotDone(#[ref_response] ErrorBody<'static>),
-    #[response(status = 503)]
-    Unavailable(#[ref_response] ErrorBody<'static>),
+error_set! {
+    /// A job or library looked up by id: no such one (404), or storage unavailable (503).
+    LookupErrors {
+        /// job_private: a private job, to someone neither its owner nor holding its share link.
+        403 Private,
+        404 NotFound,
+        503 Unavailable,
+    }
 }
 
-/// A part of a finished mosaic by its address (a cell, a tile, a level): as
-/// [`FinishedJobErrors`], and a malformed address (400).
-#[derive(IntoResponses)]
-pub enum AddressedErrors {
-    /// job_private: a private job, to someone neither its owner nor holding its share link.
-    #[response(status = 403)]
-    Private(#[ref_response] ErrorBody<'static>),
-    #[response(status = 400)]
-    BadAddress(#[ref_response] ErrorBody<'static>),
-    #[response(status = 404)]
-    NotFound(#[ref_response] ErrorBody<'static>),
-    #[response(status = 409)]
-    NotDone(#[ref_response] ErrorBody<'static>),
-    #[response(status = 503)]
-    Unavailable(#[ref_response] ErrorBody<'static>),
+error_set! {
+    /// What a finished job's mosaic is read from: no such job (404), a job not done (409), or
+    /// storage unavailable (503).
+    FinishedJobErrors {
+        /// job_private: a private job, to someone neither its owner nor holding its share link.
+        403 Private,
+        404 NotFound,
+        409 NotDone,
+        503 Unavailable,
+    }
 }
 
-/// A change to something that has an owner (cancel, delete): a malformed or forged request
-/// (400), not its owner (403), no such one (404), a state that does not allow it (409), or
-/// storage unavailable (503).
-#[derive(IntoResponses)]
-pub enum ChangeErrors {
-    #[response(status = 400)]
-    BadRequest(#[ref_response] ErrorBody<'static>),
-    #[response(status = 403)]
-    NotTheOwner(#[ref_response] ErrorBody<'static>),
-    #[response(status = 404)]
-    NotFound(#[ref_response] ErrorBody<'static>),
-    #[response(status = 409)]
-    Conflict(#[ref_response] ErrorBody<'static>),
-    #[response(status = 503)]
-    Unavailable(#[ref_response] ErrorBody<'static>),
+error_set! {
+    /// A part of a finished mosaic by its address (a cell, a tile, a level): as
+    /// [`FinishedJobErrors`], and a malformed address (400).
+    AddressedErrors {
+        /// job_private: a private job, to someone neither its owner nor holding its share link.
+        403 Private,
+        400 BadAddress,
+        404 NotFound,
+        409 NotDone,
+        503 Unavailable,
+    }
 }
 
-/// An upload: a malformed form (400), a body too slow (408) or too large (413), a file of a
-/// kind not read (415), or content that cannot be used (422).
-#[derive(IntoResponses)]
-pub enum UploadErrors {
-    #[response(status = 400)]
-    BadForm(#[ref_response] ErrorBody<'static>),
-    #[response(status = 408)]
-    TooSlow(#[ref_response] ErrorBody<'static>),
-    #[response(status = 413)]
-    TooLarge(#[ref_response] ErrorBody<'static>),
-    #[response(status = 415)]
-    UnsupportedType(#[ref_response] ErrorBody<'static>),
-    #[response(status = 422)]
-    Unusable(#[ref_response] ErrorBody<'static>),
+error_set! {
+    /// A change to something that has an owner (cancel, delete): a malformed or forged request
+    /// (400), not its owner (403), no such one (404), a state that does not allow it (409), or
+    /// storage unavailable (503).
+    ChangeErrors {
+        400 BadRequest,
+        403 NotTheOwner,
+        404 NotFound,
+        409 Conflict,
+        503 Unavailable,
+    }
+}
+
+error_set! {
+    /// An upload: a malformed form (400), a body too slow (408) or too large (413), a file of a
+    /// kind not read (415), or content that cannot be used (422).
+    UploadErrors {
+        400 BadForm,
+        408 TooSlow,
+        413 TooLarge,
+        415 UnsupportedType,
+        422 Unusable,
+    }
 }

@@ -244,6 +244,18 @@ pub(crate) async fn usable_library(
     }
 }
 
+/// Who planning is shared by ([`JobRecord::submitter`]): the key, else the address's network.
+fn submitter(key_holder: Option<&Owner>, address: Option<std::net::IpAddr>) -> Option<String> {
+    match (key_holder, address) {
+        (Some(holder), _) => Some(holder.as_str().to_string()),
+        (None, Some(ip)) => Some(format!(
+            "address:{}",
+            crate::guards::client::limited_network(ip)
+        )),
+        (None, None) => None,
+    }
+}
+
 /// Checks everything, then stores the input and the record and sends the request.
 pub(crate) async fn enqueue(
     state: &AppState,
@@ -293,14 +305,7 @@ pub(crate) async fn enqueue(
             input_name: input_name.chars().take(255).collect(),
         },
     );
-    record.submitter = match (&key_holder, address) {
-        (Some(holder), _) => Some(holder.as_str().to_string()),
-        (None, Some(ip)) => Some(format!(
-            "address:{}",
-            crate::guards::client::limited_network(ip)
-        )),
-        (None, None) => None,
-    };
+    record.submitter = submitter(key_holder.as_ref(), address);
     record.key_holder = key_holder;
     record.sharing = form.sharing;
     record.output = Some(output);
