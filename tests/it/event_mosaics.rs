@@ -452,12 +452,12 @@ fn photo(i: usize) -> Vec<u8> {
     crate::photos::camera_jpeg(160, 120, (i * 6) as u8)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guests_photos_make_one_mosaic_on_the_embedded_store() {
     guests_photos_make_one_mosaic(&spawn_app().await).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guests_photos_make_one_mosaic_on_azurite() {
     guests_photos_make_one_mosaic(&spawn_app_on_azurite().await).await;
 }

@@ -438,7 +438,7 @@ print("\n".join(problems))
 
 /// The scripts and the stylesheet go gzipped to a browser that takes it, and whole to one that
 /// does not: the same text either way.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn static_assets_are_gzipped_for_browsers_that_take_it() {
     use std::io::Read;
     let app = spawn_app().await;

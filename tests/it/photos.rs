@@ -186,7 +186,7 @@ async fn every_corpus_file_gets_its_answer_as_a_target() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_library_of_the_corpus_names_every_file_it_leaves_out() {
     let app = spawn_app().await;
     let corpus = corpus();
@@ -433,12 +433,12 @@ async fn colour_managed_mosaics(app: &TestApp) {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn colour_managed_mosaics_on_the_embedded_backend() {
     colour_managed_mosaics(&spawn_app().await).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn colour_managed_mosaics_on_azurite() {
     colour_managed_mosaics(&spawn_app_on_azurite().await).await;
 }

@@ -658,8 +658,7 @@ mod tests {
         let mut price = vec![0.0f32; tiles * cap];
         let scan = |price: &[f32], t: usize| {
             let (mut best, mut second) = ((f32::INFINITY, NONE), f32::INFINITY);
-            for s in t * cap..(t + 1) * cap {
-                let p = price[s];
+            for (s, &p) in price.iter().enumerate().skip(t * cap).take(cap) {
                 if p < best.0 {
                     second = best.0;
                     best = (p, s as u32);
