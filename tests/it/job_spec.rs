@@ -319,3 +319,33 @@ async fn a_floor_the_planner_cannot_place_in_bounded_work_is_refused_at_the_door
         "{message}"
     );
 }
+
+/// `every_tile`: every picture of the library in the mosaic where the grid has a cell for each
+/// (a floor of one use each), and, where it has not, the mosaic made all the same with a note
+/// saying that not every picture is in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tile_puts_each_picture_in_where_there_is_room_and_says_so_where_not() {
+    let app = spawn_app().await;
+    let room = app
+        .submit(job_form(astronaut()).text("every_tile", "true"))
+        .await;
+    let done = app.wait_until_finished(&room).await;
+    assert_eq!(done["state"], "done", "{done:#}");
+    let quality = &done["quality"];
+    assert!(quality["min_uses"].as_u64() >= Some(1), "{done:#}");
+    assert_eq!(quality["distinct"], quality["library_tiles"], "{done:#}");
+    assert_eq!(done["adapted"], serde_json::json!([]), "{done:#}");
+
+    // 4 x 4 cells for a library of more pictures than that.
+    let crowded = app
+        .submit(crate::support::sized_job_form(astronaut(), 8, 4, 1).text("every_tile", "true"))
+        .await;
+    let done = app.wait_until_finished(&crowded).await;
+    assert_eq!(done["state"], "done", "{done:#}");
+    assert_eq!(done["quality"]["min_uses"], 0, "{done:#}");
+    let adapted = done["adapted"].to_string();
+    assert!(
+        adapted.contains("not every picture is in the mosaic"),
+        "{done:#}"
+    );
+}
