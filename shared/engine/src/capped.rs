@@ -73,6 +73,21 @@ pub(crate) struct Limits {
     pub(crate) radius: usize,
 }
 
+/// The cheapest of the `cap` slots from `first` (the first of equal prices; `NONE` when every
+/// price is infinite) with its price, and the next cheapest price.
+fn scan_two_cheapest(price: &[f32], first: usize, cap: usize) -> ((f32, u32), f32) {
+    let (mut best, mut second) = ((f32::INFINITY, NONE), f32::INFINITY);
+    for (s, &p) in price.iter().enumerate().skip(first).take(cap) {
+        if p < best.0 {
+            second = best.0;
+            best = (p, s as u32);
+        } else if p < second {
+            second = p;
+        }
+    }
+    (best, second)
+}
+
 /// Slots a tile may have before its two cheapest are kept in a [`SlotTree`] rather than found
 /// by a scan of its slots at each bid.
 const SCANNED_SLOTS: usize = 64;
@@ -81,6 +96,8 @@ const SCANNED_SLOTS: usize = 64;
 /// its slots finds them, kept in a tournament tree over each tile's slots: a change and a
 /// look in `O(log cap)` rather than `O(cap)`, for caps in the thousands.
 struct SlotTree {
+    /// Slots a tile has.
+    cap: usize,
     /// Leaves a tile's tree has (its slots, to the next power of two).
     width: usize,
     /// Each tile's `2 * width` nodes, the root at 1: the least price, its slot (`NONE` for an
@@ -93,6 +110,7 @@ impl SlotTree {
     fn new(tiles: usize, cap: usize) -> SlotTree {
         let width = cap.next_power_of_two();
         let mut tree = SlotTree {
+            cap,
             width,
             nodes: vec![(f32::INFINITY, NONE, f32::INFINITY); tiles * 2 * width],
         };
@@ -115,10 +133,15 @@ impl SlotTree {
         self.nodes[base + node] = (won.0, won.1, lost.0.min(a.2).min(b.2));
     }
 
-    /// Slot `i` of tile `t` (slot number `slot`) now costs `price`.
-    fn set(&mut self, t: usize, i: usize, price: f32, slot: u32) {
+    /// Slot `slot` now costs `price`.
+    fn set(&mut self, slot: usize, price: f32) {
+        let (t, i) = (slot / self.cap, slot % self.cap);
         let base = t * 2 * self.width;
-        let at = if price < f32::INFINITY { slot } else { NONE };
+        let at = if price < f32::INFINITY {
+            slot as u32
+        } else {
+            NONE
+        };
         self.nodes[base + self.width + i] = (price, at, f32::INFINITY);
         let mut node = (self.width + i) / 2;
         while node >= 1 {
@@ -350,22 +373,10 @@ impl Market<'_> {
 
     /// The cheapest and next cheapest slot of tile `t`, with their prices.
     fn two_cheapest(&self, t: u32) -> ((f32, u32), f32) {
-        if let Some(tree) = &self.slot_tree {
-            return tree.two_cheapest(t as usize);
+        match &self.slot_tree {
+            Some(tree) => tree.two_cheapest(t as usize),
+            None => scan_two_cheapest(&self.price, t as usize * self.limits.cap, self.limits.cap),
         }
-        let cap = self.limits.cap;
-        let first = t as usize * cap;
-        let (mut best, mut second) = ((f32::INFINITY, NONE), f32::INFINITY);
-        for s in first..first + cap {
-            let p = self.price[s];
-            if p < best.0 {
-                second = best.0;
-                best = (p, s as u32);
-            } else if p < second {
-                second = p;
-            }
-        }
-        (best, second)
     }
 
     /// The tiles of the cells within the repeat radius of `cell`, into `self.near`.
@@ -521,7 +532,7 @@ impl Market<'_> {
         let (s, t) = (bid.slot as usize, bid.slot / cap as u32);
         self.price[s] = bid.price;
         if let Some(tree) = &mut self.slot_tree {
-            tree.set(s / cap, s % cap, bid.price, bid.slot);
+            tree.set(s, bid.price);
         }
         self.price_changed(t);
         let out = std::mem::replace(&mut self.owner[s], bidder);
@@ -656,18 +667,6 @@ mod tests {
         let (tiles, cap) = (3, 100);
         let mut tree = SlotTree::new(tiles, cap);
         let mut price = vec![0.0f32; tiles * cap];
-        let scan = |price: &[f32], t: usize| {
-            let (mut best, mut second) = ((f32::INFINITY, NONE), f32::INFINITY);
-            for (s, &p) in price.iter().enumerate().skip(t * cap).take(cap) {
-                if p < best.0 {
-                    second = best.0;
-                    best = (p, s as u32);
-                } else if p < second {
-                    second = p;
-                }
-            }
-            (best, second)
-        };
         let mut state = crate::seeded(7);
         for step in 0..5000 {
             let s = ((state() >> 33) % (tiles * cap) as u64) as usize;
@@ -677,13 +676,10 @@ mod tests {
                 _ => ((state() >> 33) % 20) as f32 * 0.25,
             };
             price[s] = p;
-            tree.set(s / cap, s % cap, p, s as u32);
+            tree.set(s, p);
             for t in 0..tiles {
-                assert_eq!(
-                    tree.two_cheapest(t),
-                    scan(&price, t),
-                    "step {step}, tile {t}"
-                );
+                let scanned = scan_two_cheapest(&price, t * cap, cap);
+                assert_eq!(tree.two_cheapest(t), scanned, "step {step}, tile {t}");
             }
         }
     }

@@ -67,17 +67,8 @@ impl Drop for TestApp {
         let verdict = check.then(|| {
             let platform = self.platform.clone();
             let (poison_allowed, pipeline) = (self.leaves == Leftovers::Poison, self.workers);
-            std::thread::scope(|scope| {
-                scope
-                    .spawn(move || {
-                        tokio::runtime::Builder::new_current_thread()
-                            .enable_all()
-                            .build()
-                            .unwrap()
-                            .block_on(queues_left(&platform, pipeline, settle, poison_allowed))
-                    })
-                    .join()
-                    .unwrap()
+            super::block_on_aside(move || async move {
+                queues_left(&platform, pipeline, settle, poison_allowed).await
             })
         });
         self.stop_workers.fire();

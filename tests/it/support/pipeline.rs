@@ -26,7 +26,7 @@ use tessera_workers::{ControllerSettings, ProcessorSettings, run_controller, run
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::{fixture, queues_emptied, wait_for};
+use super::{block_on_aside, fixture, queues_emptied, wait_for};
 
 /// Where the Azurite tests find their storage account.
 pub(crate) const CONNECTION_ENV: &str = "TESSERA_AZURE_CONNECTION_STRING";
@@ -184,17 +184,8 @@ impl Drop for Env {
         }
         let queues = all_queue_names();
         let store = self.queues.clone();
-        let left = std::thread::scope(|scope| {
-            scope
-                .spawn(move || {
-                    tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .unwrap()
-                        .block_on(queues_emptied(&*store, &queues, Duration::from_secs(30)))
-                })
-                .join()
-                .unwrap()
+        let left = block_on_aside(move || async move {
+            queues_emptied(&*store, &queues, Duration::from_secs(30)).await
         });
         if let Err(left) = left {
             panic!("the test left messages on its queues: {left}");

@@ -142,3 +142,22 @@ pub(crate) async fn job_ended_at(
     })
     .await
 }
+
+/// Runs the future `work` makes to its end on a runtime of its own, on a thread of its own:
+/// for a check in a `Drop`, which cannot await on the test's runtime.
+pub(crate) fn block_on_aside<T: Send, F: std::future::Future<Output = T>>(
+    work: impl FnOnce() -> F + Send,
+) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(work())
+            })
+            .join()
+            .unwrap()
+    })
+}

@@ -310,6 +310,7 @@ pub(crate) async fn enqueue(
     record.sharing = form.sharing;
     record.output = Some(output);
     record.sized_to = Some(size.grid());
+    let sized_to = record.sized_to;
     record.adapted = adapted;
     // What the submission has cost so far, with the record's own write.
     let spent = platform.accounting.take_job(job) + 1;
@@ -329,7 +330,7 @@ pub(crate) async fn enqueue(
         job_id: job,
         input_blob,
         spec,
-        sized_to: Some(size.grid()),
+        sized_to,
         redrive: false,
     };
     if let Err(e) = platform
