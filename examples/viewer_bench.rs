@@ -16,7 +16,7 @@ use bytes::Bytes;
 use tessera_engine::FragmentEncoder;
 use tessera_shared::jobs::{JobParams, JobRecord, JobState, OutputSize};
 use tessera_shared::keys::BlobKey;
-use tessera_shared::messages::{Grid, LibraryRef, RenderOptions};
+use tessera_shared::messages::LibraryRef;
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::Nudges;
 use tessera_shared::spec::JobSpec;
@@ -128,25 +128,15 @@ async fn make(dir: &Path, side: u32) {
     .await
     .unwrap();
     let params = JobParams {
-        spec: JobSpec {
-            library: LibraryRef {
+        spec: JobSpec::cells(
+            LibraryRef {
                 id: "emoji".into(),
                 version: 1,
             },
-            tile_size: CELL,
-            tile_height: None,
-            grid: Grid::Cells {
-                across: side / CELL,
-            },
-            slices: SLICES,
-            options: RenderOptions::default(),
-            allow_large: false,
-            print: None,
-            format: Default::default(),
-            quality: None,
-            webhook: None,
-            keep_cells_of: None,
-        },
+            CELL,
+            side / CELL,
+            SLICES,
+        ),
         input_name: "bench".into(),
     };
     let mut record = JobRecord::new(job, Uuid::new_v4(), params);

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tessera_azure::{AzureOptions, AzureStorage};
-use tessera_shared::storage::{QueueStore, SendOptions};
+use tessera_shared::storage::{MessageUpdate, QueueStore, SendOptions};
 
 /// Bodies that trip up encodings: XML specials, quotes, non-ASCII, astral plane, a CDATA end.
 const BODIES: [&str; 5] = [
@@ -72,9 +72,12 @@ async fn python_sdk_reads_what_tessera_sends() {
     // Tessera receives the first once and lets it go: the Python SDK must see a count of 2.
     let got = s.receive(&q, 1, Duration::from_secs(30)).await.unwrap();
     assert_eq!(got[0].id, ids[0]);
-    s.update(&q, &got[0].id, &got[0].pop_receipt, Duration::ZERO, None)
-        .await
-        .unwrap();
+    s.update(
+        &q,
+        MessageUpdate::new(&got[0].id, &got[0].pop_receipt, Duration::ZERO, None),
+    )
+    .await
+    .unwrap();
 
     let q2 = q.clone();
     let answer = tokio::task::spawn_blocking(move || {

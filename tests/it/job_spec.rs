@@ -7,7 +7,7 @@ use std::io::Cursor;
 use reqwest::StatusCode;
 use serde_json::Value;
 use tessera_engine::{Grid as EngineGrid, Sizing};
-use tessera_shared::messages::{Grid, LibraryRef, RenderOptions};
+use tessera_shared::messages::LibraryRef;
 use tessera_shared::spec::{JobLimits, JobSpec};
 use tessera_web::WebSettings;
 
@@ -246,23 +246,15 @@ fn limits_above_the_engines_default_hold_in_the_plan_options() {
         large_output_pixels: 4 << 30,
         ..JobLimits::default()
     };
-    let spec = JobSpec {
-        library: LibraryRef {
+    let spec = JobSpec::cells(
+        LibraryRef {
             id: "emoji".into(),
             version: 1,
         },
-        tile_size: 256,
-        tile_height: None,
-        grid: Grid::Cells { across: 160 },
-        slices: 8,
-        options: RenderOptions::default(),
-        allow_large: false,
-        print: None,
-        format: Default::default(),
-        quality: None,
-        webhook: None,
-        keep_cells_of: None,
-    };
+        256,
+        160,
+        8,
+    );
     // 40,960 x 40,960 px: about 1.7 gigapixels, over the engine's default of one.
     let size = spec.size(1000, 1000, &limits).unwrap();
     assert!(

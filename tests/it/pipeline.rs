@@ -177,18 +177,11 @@ async fn submit_as(
     (format, quality): (FileFormat, Option<u8>),
 ) -> Uuid {
     let spec = JobSpec {
-        library,
-        tile_size: job.tile_size,
         tile_height: tile_height_field(job.tile()),
-        grid: Grid::Cells { across: job.cells },
-        slices: job.slices,
         options: job.options,
-        allow_large: false,
-        print: None,
         format,
         quality,
-        webhook: None,
-        keep_cells_of: None,
+        ..JobSpec::cells(library, job.tile_size, job.cells, job.slices)
     };
     send_job(platform, image, spec, None).await
 }
@@ -396,18 +389,8 @@ async fn failing_slice_is_poisoned(env: Env) {
     let client = Uuid::new_v4();
     let params = JobParams {
         spec: JobSpec {
-            library: library.reference(),
-            tile_size: job.tile_size,
-            tile_height: None,
-            grid: Grid::Cells { across: job.cells },
-            slices: 2,
             options: job.options,
-            allow_large: false,
-            print: None,
-            format: Default::default(),
-            quality: None,
-            webhook: None,
-            keep_cells_of: None,
+            ..JobSpec::cells(library.reference(), job.tile_size, job.cells, 2)
         },
         input_name: String::new(),
     };
@@ -437,18 +420,8 @@ async fn failing_slice_is_poisoned(env: Env) {
                 count: 2,
                 plan_blob,
                 spec: JobSpec {
-                    library: library.reference(),
-                    tile_size: job.tile_size,
-                    tile_height: None,
-                    grid: Grid::Cells { across: job.cells },
-                    slices: 2,
                     options: job.options,
-                    allow_large: false,
-                    print: None,
-                    format: Default::default(),
-                    quality: None,
-                    webhook: None,
-                    keep_cells_of: None,
+                    ..JobSpec::cells(library.reference(), job.tile_size, job.cells, 2)
                 },
             },
         )
@@ -919,18 +892,8 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
     let client = Uuid::new_v4();
     let params = JobParams {
         spec: JobSpec {
-            library: library.reference(),
-            tile_size: job.tile_size,
-            tile_height: None,
-            grid: Grid::Cells { across: job.cells },
-            slices: 1,
             options: Job::small(1).options,
-            allow_large: false,
-            print: None,
-            format: Default::default(),
-            quality: None,
-            webhook: None,
-            keep_cells_of: None,
+            ..JobSpec::cells(library.reference(), job.tile_size, job.cells, 1)
         },
         input_name: String::new(),
     };
@@ -950,18 +913,8 @@ async fn adaptive_messages_that_cannot_be_honoured_are_refused() {
         count: 1,
         plan_blob,
         spec: JobSpec {
-            library: library.reference(),
-            tile_size: job.tile_size,
-            tile_height: None,
-            grid: Grid::Cells { across: job.cells },
-            slices: 1,
             options: Job::small(1).options,
-            allow_large: false,
-            print: None,
-            format: Default::default(),
-            quality: None,
-            webhook: None,
-            keep_cells_of: None,
+            ..JobSpec::cells(library.reference(), job.tile_size, job.cells, 1)
         },
     };
     env.platform
@@ -1201,18 +1154,8 @@ async fn an_image_request_cannot_take_another_jobs_blob_as_its_upload() {
     let second = Uuid::new_v4();
     let client = Uuid::new_v4();
     let spec = JobSpec {
-        library: library.reference(),
-        tile_size: job.tile_size,
-        tile_height: None,
-        grid: Grid::Cells { across: job.cells },
-        slices: 1,
         options: job.options,
-        allow_large: false,
-        print: None,
-        format: Default::default(),
-        quality: None,
-        webhook: None,
-        keep_cells_of: None,
+        ..JobSpec::cells(library.reference(), job.tile_size, job.cells, 1)
     };
     let params = JobParams {
         spec: spec.clone(),

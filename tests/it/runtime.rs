@@ -29,7 +29,8 @@ use tessera_shared::runtime::{
 };
 use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_shared::storage::{
-    BlobStore, PeekedMessage, QueueStore, ReceivedMessage, SendOptions, SentMessage, UpdatedMessage,
+    BlobStore, MessageUpdate, PeekedMessage, QueueStore, ReceivedMessage, SendOptions, SentMessage,
+    UpdatedMessage,
 };
 use tokio::sync::mpsc;
 use uuid::Uuid;
@@ -598,12 +599,9 @@ impl QueueStore for ReceiveTimes {
     async fn update(
         &self,
         q: &str,
-        id: &str,
-        r: &str,
-        vis: Duration,
-        body: Option<&str>,
+        change: MessageUpdate<'_>,
     ) -> tessera_shared::storage::Result<UpdatedMessage> {
-        self.inner.update(q, id, r, vis, body).await
+        self.inner.update(q, change).await
     }
     async fn delete(&self, q: &str, id: &str, r: &str) -> tessera_shared::storage::Result<()> {
         self.inner.delete(q, id, r).await

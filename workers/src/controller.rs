@@ -20,13 +20,15 @@ use tessera_shared::messages::{
 };
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
-use tessera_shared::runtime::{Context, Failure, Listener};
+use tessera_shared::runtime::{Context, Failure};
 use tessera_shared::spec::{FileFormat, GridSize, JobLimits, JobSpec};
 use tessera_shared::storage::{BlobMeta, BlobStoreExt, PutMode, SendOptions, StorageError};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::job_work::{give_up, job_failure, on_background_thread, poison_hook, slice_ranges};
+use crate::job_work::{
+    give_up, job_failure, library_cache, listen, on_background_thread, slice_ranges,
+};
 use crate::role_settings::ControllerSettings;
 use crate::stitch::{StitchError, convert_output, stitch_png};
 use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
@@ -38,11 +40,11 @@ pub async fn run_controller(
     settings: ControllerSettings,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let libraries = Arc::new(LibraryCache::new(
-        platform.libraries(),
+    let libraries = library_cache(
+        &platform,
         settings.library_cache,
-        settings.library_cache_mib << 20,
-    ));
+        settings.library_cache_mib,
+    );
     run_controller_with(platform, settings, libraries, shutdown).await
 }
 
@@ -63,29 +65,27 @@ pub(crate) async fn run_controller_with(
     });
 
     let c = controller.clone();
-    let requests = Listener::new(platform.queue::<ImageRequest>())
-        .settings(settings.listener(settings.plan_concurrency))
-        .on_poison(poison_hook(
-            platform.clone(),
-            "the job could not be planned",
-        ))
-        .start(move |message, context| {
+    let requests = listen(
+        &platform,
+        settings.listener(settings.plan_concurrency),
+        "the job could not be planned",
+        move |message: Envelope<ImageRequest>, context| {
             let c = c.clone();
             async move { c.on_image_request(message, context).await }
-        })
-        .await?;
+        },
+    )
+    .await?;
     let c = controller.clone();
-    let responses = Listener::new(platform.queue::<SliceResponse>())
-        .settings(settings.listener(settings.response_concurrency))
-        .on_poison(poison_hook(
-            platform.clone(),
-            "a rendered slice could not be collected",
-        ))
-        .start(move |message, context| {
+    let responses = listen(
+        &platform,
+        settings.listener(settings.response_concurrency),
+        "a rendered slice could not be collected",
+        move |message: Envelope<SliceResponse>, context| {
             let c = c.clone();
             async move { c.on_slice_response(message, context).await }
-        })
-        .await?;
+        },
+    )
+    .await?;
     let reconciler = tokio::spawn(crate::reconciler::run_reconciler(
         platform.clone(),
         settings.jobs.clone(),

@@ -1,12 +1,18 @@
 //! What both roles share: how rows are cut into slices, and marking a job failed.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use tessera_shared::jobs::{JobError, JobRecord};
+use tessera_shared::library_cache::LibraryCache;
 use tessera_shared::lifecycle::release_intermediates;
+use tessera_shared::messages::Message;
 use tessera_shared::messages::{Envelope, ImageResponse, JobOutcome, QueueName};
 use tessera_shared::platform::Platform;
-use tessera_shared::runtime::{Failure, PoisonRecord, poison};
+use tessera_shared::runtime::{
+    Failure, Handler, Listener, ListenerHandle, ListenerSettings, PoisonRecord, poison,
+};
+use tessera_shared::storage::StorageError;
 use uuid::Uuid;
 
 /// The cell rows of each of `slices` slices of a grid `rows` high, split as evenly as can be;
@@ -177,6 +183,26 @@ pub(crate) async fn caught<T: Send + 'static>(
 
 /// Marks the owning job failed when one of its messages is poisoned, in a task of its own that
 /// retries while storage fails (the listener goes on meanwhile).
+/// A role's cache of libraries: `capacity` libraries within `mib` MiB of tiles.
+pub(crate) fn library_cache(platform: &Platform, capacity: usize, mib: u64) -> Arc<LibraryCache> {
+    Arc::new(LibraryCache::new(platform.libraries(), capacity, mib << 20))
+}
+
+/// Starts a listener on `M`'s queue; a message that poisons fails its job, the reason starting
+/// with `what`.
+pub(crate) async fn listen<M: Message, H: Handler<M>>(
+    platform: &Platform,
+    settings: ListenerSettings,
+    what: &'static str,
+    handler: H,
+) -> Result<ListenerHandle, StorageError> {
+    Listener::new(platform.queue::<M>())
+        .settings(settings)
+        .on_poison(poison_hook(platform.clone(), what))
+        .start(handler)
+        .await
+}
+
 pub(crate) fn poison_hook(platform: Platform, what: &'static str) -> poison::PoisonHook {
     poison::hook(move |record: PoisonRecord| {
         let platform = platform.clone();

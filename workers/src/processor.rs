@@ -15,12 +15,11 @@ use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
-use tessera_shared::runtime::{Context, Failure, Listener};
+use tessera_shared::runtime::{Context, Failure};
 use tessera_shared::spec::JobSpec;
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
-use crate::job_work::poison_hook;
-use crate::job_work::{caught, lower_thread_priority};
+use crate::job_work::{caught, library_cache, listen, lower_thread_priority};
 use crate::role_settings::ProcessorSettings;
 use tessera_shared::library_cache::{LibraryCache, LibraryLoadError};
 
@@ -93,11 +92,11 @@ pub async fn run_processors(
     settings: ProcessorSettings,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let libraries = Arc::new(LibraryCache::new(
-        platform.libraries(),
+    let libraries = library_cache(
+        &platform,
         settings.library_cache,
-        settings.library_cache_mib << 20,
-    ));
+        settings.library_cache_mib,
+    );
     run_processors_with(platform, settings, libraries, shutdown).await
 }
 
@@ -121,17 +120,16 @@ pub(crate) async fn run_processors_with(
         target: Mutex::new(None),
     });
     let p = processor.clone();
-    let listener = Listener::new(platform.queue::<SliceRequest>())
-        .settings(listener_settings)
-        .on_poison(poison_hook(
-            platform.clone(),
-            "a slice could not be rendered",
-        ))
-        .start(move |message, context| {
+    let listener = listen(
+        &platform,
+        listener_settings,
+        "a slice could not be rendered",
+        move |message: Envelope<SliceRequest>, context| {
             let p = p.clone();
             async move { p.on_slice_request(message, context).await }
-        })
-        .await?;
+        },
+    )
+    .await?;
     tracing::info!(processors = concurrency, name = %prefix, "image processors running");
     shutdown.fired().await;
     let stats = listener

@@ -17,9 +17,9 @@ use azure_storage_queue::models::{
 };
 use futures::StreamExt;
 use tessera_shared::storage::{
-    DEFAULT_TIME_TO_LIVE, PeekedMessage, QueueStore, ReceivedMessage, Result, SendOptions,
-    SentMessage, StorageError, UpdatedMessage, check_batch, check_body, check_visibility,
-    validate_queue_name,
+    DEFAULT_TIME_TO_LIVE, MessageUpdate, PeekedMessage, QueueStore, ReceivedMessage, Result,
+    SendOptions, SentMessage, StorageError, UpdatedMessage, check_batch, check_body,
+    check_visibility, validate_queue_name,
 };
 use time::OffsetDateTime;
 
@@ -197,14 +197,13 @@ impl QueueStore for AzureStorage {
             .collect()
     }
 
-    async fn update(
-        &self,
-        queue: &str,
-        id: &str,
-        pop_receipt: &str,
-        visibility_timeout: Duration,
-        body: Option<&str>,
-    ) -> Result<UpdatedMessage> {
+    async fn update(&self, queue: &str, change: MessageUpdate<'_>) -> Result<UpdatedMessage> {
+        let MessageUpdate {
+            id,
+            pop_receipt,
+            visibility_timeout,
+            body,
+        } = change;
         if let Some(body) = body {
             check_body(body)?;
         }

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tessera_azure::sas::AccountSasFields;
 use tessera_azure::{AccountKey, AzureOptions, AzureStorage, ConnectionString, SharedCredential};
 use tessera_shared::storage::{
-    BlobStore, BlobStoreExt, PutMode, QueueStore, SendOptions, StorageError,
+    BlobStore, BlobStoreExt, MessageUpdate, PutMode, QueueStore, SendOptions, StorageError,
 };
 use time::OffsetDateTime;
 
@@ -210,10 +210,12 @@ async fn queue_metadata_and_xml_special_bodies() {
     let updated = s
         .update(
             &q,
-            &got[0].id,
-            &got[0].pop_receipt,
-            Duration::ZERO,
-            Some("<new & body>"),
+            MessageUpdate::new(
+                &got[0].id,
+                &got[0].pop_receipt,
+                Duration::ZERO,
+                Some("<new & body>"),
+            ),
         )
         .await
         .unwrap();
@@ -247,10 +249,7 @@ async fn stale_and_deleted_receipts_map_as_azure_documents() {
     let err = s
         .update(
             &q,
-            &first[0].id,
-            &first[0].pop_receipt,
-            Duration::ZERO,
-            None,
+            MessageUpdate::new(&first[0].id, &first[0].pop_receipt, Duration::ZERO, None),
         )
         .await
         .unwrap_err();

@@ -22,8 +22,8 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::storage::{
-    BlobMeta, BlobStore, BlobUpload, ListPage, PeekedMessage, PutMode, QueueStore, ReceivedMessage,
-    Result, SendOptions, SentMessage, UpdatedMessage,
+    BlobMeta, BlobStore, BlobUpload, ListPage, MessageUpdate, PeekedMessage, PutMode, QueueStore,
+    ReceivedMessage, Result, SendOptions, SentMessage, UpdatedMessage,
 };
 
 /// The kinds of storage transaction, as Azure bills them.
@@ -329,18 +329,9 @@ impl<T: QueueStore + ?Sized> QueueStore for Counted<T> {
         self.inner.receive(queue, max, visibility_timeout).await
     }
 
-    async fn update(
-        &self,
-        queue: &str,
-        id: &str,
-        pop_receipt: &str,
-        visibility_timeout: Duration,
-        body: Option<&str>,
-    ) -> Result<UpdatedMessage> {
+    async fn update(&self, queue: &str, change: MessageUpdate<'_>) -> Result<UpdatedMessage> {
         self.accounting.record(Op::Update, queue);
-        self.inner
-            .update(queue, id, pop_receipt, visibility_timeout, body)
-            .await
+        self.inner.update(queue, change).await
     }
 
     async fn delete(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {

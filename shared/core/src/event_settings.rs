@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error_code::ErrorCode;
-use crate::spec::{Field, Kind, OptionValue, Place, SpecError, Value};
+use crate::spec::{Field, Kind, OptionValue, Place, SpecError};
 
 /// How an event takes photos.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -35,99 +35,72 @@ fn default_max_photos() -> u32 {
 /// A setting that `tessera render` has no flag for.
 const NO_FLAG: Result<&str, &str> = Err("an event's setting, not a job's");
 
-/// Every setting of an event, in the order its pages give them.
-pub const EVENT_FIELDS: &[Field<EventSettings>] = &[
-    Field {
-        name: "approval",
-        flag: NO_FLAG,
-        kind: Kind::Switch { default: true },
-        label: "Approve each photo first",
-        hint: "Photos wait until you approve them; off: they are in at once.",
-        description: "Photos wait for the owner's approval (true, the default), or are in at once. Photos already waiting keep waiting.",
-        unit: "",
-        placeholder: "",
-        place: Place::Main,
-        sample: "true",
-        get: |s| Value::Switch(s.approval),
-        set: |s, v| {
-            s.approval = OptionValue::from_value(v)?;
-            Ok(())
-        },
-        words: |s| Some(if s.approval { "yes" } else { "no" }.into()),
-    },
-    Field {
-        name: "per_guest",
-        flag: NO_FLAG,
-        kind: Kind::whole(0, 10_000, Some(20)),
-        label: "Photos per guest",
-        hint: "Most photos one guest may send; 0: no limit. Photos already sent stay.",
-        description: "Most photos one guest may send: 20 by default, 0 for no limit. Photos already sent stay.",
-        unit: "",
-        placeholder: "",
-        place: Place::Main,
-        sample: "8",
-        get: |s| Value::Whole(Some(s.per_guest)),
-        set: |s, v| {
-            s.per_guest = OptionValue::from_value(v)?;
-            Ok(())
-        },
-        words: |s| Some(s.per_guest.to_string()),
-    },
-    Field {
-        name: "max_photos",
-        flag: NO_FLAG,
-        kind: Kind::whole(1, 1_000_000, Some(5_000)),
-        label: "Photos in all",
-        hint: "Most photos the event holds, from every guest together. Photos already sent stay.",
-        description: "Most photos the event holds, from every guest together: 5,000 by default. Photos already sent stay.",
-        unit: "",
-        placeholder: "",
-        place: Place::Main,
-        sample: "5000",
-        get: |s| Value::Whole(Some(s.max_photos)),
-        set: |s, v| {
-            s.max_photos = OptionValue::from_value(v)?;
-            Ok(())
-        },
-        words: |s| Some(s.max_photos.to_string()),
-    },
-    Field {
-        name: "auto_after_seconds",
-        flag: NO_FLAG,
-        kind: Kind::whole(0, 86_400, Some(300)),
-        label: "New mosaic after a quiet spell (seconds)",
-        hint: "A new mosaic is made on its own once the photos have changed and then stayed as they are this long; 0: only when you ask.",
-        description: "A new mosaic is made on its own once the photos in it have changed and then stayed as they are this many seconds (at most a day); 0 makes mosaics only when asked. 300 by default.",
-        unit: "s",
-        placeholder: "",
-        place: Place::Main,
-        sample: "300",
-        get: |s| Value::Whole(Some(s.auto_after_seconds)),
-        set: |s, v| {
-            s.auto_after_seconds = OptionValue::from_value(v)?;
-            Ok(())
-        },
-        words: |s| Some(s.auto_after_seconds.to_string()),
-    },
-    Field {
-        name: "open",
-        flag: NO_FLAG,
-        kind: Kind::Switch { default: true },
-        label: "Taking photos",
-        hint: "Whether guests may still send photos.",
-        description: "Whether guests may still send photos (true, the default).",
-        unit: "",
-        placeholder: "",
-        place: Place::Main,
-        sample: "true",
-        get: |s| Value::Switch(s.open),
-        set: |s, v| {
-            s.open = OptionValue::from_value(v)?;
-            Ok(())
-        },
-        words: |s| Some(if s.open { "yes" } else { "no" }.into()),
-    },
-];
+/// [`EVENT_FIELDS`] from each setting's declaration: its field of [`EventSettings`], kind,
+/// unit and sample, then its label, hint and description.
+macro_rules! event_fields {
+    ($($name:ident: $kind:expr, $unit:literal, $sample:literal,
+        $label:literal, $hint:literal, $description:literal;)*) => {
+        /// Every setting of an event, in the order its pages give them.
+        pub const EVENT_FIELDS: &[Field<EventSettings>] = &[$(Field {
+            name: stringify!($name),
+            flag: NO_FLAG,
+            kind: $kind,
+            label: $label,
+            hint: $hint,
+            description: $description,
+            unit: $unit,
+            placeholder: "",
+            place: Place::Main,
+            sample: $sample,
+            get: |s| OptionValue::to_value(&s.$name),
+            set: |s, v| {
+                s.$name = OptionValue::from_value(v)?;
+                Ok(())
+            },
+            words: |s| Some(SettingWords::words(&s.$name)),
+        }),*];
+    };
+}
+
+/// How a setting reads on the event's page.
+trait SettingWords {
+    fn words(&self) -> String;
+}
+
+impl SettingWords for bool {
+    fn words(&self) -> String {
+        if *self { "yes" } else { "no" }.into()
+    }
+}
+
+impl SettingWords for u32 {
+    fn words(&self) -> String {
+        self.to_string()
+    }
+}
+
+event_fields! {
+    approval: Kind::Switch { default: true }, "", "true",
+        "Approve each photo first",
+        "Photos wait until you approve them; off: they are in at once.",
+        "Photos wait for the owner's approval (true, the default), or are in at once. Photos already waiting keep waiting.";
+    per_guest: Kind::whole(0, 10_000, Some(20)), "", "8",
+        "Photos per guest",
+        "Most photos one guest may send; 0: no limit. Photos already sent stay.",
+        "Most photos one guest may send: 20 by default, 0 for no limit. Photos already sent stay.";
+    max_photos: Kind::whole(1, 1_000_000, Some(5_000)), "", "5000",
+        "Photos in all",
+        "Most photos the event holds, from every guest together. Photos already sent stay.",
+        "Most photos the event holds, from every guest together: 5,000 by default. Photos already sent stay.";
+    auto_after_seconds: Kind::whole(0, 86_400, Some(300)), "s", "300",
+        "New mosaic after a quiet spell (seconds)",
+        "A new mosaic is made on its own once the photos have changed and then stayed as they are this long; 0: only when you ask.",
+        "A new mosaic is made on its own once the photos in it have changed and then stayed as they are this many seconds (at most a day); 0 makes mosaics only when asked. 300 by default.";
+    open: Kind::Switch { default: true }, "", "true",
+        "Taking photos",
+        "Whether guests may still send photos.",
+        "Whether guests may still send photos (true, the default).";
+}
 
 /// The setting called `name`.
 pub fn event_field(name: &str) -> Option<&'static Field<EventSettings>> {

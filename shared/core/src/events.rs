@@ -1,6 +1,6 @@
-//! Events: one mosaic made of many people's photos. An event is a target photo, the job fields
-//! its owner chose, and the photos guests contribute through its link, each waiting, approved,
-//! left out or withdrawn. Its record is one JSON blob (`events/{id}/event.json`), updated under
+//! Events: one mosaic made of many people's photos. An event is a target photo, the job its
+//! owner chose (a checked specification), and the photos guests contribute through its link,
+//! each waiting, approved, left out or withdrawn. Its record is one JSON blob (`events/{id}/event.json`), updated under
 //! its ETag as a job's is; the target and each photo are blobs beside it. Its mosaics are
 //! ordinary jobs of a private library that holds its approved photos.
 
@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::keys::BlobKey;
 use crate::libraries::Owner;
+use crate::spec::JobSpec;
 use crate::storage::{BlobStore, BlobStoreExt, PutMode, StorageError};
 
 /// Where a contributed photo is.
@@ -92,7 +93,17 @@ pub struct EventRecord {
     /// the owner makes one, and a new one ends the old.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_token: Option<String>,
-    /// The job fields the owner gave (less the image and the library), as sent.
+    /// The job its mosaics are made with: the owner's fields and the event's defaults, checked
+    /// when the event was made (its library the event's own). Absent on events made before it
+    /// was kept: those have their `fields`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<JobSpec>,
+    /// The names of the job's fields given, by the owner or as the event's defaults (the rest
+    /// are the service's defaults).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chosen: Vec<String>,
+    /// The job fields the owner gave, as sent, on events made before `spec` was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fields: BTreeMap<String, String>,
     /// The target's file name, as sent.
     pub input_name: String,

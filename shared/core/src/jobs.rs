@@ -479,30 +479,22 @@ fn encode(record: &JobRecord) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::{Grid, LibraryRef, RenderOptions};
+    use crate::messages::LibraryRef;
 
     fn record() -> JobRecord {
         JobRecord::new(
             Uuid::new_v4(),
             Uuid::new_v4(),
             JobParams {
-                spec: JobSpec {
-                    library: LibraryRef {
+                spec: JobSpec::cells(
+                    LibraryRef {
                         id: "emoji".into(),
                         version: 1,
                     },
-                    tile_size: 16,
-                    tile_height: None,
-                    grid: Grid::Cells { across: 32 },
-                    slices: 4,
-                    options: RenderOptions::default(),
-                    allow_large: false,
-                    print: None,
-                    format: Default::default(),
-                    quality: None,
-                    webhook: None,
-                    keep_cells_of: None,
-                },
+                    16,
+                    32,
+                    4,
+                ),
                 input_name: "cat.jpg".into(),
             },
         )

@@ -167,18 +167,8 @@ impl<const D: usize> KdTree<D> {
                     }
                 }
             }
-            Node::Split {
-                axis,
-                value,
-                left,
-                right,
-            } => {
-                let diff = q[axis as usize] - value;
-                let (near, far) = if diff < 0.0 {
-                    (left, right)
-                } else {
-                    (right, left)
-                };
+            Node::Split { .. } => {
+                let (near, far, _, diff) = self.sides(node, q);
                 self.search_offset(near, q, plane, k, best);
                 self.search_offset(far, q, plane.max(diff.abs()), k, best);
             }
@@ -261,6 +251,26 @@ impl<const D: usize> KdTree<D> {
         d
     }
 
+    /// Split `node`'s children, the one on `q`'s side of its plane first, its axis, and how far
+    /// `q` lies from the plane along it (signed).
+    fn sides(&self, node: u32, q: &[f32; D]) -> (u32, u32, usize, f32) {
+        let Node::Split {
+            axis,
+            value,
+            left,
+            right,
+        } = self.nodes[node as usize]
+        else {
+            unreachable!("only a split node has sides");
+        };
+        let diff = q[axis as usize] - value;
+        if diff < 0.0 {
+            (left, right, axis as usize, diff)
+        } else {
+            (right, left, axis as usize, diff)
+        }
+    }
+
     /// The search under `node`, looking no farther than `bound` (squared). `off` holds, by
     /// axis, how far `q` lies outside the node's box (0 inside): the box's squared distance,
     /// summed in the order [`KdTree::leaf_dist2`] sums, is never more than any of its points'.
@@ -289,26 +299,16 @@ impl<const D: usize> KdTree<D> {
                     }
                 }
             }
-            Node::Split {
-                axis,
-                value,
-                left,
-                right,
-            } => {
-                let diff = q[axis as usize] - value;
-                let (near, far) = if diff < 0.0 {
-                    (left, right)
-                } else {
-                    (right, left)
-                };
+            Node::Split { .. } => {
+                let (near, far, axis, diff) = self.sides(node, q);
                 self.search(near, q, off, (k, bound), best);
                 let limit = reach(best, k, bound);
-                let before = off[axis as usize];
-                off[axis as usize] = diff;
+                let before = off[axis];
+                off[axis] = diff;
                 if off.iter().fold(0.0, |s, &o| s + o * o) <= limit {
                     self.search(far, q, off, (k, bound), best);
                 }
-                off[axis as usize] = before;
+                off[axis] = before;
             }
         }
     }

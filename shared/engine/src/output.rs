@@ -190,9 +190,59 @@ impl<W: Write + 'static> BandSink for PngSink<W> {
 /// Streaming baseline JPEG: `jpeg-encoder` pulls rows on its own thread from the bands pushed
 /// here, 16 rows at a time, so only a band or two is ever held.
 pub struct JpegSink {
-    tx: Option<SyncSender<Vec<u8>>>,
-    handle: Option<JoinHandle<Result<(), String>>>,
+    encoder: RowThread,
     count: RowCount,
+}
+
+/// A thread taking rows in bands over a channel (an encoder), its answer read when it ends.
+struct RowThread {
+    tx: Option<SyncSender<Vec<u8>>>,
+    handle: Option<JoinHandle<Result<(), Error>>>,
+    /// What runs there, as errors name it ("the JPEG encoder").
+    what: &'static str,
+}
+
+impl RowThread {
+    fn spawn(
+        name: &str,
+        what: &'static str,
+        run: impl FnOnce(Receiver<Vec<u8>>) -> Result<(), Error> + Send + 'static,
+    ) -> Result<Self, Error> {
+        let (tx, rx) = sync_channel::<Vec<u8>>(1);
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || run(rx))
+            .map_err(enc_err)?;
+        Ok(RowThread {
+            tx: Some(tx),
+            handle: Some(handle),
+            what,
+        })
+    }
+
+    fn send(&mut self, rows: Vec<u8>) -> Result<(), Error> {
+        let tx = self
+            .tx
+            .as_ref()
+            .ok_or_else(|| Error::Encode("already finished".into()))?;
+        if tx.send(rows).is_err() {
+            // The thread failed: its error is the one worth reporting.
+            let stopped = Error::Encode(format!("{} stopped early", self.what));
+            return self.join().and(Err(stopped));
+        }
+        Ok(())
+    }
+
+    /// Closes the channel and waits for the thread's answer.
+    fn join(&mut self) -> Result<(), Error> {
+        self.tx.take();
+        match self.handle.take() {
+            Some(h) => h
+                .join()
+                .map_err(|_| Error::Encode(format!("{} panicked", self.what)))?,
+            None => Err(Error::Encode("already finished".into())),
+        }
+    }
 }
 
 struct ChannelImage {
@@ -240,6 +290,23 @@ impl jpeg_encoder::ImageBuffer for ChannelImage {
     }
 }
 
+/// Encodes the rows `image` receives as a baseline JPEG (4:2:0, sRGB profile) into `w`.
+fn encode_jpeg<W: Write>(
+    mut w: W,
+    image: ChannelImage,
+    quality: u8,
+    dpi: u32,
+) -> Result<(), String> {
+    let mut enc = jpeg_encoder::Encoder::new(&mut w, quality);
+    enc.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_2);
+    let dpi = dpi.min(u32::from(u16::MAX)) as u16;
+    enc.set_density(jpeg_encoder::Density::Inch { x: dpi, y: dpi });
+    enc.add_icc_profile(crate::profile::srgb_icc())
+        .map_err(|e| e.to_string())?;
+    enc.encode_image(image).map_err(|e| e.to_string())?;
+    w.flush().map_err(|e| e.to_string())
+}
+
 impl JpegSink {
     pub fn new<W: Write + Send + 'static>(
         w: W,
@@ -259,46 +326,22 @@ impl JpegSink {
                 "JPEG quality {quality} (1 to 100)"
             )));
         }
-        let (tx, rx) = sync_channel::<Vec<u8>>(1);
-        let image = ChannelImage {
-            width: width as u16,
-            height: height as u16,
-            rx,
-            state: std::cell::RefCell::new((Vec::new(), 0)),
-        };
-        let handle = std::thread::Builder::new()
-            .name("jpeg-encoder".into())
-            .spawn(move || {
-                let mut w = w;
-                let mut enc = jpeg_encoder::Encoder::new(&mut w, quality);
-                enc.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_2);
-                let dpi = dpi.min(u32::from(u16::MAX)) as u16;
-                enc.set_density(jpeg_encoder::Density::Inch { x: dpi, y: dpi });
-                enc.add_icc_profile(crate::profile::srgb_icc())
-                    .map_err(|e| e.to_string())?;
-                enc.encode_image(image).map_err(|e| e.to_string())?;
-                w.flush().map_err(|e| e.to_string())
-            })
-            .map_err(enc_err)?;
+        let encoder = RowThread::spawn("jpeg-encoder", "the JPEG encoder", move |rx| {
+            let image = ChannelImage {
+                width: width as u16,
+                height: height as u16,
+                rx,
+                state: std::cell::RefCell::new((Vec::new(), 0)),
+            };
+            encode_jpeg(w, image, quality, dpi).map_err(Error::Encode)
+        })?;
         Ok(Self {
-            tx: Some(tx),
-            handle: Some(handle),
+            encoder,
             count: RowCount {
                 row_bytes: width as usize * 3,
                 left: height as u64,
             },
         })
-    }
-
-    fn join(&mut self) -> Result<(), Error> {
-        self.tx.take();
-        match self.handle.take() {
-            Some(h) => h
-                .join()
-                .map_err(|_| Error::Encode("the JPEG encoder panicked".into()))?
-                .map_err(Error::Encode),
-            None => Err(Error::Encode("already finished".into())),
-        }
     }
 }
 
@@ -309,56 +352,29 @@ impl BandSink for JpegSink {
 
     fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
         self.count.take(rows.len())?;
-        let tx = self
-            .tx
-            .as_ref()
-            .ok_or_else(|| Error::Encode("already finished".into()))?;
-        if tx.send(rows).is_err() {
-            return self
-                .join()
-                .and(Err(Error::Encode("the JPEG encoder stopped early".into())));
-        }
-        Ok(())
+        self.encoder.send(rows)
     }
 
     fn finish(&mut self) -> Result<(), Error> {
         self.count.done()?;
-        self.join()
+        self.encoder.join()
     }
 }
 
 /// Runs another sink on its own thread, so encoding overlaps the rendering of the next band.
 pub struct ThreadedSink {
-    tx: Option<SyncSender<Vec<u8>>>,
-    handle: Option<JoinHandle<Result<(), Error>>>,
+    thread: RowThread,
 }
 
 impl ThreadedSink {
     pub fn new(mut inner: Box<dyn BandSink + Send>) -> Result<Self, Error> {
-        let (tx, rx) = sync_channel::<Vec<u8>>(1);
-        let handle = std::thread::Builder::new()
-            .name("band-sink".into())
-            .spawn(move || {
-                for band in rx {
-                    inner.write_owned(band)?;
-                }
-                inner.finish()
-            })
-            .map_err(enc_err)?;
-        Ok(Self {
-            tx: Some(tx),
-            handle: Some(handle),
-        })
-    }
-
-    fn join(&mut self) -> Result<(), Error> {
-        self.tx.take();
-        match self.handle.take() {
-            Some(h) => h
-                .join()
-                .map_err(|_| Error::Encode("the encoder thread panicked".into()))?,
-            None => Err(Error::Encode("already finished".into())),
-        }
+        let thread = RowThread::spawn("band-sink", "the encoder", move |rx| {
+            for band in rx {
+                inner.write_owned(band)?;
+            }
+            inner.finish()
+        })?;
+        Ok(Self { thread })
     }
 }
 
@@ -368,21 +384,11 @@ impl BandSink for ThreadedSink {
     }
 
     fn write_owned(&mut self, rows: Vec<u8>) -> Result<(), Error> {
-        let tx = self
-            .tx
-            .as_ref()
-            .ok_or_else(|| Error::Encode("already finished".into()))?;
-        if tx.send(rows).is_err() {
-            // The encoder failed: its error is the one worth reporting.
-            return self
-                .join()
-                .and(Err(Error::Encode("the encoder stopped early".into())));
-        }
-        Ok(())
+        self.thread.send(rows)
     }
 
     fn finish(&mut self) -> Result<(), Error> {
-        self.join()
+        self.thread.join()
     }
 }
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tessera_shared::storage::{
-    MAX_BATCH, MAX_MESSAGE_BYTES, MAX_VISIBILITY, ReceivedMessage, SendOptions, SentMessage,
-    StorageError,
+    MAX_BATCH, MAX_MESSAGE_BYTES, MAX_VISIBILITY, MessageUpdate, ReceivedMessage, SendOptions,
+    SentMessage, StorageError,
 };
 use time::OffsetDateTime;
 
@@ -236,7 +236,10 @@ pub async fn update_with_stale_receipt_fails(b: &Backend) {
     let second = receive_when_due(b, &queue, SHORT).await;
     let err = b
         .queues
-        .update(&queue, &first.id, &first.pop_receipt, LONG, Some("hijack"))
+        .update(
+            &queue,
+            MessageUpdate::new(&first.id, &first.pop_receipt, LONG, Some("hijack")),
+        )
         .await
         .unwrap_err();
     assert!(is_stale_receipt(&err), "{err:?}");
@@ -254,7 +257,10 @@ pub async fn update_returns_new_receipt_and_old_goes_stale(b: &Backend) {
     let got = receive_one(b, &queue, LONG).await;
     let updated = b
         .queues
-        .update(&queue, &got.id, &got.pop_receipt, LONG, None)
+        .update(
+            &queue,
+            MessageUpdate::new(&got.id, &got.pop_receipt, LONG, None),
+        )
         .await
         .expect("update");
     assert_ne!(updated.pop_receipt, got.pop_receipt);
@@ -278,10 +284,7 @@ pub async fn updated_body_is_seen_on_redelivery(b: &Backend) {
     b.queues
         .update(
             &queue,
-            &got.id,
-            &got.pop_receipt,
-            Duration::ZERO,
-            Some("after ✓"),
+            MessageUpdate::new(&got.id, &got.pop_receipt, Duration::ZERO, Some("after ✓")),
         )
         .await
         .expect("update");
@@ -297,7 +300,10 @@ pub async fn update_extends_visibility(b: &Backend) {
     let got = receive_one(b, &queue, SHORT).await;
     let updated = b
         .queues
-        .update(&queue, &got.id, &got.pop_receipt, LONG, None)
+        .update(
+            &queue,
+            MessageUpdate::new(&got.id, &got.pop_receipt, LONG, None),
+        )
         .await
         .expect("update");
     assert!(updated.next_visible > got.next_visible);
@@ -310,7 +316,10 @@ pub async fn update_to_zero_makes_visible_now(b: &Backend) {
     send(b, &queue, "release").await;
     let got = receive_one(b, &queue, LONG).await;
     b.queues
-        .update(&queue, &got.id, &got.pop_receipt, Duration::ZERO, None)
+        .update(
+            &queue,
+            MessageUpdate::new(&got.id, &got.pop_receipt, Duration::ZERO, None),
+        )
         .await
         .expect("update");
     let again = receive_one(b, &queue, LONG).await;
@@ -322,7 +331,10 @@ pub async fn update_does_not_count_a_dequeue(b: &Backend) {
     send(b, &queue, "count").await;
     let got = receive_one(b, &queue, LONG).await;
     b.queues
-        .update(&queue, &got.id, &got.pop_receipt, Duration::ZERO, None)
+        .update(
+            &queue,
+            MessageUpdate::new(&got.id, &got.pop_receipt, Duration::ZERO, None),
+        )
         .await
         .expect("update");
     let peeked = b.queues.peek(&queue, 1).await.unwrap();
@@ -356,7 +368,10 @@ pub async fn update_of_deleted_message_is_not_found(b: &Backend) {
         .unwrap();
     let err = b
         .queues
-        .update(&queue, &got.id, &got.pop_receipt, LONG, None)
+        .update(
+            &queue,
+            MessageUpdate::new(&got.id, &got.pop_receipt, LONG, None),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, StorageError::NotFound(_)), "{err:?}");
@@ -414,7 +429,10 @@ pub async fn visibility_over_seven_days_is_invalid(b: &Backend) {
     let got = receive_one(b, &queue, LONG).await;
     let err = b
         .queues
-        .update(&queue, &got.id, &got.pop_receipt, too_long, None)
+        .update(
+            &queue,
+            MessageUpdate::new(&got.id, &got.pop_receipt, too_long, None),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, StorageError::Invalid(_)), "{err:?}");
@@ -433,7 +451,10 @@ pub async fn body_over_limit_is_too_large(b: &Backend) {
     let got = receive_one(b, &queue, LONG).await;
     let err = b
         .queues
-        .update(&queue, &got.id, &got.pop_receipt, LONG, Some(&big))
+        .update(
+            &queue,
+            MessageUpdate::new(&got.id, &got.pop_receipt, LONG, Some(&big)),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, StorageError::TooLarge { .. }), "{err:?}");

@@ -464,27 +464,19 @@ impl TestApp {
     /// A job of `client` that stays queued: its record is stored, no request is sent.
     pub(crate) async fn queued_job(&self, client: uuid::Uuid) -> uuid::Uuid {
         use tessera_shared::jobs::{JobParams, JobRecord};
-        use tessera_shared::messages::{Grid, LibraryRef, RenderOptions};
+        use tessera_shared::messages::LibraryRef;
         use tessera_shared::spec::JobSpec;
         let id = uuid::Uuid::new_v4();
         let params = JobParams {
-            spec: JobSpec {
-                library: LibraryRef {
+            spec: JobSpec::cells(
+                LibraryRef {
                     id: "emoji".into(),
                     version: 1,
                 },
-                tile_size: 16,
-                tile_height: None,
-                grid: Grid::Cells { across: 8 },
-                slices: 1,
-                options: RenderOptions::default(),
-                allow_large: false,
-                print: None,
-                format: Default::default(),
-                quality: None,
-                webhook: None,
-                keep_cells_of: None,
-            },
+                16,
+                8,
+                1,
+            ),
             input_name: "held.png".into(),
         };
         self.platform

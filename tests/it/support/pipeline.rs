@@ -20,7 +20,8 @@ use tessera_shared::runtime::shutdown::{self, ShutdownTrigger};
 use tessera_shared::runtime::{Context, Failure, Listener, ListenerHandle, ListenerSettings};
 use tessera_shared::storage::embedded::EmbeddedStorage;
 use tessera_shared::storage::{
-    BlobStore, PeekedMessage, QueueStore, ReceivedMessage, SendOptions, SentMessage, UpdatedMessage,
+    BlobStore, MessageUpdate, PeekedMessage, QueueStore, ReceivedMessage, SendOptions, SentMessage,
+    UpdatedMessage,
 };
 use tessera_workers::{ControllerSettings, ProcessorSettings, run_controller, run_processors};
 use tokio::task::JoinHandle;
@@ -239,14 +240,9 @@ impl QueueStore for Twice {
     async fn update(
         &self,
         queue: &str,
-        id: &str,
-        pop_receipt: &str,
-        visibility_timeout: Duration,
-        body: Option<&str>,
+        change: MessageUpdate<'_>,
     ) -> tessera_shared::storage::Result<UpdatedMessage> {
-        self.0
-            .update(queue, id, pop_receipt, visibility_timeout, body)
-            .await
+        self.0.update(queue, change).await
     }
     async fn delete(
         &self,

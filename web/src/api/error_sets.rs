@@ -86,3 +86,14 @@ error_set! {
         422 Unusable,
     }
 }
+
+error_set! {
+    /// An owner's route of an event: not its owner (403), no such event (404).
+    OwnedEventErrors {
+        /// not_event_owner: neither the event's owner nor, where the route takes one, its wall
+        /// link or a guest's token.
+        403 NotEventOwner,
+        /// event_not_found
+        404 NotFound,
+    }
+}

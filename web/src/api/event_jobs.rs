@@ -2,7 +2,7 @@
 //! ordinary job of that library that keeps the cells of the latest mosaic done. Asked for by
 //! the owner (`POST /api/v1/events/{id}/mosaic`) or on its own (`event_auto`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -13,8 +13,9 @@ use tessera_shared::events::{EventPhoto, EventRecord, Maker};
 use tessera_shared::jobs::{JobError, JobRecord, JobState, Sharing};
 use tessera_shared::libraries::{Publication, Visibility};
 use tessera_shared::library_import::import_library_while;
+use tessera_shared::spec::JobSpec;
 
-use crate::api::job_broker::{Form, declared_field, enqueue};
+use crate::api::job_broker::{Submission, check_spec, declared_field, enqueue, spec_of};
 use crate::api::tile_libraries::{require_index_room, within_budget};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
@@ -31,35 +32,40 @@ pub(crate) async fn make_mosaic(
     let asked_at = OffsetDateTime::now_utc();
     let library = publish_library(state, record, asked_by).await?;
     let target = events.target(record.id).await?;
-    let mut fields: BTreeMap<&'static str, String> = BTreeMap::new();
-    for (name, value) in &record.fields {
-        fields.insert(declared_field(name)?, value.clone());
+    let (mut spec, mut chosen) = match &record.spec {
+        Some(spec) => {
+            let chosen = record.chosen.iter().map(|name| declared_field(name));
+            (spec.clone(), chosen.collect::<ApiResult<BTreeSet<_>>>()?)
+        }
+        None => {
+            let mut fields = BTreeMap::new();
+            for (name, value) in &record.fields {
+                fields.insert(declared_field(name)?, value.clone());
+            }
+            event_job(&fields, record.id, state)?
+        }
+    };
+    // The photos spread as far apart as their number allows, unless the owner chose.
+    if chosen.insert("repeat_radius") {
+        spec.options.repeat_radius = spread_for(record.approved().count());
     }
-    fields.insert("library", library);
-    // Every guest's photo in the mosaic where the grid has room for them all, unless the owner
-    // chose otherwise.
-    if !fields.contains_key("min_uses") {
-        fields.entry("every_tile").or_insert_with(|| "true".into());
-    }
-    if !fields.contains_key("repeat_radius") {
-        let radius = spread_for(record.approved().count());
-        fields.insert("repeat_radius", radius.to_string());
-    }
+    spec.library.id = library;
+    check_spec(&spec, state)?;
     let who = (maker.client, maker.key_holder.clone());
-    let keep_cells_of = latest_mosaics(state, record).await?.done.map(|r| r.id);
+    spec.keep_cells_of = latest_mosaics(state, record).await?.done.map(|r| r.id);
     // Seen by its owner and by the event's guests (the contribute link's secret is its share
     // link's), never by anyone who only knows its id.
-    let form = Form {
-        image: Some((target, record.input_name.clone())),
-        fields,
-        keep_cells_of,
+    let job_asked = Submission {
+        image: (target, record.input_name.clone()),
+        spec,
+        chosen,
         sharing: Sharing {
             private: true,
             token: Some(record.token.clone()),
         },
     };
     let job = Uuid::new_v4();
-    enqueue(state, job, who, address, form).await?;
+    enqueue(state, job, who, address, job_asked).await?;
     events
         .update(record.id, |r| {
             r.mosaics.push(job);
@@ -69,6 +75,23 @@ pub(crate) async fn make_mosaic(
         })
         .await?;
     Ok(job)
+}
+
+/// The job of event `id`'s mosaics that the owner's `fields` ask for, checked, and the names
+/// of the fields given: its library is the event's own, and every guest's photo is in each
+/// mosaic where the grid has room for them all unless the owner chose a floor of uses.
+pub(crate) fn event_job(
+    fields: &BTreeMap<&'static str, String>,
+    id: Uuid,
+    state: &AppState,
+) -> ApiResult<(JobSpec, BTreeSet<&'static str>)> {
+    let mut fields = fields.clone();
+    fields.insert("library", EventRecord::library_id_of(id));
+    if !fields.contains_key("min_uses") {
+        fields.entry("every_tile").or_insert_with(|| "true".into());
+    }
+    let spec = spec_of(&fields, state)?;
+    Ok((spec, fields.keys().copied().collect()))
 }
 
 /// The widest distance (at most 2 cells) within which no photo repeats that `photos` photos

@@ -20,7 +20,8 @@ use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, Maker, Phot
 use tessera_shared::libraries::Owner;
 use tessera_shared::wishlist::Wish;
 
-use crate::api::job_broker::{Form, duplicate, missing, read_field, spec_of};
+use crate::api::event_jobs::event_job;
+use crate::api::job_broker::{Form, duplicate, missing, read_field};
 use crate::api::owned_event::{OwnedEvent, is_owner, not_owner, requester};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
@@ -317,10 +318,7 @@ pub async fn create(
     }
     let settings = EventSettings::from_fields(|name| form.settings.get(name).map(String::as_str))?;
     let id = Uuid::new_v4();
-    // The fields are checked as the mosaics will send them, with the event's library.
-    let mut fields = form.job.fields.clone();
-    fields.insert("library", EventRecord::library_id_of(id));
-    spec_of(&fields, &state)?;
+    let (spec, chosen) = event_job(&form.job.fields, id, &state)?;
     let (image, input_name) = form.job.image.clone().ok_or_else(|| missing("image"))?;
     let probe = probe_target(&image, state.settings.max_input_pixels)?;
     let _room = state.decode_memory.room_for(probe.decode_bytes).await?;
@@ -340,12 +338,9 @@ pub async fn create(
         owner,
         token: new_secret(),
         wall_token: None,
-        fields: form
-            .job
-            .fields
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
+        spec: Some(spec),
+        chosen: chosen.iter().map(|name| name.to_string()).collect(),
+        fields: BTreeMap::new(),
         input_name: input_name.chars().take(255).collect(),
         settings,
         photos: Vec::new(),
@@ -387,8 +382,7 @@ pub async fn create(
     params(("id" = Uuid, Path, description = "The event's id"), TokenQuery),
     responses(
         (status = 200, description = "The event", body = EventView),
-        (status = 403, description = "not_event_owner: neither the owner nor a guest with the token", body = crate::api_error::ErrorBody),
-        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
     ),
 )]
 pub async fn get(
@@ -520,8 +514,7 @@ pub async fn withdraw(
     params(("id" = Uuid, Path, description = "The event's id")),
     responses(
         (status = 202, description = "Queued", body = MosaicRef),
-        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
-        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
         (status = 422, description = "no photo approved yet, or the job cannot be made", body = crate::api_error::ErrorBody),
         (status = 429, description = "too_many_active_jobs", body = crate::api_error::ErrorBody),
         (status = 503, description = "service_busy, or storage is unavailable", body = crate::api_error::ErrorBody),

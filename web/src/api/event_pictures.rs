@@ -95,9 +95,8 @@ pub async fn thumbnail(
     params(("id" = Uuid, Path, description = "The event's id"), crate::api::event_wall::WallQuery),
     responses(
         (status = 200, description = "The contribute link as a QR code", content_type = "image/svg+xml", body = String),
-        (status = 403, description = "not_event_owner: neither the owner nor the wall link", body = crate::api_error::ErrorBody),
-        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
-        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
+        crate::api::error_sets::StorageErrors,
     ),
 )]
 pub async fn qr_code(

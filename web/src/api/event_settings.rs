@@ -29,10 +29,9 @@ pub struct SettingsChange {}
     responses(
         (status = 200, description = "The event as it is now", body = EventView),
         (status = 400, description = "invalid_parameter, or the body is not the JSON this route takes", body = crate::api_error::ErrorBody),
-        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
-        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
         (status = 415, description = "the body is not JSON", body = crate::api_error::ErrorBody),
-        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::StorageErrors,
     ),
 )]
 pub async fn change(

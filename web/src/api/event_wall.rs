@@ -135,9 +135,8 @@ pub(crate) fn wall_path(record: &EventRecord) -> Option<String> {
     params(("id" = Uuid, Path, description = "The event's id")),
     responses(
         (status = 201, description = "The new wall link; the earlier one no longer opens", body = WallLink),
-        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
-        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
-        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
+        crate::api::error_sets::StorageErrors,
     ),
 )]
 pub async fn make_link(
@@ -170,9 +169,8 @@ pub async fn make_link(
     params(("id" = Uuid, Path, description = "The event's id")),
     responses(
         (status = 204, description = "Ended"),
-        (status = 403, description = "not_event_owner", body = crate::api_error::ErrorBody),
-        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
-        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
+        crate::api::error_sets::StorageErrors,
     ),
 )]
 pub async fn end_link(owned: OwnedEvent, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
@@ -194,9 +192,8 @@ pub async fn end_link(owned: OwnedEvent, state: web::Data<AppState>) -> ApiResul
     params(("id" = Uuid, Path, description = "The event's id"), WallQuery),
     responses(
         (status = 200, description = "What the wall shows", body = WallView),
-        (status = 403, description = "not_event_owner: neither the owner nor the wall link", body = crate::api_error::ErrorBody),
-        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
-        (status = 503, description = "storage is unavailable", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
+        crate::api::error_sets::StorageErrors,
     ),
 )]
 pub async fn get(

@@ -38,12 +38,31 @@ use crate::job_view::{JobView, job_path};
 pub(crate) struct Form {
     pub(crate) image: Option<(bytes::Bytes, String)>,
     pub(crate) fields: std::collections::BTreeMap<&'static str, String>,
-    /// The earlier job whose cells the mosaic keeps (an event's last mosaic): the service's
-    /// own, never read from a submission.
-    pub(crate) keep_cells_of: Option<Uuid>,
+}
+
+/// A job to queue: the target, its checked specification and the fields the submitter gave.
+pub(crate) struct Submission {
+    pub(crate) image: (bytes::Bytes, String),
+    pub(crate) spec: JobSpec,
+    /// The names of the fields given (the rest took defaults): what fitting the job to its
+    /// library leaves as asked.
+    pub(crate) chosen: std::collections::BTreeSet<&'static str>,
     /// Who besides its owner may see the job (an event's mosaics: its guests, by the event's
     /// link): the service's own, never read from a submission.
     pub(crate) sharing: tessera_shared::jobs::Sharing,
+}
+
+impl Submission {
+    /// The job a submitted form asks for: its image, and its fields read and checked.
+    pub(crate) fn of_form(form: Form, state: &AppState) -> ApiResult<Submission> {
+        let image = form.image.ok_or_else(|| missing("image"))?;
+        Ok(Submission {
+            image,
+            spec: spec_of(&form.fields, state)?,
+            chosen: form.fields.keys().copied().collect(),
+            sharing: Default::default(),
+        })
+    }
 }
 
 /// A job submission (`multipart/form-data`): the image and the job specification's fields. Its
@@ -100,12 +119,19 @@ pub async fn submit(
     ))?;
     let form = read_form(&mut payload, &state).await?;
     drop(slot);
+    let submission = Submission::of_form(form, &state)?;
     let job = Uuid::new_v4();
     let span = tracing::info_span!("submit", %job, %client);
     let record = tracing::Instrument::instrument(
         accounting::with_job(
             job,
-            enqueue(&state, job, (client, credential_owner(&req)), address, form),
+            enqueue(
+                &state,
+                job,
+                (client, credential_owner(&req)),
+                address,
+                submission,
+            ),
         ),
         span,
     )
@@ -200,6 +226,13 @@ pub(crate) fn spec_of(
         slices: settings.default_slices,
     };
     let spec = JobSpec::from_fields(|name| fields.get(name).map(String::as_str), &defaults)?;
+    check_spec(&spec, state)?;
+    Ok(spec)
+}
+
+/// Checks `spec` against the service's limits and its webhook against the allow-list.
+pub(crate) fn check_spec(spec: &JobSpec, state: &AppState) -> ApiResult<()> {
+    let settings = &state.settings;
     spec.check(&settings.limits)?;
     if let Some(webhook) = &spec.webhook {
         let url = tessera_shared::spec::check_webhook(webhook)?;
@@ -218,7 +251,7 @@ pub(crate) fn spec_of(
             ));
         }
     }
-    Ok(spec)
+    Ok(())
 }
 
 /// The library `id` names, if `owner` may make mosaics of it: someone else's private library
@@ -262,13 +295,16 @@ pub(crate) async fn enqueue(
     job: Uuid,
     (client, key_holder): (Uuid, Option<Owner>),
     address: Option<std::net::IpAddr>,
-    form: Form,
+    job_asked: Submission,
 ) -> ApiResult<JobRecord> {
     let owner = key_holder.clone().unwrap_or_else(|| Owner::client(client));
     let settings = &state.settings;
-    let (image, input_name) = form.image.ok_or_else(|| missing("image"))?;
-    let mut spec = spec_of(&form.fields, state)?;
-    spec.keep_cells_of = form.keep_cells_of;
+    let Submission {
+        image: (image, input_name),
+        mut spec,
+        chosen,
+        sharing,
+    } = job_asked;
     let library = usable_library(state, &spec.library.id, &owner).await?;
 
     let probe = probe_target(&image, settings.max_input_pixels)?;
@@ -280,7 +316,7 @@ pub(crate) async fn enqueue(
 
     let size = spec.size(info.width, info.height, &settings.limits)?;
     let fitted = (library.id.as_str(), library.tiles, library.tile_shape());
-    let adapted = spec.fit_library(&size, fitted, |name| form.fields.contains_key(name))?;
+    let adapted = spec.fit_library(&size, fitted, |name| chosen.contains(name))?;
     spec.library = library.reference();
     let output = size.output;
 
@@ -307,7 +343,7 @@ pub(crate) async fn enqueue(
     );
     record.submitter = submitter(key_holder.as_ref(), address);
     record.key_holder = key_holder;
-    record.sharing = form.sharing;
+    record.sharing = sharing;
     record.output = Some(output);
     record.sized_to = Some(size.grid());
     let sized_to = record.sized_to;

@@ -16,7 +16,8 @@ use tessera_shared::libraries::{LibraryRecord, Owner, SkippedFile};
 use tessera_shared::library_import::{EditReport, LibraryEdit, edit_library_while};
 
 use crate::api::tile_libraries::{
-    Duplicate, changeable, receive, require_index_room, unpack, visible_library, within_budget,
+    ChangeableLibrary, Duplicate, VisibleLibrary, changeable, receive, require_index_room, unpack,
+    within_budget,
 };
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
@@ -97,11 +98,9 @@ pub struct TileName {
     ),
 )]
 pub async fn list(
-    req: HttpRequest,
-    path: web::Path<String>,
+    VisibleLibrary(record): VisibleLibrary,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let record = visible_library(&state, &req, &path).await?;
     let library = state.library(&record.reference()).await?;
     let tiles = (0..library.len() as u32)
         .map(|t| TileEntry {
@@ -202,11 +201,11 @@ pub async fn edit(
 )]
 pub async fn remove(
     req: HttpRequest,
-    path: web::Path<String>,
+    library: ChangeableLibrary,
     query: web::Query<TileName>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (record, who) = changeable(&state, &req, &path).await?;
+    let ChangeableLibrary { record, who } = library;
     let edit = LibraryEdit {
         add: None,
         remove: vec![query.into_inner().name],

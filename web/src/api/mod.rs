@@ -21,6 +21,7 @@ pub mod job_stream;
 pub mod library_tiles;
 pub mod openapi;
 pub mod owned_event;
+pub(crate) mod path_target;
 pub mod queue_status;
 pub mod requested_job;
 pub mod result;

@@ -2,17 +2,15 @@
 //! what the owner's event routes begin with. An id that is not a UUID, or names no event, is
 //! 404 `event_not_found`; someone else's event 403 `not_event_owner`.
 
-use actix_web::dev::Payload;
+use actix_web::HttpRequest;
 use actix_web::http::StatusCode;
-use actix_web::{FromRequest, HttpRequest, web};
-use futures_util::future::LocalBoxFuture;
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::EventRecord;
 use tessera_shared::libraries::Owner;
 use uuid::Uuid;
 
+use crate::api::path_target::from_path;
 use crate::api_error::{ApiError, ApiResult};
-use crate::app_state::AppState;
 use crate::guards::client::{client_id, credential_owner};
 
 /// The event named by the path's `{id}`, asked for by its owner (or the operator).
@@ -22,32 +20,17 @@ pub struct OwnedEvent {
     pub client: Uuid,
 }
 
-impl FromRequest for OwnedEvent {
-    type Error = ApiError;
-    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let id = req
-            .match_info()
-            .get("id")
-            .unwrap_or_default()
-            .parse::<Uuid>();
-        let state = req.app_data::<web::Data<AppState>>().cloned();
-        let req = req.clone();
-        Box::pin(async move {
-            let id = id.map_err(|_| {
-                ApiError::not_found(ErrorCode::EventNotFound, "no event has this address")
-            })?;
-            let state = state.ok_or_else(|| ApiError::internal("the app state is missing"))?;
-            let (who, client, _) = requester(&req)?;
-            let record = state.platform.events().get(id).await?;
-            if !is_owner(&record, &who) {
-                return Err(not_owner(&record));
-            }
-            Ok(OwnedEvent { record, client })
-        })
+from_path!(OwnedEvent, |state, req, id| async move {
+    let id = id
+        .parse::<Uuid>()
+        .map_err(|_| ApiError::not_found(ErrorCode::EventNotFound, "no event has this address"))?;
+    let (who, client, _) = requester(&req)?;
+    let record = state.platform.events().get(id).await?;
+    if !is_owner(&record, &who) {
+        return Err(not_owner(&record));
     }
-}
+    Ok(OwnedEvent { record, client })
+});
 
 /// The requester of an event route: a key's holder, else the client (minted when absent).
 pub(crate) fn requester(req: &HttpRequest) -> ApiResult<(Owner, Uuid, bool)> {

@@ -2,17 +2,15 @@
 //! begin with. An id that is not a UUID, or names no job, is 404 `job_not_found`; a private job,
 //! to someone who may not see it, 403 `job_private`.
 
-use actix_web::dev::Payload;
-use actix_web::{FromRequest, HttpRequest, web};
-use futures_util::future::LocalBoxFuture;
+use actix_web::HttpRequest;
 use tessera_shared::jobs::JobRecord;
 use uuid::Uuid;
 
 use actix_web::http::StatusCode;
 use tessera_shared::error_code::ErrorCode;
 
+use crate::api::path_target::from_path;
 use crate::api_error::{ApiError, ApiResult};
-use crate::app_state::AppState;
 use crate::guards::client::{job_id, manages_job};
 use crate::guards::job_access::check_readable;
 
@@ -22,23 +20,12 @@ pub struct RequestedJob {
     pub record: JobRecord,
 }
 
-impl FromRequest for RequestedJob {
-    type Error = ApiError;
-    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let id = job_id(req.match_info().get("id").unwrap_or_default());
-        let state = req.app_data::<web::Data<AppState>>().cloned();
-        let req = req.clone();
-        Box::pin(async move {
-            let id = id?;
-            let state = state.ok_or_else(|| ApiError::internal("the app state is missing"))?;
-            let record = state.platform.jobs().get(id).await?;
-            check_readable(&req, &record)?;
-            Ok(RequestedJob { id, record })
-        })
-    }
-}
+from_path!(RequestedJob, |state, req, id| async move {
+    let id = job_id(&id)?;
+    let record = state.platform.jobs().get(id).await?;
+    check_readable(&req, &record)?;
+    Ok(RequestedJob { id, record })
+});
 
 impl RequestedJob {
     /// Refuses (403 `not_your_job`) a client that may not `verb` the job: only the client that

@@ -28,6 +28,7 @@ use tessera_shared::libraries::{
 };
 use tessera_shared::library_import::{ImportError, import_library_while};
 
+use crate::api::path_target::from_path;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 use crate::guards::archive::{extract, free_bytes, measure_images};
@@ -107,6 +108,24 @@ pub(crate) async fn changeable(
     }
 }
 
+/// The library named by the path's `{id}`, as [`visible_library`] finds it.
+pub struct VisibleLibrary(pub LibraryRecord);
+
+from_path!(VisibleLibrary, |state, req, id| async move {
+    Ok(VisibleLibrary(visible_library(&state, &req, &id).await?))
+});
+
+/// The library named by the path's `{id}`, for one who may change it ([`changeable`]).
+pub struct ChangeableLibrary {
+    pub record: LibraryRecord,
+    pub who: Owner,
+}
+
+from_path!(ChangeableLibrary, |state, req, id| async move {
+    let (record, who) = changeable(&state, &req, &id).await?;
+    Ok(ChangeableLibrary { record, who })
+});
+
 /// One tile library.
 #[utoipa::path(
     get,
@@ -119,13 +138,8 @@ pub(crate) async fn changeable(
         crate::api::error_sets::LookupErrors,
     ),
 )]
-pub async fn get(
-    req: HttpRequest,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> ApiResult<HttpResponse> {
-    let record = visible_library(&state, &req, &path).await?;
-    Ok(HttpResponse::Ok().json(record))
+pub async fn get(library: VisibleLibrary) -> ApiResult<HttpResponse> {
+    Ok(HttpResponse::Ok().json(library.0))
 }
 
 /// Delete a tile library: every version's index and contact sheet.
@@ -148,11 +162,10 @@ pub async fn get(
     ),
 )]
 pub async fn delete(
-    req: HttpRequest,
-    path: web::Path<String>,
+    library: ChangeableLibrary,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let (record, _) = changeable(&state, &req, &path).await?;
+    let record = library.record;
     let deleted = state.platform.libraries().delete(&record.id).await?;
     state.loaded_libraries.drop_library(&record.id);
     tracing::info!(library = %record.id, blobs = deleted, "library deleted");

@@ -19,7 +19,7 @@ use super::poison::{self, PoisonHook, probe_job_id};
 use super::shutdown::{self, Shutdown, ShutdownTrigger};
 use crate::messages::Message;
 use crate::queue::{BodyError, Queue};
-use crate::storage::{ReceivedMessage, StorageError};
+use crate::storage::{MessageUpdate, ReceivedMessage, StorageError};
 use crate::{accounting, metric_names};
 
 /// Runs a handler over one queue; see the [module docs](super).
@@ -674,10 +674,7 @@ async fn renew<M: Message>(shared: &Shared<M>, lease: &mut Lease) {
         .queues()
         .update(
             &shared.name,
-            &lease.id,
-            &lease.receipt,
-            settings.visibility_timeout,
-            None,
+            MessageUpdate::new(&lease.id, &lease.receipt, settings.visibility_timeout, None),
         )
         .await
     {
@@ -769,7 +766,13 @@ async fn update<M: Message>(
     }
     let queues = shared.queue.queues();
     let delay = delay.min(crate::storage::MAX_VISIBILITY);
-    match with_retries(|| queues.update(&shared.name, &lease.id, &lease.receipt, delay, body)).await
+    match with_retries(|| {
+        queues.update(
+            &shared.name,
+            MessageUpdate::new(&lease.id, &lease.receipt, delay, body),
+        )
+    })
+    .await
     {
         Ok(updated) => lease.receipt = updated.pop_receipt,
         Err(e) => {

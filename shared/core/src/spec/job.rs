@@ -277,6 +277,25 @@ pub struct Defaults {
 }
 
 impl JobSpec {
+    /// A job of `library`: `across` cells of `tile_size` px square, in `slices` slices, every
+    /// other field at its default (a PNG, the default render options).
+    pub fn cells(library: LibraryRef, tile_size: u32, across: u32, slices: u32) -> JobSpec {
+        JobSpec {
+            library,
+            tile_size,
+            tile_height: None,
+            grid: Grid::Cells { across },
+            slices,
+            options: RenderOptions::default(),
+            allow_large: false,
+            print: None,
+            format: FileFormat::Png,
+            quality: None,
+            webhook: None,
+            keep_cells_of: None,
+        }
+    }
+
     /// The job's tile size.
     pub fn tile(&self) -> TileSize {
         tile_size(self.tile_size, self.tile_height)

@@ -205,6 +205,32 @@ pub struct UpdatedMessage {
     pub next_visible: OffsetDateTime,
 }
 
+/// A change to a received message: hidden for `visibility_timeout` from now, its body replaced
+/// when `body` is given. The receipt must be current.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageUpdate<'a> {
+    pub id: &'a str,
+    pub pop_receipt: &'a str,
+    pub visibility_timeout: Duration,
+    pub body: Option<&'a str>,
+}
+
+impl<'a> MessageUpdate<'a> {
+    pub fn new(
+        id: &'a str,
+        pop_receipt: &'a str,
+        visibility_timeout: Duration,
+        body: Option<&'a str>,
+    ) -> Self {
+        MessageUpdate {
+            id,
+            pop_receipt,
+            visibility_timeout,
+            body,
+        }
+    }
+}
+
 /// The queue port.
 #[async_trait]
 pub trait QueueStore: Send + Sync + Debug {
@@ -224,16 +250,8 @@ pub trait QueueStore: Send + Sync + Debug {
         max: usize,
         visibility_timeout: Duration,
     ) -> Result<Vec<ReceivedMessage>>;
-    /// Hides a received message for `visibility_timeout` from now, replacing its body when one
-    /// is given. The receipt must be current.
-    async fn update(
-        &self,
-        queue: &str,
-        id: &str,
-        pop_receipt: &str,
-        visibility_timeout: Duration,
-        body: Option<&str>,
-    ) -> Result<UpdatedMessage>;
+    /// Applies `change` to a received message ([`MessageUpdate`]).
+    async fn update(&self, queue: &str, change: MessageUpdate<'_>) -> Result<UpdatedMessage>;
     /// Deletes a received message. The receipt must be current.
     async fn delete(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()>;
     /// Up to `max` (1 to [`MAX_BATCH`]) visible messages, without receiving them.

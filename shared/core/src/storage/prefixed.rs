@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{
-    BlobMeta, BlobStore, BlobUpload, ListPage, PeekedMessage, PutMode, QueueStore, ReceivedMessage,
-    Result, SendOptions, SentMessage, UpdatedMessage,
+    BlobMeta, BlobStore, BlobUpload, ListPage, MessageUpdate, PeekedMessage, PutMode, QueueStore,
+    ReceivedMessage, Result, SendOptions, SentMessage, UpdatedMessage,
 };
 
 /// Longest prefix: the longest of Tessera's names (`sliceresponse-poison`, 20 characters) must
@@ -105,17 +105,8 @@ impl<T: QueueStore + ?Sized> QueueStore for Prefixed<T> {
             .receive(&self.name(queue), max, visibility_timeout)
             .await
     }
-    async fn update(
-        &self,
-        queue: &str,
-        id: &str,
-        pop_receipt: &str,
-        visibility_timeout: Duration,
-        body: Option<&str>,
-    ) -> Result<UpdatedMessage> {
-        self.inner
-            .update(&self.name(queue), id, pop_receipt, visibility_timeout, body)
-            .await
+    async fn update(&self, queue: &str, change: MessageUpdate<'_>) -> Result<UpdatedMessage> {
+        self.inner.update(&self.name(queue), change).await
     }
     async fn delete(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
         self.inner.delete(&self.name(queue), id, pop_receipt).await

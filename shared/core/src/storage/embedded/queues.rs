@@ -25,9 +25,9 @@ use tokio::sync::oneshot;
 
 use super::durability::Durability;
 use crate::storage::{
-    Cause, DEFAULT_TIME_TO_LIVE, PeekedMessage, QueueStore, ReceivedMessage, Result, SendOptions,
-    SentMessage, StorageError, UpdatedMessage, check_batch, check_body, check_visibility,
-    validate_queue_name,
+    Cause, DEFAULT_TIME_TO_LIVE, MessageUpdate, PeekedMessage, QueueStore, ReceivedMessage, Result,
+    SendOptions, SentMessage, StorageError, UpdatedMessage, check_batch, check_body,
+    check_visibility, validate_queue_name,
 };
 
 /// Most jobs committed in one transaction.
@@ -115,6 +115,24 @@ impl EmbeddedQueues {
 
     /// Runs `f` on the writer thread, inside a transaction, and returns what it returned once the
     /// transaction has committed.
+    /// [`EmbeddedQueues::call`] with the id of queue `queue`, checked by name first; a queue
+    /// that does not exist is [`StorageError::NotFound`].
+    async fn call_on<T, F>(&self, queue: &str, mut f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&Connection, i64) -> rusqlite::Result<T> + Send + 'static,
+    {
+        validate_queue_name(queue)?;
+        let queue = queue.to_string();
+        self.call(move |conn| {
+            let Some(qid) = queue_id(conn, &queue)? else {
+                return Ok(Err(queue_not_found(&queue)));
+            };
+            f(conn, qid).map(Ok)
+        })
+        .await
+    }
+
     async fn call<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
@@ -325,17 +343,12 @@ impl QueueStore for EmbeddedQueues {
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        validate_queue_name(queue)?;
-        let queue = queue.to_string();
-        self.call(move |conn| {
-            let Some(qid) = queue_id(conn, &queue)? else {
-                return Ok(Err(queue_not_found(&queue)));
-            };
+        self.call_on(queue, move |conn, qid| {
             conn.prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
                 .execute([qid])?;
             conn.prepare_cached("DELETE FROM queues WHERE id = ?1")?
                 .execute([qid])?;
-            Ok(Ok(()))
+            Ok(())
         })
         .await
     }
@@ -442,14 +455,13 @@ impl QueueStore for EmbeddedQueues {
         .await
     }
 
-    async fn update(
-        &self,
-        queue: &str,
-        id: &str,
-        pop_receipt: &str,
-        visibility_timeout: Duration,
-        body: Option<&str>,
-    ) -> Result<UpdatedMessage> {
+    async fn update(&self, queue: &str, change: MessageUpdate<'_>) -> Result<UpdatedMessage> {
+        let MessageUpdate {
+            id,
+            pop_receipt,
+            visibility_timeout,
+            body,
+        } = change;
         validate_queue_name(queue)?;
         check_visibility("a visibility timeout", visibility_timeout)?;
         if let Some(body) = body {
@@ -494,13 +506,8 @@ impl QueueStore for EmbeddedQueues {
     }
 
     async fn peek(&self, queue: &str, max: usize) -> Result<Vec<PeekedMessage>> {
-        validate_queue_name(queue)?;
         check_batch(max)?;
-        let queue = queue.to_string();
-        self.call(move |conn| {
-            let Some(qid) = queue_id(conn, &queue)? else {
-                return Ok(Err(queue_not_found(&queue)));
-            };
+        self.call_on(queue, move |conn, qid| {
             let peeked = conn
                 .prepare_cached(
                     "SELECT id, body, dequeue_count, insertion_time, expiration_time \
@@ -517,24 +524,19 @@ impl QueueStore for EmbeddedQueues {
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(Ok(peeked))
+            Ok(peeked)
         })
         .await
     }
 
     async fn approximate_depth(&self, queue: &str) -> Result<u64> {
-        validate_queue_name(queue)?;
-        let queue = queue.to_string();
-        self.call(move |conn| {
-            let Some(qid) = queue_id(conn, &queue)? else {
-                return Ok(Err(queue_not_found(&queue)));
-            };
+        self.call_on(queue, move |conn, qid| {
             let depth: i64 = conn
                 .prepare_cached(
                     "SELECT count(*) FROM messages WHERE queue_id = ?1 AND expiration_time > ?2",
                 )?
                 .query_row(params![qid, now_micros()], |row| row.get(0))?;
-            Ok(Ok(depth as u64))
+            Ok(depth as u64)
         })
         .await
     }
@@ -576,15 +578,10 @@ impl QueueStore for EmbeddedQueues {
     }
 
     async fn clear(&self, queue: &str) -> Result<()> {
-        validate_queue_name(queue)?;
-        let queue = queue.to_string();
-        self.call(move |conn| {
-            let Some(qid) = queue_id(conn, &queue)? else {
-                return Ok(Err(queue_not_found(&queue)));
-            };
+        self.call_on(queue, move |conn, qid| {
             conn.prepare_cached("DELETE FROM messages WHERE queue_id = ?1")?
                 .execute([qid])?;
-            Ok(Ok(()))
+            Ok(())
         })
         .await
     }
