@@ -108,14 +108,15 @@ pub(crate) async fn changeable(
     }
 }
 
-/// The library named by the path's `{id}`, as [`visible_library`] finds it.
+/// The library named by the path's `{id}`, when its requester may see it (another's private
+/// library is 404).
 pub struct VisibleLibrary(pub LibraryRecord);
 
 from_path!(VisibleLibrary, |state, req, id| async move {
     Ok(VisibleLibrary(visible_library(&state, &req, &id).await?))
 });
 
-/// The library named by the path's `{id}`, for one who may change it ([`changeable`]).
+/// The library named by the path's `{id}`, for one who may change it.
 pub struct ChangeableLibrary {
     pub record: LibraryRecord,
     pub who: Owner,
