@@ -242,10 +242,7 @@ async fn unknown_routes_are_404_and_unserved_methods_405() {
     // Unknown job ids have their own test in refusals.rs.
     let app = spawn_app_with(test_settings(), false).await;
     let res = app.get("/api/v1/nothing-here").await;
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::NOT_FOUND, "no_route".to_string())
-    );
+    assert_refused(res, StatusCode::NOT_FOUND, "no_route").await;
     // A path that exists, asked with a method it does not serve: 405, naming the ones it does.
     let job = uuid::Uuid::new_v4();
     for (method, path, allow) in [
@@ -288,10 +285,7 @@ async fn the_imageresponse_listener_tells_of_a_jobs_end_and_writes_no_outcome() 
     let job: Value = app.get_job(&id).await.json().await.unwrap();
     assert_eq!(job["state"], "queued");
     let res = app.get_result(&id, &[]).await;
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::CONFLICT, "job_not_done".to_string())
-    );
+    assert_refused(res, StatusCode::CONFLICT, "job_not_done").await;
 
     let job_id: Uuid = id.parse().unwrap();
     let responses = app.platform.queue::<ImageResponse>();
@@ -355,10 +349,7 @@ async fn the_imageresponse_listener_tells_of_a_jobs_end_and_writes_no_outcome() 
     let job: Value = app.get_job(&id).await.json().await.unwrap();
     assert_eq!(job["state"], "failed");
     let res = app.get_result(&id, &[]).await;
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::CONFLICT, "job_failed".to_string())
-    );
+    assert_refused(res, StatusCode::CONFLICT, "job_failed").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -373,10 +364,7 @@ async fn libraries_are_listed_and_imported_from_zips_and_files() {
     let emoji: Value = app.get_library("emoji").await.json().await.unwrap();
     assert!(emoji["tiles"].as_u64().unwrap() > 10, "{emoji}");
     let res = app.get_library("nope").await;
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::NOT_FOUND, "library_not_found".to_string())
-    );
+    assert_refused(res, StatusCode::NOT_FOUND, "library_not_found").await;
 
     // A zip with tiles, a stray text file and a corrupt image.
     let mut entries: Vec<(String, Vec<u8>)> = tiles(6)
@@ -423,11 +411,7 @@ async fn libraries_are_listed_and_imported_from_zips_and_files() {
         form
     };
     let res = app.post_library(loose("MY TILES!!", None)).await;
-    let (status, code) = error_code(res).await;
-    assert_eq!(
-        (status, code.as_str()),
-        (StatusCode::CONFLICT, "library_exists")
-    );
+    assert_refused(res, StatusCode::CONFLICT, "library_exists").await;
     let got: Value = app.get_library("my-tiles").await.json().await.unwrap();
     assert_eq!(
         (&got["version"], &got["name"]),
@@ -560,10 +544,7 @@ async fn a_done_job_holds_only_its_result_and_deleting_it_leaves_nothing() {
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::FORBIDDEN, "not_your_job".into())
-    );
+    assert_refused(res, StatusCode::FORBIDDEN, "not_your_job").await;
     let delete = || {
         app.client
             .delete(app.url(&format!("/api/v1/jobs/{id}")))
@@ -595,10 +576,7 @@ async fn a_running_job_cannot_be_deleted() {
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::CONFLICT, "job_active".into())
-    );
+    assert_refused(res, StatusCode::CONFLICT, "job_active").await;
     assert_eq!(app.get_job(&id).await.status(), StatusCode::OK);
 }
 
@@ -622,10 +600,7 @@ async fn a_client_over_its_quota_of_active_jobs_gets_429_with_retry_after() {
         .parse()
         .unwrap();
     assert!(retry_after >= 1);
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::TOO_MANY_REQUESTS, "too_many_active_jobs".into())
-    );
+    assert_refused(res, StatusCode::TOO_MANY_REQUESTS, "too_many_active_jobs").await;
     // Nothing of the refused job was stored: still four markers.
     let markers = app
         .platform
@@ -836,11 +811,12 @@ async fn the_client_that_submitted_a_job_may_cancel_it_while_it_runs() {
     };
     // Another client, or none, may not.
     for client in [None, Some(Uuid::new_v4())] {
-        let (status, code) = error_code(cancel(client).await.unwrap()).await;
-        assert_eq!(
-            (status, code.as_str()),
-            (StatusCode::FORBIDDEN, "not_your_job")
-        );
+        assert_refused(
+            cancel(client).await.unwrap(),
+            StatusCode::FORBIDDEN,
+            "not_your_job",
+        )
+        .await;
     }
     let res = cancel(Some(owner)).await.unwrap();
     assert_eq!(res.status(), 200);
@@ -850,8 +826,12 @@ async fn the_client_that_submitted_a_job_may_cancel_it_while_it_runs() {
     let stored: Value = app.get_job(&id.to_string()).await.json().await.unwrap();
     assert_eq!(stored["state"], "failed");
     // An ended job is not cancelled again; it may be deleted.
-    let (status, code) = error_code(cancel(Some(owner)).await.unwrap()).await;
-    assert_eq!((status, code.as_str()), (StatusCode::CONFLICT, "job_ended"));
+    assert_refused(
+        cancel(Some(owner)).await.unwrap(),
+        StatusCode::CONFLICT,
+        "job_ended",
+    )
+    .await;
     let res = app
         .client
         .delete(app.url(&format!("/api/v1/jobs/{id}")))

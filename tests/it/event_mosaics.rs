@@ -198,11 +198,7 @@ async fn guests_photos_make_one_mosaic(app: &TestApp) {
         .send()
         .await
         .unwrap();
-    let (status, code) = error_code(res).await;
-    assert_eq!(
-        (status, code.as_str()),
-        (StatusCode::FORBIDDEN, "not_event_owner")
-    );
+    assert_refused(res, StatusCode::FORBIDDEN, "not_event_owner").await;
 
     // The owner approves 38 and leaves out 2.
     for (i, (_, photo, _)) in sent.iter().enumerate() {

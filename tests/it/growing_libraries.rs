@@ -112,10 +112,7 @@ async fn grows_and_shrinks(app: &TestApp) {
     // Only the owner edits; another's edit and a stranger's removal change nothing.
     let stranger = uuid::Uuid::new_v4().to_string();
     let res = app.edit_tiles(&id, files(6, 7), &stranger).await;
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::FORBIDDEN, "not_library_owner".to_string())
-    );
+    assert_refused(res, StatusCode::FORBIDDEN, "not_library_owner").await;
     let res = app.remove_tile(&id, &all[0], &stranger).await;
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
 

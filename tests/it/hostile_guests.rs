@@ -265,11 +265,7 @@ async fn an_events_mosaic_is_held_to_a_librarys_file_cap() {
     .send()
     .await
     .unwrap();
-    let (status, code) = error_code(res).await;
-    assert_eq!(
-        (status, code.as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, "too_many_files")
-    );
+    assert_refused(res, StatusCode::UNPROCESSABLE_ENTITY, "too_many_files").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -291,10 +287,7 @@ async fn events_per_owner_and_per_address_are_capped() {
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::TOO_MANY_REQUESTS, "too_many_events".into())
-    );
+    assert_refused(res, StatusCode::TOO_MANY_REQUESTS, "too_many_events").await;
     // A fresh client id from the same address: one more, then the address's hour is spent.
     make_event(base, Uuid::new_v4(), &[]).await;
     let form = Form::new()
@@ -306,10 +299,7 @@ async fn events_per_owner_and_per_address_are_capped() {
         .await
         .unwrap();
     assert!(res.headers().contains_key("retry-after"));
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::TOO_MANY_REQUESTS, "too_many_events".into())
-    );
+    assert_refused(res, StatusCode::TOO_MANY_REQUESTS, "too_many_events").await;
 }
 
 /// A 64 x 64 PNG of noise around a colour of its own.

@@ -11,7 +11,9 @@ use tessera_shared::messages::LibraryRef;
 use tessera_shared::spec::{JobLimits, JobSpec};
 use tessera_web::WebSettings;
 
-use crate::support::{astronaut, error_code, job_form, spawn_app, spawn_app_with, test_settings};
+use crate::support::{
+    assert_refused, astronaut, job_form, spawn_app, spawn_app_with, test_settings,
+};
 
 /// A PNG of `width` x `height` pixels, a gradient.
 fn png(width: u32, height: u32) -> Vec<u8> {
@@ -134,10 +136,7 @@ async fn every_photo_in_through_the_api_and_a_grid_too_small_is_422_with_the_num
                 .text("max_uses", "2"),
         )
         .await;
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range".to_string())
-    );
+    assert_refused(res, StatusCode::UNPROCESSABLE_ENTITY, "out_of_range").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,11 +216,12 @@ async fn a_mosaic_over_the_size_made_unasked_needs_allow_large() {
             .text("cells", "24")
             .text("tile_size", "16")
     };
-    let (status, code) = error_code(app.post_job(big()).await).await;
-    assert_eq!(
-        (status, code.as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, "large_output")
-    );
+    assert_refused(
+        app.post_job(big()).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "large_output",
+    )
+    .await;
     let res = app.post_job(big().text("allow_large", "true")).await;
     assert_eq!(res.status(), StatusCode::ACCEPTED);
     let job: Value = res.json().await.unwrap();

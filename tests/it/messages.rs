@@ -280,16 +280,11 @@ async fn requeue_takes_records_and_raw_messages() {
                 .unwrap();
         }
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .env("TESSERA_DATA", dir.path())
-        .env("TESSERA_LOG", "warn")
-        .args(["queues", "requeue", "imagerequest"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::support::succeeds(
+        std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .env("TESSERA_DATA", dir.path())
+            .env("TESSERA_LOG", "warn")
+            .args(["queues", "requeue", "imagerequest"]),
     );
     let storage = EmbeddedStorage::open(dir.path()).unwrap();
     let queues = storage.queues();

@@ -186,21 +186,13 @@ async fn every_role_is_probed_and_scraped_and_its_metrics_move_with_work() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine");
-    let import = Command::new(env!("CARGO_BIN_EXE_tessera"))
+    let mut tessera = Command::new(env!("CARGO_BIN_EXE_tessera"));
+    tessera
         .arg("--data")
         .arg(&data)
-        .args(["library", "import"])
-        .arg(fixtures.join("tiles"))
-        .args(["--name", "Tiles"])
         .env("TESSERA_LOG", "warn")
-        .env_remove("TESSERA_STORAGE")
-        .output()
-        .unwrap();
-    assert!(
-        import.status.success(),
-        "{}",
-        String::from_utf8_lossy(&import.stderr)
-    );
+        .env_remove("TESSERA_STORAGE");
+    crate::support::import_fixture_tiles(tessera);
 
     let web_port = crate::support::free_port();
     let processor_port = crate::support::free_port();
@@ -256,17 +248,7 @@ async fn every_role_is_probed_and_scraped_and_its_metrics_move_with_work() {
         .text("tile_size", "8")
         .text("cells", "32")
         .text("slices", slices.to_string());
-    let submitted = client
-        .post(format!("{web_base}/api/v1/jobs"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(submitted.status(), 202, "{:?}", submitted.text().await);
-    let id = submitted.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = crate::support::queued_at(&client, &web_base, form).await;
     let view = job_ended_at(&client, &format!("{web_base}/api/v1/jobs/{id}"), &[]).await;
     assert_eq!(
         view["state"],

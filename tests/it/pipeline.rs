@@ -1701,15 +1701,10 @@ async fn azurite_processes_killed_mid_job_lose_nothing() {
         .text("cells", job.cells.to_string())
         .text("slices", job.slices.to_string())
         .text("repeat_radius", job.options.repeat_radius.to_string());
-    let submitted = client
-        .post(format!("{base}/api/v1/jobs"))
-        .multipart(form)
-        .send()
+    let id: Uuid = crate::support::queued_at(&client, &base, form)
         .await
+        .parse()
         .unwrap();
-    assert_eq!(submitted.status(), 202, "{:?}", submitted.text().await);
-    let view: serde_json::Value = submitted.json().await.unwrap();
-    let id: Uuid = view["id"].as_str().unwrap().parse().unwrap();
 
     let record = wait_until(&env, id, "no slice before the first kill", |n| n >= 1).await;
     assert!(!record.state.is_final());

@@ -75,15 +75,10 @@ impl Drop for RoleProcess {
 
 /// What `tessera queues roles --json` lists.
 fn registered_roles(data: &Path) -> Vec<Value> {
-    let out = tessera(data)
-        .env("TESSERA_LOG", "warn")
-        .args(["queues", "roles", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::support::succeeds(
+        tessera(data)
+            .env("TESSERA_LOG", "warn")
+            .args(["queues", "roles", "--json"]),
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -101,17 +96,7 @@ fn rgb(png: &[u8]) -> (u32, u32, Vec<u8>) {
 async fn web_two_controllers_and_three_processors_share_a_machine_with_default_settings() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let import = tessera(&data)
-        .args(["library", "import"])
-        .arg(fixtures().join("tiles"))
-        .args(["--name", "Tiles"])
-        .output()
-        .unwrap();
-    assert!(
-        import.status.success(),
-        "{}",
-        String::from_utf8_lossy(&import.stderr)
-    );
+    crate::support::import_fixture_tiles(tessera(&data));
 
     let mut roles = vec![RoleProcess::spawn(&data, "web", 0)];
     for n in 0..2 {
@@ -198,15 +183,7 @@ async fn web_two_controllers_and_three_processors_share_a_machine_with_default_s
             .text("slices", slices.to_string())
             .text("repeat_radius", "1")
             .text("blend", "0");
-        let submitted = client
-            .post(format!("{web}/api/v1/jobs"))
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(submitted.status(), 202, "{:?}", submitted.text().await);
-        let view: Value = submitted.json().await.unwrap();
-        ids.push(view["id"].as_str().unwrap().to_string());
+        ids.push(crate::support::queued_at(&client, &web, form).await);
     }
 
     for ((cells, tile, _), id) in jobs.iter().zip(&ids) {
@@ -232,23 +209,18 @@ async fn web_two_controllers_and_three_processors_share_a_machine_with_default_s
         let served = rgb(&result.bytes().await.unwrap());
 
         let out = dir.path().join(format!("render-{id}.png"));
-        let render = tessera(&data)
-            .env("TESSERA_LOG", "warn")
-            .arg("render")
-            .arg(&target)
-            .arg("-l")
-            .arg(fixtures().join("tiles"))
-            .arg("-o")
-            .arg(&out)
-            .args(["--cells", &cells.to_string()])
-            .args(["--tile-size", &tile.to_string()])
-            .args(["--repeat-radius", "1", "--blend", "0"])
-            .output()
-            .unwrap();
-        assert!(
-            render.status.success(),
-            "{}",
-            String::from_utf8_lossy(&render.stderr)
+        crate::support::succeeds(
+            tessera(&data)
+                .env("TESSERA_LOG", "warn")
+                .arg("render")
+                .arg(&target)
+                .arg("-l")
+                .arg(fixtures().join("tiles"))
+                .arg("-o")
+                .arg(&out)
+                .args(["--cells", &cells.to_string()])
+                .args(["--tile-size", &tile.to_string()])
+                .args(["--repeat-radius", "1", "--blend", "0"]),
         );
         let rendered = rgb(&std::fs::read(&out).unwrap());
         assert_eq!((served.0, served.1), (rendered.0, rendered.1), "job {id}");

@@ -66,17 +66,12 @@ rm -f "$log"
 fn the_suites_find_the_binary_where_cargo_builds_it() {
     let elsewhere = tempfile::tempdir().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new("bash")
-        .arg("-c")
-        .arg(". scripts/suites.sh && tessera_bin release")
-        .current_dir(root)
-        .env("CARGO_TARGET_DIR", elsewhere.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::support::succeeds(
+        Command::new("bash")
+            .arg("-c")
+            .arg(". scripts/suites.sh && tessera_bin release")
+            .current_dir(root)
+            .env("CARGO_TARGET_DIR", elsewhere.path()),
     );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),

@@ -769,17 +769,7 @@ async fn a_huge_deep_target_stays_within_a_stated_peak() {
         .part("image", Part::bytes(image).file_name("deep.png"))
         .text("tile_size", "8")
         .text("cells", "40");
-    let res = client
-        .post(format!("{base}/api/v1/jobs"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::ACCEPTED);
-    let id = res.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = crate::support::queued_at(&client, &base, form).await;
     let job = job_ended_at(&client, &format!("{base}/api/v1/jobs/{id}"), &[]).await;
     assert_eq!(job["state"], "done", "{}", serve.log());
     let peak = serve.peak();

@@ -11,8 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use crate::support::{KillOnDrop, free_port};
 
 /// The marker of one request in Azurite's debug log (one line per request, either service).
@@ -181,17 +179,7 @@ async fn transactions_counted_equal_azurites_log_for_a_job_and_when_idle() {
     let dir = tempfile::tempdir().unwrap();
     let azurite = LoggedAzurite::start(dir.path());
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine");
-    let import = tessera(&azurite)
-        .args(["library", "import"])
-        .arg(fixtures.join("tiles"))
-        .args(["--name", "Tiles"])
-        .output()
-        .unwrap();
-    assert!(
-        import.status.success(),
-        "{}",
-        String::from_utf8_lossy(&import.stderr)
-    );
+    crate::support::import_fixture_tiles(tessera(&azurite));
     // What the import made is not the service's: count from here.
     let before_serve = azurite.requests().len();
 
@@ -237,16 +225,7 @@ async fn transactions_counted_equal_azurites_log_for_a_job_and_when_idle() {
         .text("cells", "24")
         .text("tile_size", "8")
         .text("slices", "3");
-    let created: Value = client
-        .post(format!("{base}/api/v1/jobs"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = created["id"].as_str().expect("a job id").to_string();
+    let id = crate::support::queued_at(&client, &base, form).await;
     let record =
         crate::support::job_ended_at(&client, &format!("{base}/api/v1/jobs/{id}"), &[]).await;
     assert_eq!(record["state"], "done", "{record:#}");

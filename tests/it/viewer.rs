@@ -15,7 +15,7 @@ use tessera_web::imaging::stored_mosaic::{TILE, level_size, preview_bin, preview
 use uuid::Uuid;
 
 use crate::browser::{in_chromium, mosaic_loaded, script, wait_for};
-use crate::support::{TestApp, astronaut, error_code, sized_job_form, spawn_app};
+use crate::support::{TestApp, assert_refused, astronaut, error_code, sized_job_form, spawn_app};
 
 struct Image {
     width: u32,
@@ -111,10 +111,7 @@ async fn finished_job(app: &TestApp) -> (String, Image) {
     let done = app.wait_until_finished(&id).await;
     assert_eq!(done["state"], "done", "{done}");
     if early.status() != 200 {
-        assert_eq!(
-            error_code(early).await,
-            (StatusCode::CONFLICT, "job_not_done".into())
-        );
+        assert_refused(early, StatusCode::CONFLICT, "job_not_done").await;
     }
     let result = Image::decode(&bytes_of(app, &format!("/api/v1/jobs/{id}/result")).await);
     (id, result)
@@ -192,10 +189,7 @@ async fn the_preview_and_every_level_of_tiles_match_the_result() {
         let res = app
             .get(&format!("/api/v1/jobs/{id}/tiles/{level}/{x}/{y}"))
             .await;
-        assert_eq!(
-            error_code(res).await,
-            (StatusCode::NOT_FOUND, "tile_out_of_range".into())
-        );
+        assert_refused(res, StatusCode::NOT_FOUND, "tile_out_of_range").await;
     }
     // Levels past the top, up to ones whose shrink factor overflows any integer.
     for level in [top + 1, 64, 2_147_483_648, u32::MAX] {
@@ -792,17 +786,11 @@ async fn a_deep_zoom_viewer_finds_the_descriptor_and_its_tiles() {
         }
     }
     let past = app.get(&format!("{tiles}{}/0_0.png", max_level + 1)).await;
-    assert_eq!(
-        error_code(past).await,
-        (StatusCode::NOT_FOUND, "tile_out_of_range".into())
-    );
+    assert_refused(past, StatusCode::NOT_FOUND, "tile_out_of_range").await;
     let beside = app.get(&format!("{tiles}{max_level}/9_0.png")).await;
     assert_eq!(beside.status(), StatusCode::NOT_FOUND);
     let misnamed = app.get(&format!("{tiles}{max_level}/0-0.jpg")).await;
-    assert_eq!(
-        error_code(misnamed).await,
-        (StatusCode::BAD_REQUEST, "bad_tile_name".into())
-    );
+    assert_refused(misnamed, StatusCode::BAD_REQUEST, "bad_tile_name").await;
 }
 
 /// `tessera render --dzi` writes the same pyramid to disk: the descriptor and every tile of
@@ -924,17 +912,11 @@ async fn each_cell_names_the_photo_the_plan_put_there() {
     }
     for path in [format!("cells/{rows}/0"), format!("cells/0/{cols}")] {
         let res = app.get(&format!("/api/v1/jobs/{id}/{path}")).await;
-        assert_eq!(
-            error_code(res).await,
-            (StatusCode::NOT_FOUND, "cell_out_of_range".into())
-        );
+        assert_refused(res, StatusCode::NOT_FOUND, "cell_out_of_range").await;
     }
     let held = app.queued_job(Uuid::new_v4()).await;
     let res = app.get(&format!("/api/v1/jobs/{held}/cells/0/0")).await;
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::CONFLICT, "job_not_done".into())
-    );
+    assert_refused(res, StatusCode::CONFLICT, "job_not_done").await;
 }
 
 /// A mosaic of adaptive tile sizes, submitted through the API as `adaptive=4..16`: the job shows
@@ -1013,10 +995,7 @@ async fn each_cell_of_an_adaptive_mosaic_names_the_square_over_it() {
         }
     }
     let res = app.get(&format!("/api/v1/jobs/{id}/cells/48/0")).await;
-    assert_eq!(
-        error_code(res).await,
-        (StatusCode::NOT_FOUND, "cell_out_of_range".into())
-    );
+    assert_refused(res, StatusCode::NOT_FOUND, "cell_out_of_range").await;
 }
 
 /// In Chromium, resting the mouse on a tile, or focusing the viewer and pressing Enter, names

@@ -98,19 +98,9 @@ async fn two_guests_photos_of_one_file_name_are_two_photos_found_apart() {
     let (a, b) = (&sent_a["photos"][0], &sent_b["photos"][0]);
     assert_ne!(a["tile"], b["tile"], "{sent_a} {sent_b}");
     let id = event["id"].as_str().unwrap();
-    let res = app
-        .client
-        .post(app.url(&format!("/api/v1/events/{id}/mosaic")))
-        .header("X-Client-Id", owner.to_string())
-        .send()
-        .await
-        .unwrap();
-    let job: Value = res.json().await.unwrap();
-    let job = job["job"].as_str().unwrap();
-    let owners = [("X-Client-Id", owner.to_string())];
-    let owners: Vec<(&str, &str)> = owners.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let done = app.wait_until_finished_with(job, &owners).await;
+    let done = finished_event_mosaic(&app, owner, id).await;
     assert_eq!(done["state"], "done", "{done}");
+    let job = done["id"].as_str().unwrap();
     // Each guest, through the link, finds their own photo by its tile, and only theirs.
     let token = event["contribute_token"].as_str().unwrap();
     for (guest, mine, theirs) in [(ann, a, b), (bea, b, a)] {

@@ -443,6 +443,26 @@ pub(crate) async fn error_code(res: reqwest::Response) -> (StatusCode, String) {
     (status, code)
 }
 
+/// Asserts that `res` is the refusal `status` with error code `code` (and a message).
+pub(crate) async fn assert_refused(res: reqwest::Response, status: StatusCode, code: &str) {
+    let (got_status, got_code) = error_code(res).await;
+    assert_eq!((got_status, got_code.as_str()), (status, code));
+}
+
+/// Asserts that `signature` (a `Tessera-Signature` header, `t=...,v1=...`) signs `body` with
+/// `secret` at the time it names, and would not with another secret.
+pub(crate) fn assert_signed(signature: &str, secret: &str, body: &str) {
+    use tessera_web::background::webhook::signature as sign;
+    let unix: i64 = signature
+        .strip_prefix("t=")
+        .and_then(|s| s.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(signature, sign(secret, unix, body));
+    assert_ne!(signature, sign("another secret", unix, body));
+}
+
 /// Every blob key in storage, in the containers Tessera writes.
 pub(crate) async fn all_blob_keys(platform: &Platform) -> std::collections::BTreeSet<String> {
     use tessera_shared::storage::BlobStoreExt;

@@ -101,6 +101,35 @@ fn peak_rss(pid: u32) -> u64 {
     kb * 1024
 }
 
+/// Imports the engine fixtures' tiles as library `tiles` ("Tiles") with `tessera`, a command
+/// set up for its storage, which must succeed.
+pub(crate) fn import_fixture_tiles(mut tessera: std::process::Command) {
+    let tiles = super::fixture("engine/tiles");
+    crate::support::succeeds(
+        tessera
+            .args(["library", "import"])
+            .arg(tiles)
+            .args(["--name", "Tiles"]),
+    );
+}
+
+/// Submits `form` as a job to the web role at `base`, which must queue it (202); the job's id.
+pub(crate) async fn queued_at(
+    client: &reqwest::Client,
+    base: &str,
+    form: reqwest::multipart::Form,
+) -> String {
+    let submitted = client
+        .post(format!("{base}/api/v1/jobs"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(submitted.status(), 202, "{:?}", submitted.text().await);
+    let view: Value = submitted.json().await.unwrap();
+    view["id"].as_str().expect("a job id").to_string()
+}
+
 /// Polls a job until it ends; its final view.
 pub(crate) async fn ended(serve: &Serve, id: &str) -> Value {
     let url = format!("{}/api/v1/jobs/{id}", serve.base);
