@@ -220,12 +220,11 @@ mod tests {
     fn development_storage_is_azurite_on_its_default_ports() {
         let cs = ConnectionString::parse("UseDevelopmentStorage=true").unwrap();
         assert_eq!(
-            cs.blob_endpoint.as_str(),
-            "http://127.0.0.1:10000/devstoreaccount1"
-        );
-        assert_eq!(
-            cs.queue_endpoint.as_str(),
-            "http://127.0.0.1:10001/devstoreaccount1"
+            endpoints(&cs),
+            (
+                "http://127.0.0.1:10000/devstoreaccount1",
+                "http://127.0.0.1:10001/devstoreaccount1"
+            )
         );
         match &cs.credential {
             SharedCredential::Key(k) => {
@@ -236,6 +235,11 @@ mod tests {
         }
     }
 
+    /// The blob and queue endpoints, as text.
+    fn endpoints(cs: &ConnectionString) -> (&str, &str) {
+        (cs.blob_endpoint.as_str(), cs.queue_endpoint.as_str())
+    }
+
     #[test]
     fn account_key_string_derives_endpoints_from_the_suffix() {
         let cs = ConnectionString::parse(
@@ -243,12 +247,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            cs.blob_endpoint.as_str(),
-            "https://acct.blob.core.chinacloudapi.cn/"
-        );
-        assert_eq!(
-            cs.queue_endpoint.as_str(),
-            "https://acct.queue.core.chinacloudapi.cn/"
+            endpoints(&cs),
+            (
+                "https://acct.blob.core.chinacloudapi.cn/",
+                "https://acct.queue.core.chinacloudapi.cn/"
+            )
         );
         assert_eq!(cs.account.as_deref(), Some("acct"));
     }
@@ -262,12 +265,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            cs.blob_endpoint.as_str(),
-            "http://127.0.0.1:20000/devstoreaccount1"
-        );
-        assert_eq!(
-            cs.queue_endpoint.as_str(),
-            "http://127.0.0.1:20001/devstoreaccount1"
+            endpoints(&cs),
+            (
+                "http://127.0.0.1:20000/devstoreaccount1",
+                "http://127.0.0.1:20001/devstoreaccount1"
+            )
         );
     }
 

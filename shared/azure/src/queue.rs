@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use azure_core::http::{RequestContent, StatusCode, XmlFormat};
+use azure_core::http::{DeserializeWith, RequestContent, Response, StatusCode, XmlFormat};
 use azure_storage_queue::QueueClient;
 use azure_storage_queue::models::{
     QueueClientGetPropertiesResultHeaders, QueueClientPeekMessagesOptions,
@@ -25,6 +25,17 @@ use time::OffsetDateTime;
 
 use crate::error::{has_code, map};
 use crate::{AzureStorage, join_url};
+
+/// The model of an answer about `what` (a queue's name), its errors mapped as the port's.
+fn model_of<T: DeserializeWith<XmlFormat>>(
+    answer: azure_core::Result<Response<T, XmlFormat>>,
+    what: &str,
+) -> Result<T> {
+    answer
+        .map_err(|e| map(e, what))?
+        .into_model()
+        .map_err(|e| map(e, what))
+}
 
 impl AzureStorage {
     /// The cached client of one queue.
@@ -116,10 +127,7 @@ impl QueueStore for AzureStorage {
             .into_pages();
         let mut names = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page
-                .map_err(|e| map(e, "queue list"))?
-                .into_model()
-                .map_err(|e| map(e, "queue list"))?;
+            let page = model_of(page, "queue list")?;
             names.extend(page.queue_items.into_iter().filter_map(|q| q.name));
         }
         names.sort();
@@ -175,11 +183,9 @@ impl QueueStore for AzureStorage {
                 visibility_timeout: Some(visibility),
                 ..Default::default()
             }))
-            .await
-            .map_err(|e| map(e, queue))?
-            .into_model()
-            .map_err(|e| map(e, queue))?;
-        got.items
+            .await;
+        model_of(got, queue)?
+            .items
             .unwrap_or_default()
             .into_iter()
             .map(|m| {
@@ -258,11 +264,9 @@ impl QueueStore for AzureStorage {
                 number_of_messages: Some(max as i32),
                 ..Default::default()
             }))
-            .await
-            .map_err(|e| map(e, queue))?
-            .into_model()
-            .map_err(|e| map(e, queue))?;
-        got.items
+            .await;
+        model_of(got, queue)?
+            .items
             .unwrap_or_default()
             .into_iter()
             .map(|m| {

@@ -38,7 +38,6 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// A free port on the loopback interface.
 /// Runs `command` to its end, which must succeed (its standard error says why not); its output.
 pub(crate) fn succeeds(command: &mut std::process::Command) -> std::process::Output {
     let out = command.output().unwrap();
@@ -50,6 +49,7 @@ pub(crate) fn succeeds(command: &mut std::process::Command) -> std::process::Out
     out
 }
 
+/// A free port on the loopback interface.
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -90,6 +90,49 @@ impl Serve {
     }
 }
 
+impl Drop for Serve {
+    /// At the test's end, unless it failed already or stopped the process itself: the
+    /// process's queues (as `GET /api/v1/queues` reports them) empty once its work in flight
+    /// has settled, and nothing on a poison queue.
+    fn drop(&mut self) {
+        let stopped = !matches!(self.process.0.try_wait(), Ok(None));
+        if std::thread::panicking() || stopped {
+            return;
+        }
+        let url = format!("{}/api/v1/queues", self.base);
+        let left = super::block_on_aside(move || async move {
+            super::try_wait_for(Duration::from_secs(30), async || {
+                let list: Value = reqwest::get(&url)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .json()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let mut left = Vec::new();
+                for queue in list["queues"].as_array().into_iter().flatten() {
+                    for (name, depth) in [
+                        (&queue["name"], &queue["depth"]),
+                        (&queue["poison"], &queue["poison_depth"]),
+                    ] {
+                        if depth.as_u64() != Some(0) {
+                            left.push(format!("{name}: {depth}"));
+                        }
+                    }
+                }
+                if left.is_empty() {
+                    Ok(())
+                } else {
+                    Err(left.join(", "))
+                }
+            })
+            .await
+        });
+        if let Err(left) = left {
+            panic!("the test left messages on its queues: {left}");
+        }
+    }
+}
+
 /// Peak resident memory of process `pid` (`VmHWM`), in bytes.
 fn peak_rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

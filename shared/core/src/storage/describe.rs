@@ -46,31 +46,22 @@ mod tests {
     #[test]
     fn blobs_are_described_by_their_bytes_and_keys() {
         let job = Uuid::new_v4();
-        assert_eq!(
-            content_type("imageoutput/x", b"\x89PNG\r\n\x1a\n...."),
-            "image/png"
-        );
-        assert_eq!(
-            content_type("imageoutput/x.jpg", b"\xff\xd8\xff\xe0"),
-            "image/jpeg"
-        );
-        assert_eq!(
-            content_type("imageoutput/x.tif", b"II+\0\x08\0"),
-            "image/tiff"
-        );
-        assert_eq!(
-            content_type("imageinput/x", b"\0\0\0\x18ftypheic...."),
-            "image/heic"
-        );
-        assert_eq!(content_type("jobs/x.json", b"[]"), "application/json");
-        assert_eq!(
-            content_type("messagebodies/q/x", b"{\"v\":1}"),
-            "application/json"
-        );
-        assert_eq!(
-            content_type("sliceoutput/x/00001", b"\x01\x02"),
-            "application/octet-stream"
-        );
+        let cases: [(&str, &[u8], &str); 7] = [
+            ("imageoutput/x", b"\x89PNG\r\n\x1a\n....", "image/png"),
+            ("imageoutput/x.jpg", b"\xff\xd8\xff\xe0", "image/jpeg"),
+            ("imageoutput/x.tif", b"II+\0\x08\0", "image/tiff"),
+            ("imageinput/x", b"\0\0\0\x18ftypheic....", "image/heic"),
+            ("jobs/x.json", b"[]", "application/json"),
+            ("messagebodies/q/x", b"{\"v\":1}", "application/json"),
+            (
+                "sliceoutput/x/00001",
+                b"\x01\x02",
+                "application/octet-stream",
+            ),
+        ];
+        for (key, bytes, described) in cases {
+            assert_eq!(content_type(key, bytes), described, "{key}");
+        }
         assert_eq!(job_of(&format!("imageoutput/{job}.png")), Some(job));
         assert_eq!(job_of(&format!("sliceinput/{job}/00003")), Some(job));
         assert_eq!(job_of(&format!("jobs/{job}.json")), Some(job));
