@@ -259,15 +259,37 @@ pub(crate) fn image_to_srgb(img: image::DynamicImage, declared: &Declared) -> im
     }
 }
 
-/// An sRGB ICC profile, for outputs that carry one (JPEG).
+/// An sRGB ICC profile, for outputs that carry one (JPEG, TIFF). Its header's creation date
+/// is fixed ([`PROFILE_DATE`]) rather than the encoder's clock, so that the same job makes the
+/// same bytes whenever it runs.
 pub fn srgb_icc() -> &'static [u8] {
     static ICC: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    ICC.get_or_init(|| ColorProfile::new_srgb().encode().unwrap_or_default())
+    ICC.get_or_init(|| {
+        let mut icc = ColorProfile::new_srgb().encode().unwrap_or_default();
+        // The header's dateTimeNumber: six big-endian u16 at bytes 24 to 35 (ICC.1, 7.2.1).
+        if let Some(date) = icc.get_mut(24..36) {
+            for (field, value) in date.chunks_exact_mut(2).zip(PROFILE_DATE) {
+                field.copy_from_slice(&value.to_be_bytes());
+            }
+        }
+        icc
+    })
 }
+
+/// The creation date the sRGB profile carries: year, month, day, hour, minute, second.
+const PROFILE_DATE: [u16; 6] = [2026, 1, 1, 0, 0, 0];
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_srgb_profile_is_dated_as_declared_not_by_the_clock() {
+        let icc = srgb_icc();
+        assert_eq!(&icc[36..40], b"acsp", "an ICC header");
+        assert_eq!(&icc[24..26], &2026u16.to_be_bytes());
+        assert_eq!(&icc[26..36], &[0, 1, 0, 1, 0, 0, 0, 0, 0, 0]);
+    }
 
     #[test]
     fn srgb_in_any_spelling_is_no_conversion_and_p3_is_one() {
