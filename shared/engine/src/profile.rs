@@ -260,7 +260,7 @@ pub(crate) fn image_to_srgb(img: image::DynamicImage, declared: &Declared) -> im
 }
 
 /// An sRGB ICC profile, for outputs that carry one (JPEG, TIFF). Its header's creation date
-/// is fixed ([`PROFILE_DATE`]) rather than the encoder's clock, so that the same job makes the
+/// is fixed (1 January 2026) rather than the encoder's clock, so that the same job makes the
 /// same bytes whenever it runs.
 pub fn srgb_icc() -> &'static [u8] {
     static ICC: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
