@@ -163,6 +163,21 @@ async fn counted_and_logged(
     last_quiet.expect("storage never went quiet long enough to compare")
 }
 
+/// The log's length once no line has been added for half a second (nothing else is talking to
+/// Azurite), within 10 s.
+async fn settled_length(azurite: &LoggedAzurite) -> usize {
+    let mut poll = crate::support::Poll::new(Duration::from_secs(10));
+    let (mut length, mut changed) = (azurite.requests().len(), Instant::now());
+    while changed.elapsed() < Duration::from_millis(500) && !poll.over() {
+        poll.pause().await;
+        let now = azurite.requests().len();
+        if now != length {
+            (length, changed) = (now, Instant::now());
+        }
+    }
+    length
+}
+
 fn is_receive(request: &str) -> bool {
     request.starts_with("GET ") && request.contains("/messages?") && !request.contains("peekonly")
 }
@@ -180,8 +195,9 @@ async fn transactions_counted_equal_azurites_log_for_a_job_and_when_idle() {
     let azurite = LoggedAzurite::start(dir.path());
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine");
     crate::support::import_fixture_tiles(tessera(&azurite));
-    // What the import made is not the service's: count from here.
-    let before_serve = azurite.requests().len();
+    // What the import made is not the service's: count from here, once its last lines have
+    // reached the log (Azurite writes them after it answers).
+    let before_serve = settled_length(&azurite).await;
 
     let port = free_port();
     let log = dir.path().join("serve.log");
