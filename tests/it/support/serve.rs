@@ -108,22 +108,15 @@ impl Drop for Serve {
                     .json()
                     .await
                     .map_err(|e| e.to_string())?;
-                let mut left = Vec::new();
-                for queue in list["queues"].as_array().into_iter().flatten() {
-                    for (name, depth) in [
-                        (&queue["name"], &queue["depth"]),
-                        (&queue["poison"], &queue["poison_depth"]),
-                    ] {
-                        if depth.as_u64() != Some(0) {
-                            left.push(format!("{name}: {depth}"));
-                        }
-                    }
-                }
-                if left.is_empty() {
-                    Ok(())
-                } else {
-                    Err(left.join(", "))
-                }
+                let queues = list["queues"].as_array().cloned().unwrap_or_default();
+                // A depth that does not read as a number counts as left.
+                let depth = |v: &Value| v.as_u64().unwrap_or(u64::MAX);
+                super::nothing_left(queues.iter().flat_map(|queue| {
+                    [
+                        (queue["name"].to_string(), depth(&queue["depth"])),
+                        (queue["poison"].to_string(), depth(&queue["poison_depth"])),
+                    ]
+                }))
             })
             .await
         });

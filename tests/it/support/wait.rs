@@ -74,20 +74,30 @@ pub(crate) async fn queues_emptied(
     limit: Duration,
 ) -> Result<(), String> {
     try_wait_for(limit, async || {
-        let mut left = Vec::new();
+        let mut depths = Vec::new();
         for name in names {
-            let depth = store.approximate_depth(name).await.unwrap_or(0);
-            if depth > 0 {
-                left.push(format!("{name}: {depth}"));
-            }
+            depths.push((
+                name.clone(),
+                store.approximate_depth(name).await.unwrap_or(0),
+            ));
         }
-        if left.is_empty() {
-            Ok(())
-        } else {
-            Err(left.join(", "))
-        }
+        nothing_left(depths)
     })
     .await
+}
+
+/// `Err` naming each queue of `depths` (name, messages) that still holds messages.
+pub(crate) fn nothing_left(depths: impl IntoIterator<Item = (String, u64)>) -> Result<(), String> {
+    let left: Vec<String> = depths
+        .into_iter()
+        .filter(|(_, depth)| *depth > 0)
+        .map(|(name, depth)| format!("{name}: {depth}"))
+        .collect();
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(left.join(", "))
+    }
 }
 
 /// Waits until `holds` is true; after `limit` the test fails, saying `what` it waited for.

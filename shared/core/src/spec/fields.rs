@@ -392,22 +392,14 @@ impl JobSpec {
 
     /// A spec of nothing: every option at its type's nothing, before any default.
     pub(super) fn unset() -> JobSpec {
+        let nothing = LibraryRef {
+            id: String::new(),
+            version: 0,
+        };
         JobSpec {
-            library: LibraryRef {
-                id: String::new(),
-                version: 0,
-            },
-            tile_size: 16,
-            tile_height: None,
             grid: Grid::Auto,
-            slices: 1,
             options: RenderOptions::unset(),
-            allow_large: false,
-            print: None,
-            format: FileFormat::Png,
-            quality: None,
-            webhook: None,
-            keep_cells_of: None,
+            ..JobSpec::cells(nothing, 16, 0, 1)
         }
     }
 
