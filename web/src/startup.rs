@@ -203,6 +203,7 @@ fn app_state(
         previews: Default::default(),
         placements: Default::default(),
         guests: Default::default(),
+        event_counts: Default::default(),
     }
 }
 

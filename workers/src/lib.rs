@@ -17,6 +17,7 @@
 
 mod controller;
 mod job_work;
+mod photo_preparation;
 mod processor;
 mod reconciler;
 mod role_settings;

@@ -15,7 +15,7 @@ use tessera_shared::keys::BlobKey;
 use tessera_shared::messages::{Envelope, SliceRequest, SliceResponse};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
-use tessera_shared::runtime::{Context, Failure};
+use tessera_shared::runtime::{Context, Failure, ListenerSettings};
 use tessera_shared::spec::JobSpec;
 use tessera_shared::storage::{BlobStoreExt, PutMode, StorageError};
 
@@ -130,12 +130,23 @@ pub(crate) async fn run_processors_with(
         },
     )
     .await?;
+    // Guests' photos are small and wait on storage as much as on the cores: twice as many at
+    // once, asked for in larger batches.
+    let photo_settings = ListenerSettings {
+        batch_size: 16,
+        max_concurrency: concurrency * 2,
+        ..settings.listener()
+    };
+    let photos = crate::photo_preparation::listen(&platform, photo_settings).await?;
     tracing::info!(processors = concurrency, name = %prefix, "image processors running");
     shutdown.fired().await;
-    let stats = listener
-        .shutdown(crate::role_settings::SHUTDOWN_GRACE)
-        .await;
-    tracing::info!(slices = stats.processed, "image processors stopped");
+    let grace = crate::role_settings::SHUTDOWN_GRACE;
+    let (stats, photo_stats) = tokio::join!(listener.shutdown(grace), photos.shutdown(grace));
+    tracing::info!(
+        slices = stats.processed,
+        photos = photo_stats.processed,
+        "image processors stopped"
+    );
     Ok(())
 }
 

@@ -1,10 +1,24 @@
 //! Events: one mosaic made of many people's photos. An event is a target photo, the job its
 //! owner chose (a checked specification), and the photos guests contribute through its link,
-//! each waiting, approved, left out or withdrawn. Its record is one JSON blob (`events/{id}/event.json`), updated under
-//! its ETag as a job's is; the target and each photo are blobs beside it. Its mosaics are
-//! ordinary jobs of a private library that holds its approved photos.
+//! each waiting, approved, left out or withdrawn. Its mosaics are ordinary jobs of a private
+//! library that holds its approved photos.
+//!
+//! Storage, under `events/{id}/`, so that no write takes every photo:
+//! - `event.json`: the event's record (settings, mosaics), changed by its owner and its
+//!   mosaics under its ETag, never by a contribution;
+//! - `records/{photo}.json`: each photo's own record, made only if absent and then changed
+//!   under its own ETag;
+//! - `index/{shelf}/{photo}[.{rrggbb}]`: an empty marker per photo on its shelf ([`Shelf`]),
+//!   its colour in its name once prepared: counts, lists and the wish list are listings;
+//! - `guests/{digest}/{slot}`: a guest's claims on the photos the event takes from them, each
+//!   made only if absent, so that the per-guest cap holds whatever arrives at once;
+//! - `photos/{photo}`, `thumbnails/{photo}.jpg`, `target`, `changed` (rewritten when the photos
+//!   in its mosaics change).
+//!
+//! A photo's record is what holds; its marker follows it (written after the record, the old
+//! one deleted), so a reader that needs a photo's state reads its record.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -17,6 +31,10 @@ use crate::libraries::Owner;
 use crate::spec::JobSpec;
 use crate::storage::{BlobStore, BlobStoreExt, PutMode, StorageError};
 
+/// The largest side of a photo's thumbnail, in pixels: large enough to judge on the owner's
+/// page and to show sharp on the wall.
+pub const THUMBNAIL_SIDE: u32 = 320;
+
 /// Where a contributed photo is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -27,6 +45,79 @@ pub enum PhotoState {
     Approved,
     /// Left out by the owner.
     Rejected,
+}
+
+/// Where a photo is listed: its state once a processor prepared it, `received` before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shelf {
+    /// Stored and recorded, waiting for a processor to prepare it.
+    Received,
+    Waiting,
+    Approved,
+    Rejected,
+}
+
+impl Shelf {
+    pub const ALL: [Shelf; 4] = [
+        Shelf::Received,
+        Shelf::Waiting,
+        Shelf::Approved,
+        Shelf::Rejected,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shelf::Received => "received",
+            Shelf::Waiting => "waiting",
+            Shelf::Approved => "approved",
+            Shelf::Rejected => "rejected",
+        }
+    }
+
+    /// The shelf `photo` belongs on.
+    pub fn of(photo: &EventPhoto) -> Shelf {
+        match (photo.prepared, photo.state) {
+            (false, _) => Shelf::Received,
+            (true, PhotoState::Waiting) => Shelf::Waiting,
+            (true, PhotoState::Approved) => Shelf::Approved,
+            (true, PhotoState::Rejected) => Shelf::Rejected,
+        }
+    }
+
+    /// The name of `photo`'s marker: its id, and its colour once it has one.
+    fn entry(photo: &EventPhoto) -> String {
+        match photo.colour {
+            Some([r, g, b]) => format!("{}.{r:02x}{g:02x}{b:02x}", photo.id),
+            None => photo.id.to_string(),
+        }
+    }
+}
+
+/// A photo as its shelf lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub id: Uuid,
+    pub colour: Option<[u8; 3]>,
+    /// When it came onto the shelf.
+    pub since: OffsetDateTime,
+}
+
+impl Listed {
+    fn parse(entry: &str, since: OffsetDateTime) -> Option<Listed> {
+        let (id, colour) = match entry.split_once('.') {
+            Some((id, hex)) if hex.len() == 6 => {
+                let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).ok();
+                (id, Some([byte(0)?, byte(2)?, byte(4)?]))
+            }
+            Some(_) => return None,
+            None => (entry, None),
+        };
+        Some(Listed {
+            id: id.parse().ok()?,
+            colour,
+            since,
+        })
+    }
 }
 
 impl PhotoState {
@@ -60,6 +151,21 @@ pub struct EventPhoto {
     pub guest_name: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub added_at: OffsetDateTime,
+    /// Whether a processor has prepared it (decoded it once: its colour and thumbnail made);
+    /// until then its guest sees it as received and no mosaic takes it. Photos recorded
+    /// before preparation was queued were prepared as they came.
+    #[serde(default = "prepared_before")]
+    pub prepared: bool,
+    /// Why it could not be prepared: it is then left out, and gives its guest's slot back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    /// The slot of its guest's it holds under the per-guest cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
+}
+
+fn prepared_before() -> bool {
+    true
 }
 
 impl EventPhoto {
@@ -108,6 +214,9 @@ pub struct EventRecord {
     /// The target's file name, as sent.
     pub input_name: String,
     pub settings: EventSettings,
+    /// Photos recorded in the event's record by earlier versions: moved to records of their
+    /// own the first time the event is read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub photos: Vec<EventPhoto>,
     /// The event's mosaics, oldest first.
     #[serde(default)]
@@ -119,8 +228,8 @@ pub struct EventRecord {
     /// mosaics only when asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maker: Option<Maker>,
-    /// When the photos in its mosaics last changed (one approved, left out after approval, or
-    /// taken out).
+    /// When the photos in its mosaics last changed, on events made before the `changed` blob
+    /// kept it.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub approved_changed_at: Option<OffsetDateTime>,
     /// When its latest mosaic was asked for.
@@ -148,47 +257,22 @@ impl EventRecord {
         library.strip_prefix("event-")?.parse().ok()
     }
 
-    /// Photo `id`, if the event holds it.
-    pub fn photo(&self, id: Uuid) -> Option<&EventPhoto> {
-        self.photos.iter().find(|p| p.id == id)
-    }
-
     /// Whether a mosaic is due on its own at `now`: automatic mosaics are on, the photos in it
-    /// changed after the latest mosaic was asked for, and have stayed so for the quiet interval.
-    pub fn mosaic_due(&self, now: OffsetDateTime) -> bool {
+    /// (some are in) `changed` after the latest mosaic was asked for, and have stayed so for
+    /// the quiet interval.
+    pub fn mosaic_due(&self, now: OffsetDateTime, changed: Option<OffsetDateTime>) -> bool {
         let quiet = time::Duration::seconds(i64::from(self.settings.auto_after_seconds));
         self.settings.auto_after_seconds > 0
             && self.maker.is_some()
-            && self.approved().next().is_some()
-            && self.approved_changed_at.is_some_and(|changed| {
+            && changed.is_some_and(|changed| {
                 changed + quiet <= now && self.mosaic_asked_at.is_none_or(|asked| asked < changed)
             })
     }
 
-    /// The photos in its mosaics.
-    pub fn approved(&self) -> impl Iterator<Item = &EventPhoto> {
-        self.photos
-            .iter()
-            .filter(|p| p.state == PhotoState::Approved)
-    }
-
-    /// The colours its approved photos cannot match yet, most wanted first.
-    pub fn wishlist(&self) -> Vec<crate::wishlist::Wish> {
-        let photos: Vec<[u8; 3]> = self.approved().filter_map(|p| p.colour).collect();
+    /// The colours its approved photos (`approved`) cannot match yet, most wanted first.
+    pub fn wishlist(&self, approved: &[Listed]) -> Vec<crate::wishlist::Wish> {
+        let photos: Vec<[u8; 3]> = approved.iter().filter_map(|p| p.colour).collect();
         crate::wishlist::wishlist(&self.target_colours, &photos)
-    }
-
-    /// How many more photos the event takes before its cap (`max_photos`).
-    pub fn room_for_photos(&self) -> usize {
-        (self.settings.max_photos as usize).saturating_sub(self.photos.len())
-    }
-
-    /// How many photos `guest` has sent that are still there.
-    pub fn sent_by(&self, guest: &Owner) -> u32 {
-        self.photos
-            .iter()
-            .filter(|p| &p.contributor == guest)
-            .count() as u32
     }
 }
 
@@ -210,6 +294,9 @@ pub struct EventStore {
 
 /// Lost races tolerated in one update before giving up (each means another writer progressed).
 const MAX_UPDATE_ATTEMPTS: usize = 32;
+
+/// Photo records read at once when many are listed.
+const RECORDS_AT_ONCE: usize = 16;
 
 impl EventStore {
     pub fn new(blobs: Arc<dyn BlobStore>) -> Self {
@@ -236,7 +323,19 @@ impl EventStore {
         Ok(())
     }
 
+    /// Event `event`'s record; photos an earlier version kept in it are moved to their own
+    /// records first.
     pub async fn get(&self, event: Uuid) -> Result<EventRecord, EventError> {
+        let record = self.read(event).await?;
+        if record.photos.is_empty() {
+            return Ok(record);
+        }
+        self.move_out_photos(&record).await?;
+        self.update(event, |r| !std::mem::take(&mut r.photos).is_empty())
+            .await
+    }
+
+    async fn read(&self, event: Uuid) -> Result<EventRecord, EventError> {
         let key = BlobKey::EventRecord { event }.path();
         let bytes = self
             .blobs
@@ -244,6 +343,26 @@ impl EventStore {
             .await
             .map_err(|e| not_found(event, e))?;
         serde_json::from_slice(&bytes).map_err(|e| EventError::Corrupt(event, e.to_string()))
+    }
+
+    /// Gives each photo kept in `record` (by an earlier version) its own record, marker and
+    /// guest's slot; a photo moved before is left as it is.
+    async fn move_out_photos(&self, record: &EventRecord) -> Result<(), EventError> {
+        for photo in &record.photos {
+            if self.photo_record(record.id, photo.id).await?.is_some() {
+                continue;
+            }
+            let mut photo = photo.clone();
+            let claimed = self
+                .claim_slots(record.id, &photo.contributor, &[photo.id], 0)
+                .await?;
+            photo.slot = claimed.ok().and_then(|slots| slots.first().copied());
+            self.add_photo(record.id, &photo).await?;
+            if photo.state == PhotoState::Approved {
+                self.touch_changed(record.id).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Applies `change` to the record and writes it back if `change` returns true, retrying on
@@ -260,7 +379,7 @@ impl EventStore {
                 .head(&key)
                 .await
                 .map_err(|e| not_found(event, e))?;
-            let mut record = self.get(event).await?;
+            let mut record = self.read(event).await?;
             if !change(&mut record) {
                 return Ok(record);
             }
@@ -279,6 +398,309 @@ impl EventStore {
             StorageError::Transient(format!("event {event}: too many concurrent updates").into())
                 .into(),
         )
+    }
+
+    /// Records a new photo (its file stored already) and lists it on its shelf.
+    pub async fn add_photo(&self, event: Uuid, photo: &EventPhoto) -> Result<(), EventError> {
+        let key = BlobKey::EventPhotoRecord {
+            event,
+            photo: photo.id,
+        };
+        self.blobs
+            .put(&key.path(), encode(photo), PutMode::CreateNew)
+            .await?;
+        self.shelve(event, photo).await
+    }
+
+    /// Photo `photo`'s record and its ETag, if the event holds it.
+    pub async fn photo_record(
+        &self,
+        event: Uuid,
+        photo: Uuid,
+    ) -> Result<Option<(EventPhoto, String)>, EventError> {
+        let key = BlobKey::EventPhotoRecord { event, photo }.path();
+        let meta = match self.blobs.head(&key).await {
+            Ok(meta) => meta,
+            Err(StorageError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let bytes = match self.blobs.get(&key).await {
+            Ok(bytes) => bytes,
+            Err(StorageError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let record = serde_json::from_slice(&bytes)
+            .map_err(|e| EventError::Corrupt(event, format!("photo {photo}: {e}")))?;
+        Ok(Some((record, meta.etag)))
+    }
+
+    /// Photo `photo`, if the event holds it.
+    pub async fn find_photo(
+        &self,
+        event: Uuid,
+        photo: Uuid,
+    ) -> Result<Option<EventPhoto>, EventError> {
+        Ok(self.photo_record(event, photo).await?.map(|(p, _)| p))
+    }
+
+    /// Applies `change` to photo `photo`'s record and writes it back if `change` returns true
+    /// (under its ETag, retrying on a concurrent writer), then moves its marker to its shelf.
+    /// Returns the photo as it is afterwards; none if the event does not hold it.
+    pub async fn update_photo(
+        &self,
+        event: Uuid,
+        photo: Uuid,
+        mut change: impl FnMut(&mut EventPhoto) -> bool,
+    ) -> Result<Option<EventPhoto>, EventError> {
+        let key = BlobKey::EventPhotoRecord { event, photo }.path();
+        for _ in 0..MAX_UPDATE_ATTEMPTS {
+            let Some((mut record, etag)) = self.photo_record(event, photo).await? else {
+                return Ok(None);
+            };
+            let before = record.clone();
+            if !change(&mut record) {
+                return Ok(Some(record));
+            }
+            match self
+                .blobs
+                .put(&key, encode(&record), PutMode::IfMatch(etag))
+                .await
+            {
+                Ok(_) => {
+                    if marker(event, &record) != marker(event, &before) {
+                        self.shelve(event, &record).await?;
+                        self.unshelve(event, &before).await?;
+                    }
+                    return Ok(Some(record));
+                }
+                Err(StorageError::Precondition(_)) | Err(StorageError::NotFound(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(
+            StorageError::Transient(format!("photo {photo}: too many concurrent updates").into())
+                .into(),
+        )
+    }
+
+    /// Takes photo `photo` out of the event: its record, markers, guest's slot, file and
+    /// thumbnail (any already gone is fine).
+    pub async fn remove_photo(&self, event: Uuid, photo: &EventPhoto) -> Result<(), EventError> {
+        let key = BlobKey::EventPhotoRecord {
+            event,
+            photo: photo.id,
+        };
+        forget(self.blobs.delete(&key.path()).await)?;
+        self.unshelve(event, photo).await?;
+        if let Some(slot) = photo.slot {
+            self.release_slot(event, &photo.contributor, slot).await?;
+        }
+        self.delete_photo(event, photo.id).await
+    }
+
+    /// Writes `photo`'s marker on its shelf.
+    async fn shelve(&self, event: Uuid, photo: &EventPhoto) -> Result<(), EventError> {
+        self.blobs
+            .put(&marker(event, photo), Bytes::new(), PutMode::Overwrite)
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes `photo`'s marker as it was.
+    async fn unshelve(&self, event: Uuid, photo: &EventPhoto) -> Result<(), EventError> {
+        forget(self.blobs.delete(&marker(event, photo)).await)
+    }
+
+    /// The photos on `shelf`, oldest on it first.
+    pub async fn shelf(&self, event: Uuid, shelf: Shelf) -> Result<Vec<Listed>, EventError> {
+        let prefix = BlobKey::event_shelf_prefix(event, shelf.as_str());
+        let mut listed: Vec<Listed> = match self.blobs.list_all(&prefix).await {
+            Ok(blobs) => blobs
+                .iter()
+                .filter_map(|b| Listed::parse(b.key.strip_prefix(&prefix)?, b.last_modified))
+                .collect(),
+            Err(StorageError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        listed.sort_by_key(|p| (p.since, p.id));
+        Ok(listed)
+    }
+
+    /// The records of `listed` photos, in their order (those gone since are left out), read a
+    /// few at once.
+    pub async fn records_of(
+        &self,
+        event: Uuid,
+        listed: impl IntoIterator<Item = Uuid>,
+    ) -> Result<Vec<EventPhoto>, EventError> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let found: Vec<Option<EventPhoto>> = stream::iter(listed)
+            .map(|photo| self.find_photo(event, photo))
+            .buffered(RECORDS_AT_ONCE)
+            .try_collect()
+            .await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+
+    /// How many photos are on `shelf`, and the records of the newest `limit` of them, newest
+    /// first (a photo that moved shelf since is left out).
+    pub async fn newest_on(
+        &self,
+        event: Uuid,
+        shelf: Shelf,
+        limit: usize,
+    ) -> Result<(usize, Vec<EventPhoto>), EventError> {
+        let listed = self.shelf(event, shelf).await?;
+        let newest = listed.iter().rev().take(limit).map(|p| p.id);
+        let mut photos = self.records_of(event, newest).await?;
+        photos.retain(|p| Shelf::of(p) == shelf);
+        Ok((listed.len(), photos))
+    }
+
+    /// How many photos the event holds, on every shelf.
+    pub async fn count_photos(&self, event: Uuid) -> Result<usize, EventError> {
+        let mut count = 0;
+        for shelf in Shelf::ALL {
+            count += self.shelf(event, shelf).await?.len();
+        }
+        Ok(count)
+    }
+
+    /// The photos `guest` sent that are still there, oldest first.
+    pub async fn photos_of(
+        &self,
+        event: Uuid,
+        guest: &Owner,
+    ) -> Result<Vec<EventPhoto>, EventError> {
+        let mut photos = Vec::new();
+        for (_, photo) in self.slots(event, guest).await? {
+            if let Some(photo) = self.find_photo(event, photo).await? {
+                photos.push(photo);
+            }
+        }
+        photos.sort_by_key(|p| p.added_at);
+        Ok(photos)
+    }
+
+    /// `guest`'s slots taken, and the photo each holds.
+    async fn slots(&self, event: Uuid, guest: &Owner) -> Result<Vec<(u32, Uuid)>, EventError> {
+        let prefix = BlobKey::event_guest_prefix(event, &owner_digest(guest));
+        let blobs = match self.blobs.list_all(&prefix).await {
+            Ok(blobs) => blobs,
+            Err(StorageError::NotFound(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut slots = Vec::new();
+        for blob in blobs {
+            let Some(slot) = blob.key.strip_prefix(&prefix).and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let photo = match self.blobs.get(&blob.key).await {
+                Ok(bytes) => std::str::from_utf8(&bytes)
+                    .ok()
+                    .and_then(|t| t.parse().ok()),
+                Err(StorageError::NotFound(_)) => None,
+                Err(e) => return Err(e.into()),
+            };
+            if let Some(photo) = photo {
+                slots.push((slot, photo));
+            }
+        }
+        Ok(slots)
+    }
+
+    /// Claims one of `guest`'s slots for each of `photos`, within `cap` slots (0: no cap): the
+    /// slots, or, when the cap has no room for them all, how many the guest holds (none are
+    /// kept then). Each slot is made only if absent, so that guests sending at once, to any
+    /// number of web processes, never pass the cap.
+    pub async fn claim_slots(
+        &self,
+        event: Uuid,
+        guest: &Owner,
+        photos: &[Uuid],
+        cap: u32,
+    ) -> Result<Result<Vec<u32>, u32>, EventError> {
+        let digest = owner_digest(guest);
+        let mut taken: BTreeSet<u32> = self.slot_numbers(event, &digest).await?;
+        let mut claimed = Vec::with_capacity(photos.len());
+        for &photo in photos {
+            loop {
+                if cap > 0 && taken.len() as u32 >= cap {
+                    let held = taken.len() as u32 - claimed.len() as u32;
+                    for &slot in &claimed {
+                        self.release_slot(event, guest, slot).await?;
+                    }
+                    return Ok(Err(held));
+                }
+                let slot = (0..).find(|n| !taken.contains(n)).unwrap_or_default();
+                taken.insert(slot);
+                let key = BlobKey::EventGuestSlot {
+                    event,
+                    guest: digest.clone(),
+                    slot,
+                };
+                let id = Bytes::from(photo.to_string());
+                match self.blobs.put(&key.path(), id, PutMode::CreateNew).await {
+                    Ok(_) => {
+                        claimed.push(slot);
+                        break;
+                    }
+                    // Another photo of the guest's took it first: the next one.
+                    Err(StorageError::AlreadyExists(_)) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(Ok(claimed))
+    }
+
+    async fn slot_numbers(&self, event: Uuid, digest: &str) -> Result<BTreeSet<u32>, EventError> {
+        let prefix = BlobKey::event_guest_prefix(event, digest);
+        match self.blobs.list_all(&prefix).await {
+            Ok(blobs) => Ok(blobs
+                .iter()
+                .filter_map(|b| b.key.strip_prefix(&prefix)?.parse().ok())
+                .collect()),
+            Err(StorageError::NotFound(_)) => Ok(BTreeSet::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Gives `guest`'s slot back.
+    pub async fn release_slot(
+        &self,
+        event: Uuid,
+        guest: &Owner,
+        slot: u32,
+    ) -> Result<(), EventError> {
+        let key = BlobKey::EventGuestSlot {
+            event,
+            guest: owner_digest(guest),
+            slot,
+        };
+        forget(self.blobs.delete(&key.path()).await)
+    }
+
+    /// Notes that the photos in the event's mosaics changed now.
+    pub async fn touch_changed(&self, event: Uuid) -> Result<(), EventError> {
+        let key = BlobKey::EventChanged { event }.path();
+        self.blobs
+            .put(&key, Bytes::new(), PutMode::Overwrite)
+            .await?;
+        Ok(())
+    }
+
+    /// When the photos in `record`'s mosaics last changed.
+    pub async fn changed_at(
+        &self,
+        record: &EventRecord,
+    ) -> Result<Option<OffsetDateTime>, EventError> {
+        let key = BlobKey::EventChanged { event: record.id }.path();
+        match self.blobs.head(&key).await {
+            Ok(meta) => Ok(Some(meta.last_modified)),
+            Err(StorageError::NotFound(_)) => Ok(record.approved_changed_at),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub async fn target(&self, event: Uuid) -> Result<Bytes, EventError> {
@@ -309,10 +731,7 @@ impl EventStore {
             BlobKey::EventPhoto { event, photo },
             BlobKey::EventThumbnail { event, photo },
         ] {
-            match self.blobs.delete(&key.path()).await {
-                Ok(()) | Err(StorageError::NotFound(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
+            forget(self.blobs.delete(&key.path()).await)?;
         }
         Ok(())
     }
@@ -383,6 +802,24 @@ fn not_found(event: Uuid, e: StorageError) -> EventError {
     }
 }
 
-fn encode(record: &EventRecord) -> Bytes {
+/// The key of `photo`'s marker on its shelf.
+fn marker(event: Uuid, photo: &EventPhoto) -> String {
+    BlobKey::EventShelf {
+        event,
+        shelf: Shelf::of(photo).as_str().into(),
+        entry: Shelf::entry(photo),
+    }
+    .path()
+}
+
+/// A deletion's outcome, the blob already gone counted as done.
+fn forget(deleted: Result<(), StorageError>) -> Result<(), EventError> {
+    match deleted {
+        Ok(()) | Err(StorageError::NotFound(_)) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn encode(record: &impl Serialize) -> Bytes {
     Bytes::from(serde_json::to_vec(record).expect("event records serialize"))
 }

@@ -56,8 +56,28 @@ pub enum BlobKey {
     OutboxEvent { job: Uuid },
     /// A notification still undelivered when its retry period ended, kept for the operator.
     UndeliveredEvent { job: Uuid },
-    /// An event's record: its settings and its photos' states.
+    /// An event's record: its settings, its mosaics (its photos have records of their own).
     EventRecord { event: Uuid },
+    /// One contributed photo's record: its state, guest, colour; written alone.
+    EventPhotoRecord { event: Uuid, photo: Uuid },
+    /// An empty marker listing a photo on one shelf of its event (`received`, `waiting`,
+    /// `approved`, `rejected`), its name the photo's id and, once prepared, its colour
+    /// (`{id}.{rrggbb}`): counts, lists and the wish list are read from these names.
+    EventShelf {
+        event: Uuid,
+        shelf: String,
+        entry: String,
+    },
+    /// A guest's claim on one of the photos the event takes from them (the per-guest cap):
+    /// made only if absent, so two photos never take one slot; it holds the photo's id.
+    EventGuestSlot {
+        event: Uuid,
+        guest: String,
+        slot: u32,
+    },
+    /// An empty blob rewritten whenever the photos in an event's mosaics change: its time is
+    /// when they last changed.
+    EventChanged { event: Uuid },
     /// An event's target photo, as uploaded.
     EventTarget { event: Uuid },
     /// A photo a guest contributed to an event, as sent.
@@ -115,6 +135,18 @@ impl BlobKey {
             }
             BlobKey::EventRecord { event } => format!("events/{event}/event.json"),
             BlobKey::EventTarget { event } => format!("events/{event}/target"),
+            BlobKey::EventPhotoRecord { event, photo } => {
+                format!("events/{event}/records/{photo}.json")
+            }
+            BlobKey::EventShelf {
+                event,
+                shelf,
+                entry,
+            } => format!("{}{entry}", Self::event_shelf_prefix(*event, shelf)),
+            BlobKey::EventGuestSlot { event, guest, slot } => {
+                format!("{}{slot:05}", Self::event_guest_prefix(*event, guest))
+            }
+            BlobKey::EventChanged { event } => format!("events/{event}/changed"),
             BlobKey::EventPhoto { event, photo } => format!("events/{event}/photos/{photo}"),
             BlobKey::EventThumbnail { event, photo } => {
                 format!("events/{event}/thumbnails/{photo}.jpg")
@@ -129,6 +161,16 @@ impl BlobKey {
                 format!("{}{id}", Self::library_pending_prefix(library))
             }
         }
+    }
+
+    /// The prefix under which the markers of one shelf of an event's photos live.
+    pub fn event_shelf_prefix(event: Uuid, shelf: &str) -> String {
+        format!("events/{event}/index/{shelf}/")
+    }
+
+    /// The prefix under which one guest's slots (by the SHA-256, hex, of the guest) live.
+    pub fn event_guest_prefix(event: Uuid, guest: &str) -> String {
+        format!("events/{event}/guests/{guest}/")
     }
 
     /// The prefix under which the markers of jobs not ended yet live.
@@ -280,6 +322,21 @@ mod tests {
                 event: job,
                 photo: job,
             },
+            BlobKey::EventPhotoRecord {
+                event: job,
+                photo: job,
+            },
+            BlobKey::EventShelf {
+                event: job,
+                shelf: "approved".into(),
+                entry: format!("{job}.a0b1c2"),
+            },
+            BlobKey::EventGuestSlot {
+                event: job,
+                guest: "ab".repeat(32),
+                slot: 3,
+            },
+            BlobKey::EventChanged { event: job },
             BlobKey::OwnerEvent {
                 owner: "ab".repeat(32),
                 event: job,

@@ -66,21 +66,23 @@ impl Encoding {
     }
 }
 
-/// The four work queues of the pipeline.
+/// The work queues: the pipeline's four, and guests' photos to prepare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum QueueName {
     ImageRequest,
     SliceRequest,
     SliceResponse,
     ImageResponse,
+    PhotoRequest,
 }
 
 impl QueueName {
-    pub const ALL: [QueueName; 4] = [
+    pub const ALL: [QueueName; 5] = [
         QueueName::ImageRequest,
         QueueName::SliceRequest,
         QueueName::SliceResponse,
         QueueName::ImageResponse,
+        QueueName::PhotoRequest,
     ];
 
     /// The queue's name in storage.
@@ -90,6 +92,7 @@ impl QueueName {
             QueueName::SliceRequest => "slicerequest",
             QueueName::SliceResponse => "sliceresponse",
             QueueName::ImageResponse => "imageresponse",
+            QueueName::PhotoRequest => "photorequest",
         }
     }
 
@@ -312,6 +315,21 @@ pub enum JobOutcome {
     Failed {
         reason: String,
     },
+}
+
+/// `photorequest`: a guest's photo, stored and recorded by the front end, for any image
+/// processor to prepare: decoded once, within the decode budget, into its colour and its
+/// thumbnail, then listed as waiting or in. Sent again, it finds the photo prepared and does
+/// nothing; a photo withdrawn meanwhile is passed over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhotoRequest {
+    pub event_id: Uuid,
+    pub photo_id: Uuid,
+}
+
+impl Message for PhotoRequest {
+    const QUEUE: QueueName = QueueName::PhotoRequest;
+    const KIND: &'static str = "PhotoRequest";
 }
 
 /// Output pixels of one slice at most, unless the controller is set otherwise: a job asking for

@@ -266,6 +266,11 @@ pub(crate) fn sized_job_form(image: Vec<u8>, tile_size: u32, cells: u32, slices:
 }
 
 impl TestApp {
+    /// Whether a controller and a processor run beside the web role.
+    pub(crate) fn runs_workers(&self) -> bool {
+        self.workers
+    }
+
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.address)
     }

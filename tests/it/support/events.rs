@@ -36,8 +36,63 @@ pub(crate) async fn make_event(
 }
 
 /// Sends `files` to `event` as guest `guest`, with `fields` (a `guest_name`): the status and
-/// the body.
+/// the body. With the back-end roles running, it returns once the processors have prepared
+/// every photo taken, as the guest's view of the event says.
 pub(crate) async fn send_photos(
+    app: &TestApp,
+    event: &Value,
+    guest: Uuid,
+    files: Vec<(&str, Vec<u8>)>,
+    fields: &[(&str, &str)],
+) -> (StatusCode, Value) {
+    let (status, body) = send_photos_received(app, event, guest, files, fields).await;
+    if status == StatusCode::CREATED && app.runs_workers() {
+        let sent: Vec<&str> = body["photos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["id"].as_str().unwrap())
+            .collect();
+        prepared(app, event, guest, &sent).await;
+    }
+    (status, body)
+}
+
+/// Waits until the processors have prepared photos `sent` of `guest`'s to `event`.
+pub(crate) async fn prepared(app: &TestApp, event: &Value, guest: Uuid, sent: &[&str]) {
+    let (id, token) = (
+        event["id"].as_str().unwrap(),
+        event["contribute_token"].as_str().unwrap(),
+    );
+    let path = format!("/api/v1/events/{id}?token={token}");
+    let guest = guest.to_string();
+    super::wait_for(std::time::Duration::from_secs(60), async || {
+        let view: Value = app
+            .get_with(&path, &[("X-Client-Id", &guest)])
+            .await
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        let photos = view["photos"].as_array().cloned().unwrap_or_default();
+        let waiting: Vec<&str> = sent
+            .iter()
+            .copied()
+            .filter(|s| {
+                !photos
+                    .iter()
+                    .any(|p| p["id"] == *s && p["prepared"] == true)
+            })
+            .collect();
+        match waiting.is_empty() {
+            true => Ok(()),
+            false => Err(format!("photos not prepared yet: {waiting:?}")),
+        }
+    })
+    .await
+}
+
+/// [`send_photos`] that returns as soon as the photos are received.
+pub(crate) async fn send_photos_received(
     app: &TestApp,
     event: &Value,
     guest: Uuid,

@@ -199,14 +199,11 @@ async fn own_tiles(
     {
         return Ok(None);
     }
-    Ok(Some(
-        event
-            .photos
-            .iter()
-            .filter(|p| who.as_ref() == Some(&p.contributor))
-            .map(|p| p.tile_name())
-            .collect(),
-    ))
+    let Some(who) = who else {
+        return Ok(Some(Default::default()));
+    };
+    let theirs = state.platform.events().photos_of(event.id, &who).await?;
+    Ok(Some(theirs.iter().map(|p| p.tile_name()).collect()))
 }
 
 /// One cell of the finished mosaic as PNG, as it is in the mosaic (a tile, tinted if the job

@@ -1,11 +1,15 @@
 //! Automatic mosaics: once the photos in an event's mosaics have changed and then stayed as they
 //! are for the event's quiet interval (`auto_after_seconds`), a new mosaic is made on its own.
-//! Each change schedules a check after the interval, in the web process that took it; the check
-//! makes the mosaic only if no later change or mosaic came meanwhile, and claims it in the
-//! event's record under its ETag first, so that two web processes never make the same one. A
-//! check lost with its process (a restart) is made again by the next change.
+//! A change (a photo approved, prepared while approved, left out or taken out) rewrites the
+//! event's `changed` blob; the web process that took it checks after the interval, once per
+//! event however many changes come, and again while the photos keep changing or wait to be
+//! prepared. The check makes the mosaic only if no later change or mosaic came meanwhile, and
+//! claims it in the event's record under its ETag first, so that two web processes never make
+//! the same one. A check lost with its process (a restart) is made again by the next change.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use actix_web::web;
 use time::OffsetDateTime;
@@ -14,34 +18,102 @@ use uuid::Uuid;
 use crate::api::event_jobs::make_mosaic;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
-use tessera_shared::events::EventRecord;
+use tessera_shared::events::{EventRecord, Shelf};
 
-/// Schedules the check for an automatic mosaic of `record`, just changed.
+/// The events this process has a check scheduled for, and when each is due.
+static SCHEDULED: Mutex<Option<HashMap<Uuid, Instant>>> = Mutex::new(None);
+
+/// Notes a check of `event` due at `due`, unless one is due sooner: whether this is the
+/// event's next check (`since` the check that reschedules itself, if any).
+fn book(event: Uuid, due: Instant, since: Option<Instant>) -> bool {
+    let mut scheduled = SCHEDULED.lock().unwrap_or_else(|e| e.into_inner());
+    let scheduled = scheduled.get_or_insert_with(HashMap::new);
+    match scheduled.get(&event) {
+        Some(&booked) if Some(booked) != since && booked <= due => false,
+        _ => {
+            scheduled.insert(event, due);
+            true
+        }
+    }
+}
+
+/// Whether the check due at `due` is still `event`'s next one.
+fn still_booked(event: Uuid, due: Instant) -> bool {
+    let scheduled = SCHEDULED.lock().unwrap_or_else(|e| e.into_inner());
+    scheduled
+        .as_ref()
+        .and_then(|s| s.get(&event))
+        .is_some_and(|&booked| booked == due)
+}
+
+/// Schedules the check for an automatic mosaic of `record`, whose photos may have just
+/// changed (none if one is due sooner already).
 pub(crate) fn schedule(state: &web::Data<AppState>, record: &EventRecord) {
     let seconds = record.settings.auto_after_seconds;
-    if seconds == 0 || record.approved_changed_at.is_none() {
+    if seconds == 0 || record.maker.is_none() {
         return;
     }
-    let (state, id) = (state.clone(), record.id);
+    let id = record.id;
+    let mut due = Instant::now() + Duration::from_secs(u64::from(seconds));
+    if !book(id, due, None) {
+        return;
+    }
+    let state = state.clone();
     actix_web::rt::spawn(async move {
-        let quiet = Duration::from_secs(u64::from(seconds)) + Duration::from_millis(50);
-        tokio::time::sleep(quiet).await;
-        if let Err(e) = make_if_due(&state, id).await {
-            tracing::warn!(event = %id, error = %e, "no automatic mosaic");
+        loop {
+            tokio::time::sleep_until((due + Duration::from_millis(50)).into()).await;
+            if !still_booked(id, due) {
+                // A check due sooner took over.
+                return;
+            }
+            let again = match check(&state, id).await {
+                Ok(again) => again,
+                Err(e) => {
+                    tracing::warn!(event = %id, error = %e, "no automatic mosaic");
+                    None
+                }
+            };
+            let Some(again) = again else { break };
+            let next = Instant::now() + again;
+            if !book(id, next, Some(due)) {
+                return;
+            }
+            due = next;
+        }
+        let mut scheduled = SCHEDULED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(scheduled) = scheduled.as_mut()
+            && scheduled.get(&id) == Some(&due)
+        {
+            scheduled.remove(&id);
         }
     });
 }
 
 /// Makes event `id`'s mosaic if one is due ([`EventRecord::mosaic_due`]) and this process
-/// claims it.
-async fn make_if_due(state: &AppState, id: Uuid) -> ApiResult<()> {
+/// claims it; says how long to wait before looking again while its photos are still
+/// changing or being prepared.
+async fn check(state: &AppState, id: Uuid) -> ApiResult<Option<Duration>> {
+    let events = state.platform.events();
+    let record = events.get(id).await?;
+    let quiet = Duration::from_secs(u64::from(record.settings.auto_after_seconds));
+    let changed = events.changed_at(&record).await?;
     let now = OffsetDateTime::now_utc();
+    if let Some(changed) = changed
+        && record.mosaic_asked_at.is_none_or(|asked| asked < changed)
+        && !record.mosaic_due(now, Some(changed))
+    {
+        // Changed within the quiet interval: looked at again once it has passed.
+        let left = (changed + quiet - now).max(time::Duration::ZERO);
+        return Ok(Some(left.try_into().unwrap_or(quiet)));
+    }
+    if !record.mosaic_due(now, changed) {
+        let preparing = !events.shelf(id, Shelf::Received).await?.is_empty();
+        return Ok((preparing && record.settings.auto_after_seconds > 0).then_some(quiet));
+    }
     let mut claimed = false;
-    let record = state
-        .platform
-        .events()
+    let record = events
         .update(id, |r| {
-            claimed = r.mosaic_due(now);
+            claimed = r.mosaic_due(now, changed);
             if claimed {
                 r.mosaic_asked_at = Some(now);
             }
@@ -49,9 +121,9 @@ async fn make_if_due(state: &AppState, id: Uuid) -> ApiResult<()> {
         })
         .await?;
     let Some(maker) = record.maker.clone().filter(|_| claimed) else {
-        return Ok(());
+        return Ok(None);
     };
     let job = make_mosaic(state, &record, &maker, (None, None)).await?;
     tracing::info!(event = %id, %job, "a mosaic made on its own");
-    Ok(())
+    Ok(None)
 }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use tessera_engine::ImportOptions;
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::events::{EventPhoto, EventRecord, Maker};
+use tessera_shared::events::{EventPhoto, EventRecord, Maker, Shelf};
 use tessera_shared::jobs::{JobError, JobRecord, JobState, Sharing};
 use tessera_shared::libraries::{Publication, Visibility};
 use tessera_shared::library_import::import_library_while;
@@ -30,7 +30,11 @@ pub(crate) async fn make_mosaic(
 ) -> ApiResult<Uuid> {
     let events = state.platform.events();
     let asked_at = OffsetDateTime::now_utc();
-    let library = publish_library(state, record, asked_by).await?;
+    let listed = events.shelf(record.id, Shelf::Approved).await?;
+    let approved = events
+        .records_of(record.id, listed.iter().map(|p| p.id))
+        .await?;
+    let library = publish_library(state, record, &approved, asked_by).await?;
     let target = events.target(record.id).await?;
     let (mut spec, mut chosen) = match &record.spec {
         Some(spec) => {
@@ -47,7 +51,7 @@ pub(crate) async fn make_mosaic(
     };
     // The photos spread as far apart as their number allows, unless the owner chose.
     if chosen.insert("repeat_radius") {
-        spec.options.repeat_radius = spread_for(record.approved().count());
+        spec.options.repeat_radius = spread_for(approved.len());
     }
     spec.library.id = library;
     check_spec(&spec, state)?;
@@ -144,9 +148,9 @@ pub(crate) async fn latest_mosaics(
 async fn publish_library(
     state: &AppState,
     record: &EventRecord,
+    approved: &[EventPhoto],
     asked_by: Option<&actix_web::HttpRequest>,
 ) -> ApiResult<String> {
-    let approved: Vec<&EventPhoto> = record.approved().collect();
     if approved.is_empty() {
         return Err(ApiError::unprocessable(
             ErrorCode::InvalidParameter,
@@ -180,7 +184,7 @@ async fn publish_library(
     .await?;
     let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
     let mut captions = String::from("file,caption\n");
-    for photo in &approved {
+    for photo in approved {
         let bytes = state.platform.events().photo(record.id, photo.id).await?;
         let tile = photo.tile_name();
         tokio::fs::write(dir.path().join(&tile), bytes)

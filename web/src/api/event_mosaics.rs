@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::event_settings::event_field;
-use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, Maker, PhotoState};
+use tessera_shared::events::{EventPhoto, EventRecord, EventSettings, Maker, PhotoState, Shelf};
 use tessera_shared::libraries::Owner;
 use tessera_shared::wishlist::Wish;
 
@@ -48,6 +48,12 @@ pub struct PhotoView {
     pub tile: String,
     /// The name its guest goes by, if they gave one.
     pub guest_name: Option<String>,
+    /// Whether an image processor has prepared it; until then it is received, and in no
+    /// mosaic whatever its state.
+    pub prepared: bool,
+    /// Why it could not be decoded, if so: it is then left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 impl From<&EventPhoto> for PhotoView {
@@ -59,9 +65,27 @@ impl From<&EventPhoto> for PhotoView {
             contributor: p.contributor.clone(),
             tile: p.tile_name(),
             guest_name: p.guest_name.clone(),
+            prepared: p.prepared,
+            unreadable: p.unreadable.clone(),
         }
     }
 }
+
+/// How many photos an event holds on each shelf.
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct PhotoCounts {
+    /// Received, not prepared yet.
+    pub received: usize,
+    /// Prepared, waiting for the owner.
+    pub waiting: usize,
+    /// In the mosaics.
+    pub approved: usize,
+    /// Left out (by the owner, or unreadable).
+    pub rejected: usize,
+}
+
+/// The newest photos of each shelf the owner's view lists; the rest are counted.
+const OWNER_PHOTOS_PER_SHELF: usize = 200;
 
 /// An event's latest mosaic.
 #[derive(Debug, Serialize, ToSchema)]
@@ -86,7 +110,12 @@ pub struct EventView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_url: Option<String>,
     pub settings: EventSettings,
+    /// To the owner, the newest photos of each shelf (at most 200 each: `counts` says how many
+    /// there are); to a guest, their own.
     pub photos: Vec<PhotoView>,
+    /// How many photos the event holds on each shelf (the owner's view only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<PhotoCounts>,
     /// The colours of the target no approved photo matches yet, and about how many photos of
     /// each would fill them: most wanted first.
     pub wishlist: Vec<Wish>,
@@ -97,15 +126,35 @@ pub struct EventView {
 }
 
 impl EventView {
-    pub(crate) fn of(record: &EventRecord, guest: Option<&Owner>) -> Self {
-        let photos = record
-            .photos
-            .iter()
-            .filter(|p| guest.is_none_or(|g| &p.contributor == g))
-            .map(PhotoView::from)
-            .collect();
+    pub(crate) async fn of(
+        state: &AppState,
+        record: &EventRecord,
+        guest: Option<&Owner>,
+    ) -> ApiResult<Self> {
+        let events = state.platform.events();
+        let approved = events.shelf(record.id, Shelf::Approved).await?;
+        let (photos, counts) = match guest {
+            Some(guest) => (events.photos_of(record.id, guest).await?, None),
+            None => {
+                let (mut photos, mut counts) = (Vec::new(), PhotoCounts::default());
+                for shelf in Shelf::ALL {
+                    let (count, newest) = events
+                        .newest_on(record.id, shelf, OWNER_PHOTOS_PER_SHELF)
+                        .await?;
+                    *match shelf {
+                        Shelf::Received => &mut counts.received,
+                        Shelf::Waiting => &mut counts.waiting,
+                        Shelf::Approved => &mut counts.approved,
+                        Shelf::Rejected => &mut counts.rejected,
+                    } = count;
+                    photos.extend(newest);
+                }
+                (photos, Some(counts))
+            }
+        };
+        let photos = photos.iter().map(PhotoView::from).collect();
         let owner = guest.is_none();
-        EventView {
+        Ok(EventView {
             id: record.id,
             name: record.name.clone(),
             contribute_token: owner.then(|| record.token.clone()),
@@ -113,10 +162,11 @@ impl EventView {
             page_url: owner.then(|| format!("/events/{}", record.id)),
             settings: record.settings.clone(),
             photos,
-            wishlist: record.wishlist(),
+            counts,
+            wishlist: record.wishlist(&approved),
             mosaic: record.mosaics.last().map(|&job| MosaicRef { job }),
             mosaics: record.mosaics.clone(),
-        }
+        })
     }
 }
 
@@ -363,7 +413,7 @@ pub async fn create(
         &req,
         StatusCode::CREATED,
         (client, minted),
-        EventView::of(&record, None),
+        EventView::of(&state, &record, None).await?,
     );
     response.headers_mut().insert(
         header::LOCATION,
@@ -394,9 +444,9 @@ pub async fn get(
     let (who, client, minted) = requester(&req)?;
     let record = state.platform.events().get(*id).await?;
     let view = if is_owner(&record, &who) {
-        EventView::of(&record, None)
+        EventView::of(&state, &record, None).await?
     } else if has_token(&req, &query, &record) {
-        EventView::of(&record, Some(&who))
+        EventView::of(&state, &record, Some(&who)).await?
     } else {
         return Err(not_owner(&record));
     };
@@ -426,28 +476,26 @@ pub async fn decide(
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let (_, photo) = path.into_inner();
-    let event = owned.record.id;
-    let record = state
-        .platform
-        .events()
-        .update(event, |r| {
-            match r.photos.iter_mut().find(|p| p.id == photo) {
-                Some(p) if p.state != decision.state => {
-                    let approved = PhotoState::Approved;
-                    let changes_mosaic = p.state == approved || decision.state == approved;
-                    p.state = decision.state;
-                    if changes_mosaic {
-                        r.approved_changed_at = Some(OffsetDateTime::now_utc());
-                    }
-                    true
-                }
-                _ => false,
+    let record = owned.record;
+    let events = state.platform.events();
+    let mut changes_mosaic = false;
+    let decided = events
+        .update_photo(record.id, photo, |p| {
+            if p.state == decision.state || p.unreadable.is_some() {
+                return false;
             }
+            let approved = PhotoState::Approved;
+            changes_mosaic = p.prepared && (p.state == approved || decision.state == approved);
+            p.state = decision.state;
+            true
         })
-        .await?;
-    crate::api::event_auto::schedule(&state, &record);
-    let found = record.photo(photo).ok_or_else(|| photo_not_found(photo))?;
-    Ok(HttpResponse::Ok().json(PhotoView::from(found)))
+        .await?
+        .ok_or_else(|| photo_not_found(photo))?;
+    if changes_mosaic {
+        events.touch_changed(record.id).await?;
+        crate::api::event_auto::schedule(&state, &record);
+    }
+    Ok(HttpResponse::Ok().json(PhotoView::from(&decided)))
 }
 
 fn photo_not_found(photo: Uuid) -> ApiError {
@@ -480,7 +528,10 @@ pub async fn withdraw(
     let (who, _, _) = requester(&req)?;
     let events = state.platform.events();
     let record = events.get(event).await?;
-    let found = record.photo(photo).ok_or_else(|| photo_not_found(photo))?;
+    let found = events
+        .find_photo(event, photo)
+        .await?
+        .ok_or_else(|| photo_not_found(photo))?;
     if !is_owner(&record, &who) && found.contributor != who {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -488,19 +539,12 @@ pub async fn withdraw(
             "only the guest who sent this photo, or the event's owner, may take it out",
         ));
     }
-    let was_in = found.state == PhotoState::Approved;
-    let record = events
-        .update(event, |r| {
-            let before = r.photos.len();
-            r.photos.retain(|p| p.id != photo);
-            if was_in {
-                r.approved_changed_at = Some(OffsetDateTime::now_utc());
-            }
-            r.photos.len() != before
-        })
-        .await?;
-    crate::api::event_auto::schedule(&state, &record);
-    events.delete_photo(event, photo).await?;
+    events.remove_photo(event, &found).await?;
+    state.event_counts.remove_one(event);
+    if Shelf::of(&found) == Shelf::Approved {
+        events.touch_changed(event).await?;
+        crate::api::event_auto::schedule(&state, &record);
+    }
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -1,7 +1,7 @@
 //! Guests' photos coming into an event (`POST /api/v1/events/{id}/photos`): a batch is taken
 //! photo by photo (a PDF among seven photos leaves the seven in, and is named with its reason),
-//! within the event's caps and the guests' rates, each photo decoded once as it comes into its
-//! colour and its thumbnail.
+//! within the event's caps and the guests' rates. Each photo is stored, recorded on its own and
+//! queued for the processors to prepare (`photorequest`): the web decodes nothing.
 
 use actix_multipart::Multipart;
 use actix_web::http::StatusCode;
@@ -15,6 +15,7 @@ use uuid::Uuid;
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::{EventPhoto, EventRecord, PhotoState};
 use tessera_shared::libraries::Owner;
+use tessera_shared::messages::{Envelope, PhotoRequest};
 
 use crate::api::event_mosaics::{PhotoView, TokenQuery, answer, require_token};
 use crate::api::job_broker::missing;
@@ -62,10 +63,12 @@ const MAX_GUEST_NAME: usize = 60;
 /// Send photos to an event, through its contribute link.
 ///
 /// Multipart `files`, one photo each, with the link's token as `?token=` or
-/// `X-Contribute-Token`. They wait for the owner's approval, or are in at once if the event
-/// says so. Each file is taken or refused on its own: the answer lists both; a batch of which
-/// none is taken is 422 with each file's reason. A batch over a cap is refused whole, saying
-/// how many the event still takes.
+/// `X-Contribute-Token`. Each is received at once (`prepared` false) and prepared by the
+/// image processors; then it waits for the owner's approval, or is in if the event says so
+/// (a photo that cannot be decoded is left out, with `unreadable` saying why). Each file is
+/// taken or refused on its own by its kind: the answer lists both; a batch of which none is
+/// taken is 422 with each file's reason. A batch over a cap is refused whole, saying how many
+/// the event still takes.
 #[utoipa::path(
     post,
     path = "/api/v1/events/{id}/photos",
@@ -96,9 +99,10 @@ pub async fn contribute(
     let events = state.platform.events();
     let record = events.get(*id).await?;
     require_token(&req, &query, &record)?;
-    let (files, mut refused, guest_name) = read_photos(&mut payload, &state).await?;
+    let (files, refused, guest_name) = read_photos(&mut payload, &state).await?;
     none_taken(&files, &refused)?;
-    check_room_for_guest(&record, &guest, files.len())?;
+    check_open(&record)?;
+    check_event_room(&state, &record, files.len()).await?;
     let address = client_address(&req, state.guard.trusted_proxies());
     state.guests.admit(
         &state.settings.guests,
@@ -112,48 +116,57 @@ pub async fn contribute(
             "the photos",
         )
         .await?;
-    let given = (&guest, guest_name.as_deref(), address);
-    let photos = store_photos(&state, &record, given, files, &mut refused).await?;
-    let mut over = None;
-    let stored = events
-        .update(record.id, |r| {
-            match check_room_for_guest(r, &guest, photos.len()) {
-                Ok(()) => {
-                    if guest_name.is_some() {
-                        // A name given once is the guest's on every photo they sent.
-                        for p in r.photos.iter_mut().filter(|p| p.contributor == guest) {
-                            p.guest_name.clone_from(&guest_name);
-                        }
-                    }
-                    r.photos.extend(photos.iter().cloned());
-                    if photos.iter().any(|p| p.state == PhotoState::Approved) {
-                        r.approved_changed_at = Some(OffsetDateTime::now_utc());
-                    }
-                    true
-                }
-                Err(e) => {
-                    over = Some(e);
-                    false
-                }
+    let ids: Vec<Uuid> = files.iter().map(|_| Uuid::new_v4()).collect();
+    let cap = record.settings.per_guest;
+    let slots = match events.claim_slots(record.id, &guest, &ids, cap).await? {
+        Ok(slots) => slots,
+        Err(held) => return Err(over_guest_cap(cap, held, files.len())),
+    };
+    let given = (&guest, guest_name.as_deref(), client);
+    let photos = match store_photos(&state, &record, given, files, ids.iter().zip(&slots)).await {
+        Ok(photos) => photos,
+        Err(e) => {
+            for (photo, slot) in ids.iter().zip(&slots) {
+                let _ = events.delete_photo(record.id, *photo).await;
+                let _ = events.release_slot(record.id, &guest, *slot).await;
             }
-        })
-        .await;
-    let stored = match (over, stored) {
-        (None, Ok(stored)) => stored,
-        (over, stored) => {
-            for photo in &photos {
-                let _ = events.delete_photo(record.id, photo.id).await;
-            }
-            let why = over.or(stored.err().map(ApiError::from));
-            return Err(why.unwrap_or_else(|| ApiError::internal("photos refused, no reason")));
+            return Err(e);
         }
     };
-    crate::api::event_auto::schedule(&state, &stored);
+    state.event_counts.add(record.id, photos.len());
+    if guest_name.is_some() {
+        name_guest(&state, &record, &guest, &guest_name, &ids).await?;
+    }
+    crate::api::event_auto::schedule(&state, &record);
     let sent = PhotosSent {
         photos: photos.iter().map(PhotoView::from).collect(),
         refused,
     };
     Ok(answer(&req, StatusCode::CREATED, (client, minted), sent))
+}
+
+/// A name given once is the guest's on every photo they sent: those before `sent` get it too.
+async fn name_guest(
+    state: &AppState,
+    record: &EventRecord,
+    guest: &Owner,
+    name: &Option<String>,
+    sent: &[Uuid],
+) -> ApiResult<()> {
+    let events = state.platform.events();
+    for photo in events.photos_of(record.id, guest).await? {
+        if sent.contains(&photo.id) || &photo.guest_name == name {
+            continue;
+        }
+        events
+            .update_photo(record.id, photo.id, |p| {
+                let renamed = &p.guest_name != name;
+                p.guest_name.clone_from(name);
+                renamed
+            })
+            .await?;
+    }
+    Ok(())
 }
 
 /// 422 when no file of a batch can be taken: each file's reason, in one message.
@@ -165,15 +178,15 @@ fn none_taken(files: &[Received], refused: &[RefusedPhoto]) -> ApiResult<()> {
     Err(ApiError::unprocessable(ErrorCode::CorruptImage, reasons.join("; ")).with_field("files"))
 }
 
-/// Decodes each photo once, in its turn, and stores it with its thumbnail: the photos to
-/// record, in the state the event gives them, with the name their guest gave. A photo that
-/// cannot be decoded joins `refused`; none decoded is 422.
+/// Stores each photo and its record, in the state the event gives them and with the name their
+/// guest gave, each holding its slot, and asks the processors to prepare it
+/// (`photorequest`): nothing is decoded here.
 async fn store_photos(
     state: &AppState,
     record: &EventRecord,
-    (guest, guest_name, address): (&Owner, Option<&str>, Option<std::net::IpAddr>),
+    (guest, guest_name, client): (&Owner, Option<&str>, Uuid),
     files: Vec<Received>,
-    refused: &mut Vec<RefusedPhoto>,
+    ids: impl Iterator<Item = (&Uuid, &u32)>,
 ) -> ApiResult<Vec<EventPhoto>> {
     let events = state.platform.events();
     let given = if record.settings.approval {
@@ -181,85 +194,81 @@ async fn store_photos(
     } else {
         PhotoState::Approved
     };
+    let queue = state.platform.queue::<PhotoRequest>();
     let mut photos = Vec::with_capacity(files.len());
-    for file in files {
-        let turn = state
-            .guests
-            .decode_turn(&state.settings.guests, address, record.id)
-            .await;
-        let prepared = crate::imaging::photo_square::prepare(file.bytes.clone()).await;
-        drop(turn);
-        let prepared = match prepared {
-            Ok(prepared) => prepared,
-            Err(e) if e.status.is_client_error() => {
-                refused.push(RefusedPhoto {
-                    reason: format!("{} cannot be read: {}", file.name, e.message),
-                    name: file.name,
-                });
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
+    for (file, (&id, &slot)) in files.into_iter().zip(ids) {
         let photo = EventPhoto {
-            id: Uuid::new_v4(),
+            id,
             name: file.name,
             contributor: guest.clone(),
             state: given,
             extension: file.extension,
-            colour: Some(prepared.colour),
+            colour: None,
             guest_name: guest_name.map(str::to_string),
             added_at: OffsetDateTime::now_utc(),
+            prepared: false,
+            unreadable: None,
+            slot: Some(slot),
         };
         events.put_photo(record.id, photo.id, file.bytes).await?;
-        events
-            .put_thumbnail(record.id, photo.id, prepared.thumbnail)
-            .await?;
+        events.add_photo(record.id, &photo).await?;
+        let request = PhotoRequest {
+            event_id: record.id,
+            photo_id: photo.id,
+        };
+        queue.send(&Envelope::new(client, request)).await?;
         photos.push(photo);
-    }
-    if photos.is_empty() {
-        none_taken(&[], refused)?;
     }
     Ok(photos)
 }
 
-/// Refuses `more` photos from `guest` when the event is closed or the guest would pass its cap
-/// (or the event its own), saying how many it still takes.
-fn check_room_for_guest(record: &EventRecord, guest: &Owner, more: usize) -> ApiResult<()> {
-    if !record.settings.open {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            ErrorCode::ContributionsClosed,
-            format!("{} takes no more photos", record.name),
-        ));
+/// Refuses photos for an event that takes no more.
+fn check_open(record: &EventRecord) -> ApiResult<()> {
+    if record.settings.open {
+        return Ok(());
     }
-    let room = record.room_for_photos();
-    if more > room {
-        return Err(ApiError::unprocessable(
-            ErrorCode::EventPhotoLimit,
-            format!(
-                "{} takes at most {} photos and holds {}: it takes {room} more, and these are \
-                 {more}{}",
-                record.name,
-                record.settings.max_photos,
-                record.photos.len(),
-                choose(room)
-            ),
-        ));
+    Err(ApiError::new(
+        StatusCode::CONFLICT,
+        ErrorCode::ContributionsClosed,
+        format!("{} takes no more photos", record.name),
+    ))
+}
+
+/// Refuses `more` photos that would pass the event's cap (`max_photos`), saying how many it
+/// still takes. The count is this process's ([`crate::api::event_counts`]).
+async fn check_event_room(state: &AppState, record: &EventRecord, more: usize) -> ApiResult<()> {
+    let held = state
+        .event_counts
+        .held(&state.platform.events(), record.id)
+        .await?;
+    let max = record.settings.max_photos as usize;
+    let room = max.saturating_sub(held);
+    if more <= room {
+        return Ok(());
     }
-    let cap = record.settings.per_guest;
-    let sent = record.sent_by(guest);
-    if cap > 0 && sent as usize + more > cap as usize {
-        let left = (cap as usize).saturating_sub(sent as usize);
-        return Err(ApiError::unprocessable(
-            ErrorCode::GuestPhotoLimit,
-            format!(
-                "this event takes {cap} photos from each guest: you have sent {sent}, and these \
-                 are {more}{}",
-                choose(left)
-            ),
-        ));
-    }
-    Ok(())
+    Err(ApiError::unprocessable(
+        ErrorCode::EventPhotoLimit,
+        format!(
+            "{} takes at most {max} photos and holds {held}: it takes {room} more, and these are \
+             {more}{}",
+            record.name,
+            choose(room)
+        ),
+    ))
+}
+
+/// The refusal of `more` photos from a guest who holds `held` of the `cap` the event takes
+/// from each.
+fn over_guest_cap(cap: u32, held: u32, more: usize) -> ApiError {
+    let left = cap.saturating_sub(held) as usize;
+    ApiError::unprocessable(
+        ErrorCode::GuestPhotoLimit,
+        format!(
+            "this event takes {cap} photos from each guest: you have sent {held}, and these \
+             are {more}{}",
+            choose(left)
+        ),
+    )
 }
 
 /// What a guest over a cap may do: choose fewer, or nothing more.
@@ -357,9 +366,11 @@ fn guest_name_of(text: &str) -> ApiResult<Option<String>> {
 }
 
 /// The extension of the photo `bytes` sent as `name`, or why it is not one Tessera takes: a
-/// camera's RAW (a DNG is a TIFF inside) is refused by its name, anything else by its header.
+/// camera's RAW (a DNG is a TIFF inside) is refused by its name, anything else by its header
+/// (a JPEG too large to decode as a tile, by its frame).
 fn photo_kind(name: &str, bytes: &[u8]) -> Result<String, String> {
-    use tessera_engine::decode::{not_an_image, read_header, unreadable_kind};
+    use tessera_engine::decode::{check_tile_header, not_an_image, read_header, unreadable_kind};
+    use tessera_shared::events::THUMBNAIL_SIDE;
     let by_name = not_an_image(name).filter(|why| why.starts_with("camera RAW"));
     if let Some(why) = by_name {
         return Err(format!("{name} is a {why}"));
@@ -368,7 +379,12 @@ fn photo_kind(name: &str, bytes: &[u8]) -> Result<String, String> {
         return Err(format!("{name} is a PDF document, not a photo"));
     }
     match read_header(bytes) {
-        Ok(header) => Ok(header.format.name().to_ascii_lowercase()),
+        Ok(header) => {
+            // Refused now what the processors would refuse from its header alone.
+            check_tile_header(bytes, THUMBNAIL_SIDE)
+                .map_err(|why| format!("{name} cannot be read: {why}"))?;
+            Ok(header.format.name().to_ascii_lowercase())
+        }
         Err(e) => Err(match unreadable_kind(bytes) {
             Some(kind) => format!("{name} is a {kind} file, not a photo: send it as JPEG"),
             None => format!("{name} is not a photo Tessera reads: {e}"),

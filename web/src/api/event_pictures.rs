@@ -42,7 +42,7 @@ pub async fn thumbnail(
     let events = state.platform.events();
     let record = events.get(id).await?;
     let who = known_requester(&req);
-    let sent = record.photo(photo).ok_or_else(|| {
+    let sent = events.find_photo(id, photo).await?.ok_or_else(|| {
         ApiError::not_found(
             ErrorCode::PhotoNotFound,
             format!("event {id} has no photo {photo}"),
@@ -61,6 +61,15 @@ pub async fn thumbnail(
             "only the event's owner and the photo's guest see it",
         ));
     }
+    if !sent.prepared || sent.unreadable.is_some() {
+        return Err(ApiError::not_found(
+            ErrorCode::PhotoNotFound,
+            match &sent.unreadable {
+                Some(why) => format!("photo {photo} cannot be read: {why}"),
+                None => format!("photo {photo} is being prepared: its picture comes next"),
+            },
+        ));
+    }
     let jpeg = match events.thumbnail(id, photo).await? {
         Some(jpeg) => jpeg,
         // A photo sent before thumbnails were kept: made once now, in its turn, and kept.
@@ -71,11 +80,9 @@ pub async fn thumbnail(
                 .guests
                 .decode_turn(&state.settings.guests, address, id)
                 .await;
-            let made = crate::imaging::photo_square::prepare(bytes).await?;
-            events
-                .put_thumbnail(id, photo, made.thumbnail.clone())
-                .await?;
-            made.thumbnail
+            let made = crate::imaging::photo_square::thumbnail(bytes).await?;
+            events.put_thumbnail(id, photo, made.clone()).await?;
+            made
         }
     };
     Ok(HttpResponse::Ok()

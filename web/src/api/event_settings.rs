@@ -59,5 +59,5 @@ pub async fn change(
     crate::api::event_auto::schedule(&state, &record);
     Ok(HttpResponse::build(StatusCode::OK)
         .insert_header((header::CACHE_CONTROL, "no-store"))
-        .json(EventView::of(&record, None)))
+        .json(EventView::of(&state, &record, None).await?))
 }

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::events::{EventRecord, PhotoState};
+use tessera_shared::events::{EventRecord, Shelf};
 use tessera_shared::jobs::JobRecord;
 
 use crate::api::event_jobs::latest_mosaics;
@@ -204,15 +204,13 @@ pub async fn get(
     let (record, _) = wall_event(&state, &req, *id).await?;
     // The screen reads the photos' pictures and placements with the wall's secret.
     let wall = record.wall_token.clone().unwrap_or_default();
-    let mut newest: Vec<_> = record
-        .photos
-        .iter()
-        .filter(|p| p.state == PhotoState::Approved)
-        .collect();
-    newest.sort_by_key(|p| std::cmp::Reverse(p.added_at));
+    let (_, newest) = state
+        .platform
+        .events()
+        .newest_on(record.id, Shelf::Approved, WALL_NEWEST)
+        .await?;
     let newest = newest
         .into_iter()
-        .take(WALL_NEWEST)
         .map(|p| WallPhoto {
             id: p.id,
             tile: p.tile_name(),

@@ -8,6 +8,7 @@ use crate::app_state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use tessera_shared::error_code::ErrorCode;
+use tessera_shared::events::Shelf;
 use tessera_shared::wishlist::Wish;
 use uuid::Uuid;
 
@@ -33,8 +34,10 @@ pub(super) async fn contribute(
 ) -> ApiResult<HttpResponse> {
     let id = Uuid::parse_str(&id)
         .map_err(|_| ApiError::not_found(ErrorCode::EventNotFound, "no event has this address"))?;
-    let record = state.platform.events().get(id).await?;
+    let events = state.platform.events();
+    let record = events.get(id).await?;
     require_token(&req, &query, &record)?;
+    let approved = events.shelf(id, Shelf::Approved).await?;
     page(&ContributePage {
         id,
         name: record.name.clone(),
@@ -42,7 +45,7 @@ pub(super) async fn contribute(
         open: record.settings.open,
         approval: record.settings.approval,
         per_guest: record.settings.per_guest,
-        wishes: record.wishlist(),
+        wishes: record.wishlist(&approved),
         max_upload_bytes: state.settings.max_library_upload_bytes,
     })
 }

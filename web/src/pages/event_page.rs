@@ -10,7 +10,7 @@ use crate::app_state::AppState;
 use crate::guards::client::origin;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use tessera_shared::events::{EventPhoto, PhotoState};
+use tessera_shared::events::{EventPhoto, Shelf};
 use tessera_shared::wishlist::Wish;
 use uuid::Uuid;
 
@@ -19,8 +19,13 @@ struct Group {
     /// `waiting`, `approved`, `rejected`.
     state: &'static str,
     title: &'static str,
+    /// How many photos it has; the newest are shown.
+    total: usize,
     photos: Vec<Photo>,
 }
+
+/// The newest photos of each group the page shows.
+const SHOWN_PER_GROUP: usize = 200;
 
 struct Photo {
     id: Uuid,
@@ -42,6 +47,8 @@ pub(super) struct EventPage {
     auto_after_seconds: u32,
     auto_after_input: SettingInput,
     groups: Vec<Group>,
+    /// Photos received and not prepared yet.
+    received: usize,
     /// The latest mosaic and its state, once one was asked for.
     mosaic: Option<(Uuid, String)>,
     /// The latest finished mosaic, shown while a newer one is made.
@@ -58,16 +65,23 @@ pub(super) async fn event(
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let record = owned.record;
-    let group = |state: PhotoState, key, title| Group {
-        state: key,
-        title,
-        photos: record
-            .photos
-            .iter()
-            .filter(|p| p.state == state)
-            .map(photo)
-            .collect(),
-    };
+    let events = state.platform.events();
+    let mut groups = Vec::new();
+    for (shelf, title) in [
+        (Shelf::Waiting, "Waiting for you"),
+        (Shelf::Approved, "In the mosaic"),
+        (Shelf::Rejected, "Left out"),
+    ] {
+        let (total, newest) = events.newest_on(record.id, shelf, SHOWN_PER_GROUP).await?;
+        groups.push(Group {
+            state: shelf.as_str(),
+            title,
+            total,
+            photos: newest.iter().map(photo).collect(),
+        });
+    }
+    let received = events.shelf(record.id, Shelf::Received).await?.len();
+    let approved = events.shelf(record.id, Shelf::Approved).await?;
     let mosaics = crate::api::event_jobs::latest_mosaics(&state, &record).await?;
     let mosaic = mosaics.latest.map(|r| (r.id, r.state.as_str().to_string()));
     let shown = mosaics.done.map(|r| r.id);
@@ -81,15 +95,12 @@ pub(super) async fn event(
         open: record.settings.open,
         auto_after_seconds: record.settings.auto_after_seconds,
         auto_after_input: SettingInput::of("auto_after_seconds"),
-        groups: vec![
-            group(PhotoState::Waiting, "waiting", "Waiting for you"),
-            group(PhotoState::Approved, "approved", "In the mosaic"),
-            group(PhotoState::Rejected, "rejected", "Left out"),
-        ],
+        groups,
+        received,
         mosaic,
         shown,
         mosaics: record.mosaics.len(),
-        wishes: record.wishlist(),
+        wishes: record.wishlist(&approved),
         wall_url: crate::api::event_wall::wall_path(&record)
             .map(|path| format!("{}{path}", origin(&req))),
     })

@@ -8,7 +8,7 @@ use crate::app_state::AppState;
 use crate::guards::client::known_requester;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use tessera_shared::events::{EventError, PhotoState};
+use tessera_shared::events::{EventError, Shelf};
 use uuid::Uuid;
 
 /// What an event's mosaic is for, and the grid that suits it: cells across and their size in
@@ -120,12 +120,8 @@ pub(super) async fn my_events(
             events.push(EventRow {
                 id,
                 name: record.name.clone(),
-                photos: record.photos.len(),
-                waiting: record
-                    .photos
-                    .iter()
-                    .filter(|p| p.state == PhotoState::Waiting)
-                    .count(),
+                photos: store.count_photos(id).await?,
+                waiting: store.shelf(id, Shelf::Waiting).await?.len(),
                 mosaic: record.mosaics.last().copied(),
             });
         }

@@ -252,6 +252,54 @@ pub fn square_tile_pixels(bytes: &[u8], side: u32) -> Result<Vec<u8>, String> {
     decode_crop(bytes, [255; 3], square, side).map(|cropped| cropped.rgb)
 }
 
+/// A photo's square as [`square_tile_pixels`] decodes it, made at most `side` pixels a side:
+/// a JPEG of `quality` (1 to 100), and its pixels' mean colour.
+pub fn square_thumbnail(
+    bytes: &[u8],
+    side: u32,
+    quality: u8,
+) -> Result<(Vec<u8>, [u8; 3]), String> {
+    let pixels = square_tile_pixels(bytes, side)?;
+    // The square as decoded (at least the side asked where the photo has it), then made the
+    // thumbnail's side at most.
+    let got = ((pixels.len() / 3) as f64).sqrt() as u32;
+    let square =
+        image::RgbImage::from_raw(got, got, pixels).ok_or("the photo's square is not square")?;
+    let small = if got > side {
+        image::imageops::thumbnail(&square, side, side)
+    } else {
+        square
+    };
+    let mut sum = [0u64; 3];
+    for p in small.pixels() {
+        for (total, v) in sum.iter_mut().zip(p.0) {
+            *total += u64::from(v);
+        }
+    }
+    let n = u64::from(small.width() * small.height()).max(1);
+    let colour = sum.map(|s| (s / n) as u8);
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, quality)
+        .encode(
+            small.as_raw(),
+            small.width(),
+            small.height(),
+            image::ExtendedColorType::Rgb8,
+        )
+        .map_err(|e| e.to_string())?;
+    Ok((jpeg, colour))
+}
+
+/// Refuses a photo whose square tile of `side` pixels cannot be decoded, judged from its header
+/// alone (a JPEG over the pixels a tile may have, or that needs more memory than a photo may,
+/// or cut off), with the reason; nothing is decoded. What passes may still fail to decode.
+pub fn check_tile_header(bytes: &[u8], side: u32) -> Result<(), String> {
+    if Format::sniff(bytes) == Some(Format::Jpeg) {
+        reduced_jpeg(bytes, side)?;
+    }
+    Ok(())
+}
+
 /// The image crate's limits for a tile decoded whole.
 pub(super) fn tile_limits() -> image::Limits {
     let mut limits = image::Limits::default();
@@ -267,6 +315,47 @@ pub(super) fn tile_limits() -> image::Limits {
 /// decoded whole. Refused when it declares more than [`MAX_JPEG_TILE_PIXELS`], when even the
 /// smallest scale leaves a side over [`MAX_TILE_SIDE`], or when it is cut off.
 pub(super) fn jpeg_reduced(bytes: &[u8], need: u32) -> Result<Option<image::RgbaImage>, String> {
+    use jpeg_decoder::PixelFormat;
+    let Some(ReducedJpeg {
+        mut decoder,
+        info,
+        scaled: (sw, sh),
+        cost,
+    }) = reduced_jpeg(bytes, need)?
+    else {
+        return Ok(None);
+    };
+    let held = LARGE_DECODES.hold(cost);
+    decoder.set_max_decoding_buffer_size(MAX_JPEG_TILE_BUFFER);
+    let pixels = decoder
+        .decode()
+        .map_err(|e| format!("the JPEG is corrupt or cut off: {e}"))?;
+    drop(held);
+    let img = match info.pixel_format {
+        PixelFormat::L8 => {
+            image::GrayImage::from_raw(sw, sh, pixels).map(image::DynamicImage::ImageLuma8)
+        }
+        _ => image::RgbImage::from_raw(sw, sh, pixels).map(image::DynamicImage::ImageRgb8),
+    }
+    .ok_or("the JPEG's pixels do not fill its image")?;
+    let declared = match decoder.icc_profile() {
+        Some(icc) => Declared::icc(&icc),
+        None => Declared::SRGB,
+    };
+    // The TIFF structure of the EXIF segment, with or without its `Exif\0\0` mark.
+    let orientation = decoder
+        .exif_data()
+        .map(|exif| exif.strip_prefix(b"Exif\0\0").unwrap_or(exif))
+        .and_then(image::metadata::Orientation::from_exif_chunk)
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut img = image_to_srgb(img, &declared);
+    img.apply_orientation(orientation);
+    Ok(Some(img.into_rgba8()))
+}
+
+/// Reads a JPEG's header to decode it reduced for a tile of `need` pixels, as [`jpeg_reduced`]
+/// does, refusing what it refuses; nothing is decoded.
+fn reduced_jpeg(bytes: &[u8], need: u32) -> Result<Option<ReducedJpeg<'_>>, String> {
     use jpeg_decoder::PixelFormat;
     let mut decoder = jpeg_decoder::Decoder::new(std::io::Cursor::new(bytes));
     decoder
@@ -320,30 +409,19 @@ pub(super) fn jpeg_reduced(bytes: &[u8], need: u32) -> Result<Option<image::Rgba
             MAX_JPEG_TILE_BUFFER >> 20
         ));
     }
-    let held = LARGE_DECODES.hold(cost);
-    decoder.set_max_decoding_buffer_size(MAX_JPEG_TILE_BUFFER);
-    let pixels = decoder
-        .decode()
-        .map_err(|e| format!("the JPEG is corrupt or cut off: {e}"))?;
-    drop(held);
-    let img = match info.pixel_format {
-        PixelFormat::L8 => {
-            image::GrayImage::from_raw(sw, sh, pixels).map(image::DynamicImage::ImageLuma8)
-        }
-        _ => image::RgbImage::from_raw(sw, sh, pixels).map(image::DynamicImage::ImageRgb8),
-    }
-    .ok_or("the JPEG's pixels do not fill its image")?;
-    let declared = match decoder.icc_profile() {
-        Some(icc) => Declared::icc(&icc),
-        None => Declared::SRGB,
-    };
-    // The TIFF structure of the EXIF segment, with or without its `Exif\0\0` mark.
-    let orientation = decoder
-        .exif_data()
-        .map(|exif| exif.strip_prefix(b"Exif\0\0").unwrap_or(exif))
-        .and_then(image::metadata::Orientation::from_exif_chunk)
-        .unwrap_or(image::metadata::Orientation::NoTransforms);
-    let mut img = image_to_srgb(img, &declared);
-    img.apply_orientation(orientation);
-    Ok(Some(img.into_rgba8()))
+    Ok(Some(ReducedJpeg {
+        decoder,
+        info,
+        scaled: (sw, sh),
+        cost,
+    }))
+}
+
+/// A JPEG about to be decoded reduced: its decoder past the header, the size it decodes at, and
+/// the bytes the decoder will hold.
+struct ReducedJpeg<'a> {
+    decoder: jpeg_decoder::Decoder<std::io::Cursor<&'a [u8]>>,
+    info: jpeg_decoder::ImageInfo,
+    scaled: (u32, u32),
+    cost: u64,
 }

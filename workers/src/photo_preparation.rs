@@ -1,0 +1,123 @@
+//! Guests' photos prepared (`photorequest`), by the image processors: each photo decoded once,
+//! within the decode budget, into its thumbnail and its colour, then listed as waiting or in.
+//! A photo that cannot be decoded is left out with the reason, and gives its guest's slot back.
+
+use tessera_shared::events::{EventError, EventStore, PhotoState, THUMBNAIL_SIDE};
+use tessera_shared::messages::{Envelope, PhotoRequest};
+use tessera_shared::platform::Platform;
+use tessera_shared::runtime::{
+    Failure, Listener, ListenerHandle, ListenerSettings, PoisonRecord, poison,
+};
+use tessera_shared::storage::StorageError;
+
+/// JPEG quality of the thumbnails.
+const THUMBNAIL_QUALITY: u8 = 85;
+
+/// Starts preparing photos with `settings`.
+pub(crate) async fn listen(
+    platform: &Platform,
+    settings: ListenerSettings,
+) -> Result<ListenerHandle, StorageError> {
+    let events = platform.events();
+    let on_poison = events.clone();
+    Listener::new(platform.queue::<PhotoRequest>())
+        .settings(settings)
+        .on_poison(poison::hook(move |record: PoisonRecord| {
+            let events = on_poison.clone();
+            async move { left_out_poisoned(&events, &record).await }
+        }))
+        .start(move |message: Envelope<PhotoRequest>, _context| {
+            let events = events.clone();
+            async move { prepare(&events, message.body).await }
+        })
+        .await
+}
+
+/// Prepares the photo `request` names, unless it was prepared or withdrawn already.
+async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failure> {
+    let PhotoRequest { event_id, photo_id } = request;
+    let retry = |e: EventError| match e {
+        EventError::Storage(e) => Failure::retry_because(format!("photo {photo_id}: {e}")),
+        e => Failure::poison(e),
+    };
+    let Some(photo) = events.find_photo(event_id, photo_id).await.map_err(retry)? else {
+        return Ok(());
+    };
+    if photo.prepared {
+        return Ok(());
+    }
+    let bytes = match events.photo(event_id, photo_id).await {
+        Ok(bytes) => bytes,
+        Err(EventError::Storage(StorageError::NotFound(_))) => return Ok(()),
+        Err(e) => return Err(retry(e)),
+    };
+    let made = tokio::task::spawn_blocking(move || {
+        tessera_engine::decode::square_thumbnail(&bytes, THUMBNAIL_SIDE, THUMBNAIL_QUALITY)
+    })
+    .await
+    .map_err(|e| Failure::retry_because(format!("photo {photo_id}: {e}")))?;
+    let (jpeg, colour) = match made {
+        Ok(made) => made,
+        Err(reason) => return left_out(events, request, reason).await.map_err(retry),
+    };
+    events
+        .put_thumbnail(event_id, photo_id, jpeg.into())
+        .await
+        .map_err(retry)?;
+    let prepared = events
+        .update_photo(event_id, photo_id, |p| {
+            let first = !p.prepared;
+            p.prepared = true;
+            p.colour = Some(colour);
+            first
+        })
+        .await
+        .map_err(retry)?;
+    if prepared.is_some_and(|p| p.state == PhotoState::Approved) {
+        events.touch_changed(event_id).await.map_err(retry)?;
+    }
+    Ok(())
+}
+
+/// Leaves out the photo `request` names, which cannot be read: its guest sees why, and has its
+/// slot back.
+async fn left_out(
+    events: &EventStore,
+    PhotoRequest { event_id, photo_id }: PhotoRequest,
+    reason: String,
+) -> Result<(), EventError> {
+    tracing::info!(event = %event_id, photo = %photo_id, reason, "a guest's photo cannot be read");
+    let photo = events
+        .update_photo(event_id, photo_id, |p| {
+            let first = !p.prepared;
+            p.prepared = true;
+            p.state = PhotoState::Rejected;
+            p.unreadable = Some(reason.clone());
+            first
+        })
+        .await?;
+    if let Some(photo) = photo
+        && let Some(slot) = photo.slot
+    {
+        events
+            .release_slot(event_id, &photo.contributor, slot)
+            .await?;
+    }
+    Ok(())
+}
+
+/// A photo whose request was poisoned (storage failed it on every attempt) is left out, so
+/// that its guest is not told "received" for ever.
+async fn left_out_poisoned(events: &EventStore, record: &PoisonRecord) {
+    let Some(request) = record
+        .body
+        .as_deref()
+        .and_then(|body| Envelope::<PhotoRequest>::decode(body).ok())
+    else {
+        return;
+    };
+    let reason = format!("it could not be prepared: {}", record.reason);
+    if let Err(e) = left_out(events, request.body, reason).await {
+        tracing::warn!(error = %e, "a poisoned photo stays received");
+    }
+}
