@@ -465,7 +465,8 @@ async fn health_queues_and_security_headers() {
             "imagerequest",
             "slicerequest",
             "sliceresponse",
-            "imageresponse"
+            "imageresponse",
+            "photorequest",
         ]
     );
     assert_eq!(queues[0]["depth"], 1);

@@ -5,6 +5,7 @@
 
 mod api;
 mod browser;
+mod campaign_events;
 mod cli;
 mod conformance;
 mod contract;

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use tessera_shared::messages::{
-    DecodeError, Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, Message, QueueName,
-    SliceRequest, SliceResponse,
+    DecodeError, Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, Message, PhotoRequest,
+    QueueName, SliceRequest, SliceResponse,
 };
 
 fn golden(name: &str) -> String {
@@ -123,6 +123,22 @@ fn slice_response_golden() {
         .replace(",\n    \"transactions\": 6", "");
     let older = Envelope::<SliceResponse>::decode(&older).unwrap();
     assert_eq!((older.body.count, older.body.transactions), (0, 0));
+}
+
+#[test]
+fn photo_request_golden() {
+    let request = round_trip::<PhotoRequest>("photo_request.json");
+    assert_eq!(PhotoRequest::QUEUE.as_str(), "photorequest");
+    assert_eq!(
+        request.body.photo_id.to_string(),
+        "dcde21e3-58cf-4a18-81d9-1e14a9223bb7"
+    );
+    // Without the photo it names, it is no request.
+    let text = golden("photo_request.json").replace(
+        ",\n    \"photo_id\": \"dcde21e3-58cf-4a18-81d9-1e14a9223bb7\"",
+        "",
+    );
+    assert!(Envelope::<PhotoRequest>::decode(&text).is_err());
 }
 
 #[test]
@@ -245,7 +261,8 @@ fn poison_queue_names() {
             "imagerequest-poison",
             "slicerequest-poison",
             "sliceresponse-poison",
-            "imageresponse-poison"
+            "imageresponse-poison",
+            "photorequest-poison",
         ]
     );
 }
@@ -341,6 +358,7 @@ fn schemas_match_the_types_and_the_golden_messages() {
         ("sliceresponse.schema.json", "slice_response.json"),
         ("imageresponse.schema.json", "image_response_done.json"),
         ("imageresponse.schema.json", "image_response_failed.json"),
+        ("photorequest.schema.json", "photo_request.json"),
     ];
     for (schema, file) in goldens {
         let message: serde_json::Value = serde_json::from_str(&golden(file)).unwrap();

@@ -44,7 +44,7 @@ pub struct AppState {
     /// Guests' photos per address and per event, and their decodes at once.
     pub guests: crate::guards::guest_limits::GuestLimits,
     /// How many photos each event holds, as this process counts them.
-    pub event_counts: crate::api::event_counts::EventCounts,
+    pub event_counts: crate::guards::event_counts::EventCounts,
     /// Library versions decoded lately, for the pictures of their tiles and previews.
     pub loaded_libraries: Arc<LibraryCache>,
     /// The job event streams: one poller per job, caps, the end at shutdown.

@@ -87,22 +87,21 @@ async fn left_out(
     reason: String,
 ) -> Result<(), EventError> {
     tracing::info!(event = %event_id, photo = %photo_id, reason, "a guest's photo cannot be read");
-    let photo = events
+    let Some(photo) = events.find_photo(event_id, photo_id).await? else {
+        return Ok(());
+    };
+    // Listed for its guest without its slot first, so that it is never lost from their view.
+    events.free_slot(event_id, &photo).await?;
+    events
         .update_photo(event_id, photo_id, |p| {
             let first = !p.prepared;
             p.prepared = true;
             p.state = PhotoState::Rejected;
             p.unreadable = Some(reason.clone());
+            p.slot = None;
             first
         })
         .await?;
-    if let Some(photo) = photo
-        && let Some(slot) = photo.slot
-    {
-        events
-            .release_slot(event_id, &photo.contributor, slot)
-            .await?;
-    }
     Ok(())
 }
 

@@ -492,8 +492,9 @@ impl EventStore {
         };
         forget(self.blobs.delete(&key.path()).await)?;
         self.unshelve(event, photo).await?;
-        if let Some(slot) = photo.slot {
-            self.release_slot(event, &photo.contributor, slot).await?;
+        match photo.slot {
+            Some(slot) => self.release_slot(event, &photo.contributor, slot).await?,
+            None => forget(self.blobs.delete(&unslotted(event, photo)).await)?,
         }
         self.delete_photo(event, photo.id).await
     }
@@ -582,7 +583,20 @@ impl EventStore {
         Ok(photos)
     }
 
-    /// `guest`'s slots taken, and the photo each holds.
+    /// Gives `photo`'s slot back while its guest still lists it (a photo that cannot be read,
+    /// kept for its guest to see why): its marker among the guest's names no slot.
+    pub async fn free_slot(&self, event: Uuid, photo: &EventPhoto) -> Result<(), EventError> {
+        let Some(slot) = photo.slot else {
+            return Ok(());
+        };
+        self.blobs
+            .put(&unslotted(event, photo), Bytes::new(), PutMode::Overwrite)
+            .await?;
+        self.release_slot(event, &photo.contributor, slot).await
+    }
+
+    /// `guest`'s slots taken, and the photo each holds (`u32::MAX` for a photo of theirs that
+    /// holds none).
     async fn slots(&self, event: Uuid, guest: &Owner) -> Result<Vec<(u32, Uuid)>, EventError> {
         let prefix = BlobKey::event_guest_prefix(event, &owner_digest(guest));
         let blobs = match self.blobs.list_all(&prefix).await {
@@ -592,7 +606,12 @@ impl EventStore {
         };
         let mut slots = Vec::new();
         for blob in blobs {
-            let Some(slot) = blob.key.strip_prefix(&prefix).and_then(|n| n.parse().ok()) else {
+            let name = blob.key.strip_prefix(&prefix).unwrap_or_default();
+            if let Some(photo) = name.strip_prefix(UNSLOTTED).and_then(|id| id.parse().ok()) {
+                slots.push((u32::MAX, photo));
+                continue;
+            }
+            let Some(slot) = name.parse().ok() else {
                 continue;
             };
             let photo = match self.blobs.get(&blob.key).await {
@@ -800,6 +819,15 @@ fn not_found(event: Uuid, e: StorageError) -> EventError {
         StorageError::NotFound(_) => EventError::NotFound(event),
         e => e.into(),
     }
+}
+
+/// How the name of a guest's photo that holds no slot starts, among the guest's slots.
+const UNSLOTTED: &str = "x";
+
+/// The key that lists `photo` among its guest's photos without a slot.
+fn unslotted(event: Uuid, photo: &EventPhoto) -> String {
+    let prefix = BlobKey::event_guest_prefix(event, &owner_digest(&photo.contributor));
+    format!("{prefix}{UNSLOTTED}{}", photo.id)
 }
 
 /// The key of `photo`'s marker on its shelf.

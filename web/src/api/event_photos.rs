@@ -235,7 +235,7 @@ fn check_open(record: &EventRecord) -> ApiResult<()> {
 }
 
 /// Refuses `more` photos that would pass the event's cap (`max_photos`), saying how many it
-/// still takes. The count is this process's ([`crate::api::event_counts`]).
+/// still takes. The count is this process's ([`crate::guards::event_counts`]).
 async fn check_event_room(state: &AppState, record: &EventRecord, more: usize) -> ApiResult<()> {
     let held = state
         .event_counts

@@ -8,7 +8,6 @@ pub mod draft_previews;
 pub mod dzi;
 pub mod error_sets;
 pub mod event_auto;
-pub mod event_counts;
 pub mod event_jobs;
 pub mod event_mosaics;
 pub mod event_photos;

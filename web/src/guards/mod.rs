@@ -6,6 +6,7 @@ pub mod admission;
 pub(crate) mod archive;
 pub mod auth;
 pub(crate) mod client;
+pub mod event_counts;
 pub mod guest_limits;
 pub mod inspect;
 pub(crate) mod job_access;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# A campaign's event: PHOTOS photo crops (scripts/make-crops.py) sent by GUESTS guests at once,
+# one photo a request (scripts/bench-guests.py), to one event that takes every photo at once
+# (no approval, no per-guest cap). On the embedded backend one `tessera serve` runs every role;
+# on Azurite the web, the controller and a processor are three processes. Prints photos per
+# second, p50/p95 per request by tenth of the run, refusals by status, how long the processors
+# took to prepare every photo, storage transactions per photo (each role's /metrics), and each
+# role's peak memory (VmHWM); then, unless MOSAIC=0, the event's mosaic of every photo.
+#
+# usage: scripts/bench-campaign.sh DATA [embedded|azurite] [PHOTOS] [GUESTS]
+# env:   TESSERA=PATH  the binary (default: built here in release)
+#        SIZE=PX       the crops' side (default 512)
+#        MOSAIC=0      skip the mosaic
+# The guests all come from 127.0.0.1: the limits per address and per event (a campaign's
+# guests come from many addresses, and its owner lifts the event's) are lifted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${1:?usage: scripts/bench-campaign.sh DATA [embedded|azurite] [PHOTOS] [GUESTS]}
+BACKEND=${2:-embedded}; PHOTOS=${3:-100000}; GUESTS=${4:-200}; SIZE=${SIZE:-512}
+[ -d "$DATA/tiles/photos" ] || scripts/fetch-data.sh "$DATA" --no-emoji
+PY=python3
+[ -x .tools/venv/bin/python ] && PY=.tools/venv/bin/python
+CROPS="$DATA/guest-photos-$PHOTOS-$SIZE"
+[ -d "$CROPS" ] || "$PY" scripts/make-crops.py --total "$PHOTOS" "$DATA/tiles/photos" "$CROPS" "$SIZE" >&2
+if [ -z "${TESSERA:-}" ]; then
+    cargo build --release --quiet --bin tessera >&2
+    TESSERA=${CARGO_TARGET_DIR:-target}/release/tessera
+fi
+WORK=$(mktemp -d)
+PORT=${PORT:-18480}
+export TESSERA_LOG=warn
+export TESSERA_WEB__GUESTS__PHOTOS_PER_MINUTE_PER_ADDRESS=0
+export TESSERA_WEB__GUESTS__PHOTOS_PER_MINUTE_PER_EVENT=0
+PIDS=(); ROLES=(); OPS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+BASE="http://127.0.0.1:$PORT"
+if [ "$BACKEND" = azurite ]; then
+    scripts/azurite.sh start >&2
+    export TESSERA_STORAGE=azure TESSERA_AZURE_CONNECTION_STRING=UseDevelopmentStorage=true
+    "$TESSERA" web --port "$PORT" 2> "$WORK/web.log" & PIDS+=($!); ROLES+=(web); OPS+=("$BASE")
+    "$TESSERA" controller --ops-port 18491 2> "$WORK/controller.log" & PIDS+=($!)
+    ROLES+=(controller); OPS+=(http://127.0.0.1:18491)
+    "$TESSERA" processor --ops-port 18492 2> "$WORK/processor.log" & PIDS+=($!)
+    ROLES+=(processor); OPS+=(http://127.0.0.1:18492)
+else
+    "$TESSERA" --data "$WORK/data" serve --port "$PORT" 2> "$WORK/serve.log" & PIDS+=($!)
+    ROLES+=(serve); OPS+=("$BASE")
+fi
+for _ in $(seq 150); do curl -fs "$BASE/healthz" >/dev/null && break; sleep 0.2; done
+
+# Storage transactions of every role, summed from their /metrics.
+transactions() {
+    local total=0 n
+    for ops in "${OPS[@]}"; do
+        n=$(curl -fs "$ops/metrics" | awk '/^tessera_storage_transactions_total/ {s += $2} END {printf "%d", s}')
+        total=$((total + n))
+    done
+    echo "$total"
+}
+# The event's photos on each shelf, as its owner's view counts them.
+counts() {
+    curl -fs -H "X-Client-Id: $OWNER" "$BASE/api/v1/events/$ID" | "$PY" -c \
+        'import json,sys; print(json.dumps(json.load(sys.stdin)["counts"]))'
+}
+
+OWNER=$(cat /proc/sys/kernel/random/uuid)
+TARGET="$DATA/targets/lomiri_seeding_by_Clements_Engelhardt.jpg"
+EVENT=$(curl -fs -H "X-Client-Id: $OWNER" -F name=Campaign -F approval=false -F per_guest=0 \
+    -F max_photos=1000000 -F auto_after_seconds=0 -F "image=@$TARGET" "$BASE/api/v1/events")
+ID=$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])' <<< "$EVENT")
+TOKEN=$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["contribute_token"])' <<< "$EVENT")
+echo "backend $BACKEND, $PHOTOS photos of $SIZE px, $GUESTS guests at once"
+BEFORE=$(transactions)
+T0=$(date +%s.%N)
+"$PY" scripts/bench-guests.py "$BASE" "$ID" "$TOKEN" "$CROPS" "$GUESTS"
+T1=$(date +%s.%N)
+# Every photo prepared: none left on the received shelf.
+while :; do
+    C=$(counts)
+    "$PY" -c 'import json,sys; sys.exit(json.loads(sys.argv[1])["received"] > 0)' "$C" && break
+    sleep 1
+done
+T2=$(date +%s.%N)
+AFTER=$(transactions)
+echo "every photo prepared $("$PY" -c "print(f'{$T2 - $T1:.1f}')") s after the last was sent ($("$PY" -c "print(f'{$T2 - $T0:.1f}')") s from the first): $C"
+echo "storage transactions per photo (taken and prepared, every role): $("$PY" -c "print(f'{($AFTER - $BEFORE) / $PHOTOS:.1f}')")"
+for i in "${!PIDS[@]}"; do
+    echo "peak memory of ${ROLES[$i]}: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[$i]}/status")"
+done
+[ "${MOSAIC:-1}" = 0 ] && exit 0
+
+# The event's mosaic of every photo, through the queues.
+T0=$(date +%s.%N)
+JOB=$(curl -fs -X POST -H "X-Client-Id: $OWNER" "$BASE/api/v1/events/$ID/mosaic" \
+    | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["job"])')
+T1=$(date +%s.%N)
+while :; do
+    STATE=$(curl -fs -H "X-Client-Id: $OWNER" "$BASE/api/v1/jobs/$JOB" \
+        | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["state"], j.get("output"))')
+    case "$STATE" in done*|failed*|cancelled*) break ;; esac
+    sleep 0.5
+done
+T2=$(date +%s.%N)
+echo "mosaic of every photo: answered in $("$PY" -c "print(f'{$T1 - $T0:.1f}')") s, $STATE in $("$PY" -c "print(f'{$T2 - $T0:.1f}')") s (asked to done)"
+for i in "${!PIDS[@]}"; do
+    echo "peak memory of ${ROLES[$i]}: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[$i]}/status")"
+done

@@ -1,0 +1,196 @@
+//! Events at a campaign's scale: each photo its own record, prepared by the processors, so that
+//! guests sending at once are neither refused for it nor let past their cap.
+
+use std::collections::HashMap;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::support::*;
+
+/// The test settings with the guests' rates lifted: what is tested is the event's own holding.
+fn campaign_settings() -> tessera_web::web_settings::WebSettings {
+    let mut settings = test_settings();
+    settings.guests.photos_per_minute_per_address = 0;
+    settings.guests.photos_per_minute_per_event = 0;
+    settings
+}
+
+fn photo(i: usize) -> Vec<u8> {
+    crate::photos::camera_jpeg(96, 72, (i * 5 % 250) as u8)
+}
+
+/// The owner's view of `event`.
+async fn owners_view(app: &TestApp, owner: Uuid, event: &Value) -> Value {
+    let id = event["id"].as_str().unwrap();
+    app.get_with(
+        &format!("/api/v1/events/{id}"),
+        &[("X-Client-Id", &owner.to_string())],
+    )
+    .await
+    .json()
+    .await
+    .unwrap()
+}
+
+/// 50 guests each send 5 photos, one a request, all 250 requests at once, to an event that takes
+/// 3 from each: every guest has exactly 3 taken and 2 refused for the cap, nothing is refused
+/// for anything else, and every photo taken is there and prepared.
+async fn fifty_guests_at_once_never_pass_a_cap_of_three(app: &TestApp) {
+    let owner = Uuid::new_v4();
+    let fields = [("approval", "false"), ("per_guest", "3")];
+    let event = make_event(app, owner, astronaut(), &fields).await;
+    let guests: Vec<Uuid> = (0..50).map(|_| Uuid::new_v4()).collect();
+    let sends = guests.iter().enumerate().flat_map(|(g, &guest)| {
+        (0..5).map(move |i| (guest, format!("g{g}-{i}.jpg"), photo(g * 5 + i)))
+    });
+    let event_ref = &event;
+    let answers = futures_util::future::join_all(sends.map(|(guest, name, bytes)| async move {
+        let (status, body) =
+            send_photos_received(app, event_ref, guest, vec![(&name, bytes)], &[]).await;
+        (guest, status, body)
+    }))
+    .await;
+    let mut taken: HashMap<Uuid, Vec<String>> = HashMap::new();
+    for (guest, status, body) in &answers {
+        match status.as_u16() {
+            201 => taken
+                .entry(*guest)
+                .or_default()
+                .push(body["photos"][0]["id"].as_str().unwrap().to_string()),
+            422 => assert_eq!(body["error"]["code"], "guest_photo_limit", "{body}"),
+            other => panic!("refused {other}: {body}"),
+        }
+    }
+    for guest in &guests {
+        let sent = taken.get(guest).map_or(0, Vec::len);
+        assert_eq!(sent, 3, "guest {guest} had {sent} photos taken");
+    }
+    for (guest, ids) in &taken {
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        prepared(app, &event, *guest, &ids).await;
+    }
+    let view = owners_view(app, owner, &event).await;
+    assert_eq!(view["counts"]["approved"], 150, "{}", view["counts"]);
+    assert_eq!(view["counts"]["received"], 0, "{}", view["counts"]);
+    assert_eq!(view["photos"].as_array().unwrap().len(), 150);
+    // A guest who takes one out may send one more, and no more.
+    let (guest, ids) = taken.iter().next().unwrap();
+    let id = event["id"].as_str().unwrap();
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/v1/events/{id}/photos/{}", ids[0])))
+        .header("X-Client-Id", guest.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let again = |i| send_photos(app, &event, *guest, vec![("again.jpg", photo(i))], &[]);
+    assert_eq!(again(1).await.0, StatusCode::CREATED);
+    let (status, body) = again(2).await;
+    assert_eq!(
+        body["error"]["code"], "guest_photo_limit",
+        "{status} {body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_guests_at_once_never_pass_a_cap_of_three_on_the_embedded_store() {
+    fifty_guests_at_once_never_pass_a_cap_of_three(
+        &spawn_app_with(campaign_settings(), true).await,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_guests_at_once_never_pass_a_cap_of_three_on_azurite() {
+    fifty_guests_at_once_never_pass_a_cap_of_three(
+        &spawn_app_on_azurite_with(campaign_settings()).await,
+    )
+    .await;
+}
+
+/// A photo is received at once and prepared by a processor: its guest sees it received, then
+/// in. One whose header reads but whose pixels do not is left out with the reason, and gives
+/// its slot back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_photo_is_received_then_prepared_and_an_unreadable_one_is_left_out_with_why() {
+    let app = spawn_app_with(campaign_settings(), true).await;
+    let owner = Uuid::new_v4();
+    let fields = [("approval", "false"), ("per_guest", "1")];
+    let event = make_event(&app, owner, astronaut(), &fields).await;
+    let guest = Uuid::new_v4();
+    // A PNG whose header reads, and whose pixels' stream is garbage.
+    let mut broken = png(64, 48);
+    let data = broken.windows(4).position(|w| w == b"IDAT").unwrap() + 4;
+    broken[data + 2..data + 40].fill(0xA5);
+    let (status, body) =
+        send_photos_received(&app, &event, guest, vec![("broken.png", broken)], &[]).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["photos"][0]["prepared"], false, "{body}");
+    let id = body["photos"][0]["id"].as_str().unwrap().to_string();
+    prepared(&app, &event, guest, &[&id]).await;
+    let (eid, token) = (
+        event["id"].as_str().unwrap(),
+        event["contribute_token"].as_str().unwrap(),
+    );
+    let mine: Value = app
+        .get_with(
+            &format!("/api/v1/events/{eid}?token={token}"),
+            &[("X-Client-Id", &guest.to_string())],
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let left = &mine["photos"][0];
+    assert_eq!(left["state"], "rejected", "{mine}");
+    assert!(!left["unreadable"].as_str().unwrap().is_empty(), "{left}");
+    // Its slot is free again: the guest's one photo may be a readable one.
+    let (status, body) = send_photos(&app, &event, guest, vec![("ok.jpg", photo(4))], &[]).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let view = owners_view(&app, owner, &event).await;
+    assert_eq!(view["counts"]["approved"], 1, "{view}");
+    assert_eq!(view["counts"]["rejected"], 1, "{view}");
+}
+
+/// An event whose record holds its photos, as earlier versions wrote it, has them moved to
+/// records of their own the first time it is read: none lost, each on its shelf, its guest's cap
+/// counting them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn photos_kept_in_an_events_record_move_to_their_own() {
+    let app = spawn_app_with(campaign_settings(), true).await;
+    let owner = Uuid::new_v4();
+    let event = make_event(&app, owner, astronaut(), &[("per_guest", "2")]).await;
+    let id: Uuid = event["id"].as_str().unwrap().parse().unwrap();
+    let guest = Uuid::new_v4();
+    let events = app.platform.events();
+    // Sent once through the API, then written back into the record as an old version kept it.
+    let (_, body) = send_photos(&app, &event, guest, vec![("old.jpg", photo(9))], &[]).await;
+    let photo_id: Uuid = body["photos"][0]["id"].as_str().unwrap().parse().unwrap();
+    let mut old = events.find_photo(id, photo_id).await.unwrap().unwrap();
+    events.remove_photo(id, &old).await.unwrap();
+    events
+        .put_photo(id, photo_id, photo(9).into())
+        .await
+        .unwrap();
+    old.slot = None;
+    events
+        .update(id, |r| {
+            r.photos.push(old.clone());
+            true
+        })
+        .await
+        .unwrap();
+    let view = owners_view(&app, owner, &event).await;
+    assert_eq!(view["counts"]["waiting"], 1, "{view}");
+    assert_eq!(view["photos"][0]["id"], photo_id.to_string(), "{view}");
+    assert!(events.get(id).await.unwrap().photos.is_empty());
+    let moved = events.find_photo(id, photo_id).await.unwrap().unwrap();
+    assert_eq!(moved.slot, Some(0), "{moved:?}");
+    // The guest's cap of 2 counts the moved photo: one more is taken, then none.
+    let send = |i| send_photos(&app, &event, guest, vec![("new.jpg", photo(i))], &[]);
+    assert_eq!(send(10).await.0, StatusCode::CREATED);
+    assert_eq!(send(11).await.1["error"]["code"], "guest_photo_limit");
+}
