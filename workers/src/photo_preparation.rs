@@ -10,6 +10,9 @@ use tessera_shared::runtime::{
 };
 use tessera_shared::storage::StorageError;
 
+/// The CPU priority photos are decoded at (a nice value).
+const PREPARATION_NICE: i32 = 10;
+
 /// JPEG quality of the thumbnails.
 const THUMBNAIL_QUALITY: u8 = 85;
 
@@ -51,7 +54,9 @@ async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failu
         Err(EventError::Storage(StorageError::NotFound(_))) => return Ok(()),
         Err(e) => return Err(retry(e)),
     };
-    let made = tokio::task::spawn_blocking(move || {
+    // Below the web's threads, in a process that runs both: a guest's request is answered
+    // first, and photos are prepared with what is left.
+    let made = crate::job_work::on_background_thread(PREPARATION_NICE, move || {
         tessera_engine::decode::square_thumbnail(&bytes, THUMBNAIL_SIDE, THUMBNAIL_QUALITY)
     })
     .await

@@ -478,19 +478,10 @@ pub async fn decide(
     let (_, photo) = path.into_inner();
     let record = owned.record;
     let events = state.platform.events();
-    let mut changes_mosaic = false;
-    let decided = events
-        .update_photo(record.id, photo, |p| {
-            if p.state == decision.state || p.unreadable.is_some() {
-                return false;
-            }
-            let approved = PhotoState::Approved;
-            changes_mosaic = p.prepared && (p.state == approved || decision.state == approved);
-            p.state = decision.state;
-            true
-        })
-        .await?
-        .ok_or_else(|| photo_not_found(photo))?;
+    let (decided, changes_mosaic) =
+        crate::api::event_moderation::decide_one(&events, record.id, photo, decision.state)
+            .await?
+            .ok_or_else(|| photo_not_found(photo))?;
     if changes_mosaic {
         events.touch_changed(record.id).await?;
         crate::api::event_auto::schedule(&state, &record);

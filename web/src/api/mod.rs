@@ -9,6 +9,7 @@ pub mod dzi;
 pub mod error_sets;
 pub mod event_auto;
 pub mod event_jobs;
+pub mod event_moderation;
 pub mod event_mosaics;
 pub mod event_photos;
 pub mod event_pictures;
@@ -125,6 +126,10 @@ fn event_routes(scope: actix_web::Scope) -> actix_web::Scope {
         )
         .service(
             resource("/events/{id}/photos", "POST").route(web::post().to(event_photos::contribute)),
+        )
+        .service(
+            resource("/events/{id}/decisions", "POST")
+                .route(web::post().to(event_moderation::decide_many)),
         )
         .service(
             resource("/events/{id}/photos/{photo}", "PATCH, DELETE")

@@ -14,9 +14,9 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::api::{
-    cell_lookup, contact_sheet, draft_previews, dzi, event_mosaics, event_photos, job_broker,
-    job_options, job_stream, library_tiles, queue_status, result, result_preview, sizing,
-    tile_libraries, zoom_tiles,
+    cell_lookup, contact_sheet, draft_previews, dzi, event_moderation, event_mosaics, event_photos,
+    job_broker, job_options, job_stream, library_tiles, queue_status, result, result_preview,
+    sizing, tile_libraries, zoom_tiles,
 };
 
 /// The document's description: how errors look and how calls are authorised.
@@ -67,6 +67,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         event_mosaics::get,
         event_photos::contribute,
         event_mosaics::decide,
+        event_moderation::decide_many,
         event_mosaics::withdraw,
         event_mosaics::mosaic,
         crate::api::event_pictures::thumbnail,
