@@ -27,13 +27,20 @@
       li.dataset.state = photo.state;
       li.dataset.name = photo.name;
       li.dataset.photo = photo.id;
-      const img = document.createElement("img");
-      img.src = api + "/photos/" + photo.id + "/thumbnail";
-      img.alt = "";
-      img.width = 72;
-      img.height = 72;
-      img.className = "mine-thumb";
-      li.append(img, " " + photo.name + ": " + (WORDS[photo.state] || photo.state));
+      // Received at once; its picture once a processor has prepared it.
+      const words = !photo.prepared ? "received, being prepared"
+        : photo.unreadable ? "cannot be read: " + photo.unreadable
+          : (WORDS[photo.state] || photo.state);
+      if (photo.prepared && !photo.unreadable) {
+        const img = document.createElement("img");
+        img.src = api + "/photos/" + photo.id + "/thumbnail";
+        img.alt = "";
+        img.width = 72;
+        img.height = 72;
+        img.className = "mine-thumb";
+        li.append(img);
+      }
+      li.append(" " + photo.name + ": " + words);
       if (photo.state === "approved" && mosaic) {
         // Found by its tile (its id), not its file name: another guest's IMG_0001.JPG is
         // another photo.
@@ -67,7 +74,28 @@
       mine.append(li);
     });
     empty.hidden = mine.children.length > 0;
+    eraseAll.hidden = mine.children.length < 2;
   }
+
+  // Every photo of the guest's out at once.
+  const eraseAll = document.createElement("button");
+  eraseAll.type = "button";
+  eraseAll.id = "erase-all";
+  eraseAll.className = "take-back";
+  eraseAll.textContent = "Take back all my photos";
+  eraseAll.hidden = true;
+  mine.after(eraseAll);
+  eraseAll.addEventListener("click", async function () {
+    if (!window.confirm("Take every photo you sent out of the mosaic? They are deleted.")) return;
+    eraseAll.disabled = true;
+    const response = await fetch(api + "/photos?token=" + encodeURIComponent(token), {
+      method: "DELETE",
+      headers: { "X-Requested-With": "tessera" },
+      credentials: "same-origin",
+    }).catch(function () { return null; });
+    eraseAll.disabled = false;
+    if (response && response.ok) await refresh();
+  });
 
   async function refresh() {
     try {

@@ -120,16 +120,24 @@
       }
       const act = button.dataset.act;
       let done = 0;
-      for (const id of picked) {
+      if (act !== "delete") {
+        // One request decides them all.
+        actStatus.textContent = "Working on " + picked.length + "…";
+        const response = await fetch(api + "/decisions", {
+          method: "POST",
+          credentials: "same-origin",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ state: act, photos: picked }),
+        });
+        if (!response.ok) {
+          actStatus.textContent = "Not done: " + (await messageOf(response)) + ".";
+          return;
+        }
+        done = (await response.json()).changed;
+      }
+      for (const id of act === "delete" ? picked : []) {
         actStatus.textContent = "Working: " + done + " of " + picked.length + "…";
-        const response = act === "delete"
-          ? await fetch(api + "/photos/" + id, { method: "DELETE", credentials: "same-origin" })
-          : await fetch(api + "/photos/" + id, {
-            method: "PATCH",
-            credentials: "same-origin",
-            headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ state: act }),
-          });
+        const response = await fetch(api + "/photos/" + id, { method: "DELETE", credentials: "same-origin" });
         if (!response.ok) {
           actStatus.textContent = "Stopped after " + done + ": " + (await messageOf(response)) + ".";
           return;

@@ -187,10 +187,147 @@ async fn photos_kept_in_an_events_record_move_to_their_own() {
     assert_eq!(view["counts"]["waiting"], 1, "{view}");
     assert_eq!(view["photos"][0]["id"], photo_id.to_string(), "{view}");
     assert!(events.get(id).await.unwrap().photos.is_empty());
-    let moved = events.find_photo(id, photo_id).await.unwrap().unwrap();
-    assert_eq!(moved.slot, Some(0), "{moved:?}");
+    assert!(events.find_photo(id, photo_id).await.unwrap().is_some());
     // The guest's cap of 2 counts the moved photo: one more is taken, then none.
     let send = |i| send_photos(&app, &event, guest, vec![("new.jpg", photo(i))], &[]);
     assert_eq!(send(10).await.0, StatusCode::CREATED);
     assert_eq!(send(11).await.1["error"]["code"], "guest_photo_limit");
+}
+
+/// 600 photos wait for the owner; 500 of them are approved in one request by their ids, then
+/// the other 100 by their state, and a mosaic made of all of them.
+async fn five_hundred_approved_in_one_request(app: &TestApp) {
+    let owner = Uuid::new_v4();
+    let event = make_event(app, owner, astronaut(), &[("per_guest", "0")]).await;
+    let guest = Uuid::new_v4();
+    let mut ids = Vec::new();
+    for batch in 0..30 {
+        let files: Vec<(String, Vec<u8>)> = (0..20)
+            .map(|i| (format!("p{batch}-{i}.jpg"), photo(batch * 20 + i)))
+            .collect();
+        let files = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+        let (status, body) = send_photos(app, &event, guest, files, &[]).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        for p in body["photos"].as_array().unwrap() {
+            ids.push(p["id"].as_str().unwrap().to_string());
+        }
+    }
+    let id = event["id"].as_str().unwrap();
+    let decide = |body: Value| {
+        app.client
+            .post(app.url(&format!("/api/v1/events/{id}/decisions")))
+            .header("X-Client-Id", owner.to_string())
+            .json(&body)
+            .send()
+    };
+    let stranger = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{id}/decisions")))
+        .header("X-Client-Id", guest.to_string())
+        .json(&serde_json::json!({"state": "approved", "every": "waiting"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status(), StatusCode::FORBIDDEN);
+    let unknown = Uuid::new_v4().to_string();
+    let mut some: Vec<&str> = ids[..500].iter().map(String::as_str).collect();
+    some.push(&unknown);
+    let res = decide(serde_json::json!({"state": "approved", "photos": some}))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let decided: Value = res.json().await.unwrap();
+    assert_eq!(decided["changed"], 500, "{decided}");
+    assert_eq!(decided["not_found"][0], unknown.as_str(), "{decided}");
+    let view = owners_view(app, owner, &event).await;
+    assert_eq!(view["counts"]["approved"], 500, "{}", view["counts"]);
+    assert_eq!(view["counts"]["waiting"], 100, "{}", view["counts"]);
+    let res = decide(serde_json::json!({"state": "approved", "every": "waiting"}))
+        .await
+        .unwrap();
+    let decided: Value = res.json().await.unwrap();
+    assert_eq!(decided["changed"], 100, "{decided}");
+    let both = decide(serde_json::json!({"state": "approved", "every": "waiting", "photos": some}))
+        .await
+        .unwrap();
+    assert_refused(both, StatusCode::BAD_REQUEST, "conflicting_parameters").await;
+    let view = owners_view(app, owner, &event).await;
+    assert_eq!(view["counts"]["approved"], 600, "{}", view["counts"]);
+    let done = finished_event_mosaic(app, owner, id).await;
+    assert_eq!(done["state"], "done", "{done}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_hundred_approved_in_one_request_on_the_embedded_store() {
+    five_hundred_approved_in_one_request(&spawn_app_with(campaign_settings(), true).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_hundred_approved_in_one_request_on_azurite() {
+    five_hundred_approved_in_one_request(&spawn_app_on_azurite_with(campaign_settings()).await)
+        .await;
+}
+
+/// A guest erases every photo of theirs in one request: their photos and pictures go, the
+/// other guests' stay, and the next mosaic has none of theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_erases_every_photo_of_theirs_at_once() {
+    let app = spawn_app_with(campaign_settings(), true).await;
+    let owner = Uuid::new_v4();
+    let event = make_event(&app, owner, astronaut(), &[("approval", "false")]).await;
+    let (leaving, staying) = (Uuid::new_v4(), Uuid::new_v4());
+    let three = |base: usize| {
+        (0..3)
+            .map(move |i| ("p.jpg", photo(base + i)))
+            .collect::<Vec<_>>()
+    };
+    let (_, gone) = send_photos(&app, &event, leaving, three(0), &[]).await;
+    send_photos(&app, &event, staying, three(10), &[]).await;
+    let (id, token) = (
+        event["id"].as_str().unwrap(),
+        event["contribute_token"].as_str().unwrap(),
+    );
+    let first = finished_event_mosaic(&app, owner, id).await;
+    assert_eq!(first["state"], "done", "{first}");
+    let erase = |who: Uuid, token: &str| {
+        app.client
+            .delete(app.url(&format!("/api/v1/events/{id}/photos?token={token}")))
+            .header("X-Client-Id", who.to_string())
+            .send()
+    };
+    assert_eq!(
+        erase(leaving, "wrong").await.unwrap().status(),
+        StatusCode::FORBIDDEN
+    );
+    let res = erase(leaving, token).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let erased: Value = res.json().await.unwrap();
+    assert_eq!(erased["removed"], 3, "{erased}");
+    let view = owners_view(&app, owner, &event).await;
+    assert_eq!(view["counts"]["approved"], 3, "{}", view["counts"]);
+    for photo in gone["photos"].as_array().unwrap() {
+        let photo: Uuid = photo["id"].as_str().unwrap().parse().unwrap();
+        let eid: Uuid = id.parse().unwrap();
+        assert!(
+            app.platform
+                .events()
+                .find_photo(eid, photo)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(app.platform.events().photo(eid, photo).await.is_err());
+    }
+    let next = finished_event_mosaic(&app, owner, id).await;
+    let placements = app
+        .get_placements_with(
+            next["id"].as_str().unwrap(),
+            &[("X-Client-Id", &owner.to_string())],
+        )
+        .await;
+    assert_eq!(
+        placements["tiles"].as_array().unwrap().len(),
+        3,
+        "{placements}"
+    );
 }

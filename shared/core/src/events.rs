@@ -356,7 +356,9 @@ impl EventStore {
             let claimed = self
                 .claim_slots(record.id, &photo.contributor, &[photo.id], 0)
                 .await?;
-            photo.slot = claimed.ok().and_then(|slots| slots.first().copied());
+            photo.slot = claimed
+                .ok()
+                .and_then(|slots| slots.first().copied().flatten());
             self.add_photo(record.id, &photo).await?;
             if photo.state == PhotoState::Approved {
                 self.touch_changed(record.id).await?;
@@ -494,7 +496,11 @@ impl EventStore {
         self.unshelve(event, photo).await?;
         match photo.slot {
             Some(slot) => self.release_slot(event, &photo.contributor, slot).await?,
-            None => forget(self.blobs.delete(&unslotted(event, photo)).await)?,
+            None => {
+                for kind in [UNSLOTTED, UNREADABLE] {
+                    forget(self.blobs.delete(&guest_marker(event, photo, kind)).await)?;
+                }
+            }
         }
         self.delete_photo(event, photo.id).await
     }
@@ -584,15 +590,23 @@ impl EventStore {
     }
 
     /// Gives `photo`'s slot back while its guest still lists it (a photo that cannot be read,
-    /// kept for its guest to see why): its marker among the guest's names no slot.
+    /// kept for its guest to see why): its marker among the guest's then counts for no cap.
     pub async fn free_slot(&self, event: Uuid, photo: &EventPhoto) -> Result<(), EventError> {
-        let Some(slot) = photo.slot else {
-            return Ok(());
-        };
         self.blobs
-            .put(&unslotted(event, photo), Bytes::new(), PutMode::Overwrite)
+            .put(
+                &guest_marker(event, photo, UNREADABLE),
+                Bytes::new(),
+                PutMode::Overwrite,
+            )
             .await?;
-        self.release_slot(event, &photo.contributor, slot).await
+        match photo.slot {
+            Some(slot) => self.release_slot(event, &photo.contributor, slot).await,
+            None => forget(
+                self.blobs
+                    .delete(&guest_marker(event, photo, UNSLOTTED))
+                    .await,
+            ),
+        }
     }
 
     /// `guest`'s slots taken, and the photo each holds (`u32::MAX` for a photo of theirs that
@@ -607,7 +621,10 @@ impl EventStore {
         let mut slots = Vec::new();
         for blob in blobs {
             let name = blob.key.strip_prefix(&prefix).unwrap_or_default();
-            if let Some(photo) = name.strip_prefix(UNSLOTTED).and_then(|id| id.parse().ok()) {
+            let unslotted = name
+                .strip_prefix(UNSLOTTED)
+                .or(name.strip_prefix(UNREADABLE));
+            if let Some(photo) = unslotted.and_then(|id| id.parse().ok()) {
                 slots.push((u32::MAX, photo));
                 continue;
             }
@@ -628,24 +645,35 @@ impl EventStore {
         Ok(slots)
     }
 
-    /// Claims one of `guest`'s slots for each of `photos`, within `cap` slots (0: no cap): the
-    /// slots, or, when the cap has no room for them all, how many the guest holds (none are
-    /// kept then). Each slot is made only if absent, so that guests sending at once, to any
-    /// number of web processes, never pass the cap.
+    /// Claims one of `guest`'s slots for each of `photos`, within `cap` slots: the slots, or,
+    /// when the cap has no room for them all, how many the guest holds (none are kept then).
+    /// Each slot is made only if absent, so that guests sending at once, to any number of web
+    /// processes, never pass the cap. Without a cap (0) nothing is listed: each photo is
+    /// listed among the guest's without a slot (`None`), and still counts if a cap comes later.
     pub async fn claim_slots(
         &self,
         event: Uuid,
         guest: &Owner,
         photos: &[Uuid],
         cap: u32,
-    ) -> Result<Result<Vec<u32>, u32>, EventError> {
+    ) -> Result<Result<Vec<Option<u32>>, u32>, EventError> {
         let digest = owner_digest(guest);
-        let mut taken: BTreeSet<u32> = self.slot_numbers(event, &digest).await?;
+        if cap == 0 {
+            let prefix = BlobKey::event_guest_prefix(event, &digest);
+            for photo in photos {
+                let key = format!("{prefix}{UNSLOTTED}{photo}");
+                self.blobs
+                    .put(&key, Bytes::new(), PutMode::Overwrite)
+                    .await?;
+            }
+            return Ok(Ok(vec![None; photos.len()]));
+        }
+        let (mut taken, unslotted) = self.slot_numbers(event, &digest).await?;
         let mut claimed = Vec::with_capacity(photos.len());
         for &photo in photos {
             loop {
-                if cap > 0 && taken.len() as u32 >= cap {
-                    let held = taken.len() as u32 - claimed.len() as u32;
+                if (taken.len() + unslotted) as u32 >= cap {
+                    let held = (taken.len() + unslotted - claimed.len()) as u32;
                     for &slot in &claimed {
                         self.release_slot(event, guest, slot).await?;
                     }
@@ -670,19 +698,33 @@ impl EventStore {
                 }
             }
         }
-        Ok(Ok(claimed))
+        Ok(Ok(claimed.into_iter().map(Some).collect()))
     }
 
-    async fn slot_numbers(&self, event: Uuid, digest: &str) -> Result<BTreeSet<u32>, EventError> {
+    /// The numbers of `guest`'s slots taken, and how many of their photos count without one.
+    async fn slot_numbers(
+        &self,
+        event: Uuid,
+        digest: &str,
+    ) -> Result<(BTreeSet<u32>, usize), EventError> {
         let prefix = BlobKey::event_guest_prefix(event, digest);
-        match self.blobs.list_all(&prefix).await {
-            Ok(blobs) => Ok(blobs
-                .iter()
-                .filter_map(|b| b.key.strip_prefix(&prefix)?.parse().ok())
-                .collect()),
-            Err(StorageError::NotFound(_)) => Ok(BTreeSet::new()),
-            Err(e) => Err(e.into()),
+        let blobs = match self.blobs.list_all(&prefix).await {
+            Ok(blobs) => blobs,
+            Err(StorageError::NotFound(_)) => return Ok((BTreeSet::new(), 0)),
+            Err(e) => return Err(e.into()),
+        };
+        let names = blobs.iter().filter_map(|b| b.key.strip_prefix(&prefix));
+        let (mut numbers, mut unslotted) = (BTreeSet::new(), 0);
+        for name in names {
+            match name.parse() {
+                Ok(n) => {
+                    numbers.insert(n);
+                }
+                Err(_) if name.starts_with(UNSLOTTED) => unslotted += 1,
+                Err(_) => {}
+            }
         }
+        Ok((numbers, unslotted))
     }
 
     /// Gives `guest`'s slot back.
@@ -821,13 +863,16 @@ fn not_found(event: Uuid, e: StorageError) -> EventError {
     }
 }
 
-/// How the name of a guest's photo that holds no slot starts, among the guest's slots.
+/// How the name of a guest's photo that holds no slot starts, among the guest's slots: one
+/// sent where no cap was set (it counts if one is set later)...
 const UNSLOTTED: &str = "x";
+/// ... and one that cannot be read (it counts for no cap).
+const UNREADABLE: &str = "u";
 
-/// The key that lists `photo` among its guest's photos without a slot.
-fn unslotted(event: Uuid, photo: &EventPhoto) -> String {
+/// The key that lists `photo` among its guest's photos without a slot, as `kind`.
+fn guest_marker(event: Uuid, photo: &EventPhoto, kind: &str) -> String {
     let prefix = BlobKey::event_guest_prefix(event, &owner_digest(&photo.contributor));
-    format!("{prefix}{UNSLOTTED}{}", photo.id)
+    format!("{prefix}{kind}{}", photo.id)
 }
 
 /// The key of `photo`'s marker on its shelf.

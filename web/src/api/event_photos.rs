@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::events::{EventPhoto, EventRecord, PhotoState};
+use tessera_shared::events::{EventPhoto, EventRecord, PhotoState, Shelf};
 use tessera_shared::libraries::Owner;
 use tessera_shared::messages::{Envelope, PhotoRequest};
 
@@ -128,7 +128,9 @@ pub async fn contribute(
         Err(e) => {
             for (photo, slot) in ids.iter().zip(&slots) {
                 let _ = events.delete_photo(record.id, *photo).await;
-                let _ = events.release_slot(record.id, &guest, *slot).await;
+                if let Some(slot) = slot {
+                    let _ = events.release_slot(record.id, &guest, *slot).await;
+                }
             }
             return Err(e);
         }
@@ -143,6 +145,57 @@ pub async fn contribute(
         refused,
     };
     Ok(answer(&req, StatusCode::CREATED, (client, minted), sent))
+}
+
+/// What a guest's erasure took out.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PhotosErased {
+    /// The guest's photos taken out, with their pictures.
+    pub removed: usize,
+}
+
+/// Take out every photo the caller sent to an event, through its contribute link.
+///
+/// Each photo, its record and its pictures go at once; they leave the event's next mosaic (a
+/// mosaic made before keeps its pixels).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/events/{id}/photos",
+    operation_id = "erase_my_event_photos",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id"), TokenQuery),
+    responses(
+        (status = 200, description = "Taken out", body = PhotosErased),
+        (status = 403, description = "bad_contribute_token", body = crate::api_error::ErrorBody),
+        (status = 404, description = "event_not_found", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::StorageErrors,
+    ),
+)]
+pub async fn erase_mine(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    query: web::Query<TokenQuery>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (guest, client, minted) = requester(&req)?;
+    let events = state.platform.events();
+    let record = events.get(*id).await?;
+    require_token(&req, &query, &record)?;
+    let mine = events.photos_of(record.id, &guest).await?;
+    let mut in_mosaics = false;
+    for photo in &mine {
+        events.remove_photo(record.id, photo).await?;
+        state.event_counts.remove_one(record.id);
+        in_mosaics |= Shelf::of(photo) == Shelf::Approved;
+    }
+    if in_mosaics {
+        events.touch_changed(record.id).await?;
+        crate::api::event_auto::schedule(&state, &record);
+    }
+    let erased = PhotosErased {
+        removed: mine.len(),
+    };
+    Ok(answer(&req, StatusCode::OK, (client, minted), erased))
 }
 
 /// A name given once is the guest's on every photo they sent: those before `sent` get it too.
@@ -186,7 +239,7 @@ async fn store_photos(
     record: &EventRecord,
     (guest, guest_name, client): (&Owner, Option<&str>, Uuid),
     files: Vec<Received>,
-    ids: impl Iterator<Item = (&Uuid, &u32)>,
+    ids: impl Iterator<Item = (&Uuid, &Option<u32>)>,
 ) -> ApiResult<Vec<EventPhoto>> {
     let events = state.platform.events();
     let given = if record.settings.approval {
@@ -208,7 +261,7 @@ async fn store_photos(
             added_at: OffsetDateTime::now_utc(),
             prepared: false,
             unreadable: None,
-            slot: Some(slot),
+            slot,
         };
         events.put_photo(record.id, photo.id, file.bytes).await?;
         events.add_photo(record.id, &photo).await?;
@@ -237,11 +290,11 @@ fn check_open(record: &EventRecord) -> ApiResult<()> {
 /// Refuses `more` photos that would pass the event's cap (`max_photos`), saying how many it
 /// still takes. The count is this process's ([`crate::guards::event_counts`]).
 async fn check_event_room(state: &AppState, record: &EventRecord, more: usize) -> ApiResult<()> {
+    let max = record.settings.max_photos as usize;
     let held = state
         .event_counts
-        .held(&state.platform.events(), record.id)
+        .held(&state.platform.events(), record.id, max)
         .await?;
-    let max = record.settings.max_photos as usize;
     let room = max.saturating_sub(held);
     if more <= room {
         return Ok(());

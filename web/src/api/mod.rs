@@ -125,7 +125,9 @@ fn event_routes(scope: actix_web::Scope) -> actix_web::Scope {
                 .route(web::patch().to(event_settings::change)),
         )
         .service(
-            resource("/events/{id}/photos", "POST").route(web::post().to(event_photos::contribute)),
+            resource("/events/{id}/photos", "POST, DELETE")
+                .route(web::post().to(event_photos::contribute))
+                .route(web::delete().to(event_photos::erase_mine)),
         )
         .service(
             resource("/events/{id}/decisions", "POST")

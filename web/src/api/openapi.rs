@@ -68,6 +68,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         event_photos::contribute,
         event_mosaics::decide,
         event_moderation::decide_many,
+        event_photos::erase_mine,
         event_mosaics::withdraw,
         event_mosaics::mosaic,
         crate::api::event_pictures::thumbnail,

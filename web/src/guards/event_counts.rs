@@ -1,8 +1,10 @@
 //! How many photos each event holds, as this process counts them: what an event's cap
 //! (`max_photos`) is checked against without listing every photo at each contribution. A
-//! count is a listing of the event's shelves, made again at most every [`RECOUNT`]; the photos
-//! this process takes meanwhile are added to it. Photos other web processes take are seen at
-//! the next count, so the cap may be passed by as many as they take within one interval.
+//! count is a listing of the event's shelves; the photos this process takes meanwhile are added
+//! to it. It is made again after [`RECOUNT`] once this process has taken a quarter of the room
+//! the last count left, and after [`LONGEST`] whatever it took: a listing of a hundred thousand
+//! names is not made every few seconds while the cap is far. Photos other web processes take
+//! are seen at the next count, so the cap may be passed by as many as they take meanwhile.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,8 +14,10 @@ use uuid::Uuid;
 
 use tessera_shared::events::{EventError, EventStore};
 
-/// How long a count is used before the event's shelves are listed again.
+/// How long a count is used at least before the event's shelves are listed again...
 const RECOUNT: Duration = Duration::from_secs(2);
+/// ... and at most.
+const LONGEST: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Default, Clone)]
 pub struct EventCounts {
@@ -30,12 +34,20 @@ struct Count {
 }
 
 impl EventCounts {
-    /// How many photos `event` holds, about.
-    pub async fn held(&self, events: &EventStore, event: Uuid) -> Result<usize, EventError> {
+    /// How many photos `event`, which takes `max`, holds, about.
+    pub async fn held(
+        &self,
+        events: &EventStore,
+        event: Uuid,
+        max: usize,
+    ) -> Result<usize, EventError> {
         {
             let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(count) = counts.get_mut(&event) {
-                if count.at.elapsed() < RECOUNT || count.recounting {
+                let age = count.at.elapsed();
+                let room = max.saturating_sub(count.listed);
+                let due = age >= LONGEST || (age >= RECOUNT && count.added * 4 >= room);
+                if !due || count.recounting {
                     return Ok(count.listed + count.added);
                 }
                 count.recounting = true;
