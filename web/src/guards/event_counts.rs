@@ -1,10 +1,11 @@
 //! How many photos each event holds, as this process counts them: what an event's cap
 //! (`max_photos`) is checked against without listing every photo at each contribution. A
 //! count is a listing of the event's shelves; the photos this process takes meanwhile are added
-//! to it. It is made again after [`RECOUNT`] once this process has taken a quarter of the room
-//! the last count left, and after [`LONGEST`] whatever it took: a listing of a hundred thousand
-//! names is not made every few seconds while the cap is far. Photos other web processes take
-//! are seen at the next count, so the cap may be passed by as many as they take meanwhile.
+//! to it. It is made again after `RECOUNT` (two seconds) once this process has taken a quarter
+//! of the room the last count left, and after `LONGEST` (fifteen seconds) whatever it took: a
+//! listing of a hundred thousand names is not made every few seconds while the cap is far.
+//! Photos other web processes take are seen at the next count, so the cap may be passed by as
+//! many as they take meanwhile.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
