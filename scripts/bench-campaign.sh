@@ -5,12 +5,14 @@
 # on Azurite the web, the controller and a processor are three processes. Prints photos per
 # second, p50/p95 per request by tenth of the run, refusals by status, how long the processors
 # took to prepare every photo, storage transactions per photo (each role's /metrics), and each
-# role's peak memory (VmHWM); then, unless MOSAIC=0, the event's mosaic of every photo.
+# role's peak memory (VmHWM); then, unless MOSAIC=0, the event's mosaic of every photo, and
+# with MORE=N, N more photos sent after it (of the PHOTOS crops, kept back) and the next mosaic.
 #
 # usage: scripts/bench-campaign.sh DATA [embedded|azurite] [PHOTOS] [GUESTS]
 # env:   TESSERA=PATH  the binary (default: built here in release)
 #        SIZE=PX       the crops' side (default 512)
 #        MOSAIC=0      skip the mosaic
+#        MORE=N        keep N of the photos back for a second mosaic (default 0)
 # The guests all come from 127.0.0.1: the limits per address and per event (a campaign's
 # guests come from many addresses, and its owner lifts the event's) are lifted.
 set -euo pipefail
@@ -72,39 +74,62 @@ TOKEN=$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["contribute_token"
 echo "backend $BACKEND, $PHOTOS photos of $SIZE px, $GUESTS guests at once"
 BEFORE=$(transactions)
 T0=$(date +%s.%N)
-"$PY" scripts/bench-guests.py "$BASE" "$ID" "$TOKEN" "$CROPS" "$GUESTS"
-T1=$(date +%s.%N)
+# The photos sent first, and those kept back for the second mosaic (MORE).
+MORE=${MORE:-0}
+mkdir "$WORK/first" "$WORK/more"
+ls "$CROPS" | sort | head -n $((PHOTOS - MORE)) | while read -r f; do ln -s "$CROPS/$f" "$WORK/first/$f"; done
+ls "$CROPS" | sort | tail -n "$MORE" | while read -r f; do ln -s "$CROPS/$f" "$WORK/more/$f"; done
 # Every photo prepared: the photorequest queue empty (its depth is one cheap read; the
-# owner's view lists every shelf), then the shelves counted once.
-while :; do
-    DEPTH=$(curl -fs "$BASE/api/v1/queues" | "$PY" -c \
-        'import json,sys; print(next(q["depth"] for q in json.load(sys.stdin)["queues"] if q["name"] == "photorequest"))')
-    [ "$DEPTH" = 0 ] && break
-    sleep 2
-done
+# owner's view lists every shelf).
+all_prepared() {
+    while :; do
+        DEPTH=$(curl -fs "$BASE/api/v1/queues" | "$PY" -c \
+            'import json,sys; print(next(q["depth"] for q in json.load(sys.stdin)["queues"] if q["name"] == "photorequest"))')
+        [ "$DEPTH" = 0 ] && break
+        sleep 2
+    done
+}
+"$PY" scripts/bench-guests.py "$BASE" "$ID" "$TOKEN" "$WORK/first" "$GUESTS"
+T1=$(date +%s.%N)
+all_prepared
 C=$(counts)
 T2=$(date +%s.%N)
 AFTER=$(transactions)
 echo "every photo prepared $("$PY" -c "print(f'{$T2 - $T1:.1f}')") s after the last was sent ($("$PY" -c "print(f'{$T2 - $T0:.1f}')") s from the first): $C"
-echo "storage transactions per photo (taken and prepared, every role): $("$PY" -c "print(f'{($AFTER - $BEFORE) / $PHOTOS:.1f}')")"
+echo "storage transactions per photo (taken and prepared, every role): $("$PY" -c "print(f'{($AFTER - $BEFORE) / ($PHOTOS - $MORE):.1f}')")"
 for i in "${!PIDS[@]}"; do
     echo "peak memory of ${ROLES[$i]}: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[$i]}/status")"
 done
 [ "${MOSAIC:-1}" = 0 ] && exit 0
 
-# The event's mosaic of every photo, through the queues.
-T0=$(date +%s.%N)
-JOB=$(curl -fs -X POST -H "X-Client-Id: $OWNER" "$BASE/api/v1/events/$ID/mosaic" \
-    | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["job"])')
-T1=$(date +%s.%N)
-while :; do
-    STATE=$(curl -fs -H "X-Client-Id: $OWNER" "$BASE/api/v1/jobs/$JOB" \
-        | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["state"], j.get("output"))')
-    case "$STATE" in done*|failed*|cancelled*) break ;; esac
-    sleep 0.5
+# The event's mosaic of every photo, through the queues: how long the web took to answer, and
+# how long to the mosaic done.
+mosaic() {
+    local t0 t1 t2 job state
+    t0=$(date +%s.%N)
+    job=$(curl -fs -X POST -H "X-Client-Id: $OWNER" "$BASE/api/v1/events/$ID/mosaic" \
+        | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["job"])')
+    t1=$(date +%s.%N)
+    while :; do
+        state=$(curl -fs -H "X-Client-Id: $OWNER" "$BASE/api/v1/jobs/$job" \
+            | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["state"], j.get("output"), j.get("kept") or "")')
+        case "$state" in done*|failed*|cancelled*) break ;; esac
+        sleep 0.5
+    done
+    t2=$(date +%s.%N)
+    echo "mosaic of $1: answered in $("$PY" -c "print(f'{$t1 - $t0:.2f}')") s, $state in $("$PY" -c "print(f'{$t2 - $t0:.1f}')") s (asked to done)"
+}
+mosaic "every photo"
+for i in "${!PIDS[@]}"; do
+    echo "peak memory of ${ROLES[$i]}: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[$i]}/status")"
 done
-T2=$(date +%s.%N)
-echo "mosaic of every photo: answered in $("$PY" -c "print(f'{$T1 - $T0:.1f}')") s, $STATE in $("$PY" -c "print(f'{$T2 - $T0:.1f}')") s (asked to done)"
+[ "$MORE" -gt 0 ] || exit 0
+"$PY" scripts/bench-guests.py "$BASE" "$ID" "$TOKEN" "$WORK/more" "$GUESTS"
+all_prepared
+BEFORE=$(transactions)
+mosaic "$MORE more"
+AFTER=$(transactions)
+echo "storage transactions of the second mosaic (every role): $((AFTER - BEFORE))"
 for i in "${!PIDS[@]}"; do
     echo "peak memory of ${ROLES[$i]}: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[$i]}/status")"
 done

@@ -24,7 +24,8 @@
     const mosaic = event.mosaic && event.mosaic.job;
     (event.photos || []).forEach(function (photo) {
       const li = document.createElement("li");
-      li.dataset.state = photo.state;
+      // Its state once prepared; "received" until then.
+      li.dataset.state = photo.prepared ? photo.state : "received";
       li.dataset.name = photo.name;
       li.dataset.photo = photo.id;
       // Received at once; its picture once a processor has prepared it.

@@ -25,12 +25,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "deploy/kubernetes"
 KUBERNETES_VERSION = "1.30.0"
-QUEUES = {"imagerequest", "slicerequest", "sliceresponse", "imageresponse"}
+# Every queue Tessera has (shared/core/src/messages.rs, QueueName::ALL).
+QUEUES = {
+    "imagerequest", "slicerequest", "sliceresponse", "imageresponse", "photorequest",
+    "libraryrequest",
+}
 # Role -> (port name, port) of /healthz and /readyz, and the queues KEDA scales it on.
 ROLES = {
     "web": ("http", 8080, ()),
-    "controller": ("ops", 9090, ("imagerequest", "sliceresponse")),
-    "processor": ("ops", 9090, ("slicerequest",)),
+    "controller": ("ops", 9090, ("imagerequest", "sliceresponse", "libraryrequest")),
+    "processor": ("ops", 9090, ("slicerequest", "photorequest")),
 }
 VARIANTS = MANIFESTS / "variants"
 LISTENER_DRAIN_SECS = 30

@@ -467,6 +467,7 @@ async fn health_queues_and_security_headers() {
             "sliceresponse",
             "imageresponse",
             "photorequest",
+            "libraryrequest",
         ]
     );
     assert_eq!(queues[0]["depth"], 1);

@@ -88,6 +88,8 @@ async fn connect(driver: &Driver, profile: &Path, phone: Option<(u32, u32)>) -> 
                 "--disable-sync",
                 "--no-first-run",
                 "--window-size=1280,1000",
+                // Room for any window the tests size: a window is kept within its screen.
+                "--screen-info={0,0 3840x2400}",
                 format!("--user-data-dir={}", profile.display()),
             ]
     });

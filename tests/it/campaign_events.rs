@@ -331,3 +331,76 @@ async fn a_guest_erases_every_photo_of_theirs_at_once() {
         "{placements}"
     );
 }
+
+/// The library `job` (a job's view) was made with, as the catalog holds it.
+async fn library_of(app: &TestApp, job: &Value) -> (u32, Vec<String>) {
+    let id = job["params"]["library"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{job}"));
+    let version = job["params"]["library"]["version"].as_u64().unwrap() as u32;
+    let reference = tessera_shared::spec::LibraryRef {
+        id: id.to_string(),
+        version,
+    };
+    let index = app.platform.libraries().index(&reference).await.unwrap();
+    let library = tessera_engine::Library::from_bytes(&index).unwrap();
+    (version, library.names().to_vec())
+}
+
+/// An event's mosaics are made of the tiles its photos were prepared as, never of the photos
+/// again: with every photo's file gone, the controller makes the event's library of them, and
+/// the next mosaic's version is the last one edited (a photo withdrawn out, the new ones in).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_events_library_is_made_by_the_controller_from_tiles_prepared_once() {
+    let app = spawn_app_with(campaign_settings(), true).await;
+    let owner = Uuid::new_v4();
+    let event = make_event(&app, owner, astronaut(), &[("approval", "false")]).await;
+    let id = event["id"].as_str().unwrap();
+    let eid: Uuid = id.parse().unwrap();
+    let guest = Uuid::new_v4();
+    let six = (0..6).map(|i| ("p.jpg", photo(40 + i))).collect();
+    let (_, sent) = send_photos(&app, &event, guest, six, &[]).await;
+    let ids: Vec<Uuid> = sent["photos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    let events = app.platform.events();
+    for &photo in &ids {
+        assert!(events.tile(eid, photo).await.unwrap().is_some());
+        let file = tessera_shared::keys::BlobKey::EventPhoto { event: eid, photo };
+        app.platform.blobs.delete(&file.path()).await.unwrap();
+    }
+    let first = finished_event_mosaic(&app, owner, id).await;
+    assert_eq!(first["state"], "done", "{first}");
+    let (v1, names) = library_of(&app, &first).await;
+    assert_eq!(names.len(), 6, "{names:?}");
+    // One withdrawn by the owner, two more sent: the next version is the last one edited.
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/v1/events/{id}/photos/{}", ids[0])))
+        .header("X-Client-Id", owner.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{:?}", res.text().await);
+    let two = (0..2).map(|i| ("q.jpg", photo(80 + i))).collect();
+    let (_, more) = send_photos(&app, &event, guest, two, &[]).await;
+    let next = finished_event_mosaic(&app, owner, id).await;
+    assert_eq!(next["state"], "done", "{next}");
+    let (v2, names) = library_of(&app, &next).await;
+    assert_eq!(v2, v1 + 1);
+    assert_eq!(names.len(), 7, "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with(&ids[0].to_string())));
+    for p in more["photos"].as_array().unwrap() {
+        let new = p["id"].as_str().unwrap();
+        assert!(
+            names.iter().any(|n| n.starts_with(new)),
+            "{new} in {names:?}"
+        );
+    }
+    // Asked again with nothing changed, the mosaic is of the same version.
+    let again = finished_event_mosaic(&app, owner, id).await;
+    assert_eq!(library_of(&app, &again).await.0, v2);
+}

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use tessera_shared::messages::{
-    DecodeError, Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, Message, PhotoRequest,
-    QueueName, SliceRequest, SliceResponse,
+    DecodeError, Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, LibraryRequest, Message,
+    PhotoRequest, QueueName, SliceRequest, SliceResponse,
 };
 
 fn golden(name: &str) -> String {
@@ -142,6 +142,22 @@ fn photo_request_golden() {
 }
 
 #[test]
+fn library_request_golden() {
+    let request = round_trip::<LibraryRequest>("library_request.json");
+    assert_eq!(LibraryRequest::QUEUE.as_str(), "libraryrequest");
+    assert_eq!(
+        request.body.job_id.to_string(),
+        "5b2c3d4e-6f70-4a81-92b3-c4d5e6f70819"
+    );
+    // Without the job it names, it is no request.
+    let text = golden("library_request.json").replace(
+        ",\n    \"job_id\": \"5b2c3d4e-6f70-4a81-92b3-c4d5e6f70819\"",
+        "",
+    );
+    assert!(Envelope::<LibraryRequest>::decode(&text).is_err());
+}
+
+#[test]
 fn image_response_goldens() {
     let done = round_trip::<ImageResponse>("image_response_done.json");
     assert_eq!(ImageResponse::QUEUE.as_str(), "imageresponse");
@@ -263,6 +279,7 @@ fn poison_queue_names() {
             "sliceresponse-poison",
             "imageresponse-poison",
             "photorequest-poison",
+            "libraryrequest-poison",
         ]
     );
 }
@@ -359,6 +376,7 @@ fn schemas_match_the_types_and_the_golden_messages() {
         ("imageresponse.schema.json", "image_response_done.json"),
         ("imageresponse.schema.json", "image_response_failed.json"),
         ("photorequest.schema.json", "photo_request.json"),
+        ("libraryrequest.schema.json", "library_request.json"),
     ];
     for (schema, file) in goldens {
         let message: serde_json::Value = serde_json::from_str(&golden(file)).unwrap();

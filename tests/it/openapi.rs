@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 41] = [
+const ROUTES: [(&str, &str); 43] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("POST", "/api/v1/sizing"),
@@ -54,6 +54,8 @@ const ROUTES: [(&str, &str); 41] = [
     ("DELETE", "/api/v1/events/{id}/wall"),
     ("GET", "/api/v1/events/{id}/photos/{photo}/thumbnail"),
     ("POST", "/api/v1/events/{id}/photos"),
+    ("DELETE", "/api/v1/events/{id}/photos"),
+    ("POST", "/api/v1/events/{id}/decisions"),
     ("PATCH", "/api/v1/events/{id}/photos/{photo}"),
     ("DELETE", "/api/v1/events/{id}/photos/{photo}"),
     ("POST", "/api/v1/events/{id}/mosaic"),
@@ -289,6 +291,11 @@ async fn call(
         } else {
             serde_json::json!({"per_guest": "many"})
         }),
+        "POST" if path.ends_with("/decisions") => app.client.post(url).json(&if valid {
+            serde_json::json!({"state": "approved", "every": "waiting"})
+        } else {
+            serde_json::json!({"state": "maybe"})
+        }),
         "POST" if path.ends_with("/sharing") => app.client.post(url).json(&if valid {
             serde_json::json!({"private": false})
         } else {
@@ -448,16 +455,31 @@ async fn every_documented_operation_answers_as_documented() {
             sent["photos"][0]["id"].as_str().unwrap()
         ));
     }
-    let as_guest = [
-        (
-            reqwest::header::HeaderName::from_static("x-client-id"),
-            owner.clone(),
-        ),
-        (
-            reqwest::header::HeaderName::from_static("x-contribute-token"),
-            token,
-        ),
-    ];
+    // A guest of their own sends one photo, to erase all theirs.
+    let leaving = Uuid::new_v4().to_string();
+    let (name, bytes) = crate::support::tiles(11).pop().unwrap();
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{event_id}/photos?token={token}")))
+        .header("X-Client-Id", &leaving)
+        .multipart(Form::new().part("files", Part::bytes(bytes).file_name(name)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let guest_headers = |client: &str| {
+        [
+            (
+                reqwest::header::HeaderName::from_static("x-client-id"),
+                client.to_string(),
+            ),
+            (
+                reqwest::header::HeaderName::from_static("x-contribute-token"),
+                token.clone(),
+            ),
+        ]
+    };
+    let (as_guest, as_leaving) = (guest_headers(&owner), guest_headers(&leaving));
     let as_owner = [(
         reqwest::header::HeaderName::from_static("x-client-id"),
         owner,
@@ -499,7 +521,10 @@ async fn every_documented_operation_answers_as_documented() {
             || path.ends_with("/sharing")
             || tiles_edit
             || path.starts_with("/api/v1/events/");
-        let headers: &[_] = if path.ends_with("/photos") {
+        let erase = path.ends_with("/photos") && method == "DELETE";
+        let headers: &[_] = if erase {
+            &as_leaving
+        } else if path.ends_with("/photos") {
             &as_guest
         } else if owned {
             &as_owner
@@ -519,8 +544,13 @@ async fn every_documented_operation_answers_as_documented() {
         }
         if method == "DELETE" {
             let again = call(&app, method, path, &good_id, true, headers).await;
-            // Ending a wall link that is ended already leaves it so.
-            let gone = if path.ends_with("/wall") { 204 } else { 404 };
+            // Ending a wall link that is ended already leaves it so; a guest with no photos
+            // left erases none.
+            let gone = match () {
+                _ if path.ends_with("/wall") => 204,
+                _ if erase => 200,
+                _ => 404,
+            };
             further.push((again, Some(gone)));
             // Someone else's: the job of another client, the operator's library, the photo
             // of another guest.
@@ -528,7 +558,7 @@ async fn every_documented_operation_answers_as_documented() {
                 "emoji"
             } else if event_photo {
                 photos[1].as_str()
-            } else if path.ends_with("/wall") {
+            } else if path.ends_with("/wall") || erase {
                 event_id.as_str()
             } else {
                 job_id.as_str()

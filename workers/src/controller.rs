@@ -16,7 +16,7 @@ use tessera_shared::jobs::{
 use tessera_shared::keys::BlobKey;
 use tessera_shared::lifecycle::release_intermediates;
 use tessera_shared::messages::{
-    Envelope, ImageRequest, ImageResponse, JobOutcome, SliceRequest, SliceResponse,
+    Envelope, ImageRequest, ImageResponse, JobOutcome, LibraryRequest, SliceRequest, SliceResponse,
 };
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
@@ -86,6 +86,17 @@ pub(crate) async fn run_controller_with(
         },
     )
     .await?;
+    let p = platform.clone();
+    let libraries = listen(
+        &platform,
+        settings.listener(settings.plan_concurrency),
+        "the event's library could not be made",
+        move |message: Envelope<LibraryRequest>, _context| {
+            let p = p.clone();
+            async move { crate::event_libraries::on_library_request(&p, message).await }
+        },
+    )
+    .await?;
     let reconciler = tokio::spawn(crate::reconciler::run_reconciler(
         platform.clone(),
         settings.jobs.clone(),
@@ -100,13 +111,15 @@ pub(crate) async fn run_controller_with(
     tracing::info!("job controller running");
     shutdown.fired().await;
     let _ = tokio::join!(reconciler, gc);
-    let (a, b) = tokio::join!(
+    let (a, b, c) = tokio::join!(
         requests.shutdown(crate::role_settings::SHUTDOWN_GRACE),
-        responses.shutdown(crate::role_settings::SHUTDOWN_GRACE)
+        responses.shutdown(crate::role_settings::SHUTDOWN_GRACE),
+        libraries.shutdown(crate::role_settings::SHUTDOWN_GRACE)
     );
     tracing::info!(
         image_requests = a.processed,
         slice_responses = b.processed,
+        library_requests = c.processed,
         "job controller stopped"
     );
     Ok(())

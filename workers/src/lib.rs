@@ -6,6 +6,8 @@
 //!   one `SliceRequest` per slice. On each `sliceresponse` it records the slice in the job record,
 //!   decides from storage whether every slice is in, and if so stitches the slices, streaming, into
 //!   one PNG and sends the `ImageResponse`;
+//!   It also takes `libraryrequest`: an event's mosaic, whose library version it makes from the
+//!   event's photos, each prepared once as a tile, before it sends the job's `imagerequest`;
 //! - the **image processors** ([`run_processors`]) take `slicerequest`: they render the slice's rows
 //!   with the tile library (cached by id and version), write the slice blob and send a
 //!   `SliceResponse`;
@@ -16,6 +18,7 @@
 //! nothing in the result.
 
 mod controller;
+mod event_libraries;
 mod job_work;
 mod photo_preparation;
 mod processor;

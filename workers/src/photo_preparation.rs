@@ -1,5 +1,6 @@
 //! Guests' photos prepared (`photorequest`), by the image processors: each photo decoded once,
-//! within the decode budget, into its thumbnail and its colour, then listed as waiting or in.
+//! within the decode budget, into its thumbnail, its colour and its tile of the event's library
+//! (what the event's mosaics are made of: `event_libraries`), then listed as waiting or in.
 //! A photo that cannot be decoded is left out with the reason, and gives its guest's slot back.
 
 use tessera_shared::events::{EventError, EventStore, PhotoState, THUMBNAIL_SIDE};
@@ -56,17 +57,25 @@ async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failu
     };
     // Below the web's threads, in a process that runs both: a guest's request is answered
     // first, and photos are prepared with what is left.
+    let (tile, caption) = (photo.tile_name(), photo.name.clone());
     let made = crate::job_work::on_background_thread(PREPARATION_NICE, move || {
-        tessera_engine::decode::square_thumbnail(&bytes, THUMBNAIL_SIDE, THUMBNAIL_QUALITY)
+        prepared_photo(&tile, &caption, &bytes).map(|made| {
+            let index = made.tile.to_bytes();
+            (made.thumbnail, made.colour, index)
+        })
     })
     .await
     .map_err(|e| Failure::retry_because(format!("photo {photo_id}: {e}")))?;
-    let (jpeg, colour) = match made {
+    let (jpeg, colour, index) = match made {
         Ok(made) => made,
         Err(reason) => return left_out(events, request, reason).await.map_err(retry),
     };
     events
         .put_thumbnail(event_id, photo_id, jpeg.into())
+        .await
+        .map_err(retry)?;
+    events
+        .put_tile(event_id, photo_id, index.into())
         .await
         .map_err(retry)?;
     let prepared = events
@@ -82,6 +91,18 @@ async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failu
         events.touch_changed(event_id).await.map_err(retry)?;
     }
     Ok(())
+}
+
+/// A guest's photo decoded once into its thumbnail, its colour and its tile `tile` of its
+/// event's library (captioned `caption`, the name its guest gave).
+pub(crate) fn prepared_photo(
+    tile: &str,
+    caption: &str,
+    bytes: &[u8],
+) -> Result<tessera_engine::PreparedPhoto, String> {
+    let options = tessera_engine::ImportOptions::default();
+    let thumbnail = (THUMBNAIL_SIDE, THUMBNAIL_QUALITY);
+    tessera_engine::Library::from_photo((tile, caption), bytes, &options, thumbnail)
 }
 
 /// Leaves out the photo `request` names, which cannot be read: its guest sees why, and has its

@@ -17,7 +17,9 @@ use std::time::Duration;
 use tessera_shared::jobs::{JobError, JobRecord, JobState};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::lifecycle::{GcOptions, collect_garbage};
-use tessera_shared::messages::{Envelope, ImageRequest, SliceRequest, SliceResponse};
+use tessera_shared::messages::{
+    Envelope, ImageRequest, LibraryRequest, SliceRequest, SliceResponse,
+};
 use tessera_shared::platform::Platform;
 use tessera_shared::runtime::shutdown::Shutdown;
 use tessera_shared::storage::{BlobStoreExt, StorageError};
@@ -182,6 +184,18 @@ async fn resend_missing(platform: &Platform, record: &JobRecord) -> Result<(), S
     let client = record.client_id;
     let params = &record.params;
     let plan_again = || async {
+        if let Some(event_id) = record.library_of_event {
+            // Its library was never made: that is asked for again, and the job follows.
+            let request = LibraryRequest {
+                event_id,
+                job_id: job,
+            };
+            return platform
+                .queue::<LibraryRequest>()
+                .send(&Envelope::new(client, request))
+                .await
+                .map(drop);
+        }
         let request = ImageRequest {
             job_id: job,
             input_blob: BlobKey::ImageInput { job }.path(),

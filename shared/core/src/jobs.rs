@@ -195,6 +195,11 @@ pub struct JobRecord {
     /// Who besides its owner may see the job.
     #[serde(default, skip_serializing_if = "Sharing::is_open")]
     pub sharing: Sharing,
+    /// An event's mosaic whose library version the controller has still to make from the
+    /// event's prepared photos (`libraryrequest`); until then the specification names the
+    /// version before (or the first to come), and the job is not planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library_of_event: Option<Uuid>,
     /// Whether the planner has stored the cell map and recorded the quality figures (none, for
     /// an adaptive mosaic). The job is done once this and the stitch are both in, whichever
     /// comes last.
@@ -242,6 +247,7 @@ impl JobRecord {
             quality: None,
             kept: None,
             sharing: Sharing::default(),
+            library_of_event: None,
             summarized: false,
             slices_total: 0,
             slices: BTreeMap::new(),

@@ -78,6 +78,13 @@ pub enum BlobKey {
     /// An empty blob rewritten whenever the photos in an event's mosaics change: its time is
     /// when they last changed.
     EventChanged { event: Uuid },
+    /// A contributed photo prepared as a tile of its event's library (a library index of one
+    /// tile), made once when the photo is prepared: the event's library versions are edited
+    /// from these, never from the photos.
+    EventTile { event: Uuid, photo: Uuid },
+    /// The photos one mosaic of an event is made of (their ids, a line each), listed by the
+    /// web when the mosaic is asked for: the controller makes the event's library from them.
+    EventEdition { event: Uuid, job: Uuid },
     /// An event's target photo, as uploaded.
     EventTarget { event: Uuid },
     /// A photo a guest contributed to an event, as sent.
@@ -147,6 +154,8 @@ impl BlobKey {
                 format!("{}{slot:05}", Self::event_guest_prefix(*event, guest))
             }
             BlobKey::EventChanged { event } => format!("events/{event}/changed"),
+            BlobKey::EventTile { event, photo } => format!("events/{event}/tiles/{photo}"),
+            BlobKey::EventEdition { event, job } => format!("events/{event}/editions/{job}"),
             BlobKey::EventPhoto { event, photo } => format!("events/{event}/photos/{photo}"),
             BlobKey::EventThumbnail { event, photo } => {
                 format!("events/{event}/thumbnails/{photo}.jpg")
@@ -337,6 +346,11 @@ mod tests {
                 slot: 3,
             },
             BlobKey::EventChanged { event: job },
+            BlobKey::EventTile {
+                event: job,
+                photo: job,
+            },
+            BlobKey::EventEdition { event: job, job },
             BlobKey::OwnerEvent {
                 owner: "ab".repeat(32),
                 event: job,

@@ -156,7 +156,7 @@ pub async fn import_library_while(
 /// What library `id` holds that no job needs goes at once
 /// ([`crate::libraries::LibraryCatalog::collect_unneeded`]); what cannot go now is left to
 /// the storage sweep.
-async fn collect_unneeded(platform: &Platform, id: &str) {
+pub async fn collect_unneeded(platform: &Platform, id: &str) {
     match platform.libraries().collect_unneeded(id).await {
         Ok(deleted) => tracing::debug!(library = %id, deleted, "unneeded library blobs deleted"),
         Err(e) => {
@@ -303,7 +303,7 @@ fn apply_edit(
         )?)),
     };
     let (library, copies) = base
-        .edited(added.as_ref().map(|a| &a.library), &edit.remove)
+        .edited(added.as_ref().map(|a| &a.library).as_slice(), &edit.remove)
         .map_err(|e| ImportError::Stopped(e.to_string()))?;
     if library.is_empty() {
         return Err(ImportError::WouldBeEmpty);

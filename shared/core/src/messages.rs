@@ -66,7 +66,8 @@ impl Encoding {
     }
 }
 
-/// The work queues: the pipeline's four, and guests' photos to prepare.
+/// The work queues: the pipeline's four, guests' photos to prepare and events' libraries to
+/// make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum QueueName {
     ImageRequest,
@@ -74,15 +75,17 @@ pub enum QueueName {
     SliceResponse,
     ImageResponse,
     PhotoRequest,
+    LibraryRequest,
 }
 
 impl QueueName {
-    pub const ALL: [QueueName; 5] = [
+    pub const ALL: [QueueName; 6] = [
         QueueName::ImageRequest,
         QueueName::SliceRequest,
         QueueName::SliceResponse,
         QueueName::ImageResponse,
         QueueName::PhotoRequest,
+        QueueName::LibraryRequest,
     ];
 
     /// The queue's name in storage.
@@ -93,6 +96,7 @@ impl QueueName {
             QueueName::SliceResponse => "sliceresponse",
             QueueName::ImageResponse => "imageresponse",
             QueueName::PhotoRequest => "photorequest",
+            QueueName::LibraryRequest => "libraryrequest",
         }
     }
 
@@ -330,6 +334,21 @@ pub struct PhotoRequest {
 impl Message for PhotoRequest {
     const QUEUE: QueueName = QueueName::PhotoRequest;
     const KIND: &'static str = "PhotoRequest";
+}
+
+/// `libraryrequest`: an event's mosaic, its job recorded by the front end, for the job
+/// controller to make the event's library version from the photos the mosaic lists (each
+/// prepared once as a tile: the new ones put in, the left ones taken out), then to send the
+/// job's `ImageRequest`. Sent again once the version is made, it sends the request again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LibraryRequest {
+    pub event_id: Uuid,
+    pub job_id: Uuid,
+}
+
+impl Message for LibraryRequest {
+    const QUEUE: QueueName = QueueName::LibraryRequest;
+    const KIND: &'static str = "LibraryRequest";
 }
 
 /// Output pixels of one slice at most, unless the controller is set otherwise: a job asking for

@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use uuid::Uuid;
 
 use crate::messages::{
-    ENVELOPE_VERSION, ImageRequest, ImageResponse, Message, PhotoRequest, SliceRequest,
-    SliceResponse,
+    ENVELOPE_VERSION, ImageRequest, ImageResponse, LibraryRequest, Message, PhotoRequest,
+    SliceRequest, SliceResponse,
 };
 
 /// A whole message of kind `M` on the wire, for its schema: the envelope around the body.
@@ -62,6 +62,7 @@ pub fn wire_schemas() -> Vec<(String, serde_json::Value)> {
         message::<SliceResponse>(),
         message::<ImageResponse>(),
         message::<PhotoRequest>(),
+        message::<LibraryRequest>(),
         ("pointer.schema.json".into(), pointer),
         ("poison-record.schema.json".into(), poison),
     ]

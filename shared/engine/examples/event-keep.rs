@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut times = Vec::new();
     for (b, arrived) in (batch..=photos).step_by(batch).enumerate() {
         let left_out: Vec<String> = arrival[arrived..].to_vec();
-        let (library, _) = all.edited(None, &left_out)?;
+        let (library, _) = all.edited(&[], &left_out)?;
         let started = Instant::now();
         let plan = match &earlier {
             None => Plan::make(&target, &library, &opts)?,

@@ -70,7 +70,8 @@ pub use fragment::{
 /// The decoded target image type.
 pub use image::RgbImage;
 pub use library::{
-    ImportOptions, ImportReport, Library, hex_colour, parse_hex_colour, summarise_skipped,
+    ImportOptions, ImportReport, Library, PreparedPhoto, hex_colour, parse_hex_colour,
+    summarise_skipped,
 };
 pub use metrics::{
     MosaicCells, Quality, evaluate, evaluate_file, overlaid_difference, plan_quality,

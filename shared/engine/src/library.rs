@@ -29,8 +29,8 @@ pub use background::{hex_colour, parse_hex_colour};
 use captions::*;
 use describe::*;
 pub(crate) use describe::{area_mean, describe};
-pub use import::summarise_skipped;
 use import::*;
+pub use import::{PreparedPhoto, summarise_skipped};
 pub(crate) use index::Reader;
 
 const MAGIC: &[u8; 8] = b"TSRLIB\0\n";
@@ -231,14 +231,14 @@ impl Library {
         }
     }
 
-    /// This library with the tiles of `added` put in (one of the same name replaces the old)
-    /// and the tiles named in `removed` taken out, in name order; the other tiles keep their
-    /// renditions, descriptors and captions untouched. Also returns the added tiles left out as
-    /// identical to a tile kept (the added name and the kept name). `added` must have been
-    /// prepared with this library's [`Library::import_options`].
+    /// This library with the tiles of the libraries `added` put in (one of the same name replaces
+    /// the old) and the tiles named in `removed` taken out, in name order; the other tiles keep
+    /// their renditions, descriptors and captions untouched. Also returns the added tiles left
+    /// out as identical to a tile kept (the added name and the kept name). `added` must have
+    /// been prepared with this library's [`Library::import_options`].
     pub fn edited(
         &self,
-        added: Option<&Library>,
+        added: &[&Library],
         removed: &[String],
     ) -> Result<(Library, Vec<(String, String)>), Error> {
         if self.stored_over.is_some() {
@@ -248,7 +248,8 @@ impl Library {
         }
         // The crop rule is not kept in an index, so it is not compared.
         if let Some(added) = added
-            && added.import_options() != self.import_options()
+            .iter()
+            .find(|a| a.import_options() != self.import_options())
         {
             return Err(Error::InvalidOption(format!(
                 "the added tiles were prepared otherwise than the library's ({:?} against {:?})",
@@ -287,7 +288,7 @@ impl Library {
         let mut tiles = kept;
         for (added, t) in added
             .iter()
-            .flat_map(|a| (0..a.len()).map(move |t| (*a, t)))
+            .flat_map(|&a| (0..a.len()).map(move |t| (a, t)))
         {
             match seen.entry(identity(added, t)) {
                 std::collections::hash_map::Entry::Occupied(first) => {
@@ -707,7 +708,7 @@ mod tests {
         };
         let base = whole(&[0, 1, 2, 3]);
         let added = whole(&[4, 5, 1]);
-        let (edited, duplicates) = base.edited(Some(&added), &["t2.png".into()]).unwrap();
+        let (edited, duplicates) = base.edited(&[&added], &["t2.png".into()]).unwrap();
         // t1 sent again replaces itself (same pixels: no duplicate of another).
         assert!(duplicates.is_empty(), "{duplicates:?}");
         assert_eq!(edited, whole(&[0, 1, 3, 4, 5]));
@@ -718,12 +719,12 @@ mod tests {
         let copy = Library::from_files(vec![("copy.png".into(), file(0).1)], &options)
             .unwrap()
             .0;
-        let (same, duplicates) = base.edited(Some(&copy), &[]).unwrap();
+        let (same, duplicates) = base.edited(&[&copy], &[]).unwrap();
         assert_eq!(duplicates, [("copy.png".to_string(), "t0.png".to_string())]);
         assert_eq!(same.names(), base.names());
 
         // Tiles prepared otherwise are refused.
         let oblong = library(TileShape::new(3, 2).unwrap());
-        assert!(base.edited(Some(&oblong), &[]).is_err());
+        assert!(base.edited(&[&oblong], &[]).is_err());
     }
 }

@@ -123,7 +123,7 @@ async fn check(state: &AppState, id: Uuid) -> ApiResult<Option<Duration>> {
     let Some(maker) = record.maker.clone().filter(|_| claimed) else {
         return Ok(None);
     };
-    let job = make_mosaic(state, &record, &maker, (None, None)).await?;
+    let job = make_mosaic(state, &record, &maker, None).await?;
     tracing::info!(event = %id, %job, "a mosaic made on its own");
     Ok(None)
 }

@@ -1,5 +1,6 @@
-//! Making an event's mosaics: its approved photos published as its private library, then an
-//! ordinary job of that library that keeps the cells of the latest mosaic done. Asked for by
+//! Making an event's mosaics: an ordinary job that keeps the cells of the latest mosaic done,
+//! of the event's approved photos listed for it; the job controller makes the event's private
+//! library of them (its photos prepared once as tiles) before it plans the job. Asked for by
 //! the owner (`POST /api/v1/events/{id}/mosaic`) or on its own (`event_auto`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -9,32 +10,35 @@ use uuid::Uuid;
 
 use tessera_engine::ImportOptions;
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::events::{EventPhoto, EventRecord, Maker, Shelf};
+use tessera_shared::events::{EventRecord, Maker, Shelf};
 use tessera_shared::jobs::{JobError, JobRecord, JobState, Sharing};
-use tessera_shared::libraries::{Publication, Visibility};
-use tessera_shared::library_import::import_library_while;
 use tessera_shared::spec::JobSpec;
 
-use crate::api::job_broker::{Submission, check_spec, declared_field, enqueue, spec_of};
-use crate::api::tile_libraries::{require_index_room, within_budget};
+use crate::api::job_broker::{
+    EventLibrary, Submission, check_spec, declared_field, enqueue, spec_of,
+};
+use crate::api::tile_libraries::require_index_room;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
 
-/// Asks for a new mosaic of event `record` for `maker`: a job of its approved photos, published
-/// as its library, that keeps the cells of the latest mosaic done. Returns the job's id.
+/// Asks for a new mosaic of event `record` for `maker`: a job of its approved photos, listed for
+/// it, that keeps the cells of the latest mosaic done; the controller makes the event's library
+/// of them before it plans the job. Returns the job's id at once.
 pub(crate) async fn make_mosaic(
     state: &AppState,
     record: &EventRecord,
     maker: &Maker,
-    (address, asked_by): (Option<std::net::IpAddr>, Option<&actix_web::HttpRequest>),
+    address: Option<std::net::IpAddr>,
 ) -> ApiResult<Uuid> {
     let events = state.platform.events();
     let asked_at = OffsetDateTime::now_utc();
-    let listed = events.shelf(record.id, Shelf::Approved).await?;
-    let approved = events
-        .records_of(record.id, listed.iter().map(|p| p.id))
-        .await?;
-    let library = publish_library(state, record, &approved, asked_by).await?;
+    let approved: Vec<Uuid> = events
+        .shelf(record.id, Shelf::Approved)
+        .await?
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    let before = library_room(state, record, approved.len()).await?;
     let target = events.target(record.id).await?;
     let (mut spec, mut chosen) = match &record.spec {
         Some(spec) => {
@@ -53,7 +57,7 @@ pub(crate) async fn make_mosaic(
     if chosen.insert("repeat_radius") {
         spec.options.repeat_radius = spread_for(approved.len());
     }
-    spec.library.id = library;
+    spec.library.id = record.library_id();
     check_spec(&spec, state)?;
     let who = (maker.client, maker.key_holder.clone());
     spec.keep_cells_of = latest_mosaics(state, record).await?.done.map(|r| r.id);
@@ -67,8 +71,14 @@ pub(crate) async fn make_mosaic(
             private: true,
             token: Some(record.token.clone()),
         },
+        event: Some(EventLibrary {
+            event: record.id,
+            tiles: approved.len() as u32,
+            before,
+        }),
     };
     let job = Uuid::new_v4();
+    events.put_edition(record.id, job, &approved).await?;
     enqueue(state, job, who, address, job_asked).await?;
     events
         .update(record.id, |r| {
@@ -141,75 +151,36 @@ pub(crate) async fn latest_mosaics(
     Ok(found)
 }
 
-/// Publishes the event's library, private to its owner: its approved photos, each captioned
-/// with the name its guest sent. Returns its id. It is held to a library upload's limits: the
-/// file cap, room for its index, the import queue and its time budget (`asked_by` the owner's
-/// request, whose going away calls it off; none when made on its own).
-async fn publish_library(
+/// Checks that `approved` photos make a library the service has room for: some, no more than
+/// a library's file cap, and room for its index. Returns the version of the event's library
+/// now, if it has one: the controller makes the next from it (`libraryrequest`).
+async fn library_room(
     state: &AppState,
     record: &EventRecord,
-    approved: &[EventPhoto],
-    asked_by: Option<&actix_web::HttpRequest>,
-) -> ApiResult<String> {
-    if approved.is_empty() {
+    approved: usize,
+) -> ApiResult<Option<u32>> {
+    if approved == 0 {
         return Err(ApiError::unprocessable(
             ErrorCode::InvalidParameter,
             "no photo is approved yet: approve some before making the mosaic",
         ));
     }
     let max_files = state.settings.max_library_files;
-    if approved.len() > max_files as usize {
+    if approved > max_files as usize {
         return Err(ApiError::unprocessable(
             ErrorCode::TooManyFiles,
             format!(
-                "{} photos are approved, and a mosaic's library takes at most {max_files}: \
-                 leave some out",
-                approved.len()
+                "{approved} photos are approved, and a mosaic's library takes at most \
+                 {max_files}: leave some out"
             ),
         ));
     }
-    let options = ImportOptions::default();
     let all = state.platform.libraries().list().await?;
-    // The event's earlier version is replaced, so it does not count against the room.
-    let others: Vec<_> = all
-        .into_iter()
-        .filter(|l| l.id != record.library_id())
-        .collect();
-    require_index_room(
-        state,
-        (&others, &record.owner),
-        &options,
-        approved.len() as u64,
-    )
-    .await?;
-    let dir = tempfile::tempdir_in(&state.spool).map_err(ApiError::internal)?;
-    let mut captions = String::from("file,caption\n");
-    for photo in approved {
-        let bytes = state.platform.events().photo(record.id, photo.id).await?;
-        let tile = photo.tile_name();
-        tokio::fs::write(dir.path().join(&tile), bytes)
-            .await
-            .map_err(ApiError::internal)?;
-        captions.push_str(&format!("{tile},\"{}\"\n", photo.name.replace('"', "\"\"")));
-    }
-    tokio::fs::write(
-        dir.path().join(tessera_engine::library::CAPTIONS_FILE),
-        captions,
-    )
-    .await
-    .map_err(ApiError::internal)?;
-    let how = Publication {
-        replace: true,
-        by: record.owner.clone(),
-        visibility: Some(Visibility::Private),
-        based_on: None,
-    };
     let id = record.library_id();
-    let (library, _) = within_budget(asked_by, state, &id, |keep_going| {
-        import_library_while(&state.platform, dir.path(), &id, options, &how, move || {
-            keep_going.holds()
-        })
-    })
-    .await?;
-    Ok(library.id)
+    let before = all.iter().find(|l| l.id == id).map(|l| l.version);
+    // The event's earlier version is replaced, so it does not count against the room.
+    let others: Vec<_> = all.into_iter().filter(|l| l.id != id).collect();
+    let options = ImportOptions::default();
+    require_index_room(state, (&others, &record.owner), &options, approved as u64).await?;
+    Ok(before)
 }

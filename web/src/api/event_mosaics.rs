@@ -567,7 +567,6 @@ pub async fn mosaic(
         key_holder: credential_owner(&req),
     };
     let address = client_address(&req, state.guard.trusted_proxies());
-    let job =
-        crate::api::event_jobs::make_mosaic(&state, &record, &maker, (address, Some(&req))).await?;
+    let job = crate::api::event_jobs::make_mosaic(&state, &record, &maker, address).await?;
     Ok(HttpResponse::Accepted().json(MosaicRef { job }))
 }

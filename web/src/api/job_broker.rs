@@ -17,7 +17,7 @@ use tessera_shared::jobs::{JobParams, JobRecord};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::{LibraryError, LibraryRecord, Owner, validate_library_id};
 use tessera_shared::lifecycle::{delete_job, release_intermediates};
-use tessera_shared::messages::{Envelope, ImageRequest};
+use tessera_shared::messages::{Envelope, ImageRequest, LibraryRequest};
 use tessera_shared::spec::{Defaults, FIELDS, JobSpec};
 use tessera_shared::storage::PutMode;
 
@@ -50,6 +50,17 @@ pub(crate) struct Submission {
     /// Who besides its owner may see the job (an event's mosaics: its guests, by the event's
     /// link): the service's own, never read from a submission.
     pub(crate) sharing: tessera_shared::jobs::Sharing,
+    /// An event's mosaic, whose library is made by the controller: never a submission's.
+    pub(crate) event: Option<EventLibrary>,
+}
+
+/// An event's mosaic: the next version of its library is made by the job controller from the
+/// event's prepared photos listed for the job (`libraryrequest`), so the job is fitted to
+/// their number, and names the version before (if any) until the new one is made.
+pub(crate) struct EventLibrary {
+    pub(crate) event: Uuid,
+    pub(crate) tiles: u32,
+    pub(crate) before: Option<u32>,
 }
 
 impl Submission {
@@ -61,6 +72,7 @@ impl Submission {
             spec: spec_of(&form.fields, state)?,
             chosen: form.fields.keys().copied().collect(),
             sharing: Default::default(),
+            event: None,
         })
     }
 }
@@ -304,8 +316,19 @@ pub(crate) async fn enqueue(
         mut spec,
         chosen,
         sharing,
+        event,
     } = job_asked;
-    let library = usable_library(state, &spec.library.id, &owner).await?;
+    let (tiles, shape) = match &event {
+        None => {
+            let library = usable_library(state, &spec.library.id, &owner).await?;
+            spec.library = library.reference();
+            (library.tiles, library.tile_shape())
+        }
+        Some(made) => {
+            spec.library.version = made.before.unwrap_or(1);
+            (made.tiles, tessera_engine::TileShape::SQUARE)
+        }
+    };
 
     let probe = probe_target(&image, settings.max_input_pixels)?;
     let bytes = image.clone();
@@ -315,9 +338,8 @@ pub(crate) async fn enqueue(
         .map_err(ApiError::internal)??;
 
     let size = spec.size(info.width, info.height, &settings.limits)?;
-    let fitted = (library.id.as_str(), library.tiles, library.tile_shape());
-    let adapted = spec.fit_library(&size, fitted, |name| chosen.contains(name))?;
-    spec.library = library.reference();
+    let name = spec.library.id.clone();
+    let adapted = spec.fit_library(&size, (&name, tiles, shape), |f| chosen.contains(f))?;
     let output = size.output;
 
     let input_blob = BlobKey::ImageInput { job }.path();
@@ -348,6 +370,7 @@ pub(crate) async fn enqueue(
     record.sized_to = Some(size.grid());
     let sized_to = record.sized_to;
     record.adapted = adapted;
+    record.library_of_event = event.as_ref().map(|made| made.event);
     // What the submission has cost so far, with the record's own write.
     let spent = platform.accounting.take_job(job) + 1;
     record.transactions.insert("web".into(), spent);
@@ -369,11 +392,7 @@ pub(crate) async fn enqueue(
         sized_to,
         redrive: false,
     };
-    if let Err(e) = platform
-        .queue::<ImageRequest>()
-        .send(&Envelope::new(client, request))
-        .await
-    {
+    if let Err(e) = send_request(platform, client, request, event.map(|made| made.event)).await {
         // The record exists: say why the job will never start rather than leave it queued.
         let _ = platform
             .jobs()
@@ -388,6 +407,34 @@ pub(crate) async fn enqueue(
         "job queued"
     );
     Ok(record)
+}
+
+/// Sends the job's `request`, or for an event's mosaic the request to make its library first
+/// (the controller then sends the job's).
+async fn send_request(
+    platform: &tessera_shared::platform::Platform,
+    client: Uuid,
+    request: ImageRequest,
+    event: Option<Uuid>,
+) -> Result<(), tessera_shared::storage::StorageError> {
+    match event {
+        None => platform
+            .queue::<ImageRequest>()
+            .send(&Envelope::new(client, request))
+            .await
+            .map(drop),
+        Some(event_id) => {
+            let request = LibraryRequest {
+                event_id,
+                job_id: request.job_id,
+            };
+            platform
+                .queue::<LibraryRequest>()
+                .send(&Envelope::new(client, request))
+                .await
+                .map(drop)
+        }
+    }
 }
 
 /// A job's state and progress.

@@ -42,18 +42,33 @@ pub(crate) fn decode_crop(
     (shape, rule): (TileShape, crate::crop::CropRule),
     need: u32,
 ) -> Result<Cropped, String> {
-    let rgba = match Format::sniff(bytes) {
+    crop_decoded(&decode_for_tile(bytes, need)?, background, (shape, rule))
+}
+
+/// Decodes an image file as [`decode_crop`] does, before its crop: at least `need` pixels on
+/// its short side where the file has them.
+pub(crate) fn decode_for_tile(bytes: &[u8], need: u32) -> Result<image::RgbaImage, String> {
+    match Format::sniff(bytes) {
         Some(Format::Jpeg) => match jpeg_reduced(bytes, need)? {
-            Some(reduced) => reduced,
-            None => decode_tile_whole(bytes, need)?,
+            Some(reduced) => Ok(reduced),
+            None => decode_tile_whole(bytes, need),
         },
-        _ => decode_tile_whole(bytes, need)?,
-    };
+        _ => decode_tile_whole(bytes, need),
+    }
+}
+
+/// The largest crop of `shape` in a decoded image, where `rule` places it, composited onto
+/// `background`.
+pub(crate) fn crop_decoded(
+    rgba: &image::RgbaImage,
+    background: [u8; 3],
+    (shape, rule): (TileShape, crate::crop::CropRule),
+) -> Result<Cropped, String> {
     let (w, h) = (rgba.width() as usize, rgba.height() as usize);
     if w == 0 || h == 0 {
         return Err("empty image".into());
     }
-    let (x0, y0, cw, ch) = rule.crop(&rgba, shape);
+    let (x0, y0, cw, ch) = rule.crop(rgba, shape);
     let raw = rgba.as_raw();
     let mut out = Vec::with_capacity(cw * ch * 3);
     let mut alpha = Vec::with_capacity(cw * ch);
@@ -259,7 +274,16 @@ pub fn square_thumbnail(
     side: u32,
     quality: u8,
 ) -> Result<(Vec<u8>, [u8; 3]), String> {
-    let pixels = square_tile_pixels(bytes, side)?;
+    thumbnail_of(square_tile_pixels(bytes, side)?, side, quality)
+}
+
+/// A square of packed RGB8 `pixels` made at most `side` pixels a side: a JPEG of `quality`,
+/// and its pixels' mean colour.
+pub(crate) fn thumbnail_of(
+    pixels: Vec<u8>,
+    side: u32,
+    quality: u8,
+) -> Result<(Vec<u8>, [u8; 3]), String> {
     // The square as decoded (at least the side asked where the photo has it), then made the
     // thumbnail's side at most.
     let got = ((pixels.len() / 3) as f64).sqrt() as u32;

@@ -59,6 +59,64 @@ impl Library {
     }
 }
 
+/// A photo prepared once ([`Library::from_photo`]): its tile, and its square thumbnail.
+pub struct PreparedPhoto {
+    /// A library of one tile, prepared as the library's options say: put in with
+    /// [`Library::edited`].
+    pub tile: Library,
+    /// The photo's centred square, at most the side asked, as a JPEG.
+    pub thumbnail: Vec<u8>,
+    /// The thumbnail's mean colour.
+    pub colour: [u8; 3],
+}
+
+impl Library {
+    /// A library of no tiles, prepared with `opts`: what a library made by edits starts from.
+    pub fn empty(opts: &ImportOptions) -> Result<Library, Error> {
+        check_options(opts)?;
+        let mut library = Assembler::new(opts, Vec::new(), 0).finish().0;
+        library.seal();
+        Ok(library)
+    }
+
+    /// Decodes a photo once (within the decoders' budget) into the tile `name` of a library
+    /// prepared with `opts`, captioned `caption` (none if empty), and into its centred square
+    /// of at most `thumbnail` pixels a side as a JPEG of `quality`, with its mean colour.
+    pub fn from_photo(
+        (name, caption): (&str, &str),
+        bytes: &[u8],
+        opts: &ImportOptions,
+        (thumbnail, quality): (u32, u8),
+    ) -> Result<PreparedPhoto, String> {
+        check_options(opts).map_err(|e| e.to_string())?;
+        let decoded = crate::decode::decode_for_tile(bytes, opts.rendition_size.max(thumbnail))?;
+        let centred = (TileShape::SQUARE, CropRule::Centre);
+        let square = crate::decode::crop_decoded(&decoded, [255; 3], centred)?;
+        let (thumbnail, colour) = crate::decode::thumbnail_of(square.rgb, thumbnail, quality)?;
+        let cropped =
+            crate::decode::crop_decoded(&decoded, opts.background, (opts.shape, opts.crop))?;
+        drop(decoded);
+        let mut assembler = Assembler::new(opts, Vec::new(), 1);
+        assembler.feed(vec![(name.to_string(), Ok(prepare_cropped(cropped, opts)))]);
+        let (mut tile, report) = assembler.finish();
+        if tile.is_empty() {
+            return Err(report.skipped.first().map_or_else(
+                || "the photo could not be made a tile".to_string(),
+                |(_, reason)| reason.clone(),
+            ));
+        }
+        if !caption.is_empty() {
+            tile.captions = vec![caption.to_string()];
+        }
+        tile.seal();
+        Ok(PreparedPhoto {
+            tile,
+            thumbnail,
+            colour,
+        })
+    }
+}
+
 pub(super) fn check_options(opts: &ImportOptions) -> Result<(), Error> {
     if !(1..=8).contains(&opts.grid) {
         return Err(Error::InvalidOption(format!(
@@ -171,17 +229,23 @@ pub fn summarise_skipped(skipped: &[(String, String)]) -> String {
 /// Decodes (EXIF orientation applied), crops the centre to the library's shape, composites onto
 /// the background and resizes to the rendition size.
 pub(super) fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result<Prepared, String> {
-    let Cropped {
-        width: w,
-        height: h,
-        rgb: px,
-        alpha,
-    } = decode_crop(
+    let cropped = decode_crop(
         bytes,
         opts.background,
         (opts.shape, opts.crop),
         opts.rendition_size,
     )?;
+    Ok(prepare_cropped(cropped, opts))
+}
+
+/// A decoded crop made a tile's rendition.
+fn prepare_cropped(cropped: Cropped, opts: &ImportOptions) -> Prepared {
+    let Cropped {
+        width: w,
+        height: h,
+        rgb: px,
+        alpha,
+    } = cropped;
     let identity = (
         Fnv::digest_seeded(&px, w as u64),
         Fnv::digest_seeded(&px, !(h as u64)),
@@ -197,12 +261,12 @@ pub(super) fn prepare(_name: &str, bytes: &[u8], opts: &ImportOptions) -> Result
             .step_by(3)
             .collect()
     });
-    Ok(Prepared {
+    Prepared {
         name: String::new(),
         identity,
         rendition,
         alpha,
-    })
+    }
 }
 
 /// Files prepared at once in an import: each batch's renditions go into the library as it is
