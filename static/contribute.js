@@ -29,9 +29,12 @@
       li.dataset.name = photo.name;
       li.dataset.photo = photo.id;
       // Received at once; its picture once a processor has prepared it.
+      // More photos than the mosaic's cells, taking turns: one not in this turn waits.
+      const waitsItsTurn = photo.state === "approved" && photo.in_turn === false;
       const words = !photo.prepared ? "received, being prepared"
         : photo.unreadable ? "cannot be read: " + photo.unreadable
-          : (WORDS[photo.state] || photo.state);
+          : waitsItsTurn ? "approved, waiting for its turn in a next mosaic"
+            : (WORDS[photo.state] || photo.state);
       if (photo.prepared && !photo.unreadable) {
         const img = document.createElement("img");
         img.src = api + "/photos/" + photo.id + "/thumbnail";
@@ -42,7 +45,7 @@
         li.append(img);
       }
       li.append(" " + photo.name + ": " + words);
-      if (photo.state === "approved" && mosaic) {
+      if (photo.state === "approved" && mosaic && !waitsItsTurn) {
         // Found by its tile (its id), not its file name: another guest's IMG_0001.JPG is
         // another photo.
         const a = document.createElement("a");

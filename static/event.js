@@ -179,6 +179,7 @@
         approval: document.getElementById("approval").checked,
         per_guest: perGuest,
         auto_after_seconds: Number(document.getElementById("auto-after").value),
+        overflow: document.getElementById("overflow").value,
       }),
     });
     status.textContent = response.ok ? "Saved." : "Not saved: " + (await messageOf(response)) + ".";

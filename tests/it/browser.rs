@@ -221,7 +221,15 @@ pub(crate) async fn set_viewport(browser: &Client, (width, height): (u32, u32)) 
             .await
             .unwrap();
     }
-    let inner = script(browser, "return [innerWidth, innerHeight]").await;
+    // The window takes its new size a moment after it is asked.
+    let mut inner = script(browser, "return [innerWidth, innerHeight]").await;
+    for _ in 0..50 {
+        if inner == json!([width, height]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        inner = script(browser, "return [innerWidth, innerHeight]").await;
+    }
     assert_eq!(inner, json!([width, height]), "the viewport");
 }
 

@@ -404,3 +404,106 @@ async fn an_events_library_is_made_by_the_controller_from_tiles_prepared_once() 
     let again = finished_event_mosaic(&app, owner, id).await;
     assert_eq!(library_of(&app, &again).await.0, v2);
 }
+
+/// Changes `event`'s settings as its `owner`.
+async fn change_settings(app: &TestApp, owner: Uuid, event: &str, change: Value) {
+    let res = app
+        .client
+        .patch(app.url(&format!("/api/v1/events/{event}")))
+        .header("X-Client-Id", owner.to_string())
+        .json(&change)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{:?}", res.text().await);
+}
+
+/// The cells of a finished job's grid.
+fn cells_of(job: &Value) -> usize {
+    (job["output"]["cols"].as_u64().unwrap() * job["output"]["rows"].as_u64().unwrap()) as usize
+}
+
+/// 30 photos for a grid of 4 across: by default the grid grows until each has a cell; taking
+/// turns, each mosaic takes as many as the grid has cells, the next ones after the last turn's,
+/// and the guest's view says which photos wait for a turn; with the best-fitting, every photo is
+/// offered and the grid kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_photos_than_cells_grow_the_grid_or_take_turns() {
+    let app = spawn_app_with(campaign_settings(), true).await;
+    let owner = Uuid::new_v4();
+    let fields = [
+        ("approval", "false"),
+        ("per_guest", "0"),
+        ("cells", "4"),
+        ("tile_size", "16"),
+    ];
+    let event = make_event(&app, owner, astronaut(), &fields).await;
+    let id = event["id"].as_str().unwrap();
+    let guest = Uuid::new_v4();
+    let thirty = (0..30).map(|i| ("p.jpg", photo(100 + i))).collect();
+    let (status, sent) = send_photos(&app, &event, guest, thirty, &[]).await;
+    assert_eq!(status, StatusCode::CREATED, "{sent}");
+
+    let grown = finished_event_mosaic(&app, owner, id).await;
+    assert_eq!(grown["state"], "done", "{grown}");
+    assert!(cells_of(&grown) >= 30, "{}", grown["output"]);
+    assert_eq!(library_of(&app, &grown).await.1.len(), 30);
+    let view = owners_view(&app, owner, &event).await;
+    assert_eq!(view["showing"]["in_mosaic"], 30, "{}", view["showing"]);
+    assert_eq!(view["showing"]["waiting"], 0, "{}", view["showing"]);
+
+    change_settings(&app, owner, id, serde_json::json!({"overflow": "turns"})).await;
+    let first = finished_event_mosaic(&app, owner, id).await;
+    let cells = cells_of(&first);
+    assert!(cells < 30, "{} cells", cells);
+    let (_, in_first) = library_of(&app, &first).await;
+    assert_eq!(in_first.len(), cells, "{in_first:?}");
+    let view = owners_view(&app, owner, &event).await;
+    assert_eq!(view["showing"]["turns"], true, "{}", view["showing"]);
+    assert_eq!(view["showing"]["in_mosaic"], cells, "{}", view["showing"]);
+    assert_eq!(
+        view["showing"]["waiting"],
+        30 - cells,
+        "{}",
+        view["showing"]
+    );
+    let (eid, token) = (id, event["contribute_token"].as_str().unwrap());
+    let mine: Value = app
+        .get_with(
+            &format!("/api/v1/events/{eid}?token={token}"),
+            &[("X-Client-Id", &guest.to_string())],
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let photos = mine["photos"].as_array().unwrap();
+    let in_turn = photos.iter().filter(|p| p["in_turn"] == true).count();
+    let waiting = photos.iter().filter(|p| p["in_turn"] == false).count();
+    assert_eq!((in_turn, waiting), (cells, 30 - cells), "{mine}");
+    for p in photos.iter().filter(|p| p["in_turn"] == true) {
+        let tile = p["tile"].as_str().unwrap();
+        assert!(
+            in_first.iter().any(|n| n == tile),
+            "{tile} in the first turn"
+        );
+    }
+    // The next turn starts with the photos the first left waiting.
+    let second = finished_event_mosaic(&app, owner, id).await;
+    let (_, in_second) = library_of(&app, &second).await;
+    let fresh = in_second.iter().filter(|n| !in_first.contains(n)).count();
+    assert_eq!(fresh, cells.min(30 - cells), "{in_second:?}");
+
+    change_settings(&app, owner, id, serde_json::json!({"overflow": "best"})).await;
+    let best = finished_event_mosaic(&app, owner, id).await;
+    assert_eq!(cells_of(&best), cells);
+    assert_eq!(library_of(&app, &best).await.1.len(), 30);
+    let view = owners_view(&app, owner, &event).await;
+    assert_eq!(view["showing"]["turns"], false, "{}", view["showing"]);
+    assert_eq!(
+        view["showing"]["waiting"],
+        30 - cells,
+        "{}",
+        view["showing"]
+    );
+}

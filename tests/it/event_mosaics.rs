@@ -88,6 +88,8 @@ async fn cell_captions(app: &TestApp, owner: Uuid, job: &str) -> BTreeMap<(u64, 
 }
 
 async fn make_mosaic(app: &TestApp, http: &reqwest::Client, owner: Uuid, event: &str) -> String {
+    // Photos still being prepared would join the next mosaic, not this one.
+    none_received(app, owner, event).await;
     let res = from(
         owner,
         http.post(app.url(&format!("/api/v1/events/{event}/mosaic"))),

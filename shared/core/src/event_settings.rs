@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error_code::ErrorCode;
-use crate::spec::{Field, Kind, OptionValue, Place, SpecError};
+use crate::spec::{Field, Kind, OptionValue, Place, SpecError, Value};
 
 /// How an event takes photos.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -26,6 +26,68 @@ pub struct EventSettings {
     /// Absent on events made before it existed: its declared default.
     #[serde(default = "default_max_photos")]
     pub max_photos: u32,
+    /// What a mosaic does with more approved photos than its grid has cells. Absent on events
+    /// made before it existed: the grid grows.
+    #[serde(default)]
+    pub overflow: Overflow,
+}
+
+/// What an event's mosaic does with more approved photos than its grid has cells.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Overflow {
+    /// The grid grows so that every photo has a cell, up to the service's output limit (past
+    /// it, the best-fitting photos are in).
+    #[default]
+    Grow,
+    /// The grid stays: the photos that fit the picture best are in.
+    Best,
+    /// The grid stays: each mosaic takes the next photos in turn, so that successive mosaics
+    /// (and the wall) show every photo.
+    Turns,
+}
+
+impl Overflow {
+    const ALL: [Overflow; 3] = [Overflow::Grow, Overflow::Best, Overflow::Turns];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Overflow::Grow => "grow",
+            Overflow::Best => "best",
+            Overflow::Turns => "turns",
+        }
+    }
+}
+
+impl OptionValue for Overflow {
+    fn to_value(&self) -> Value {
+        Value::Text(Some(self.as_str().into()))
+    }
+    fn from_value(value: Value) -> Result<Self, SpecError> {
+        let Some(text) = value.into_text() else {
+            return Ok(Overflow::default());
+        };
+        Overflow::ALL
+            .into_iter()
+            .find(|o| o.as_str() == text.trim())
+            .ok_or_else(|| {
+                SpecError::invalid(
+                    ErrorCode::InvalidParameter,
+                    format!("overflow must be grow, best or turns, not {text:?}"),
+                )
+            })
+    }
+}
+
+impl SettingWords for Overflow {
+    fn words(&self) -> String {
+        match self {
+            Overflow::Grow => "the grid grows to fit every photo",
+            Overflow::Best => "the best-fitting photos",
+            Overflow::Turns => "every photo in turn",
+        }
+        .into()
+    }
 }
 
 fn default_max_photos() -> u32 {
@@ -96,6 +158,17 @@ event_fields! {
         "New mosaic after a quiet spell (seconds)",
         "A new mosaic is made on its own once the photos have changed and then stayed as they are this long; 0: only when you ask.",
         "A new mosaic is made on its own once the photos in it have changed and then stayed as they are this many seconds (at most a day); 0 makes mosaics only when asked. 300 by default.";
+    overflow: Kind::Choice {
+        choices: &[
+            ("grow", "Grow the grid to fit every photo"),
+            ("best", "Keep the grid: the best-fitting photos"),
+            ("turns", "Keep the grid: every photo in turn"),
+        ],
+        default: "grow",
+    }, "", "turns",
+        "More photos than cells",
+        "Grow the grid so every photo has a cell, or keep it and show the best-fitting photos, or every photo in turn.",
+        "What a mosaic does with more approved photos than its grid has cells: grow (the default) makes the grid larger so that every photo has a cell, up to the service's output limit; best keeps the grid and takes the photos that fit the picture best; turns keeps the grid and takes the next photos in turn at each mosaic, so that successive mosaics (and the wall) show every photo.";
     open: Kind::Switch { default: true }, "", "true",
         "Taking photos",
         "Whether guests may still send photos.",
@@ -116,6 +189,7 @@ impl Default for EventSettings {
             open: false,
             auto_after_seconds: 0,
             max_photos: 0,
+            overflow: Overflow::default(),
         };
         for field in EVENT_FIELDS {
             if let Some(value) = field.default_value() {
@@ -207,12 +281,16 @@ mod tests {
                 open: true,
                 auto_after_seconds: 300,
                 max_photos: 5_000,
+                overflow: Overflow::Grow,
             }
         );
         let err =
             EventSettings::from_fields(|n| (n == "per_guest").then_some("10001")).unwrap_err();
         assert_eq!(err.to_string(), "per_guest must be 0 to 10000, not 10001");
         let change = |json: serde_json::Value| made.change(json.as_object().unwrap());
+        let turns = change(serde_json::json!({"overflow": "turns"})).unwrap();
+        assert_eq!(turns.overflow, Overflow::Turns);
+        assert!(change(serde_json::json!({"overflow": "rotate"})).is_err());
         assert_eq!(
             change(serde_json::json!({"per_guest": 5.0, "open": false}))
                 .unwrap()

@@ -176,7 +176,7 @@ impl EventPhoto {
     }
 }
 
-pub use crate::event_settings::EventSettings;
+pub use crate::event_settings::{EventSettings, Overflow};
 
 /// Who an event's mosaics are made for: the client (and the key, if any) that made the event,
 /// as the jobs it submits record them, so that its owner manages them as their own.
@@ -235,13 +235,84 @@ pub struct EventRecord {
     /// When its latest mosaic was asked for.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub mosaic_asked_at: Option<OffsetDateTime>,
+    /// What its newest mosaics show of the photos, newest last ([`SHOWINGS_KEPT`] at most).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub showing: Vec<Showing>,
+    /// The last photo (in id order) the latest turn took, when photos take turns: the next
+    /// turn starts after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_after: Option<Uuid>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
 }
 
+/// The mosaics whose [`Showing`] an event keeps.
+pub const SHOWINGS_KEPT: usize = 8;
+
+/// What one of an event's mosaics shows of its approved photos.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Showing {
+    pub job: Uuid,
+    /// Photos in its library.
+    pub photos: u32,
+    /// Cells of its grid.
+    pub cells: u32,
+    /// The photos of its turn, first and last in id order (the range may wrap round past the
+    /// largest id), when photos take turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<(Uuid, Uuid)>,
+}
+
+impl Showing {
+    /// Photos the mosaic shows: every one in its library while its cells allow.
+    pub fn shown(&self) -> u32 {
+        self.photos.min(self.cells)
+    }
+
+    /// Whether `photo` is in this mosaic's turn: `None` when the mosaic is not a turn.
+    pub fn in_turn(&self, photo: Uuid) -> Option<bool> {
+        let (first, last) = self.turn?;
+        Some(if first <= last {
+            (first..=last).contains(&photo)
+        } else {
+            photo >= first || photo <= last
+        })
+    }
+}
+
+/// The next turn of `approved` (in id order) for a grid of `cells`, after the photo `after`:
+/// the photos of the turn (wrapping round to the first), and its first and last.
+pub fn next_turn(
+    approved: &[Uuid],
+    cells: usize,
+    after: Option<Uuid>,
+) -> (Vec<Uuid>, (Uuid, Uuid)) {
+    let mut sorted = approved.to_vec();
+    sorted.sort();
+    let start = after.map_or(0, |after| sorted.partition_point(|p| *p <= after));
+    let take = cells.clamp(1, sorted.len().max(1));
+    let turn: Vec<Uuid> = (0..take.min(sorted.len()))
+        .map(|i| sorted[(start + i) % sorted.len()])
+        .collect();
+    let ends = (turn[0], turn[turn.len() - 1]);
+    (turn, ends)
+}
+
 impl EventRecord {
+    /// What the mosaic `job` shows, if the record still keeps it.
+    pub fn showing_of(&self, job: Uuid) -> Option<&Showing> {
+        self.showing.iter().find(|s| s.job == job)
+    }
+
+    /// Notes what mosaic `showing.job` shows, keeping the newest [`SHOWINGS_KEPT`].
+    pub fn note_showing(&mut self, showing: Showing) {
+        self.showing.push(showing);
+        let extra = self.showing.len().saturating_sub(SHOWINGS_KEPT);
+        self.showing.drain(..extra);
+    }
+
     /// The id of the private library that holds the event's approved photos.
     pub fn library_id(&self) -> String {
         Self::library_id_of(self.id)

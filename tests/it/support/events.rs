@@ -91,6 +91,25 @@ pub(crate) async fn prepared(app: &TestApp, event: &Value, guest: Uuid, sent: &[
     .await
 }
 
+/// Waits until the processors have prepared every photo `event` received (its owner's view
+/// counts none received).
+pub(crate) async fn none_received(app: &TestApp, owner: Uuid, event: &str) {
+    let (path, owner) = (format!("/api/v1/events/{event}"), owner.to_string());
+    super::wait_for(std::time::Duration::from_secs(60), async || {
+        let view: Value = app
+            .get_with(&path, &[("X-Client-Id", &owner)])
+            .await
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        match view["counts"]["received"].as_u64() {
+            Some(0) => Ok(()),
+            other => Err(format!("photos still received: {other:?}")),
+        }
+    })
+    .await
+}
+
 /// [`send_photos`] that returns as soon as the photos are received.
 pub(crate) async fn send_photos_received(
     app: &TestApp,
@@ -123,6 +142,7 @@ pub(crate) async fn send_photos_received(
 
 /// Asks for a mosaic of `event` as `owner` and waits until it is finished: the job as it ends.
 pub(crate) async fn finished_event_mosaic(app: &TestApp, owner: Uuid, event: &str) -> Value {
+    none_received(app, owner, event).await;
     let res = app
         .client
         .post(app.url(&format!("/api/v1/events/{event}/mosaic")))

@@ -6,6 +6,8 @@
 //! prepared. The check makes the mosaic only if no later change or mosaic came meanwhile, and
 //! claims it in the event's record under its ETag first, so that two web processes never make
 //! the same one. A check lost with its process (a restart) is made again by the next change.
+//! Photos taking turns (more than the cells) have the next turn made each quiet interval while
+//! some wait for one, so that the wall shows every photo in time.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,7 +20,7 @@ use uuid::Uuid;
 use crate::api::event_jobs::make_mosaic;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
-use tessera_shared::events::{EventRecord, Shelf};
+use tessera_shared::events::{EventRecord, Overflow, Shelf};
 
 /// The events this process has a check scheduled for, and when each is due.
 static SCHEDULED: Mutex<Option<HashMap<Uuid, Instant>>> = Mutex::new(None);
@@ -106,14 +108,25 @@ async fn check(state: &AppState, id: Uuid) -> ApiResult<Option<Duration>> {
         let left = (changed + quiet - now).max(time::Duration::ZERO);
         return Ok(Some(left.try_into().unwrap_or(quiet)));
     }
-    if !record.mosaic_due(now, changed) {
+    let turns = turn_waits(state, &record).await?;
+    let turn_due =
+        |r: &EventRecord| turns && r.mosaic_asked_at.is_none_or(|asked| asked + quiet <= now);
+    if !record.mosaic_due(now, changed) && !turn_due(&record) {
         let preparing = !events.shelf(id, Shelf::Received).await?.is_empty();
-        return Ok((preparing && record.settings.auto_after_seconds > 0).then_some(quiet));
+        let next_turn = record
+            .mosaic_asked_at
+            .map_or(time::Duration::ZERO, |asked| asked + quiet - now)
+            .max(time::Duration::ZERO);
+        return Ok(match (turns, preparing) {
+            (true, _) => Some(next_turn.try_into().unwrap_or(quiet)),
+            (false, true) if record.settings.auto_after_seconds > 0 => Some(quiet),
+            _ => None,
+        });
     }
     let mut claimed = false;
     let record = events
         .update(id, |r| {
-            claimed = r.mosaic_due(now, changed);
+            claimed = r.mosaic_due(now, changed) || turn_due(r);
             if claimed {
                 r.mosaic_asked_at = Some(now);
             }
@@ -125,5 +138,31 @@ async fn check(state: &AppState, id: Uuid) -> ApiResult<Option<Duration>> {
     };
     let job = make_mosaic(state, &record, &maker, None).await?;
     tracing::info!(event = %id, %job, "a mosaic made on its own");
-    Ok(None)
+    // Photos taking turns: the next turn after another quiet interval.
+    Ok(turns.then_some(quiet))
+}
+
+/// Whether `record`'s photos take turns on their own and some wait for one: more approved
+/// than its latest mosaic's turn took.
+async fn turn_waits(state: &AppState, record: &EventRecord) -> ApiResult<bool> {
+    let on = record.settings.overflow == Overflow::Turns
+        && record.settings.auto_after_seconds > 0
+        && record.maker.is_some();
+    let Some(latest) = record
+        .mosaics
+        .last()
+        .and_then(|&job| record.showing_of(job))
+    else {
+        return Ok(false);
+    };
+    if !on || latest.turn.is_none() {
+        return Ok(false);
+    }
+    let approved = state
+        .platform
+        .events()
+        .shelf(record.id, Shelf::Approved)
+        .await?
+        .len();
+    Ok(approved as u32 > latest.shown())
 }

@@ -10,9 +10,9 @@ use uuid::Uuid;
 
 use tessera_engine::ImportOptions;
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::events::{EventRecord, Maker, Shelf};
+use tessera_shared::events::{EventRecord, Maker, Overflow, Shelf, Showing, next_turn};
 use tessera_shared::jobs::{JobError, JobRecord, JobState, Sharing};
-use tessera_shared::spec::JobSpec;
+use tessera_shared::spec::{Grid, JobSpec};
 
 use crate::api::job_broker::{
     EventLibrary, Submission, check_spec, declared_field, enqueue, spec_of,
@@ -20,6 +20,7 @@ use crate::api::job_broker::{
 use crate::api::tile_libraries::require_index_room;
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
+use crate::guards::inspect::probe_target;
 
 /// Asks for a new mosaic of event `record` for `maker`: a job of its approved photos, listed for
 /// it, that keeps the cells of the latest mosaic done; the controller makes the event's library
@@ -53,11 +54,12 @@ pub(crate) async fn make_mosaic(
             event_job(&fields, record.id, state)?
         }
     };
+    spec.library.id = record.library_id();
+    let (photos, mut showing) = photos_of_mosaic(state, record, &mut spec, approved, &target)?;
     // The photos spread as far apart as their number allows, unless the owner chose.
     if chosen.insert("repeat_radius") {
-        spec.options.repeat_radius = spread_for(approved.len());
+        spec.options.repeat_radius = spread_for(photos.len());
     }
-    spec.library.id = record.library_id();
     check_spec(&spec, state)?;
     let who = (maker.client, maker.key_holder.clone());
     spec.keep_cells_of = latest_mosaics(state, record).await?.done.map(|r| r.id);
@@ -73,18 +75,23 @@ pub(crate) async fn make_mosaic(
         },
         event: Some(EventLibrary {
             event: record.id,
-            tiles: approved.len() as u32,
+            tiles: photos.len() as u32,
             before,
         }),
     };
     let job = Uuid::new_v4();
-    events.put_edition(record.id, job, &approved).await?;
+    events.put_edition(record.id, job, &photos).await?;
     enqueue(state, job, who, address, job_asked).await?;
+    showing.job = job;
     events
         .update(record.id, |r| {
             r.mosaics.push(job);
             r.mosaic_asked_at = Some(asked_at);
             r.maker = Some(maker.clone());
+            if let Some((_, last)) = showing.turn {
+                r.turn_after = Some(last);
+            }
+            r.note_showing(showing.clone());
             true
         })
         .await?;
@@ -116,6 +123,94 @@ fn spread_for(photos: usize) -> u32 {
         9..=24 => 1,
         _ => 0,
     }
+}
+
+/// The photos of the event's next mosaic, of its `approved` ones, by the owner's choice for
+/// more photos than cells: all of them, the grid grown to give each a cell (up to the output
+/// limit); all of them, the grid kept (the planner takes the best-fitting); or the next turn
+/// of them, as many as the grid has cells. Says what the mosaic will show (its job unset).
+fn photos_of_mosaic(
+    state: &AppState,
+    record: &EventRecord,
+    spec: &mut JobSpec,
+    approved: Vec<Uuid>,
+    target: &[u8],
+) -> ApiResult<(Vec<Uuid>, Showing)> {
+    let limits = &state.settings.limits;
+    let probe = probe_target(target, state.settings.max_input_pixels)?;
+    let (width, height) = probe.upright();
+    let cells_of = |spec: &JobSpec| -> ApiResult<usize> {
+        let grid = spec.size(width, height, limits)?.grid();
+        Ok(grid.cols as usize * grid.rows as usize)
+    };
+    let mut cells = cells_of(spec)?;
+    let mut showing = Showing {
+        job: Uuid::nil(),
+        photos: approved.len() as u32,
+        cells: 0,
+        turn: None,
+    };
+    let photos = match record.settings.overflow {
+        _ if approved.len() <= cells => approved,
+        Overflow::Grow => {
+            if let Some(grown) = grown_grid(spec, approved.len(), &cells_of) {
+                spec.grid = Grid::Cells { across: grown };
+                cells = cells_of(spec)?;
+            }
+            approved
+        }
+        Overflow::Best => approved,
+        Overflow::Turns => {
+            let (turn, ends) = next_turn(&approved, cells, record.turn_after);
+            showing.photos = turn.len() as u32;
+            showing.turn = Some(ends);
+            turn
+        }
+    };
+    showing.cells = cells as u32;
+    Ok((photos, showing))
+}
+
+/// The fewest cells across (more than `spec` has) that give `photos` photos a cell each, or
+/// failing that the most the service's limits allow; `None` when the grid cannot grow (a print
+/// size, adaptive cells, one cell a pixel).
+fn grown_grid(
+    spec: &JobSpec,
+    photos: usize,
+    cells_of: &dyn Fn(&JobSpec) -> ApiResult<usize>,
+) -> Option<u32> {
+    if spec.print.is_some() || spec.options.adaptive.is_some() || spec.grid == Grid::PerPixel {
+        return None;
+    }
+    let with = |across: u32| {
+        let mut grown = spec.clone();
+        grown.grid = Grid::Cells { across };
+        cells_of(&grown).ok()
+    };
+    // The most across the limits allow: every count up to it makes a job.
+    let (mut fits, mut over) = (1u32, 100_000u32);
+    while over - fits > 1 {
+        let mid = fits + (over - fits) / 2;
+        if with(mid).is_some() {
+            fits = mid;
+        } else {
+            over = mid;
+        }
+    }
+    if with(fits).is_none_or(|cells| cells < photos) {
+        return Some(fits);
+    }
+    // The fewest across that give every photo a cell.
+    let (mut short, mut enough) = (0u32, fits);
+    while enough - short > 1 {
+        let mid = short + (enough - short) / 2;
+        if with(mid).is_some_and(|cells| cells >= photos) {
+            enough = mid;
+        } else {
+            short = mid;
+        }
+    }
+    Some(enough)
 }
 
 /// An event's newest mosaic whatever its state, and its newest finished one (most often the

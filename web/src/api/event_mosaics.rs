@@ -54,6 +54,10 @@ pub struct PhotoView {
     /// Why it could not be decoded, if so: it is then left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// When photos take turns (more than the cells), whether this approved one is in the latest
+    /// mosaic's turn; false: it waits for a later one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_turn: Option<bool>,
 }
 
 impl From<&EventPhoto> for PhotoView {
@@ -67,6 +71,7 @@ impl From<&EventPhoto> for PhotoView {
             guest_name: p.guest_name.clone(),
             prepared: p.prepared,
             unreadable: p.unreadable.clone(),
+            in_turn: None,
         }
     }
 }
@@ -82,6 +87,20 @@ pub struct PhotoCounts {
     pub approved: usize,
     /// Left out (by the owner, or unreadable).
     pub rejected: usize,
+}
+
+/// What an event's latest mosaic shows of its approved photos.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShowingView {
+    /// Approved photos in it.
+    pub in_mosaic: u32,
+    /// Approved photos not in it: more than its cells (they wait for a turn, or did not fit as
+    /// well as the others), or approved since.
+    pub waiting: u32,
+    /// The cells of its grid.
+    pub cells: u32,
+    /// Whether photos take turns: each mosaic takes the next ones.
+    pub turns: bool,
 }
 
 /// The newest photos of each shelf the owner's view lists; the rest are counted.
@@ -123,6 +142,8 @@ pub struct EventView {
     pub mosaic: Option<MosaicRef>,
     /// Every mosaic of the event, oldest first.
     pub mosaics: Vec<Uuid>,
+    /// What the latest mosaic shows of the approved photos, once one was asked for.
+    pub showing: Option<ShowingView>,
 }
 
 impl EventView {
@@ -152,7 +173,25 @@ impl EventView {
                 (photos, Some(counts))
             }
         };
-        let photos = photos.iter().map(PhotoView::from).collect();
+        let latest = record
+            .mosaics
+            .last()
+            .and_then(|&job| record.showing_of(job));
+        let photos = photos
+            .iter()
+            .map(|p| PhotoView {
+                in_turn: latest
+                    .filter(|_| p.state == PhotoState::Approved && p.prepared)
+                    .and_then(|s| s.in_turn(p.id)),
+                ..PhotoView::from(p)
+            })
+            .collect();
+        let showing = latest.map(|s| ShowingView {
+            in_mosaic: s.shown(),
+            waiting: (approved.len() as u32).saturating_sub(s.shown()),
+            cells: s.cells,
+            turns: s.turn.is_some(),
+        });
         let owner = guest.is_none();
         Ok(EventView {
             id: record.id,
@@ -166,6 +205,7 @@ impl EventView {
             wishlist: record.wishlist(&approved),
             mosaic: record.mosaics.last().map(|&job| MosaicRef { job }),
             mosaics: record.mosaics.clone(),
+            showing,
         })
     }
 }
@@ -402,6 +442,8 @@ pub async fn create(
         }),
         approved_changed_at: None,
         mosaic_asked_at: None,
+        showing: Vec::new(),
+        turn_after: None,
         created_at: now,
         updated_at: now,
     };
@@ -568,5 +610,9 @@ pub async fn mosaic(
     };
     let address = client_address(&req, state.guard.trusted_proxies());
     let job = crate::api::event_jobs::make_mosaic(&state, &record, &maker, address).await?;
+    // Photos taking turns: the next turns follow on their own.
+    if record.settings.overflow == tessera_shared::events::Overflow::Turns {
+        crate::api::event_auto::schedule(&state, &record);
+    }
     Ok(HttpResponse::Accepted().json(MosaicRef { job }))
 }

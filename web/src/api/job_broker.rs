@@ -318,17 +318,7 @@ pub(crate) async fn enqueue(
         sharing,
         event,
     } = job_asked;
-    let (tiles, shape) = match &event {
-        None => {
-            let library = usable_library(state, &spec.library.id, &owner).await?;
-            spec.library = library.reference();
-            (library.tiles, library.tile_shape())
-        }
-        Some(made) => {
-            spec.library.version = made.before.unwrap_or(1);
-            (made.tiles, tessera_engine::TileShape::SQUARE)
-        }
-    };
+    let (tiles, shape) = pinned_library(state, &mut spec, &owner, event.as_ref()).await?;
 
     let probe = probe_target(&image, settings.max_input_pixels)?;
     let bytes = image.clone();
@@ -407,6 +397,28 @@ pub(crate) async fn enqueue(
         "job queued"
     );
     Ok(record)
+}
+
+/// Pins `spec` to its library's version for `owner` and gives its tiles and their shape; an
+/// event's mosaic names the version before (the controller makes the next, of the photos'
+/// number).
+async fn pinned_library(
+    state: &AppState,
+    spec: &mut JobSpec,
+    owner: &Owner,
+    event: Option<&EventLibrary>,
+) -> ApiResult<(u32, tessera_engine::TileShape)> {
+    Ok(match event {
+        None => {
+            let library = usable_library(state, &spec.library.id, owner).await?;
+            spec.library = library.reference();
+            (library.tiles, library.tile_shape())
+        }
+        Some(made) => {
+            spec.library.version = made.before.unwrap_or(1);
+            (made.tiles, tessera_engine::TileShape::SQUARE)
+        }
+    })
 }
 
 /// Sends the job's `request`, or for an event's mosaic the request to make its library first

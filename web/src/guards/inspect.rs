@@ -34,6 +34,17 @@ pub struct Probe {
     pub decode_bytes: u64,
 }
 
+impl Probe {
+    /// Width and height as shown (EXIF orientation applied).
+    pub fn upright(&self) -> (u32, u32) {
+        if self.turned {
+            (self.height, self.width)
+        } else {
+            (self.width, self.height)
+        }
+    }
+}
+
 /// Validates `bytes` as a target image of at most `max_pixels`. CPU-bound: call it off the async
 /// threads.
 pub fn inspect_target(bytes: &[u8], max_pixels: u64) -> Result<TargetInfo, ApiError> {

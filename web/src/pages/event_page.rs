@@ -10,7 +10,7 @@ use crate::app_state::AppState;
 use crate::guards::client::origin;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use tessera_shared::events::{EventPhoto, Shelf};
+use tessera_shared::events::{EventPhoto, EventRecord, Shelf};
 use tessera_shared::wishlist::Wish;
 use uuid::Uuid;
 
@@ -46,6 +46,11 @@ pub(super) struct EventPage {
     open: bool,
     auto_after_seconds: u32,
     auto_after_input: SettingInput,
+    /// What a mosaic does with more photos than cells, and the choices.
+    overflow: &'static str,
+    overflow_choices: &'static [(&'static str, &'static str)],
+    /// What the latest mosaic shows of the approved photos, in words.
+    showing: Option<String>,
     groups: Vec<Group>,
     /// Photos received and not prepared yet.
     received: usize,
@@ -95,6 +100,9 @@ pub(super) async fn event(
         open: record.settings.open,
         auto_after_seconds: record.settings.auto_after_seconds,
         auto_after_input: SettingInput::of("auto_after_seconds"),
+        overflow: record.settings.overflow.as_str(),
+        overflow_choices: overflow_choices(),
+        showing: showing_words(&record, approved.len()),
         groups,
         received,
         mosaic,
@@ -103,6 +111,36 @@ pub(super) async fn event(
         wishes: record.wishlist(&approved),
         wall_url: crate::api::event_wall::wall_path(&record)
             .map(|path| format!("{}{path}", origin(&req))),
+    })
+}
+
+/// The choices of the `overflow` setting, as its declaration gives them.
+fn overflow_choices() -> &'static [(&'static str, &'static str)] {
+    match tessera_shared::event_settings::event_field("overflow").map(|f| f.kind) {
+        Some(tessera_shared::spec::Kind::Choice { choices, .. }) => choices,
+        _ => &[],
+    }
+}
+
+/// What the latest mosaic of `record` shows of its `approved` photos, when it could not show
+/// them all.
+fn showing_words(record: &EventRecord, approved: usize) -> Option<String> {
+    let latest = record
+        .mosaics
+        .last()
+        .and_then(|&job| record.showing_of(job))?;
+    let waiting = (approved as u32).saturating_sub(latest.shown());
+    (waiting > 0).then(|| {
+        let why = if latest.turn.is_some() {
+            "wait for their turn in the next mosaics"
+        } else {
+            "are not in it (more photos than its cells, or approved since)"
+        };
+        format!(
+            "The latest mosaic has {} photos in its {} cells; {waiting} more {why}.",
+            latest.shown(),
+            latest.cells
+        )
     })
 }
 
