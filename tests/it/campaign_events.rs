@@ -507,3 +507,96 @@ async fn more_photos_than_cells_grow_the_grid_or_take_turns() {
         view["showing"]
     );
 }
+
+/// A `width` x `height` PNG of bars, as a phone's screenshot of a page might be.
+fn screenshot_png(width: u32, height: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        let bar = (y / 40) % 2 == 0;
+        image::Rgb(if bar {
+            [250, 250, 250]
+        } else {
+            [30, (x % 256) as u8, 90]
+        })
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// With the screen on, an event that takes photos at once still holds for its owner a blank
+/// frame, a near duplicate of a photo it has (the same picture, a little lighter) and a
+/// screenshot, each with the reason; a photo unlike the others goes in, and the owner may put a
+/// held one in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pre_screen_holds_blank_frames_near_duplicates_and_screenshots() {
+    let app = spawn_app_with(campaign_settings(), true).await;
+    let owner = Uuid::new_v4();
+    let fields = [
+        ("approval", "false"),
+        ("per_guest", "0"),
+        ("screen", "true"),
+    ];
+    let event = make_event(&app, owner, astronaut(), &fields).await;
+    let id = event["id"].as_str().unwrap();
+    let guest = Uuid::new_v4();
+    let first = crate::photos::camera_jpeg(640, 480, 40);
+    let (status, body) = send_photos(&app, &event, guest, vec![("a.jpg", first)], &[]).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let blank = crate::photos::camera_jpeg(64, 64, 0);
+    let blank = {
+        let img = image::load_from_memory(&blank).unwrap().to_rgb8();
+        let flat =
+            image::RgbImage::from_pixel(img.width(), img.height(), image::Rgb([128, 128, 128]));
+        let mut out = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85)
+            .encode(
+                flat.as_raw(),
+                flat.width(),
+                flat.height(),
+                image::ExtendedColorType::Rgb8,
+            )
+            .unwrap();
+        out
+    };
+    let files = vec![
+        ("again.jpg", crate::photos::camera_jpeg(800, 600, 44)),
+        ("blank.jpg", blank),
+        ("Screenshot.png", screenshot_png(390, 844)),
+    ];
+    let (status, body) = send_photos(&app, &event, guest, files, &[]).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let view = owners_view(&app, owner, &event).await;
+    assert_eq!(view["counts"]["approved"], 1, "{}", view["counts"]);
+    assert_eq!(view["counts"]["waiting"], 3, "{}", view["counts"]);
+    let held: HashMap<&str, &str> = view["photos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| Some((p["name"].as_str()?, p["held"].as_str()?)))
+        .collect();
+    assert!(held["again.jpg"].contains("same photo"), "{held:?}");
+    assert!(held["blank.jpg"].contains("blank"), "{held:?}");
+    assert!(held["Screenshot.png"].contains("screenshot"), "{held:?}");
+    assert!(!held.contains_key("a.jpg"), "{held:?}");
+    // The owner puts one in all the same.
+    let again = view["photos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "again.jpg")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let res = app
+        .client
+        .patch(app.url(&format!("/api/v1/events/{id}/photos/{again}")))
+        .header("X-Client-Id", owner.to_string())
+        .json(&serde_json::json!({"state": "approved"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{:?}", res.text().await);
+    let view = owners_view(&app, owner, &event).await;
+    assert_eq!(view["counts"]["approved"], 2, "{}", view["counts"]);
+}

@@ -112,6 +112,8 @@ async fn create_event(app: &TestApp, http: &reqwest::Client, owner: Uuid, name: 
         .text("name", name.to_string())
         .text("cells", "16")
         .text("tile_size", "8")
+        // The test photos are made alike: screened, they would be held as near duplicates.
+        .text("screen", "false")
         .part("image", Part::bytes(astronaut()).file_name("target.png"));
     let res = from(owner, http.post(app.url("/api/v1/events")))
         .multipart(form)

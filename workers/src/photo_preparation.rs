@@ -2,6 +2,8 @@
 //! within the decode budget, into its thumbnail, its colour and its tile of the event's library
 //! (what the event's mosaics are made of: `event_libraries`), then listed as waiting or in.
 //! A photo that cannot be decoded is left out with the reason, and gives its guest's slot back.
+//! The pre-screen holds for the owner's review (waiting, with the reason) a blank frame, a near
+//! duplicate of a photo the event has (by a perceptual hash) and a screenshot.
 
 use tessera_shared::events::{EventError, EventStore, PhotoState, THUMBNAIL_SIDE};
 use tessera_shared::messages::{Envelope, PhotoRequest};
@@ -58,15 +60,21 @@ async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failu
     // Below the web's threads, in a process that runs both: a guest's request is answered
     // first, and photos are prepared with what is left.
     let (tile, caption) = (photo.tile_name(), photo.name.clone());
+    let screenshot = screen_shaped_png(&bytes);
     let made = crate::job_work::on_background_thread(PREPARATION_NICE, move || {
         prepared_photo(&tile, &caption, &bytes).map(|made| {
             let index = made.tile.to_bytes();
-            (made.thumbnail, made.colour, index)
+            (
+                made.thumbnail,
+                made.colour,
+                index,
+                (made.likeness, made.spread),
+            )
         })
     })
     .await
     .map_err(|e| Failure::retry_because(format!("photo {photo_id}: {e}")))?;
-    let (jpeg, colour, index) = match made {
+    let (jpeg, colour, index, (likeness, spread)) = match made {
         Ok(made) => made,
         Err(reason) => return left_out(events, request, reason).await.map_err(retry),
     };
@@ -78,11 +86,27 @@ async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failu
         .put_tile(event_id, photo_id, index.into())
         .await
         .map_err(retry)?;
+    let held = match events.get(event_id).await {
+        Ok(event) if event.settings.screen => {
+            held_because(events, request.clone(), (likeness, spread, screenshot))
+                .await
+                .map_err(retry)?
+        }
+        Ok(_) | Err(EventError::NotFound(_)) => None,
+        Err(e) => return Err(retry(e)),
+    };
     let prepared = events
         .update_photo(event_id, photo_id, |p| {
             let first = !p.prepared;
             p.prepared = true;
             p.colour = Some(colour);
+            p.likeness = Some(likeness);
+            if let Some(reason) = &held {
+                p.held = Some(reason.clone());
+                if p.state == PhotoState::Approved {
+                    p.state = PhotoState::Waiting;
+                }
+            }
             first
         })
         .await
@@ -91,6 +115,43 @@ async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failu
         events.touch_changed(event_id).await.map_err(retry)?;
     }
     Ok(())
+}
+
+/// Below this spread of brightness (0 to 255) a photo is a blank or near-uniform frame.
+const BLANK_SPREAD: f32 = 6.0;
+
+/// Why the pre-screen holds the photo `request` names for its owner's review, if it does: a
+/// blank or near-uniform frame, the same photo (or nearly) as one the event has, or a
+/// screenshot.
+async fn held_because(
+    events: &EventStore,
+    PhotoRequest { event_id, photo_id }: PhotoRequest,
+    (likeness, spread, screenshot): (u64, f32, bool),
+) -> Result<Option<String>, EventError> {
+    if spread < BLANK_SPREAD {
+        return Ok(Some("a blank or near-uniform frame".into()));
+    }
+    if let Some(other) = events.alike(event_id, photo_id, likeness).await? {
+        return Ok(Some(format!(
+            "the same photo as one the event has, or nearly (photo {other})"
+        )));
+    }
+    Ok(screenshot.then(|| "a screenshot, by its kind and shape (a PNG of a screen's)".into()))
+}
+
+/// Whether `bytes` look like a screenshot: a PNG (phones save screenshots so, and their
+/// cameras never do) of a screen's shape, at least 1.7 times as long as it is wide.
+fn screen_shaped_png(bytes: &[u8]) -> bool {
+    match tessera_engine::decode::read_header(bytes) {
+        Ok(header) if header.format == tessera_engine::Format::Png => {
+            let (long, short) = (
+                header.width.max(header.height),
+                header.width.min(header.height).max(1),
+            );
+            f64::from(long) / f64::from(short) >= 1.7
+        }
+        _ => false,
+    }
 }
 
 /// A guest's photo decoded once into its thumbnail, its colour and its tile `tile` of its

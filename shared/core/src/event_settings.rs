@@ -26,6 +26,11 @@ pub struct EventSettings {
     /// Absent on events made before it existed: its declared default.
     #[serde(default = "default_max_photos")]
     pub max_photos: u32,
+    /// Photos are screened as they are prepared: a blank frame, a near duplicate of a photo
+    /// the event has, or a screenshot waits for the owner, with the reason. Absent on events
+    /// made before it existed: on.
+    #[serde(default = "screened")]
+    pub screen: bool,
     /// What a mosaic does with more approved photos than its grid has cells. Absent on events
     /// made before it existed: the grid grows.
     #[serde(default)]
@@ -88,6 +93,10 @@ impl SettingWords for Overflow {
         }
         .into()
     }
+}
+
+fn screened() -> bool {
+    true
 }
 
 fn default_max_photos() -> u32 {
@@ -169,6 +178,10 @@ event_fields! {
         "More photos than cells",
         "Grow the grid so every photo has a cell, or keep it and show the best-fitting photos, or every photo in turn.",
         "What a mosaic does with more approved photos than its grid has cells: grow (the default) makes the grid larger so that every photo has a cell, up to the service's output limit; best keeps the grid and takes the photos that fit the picture best; turns keeps the grid and takes the next photos in turn at each mosaic, so that successive mosaics (and the wall) show every photo.";
+    screen: Kind::Switch { default: true }, "", "true",
+        "Hold doubtful photos for me",
+        "A blank frame, the same photo twice or a screenshot waits for you, with the reason, even when photos go in at once.",
+        "Photos are screened as they are prepared (true, the default): a blank or near-uniform frame, a near duplicate of a photo the event has (by a perceptual hash) or a screenshot (a PNG of a screen's shape) waits for the owner's approval with the reason, even when approval is off.";
     open: Kind::Switch { default: true }, "", "true",
         "Taking photos",
         "Whether guests may still send photos.",
@@ -189,6 +202,7 @@ impl Default for EventSettings {
             open: false,
             auto_after_seconds: 0,
             max_photos: 0,
+            screen: false,
             overflow: Overflow::default(),
         };
         for field in EVENT_FIELDS {
@@ -281,6 +295,7 @@ mod tests {
                 open: true,
                 auto_after_seconds: 300,
                 max_photos: 5_000,
+                screen: true,
                 overflow: Overflow::Grow,
             }
         );

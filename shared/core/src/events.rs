@@ -162,7 +162,18 @@ pub struct EventPhoto {
     /// The slot of its guest's it holds under the per-guest cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<u32>,
+    /// Its perceptual hash, once prepared: near duplicates differ in few of its bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likeness: Option<u64>,
+    /// Why the pre-screen held it for the owner's review (a blank frame, the same photo as
+    /// another), if it did: it then waits, whatever the event's approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
+
+/// Bits of 64 in which two photos' perceptual hashes may differ and the photos still be the
+/// same, near enough ([`EventStore::alike`]).
+pub const NEAR_DUPLICATE_BITS: u32 = 3;
 
 fn prepared_before() -> bool {
     true
@@ -565,6 +576,11 @@ impl EventStore {
         };
         forget(self.blobs.delete(&key.path()).await)?;
         self.unshelve(event, photo).await?;
+        if let Some(likeness) = photo.likeness {
+            for key in likeness_markers(event, photo.id, likeness) {
+                forget(self.blobs.delete(&key).await)?;
+            }
+        }
         match photo.slot {
             Some(slot) => self.release_slot(event, &photo.contributor, slot).await?,
             None => {
@@ -939,6 +955,42 @@ impl EventStore {
         }
     }
 
+    /// Files `photo`'s perceptual hash (`likeness`) under its event's four bands of 16 bits,
+    /// and returns an earlier photo of the event within [`NEAR_DUPLICATE_BITS`] of it, if one:
+    /// two such hashes share a band, so four listings find it. Filed before it looks, so that
+    /// of two alike photos prepared at once, each finds the other.
+    pub async fn alike(
+        &self,
+        event: Uuid,
+        photo: Uuid,
+        likeness: u64,
+    ) -> Result<Option<Uuid>, EventError> {
+        for key in likeness_markers(event, photo, likeness) {
+            self.blobs
+                .put(&key, Bytes::new(), PutMode::Overwrite)
+                .await?;
+        }
+        for band in 0..4 {
+            let prefix = likeness_prefix(event, band, likeness);
+            let listed = match self.blobs.list_all(&prefix).await {
+                Ok(listed) => listed,
+                Err(StorageError::NotFound(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let found = listed.iter().find_map(|meta| {
+                let (other, theirs) = meta.key.strip_prefix(&prefix)?.split_once('.')?;
+                let (other, theirs): (Uuid, u64) =
+                    (other.parse().ok()?, u64::from_str_radix(theirs, 16).ok()?);
+                (other != photo && (theirs ^ likeness).count_ones() <= NEAR_DUPLICATE_BITS)
+                    .then_some(other)
+            });
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+
     /// Forgets the photos mosaic `job` was made of, once its library is made.
     pub async fn delete_edition(&self, event: Uuid, job: Uuid) -> Result<(), EventError> {
         let key = BlobKey::EventEdition { event, job }.path();
@@ -1013,6 +1065,26 @@ fn marker(event: Uuid, photo: &EventPhoto) -> String {
 }
 
 /// A deletion's outcome, the blob already gone counted as done.
+/// Where photos whose hash has `likeness`'s bits in band `band` (0 to 3) are filed.
+fn likeness_prefix(event: Uuid, band: u32, likeness: u64) -> String {
+    BlobKey::event_likeness_prefix(event, band, (likeness >> (band * 16)) as u16)
+}
+
+/// The markers filing `photo` under each band of its hash.
+fn likeness_markers(event: Uuid, photo: Uuid, likeness: u64) -> Vec<String> {
+    (0..4)
+        .map(|band| {
+            BlobKey::EventLikeness {
+                event,
+                band,
+                bits: (likeness >> (band * 16)) as u16,
+                entry: format!("{photo}.{likeness:016x}"),
+            }
+            .path()
+        })
+        .collect()
+}
+
 fn forget(deleted: Result<(), StorageError>) -> Result<(), EventError> {
     match deleted {
         Ok(()) | Err(StorageError::NotFound(_)) => Ok(()),

@@ -75,6 +75,14 @@ pub enum BlobKey {
         guest: String,
         slot: u32,
     },
+    /// An empty marker filing a prepared photo under one of the four 16-bit bands of its
+    /// perceptual hash (`{id}.{hash}`): where the pre-screen finds its near duplicates.
+    EventLikeness {
+        event: Uuid,
+        band: u32,
+        bits: u16,
+        entry: String,
+    },
     /// An empty blob rewritten whenever the photos in an event's mosaics change: its time is
     /// when they last changed.
     EventChanged { event: Uuid },
@@ -153,6 +161,15 @@ impl BlobKey {
             BlobKey::EventGuestSlot { event, guest, slot } => {
                 format!("{}{slot:05}", Self::event_guest_prefix(*event, guest))
             }
+            BlobKey::EventLikeness {
+                event,
+                band,
+                bits,
+                entry,
+            } => format!(
+                "{}{entry}",
+                Self::event_likeness_prefix(*event, *band, *bits)
+            ),
             BlobKey::EventChanged { event } => format!("events/{event}/changed"),
             BlobKey::EventTile { event, photo } => format!("events/{event}/tiles/{photo}"),
             BlobKey::EventEdition { event, job } => format!("events/{event}/editions/{job}"),
@@ -178,6 +195,11 @@ impl BlobKey {
     }
 
     /// The prefix under which one guest's slots (by the SHA-256, hex, of the guest) live.
+    /// The prefix of the photos filed under `bits` in band `band` of their hash.
+    pub fn event_likeness_prefix(event: Uuid, band: u32, bits: u16) -> String {
+        format!("events/{event}/likeness/{band}/{bits:04x}/")
+    }
+
     pub fn event_guest_prefix(event: Uuid, guest: &str) -> String {
         format!("events/{event}/guests/{guest}/")
     }
@@ -346,6 +368,12 @@ mod tests {
                 slot: 3,
             },
             BlobKey::EventChanged { event: job },
+            BlobKey::EventLikeness {
+                event: job,
+                band: 2,
+                bits: 0xa0b1,
+                entry: format!("{job}.00ff00ff00ff00ff"),
+            },
             BlobKey::EventTile {
                 event: job,
                 photo: job,

@@ -54,6 +54,10 @@ pub struct PhotoView {
     /// Why it could not be decoded, if so: it is then left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// Why the pre-screen held it for the owner (a blank frame, a near duplicate, a
+    /// screenshot), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
     /// When photos take turns (more than the cells), whether this approved one is in the latest
     /// mosaic's turn; false: it waits for a later one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +75,7 @@ impl From<&EventPhoto> for PhotoView {
             guest_name: p.guest_name.clone(),
             prepared: p.prepared,
             unreadable: p.unreadable.clone(),
+            held: p.held.clone(),
             in_turn: None,
         }
     }

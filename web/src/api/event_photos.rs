@@ -262,6 +262,8 @@ async fn store_photos(
             prepared: false,
             unreadable: None,
             slot,
+            likeness: None,
+            held: None,
         };
         events.put_photo(record.id, photo.id, file.bytes).await?;
         events.add_photo(record.id, &photo).await?;

@@ -10,7 +10,7 @@ use crate::app_state::AppState;
 use crate::guards::client::origin;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use tessera_shared::events::{EventPhoto, EventRecord, Shelf};
+use tessera_shared::events::{EventPhoto, EventRecord, PhotoState, Shelf};
 use tessera_shared::wishlist::Wish;
 use uuid::Uuid;
 
@@ -32,6 +32,8 @@ struct Photo {
     name: String,
     /// Who sent it: the name they gave, else a short mark of their client.
     guest: String,
+    /// Why the pre-screen held it, if it did.
+    held: Option<String>,
 }
 
 #[derive(Template)]
@@ -154,6 +156,7 @@ fn photo(p: &EventPhoto) -> Photo {
             Some(name) => name.clone(),
             None => format!("A guest ({mark})"),
         },
+        held: p.held.clone().filter(|_| p.state == PhotoState::Waiting),
     }
 }
 

@@ -68,6 +68,58 @@ pub struct PreparedPhoto {
     pub thumbnail: Vec<u8>,
     /// The thumbnail's mean colour.
     pub colour: [u8; 3],
+    /// A perceptual hash of the centred square (a difference hash: 8 rows of 8 brighter-or-not
+    /// steps between 9 columns): photos that look alike differ in few of its bits.
+    pub likeness: u64,
+    /// How far the square's brightness spreads (its standard deviation, 0 to 255): near 0, a
+    /// blank or near-uniform frame.
+    pub spread: f32,
+}
+
+/// The difference hash and the brightness's spread of a square of packed RGB8 `pixels`.
+fn screen(pixels: &[u8]) -> (u64, f32) {
+    let side = ((pixels.len() / 3) as f64).sqrt() as usize;
+    let luma = |x: usize, y: usize| {
+        let p = &pixels[(y * side + x) * 3..][..3];
+        0.299 * f64::from(p[0]) + 0.587 * f64::from(p[1]) + 0.114 * f64::from(p[2])
+    };
+    if side == 0 {
+        return (0, 0.0);
+    }
+    // Mean brightness of each of 9 x 8 blocks.
+    let mut blocks = [[0f64; 9]; 8];
+    for (by, row) in blocks.iter_mut().enumerate() {
+        let (y0, y1) = (by * side / 8, ((by + 1) * side / 8).max(by * side / 8 + 1));
+        for (bx, block) in row.iter_mut().enumerate() {
+            let (x0, x1) = (bx * side / 9, ((bx + 1) * side / 9).max(bx * side / 9 + 1));
+            let (mut sum, mut n) = (0.0, 0.0);
+            for y in y0..y1.min(side) {
+                for x in x0..x1.min(side) {
+                    sum += luma(x, y);
+                    n += 1.0;
+                }
+            }
+            *block = sum / f64::max(n, 1.0);
+        }
+    }
+    let mut hash = 0u64;
+    for row in &blocks {
+        for pair in row.windows(2) {
+            hash = hash << 1 | u64::from(pair[0] < pair[1]);
+        }
+    }
+    let step = (side / 64).max(1);
+    let (mut sum, mut squares, mut n) = (0.0, 0.0, 0.0);
+    for y in (0..side).step_by(step) {
+        for x in (0..side).step_by(step) {
+            let v = luma(x, y);
+            sum += v;
+            squares += v * v;
+            n += 1.0;
+        }
+    }
+    let mean = sum / n;
+    (hash, (squares / n - mean * mean).max(0.0).sqrt() as f32)
 }
 
 impl Library {
@@ -92,6 +144,7 @@ impl Library {
         let decoded = crate::decode::decode_for_tile(bytes, opts.rendition_size.max(thumbnail))?;
         let centred = (TileShape::SQUARE, CropRule::Centre);
         let square = crate::decode::crop_decoded(&decoded, [255; 3], centred)?;
+        let (likeness, spread) = screen(&square.rgb);
         let (thumbnail, colour) = crate::decode::thumbnail_of(square.rgb, thumbnail, quality)?;
         let cropped =
             crate::decode::crop_decoded(&decoded, opts.background, (opts.shape, opts.crop))?;
@@ -113,6 +166,8 @@ impl Library {
             tile,
             thumbnail,
             colour,
+            likeness,
+            spread,
         })
     }
 }
