@@ -33,6 +33,8 @@ PORT=${PORT:-18480}
 export TESSERA_LOG=warn
 export TESSERA_WEB__GUESTS__PHOTOS_PER_MINUTE_PER_ADDRESS=0
 export TESSERA_WEB__GUESTS__PHOTOS_PER_MINUTE_PER_EVENT=0
+# A campaign's mosaic is a library of every photo: more than the 20,000 files an upload may have.
+export TESSERA_WEB__MAX_LIBRARY_FILES=$((PHOTOS + 1000))
 PIDS=(); ROLES=(); OPS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
 BASE="http://127.0.0.1:$PORT"

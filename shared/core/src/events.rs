@@ -171,10 +171,6 @@ pub struct EventPhoto {
     pub held: Option<String>,
 }
 
-/// Bits of 64 in which two photos' perceptual hashes may differ and the photos still be the
-/// same, near enough ([`EventStore::alike`]).
-pub const NEAR_DUPLICATE_BITS: u32 = 3;
-
 fn prepared_before() -> bool {
     true
 }
@@ -188,6 +184,11 @@ impl EventPhoto {
 }
 
 pub use crate::event_settings::{EventSettings, Overflow};
+pub use likeness::NEAR_DUPLICATE_BITS;
+
+mod likeness;
+use likeness::likeness_markers;
+mod tiles;
 
 /// Who an event's mosaics are made for: the client (and the key, if any) that made the event,
 /// as the jobs it submits record them, so that its owner manages them as their own.
@@ -907,97 +908,6 @@ impl EventStore {
         }
     }
 
-    /// Stores a photo prepared as a tile of its event's library (a one-tile index).
-    pub async fn put_tile(&self, event: Uuid, photo: Uuid, index: Bytes) -> Result<(), EventError> {
-        let key = BlobKey::EventTile { event, photo }.path();
-        self.blobs.put(&key, index, PutMode::Overwrite).await?;
-        Ok(())
-    }
-
-    /// A photo's tile (a one-tile index), if it was prepared as one.
-    pub async fn tile(&self, event: Uuid, photo: Uuid) -> Result<Option<Bytes>, EventError> {
-        let key = BlobKey::EventTile { event, photo }.path();
-        match self.blobs.get(&key).await {
-            Ok(index) => Ok(Some(index)),
-            Err(StorageError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Lists the photos mosaic `job` of the event is made of.
-    pub async fn put_edition(
-        &self,
-        event: Uuid,
-        job: Uuid,
-        photos: &[Uuid],
-    ) -> Result<(), EventError> {
-        let key = BlobKey::EventEdition { event, job }.path();
-        let lines: String = photos.iter().map(|id| format!("{id}\n")).collect();
-        self.blobs
-            .put(&key, Bytes::from(lines), PutMode::Overwrite)
-            .await?;
-        Ok(())
-    }
-
-    /// The photos mosaic `job` of the event is made of; `None` if they were never listed (or
-    /// the event is gone). A line that is not a photo's id is passed over.
-    pub async fn edition(&self, event: Uuid, job: Uuid) -> Result<Option<Vec<Uuid>>, EventError> {
-        let key = BlobKey::EventEdition { event, job }.path();
-        match self.blobs.get(&key).await {
-            Ok(lines) => Ok(Some(
-                String::from_utf8_lossy(&lines)
-                    .lines()
-                    .filter_map(|line| line.trim().parse().ok())
-                    .collect(),
-            )),
-            Err(StorageError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Files `photo`'s perceptual hash (`likeness`) under its event's four bands of 16 bits,
-    /// and returns an earlier photo of the event within [`NEAR_DUPLICATE_BITS`] of it, if one:
-    /// two such hashes share a band, so four listings find it. Filed before it looks, so that
-    /// of two alike photos prepared at once, each finds the other.
-    pub async fn alike(
-        &self,
-        event: Uuid,
-        photo: Uuid,
-        likeness: u64,
-    ) -> Result<Option<Uuid>, EventError> {
-        for key in likeness_markers(event, photo, likeness) {
-            self.blobs
-                .put(&key, Bytes::new(), PutMode::Overwrite)
-                .await?;
-        }
-        for band in 0..4 {
-            let prefix = likeness_prefix(event, band, likeness);
-            let listed = match self.blobs.list_all(&prefix).await {
-                Ok(listed) => listed,
-                Err(StorageError::NotFound(_)) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            let found = listed.iter().find_map(|meta| {
-                let (other, theirs) = meta.key.strip_prefix(&prefix)?.split_once('.')?;
-                let (other, theirs): (Uuid, u64) =
-                    (other.parse().ok()?, u64::from_str_radix(theirs, 16).ok()?);
-                (other != photo && (theirs ^ likeness).count_ones() <= NEAR_DUPLICATE_BITS)
-                    .then_some(other)
-            });
-            if found.is_some() {
-                return Ok(found);
-            }
-        }
-        Ok(None)
-    }
-
-    /// Forgets the photos mosaic `job` was made of, once its library is made.
-    pub async fn delete_edition(&self, event: Uuid, job: Uuid) -> Result<(), EventError> {
-        let key = BlobKey::EventEdition { event, job }.path();
-        forget(self.blobs.delete(&key).await)?;
-        Ok(())
-    }
-
     /// The events `owner` made, newest first (by their markers).
     pub async fn of_owner(&self, owner: &Owner) -> Result<Vec<Uuid>, EventError> {
         let prefix = BlobKey::owner_events_prefix(&owner_digest(owner));
@@ -1065,26 +975,6 @@ fn marker(event: Uuid, photo: &EventPhoto) -> String {
 }
 
 /// A deletion's outcome, the blob already gone counted as done.
-/// Where photos whose hash has `likeness`'s bits in band `band` (0 to 3) are filed.
-fn likeness_prefix(event: Uuid, band: u32, likeness: u64) -> String {
-    BlobKey::event_likeness_prefix(event, band, (likeness >> (band * 16)) as u16)
-}
-
-/// The markers filing `photo` under each band of its hash.
-fn likeness_markers(event: Uuid, photo: Uuid, likeness: u64) -> Vec<String> {
-    (0..4)
-        .map(|band| {
-            BlobKey::EventLikeness {
-                event,
-                band,
-                bits: (likeness >> (band * 16)) as u16,
-                entry: format!("{photo}.{likeness:016x}"),
-            }
-            .path()
-        })
-        .collect()
-}
-
 fn forget(deleted: Result<(), StorageError>) -> Result<(), EventError> {
     match deleted {
         Ok(()) | Err(StorageError::NotFound(_)) => Ok(()),
