@@ -175,6 +175,10 @@ impl EventView {
                     } = count;
                     photos.extend(newest);
                 }
+                // A photo moving between shelves is on both for a moment (its new marker is
+                // written before the old goes): listed once.
+                let mut seen = std::collections::HashSet::new();
+                photos.retain(|p: &EventPhoto| seen.insert(p.id));
                 (photos, Some(counts))
             }
         };
