@@ -900,9 +900,14 @@ impl EventStore {
 
     /// A photo's thumbnail, if it was made.
     pub async fn thumbnail(&self, event: Uuid, photo: Uuid) -> Result<Option<Bytes>, EventError> {
-        let key = BlobKey::EventThumbnail { event, photo }.path();
-        match self.blobs.get(&key).await {
-            Ok(png) => Ok(Some(png)),
+        self.optional(&BlobKey::EventThumbnail { event, photo })
+            .await
+    }
+
+    /// The blob at `key`, if it is there.
+    async fn optional(&self, key: &BlobKey) -> Result<Option<Bytes>, EventError> {
+        match self.blobs.get(&key.path()).await {
+            Ok(bytes) => Ok(Some(bytes)),
             Err(StorageError::NotFound(_)) => Ok(None),
             Err(e) => Err(e.into()),
         }

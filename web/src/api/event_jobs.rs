@@ -153,7 +153,7 @@ fn photos_of_mosaic(
     let photos = match record.settings.overflow {
         _ if approved.len() <= cells => approved,
         Overflow::Grow => {
-            if let Some(grown) = grown_grid(spec, approved.len(), &cells_of) {
+            if let Some(grown) = grown_grid(spec, approved.len(), limits.max_cells, &cells_of) {
                 spec.grid = Grid::Cells { across: grown };
                 cells = cells_of(spec)?;
             }
@@ -177,6 +177,7 @@ fn photos_of_mosaic(
 fn grown_grid(
     spec: &JobSpec,
     photos: usize,
+    max_across: u32,
     cells_of: &dyn Fn(&JobSpec) -> ApiResult<usize>,
 ) -> Option<u32> {
     if spec.print.is_some() || spec.options.adaptive.is_some() || spec.grid == Grid::PerPixel {
@@ -187,8 +188,9 @@ fn grown_grid(
         grown.grid = Grid::Cells { across };
         cells_of(&grown).ok()
     };
-    // The most across the limits allow: every count up to it makes a job.
-    let (mut fits, mut over) = (1u32, 100_000u32);
+    // The most across the limits allow (at most the service's cells across): every count up
+    // to it makes a job.
+    let (mut fits, mut over) = (1u32, max_across.max(1) + 1);
     while over - fits > 1 {
         let mid = fits + (over - fits) / 2;
         if with(mid).is_some() {

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::{EventError, EventStore, forget};
 use crate::keys::BlobKey;
-use crate::storage::{PutMode, StorageError};
+use crate::storage::PutMode;
 
 impl EventStore {
     /// Stores a photo prepared as a tile of its event's library (a one-tile index).
@@ -18,12 +18,7 @@ impl EventStore {
 
     /// A photo's tile (a one-tile index), if it was prepared as one.
     pub async fn tile(&self, event: Uuid, photo: Uuid) -> Result<Option<Bytes>, EventError> {
-        let key = BlobKey::EventTile { event, photo }.path();
-        match self.blobs.get(&key).await {
-            Ok(index) => Ok(Some(index)),
-            Err(StorageError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        self.optional(&BlobKey::EventTile { event, photo }).await
     }
 
     /// Lists the photos mosaic `job` of the event is made of.
@@ -44,17 +39,13 @@ impl EventStore {
     /// The photos mosaic `job` of the event is made of; `None` if they were never listed (or
     /// the event is gone). A line that is not a photo's id is passed over.
     pub async fn edition(&self, event: Uuid, job: Uuid) -> Result<Option<Vec<Uuid>>, EventError> {
-        let key = BlobKey::EventEdition { event, job }.path();
-        match self.blobs.get(&key).await {
-            Ok(lines) => Ok(Some(
-                String::from_utf8_lossy(&lines)
-                    .lines()
-                    .filter_map(|line| line.trim().parse().ok())
-                    .collect(),
-            )),
-            Err(StorageError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        let lines = self.optional(&BlobKey::EventEdition { event, job }).await?;
+        Ok(lines.map(|lines| {
+            String::from_utf8_lossy(&lines)
+                .lines()
+                .filter_map(|line| line.trim().parse().ok())
+                .collect()
+        }))
     }
 
     /// Forgets the photos mosaic `job` was made of, once its library is made.
