@@ -13,6 +13,7 @@
 #        SIZE=PX       the crops' side (default 512)
 #        MOSAIC=0      skip the mosaic
 #        MORE=N        keep N of the photos back for a second mosaic (default 0)
+#        LOGS=DIR      copy the roles' logs there when the bench ends
 # The guests all come from 127.0.0.1: the limits per address and per event (a campaign's
 # guests come from many addresses, and its owner lifts the event's) are lifted.
 set -euo pipefail
@@ -36,7 +37,12 @@ export TESSERA_WEB__GUESTS__PHOTOS_PER_MINUTE_PER_EVENT=0
 # A campaign's mosaic is a library of every photo: more than the 20,000 files an upload may have.
 export TESSERA_WEB__MAX_LIBRARY_FILES=$((PHOTOS + 1000))
 PIDS=(); ROLES=(); OPS=()
-trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+finish() {
+    kill "${PIDS[@]}" 2>/dev/null
+    [ -n "${LOGS:-}" ] && mkdir -p "$LOGS" && cp "$WORK"/*.log "$LOGS"/
+    rm -rf "$WORK"
+}
+trap finish EXIT
 BASE="http://127.0.0.1:$PORT"
 if [ "$BACKEND" = azurite ]; then
     scripts/azurite.sh start >&2
@@ -70,7 +76,7 @@ counts() {
 OWNER=$(cat /proc/sys/kernel/random/uuid)
 TARGET="$DATA/targets/lomiri_seeding_by_Clements_Engelhardt.jpg"
 EVENT=$(curl -fs -H "X-Client-Id: $OWNER" -F name=Campaign -F approval=false -F per_guest=0 \
-    -F max_photos=1000000 -F auto_after_seconds=0 -F "image=@$TARGET" "$BASE/api/v1/events")
+    -F max_photos=1000000 -F auto_after_seconds=0 -F screen=false -F "image=@$TARGET" "$BASE/api/v1/events")
 ID=$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])' <<< "$EVENT")
 TOKEN=$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["contribute_token"])' <<< "$EVENT")
 echo "backend $BACKEND, $PHOTOS photos of $SIZE px, $GUESTS guests at once"
@@ -114,7 +120,7 @@ mosaic() {
     t1=$(date +%s.%N)
     while :; do
         state=$(curl -fs -H "X-Client-Id: $OWNER" "$BASE/api/v1/jobs/$job" \
-            | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["state"], j.get("output"), j.get("kept") or "")')
+            | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["state"], j.get("output"), j.get("kept") or "", j.get("error") or "")')
         case "$state" in done*|failed*|cancelled*) break ;; esac
         sleep 0.5
     done

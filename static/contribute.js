@@ -131,6 +131,13 @@
         return;
       }
       files.removeAttribute("aria-invalid");
+      const consent = document.getElementById("consent");
+      if (consent && !consent.checked) {
+        error.textContent = "Tick the box to agree before sending your photos.";
+        error.hidden = false;
+        consent.focus();
+        return;
+      }
       const send = document.getElementById("send");
       send.disabled = true;
       let chosen = Array.from(files.files);
@@ -153,6 +160,7 @@
         const name = guestName.value.trim();
         try { localStorage.setItem(NAME_KEY, name); } catch (e) { /* private mode */ }
         if (name) data.append("guest_name", name);
+        if (consent) data.append("consent", "true");
         let bytes = 0;
         for (const file of chosen) {
           const small = await window.TesseraPhotos.reduced(file);

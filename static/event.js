@@ -35,7 +35,7 @@
   // every few seconds while it is shown; the photos picked stay picked.
   async function follow() {
     if (document.hidden) return;
-    const response = await fetch(location.pathname, { credentials: "same-origin", cache: "no-store" })
+    const response = await fetch(location.pathname + location.search, { credentials: "same-origin", cache: "no-store" })
       .catch(function () { return null; });
     if (!response || !response.ok) return;
     const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
@@ -111,6 +111,34 @@
     return (body.error && body.error.message) || "status " + response.status;
   }
 
+  // The filter shows its choice at once; the page works without this too.
+  document.querySelectorAll("#photo-filter select").forEach(function (select) {
+    select.addEventListener("change", function () { select.form.submit(); });
+  });
+
+  // Every photo waiting, put in with one request, however many pages they fill.
+  document.addEventListener("click", async function (ev) {
+    const button = ev.target.closest("[data-every]");
+    if (!button) return;
+    if (!confirm("Put all " + button.dataset.total + " waiting photos in the mosaic?")) return;
+    button.disabled = true;
+    actStatus.textContent = "Working on " + button.dataset.total + "…";
+    const response = await fetch(api + "/decisions", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ state: "approved", every: button.dataset.every }),
+    });
+    button.disabled = false;
+    if (!response.ok) {
+      actStatus.textContent = "Not done: " + (await messageOf(response)) + ".";
+      return;
+    }
+    const done = (await response.json()).changed;
+    actStatus.textContent = "Done: " + done + " photo" + (done === 1 ? "" : "s") + " put in.";
+    await follow();
+  });
+
   document.querySelectorAll("[data-act]").forEach(function (button) {
     button.addEventListener("click", async function () {
       const picked = Array.from(document.querySelectorAll(".pick:checked")).map(function (p) { return p.value; });
@@ -180,6 +208,9 @@
         per_guest: perGuest,
         auto_after_seconds: Number(document.getElementById("auto-after").value),
         overflow: document.getElementById("overflow").value,
+        review: document.getElementById("review").checked,
+        consent: document.getElementById("consent").value,
+        retention_days: Number(document.getElementById("retention").value),
       }),
     });
     status.textContent = response.ok ? "Saved." : "Not saved: " + (await messageOf(response)) + ".";

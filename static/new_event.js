@@ -30,6 +30,8 @@
     data.append("name", name);
     data.append("approval", document.getElementById("approval").checked ? "true" : "false");
     data.append("per_guest", document.getElementById("per_guest").value || "0");
+    const consent = document.getElementById("consent").value.trim();
+    if (consent) data.append("consent", consent);
     data.append("cells", purpose.dataset.cells);
     data.append("tile_size", purpose.dataset.tileSize);
     const button = document.getElementById("make-event");

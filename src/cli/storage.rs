@@ -56,12 +56,14 @@ pub async fn run(
             let report = collect_garbage(platform, settings.controller.gc_options()).await?;
             println!(
                 "released {} ended jobs' intermediates, deleted {} expired jobs, {} orphaned \
-                 blobs, {} old library versions and {} expired sessions: {} blobs in all",
+                 blobs, {} old library versions, {} expired sessions and the photos of {} \
+                 ended events: {} blobs in all",
                 report.released,
                 report.expired,
                 report.orphans,
                 report.library_versions,
                 report.sessions,
+                report.events_erased,
                 report.blobs
             );
             Ok(())

@@ -27,7 +27,7 @@ MANIFESTS = ROOT / "deploy/kubernetes"
 KUBERNETES_VERSION = "1.30.0"
 # Every queue Tessera has (shared/core/src/messages.rs, QueueName::ALL).
 QUEUES = {
-    "imagerequest", "slicerequest", "sliceresponse", "imageresponse", "photorequest",
+    "imagerequest", "slicerequest", "sliceresponse", "imageresponse", "photorequest", "photoreview",
     "libraryrequest",
 }
 # Role -> (port name, port) of /healthz and /readyz, and the queues KEDA scales it on.

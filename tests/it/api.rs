@@ -468,6 +468,7 @@ async fn health_queues_and_security_headers() {
             "imageresponse",
             "photorequest",
             "libraryrequest",
+            "photoreview",
         ]
     );
     assert_eq!(queues[0]["depth"], 1);

@@ -12,6 +12,7 @@ mod contract;
 mod crash;
 mod doors;
 mod event_mosaics;
+mod event_owners;
 mod function_length;
 mod growing_libraries;
 mod hostile_files;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use tessera_shared::messages::{
     DecodeError, Envelope, Grid, ImageRequest, ImageResponse, JobOutcome, LibraryRequest, Message,
-    PhotoRequest, QueueName, SliceRequest, SliceResponse,
+    PhotoRequest, PhotoReview, QueueName, SliceRequest, SliceResponse,
 };
 
 fn golden(name: &str) -> String {
@@ -139,6 +139,19 @@ fn photo_request_golden() {
         "",
     );
     assert!(Envelope::<PhotoRequest>::decode(&text).is_err());
+}
+
+#[test]
+fn photo_review_golden() {
+    let review = round_trip::<PhotoReview>("photo_review.json");
+    assert_eq!(PhotoReview::QUEUE.as_str(), "photoreview");
+    assert!(review.body.verdict_path.ends_with("/verdict"));
+    // Without its token, a classifier could not answer: poison, not a review.
+    let text = golden("photo_review.json").replace(
+        "0d1e2f3a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6",
+        "",
+    );
+    assert!(Envelope::<PhotoReview>::decode(&text).is_err());
 }
 
 #[test]
@@ -280,6 +293,7 @@ fn poison_queue_names() {
             "imageresponse-poison",
             "photorequest-poison",
             "libraryrequest-poison",
+            "photoreview-poison",
         ]
     );
 }
@@ -377,6 +391,7 @@ fn schemas_match_the_types_and_the_golden_messages() {
         ("imageresponse.schema.json", "image_response_failed.json"),
         ("photorequest.schema.json", "photo_request.json"),
         ("libraryrequest.schema.json", "library_request.json"),
+        ("photoreview.schema.json", "photo_review.json"),
     ];
     for (schema, file) in goldens {
         let message: serde_json::Value = serde_json::from_str(&golden(file)).unwrap();

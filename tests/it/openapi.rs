@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 43] = [
+const ROUTES: [(&str, &str); 45] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("POST", "/api/v1/sizing"),
@@ -53,9 +53,11 @@ const ROUTES: [(&str, &str); 43] = [
     ("POST", "/api/v1/events/{id}/wall"),
     ("DELETE", "/api/v1/events/{id}/wall"),
     ("GET", "/api/v1/events/{id}/photos/{photo}/thumbnail"),
+    ("GET", "/api/v1/events/{id}/photos"),
     ("POST", "/api/v1/events/{id}/photos"),
     ("DELETE", "/api/v1/events/{id}/photos"),
     ("POST", "/api/v1/events/{id}/decisions"),
+    ("POST", "/api/v1/events/{id}/photos/{photo}/verdict"),
     ("PATCH", "/api/v1/events/{id}/photos/{photo}"),
     ("DELETE", "/api/v1/events/{id}/photos/{photo}"),
     ("POST", "/api/v1/events/{id}/mosaic"),
@@ -291,6 +293,11 @@ async fn call(
         } else {
             serde_json::json!({"per_guest": "many"})
         }),
+        "POST" if path.ends_with("/verdict") => app.client.post(url).json(&if valid {
+            serde_json::json!({"verdict": "approve"})
+        } else {
+            serde_json::json!({"verdict": "maybe"})
+        }),
         "POST" if path.ends_with("/decisions") => app.client.post(url).json(&if valid {
             serde_json::json!({"state": "approved", "every": "waiting"})
         } else {
@@ -480,6 +487,21 @@ async fn every_documented_operation_answers_as_documented() {
         ]
     };
     let (as_guest, as_leaving) = (guest_headers(&owner), guest_headers(&leaving));
+    // The event asks its classifier: its token answers the verdicts.
+    let res = app
+        .client
+        .patch(app.url(&format!("/api/v1/events/{event_id}")))
+        .header("X-Client-Id", &owner)
+        .json(&serde_json::json!({"review": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let record = app.platform.events().get(event_id.parse().unwrap()).await;
+    let as_classifier = [(
+        reqwest::header::HeaderName::from_static("x-review-token"),
+        record.unwrap().review_token.unwrap(),
+    )];
     let as_owner = [(
         reqwest::header::HeaderName::from_static("x-client-id"),
         owner,
@@ -522,7 +544,9 @@ async fn every_documented_operation_answers_as_documented() {
             || tiles_edit
             || path.starts_with("/api/v1/events/");
         let erase = path.ends_with("/photos") && method == "DELETE";
-        let headers: &[_] = if erase {
+        let headers: &[_] = if path.ends_with("/verdict") {
+            &as_classifier
+        } else if erase {
             &as_leaving
         } else if path.ends_with("/photos") {
             &as_guest
@@ -603,6 +627,8 @@ async fn every_documented_operation_answers_as_documented() {
             );
         }
     }
+    // What the classifier was offered (photos prepared after it was asked), taken.
+    drain(&app, "photoreview").await;
     assert!(
         answers_checked >= ROUTES.len() * 2,
         "{answers_checked} answers checked"
@@ -611,6 +637,35 @@ async fn every_documented_operation_answers_as_documented() {
         json_bodies >= ROUTES.len(),
         "{json_bodies} JSON bodies validated"
     );
+}
+
+/// Takes every message off `queue`, once the work in flight has settled.
+async fn drain(app: &TestApp, queue: &str) {
+    let _ = crate::support::wait_for(std::time::Duration::from_secs(20), async || {
+        match app.platform.queues.approximate_depth("photorequest").await {
+            Ok(0) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    loop {
+        let got = app
+            .platform
+            .queues
+            .receive(queue, 32, std::time::Duration::from_secs(60))
+            .await
+            .unwrap();
+        if got.is_empty() {
+            break;
+        }
+        for m in got {
+            app.platform
+                .queues
+                .delete(queue, &m.id, &m.pop_receipt)
+                .await
+                .unwrap();
+        }
+    }
 }
 
 /// The validation itself: it must be able to fail, on the document the server serves.

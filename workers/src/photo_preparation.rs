@@ -3,11 +3,17 @@
 //! (what the event's mosaics are made of: `event_libraries`), then listed as waiting or in.
 //! A photo that cannot be decoded is left out with the reason, and gives its guest's slot back.
 //! The pre-screen holds for the owner's review (waiting, with the reason) a blank frame, a near
-//! duplicate of a photo the event has (by a perceptual hash) and a screenshot.
+//! duplicate of a photo the event has (by a perceptual hash) and a screenshot. For an event
+//! that asks for a classifier, each prepared photo then waits for its verdict, offered on
+//! `photoreview`.
 
-use tessera_shared::events::{EventError, EventStore, PhotoState, THUMBNAIL_SIDE};
-use tessera_shared::messages::{Envelope, PhotoRequest};
+use tessera_shared::events::{
+    EventError, EventPhoto, EventRecord, EventStore, PhotoState, Review, THUMBNAIL_SIDE,
+};
+use tessera_shared::keys::BlobKey;
+use tessera_shared::messages::{Envelope, PhotoRequest, PhotoReview};
 use tessera_shared::platform::Platform;
+use tessera_shared::queue::Queue;
 use tessera_shared::runtime::{
     Failure, Listener, ListenerHandle, ListenerSettings, PoisonRecord, poison,
 };
@@ -26,6 +32,7 @@ pub(crate) async fn listen(
 ) -> Result<ListenerHandle, StorageError> {
     let events = platform.events();
     let on_poison = events.clone();
+    let reviews = platform.queue::<PhotoReview>();
     Listener::new(platform.queue::<PhotoRequest>())
         .settings(settings)
         .on_poison(poison::hook(move |record: PoisonRecord| {
@@ -33,14 +40,20 @@ pub(crate) async fn listen(
             async move { left_out_poisoned(&events, &record).await }
         }))
         .start(move |message: Envelope<PhotoRequest>, _context| {
-            let events = events.clone();
-            async move { prepare(&events, message.body).await }
+            let (events, reviews) = (events.clone(), reviews.clone());
+            async move { prepare(&events, &reviews, message).await }
         })
         .await
 }
 
-/// Prepares the photo `request` names, unless it was prepared or withdrawn already.
-async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failure> {
+/// Prepares the photo `message` names, unless it was prepared or withdrawn already; offers it
+/// to the event's classifier, if it has one, until a verdict comes.
+async fn prepare(
+    events: &EventStore,
+    reviews: &Queue<PhotoReview>,
+    message: Envelope<PhotoRequest>,
+) -> Result<(), Failure> {
+    let (client, request) = (message.client_id, message.body);
     let PhotoRequest { event_id, photo_id } = request;
     let retry = |e: EventError| match e {
         EventError::Storage(e) => Failure::retry_because(format!("photo {photo_id}: {e}")),
@@ -50,6 +63,12 @@ async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failu
         return Ok(());
     };
     if photo.prepared {
+        // Prepared before: offered again if the offer may not have gone (a verdict given
+        // twice counts once).
+        if photo.review.as_ref().is_some_and(Review::pending) {
+            let event = events.get(event_id).await.map_err(retry)?;
+            offer(reviews, client, &event, &photo).await?;
+        }
         return Ok(());
     }
     let bytes = match events.photo(event_id, photo_id).await {
@@ -86,15 +105,20 @@ async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failu
         .put_tile(event_id, photo_id, index.into())
         .await
         .map_err(retry)?;
-    let held = match events.get(event_id).await {
-        Ok(event) if event.settings.screen => {
+    let event = match events.get(event_id).await {
+        Ok(event) => Some(event),
+        Err(EventError::NotFound(_)) => None,
+        Err(e) => return Err(retry(e)),
+    };
+    let held = match &event {
+        Some(event) if event.settings.screen => {
             held_because(events, request.clone(), (likeness, spread, screenshot))
                 .await
                 .map_err(retry)?
         }
-        Ok(_) | Err(EventError::NotFound(_)) => None,
-        Err(e) => return Err(retry(e)),
+        _ => None,
     };
+    let reviewed = event.as_ref().is_some_and(|e| e.settings.review);
     let prepared = events
         .update_photo(event_id, photo_id, |p| {
             let first = !p.prepared;
@@ -103,17 +127,64 @@ async fn prepare(events: &EventStore, request: PhotoRequest) -> Result<(), Failu
             p.likeness = Some(likeness);
             if let Some(reason) = &held {
                 p.held = Some(reason.clone());
-                if p.state == PhotoState::Approved {
-                    p.state = PhotoState::Waiting;
-                }
+            }
+            if reviewed {
+                p.review = Some(Review {
+                    verdict: None,
+                    reason: None,
+                });
+            }
+            if (held.is_some() || reviewed) && p.state == PhotoState::Approved {
+                p.state = PhotoState::Waiting;
             }
             first
         })
         .await
         .map_err(retry)?;
-    if prepared.is_some_and(|p| p.state == PhotoState::Approved) {
-        events.touch_changed(event_id).await.map_err(retry)?;
+    match (&prepared, &event) {
+        (Some(photo), Some(event)) if photo.review.as_ref().is_some_and(Review::pending) => {
+            offer(reviews, client, event, photo).await?;
+        }
+        (Some(photo), _) if photo.state == PhotoState::Approved => {
+            events.touch_changed(event_id).await.map_err(retry)?;
+        }
+        _ => {}
     }
+    Ok(())
+}
+
+/// Offers `photo` to `event`'s classifier on `photoreview`.
+async fn offer(
+    reviews: &Queue<PhotoReview>,
+    client: uuid::Uuid,
+    event: &EventRecord,
+    photo: &EventPhoto,
+) -> Result<(), Failure> {
+    let Some(token) = event.review_token.clone() else {
+        // Turned on before tokens were kept: the owner decides.
+        return Ok(());
+    };
+    let (event_id, photo_id) = (event.id, photo.id);
+    let review = PhotoReview {
+        event_id,
+        photo_id,
+        photo_blob: BlobKey::EventPhoto {
+            event: event_id,
+            photo: photo_id,
+        }
+        .path(),
+        thumbnail_blob: BlobKey::EventThumbnail {
+            event: event_id,
+            photo: photo_id,
+        }
+        .path(),
+        verdict_path: format!("/api/v1/events/{event_id}/photos/{photo_id}/verdict"),
+        token,
+    };
+    reviews
+        .send(&Envelope::new(client, review))
+        .await
+        .map_err(|e| Failure::retry_because(format!("photo {photo_id}: {e}")))?;
     Ok(())
 }
 

@@ -74,6 +74,8 @@ error_codes! {
     BadContributeToken,
     /// The multipart body cannot be read.
     BadMultipart,
+    /// The classifier's token is missing or wrong.
+    BadReviewToken,
     /// The tile address is not a pyramid tile's.
     BadTileName,
     /// The body is larger than this request may send.
@@ -86,6 +88,9 @@ error_codes! {
     ClientGone,
     /// Two fields were given that exclude each other.
     ConflictingParameters,
+    /// The event asks each guest to agree to its consent line first.
+    #[field = "consent"]
+    ConsentRequired,
     /// The event takes no more photos.
     ContributionsClosed,
     /// The image cannot be decoded.

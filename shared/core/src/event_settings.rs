@@ -35,6 +35,50 @@ pub struct EventSettings {
     /// made before it existed: the grid grows.
     #[serde(default)]
     pub overflow: Overflow,
+    /// Each prepared photo is offered to the service's classifier on the `photoreview` queue
+    /// and waits for its verdict. Absent on events made before it existed: off.
+    #[serde(default)]
+    pub review: bool,
+    /// The owner's consent line, which a guest agrees to before sending (recorded with each
+    /// photo); empty: none asked. Absent on events made before it existed: none.
+    #[serde(default)]
+    pub consent: String,
+    /// Days the guests' photos are kept after the event stops taking them (0: they go at
+    /// once); its mosaics keep their pixels only. Absent on events made before it existed:
+    /// its declared default.
+    #[serde(default = "default_retention_days")]
+    pub retention_days: u32,
+}
+
+/// The longest consent line, in characters.
+pub const MAX_CONSENT_CHARS: usize = 500;
+
+impl OptionValue for String {
+    fn to_value(&self) -> Value {
+        Value::Text(Some(self.clone()).filter(|t| !t.is_empty()))
+    }
+    fn from_value(value: Value) -> Result<Self, SpecError> {
+        let text = value.into_text().unwrap_or_default().trim().to_string();
+        if text.chars().count() > MAX_CONSENT_CHARS
+            || text.chars().any(|c| c.is_control() && c != '\n')
+        {
+            return Err(SpecError::invalid(
+                ErrorCode::InvalidParameter,
+                format!("consent must be at most {MAX_CONSENT_CHARS} characters of text"),
+            ));
+        }
+        Ok(text)
+    }
+}
+
+impl SettingWords for String {
+    fn words(&self) -> String {
+        if self.is_empty() {
+            "none".into()
+        } else {
+            self.clone()
+        }
+    }
 }
 
 /// What an event's mosaic does with more approved photos than its grid has cells.
@@ -97,6 +141,10 @@ impl SettingWords for Overflow {
 
 fn screened() -> bool {
     true
+}
+
+fn default_retention_days() -> u32 {
+    EventSettings::default().retention_days
 }
 
 fn default_max_photos() -> u32 {
@@ -182,6 +230,25 @@ event_fields! {
         "Hold doubtful photos for me",
         "A blank frame, the same photo twice or a screenshot waits for you, with the reason, even when photos go in at once.",
         "Photos are screened as they are prepared (true, the default): a blank or near-uniform frame, a near duplicate of a photo the event has (by a perceptual hash) or a screenshot (a PNG of a screen's shape) waits for the owner's approval with the reason, even when approval is off.";
+    review: Kind::Switch { default: false }, "", "false",
+        "Ask the classifier about each photo",
+        "Each photo waits for the service's classifier (a content-safety check) before it shows; its verdict puts it in, holds it for you or leaves it out.",
+        "Each prepared photo is offered to the service's classifier on the photoreview queue and waits until its verdict comes back through POST /api/v1/events/{id}/photos/{photo}/verdict: approve puts it in (or lets it wait for the owner's approval, when approval is on), hold keeps it waiting for the owner with the reason, reject leaves it out. Off by default.";
+    consent: Kind::Text {
+        pattern: "^[^\\u0000-\\u0009\\u000b-\\u001f]{0,500}$",
+        default: None,
+        example: Some("I agree that my photo may be shown in the mosaic and on the wall."),
+        choices: &[],
+        required: false,
+        max_length: Some(MAX_CONSENT_CHARS),
+    }, "", "I agree that my photo may be shown in the mosaic and on the wall.",
+        "Consent line",
+        "Words each guest agrees to before sending photos, recorded with each photo; empty: none asked.",
+        "The owner's consent line (at most 500 characters): the contribute page asks each guest to agree to it, a photo sent without agreeing is refused (consent_required), and the words agreed to are recorded with each photo. Empty (the default): none asked.";
+    retention_days: Kind::whole(0, 3_650, Some(30)), "d", "30",
+        "Keep the photos after closing (days)",
+        "Once the event stops taking photos, its guests' photos go after this many days; the mosaics keep their pixels. 0: at once.",
+        "Days the guests' photos, thumbnails and tiles are kept after the event stops taking photos (30 by default, at most 3,650; 0: at the next sweep). Then they go, with the event's library; its mosaics keep their pixels only, without the list of whose photo is in which cell.";
     open: Kind::Switch { default: true }, "", "true",
         "Taking photos",
         "Whether guests may still send photos.",
@@ -204,6 +271,9 @@ impl Default for EventSettings {
             max_photos: 0,
             screen: false,
             overflow: Overflow::default(),
+            review: false,
+            consent: String::new(),
+            retention_days: 0,
         };
         for field in EVENT_FIELDS {
             if let Some(value) = field.default_value() {
@@ -297,6 +367,9 @@ mod tests {
                 max_photos: 5_000,
                 screen: true,
                 overflow: Overflow::Grow,
+                review: false,
+                consent: String::new(),
+                retention_days: 30,
             }
         );
         let err =

@@ -74,6 +74,10 @@ impl Shelf {
         }
     }
 
+    pub fn parse(text: &str) -> Option<Self> {
+        Shelf::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
     /// The shelf `photo` belongs on.
     pub fn of(photo: &EventPhoto) -> Shelf {
         match (photo.prepared, photo.state) {
@@ -169,6 +173,42 @@ pub struct EventPhoto {
     /// another), if it did: it then waits, whatever the event's approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
+    /// What the event's classifier said of it, once it was offered to one (`photoreview`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Review>,
+    /// The words of the event's consent line the guest agreed to when sending it, if the
+    /// event asks for consent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consent: Option<String>,
+}
+
+/// A photo offered to the event's classifier, and its verdict once it came.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Review {
+    /// None while the classifier has not answered: the photo waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// Why, in the classifier's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Review {
+    pub fn pending(&self) -> bool {
+        self.verdict.is_none()
+    }
+}
+
+/// What a classifier says of a photo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Fit to show: in at once, unless the event waits for its owner's approval.
+    Approve,
+    /// Doubtful: it waits for the owner, with the reason.
+    Hold,
+    /// Not fit to show: left out, with the reason.
+    Reject,
 }
 
 fn prepared_before() -> bool {
@@ -184,7 +224,11 @@ impl EventPhoto {
 }
 
 pub use crate::event_settings::{EventSettings, Overflow};
+pub use browse::{PhotoFilter, PhotoPage};
 pub use likeness::NEAR_DUPLICATE_BITS;
+
+mod browse;
+mod retention;
 
 mod likeness;
 use likeness::likeness_markers;
@@ -211,6 +255,10 @@ pub struct EventRecord {
     /// the owner makes one, and a new one ends the old.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_token: Option<String>,
+    /// The secret a classifier answers with (`photoreview` carries it with each photo);
+    /// made when the owner first turns the classifier on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_token: Option<String>,
     /// The job its mosaics are made with: the owner's fields and the event's defaults, checked
     /// when the event was made (its library the event's own). Absent on events made before it
     /// was kept: those have their `fields`.
@@ -254,6 +302,21 @@ pub struct EventRecord {
     /// turn starts after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_after: Option<Uuid>,
+    /// When it stopped taking photos (its photos' retention runs from then); none while open.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub closed_at: Option<OffsetDateTime>,
+    /// When its guests' photos went, their retention over: it keeps its record, its target and
+    /// its mosaics' pixels.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub erased_at: Option<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]

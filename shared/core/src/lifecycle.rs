@@ -177,6 +177,8 @@ pub struct GcReport {
     pub library_versions: u64,
     /// Browser sessions past their lifetime.
     pub sessions: u64,
+    /// Events whose guests' photos went, their retention after closing over.
+    pub events_erased: u64,
     /// Blobs deleted in all.
     pub blobs: u64,
 }
@@ -194,6 +196,7 @@ pub async fn collect_garbage(
         collect_expired(platform, retention, now, &mut report).await?;
     }
     collect_library_versions(platform, &mut report).await?;
+    collect_event_photos(platform, now, &mut report).await?;
     // Sessions: written once at sign-in, over when their lifetime has passed since.
     let blobs = &*platform.blobs;
     let lifetime = time::Duration::days(SESSION_LIFETIME_DAYS);
@@ -273,6 +276,41 @@ async fn collect_expired(
             report.blobs += delete_job(blobs, &record).await?;
             report.expired += 1;
         }
+    }
+    Ok(())
+}
+
+/// The guests' photos of events closed for longer than their retention, and each such event's
+/// library (left to a later sweep while a job renders from it).
+async fn collect_event_photos(
+    platform: &Platform,
+    now: OffsetDateTime,
+    report: &mut GcReport,
+) -> Result<(), StorageError> {
+    use crate::events::EventError;
+    let events = platform.events();
+    let storage = |e: EventError| match e {
+        EventError::Storage(e) => e,
+        e => StorageError::Other(e.to_string().into()),
+    };
+    for event in events.all_events().await.map_err(storage)? {
+        let record = match events.get(event).await {
+            Ok(record) => record,
+            Err(EventError::Storage(e)) => return Err(e),
+            Err(_) => continue,
+        };
+        if record.erased_at.is_some() || record.photos_expire_at().is_none_or(|at| at > now) {
+            continue;
+        }
+        match platform.libraries().delete(&record.library_id()).await {
+            Ok(deleted) => report.blobs += deleted as u64,
+            Err(crate::libraries::LibraryError::NotFound(_)) => {}
+            Err(crate::libraries::LibraryError::InUse { .. }) => continue,
+            Err(e) => return Err(library_storage_error(e)),
+        }
+        report.blobs += events.erase_photos(&record).await.map_err(storage)?;
+        report.events_erased += 1;
+        tracing::info!(event = %event, "an ended event's photos went, their retention over");
     }
     Ok(())
 }

@@ -66,8 +66,8 @@ impl Encoding {
     }
 }
 
-/// The work queues: the pipeline's four, guests' photos to prepare and events' libraries to
-/// make.
+/// The work queues: the pipeline's four, guests' photos to prepare, events' libraries to
+/// make, and guests' photos offered to a classifier outside Tessera.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum QueueName {
     ImageRequest,
@@ -76,16 +76,18 @@ pub enum QueueName {
     ImageResponse,
     PhotoRequest,
     LibraryRequest,
+    PhotoReview,
 }
 
 impl QueueName {
-    pub const ALL: [QueueName; 6] = [
+    pub const ALL: [QueueName; 7] = [
         QueueName::ImageRequest,
         QueueName::SliceRequest,
         QueueName::SliceResponse,
         QueueName::ImageResponse,
         QueueName::PhotoRequest,
         QueueName::LibraryRequest,
+        QueueName::PhotoReview,
     ];
 
     /// The queue's name in storage.
@@ -97,6 +99,7 @@ impl QueueName {
             QueueName::ImageResponse => "imageresponse",
             QueueName::PhotoRequest => "photorequest",
             QueueName::LibraryRequest => "libraryrequest",
+            QueueName::PhotoReview => "photoreview",
         }
     }
 
@@ -349,6 +352,38 @@ pub struct LibraryRequest {
 impl Message for LibraryRequest {
     const QUEUE: QueueName = QueueName::LibraryRequest;
     const KIND: &'static str = "LibraryRequest";
+}
+
+/// `photoreview`: a guest's photo, prepared, offered to a classifier outside Tessera (an
+/// Azure Function calling a content-safety service, say) for an event that asks for one. The
+/// classifier reads the photo at `photo_blob` (or its thumbnail, `thumbnail_blob`) in the
+/// storage account, then answers `POST {verdict_path}` with the header `X-Review-Token:
+/// {token}` and `{"verdict": "approve" | "hold" | "reject", "reason": "..."}`. Until then the
+/// photo waits. Sent again for the same photo, a second verdict changes nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhotoReview {
+    pub event_id: Uuid,
+    pub photo_id: Uuid,
+    /// The photo's file as its guest sent it, in the blob store.
+    pub photo_blob: String,
+    /// Its thumbnail (a JPEG at most 320 px on its long side), in the blob store.
+    pub thumbnail_blob: String,
+    /// The API path the verdict goes to, on the service's address.
+    pub verdict_path: String,
+    /// The event's classifier token, the verdict's credential.
+    pub token: String,
+}
+
+impl Message for PhotoReview {
+    const QUEUE: QueueName = QueueName::PhotoReview;
+    const KIND: &'static str = "PhotoReview";
+
+    fn validate(&self) -> Result<(), String> {
+        if self.token.is_empty() || self.photo_blob.is_empty() || self.verdict_path.is_empty() {
+            return Err("a photo review names its photo, its verdict's path and its token".into());
+        }
+        Ok(())
+    }
 }
 
 /// Output pixels of one slice at most, unless the controller is set otherwise: a job asking for

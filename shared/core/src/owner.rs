@@ -30,6 +30,17 @@ impl Owner {
         Owner(format!("client:{hex}"))
     }
 
+    /// A client as [`Owner::client`] writes it (`client:` and 24 hex digits), read back from
+    /// what a view showed (a filter's `guest`); anything else is none.
+    pub fn parse_client(text: &str) -> Option<Self> {
+        let hex = text.strip_prefix("client:")?;
+        (hex.len() == 24
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| Owner(text.to_string()))
+    }
+
     pub fn is_operator(&self) -> bool {
         self.0 == Self::OPERATOR
     }

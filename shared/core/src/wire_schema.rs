@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::messages::{
     ENVELOPE_VERSION, ImageRequest, ImageResponse, LibraryRequest, Message, PhotoRequest,
-    SliceRequest, SliceResponse,
+    PhotoReview, SliceRequest, SliceResponse,
 };
 
 /// A whole message of kind `M` on the wire, for its schema: the envelope around the body.
@@ -63,6 +63,7 @@ pub fn wire_schemas() -> Vec<(String, serde_json::Value)> {
         message::<ImageResponse>(),
         message::<PhotoRequest>(),
         message::<LibraryRequest>(),
+        message::<PhotoReview>(),
         ("pointer.schema.json".into(), pointer),
         ("poison-record.schema.json".into(), poison),
     ]

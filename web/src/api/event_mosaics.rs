@@ -62,6 +62,22 @@ pub struct PhotoView {
     /// mosaic's turn; false: it waits for a later one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_turn: Option<bool>,
+    /// What the event's classifier said of it, if it was offered to one: absent `verdict`
+    /// while it waits for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewView>,
+    /// The consent line its guest agreed to, when the event asks for one (the owner's view).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consent: Option<String>,
+}
+
+/// A classifier's verdict on a photo, or that it waits for one.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReviewView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<tessera_shared::events::Verdict>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl From<&EventPhoto> for PhotoView {
@@ -77,6 +93,11 @@ impl From<&EventPhoto> for PhotoView {
             unreadable: p.unreadable.clone(),
             held: p.held.clone(),
             in_turn: None,
+            review: p.review.as_ref().map(|r| ReviewView {
+                verdict: r.verdict,
+                reason: r.reason.clone(),
+            }),
+            consent: p.consent.clone(),
         }
     }
 }
@@ -149,6 +170,13 @@ pub struct EventView {
     pub mosaics: Vec<Uuid>,
     /// What the latest mosaic shows of the approved photos, once one was asked for.
     pub showing: Option<ShowingView>,
+    /// When the guests' photos go, once the event stopped taking them (`retention_days`
+    /// after; the mosaics keep their pixels).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub photos_go_at: Option<OffsetDateTime>,
+    /// When they went, if they did.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub photos_erased_at: Option<OffsetDateTime>,
 }
 
 impl EventView {
@@ -215,6 +243,10 @@ impl EventView {
             mosaic: record.mosaics.last().map(|&job| MosaicRef { job }),
             mosaics: record.mosaics.clone(),
             showing,
+            photos_go_at: record
+                .photos_expire_at()
+                .filter(|_| record.erased_at.is_none()),
+            photos_erased_at: record.erased_at,
         })
     }
 }
@@ -431,12 +463,14 @@ pub async fn create(
     .await
     .map_err(ApiError::internal)??;
     let now = OffsetDateTime::now_utc();
+    let closed_at = (!settings.open).then_some(now);
     let record = EventRecord {
         id,
         name: name.to_string(),
         owner,
         token: new_secret(),
         wall_token: None,
+        review_token: settings.review.then(new_secret),
         spec: Some(spec),
         chosen: chosen.iter().map(|name| name.to_string()).collect(),
         fields: BTreeMap::new(),
@@ -453,6 +487,8 @@ pub async fn create(
         mosaic_asked_at: None,
         showing: Vec::new(),
         turn_after: None,
+        closed_at,
+        erased_at: None,
         created_at: now,
         updated_at: now,
     };
@@ -540,7 +576,7 @@ pub async fn decide(
     Ok(HttpResponse::Ok().json(PhotoView::from(&decided)))
 }
 
-fn photo_not_found(photo: Uuid) -> ApiError {
+pub(crate) fn photo_not_found(photo: Uuid) -> ApiError {
     ApiError::not_found(
         ErrorCode::PhotoNotFound,
         format!("the event has no photo {photo}"),

@@ -99,9 +99,10 @@ pub async fn contribute(
     let events = state.platform.events();
     let record = events.get(*id).await?;
     require_token(&req, &query, &record)?;
-    let (files, refused, guest_name) = read_photos(&mut payload, &state).await?;
+    let (files, refused, guest_name, agreed) = read_photos(&mut payload, &state).await?;
     none_taken(&files, &refused)?;
     check_open(&record)?;
+    let consent = consent_of(&record, agreed)?;
     check_event_room(&state, &record, files.len()).await?;
     let address = client_address(&req, state.guard.trusted_proxies());
     state.guests.admit(
@@ -122,7 +123,7 @@ pub async fn contribute(
         Ok(slots) => slots,
         Err(held) => return Err(over_guest_cap(cap, held, files.len())),
     };
-    let given = (&guest, guest_name.as_deref(), client);
+    let given = (&guest, guest_name.as_deref(), client, consent);
     let photos = match store_photos(&state, &record, given, files, ids.iter().zip(&slots)).await {
         Ok(photos) => photos,
         Err(e) => {
@@ -237,7 +238,7 @@ fn none_taken(files: &[Received], refused: &[RefusedPhoto]) -> ApiResult<()> {
 async fn store_photos(
     state: &AppState,
     record: &EventRecord,
-    (guest, guest_name, client): (&Owner, Option<&str>, Uuid),
+    (guest, guest_name, client, consent): (&Owner, Option<&str>, Uuid, Option<String>),
     files: Vec<Received>,
     ids: impl Iterator<Item = (&Uuid, &Option<u32>)>,
 ) -> ApiResult<Vec<EventPhoto>> {
@@ -264,6 +265,8 @@ async fn store_photos(
             slot,
             likeness: None,
             held: None,
+            review: None,
+            consent: consent.clone(),
         };
         events.put_photo(record.id, photo.id, file.bytes).await?;
         events.add_photo(record.id, &photo).await?;
@@ -350,8 +353,9 @@ struct Received {
 async fn read_photos(
     payload: &mut Multipart,
     state: &AppState,
-) -> ApiResult<(Vec<Received>, Vec<RefusedPhoto>, Option<String>)> {
+) -> ApiResult<(Vec<Received>, Vec<RefusedPhoto>, Option<String>, bool)> {
     let (mut files, mut refused, mut guest_name) = (Vec::new(), Vec::new(), None);
+    let mut agreed = None;
     let mut left = state.settings.max_library_upload_bytes;
     let mut clock = BodyClock::new(&state.settings);
     while let Some(mut field) = clock.field(payload).await? {
@@ -359,6 +363,13 @@ async fn read_photos(
         if part == "guest_name" {
             let text = read_text(&mut field, &mut clock, &part).await?;
             if guest_name.replace(guest_name_of(&text)?).is_some() {
+                return Err(crate::api::job_broker::duplicate(&part));
+            }
+            continue;
+        }
+        if part == "consent" {
+            let text = read_text(&mut field, &mut clock, &part).await?;
+            if agreed.replace(agreement_of(&text)?).is_some() {
                 return Err(crate::api::job_broker::duplicate(&part));
             }
             continue;
@@ -401,7 +412,42 @@ async fn read_photos(
     if files.is_empty() && refused.is_empty() {
         return Err(missing("files"));
     }
-    Ok((files, refused, guest_name.flatten()))
+    Ok((
+        files,
+        refused,
+        guest_name.flatten(),
+        agreed.unwrap_or(false),
+    ))
+}
+
+/// Whether the guest agreed, as the form's `consent` field says it (a checkbox's `on`, or
+/// `true`/`false`).
+fn agreement_of(text: &str) -> ApiResult<bool> {
+    match text.trim() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "" | "off" | "false" | "no" | "0" => Ok(false),
+        other => Err(ApiError::bad_request(
+            ErrorCode::InvalidParameter,
+            format!("consent must be true or false, not {other:?}"),
+        )
+        .with_field("consent")),
+    }
+}
+
+/// The consent line a contribution agreed to, when the event asks for one: refused if the
+/// guest did not agree.
+fn consent_of(record: &EventRecord, agreed: bool) -> ApiResult<Option<String>> {
+    let line = &record.settings.consent;
+    if line.is_empty() {
+        return Ok(None);
+    }
+    if !agreed {
+        return Err(ApiError::bad_request(
+            ErrorCode::ConsentRequired,
+            format!("agree to the event's consent line first (consent=true): {line:?}"),
+        ));
+    }
+    Ok(Some(line.clone()))
 }
 
 /// A guest's name as given: trimmed, none if blank; refused over [`MAX_GUEST_NAME`]

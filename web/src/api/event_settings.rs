@@ -1,6 +1,6 @@
 //! An event's settings, changed by its owner: closed to new photos or open again, approval
 //! first or in at once, the most photos per guest and in all, the quiet interval of automatic
-//! mosaics.
+//! mosaics, the classifier, the consent line and how long photos are kept after closing.
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, web};
@@ -52,6 +52,16 @@ pub async fn change(
                 .change(&change)
                 .unwrap_or_else(|_| r.settings.clone());
             let differs = changed != r.settings;
+            // Closing starts the photos' retention; opening again stops it.
+            if changed.open != r.settings.open {
+                r.closed_at = (!changed.open).then(time::OffsetDateTime::now_utc);
+                if changed.open {
+                    r.erased_at = None;
+                }
+            }
+            if changed.review && r.review_token.is_none() {
+                r.review_token = Some(crate::guards::auth::new_secret());
+            }
             r.settings = changed;
             differs
         })

@@ -13,6 +13,7 @@ pub mod event_moderation;
 pub mod event_mosaics;
 pub mod event_photos;
 pub mod event_pictures;
+pub mod event_reviews;
 pub mod event_settings;
 pub mod event_wall;
 pub mod job_broker;
@@ -125,13 +126,18 @@ fn event_routes(scope: actix_web::Scope) -> actix_web::Scope {
                 .route(web::patch().to(event_settings::change)),
         )
         .service(
-            resource("/events/{id}/photos", "POST, DELETE")
+            resource("/events/{id}/photos", "GET, POST, DELETE")
+                .route(web::get().to(event_moderation::list))
                 .route(web::post().to(event_photos::contribute))
                 .route(web::delete().to(event_photos::erase_mine)),
         )
         .service(
             resource("/events/{id}/decisions", "POST")
                 .route(web::post().to(event_moderation::decide_many)),
+        )
+        .service(
+            resource("/events/{id}/photos/{photo}/verdict", "POST")
+                .route(web::post().to(event_reviews::give)),
         )
         .service(
             resource("/events/{id}/photos/{photo}", "PATCH, DELETE")

@@ -21,6 +21,8 @@ pub(super) struct ContributePage {
     open: bool,
     approval: bool,
     per_guest: u32,
+    /// The owner's consent line, which the guest agrees to before sending; empty: none.
+    consent: String,
     wishes: Vec<Wish>,
     /// The limit of one upload (all files together), checked by the page before sending.
     max_upload_bytes: u64,
@@ -45,6 +47,7 @@ pub(super) async fn contribute(
         open: record.settings.open,
         approval: record.settings.approval,
         per_guest: record.settings.per_guest,
+        consent: record.settings.consent.clone(),
         wishes: record.wishlist(&approved),
         max_upload_bytes: state.settings.max_library_upload_bytes,
     })

@@ -337,6 +337,9 @@ pub trait BlobUpload: Send {
     async fn abort(self: Box<Self>) -> Result<()>;
 }
 
+/// The most blobs one listing page holds (Azure's `maxresults` at most).
+pub const LIST_PAGE_MAX: usize = 5000;
+
 /// Conveniences over the blob port.
 #[async_trait]
 pub trait BlobStoreExt: BlobStore {
@@ -348,12 +351,13 @@ pub trait BlobStoreExt: BlobStore {
         }
     }
 
-    /// Every blob under `prefix`, following pages.
+    /// Every blob under `prefix`, following pages of the most Azure lists at once (each page
+    /// one transaction).
     async fn list_all(&self, prefix: &str) -> Result<Vec<BlobMeta>> {
         let mut items = Vec::new();
         let mut page = None;
         loop {
-            let got = self.list(prefix, 1000, page).await?;
+            let got = self.list(prefix, LIST_PAGE_MAX, page).await?;
             items.extend(got.items);
             match got.next {
                 Some(next) => page = Some(next),

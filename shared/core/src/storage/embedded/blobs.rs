@@ -50,7 +50,23 @@ struct Inner {
     root: PathBuf,
     tmp: PathBuf,
     locks: PathBuf,
+    /// The keys of the last listing that filled more than a page, sorted, for the pages after
+    /// it: a listing of many pages walks its folders once, not once a page.
+    walked: std::sync::Mutex<Option<Walked>>,
 }
+
+/// A listing's keys, as walked.
+#[derive(Debug)]
+struct Walked {
+    prefix: String,
+    at: std::time::Instant,
+    keys: Arc<Vec<String>>,
+}
+
+/// How long a walk serves the pages after its first: about as long as a listing of many pages
+/// takes. A blob written meanwhile is listed by the next listing (Azure's listing is no
+/// snapshot either); one deleted meanwhile is passed over.
+const WALK_REUSE: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy)]
 struct Header {
@@ -135,6 +151,7 @@ impl EmbeddedBlobs {
             root: root.to_path_buf(),
             tmp: root.join(".tmp"),
             locks: root.join(".locks"),
+            walked: std::sync::Mutex::new(None),
         };
         for dir in [&inner.tmp, &inner.locks] {
             fs::create_dir_all(dir)
@@ -318,21 +335,22 @@ impl Inner {
         Ok(())
     }
 
-    fn list(&self, prefix: &str, page_size: usize, after: Option<&str>) -> Result<ListPage> {
-        if page_size == 0 {
-            return Err(StorageError::Invalid(
-                "a list page holds at least one blob".into(),
-            ));
-        }
-        let (container, name_prefix) = prefix.split_once('/').unwrap_or((prefix, ""));
-        split_blob_key(&format!("{container}/x"))?;
+    /// The keys of the walk that listed `prefix`'s first page, if it is recent.
+    fn walked_again(&self, prefix: &str) -> Option<Arc<Vec<String>>> {
+        let walked = self.walked.lock().unwrap_or_else(|e| e.into_inner());
+        let walked = walked.as_ref()?;
+        (walked.prefix == prefix && walked.at.elapsed() < WALK_REUSE).then(|| walked.keys.clone())
+    }
+
+    /// Every key under `prefix` (`container`, then `name_prefix`), sorted.
+    fn walk_prefix(&self, container: &str, name_prefix: &str, prefix: &str) -> Result<Vec<String>> {
         // Descend through the prefix's complete folder segments; the rest filters names.
         let mut dir = self.root.join(container);
         let mut base = format!("{container}/");
         if let Some((folders, _)) = name_prefix.rsplit_once('/') {
             for segment in folders.split('/') {
                 if segment.is_empty() || segment == "." || segment == ".." {
-                    return Ok(ListPage::default());
+                    return Ok(Vec::new());
                 }
                 dir.push(format!("{segment}.d"));
                 base.push_str(segment);
@@ -342,11 +360,32 @@ impl Inner {
         let mut keys = Vec::new();
         self.walk(&dir, &base, &mut keys)
             .map_err(|e| StorageError::Other(format!("listing {prefix}: {e}").into()))?;
-        keys.retain(|key| {
-            key.starts_with(prefix) && after.is_none_or(|after| key.as_str() > after)
-        });
+        keys.retain(|key| key.starts_with(prefix));
         keys.sort_unstable();
+        Ok(keys)
+    }
 
+    fn list(&self, prefix: &str, page_size: usize, after: Option<&str>) -> Result<ListPage> {
+        if page_size == 0 {
+            return Err(StorageError::Invalid(
+                "a list page holds at least one blob".into(),
+            ));
+        }
+        let (container, name_prefix) = prefix.split_once('/').unwrap_or((prefix, ""));
+        split_blob_key(&format!("{container}/x"))?;
+        let keys = match after.and_then(|_| self.walked_again(prefix)) {
+            Some(keys) => keys,
+            None => Arc::new(self.walk_prefix(container, name_prefix, prefix)?),
+        };
+        if after.is_none() && keys.len() > page_size {
+            *self.walked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Walked {
+                prefix: prefix.to_string(),
+                at: std::time::Instant::now(),
+                keys: keys.clone(),
+            });
+        }
+        let start = after.map_or(0, |after| keys.partition_point(|k| k.as_str() <= after));
+        let keys = &keys[start..];
         let mut items = Vec::with_capacity(page_size.min(keys.len()));
         let mut rest = keys.iter();
         for key in rest.by_ref() {
