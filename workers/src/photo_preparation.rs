@@ -119,26 +119,13 @@ async fn prepare(
         _ => None,
     };
     let reviewed = event.as_ref().is_some_and(|e| e.settings.review);
-    let prepared = events
-        .update_photo(event_id, photo_id, |p| {
-            let first = !p.prepared;
-            p.prepared = true;
-            p.colour = Some(colour);
-            p.likeness = Some(likeness);
-            if let Some(reason) = &held {
-                p.held = Some(reason.clone());
-            }
-            if reviewed {
-                p.review = Some(Review {
-                    verdict: None,
-                    reason: None,
-                });
-            }
-            if (held.is_some() || reviewed) && p.state == PhotoState::Approved {
-                p.state = PhotoState::Waiting;
-            }
-            first
-        })
+    let made = Made {
+        colour,
+        likeness,
+        held,
+        reviewed,
+    };
+    let prepared = record_prepared(events, request.clone(), made)
         .await
         .map_err(retry)?;
     match (&prepared, &event) {
@@ -151,6 +138,46 @@ async fn prepare(
         _ => {}
     }
     Ok(())
+}
+
+/// What preparing a photo found.
+struct Made {
+    colour: [u8; 3],
+    likeness: u64,
+    /// Why the pre-screen holds it, if it does.
+    held: Option<String>,
+    /// Whether it waits for the event's classifier.
+    reviewed: bool,
+}
+
+/// Records the photo `request` names as prepared with what was `made` of it: waiting when the
+/// pre-screen holds it or the classifier is to see it. The photo as it is now, if it is there.
+async fn record_prepared(
+    events: &EventStore,
+    PhotoRequest { event_id, photo_id }: PhotoRequest,
+    made: Made,
+) -> Result<Option<EventPhoto>, EventError> {
+    events
+        .update_photo(event_id, photo_id, |p| {
+            let first = !p.prepared;
+            p.prepared = true;
+            p.colour = Some(made.colour);
+            p.likeness = Some(made.likeness);
+            if let Some(reason) = &made.held {
+                p.held = Some(reason.clone());
+            }
+            if made.reviewed {
+                p.review = Some(Review {
+                    verdict: None,
+                    reason: None,
+                });
+            }
+            if (made.held.is_some() || made.reviewed) && p.state == PhotoState::Approved {
+                p.state = PhotoState::Waiting;
+            }
+            first
+        })
+        .await
 }
 
 /// Offers `photo` to `event`'s classifier on `photoreview`.

@@ -11,6 +11,7 @@ pub mod event_auto;
 pub mod event_jobs;
 pub mod event_moderation;
 pub mod event_mosaics;
+pub mod event_photo_pages;
 pub mod event_photos;
 pub mod event_pictures;
 pub mod event_reviews;
@@ -127,7 +128,7 @@ fn event_routes(scope: actix_web::Scope) -> actix_web::Scope {
         )
         .service(
             resource("/events/{id}/photos", "GET, POST, DELETE")
-                .route(web::get().to(event_moderation::list))
+                .route(web::get().to(event_photo_pages::list))
                 .route(web::post().to(event_photos::contribute))
                 .route(web::delete().to(event_photos::erase_mine)),
         )

@@ -67,7 +67,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         event_mosaics::get,
         event_photos::contribute,
         event_mosaics::decide,
-        event_moderation::list,
+        crate::api::event_photo_pages::list,
         event_moderation::decide_many,
         crate::api::event_reviews::give,
         event_photos::erase_mine,

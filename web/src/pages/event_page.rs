@@ -3,8 +3,8 @@
 
 use super::events_page::SettingInput;
 use super::page_answer::page;
-use crate::api::event_moderation::PhotoQuery;
 use crate::api::event_mosaics::contribute_path;
+use crate::api::event_photo_pages::PhotoQuery;
 use crate::api::owned_event::OwnedEvent;
 use crate::api_error::ApiResult;
 use crate::app_state::AppState;
