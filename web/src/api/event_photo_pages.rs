@@ -31,7 +31,7 @@ pub struct PhotoQuery {
     #[param(pattern = "^(newest|oldest)$")]
     pub order: Option<String>,
     /// Photos passed over before the page (0 by default).
-    #[param(value_type = Option<u32>)]
+    #[param(value_type = Option<u32>, minimum = 0, maximum = 10_000_000)]
     pub offset: Option<String>,
     /// Photos on the page: 1 to 500, 60 by default.
     #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
