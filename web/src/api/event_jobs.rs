@@ -153,7 +153,10 @@ fn photos_of_mosaic(
     let photos = match record.settings.overflow {
         _ if approved.len() <= cells => approved,
         Overflow::Grow => {
-            if let Some(grown) = grown_grid(spec, approved.len(), limits.max_cells, &cells_of) {
+            // A tenth more cells than photos: with every photo to place and barely a cell to
+            // spare, the planner's search outgrows its budget (99,000 photos in 99,120 cells).
+            let wanted = approved.len() + approved.len() / GROWN_SLACK;
+            if let Some(grown) = grown_grid(spec, wanted, limits.max_cells, &cells_of) {
                 spec.grid = Grid::Cells { across: grown };
                 cells = cells_of(spec)?;
             }
@@ -170,6 +173,9 @@ fn photos_of_mosaic(
     showing.cells = cells as u32;
     Ok((photos, showing))
 }
+
+/// A grown grid has this many photos per spare cell, at most.
+const GROWN_SLACK: usize = 10;
 
 /// The fewest cells across (more than `spec` has) that give `photos` photos a cell each, or
 /// failing that the most the service's limits allow; `None` when the grid cannot grow (a print
