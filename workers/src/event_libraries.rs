@@ -14,7 +14,8 @@ use tessera_shared::events::{EventError, EventPhoto, EventRecord, EventStore};
 use tessera_shared::jobs::{JobError, JobRecord};
 use tessera_shared::keys::BlobKey;
 use tessera_shared::libraries::{
-    IndexSummary, LibraryError, LibraryRecord, Publication, Visibility,
+    IndexSource, IndexSummary, LARGE_INDEX, LibraryError, LibraryRecord, Publication, Visibility,
+    scratch_file,
 };
 use tessera_shared::messages::{Envelope, ImageRequest, LibraryRequest};
 use tessera_shared::platform::Platform;
@@ -127,10 +128,10 @@ async fn edited_library(
     let base = match &current {
         Some(current) => {
             let index = catalog
-                .index(&current.reference())
+                .fetch_index(&current.reference())
                 .await
                 .map_err(|e| Failure::retry_because(format!("library {id}: {e}")))?;
-            on_background_thread(ASSEMBLY_NICE, move || Library::from_vec(index.to_vec()))
+            on_background_thread(ASSEMBLY_NICE, move || index.open())
                 .await
                 .map_err(Failure::retry_because)?
                 .map_err(|e| Failure::poison(format!("library {id}: {e}")))?
@@ -158,9 +159,19 @@ async fn edited_library(
         return Ok(Ok(current.reference()));
     }
     let added = tiles_of(&platform.events(), event.id, &new).await?;
+    // A large library is edited into a scratch file and stored from there, a part at a time.
+    let large = base.index_len_estimate(base.len() + added.len()) > LARGE_INDEX;
+    let scratch = if large {
+        Some(scratch_file().map_err(|e| Failure::retry_because(e.to_string()))?)
+    } else {
+        None
+    };
     let (library, duplicates) = on_background_thread(ASSEMBLY_NICE, move || {
         let added: Vec<&Library> = added.iter().collect();
-        base.edited(&added, &removed)
+        match scratch {
+            Some(scratch) => base.edited_on_disk(&added, &removed, scratch),
+            None => base.edited(&added, &removed),
+        }
     })
     .await
     .map_err(Failure::retry_because)?
@@ -279,12 +290,13 @@ async fn publish(
         visibility: Some(Visibility::Private),
         based_on: current.as_ref().map(|c| c.version),
     };
-    let bytes = on_background_thread(ASSEMBLY_NICE, move || Bytes::from(library.to_bytes()))
+    let index = on_background_thread(ASSEMBLY_NICE, move || index_of(&library))
         .await
+        .map_err(Failure::retry_because)?
         .map_err(Failure::retry_because)?;
     match platform
         .libraries()
-        .publish(&id, &id, summary, bytes, &how)
+        .publish(&id, &id, summary, index, &how)
         .await
     {
         Ok(record) => {
@@ -302,4 +314,17 @@ async fn publish(
         ))),
         Err(e) => Err(Failure::retry_because(format!("library {id}: {e}"))),
     }
+}
+
+/// The index to store of `library`: in memory, or saved to a scratch file when its renditions
+/// are in one (a library larger than memory).
+fn index_of(library: &Library) -> Result<IndexSource, String> {
+    if !library.renditions_on_disk() {
+        return Ok(IndexSource::Memory(Bytes::from(library.to_bytes())));
+    }
+    let mut file = scratch_file().map_err(|e| e.to_string())?;
+    library
+        .write_index(&mut file)
+        .map_err(|e| format!("a library index's scratch file: {e}"))?;
+    Ok(IndexSource::File(std::sync::Arc::new(file)))
 }

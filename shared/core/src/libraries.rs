@@ -15,6 +15,39 @@ use crate::keys::BlobKey;
 use crate::messages::LibraryRef;
 use crate::storage::{BlobStore, BlobStoreExt, PutMode, StorageError};
 
+pub use crate::library_parts::IndexSource;
+
+/// Indexes longer than this are kept in a scratch file while they are read and edited, their
+/// renditions read a tile at a time: a 100,000-tile library's index is over a gigabyte.
+pub const LARGE_INDEX: u64 = 256 << 20;
+
+/// A version's index as fetched: in memory, or in a scratch file when large.
+pub enum FetchedIndex {
+    Memory(Bytes),
+    File(std::fs::File),
+}
+
+impl FetchedIndex {
+    /// The library the index holds (blocking: it reads the whole index once to check it). One
+    /// in a file keeps its renditions there.
+    pub fn open(self) -> Result<tessera_engine::Library, tessera_engine::Error> {
+        match self {
+            FetchedIndex::Memory(bytes) => tessera_engine::Library::from_vec(bytes.into()),
+            FetchedIndex::File(file) => tessera_engine::Library::open_index_in(
+                file,
+                std::path::Path::new("a library index's scratch file"),
+            ),
+        }
+    }
+}
+
+/// An empty file with no name in the system's temporary folder, open for reading and writing:
+/// it is gone once closed.
+pub fn scratch_file() -> Result<std::fs::File, StorageError> {
+    tempfile::tempfile()
+        .map_err(|e| StorageError::Other(format!("a scratch file for a library: {e}").into()))
+}
+
 pub use crate::owner::Owner;
 
 /// Who may find and use a library besides its owner and the operator.
@@ -275,9 +308,10 @@ impl LibraryCatalog {
         id: &str,
         name: &str,
         summary: IndexSummary,
-        index: Bytes,
+        index: impl Into<IndexSource>,
         how: &Publication,
     ) -> Result<LibraryRecord, LibraryError> {
+        let index = index.into();
         validate_library_id(id)?;
         let replace = how.replace;
         let (version, owner, visibility) = match self.get(id).await {
@@ -308,8 +342,8 @@ impl LibraryCatalog {
             ),
             Err(e) => return Err(e),
         };
-        let index_bytes = index.len() as u64;
-        let version = self.claim_version(id, index, version, how).await?;
+        let index_bytes = index.len()?;
+        let version = self.claim_version(id, &index, version, how).await?;
         let record = LibraryRecord {
             id: id.to_string(),
             name: name.to_string(),
@@ -334,11 +368,11 @@ impl LibraryCatalog {
     async fn claim_version(
         &self,
         id: &str,
-        index: Bytes,
+        index: &IndexSource,
         version: u32,
         how: &Publication,
     ) -> Result<u32, LibraryError> {
-        let stored = crate::library_parts::store(&*self.blobs, id, &index).await?;
+        let stored = crate::library_parts::store(&*self.blobs, id, index).await?;
         tracing::debug!(library = %id, written = stored.written, "library index parts stored");
         let claimed = self
             .claim_manifest(id, stored.manifest.clone(), version, how)
@@ -551,6 +585,25 @@ impl LibraryCatalog {
 
     /// The index blob of one version.
     pub async fn index(&self, library: &LibraryRef) -> Result<Bytes, LibraryError> {
+        let blob = self.index_blob(library).await?;
+        Ok(crate::library_parts::load(&*self.blobs, &library.id, blob).await?)
+    }
+
+    /// A version's index as [`LibraryCatalog::index`] reads it, but one over [`LARGE_INDEX`]
+    /// written to a scratch file with no name (gone once closed), never held in memory whole.
+    pub async fn fetch_index(&self, library: &LibraryRef) -> Result<FetchedIndex, LibraryError> {
+        let blob = self.index_blob(library).await?;
+        if crate::library_parts::parts_len(&blob).is_none_or(|len| len <= LARGE_INDEX) {
+            let index = crate::library_parts::load(&*self.blobs, &library.id, blob).await?;
+            return Ok(FetchedIndex::Memory(index));
+        }
+        let mut file = scratch_file()?;
+        crate::library_parts::load_into(&*self.blobs, &library.id, blob, &mut file).await?;
+        Ok(FetchedIndex::File(file))
+    }
+
+    /// The blob of a version's index: the index, or the manifest of its parts.
+    async fn index_blob(&self, library: &LibraryRef) -> Result<Bytes, LibraryError> {
         validate_library_id(&library.id)?;
         let key = BlobKey::LibraryIndex {
             library: library.id.clone(),
@@ -558,7 +611,7 @@ impl LibraryCatalog {
         }
         .path();
         match self.blobs.get(&key).await {
-            Ok(blob) => Ok(crate::library_parts::load(&*self.blobs, &library.id, blob).await?),
+            Ok(blob) => Ok(blob),
             Err(StorageError::NotFound(_)) => Err(LibraryError::NotFound(format!(
                 "{} version {}",
                 library.id, library.version

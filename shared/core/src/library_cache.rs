@@ -119,13 +119,17 @@ impl LibraryCache {
         let loaded = std::sync::atomic::AtomicBool::new(false);
         let library = slot
             .get_or_try_init(|| async {
-                let bytes = self.catalog.index(reference).await.map_err(|e| match e {
-                    LibraryError::NotFound(_) | LibraryError::BadId(_) => {
-                        LibraryLoadError::Permanent(format!("tile {e}"))
-                    }
-                    other => LibraryLoadError::Transient(other.to_string()),
-                })?;
-                let library = tokio::task::spawn_blocking(move || Library::from_vec(bytes.into()))
+                let index = self
+                    .catalog
+                    .fetch_index(reference)
+                    .await
+                    .map_err(|e| match e {
+                        LibraryError::NotFound(_) | LibraryError::BadId(_) => {
+                            LibraryLoadError::Permanent(format!("tile {e}"))
+                        }
+                        other => LibraryLoadError::Transient(other.to_string()),
+                    })?;
+                let library = tokio::task::spawn_blocking(move || index.open())
                     .await
                     .map_err(|e| LibraryLoadError::Transient(e.to_string()))?
                     .map_err(|e| {

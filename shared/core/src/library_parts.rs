@@ -47,30 +47,114 @@ const GEAR: [u64; 256] = {
 
 /// Where `bytes` are cut into parts.
 pub fn cuts(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
-    let mask = (AVERAGE_PART as u64).next_power_of_two() - 1;
     let mut parts = Vec::new();
     let mut start = 0;
     while start < bytes.len() {
-        let end = (start + MAX_PART).min(bytes.len());
-        let mut cut = end;
-        let mut hash: u64 = 0;
-        let mut i = start + MIN_PART.min(end - start);
-        // The hash looks at the 64 bytes before each place: warmed up over them.
-        for &b in &bytes[i.saturating_sub(64).max(start)..i] {
-            hash = (hash << 1).wrapping_add(GEAR[b as usize]);
-        }
-        while i < end {
-            hash = (hash << 1).wrapping_add(GEAR[bytes[i] as usize]);
-            i += 1;
-            if hash & mask == 0 {
-                cut = i;
-                break;
-            }
-        }
+        let cut = start + first_cut(&bytes[start..]);
         parts.push(start..cut);
         start = cut;
     }
     parts
+}
+
+/// Where the first part of `bytes` ends. It looks at no more than [`MAX_PART`] bytes, so a
+/// file is cut a part at a time as [`cuts`] cuts it whole.
+fn first_cut(bytes: &[u8]) -> usize {
+    let mask = (AVERAGE_PART as u64).next_power_of_two() - 1;
+    let end = MAX_PART.min(bytes.len());
+    let mut hash: u64 = 0;
+    let mut i = MIN_PART.min(end);
+    // The hash looks at the 64 bytes before each place: warmed up over them.
+    for &b in &bytes[i.saturating_sub(64)..i] {
+        hash = (hash << 1).wrapping_add(GEAR[b as usize]);
+    }
+    while i < end {
+        hash = (hash << 1).wrapping_add(GEAR[bytes[i] as usize]);
+        i += 1;
+        if hash & mask == 0 {
+            return i;
+        }
+    }
+    end
+}
+
+/// An index to store: in memory, or in a file (one larger than memory) read a part at a time.
+pub enum IndexSource {
+    Memory(Bytes),
+    File(std::sync::Arc<std::fs::File>),
+}
+
+impl From<Bytes> for IndexSource {
+    fn from(bytes: Bytes) -> Self {
+        IndexSource::Memory(bytes)
+    }
+}
+
+impl IndexSource {
+    /// The index's length in bytes.
+    pub fn len(&self) -> Result<u64, StorageError> {
+        match self {
+            IndexSource::Memory(bytes) => Ok(bytes.len() as u64),
+            IndexSource::File(file) => Ok(file.metadata().map_err(io_error)?.len()),
+        }
+    }
+
+    /// True for an index of no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len().is_ok_and(|len| len == 0)
+    }
+
+    /// The index's parts: each one's SHA-256, where it starts and its length.
+    async fn parts(&self) -> Result<Vec<(String, u64, usize)>, StorageError> {
+        let named = |at: u64, part: &[u8]| (hex(&sha2::Sha256::digest(part)), at, part.len());
+        match self {
+            IndexSource::Memory(bytes) => Ok(cuts(bytes)
+                .into_iter()
+                .map(|r| named(r.start as u64, &bytes[r]))
+                .collect()),
+            IndexSource::File(file) => {
+                let file = file.clone();
+                tokio::task::spawn_blocking(move || {
+                    let len = file.metadata()?.len();
+                    let (mut parts, mut at, mut buf) = (Vec::new(), 0u64, Vec::new());
+                    while at < len {
+                        let want = (MAX_PART as u64).min(len - at) as usize;
+                        buf.resize(want, 0);
+                        std::os::unix::fs::FileExt::read_exact_at(&*file, &mut buf, at)?;
+                        let cut = first_cut(&buf);
+                        parts.push(named(at, &buf[..cut]));
+                        at += cut as u64;
+                    }
+                    Ok(parts)
+                })
+                .await
+                .map_err(|e| StorageError::Other(e.to_string().into()))?
+                .map_err(io_error)
+            }
+        }
+    }
+
+    /// `len` bytes from `at`.
+    async fn read(&self, at: u64, len: usize) -> Result<Bytes, StorageError> {
+        match self {
+            IndexSource::Memory(bytes) => Ok(bytes.slice(at as usize..at as usize + len)),
+            IndexSource::File(file) => {
+                let file = file.clone();
+                tokio::task::spawn_blocking(move || {
+                    let mut part = vec![0u8; len];
+                    std::os::unix::fs::FileExt::read_exact_at(&*file, &mut part, at)?;
+                    Ok(Bytes::from(part))
+                })
+                .await
+                .map_err(|e| StorageError::Other(e.to_string().into()))?
+                .map_err(io_error)
+            }
+        }
+    }
+}
+
+fn io_error(e: std::io::Error) -> StorageError {
+    StorageError::Other(format!("a library index's scratch file: {e}").into())
 }
 
 fn hex(digest: &[u8]) -> String {
@@ -98,20 +182,16 @@ impl Stored {
 }
 
 /// Stores `index` as parts of library `library` (those already stored are not written again),
-/// named first in a pending manifest.
+/// named first in a pending manifest. A part at a time is held in memory.
 pub async fn store(
     blobs: &dyn BlobStore,
     library: &str,
-    index: &Bytes,
+    index: &IndexSource,
 ) -> Result<Stored, StorageError> {
-    let ranges = cuts(index);
+    let parts = index.parts().await?;
     let mut manifest = MAGIC.to_vec();
-    let mut parts = Vec::with_capacity(ranges.len());
-    for range in ranges {
-        let part = index.slice(range);
-        let digest = hex(&sha2::Sha256::digest(&part));
-        manifest.extend_from_slice(format!("{digest} {}\n", part.len()).as_bytes());
-        parts.push((digest, part));
+    for (digest, _, len) in &parts {
+        manifest.extend_from_slice(format!("{digest} {len}\n").as_bytes());
     }
     let manifest = Bytes::from(manifest);
     let pending = BlobKey::LibraryPending {
@@ -124,7 +204,7 @@ pub async fn store(
         .await?;
     let mut written = 0;
     let mut seen = HashSet::new();
-    for (digest, part) in parts {
+    for (digest, at, len) in parts {
         if !seen.insert(digest.clone()) {
             continue;
         }
@@ -133,9 +213,12 @@ pub async fn store(
             digest,
         }
         .path();
-        let len = part.len() as u64;
-        match blobs.put(&key, part, PutMode::CreateNew).await {
-            Ok(_) => written += len,
+        let put = match index.read(at, len).await {
+            Ok(part) => blobs.put(&key, part, PutMode::CreateNew).await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        match put {
+            Ok(()) => written += len as u64,
             Err(StorageError::AlreadyExists(_)) => {}
             Err(e) => {
                 let _ = blobs.delete(&pending).await;
@@ -173,6 +256,13 @@ fn named_parts(manifest: &[u8]) -> Option<Result<Vec<(String, usize)>, String>> 
     )
 }
 
+/// The length of the index a version's blob names as parts; `None` for an index stored whole
+/// (the blob is the index) or a manifest that does not read.
+pub fn parts_len(blob: &[u8]) -> Option<u64> {
+    let parts = named_parts(blob)?.ok()?;
+    Some(parts.iter().map(|(_, len)| *len as u64).sum())
+}
+
 /// The index a version's blob holds: its parts put together (each checked against its name),
 /// or the blob as it is when it was stored whole.
 pub async fn load(
@@ -180,11 +270,47 @@ pub async fn load(
     library: &str,
     blob: Bytes,
 ) -> Result<Bytes, StorageError> {
-    let Some(parts) = named_parts(&blob) else {
+    if named_parts(&blob).is_none() {
         return Ok(blob);
+    }
+    let mut index = Vec::with_capacity(parts_len(&blob).unwrap_or(0) as usize);
+    for_each_part(blobs, library, &blob, |part| {
+        index.extend_from_slice(&part);
+        Ok(())
+    })
+    .await?;
+    Ok(Bytes::from(index))
+}
+
+/// [`load`] into `file`, a part at a time.
+pub async fn load_into(
+    blobs: &dyn BlobStore,
+    library: &str,
+    blob: Bytes,
+    file: &mut std::fs::File,
+) -> Result<(), StorageError> {
+    use std::io::Write as _;
+    if named_parts(&blob).is_none() {
+        return file.write_all(&blob).map_err(io_error);
+    }
+    for_each_part(blobs, library, &blob, |part| {
+        file.write_all(&part).map_err(io_error)
+    })
+    .await?;
+    file.flush().map_err(io_error)
+}
+
+/// Hands each part a manifest names to `take`, in order, each checked against its name.
+async fn for_each_part(
+    blobs: &dyn BlobStore,
+    library: &str,
+    manifest: &[u8],
+    mut take: impl FnMut(Bytes) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let Some(parts) = named_parts(manifest) else {
+        return Ok(());
     };
     let parts = parts.map_err(|e| StorageError::Other(e.into()))?;
-    let mut index = Vec::with_capacity(parts.iter().map(|p| p.1).sum());
     for (digest, len) in parts {
         let key = BlobKey::LibraryPart {
             library: library.to_string(),
@@ -197,9 +323,9 @@ pub async fn load(
                 format!("{key} is not the part its manifest names").into(),
             ));
         }
-        index.extend_from_slice(&part);
+        take(part)?;
     }
-    Ok(Bytes::from(index))
+    Ok(())
 }
 
 /// Deletes the parts of library `library` that no stored version names, nor a version being
@@ -280,6 +406,38 @@ mod tests {
             assert!((MIN_PART..=MAX_PART).contains(&part.len()), "{part:?}");
         }
         assert!((8..=60).contains(&parts.len()), "{} parts", parts.len());
+    }
+
+    #[tokio::test]
+    async fn an_index_in_a_file_is_stored_and_loaded_as_one_in_memory() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        use crate::storage::embedded::{Durability, EmbeddedBlobs};
+        let blobs = EmbeddedBlobs::open(dir.path(), Durability::default(), 0).unwrap();
+        let bytes = Bytes::from(noise(13 << 20, 5));
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&bytes).unwrap();
+        let from_file = store(&blobs, "lib", &IndexSource::File(file.into()))
+            .await
+            .unwrap();
+        let from_memory = store(&blobs, "lib", &IndexSource::Memory(bytes.clone()))
+            .await
+            .unwrap();
+        assert_eq!(from_file.manifest, from_memory.manifest);
+        assert_eq!(from_file.written, bytes.len() as u64);
+        assert_eq!(from_memory.written, 0, "the parts were stored already");
+        assert_eq!(parts_len(&from_file.manifest), Some(bytes.len() as u64));
+        let loaded = load(&blobs, "lib", from_file.manifest.clone())
+            .await
+            .unwrap();
+        assert_eq!(loaded, bytes);
+        let mut into = tempfile::tempfile().unwrap();
+        load_into(&blobs, "lib", from_file.manifest, &mut into)
+            .await
+            .unwrap();
+        let mut back = vec![0u8; bytes.len()];
+        std::os::unix::fs::FileExt::read_exact_at(&into, &mut back, 0).unwrap();
+        assert_eq!(back, bytes);
     }
 
     #[test]

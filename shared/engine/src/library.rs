@@ -241,6 +241,29 @@ impl Library {
         added: &[&Library],
         removed: &[String],
     ) -> Result<(Library, Vec<(String, String)>), Error> {
+        self.edit(added, removed, None)
+    }
+
+    /// [`Library::edited`] with the new library's renditions written to `scratch` (an empty
+    /// file, open for reading and writing) and left there, read a tile at a time as
+    /// [`Library::open_index`]'s are: an edit of a library larger than memory holds only its
+    /// names and descriptors.
+    pub fn edited_on_disk(
+        &self,
+        added: &[&Library],
+        removed: &[String],
+        scratch: std::fs::File,
+    ) -> Result<(Library, Vec<(String, String)>), Error> {
+        self.edit(added, removed, Some(scratch))
+    }
+
+    fn edit(
+        &self,
+        added: &[&Library],
+        removed: &[String],
+        scratch: Option<std::fs::File>,
+    ) -> Result<(Library, Vec<(String, String)>), Error> {
+        use std::io::Write as _;
         if self.stored_over.is_some() {
             return Err(Error::InvalidOption(
                 "a library laid over another background is not edited: edit the stored one".into(),
@@ -307,13 +330,28 @@ impl Library {
         let mut lib = Assembler::new(&self.import_options(), Vec::new(), tiles.len())
             .finish()
             .0;
-        let mut pixels = Vec::with_capacity(tiles.len() * area * 3);
+        let mut in_memory = Vec::with_capacity(if scratch.is_some() {
+            0
+        } else {
+            tiles.len() * area * 3
+        });
+        let scratch_error = |e| Error::io(Path::new("the edit's scratch file"), e);
+        let mut on_disk = scratch
+            .as_ref()
+            .map(|file| file.try_clone())
+            .transpose()
+            .map_err(scratch_error)?
+            .map(|file| std::io::BufWriter::with_capacity(1 << 20, file));
         let mut alpha = Vec::with_capacity(if transparent { tiles.len() * area } else { 0 });
         for &(from, t) in &tiles {
             lib.names.push(from.names[t].clone());
             lib.means.push(from.means[t]);
             lib.subs.extend_from_slice(&from.subs[t * k2..(t + 1) * k2]);
-            pixels.extend_from_slice(&from.pixels.range(t * area * 3, area * 3));
+            let rendition = from.pixels.range(t * area * 3, area * 3);
+            match &mut on_disk {
+                Some(out) => out.write_all(&rendition).map_err(scratch_error)?,
+                None => in_memory.extend_from_slice(&rendition),
+            }
             if transparent {
                 alpha.extend_from_slice(&alpha_of(from, t));
             }
@@ -322,7 +360,18 @@ impl Library {
                     .push(from.captions.get(t).cloned().unwrap_or_default());
             }
         }
-        lib.pixels = Renditions::Memory(Arc::new(pixels));
+        if let Some(out) = on_disk {
+            out.into_inner()
+                .map_err(|e| scratch_error(e.into_error()))?;
+        }
+        lib.pixels = match scratch {
+            Some(file) => Renditions::File {
+                file: Arc::new(file),
+                start: 0,
+                len: tiles.len() * area * 3,
+            },
+            None => Renditions::Memory(Arc::new(in_memory)),
+        };
         lib.alpha = transparent.then(|| Renditions::Memory(Arc::new(alpha)));
         lib.seal();
         Ok((lib, duplicates))
@@ -726,5 +775,41 @@ mod tests {
         // Tiles prepared otherwise are refused.
         let oblong = library(TileShape::new(3, 2).unwrap());
         assert!(base.edited(&[&oblong], &[]).is_err());
+    }
+
+    #[test]
+    fn an_edit_on_disk_equals_one_in_memory_and_holds_no_rendition() {
+        let file = |i: u32| (format!("t{i}.png"), png(40 + i * 10, 30, i));
+        let options = ImportOptions::default();
+        let whole = |ids: &[u32]| {
+            let files = ids.iter().map(|&i| file(i)).collect();
+            Library::from_files(files, &options).unwrap().0
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let saved = dir.path().join("base.idx");
+        whole(&[0, 1, 2, 3]).save(&saved).unwrap();
+        let base = Library::open_index(&saved).unwrap();
+        assert!(base.renditions_on_disk());
+        let added = whole(&[4, 5]);
+        let removed = ["t2.png".to_string()];
+        let (in_memory, _) = base.edited(&[&added], &removed).unwrap();
+        let scratch = tempfile::tempfile().unwrap();
+        let (on_disk, _) = base.edited_on_disk(&[&added], &removed, scratch).unwrap();
+        assert!(on_disk.renditions_on_disk() && !in_memory.renditions_on_disk());
+        assert_eq!(on_disk, in_memory);
+        assert_eq!(on_disk.version(), in_memory.version());
+        let resident = on_disk.memory_bytes();
+        assert!(
+            resident * 4 < in_memory.memory_bytes(),
+            "{resident} bytes held"
+        );
+        let mut written = Vec::new();
+        on_disk.write_index(&mut written).unwrap();
+        assert_eq!(written, in_memory.to_bytes());
+        let estimate = base.index_len_estimate(5) as f64;
+        assert!(
+            (0.8..1.2).contains(&(estimate / written.len() as f64)),
+            "{estimate}"
+        );
     }
 }

@@ -25,13 +25,17 @@ use tessera_shared::events::{EventRecord, Overflow, Shelf};
 /// The events this process has a check scheduled for, and when each is due.
 static SCHEDULED: Mutex<Option<HashMap<Uuid, Instant>>> = Mutex::new(None);
 
+/// Tries of a check that failed (storage busy, say) before the event waits for its next change.
+const CHECK_TRIES: u32 = 3;
+
 /// Notes a check of `event` due at `due`, unless one is due sooner: whether this is the
-/// event's next check (`since` the check that reschedules itself, if any).
+/// event's next check (`since` the check that reschedules itself, if any). A check whose time
+/// has come may be under way with what it read before this change, so a new one is booked.
 fn book(event: Uuid, due: Instant, since: Option<Instant>) -> bool {
     let mut scheduled = SCHEDULED.lock().unwrap_or_else(|e| e.into_inner());
     let scheduled = scheduled.get_or_insert_with(HashMap::new);
     match scheduled.get(&event) {
-        Some(&booked) if Some(booked) != since && booked <= due => false,
+        Some(&booked) if Some(booked) != since && booked <= due && booked > Instant::now() => false,
         _ => {
             scheduled.insert(event, due);
             true
@@ -62,6 +66,7 @@ pub(crate) fn schedule(state: &web::Data<AppState>, record: &EventRecord) {
     }
     let state = state.clone();
     actix_web::rt::spawn(async move {
+        let mut failed = 0;
         loop {
             tokio::time::sleep_until((due + Duration::from_millis(50)).into()).await;
             if !still_booked(id, due) {
@@ -70,6 +75,11 @@ pub(crate) fn schedule(state: &web::Data<AppState>, record: &EventRecord) {
             }
             let again = match check(&state, id).await {
                 Ok(again) => again,
+                Err(e) if failed + 1 < CHECK_TRIES => {
+                    failed += 1;
+                    tracing::info!(event = %id, error = %e, "an automatic mosaic's check tried again");
+                    Some(Duration::from_secs(u64::from(failed)))
+                }
                 Err(e) => {
                     tracing::warn!(event = %id, error = %e, "no automatic mosaic");
                     None

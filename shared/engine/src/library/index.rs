@@ -218,8 +218,14 @@ impl Library {
     /// few of a large library's tiles). The whole file is checked against its digest here; it
     /// must not be rewritten in place while the library is open (replacing it is fine).
     pub fn open_index(path: &Path) -> Result<Library, Error> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        Self::open_index_in(file, path)
+    }
+
+    /// [`Library::open_index`] of a file already open (one with no name, say), `path` naming
+    /// it in errors.
+    pub fn open_index_in(mut file: std::fs::File, path: &Path) -> Result<Library, Error> {
         let io = |e| Error::io(path, e);
-        let mut file = std::fs::File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         let mut head = vec![0u8; (MAGIC.len() + 4).min(len as usize)];
         file.read_exact(&mut head).map_err(io)?;
@@ -293,20 +299,39 @@ impl Library {
 
     /// Saves [`Library::to_bytes`] to a file.
     pub fn save(&self, path: &Path) -> Result<(), Error> {
-        use std::io::Write as _;
         let io = |e| Error::io(path, e);
-        let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        let mut file = std::fs::File::create(path).map_err(io)?;
+        self.write_index(&mut file).map_err(io)?;
+        file.sync_all().map_err(io)
+    }
+
+    /// Writes [`Library::to_bytes`] to `out` a part at a time (renditions left in a file pass
+    /// through a buffer, never held whole).
+    pub fn write_index(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
         let mut digest = FnvStream::default();
         self.write_body(&mut |part| {
             digest.update(part);
             out.write_all(part)
-        })
-        .map_err(io)?;
-        out.write_all(&digest.finish().to_le_bytes()).map_err(io)?;
-        out.into_inner()
-            .map_err(|e| io(e.into_error()))?
-            .sync_all()
-            .map_err(io)
+        })?;
+        out.write_all(&digest.finish().to_le_bytes())?;
+        out.flush()
+    }
+
+    /// About how long an index of `tiles` tiles like these is, in bytes: their renditions and
+    /// descriptors.
+    pub fn index_len_estimate(&self, tiles: usize) -> u64 {
+        let (w, h) = self.rendition_dims();
+        let area = w as u64 * h as u64;
+        let k2 = self.grid as u64 * self.grid as u64;
+        tiles as u64 * (area * 3 + (1 + k2) * 12 + 48)
+    }
+
+    /// True when the renditions are left in a file ([`Library::open_index`],
+    /// [`Library::edited_on_disk`]), not held in memory.
+    pub fn renditions_on_disk(&self) -> bool {
+        matches!(self.pixels, Renditions::File { .. })
     }
 }
 
