@@ -2,7 +2,9 @@
 # A campaign's event: PHOTOS photo crops (scripts/make-crops.py) sent by GUESTS guests at once,
 # one photo a request (scripts/bench-guests.py), to one event that takes every photo at once
 # (no approval, no per-guest cap). On the embedded backend one `tessera serve` runs every role;
-# on Azurite the web, the controller and a processor are three processes. Prints photos per
+# on Azurite the web, the controller and a processor are three processes (on the embedded
+# backend with SPLIT=1, `serve` takes the photos and three processes on its data folder then
+# make the mosaics, so that each role's memory is its own). Prints photos per
 # second, p50/p95 per request by tenth of the run, refusals by status, how long the processors
 # took to prepare every photo, storage transactions per photo (each role's /metrics), and each
 # role's peak memory (VmHWM); then, unless MOSAIC=0, the event's mosaic of every photo, and
@@ -14,6 +16,8 @@
 #        MOSAIC=0      skip the mosaic
 #        MORE=N        keep N of the photos back for a second mosaic (default 0)
 #        LOGS=DIR      copy the roles' logs there when the bench ends
+#        SPLIT=1       embedded: the mosaics made by web, controller and processor as three
+#                      processes on serve's data folder (serve stopped once every photo is in)
 # The guests all come from 127.0.0.1: the limits per address and per event (a campaign's
 # guests come from many addresses, and its owner lifts the event's) are lifted.
 set -euo pipefail
@@ -44,19 +48,28 @@ finish() {
 }
 trap finish EXIT
 BASE="http://127.0.0.1:$PORT"
+# The web, the controller and a processor as three processes (on Azurite, or on the embedded
+# store's data folder).
+three_roles() {
+    PIDS=(); ROLES=(); OPS=()
+    "$TESSERA" "${STORE[@]}" web --port "$PORT" 2>> "$WORK/web.log" & PIDS+=($!)
+    ROLES+=(web); OPS+=("$BASE")
+    "$TESSERA" "${STORE[@]}" controller --ops-port 18491 2>> "$WORK/controller.log" & PIDS+=($!)
+    ROLES+=(controller); OPS+=(http://127.0.0.1:18491)
+    "$TESSERA" "${STORE[@]}" processor --ops-port 18492 2>> "$WORK/processor.log" & PIDS+=($!)
+    ROLES+=(processor); OPS+=(http://127.0.0.1:18492)
+    for _ in $(seq 150); do curl -fs "$BASE/healthz" >/dev/null && break; sleep 0.2; done
+}
+STORE=(--data "$WORK/data")
 if [ "$BACKEND" = azurite ]; then
     scripts/azurite.sh start >&2
     export TESSERA_STORAGE=azure TESSERA_AZURE_CONNECTION_STRING=UseDevelopmentStorage=true
-    "$TESSERA" web --port "$PORT" 2> "$WORK/web.log" & PIDS+=($!); ROLES+=(web); OPS+=("$BASE")
-    "$TESSERA" controller --ops-port 18491 2> "$WORK/controller.log" & PIDS+=($!)
-    ROLES+=(controller); OPS+=(http://127.0.0.1:18491)
-    "$TESSERA" processor --ops-port 18492 2> "$WORK/processor.log" & PIDS+=($!)
-    ROLES+=(processor); OPS+=(http://127.0.0.1:18492)
+    three_roles
 else
-    "$TESSERA" --data "$WORK/data" serve --port "$PORT" 2> "$WORK/serve.log" & PIDS+=($!)
+    "$TESSERA" "${STORE[@]}" serve --port "$PORT" 2> "$WORK/serve.log" & PIDS+=($!)
     ROLES+=(serve); OPS+=("$BASE")
+    for _ in $(seq 150); do curl -fs "$BASE/healthz" >/dev/null && break; sleep 0.2; done
 fi
-for _ in $(seq 150); do curl -fs "$BASE/healthz" >/dev/null && break; sleep 0.2; done
 
 # Storage transactions of every role, summed from their /metrics.
 transactions() {
@@ -109,6 +122,11 @@ for i in "${!PIDS[@]}"; do
     echo "peak memory of ${ROLES[$i]}: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[$i]}/status")"
 done
 [ "${MOSAIC:-1}" = 0 ] && exit 0
+if [ "$BACKEND" = embedded ] && [ "${SPLIT:-0}" = 1 ]; then
+    kill "${PIDS[@]}"; wait "${PIDS[@]}" 2>/dev/null || true
+    echo "serve stopped: the mosaics by web, controller and processor as three processes"
+    three_roles
+fi
 
 # The event's mosaic of every photo, through the queues: how long the web took to answer, and
 # how long to the mosaic done.

@@ -42,13 +42,13 @@ else
 fi
 export TESSERA_TEST_PYTHON="$PWD/.tools/venv/bin/python"
 
-step "Chromium and chromedriver (the browser test)"
-if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+step "Chromium and chromedriver (the browser test), poppler-utils (the boards' PDFs read back)"
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || [ ! -x /usr/bin/pdftoppm ]; then
   if [ "$(id -u)" -eq 0 ]; then
     apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
+    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver poppler-utils
   else
-    echo "Chromium is missing: run as root, or: sudo apt-get install -y chromium chromium-driver" >&2
+    echo "Chromium or poppler-utils is missing: run as root, or: sudo apt-get install -y chromium chromium-driver poppler-utils" >&2
   fi
 fi
 

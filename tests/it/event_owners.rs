@@ -461,6 +461,7 @@ async fn photos_waiting(app: &TestApp, event: Uuid, count: usize) {
                     held: None,
                     review: None,
                     consent: None,
+                    cell: None,
                 };
                 events
                     .claim_slots(event, guest, &[photo.id], 0)

@@ -11,6 +11,7 @@ mod conformance;
 mod contract;
 mod crash;
 mod doors;
+mod event_boards;
 mod event_mosaics;
 mod event_owners;
 mod function_length;

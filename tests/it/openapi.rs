@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 45] = [
+const ROUTES: [(&str, &str); 47] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("POST", "/api/v1/sizing"),
@@ -56,6 +56,8 @@ const ROUTES: [(&str, &str); 45] = [
     ("GET", "/api/v1/events/{id}/photos"),
     ("POST", "/api/v1/events/{id}/photos"),
     ("DELETE", "/api/v1/events/{id}/photos"),
+    ("GET", "/api/v1/events/{id}/board.pdf"),
+    ("POST", "/api/v1/events/{id}/sheets"),
     ("POST", "/api/v1/events/{id}/decisions"),
     ("POST", "/api/v1/events/{id}/photos/{photo}/verdict"),
     ("PATCH", "/api/v1/events/{id}/photos/{photo}"),

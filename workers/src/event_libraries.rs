@@ -252,7 +252,12 @@ async fn tile_made_now(
     };
     let (photo_tile, caption) = (photo.tile_name(), photo.name.clone());
     let made = on_background_thread(ASSEMBLY_NICE, move || {
-        crate::photo_preparation::prepared_photo(&photo_tile, &caption, &bytes)
+        crate::photo_preparation::prepared_photo(
+            &photo_tile,
+            &caption,
+            &bytes,
+            tessera_shared::events::THUMBNAIL_SIDE,
+        )
     })
     .await
     .map_err(Failure::retry_because)?;

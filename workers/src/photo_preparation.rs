@@ -76,12 +76,22 @@ async fn prepare(
         Err(EventError::Storage(StorageError::NotFound(_))) => return Ok(()),
         Err(e) => return Err(retry(e)),
     };
+    let event = match events.get(event_id).await {
+        Ok(event) => Some(event),
+        Err(EventError::NotFound(_)) => None,
+        Err(e) => return Err(retry(e)),
+    };
+    // A board's photo is printed as a sticker from its square thumbnail: made that large.
+    let side = event
+        .as_ref()
+        .and_then(|e| e.board.as_ref())
+        .map_or(THUMBNAIL_SIDE, |b| b.sticker_px().max(THUMBNAIL_SIDE));
     // Below the web's threads, in a process that runs both: a guest's request is answered
     // first, and photos are prepared with what is left.
     let (tile, caption) = (photo.tile_name(), photo.name.clone());
     let screenshot = screen_shaped_png(&bytes);
     let made = crate::job_work::on_background_thread(PREPARATION_NICE, move || {
-        prepared_photo(&tile, &caption, &bytes).map(|made| {
+        prepared_photo(&tile, &caption, &bytes, side).map(|made| {
             let index = made.tile.to_bytes();
             (
                 made.thumbnail,
@@ -105,11 +115,6 @@ async fn prepare(
         .put_tile(event_id, photo_id, index.into())
         .await
         .map_err(retry)?;
-    let event = match events.get(event_id).await {
-        Ok(event) => Some(event),
-        Err(EventError::NotFound(_)) => None,
-        Err(e) => return Err(retry(e)),
-    };
     let held = match &event {
         Some(event) if event.settings.screen => {
             held_because(events, request.clone(), (likeness, spread, screenshot))
@@ -132,7 +137,10 @@ async fn prepare(
         (Some(photo), Some(event)) if photo.review.as_ref().is_some_and(Review::pending) => {
             offer(reviews, client, event, photo).await?;
         }
-        (Some(photo), _) if photo.state == PhotoState::Approved => {
+        (Some(photo), event) if photo.state == PhotoState::Approved => {
+            if let Some(event) = event {
+                events.place_if_in(event, photo).await.map_err(retry)?;
+            }
             events.touch_changed(event_id).await.map_err(retry)?;
         }
         _ => {}
@@ -258,9 +266,10 @@ pub(crate) fn prepared_photo(
     tile: &str,
     caption: &str,
     bytes: &[u8],
+    thumbnail_side: u32,
 ) -> Result<tessera_engine::PreparedPhoto, String> {
     let options = tessera_engine::ImportOptions::default();
-    let thumbnail = (THUMBNAIL_SIDE, THUMBNAIL_QUALITY);
+    let thumbnail = (thumbnail_side, THUMBNAIL_QUALITY);
     tessera_engine::Library::from_photo((tile, caption), bytes, &options, thumbnail)
 }
 

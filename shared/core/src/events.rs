@@ -180,6 +180,9 @@ pub struct EventPhoto {
     /// event asks for consent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consent: Option<String>,
+    /// Its cell on the event's board, once placed: kept for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell: Option<board::Cell>,
 }
 
 /// A photo offered to the event's classifier, and its verdict once it came.
@@ -227,6 +230,8 @@ pub use crate::event_settings::{EventSettings, Overflow};
 pub use browse::{PhotoFilter, PhotoPage};
 pub use likeness::NEAR_DUPLICATE_BITS;
 
+pub mod board;
+pub mod board_pdf;
 mod browse;
 mod retention;
 
@@ -281,6 +286,10 @@ pub struct EventRecord {
     /// The event's mosaics, oldest first.
     #[serde(default)]
     pub mosaics: Vec<Uuid>,
+    /// The board its photos are stuck on, for an event made as one: each photo in gets its
+    /// cell at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board: Option<board::Board>,
     /// The target's colours on a coarse grid ([`crate::wishlist::target_colours`]).
     #[serde(default)]
     pub target_colours: Vec<[u8; 3]>,

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::events::{EventPhoto, EventStore, PhotoState, Shelf};
+use tessera_shared::events::{EventPhoto, EventRecord, EventStore, PhotoState, Shelf};
 
 use crate::api::owned_event::OwnedEvent;
 use crate::api_error::{ApiError, ApiResult};
@@ -47,13 +47,15 @@ pub struct BulkDecided {
 }
 
 /// Decides `state` for photo `photo`: the photo as it is afterwards (none if the event does
-/// not hold it), and whether the photos in the event's mosaics changed.
+/// not hold it), and whether the photos in the event's mosaics changed. On a board, a photo
+/// put in gets its cell at once.
 pub(crate) async fn decide_one(
     events: &EventStore,
-    event: Uuid,
+    record: &EventRecord,
     photo: Uuid,
     state: PhotoState,
 ) -> ApiResult<Option<(EventPhoto, bool)>> {
+    let event = record.id;
     let mut changes_mosaic = false;
     let decided = events
         .update_photo(event, photo, |p| {
@@ -73,7 +75,13 @@ pub(crate) async fn decide_one(
             true
         })
         .await?;
-    Ok(decided.map(|p| (p, changes_mosaic)))
+    let Some(mut decided) = decided else {
+        return Ok(None);
+    };
+    if decided.cell.is_none() && record.board.is_some() {
+        decided.cell = events.place_if_in(record, &decided).await?;
+    }
+    Ok(Some((decided, changes_mosaic)))
 }
 
 /// Approve or leave out many photos at once (the owner).
@@ -104,7 +112,7 @@ pub async fn decide_many(
         photos,
         every,
     } = decision.into_inner();
-    let record = owned.record;
+    let record = &owned.record;
     let events = state.platform.events();
     let photos = match (photos.is_empty(), every) {
         (false, None) if photos.len() <= MAX_DECISIONS => photos,
@@ -134,7 +142,7 @@ pub async fn decide_many(
     let outcomes: Vec<_> = stream::iter(photos)
         .map(|photo| {
             let events = &events;
-            async move { (photo, decide_one(events, record.id, photo, to).await) }
+            async move { (photo, decide_one(events, record, photo, to).await) }
         })
         .buffer_unordered(AT_ONCE)
         .collect()
@@ -157,7 +165,7 @@ pub async fn decide_many(
     }
     if mosaic_changed {
         events.touch_changed(record.id).await?;
-        crate::api::event_auto::schedule(&state, &record);
+        crate::api::event_auto::schedule(&state, record);
     }
     Ok(HttpResponse::Ok().json(answer))
 }

@@ -69,6 +69,10 @@ pub struct PhotoView {
     /// The consent line its guest agreed to, when the event asks for one (the owner's view).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consent: Option<String>,
+    /// Its cell on the event's board (row and column from 1, as printed), once placed: it never
+    /// changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell: Option<tessera_shared::events::board::Cell>,
 }
 
 /// A classifier's verdict on a photo, or that it waits for one.
@@ -98,6 +102,7 @@ impl From<&EventPhoto> for PhotoView {
                 reason: r.reason.clone(),
             }),
             consent: p.consent.clone(),
+            cell: p.cell,
         }
     }
 }
@@ -177,6 +182,48 @@ pub struct EventView {
     /// When they went, if they did.
     #[serde(with = "time::serde::rfc3339::option")]
     pub photos_erased_at: Option<OffsetDateTime>,
+    /// The board, for an event made as one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub board: Option<BoardView>,
+}
+
+/// An event's board: its grid, its stickers, the target's colour in each cell.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BoardView {
+    pub cols: u32,
+    pub rows: u32,
+    /// A cell's side, and a sticker's, in millimetres.
+    pub sticker_mm: f64,
+    /// The stickers' print resolution.
+    pub dpi: u32,
+    /// How far a sticker's colour moves toward its cell's at most (CIEDE2000).
+    pub shift_cap: f32,
+    /// The target's colour in each cell (`#rrggbb`), row by row.
+    pub cells: Vec<String>,
+    /// Cells given a photo so far.
+    pub placed: usize,
+}
+
+impl BoardView {
+    async fn of(state: &AppState, record: &EventRecord) -> ApiResult<Option<BoardView>> {
+        let Some(board) = &record.board else {
+            return Ok(None);
+        };
+        let placed = state.platform.events().placed(record.id).await?.len();
+        Ok(Some(BoardView {
+            cols: board.cols,
+            rows: board.rows,
+            sticker_mm: board.sticker_mm,
+            dpi: board.dpi,
+            shift_cap: board.shift_cap,
+            cells: board
+                .cells
+                .iter()
+                .map(|c| format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2]))
+                .collect(),
+            placed,
+        }))
+    }
 }
 
 impl EventView {
@@ -247,6 +294,7 @@ impl EventView {
                 .photos_expire_at()
                 .filter(|_| record.erased_at.is_none()),
             photos_erased_at: record.erased_at,
+            board: BoardView::of(state, record).await?,
         })
     }
 }
@@ -363,6 +411,8 @@ struct EventForm {
     name: Option<String>,
     /// The event's settings as sent, by name ([`tessera_shared::event_settings::EVENT_FIELDS`]).
     settings: BTreeMap<&'static str, String>,
+    /// The board's fields as sent ([`crate::api::event_boards::BOARD_FIELDS`]).
+    board: BTreeMap<&'static str, String>,
 }
 
 async fn read_event_form(payload: &mut Multipart, state: &AppState) -> ApiResult<EventForm> {
@@ -371,6 +421,16 @@ async fn read_event_form(payload: &mut Multipart, state: &AppState) -> ApiResult
     let mut clock = BodyClock::new(&state.settings);
     while let Some(mut field) = clock.field(payload).await? {
         let name = field_name(&field);
+        if let Some(&board) = crate::api::event_boards::BOARD_FIELDS
+            .iter()
+            .find(|f| **f == name)
+        {
+            let text = read_text(&mut field, &mut clock, &name).await?;
+            if form.board.insert(board, text).is_some() {
+                return Err(duplicate(&name));
+            }
+            continue;
+        }
         let setting = event_field(&name).map(|f| f.name);
         if setting.is_none() && name != "name" {
             // The image and the job's fields, as a job submission reads them.
@@ -454,11 +514,13 @@ pub async fn create(
     let probe = probe_target(&image, state.settings.max_input_pixels)?;
     let _room = state.decode_memory.room_for(probe.decode_bytes).await?;
     let bytes = image.clone();
-    // The target checked whole, then its colours for the wish list.
-    let target_colours = tokio::task::spawn_blocking(move || {
+    // The target checked whole, then its colours for the wish list (and the board's cells).
+    let board_fields = std::mem::take(&mut form.board);
+    let (target_colours, board) = tokio::task::spawn_blocking(move || {
         verify_target(&bytes, &probe)?;
         let img = tessera_engine::decode_target(&bytes, [255; 3]).map_err(ApiError::internal)?;
-        Ok::<_, ApiError>(tessera_shared::wishlist::target_colours(&img))
+        let board = crate::api::event_boards::board_from(&board_fields, &img)?;
+        Ok::<_, ApiError>((tessera_shared::wishlist::target_colours(&img), board))
     })
     .await
     .map_err(ApiError::internal)??;
@@ -478,6 +540,7 @@ pub async fn create(
         settings,
         photos: Vec::new(),
         mosaics: Vec::new(),
+        board,
         target_colours,
         maker: Some(Maker {
             client,
@@ -566,7 +629,7 @@ pub async fn decide(
     let record = owned.record;
     let events = state.platform.events();
     let (decided, changes_mosaic) =
-        crate::api::event_moderation::decide_one(&events, record.id, photo, decision.state)
+        crate::api::event_moderation::decide_one(&events, &record, photo, decision.state)
             .await?
             .ok_or_else(|| photo_not_found(photo))?;
     if changes_mosaic {

@@ -267,6 +267,7 @@ async fn store_photos(
             held: None,
             review: None,
             consent: consent.clone(),
+            cell: None,
         };
         events.put_photo(record.id, photo.id, file.bytes).await?;
         events.add_photo(record.id, &photo).await?;

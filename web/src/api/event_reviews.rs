@@ -112,6 +112,10 @@ pub async fn give(
         })
         .await?
         .ok_or_else(|| photo_not_found(photo))?;
+    let mut decided = decided;
+    if decided.cell.is_none() && record.board.is_some() {
+        decided.cell = events.place_if_in(&record, &decided).await?;
+    }
     if changes_mosaic {
         events.touch_changed(record.id).await?;
         crate::api::event_auto::schedule(&state, &record);

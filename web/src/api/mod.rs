@@ -8,6 +8,7 @@ pub mod draft_previews;
 pub mod dzi;
 pub mod error_sets;
 pub mod event_auto;
+pub mod event_boards;
 pub mod event_jobs;
 pub mod event_moderation;
 pub mod event_mosaics;
@@ -131,6 +132,12 @@ fn event_routes(scope: actix_web::Scope) -> actix_web::Scope {
                 .route(web::get().to(event_photo_pages::list))
                 .route(web::post().to(event_photos::contribute))
                 .route(web::delete().to(event_photos::erase_mine)),
+        )
+        .service(
+            resource("/events/{id}/board.pdf", "GET").route(web::get().to(event_boards::board_pdf)),
+        )
+        .service(
+            resource("/events/{id}/sheets", "POST").route(web::post().to(event_boards::take_sheet)),
         )
         .service(
             resource("/events/{id}/decisions", "POST")

@@ -69,6 +69,8 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         event_mosaics::decide,
         crate::api::event_photo_pages::list,
         event_moderation::decide_many,
+        crate::api::event_boards::board_pdf,
+        crate::api::event_boards::take_sheet,
         crate::api::event_reviews::give,
         event_photos::erase_mine,
         event_mosaics::withdraw,

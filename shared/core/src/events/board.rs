@@ -1,0 +1,563 @@
+//! Boards: an event printed as a sticker wall. The board is a fixed grid over the target; each
+//! photo, once in (approved, or prepared when approval is off), is given the free cell where it
+//! costs least at once, and keeps it for good: its sticker goes on the printed board.
+//!
+//! A cell is claimed by a blob of its own written only if absent (`board/cells/{row}-{col}`,
+//! naming the photo), so two photos placed at once never get the same cell, whatever the
+//! processes; the photo's record then names the cell, and an empty marker
+//! (`board/placed/{row}-{col}.{photo}`) lets one listing show the whole board. A sticker is
+//! printed once across printer stations the same way (`board/printed/{row}-{col}`).
+//!
+//! Which free cell: the cheapest by CIEDE2000 between the photo's colour and the cell's, but
+//! among the cells nearly as cheap ([`NEAR_BEST`]) the one whose colour the free cells have
+//! most of, so that the rarer colours stay free for the photos that match them.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use tessera_engine::color::{ciede2000, srgb_to_lab};
+use uuid::Uuid;
+
+use super::{EventError, EventStore, forget};
+use crate::storage::{BlobStoreExt, PutMode, StorageError};
+
+/// Cells costing at most this much more than the cheapest free one (CIEDE2000) are as good for
+/// the photo: of them it takes the most common colour.
+pub const NEAR_BEST: f64 = 3.0;
+/// Cells within this distance (CIE76) of a cell's colour count as its colour.
+const SAME_COLOUR: f64 = 6.0;
+/// Boards with at most this many cells free place each photo by a whole assignment
+/// ([`Board::choose`]): its cost grows with the cube of the free cells.
+pub const ASSIGNED_UP_TO: usize = 250;
+/// Board sides in cells.
+pub const BOARD_SIDE: std::ops::RangeInclusive<u32> = 2..=400;
+/// A board's cells at most (Luster's College Football Playoff board had 5,104).
+pub const MAX_BOARD_CELLS: u32 = 40_000;
+/// A sticker's side in millimetres.
+pub const STICKER_MM: std::ops::RangeInclusive<f64> = 10.0..=100.0;
+/// The colour shift's cap a board takes unless its owner chooses (CIEDE2000 units).
+pub const DEFAULT_SHIFT_CAP: f32 = 10.0;
+/// Attempts to claim a cell before a photo is left for the next try (each failed one means
+/// another photo took the cell meanwhile).
+const CLAIM_TRIES: usize = 16;
+
+/// A board: its grid, the stickers' size and print, and the target's colour in each cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Board {
+    pub cols: u32,
+    pub rows: u32,
+    /// A cell's side on the board, and so a sticker's, in millimetres.
+    pub sticker_mm: f64,
+    /// The stickers' print resolution.
+    pub dpi: u32,
+    /// How far a sticker's colour is moved toward its cell's at most (CIEDE2000 units, as
+    /// AndreaMosaic's colour change; 0: never).
+    pub shift_cap: f32,
+    /// The target's mean colour in each cell, row by row.
+    pub cells: Vec<[u8; 3]>,
+}
+
+/// A cell of a board, as printed: row and column from 1.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
+pub struct Cell {
+    pub row: u32,
+    pub col: u32,
+}
+
+impl Cell {
+    /// `R12-C030` style: the name its claim blobs use (sorted by row, then column).
+    fn key(self) -> String {
+        format!("{:04}-{:04}", self.row, self.col)
+    }
+
+    fn parse(key: &str) -> Option<Cell> {
+        let (row, col) = key.split_once('-')?;
+        Some(Cell {
+            row: row.parse().ok()?,
+            col: col.parse().ok()?,
+        })
+    }
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "row {}, column {}", self.row, self.col)
+    }
+}
+
+/// A placed photo as the board's listing shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placed {
+    pub cell: Cell,
+    pub photo: Uuid,
+    /// When it was placed.
+    pub at: time::OffsetDateTime,
+}
+
+impl Board {
+    /// The board over a target whose cells' mean colours are `cells` (row by row).
+    pub fn new(cols: u32, rows: u32, sticker_mm: f64, cells: Vec<[u8; 3]>) -> Board {
+        Board {
+            cols,
+            rows,
+            sticker_mm,
+            dpi: crate::print::DEFAULT_DPI,
+            shift_cap: DEFAULT_SHIFT_CAP,
+            cells,
+        }
+    }
+
+    /// The cells' colours of a `cols` x `rows` board over `target`: the target's centre at
+    /// the board's shape (square cells), each cell's mean.
+    pub fn cells_over(target: &image::RgbImage, cols: u32, rows: u32) -> Vec<[u8; 3]> {
+        let (w, h) = (target.width() as f64, target.height() as f64);
+        let aspect = f64::from(cols) / f64::from(rows);
+        let (cw, ch) = if w / h > aspect {
+            (h * aspect, h)
+        } else {
+            (w, w / aspect)
+        };
+        let (x0, y0) = ((w - cw) / 2.0, (h - ch) / 2.0);
+        let (sx, sy) = (cw / f64::from(cols), ch / f64::from(rows));
+        let mut cells = Vec::with_capacity(cols as usize * rows as usize);
+        for r in 0..rows {
+            for c in 0..cols {
+                let xs = (x0 + f64::from(c) * sx) as u32
+                    ..((x0 + f64::from(c + 1) * sx).ceil() as u32).min(target.width());
+                let ys = (y0 + f64::from(r) * sy) as u32
+                    ..((y0 + f64::from(r + 1) * sy).ceil() as u32).min(target.height());
+                let mut sum = [0u64; 3];
+                let mut n = 0u64;
+                for y in ys {
+                    for x in xs.clone() {
+                        let p = target.get_pixel(x, y);
+                        for k in 0..3 {
+                            sum[k] += u64::from(p[k]);
+                        }
+                        n += 1;
+                    }
+                }
+                cells.push(sum.map(|v| (v / n.max(1)) as u8));
+            }
+        }
+        cells
+    }
+
+    /// How many cells it has.
+    pub fn len(&self) -> usize {
+        self.cols as usize * self.rows as usize
+    }
+
+    /// True for a board of no cells (never made).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The target's colour in `cell`.
+    pub fn colour(&self, cell: Cell) -> [u8; 3] {
+        self.cells[self.at(cell)]
+    }
+
+    fn at(&self, cell: Cell) -> usize {
+        (cell.row as usize - 1) * self.cols as usize + cell.col as usize - 1
+    }
+
+    fn cell(&self, at: usize) -> Cell {
+        Cell {
+            row: (at / self.cols as usize) as u32 + 1,
+            col: (at % self.cols as usize) as u32 + 1,
+        }
+    }
+
+    /// A sticker's side in pixels at the board's resolution.
+    pub fn sticker_px(&self) -> u32 {
+        (self.sticker_mm / 25.4 * f64::from(self.dpi)).round() as u32
+    }
+
+    /// The free cell a photo of colour `colour` should take, `taken` the cells claimed (by
+    /// index, row by row) and `expected` the colours of the photos it expects next (those in
+    /// and not placed yet first, then a sample of those placed, as the photos still to come
+    /// will be like them); none when the board is full.
+    ///
+    /// While few cells are free ([`ASSIGNED_UP_TO`]), the photo takes its cell in the best
+    /// assignment of itself and the expected photos to the free cells (the Hungarian method,
+    /// on the colour error after the capped shift): a cell another photo is likely to need more
+    /// is left to it. Past that, the cheapest cell, of those nearly as cheap the colour the
+    /// free cells have most of.
+    pub fn choose(&self, colour: [u8; 3], taken: &[bool], expected: &[[u8; 3]]) -> Option<Cell> {
+        let free: Vec<usize> = (0..self.len())
+            .filter(|&i| !taken.get(i).copied().unwrap_or(false))
+            .collect();
+        if free.is_empty() {
+            return None;
+        }
+        if free.len() <= ASSIGNED_UP_TO && !expected.is_empty() {
+            let cost = |p: [u8; 3], cell: usize| self.error(p, self.cells[cell]);
+            let rows: Vec<[u8; 3]> = std::iter::once(colour)
+                .chain(expected.iter().copied().cycle().take(free.len() - 1))
+                .collect();
+            let costs: Vec<Vec<f64>> = rows
+                .iter()
+                .map(|&p| free.iter().map(|&c| cost(p, c)).collect())
+                .collect();
+            let assigned = assignment(&costs);
+            return Some(self.cell(free[assigned[0]]));
+        }
+        self.nearest(colour, &free)
+    }
+
+    /// The colour error of a sticker of colour `photo` in a cell of colour `cell`, after its
+    /// capped shift (CIEDE2000).
+    pub fn error(&self, photo: [u8; 3], cell: [u8; 3]) -> f64 {
+        let lab = |c: [u8; 3]| srgb_to_lab([c[0] as f64, c[1] as f64, c[2] as f64]);
+        let (p, s) = (lab(photo), capped_shift(photo, cell, self.shift_cap));
+        ciede2000([p[0] + s[0], p[1] + s[1], p[2] + s[2]], lab(cell))
+    }
+
+    /// Of the `free` cells, the cheapest for `colour`, of those nearly as cheap the colour the
+    /// free cells have most of.
+    fn nearest(&self, colour: [u8; 3], free: &[usize]) -> Option<Cell> {
+        let lab = |c: [u8; 3]| srgb_to_lab([c[0] as f64, c[1] as f64, c[2] as f64]);
+        let free: Vec<(usize, [f64; 3])> = free.iter().map(|&i| (i, lab(self.cells[i]))).collect();
+        let costs: Vec<f64> = free
+            .iter()
+            .map(|&(i, _)| self.error(colour, self.cells[i]))
+            .collect();
+        let best = costs.iter().copied().fold(f64::INFINITY, f64::min);
+        let near: Vec<usize> = (0..free.len())
+            .filter(|&k| costs[k] <= best + NEAR_BEST)
+            .collect();
+        let common = |k: usize| {
+            let c = free[k].1;
+            free.iter()
+                .filter(|(_, o)| {
+                    let d: f64 = (0..3).map(|i| (o[i] - c[i]).powi(2)).sum();
+                    d <= SAME_COLOUR * SAME_COLOUR
+                })
+                .count()
+        };
+        let chosen = near.into_iter().max_by(|&a, &b| {
+            common(a)
+                .cmp(&common(b))
+                .then(costs[b].total_cmp(&costs[a]))
+                .then(free[b].0.cmp(&free[a].0))
+        })?;
+        Some(self.cell(free[chosen].0))
+    }
+}
+
+/// The least-cost assignment of the rows of `costs` (a square matrix) to its columns: each
+/// row's column (the Hungarian method, O(n³)).
+pub fn assignment(costs: &[Vec<f64>]) -> Vec<usize> {
+    let n = costs.len();
+    let (mut u, mut v) = (vec![0.0; n + 1], vec![0.0; n + 1]);
+    let (mut p, mut way) = (vec![0usize; n + 1], vec![0usize; n + 1]);
+    for i in 1..=n {
+        p[0] = i;
+        let mut j0 = 0;
+        let mut minv = vec![f64::INFINITY; n + 1];
+        let mut used = vec![false; n + 1];
+        loop {
+            used[j0] = true;
+            let (i0, mut delta, mut j1) = (p[j0], f64::INFINITY, 0);
+            for j in 1..=n {
+                if !used[j] {
+                    let cur = costs[i0 - 1][j - 1] - u[i0] - v[j];
+                    if cur < minv[j] {
+                        minv[j] = cur;
+                        way[j] = j0;
+                    }
+                    if minv[j] < delta {
+                        delta = minv[j];
+                        j1 = j;
+                    }
+                }
+            }
+            for j in 0..=n {
+                if used[j] {
+                    u[p[j]] += delta;
+                    v[j] -= delta;
+                } else {
+                    minv[j] -= delta;
+                }
+            }
+            j0 = j1;
+            if p[j0] == 0 {
+                break;
+            }
+        }
+        loop {
+            let j1 = way[j0];
+            p[j0] = p[j1];
+            j0 = j1;
+            if j0 == 0 {
+                break;
+            }
+        }
+    }
+    let mut of_row = vec![0; n];
+    for j in 1..=n {
+        if p[j] > 0 {
+            of_row[p[j] - 1] = j - 1;
+        }
+    }
+    of_row
+}
+
+/// A sticker's colour moved toward its cell's: the shift in Lab from `photo`'s mean toward
+/// `cell`'s, no longer than `cap` (CIE76 units, which CIEDE2000 never exceeds by much), to add
+/// to each pixel's Lab.
+pub fn capped_shift(photo: [u8; 3], cell: [u8; 3], cap: f32) -> [f64; 3] {
+    let lab = |c: [u8; 3]| srgb_to_lab([c[0] as f64, c[1] as f64, c[2] as f64]);
+    let (p, c) = (lab(photo), lab(cell));
+    let d = [c[0] - p[0], c[1] - p[1], c[2] - p[2]];
+    let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+    let scale = if len > f64::from(cap) && len > 0.0 {
+        f64::from(cap) / len
+    } else {
+        1.0
+    };
+    [d[0] * scale, d[1] * scale, d[2] * scale]
+}
+
+impl EventStore {
+    /// The board's cells claimed so far, and by which photo.
+    pub async fn placed(&self, event: Uuid) -> Result<Vec<Placed>, EventError> {
+        let prefix = format!("events/{event}/board/placed/");
+        let listed = match self.blobs.list_all(&prefix).await {
+            Ok(listed) => listed,
+            Err(StorageError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        let mut placed: Vec<Placed> = listed
+            .iter()
+            .filter_map(|b| {
+                let (cell, photo) = b.key.strip_prefix(&prefix)?.split_once('.')?;
+                Some(Placed {
+                    cell: Cell::parse(cell)?,
+                    photo: photo.parse().ok()?,
+                    at: b.last_modified,
+                })
+            })
+            .collect();
+        placed.sort_by_key(|p| (p.at, p.cell));
+        Ok(placed)
+    }
+
+    /// The cells claimed, placed or not yet (a claim's marker follows it).
+    async fn claimed(&self, event: Uuid) -> Result<Vec<Cell>, EventError> {
+        let prefix = format!("events/{event}/board/cells/");
+        match self.blobs.list_all(&prefix).await {
+            Ok(listed) => Ok(listed
+                .iter()
+                .filter_map(|b| Cell::parse(b.key.strip_prefix(&prefix)?))
+                .collect()),
+            Err(StorageError::NotFound(_)) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Gives photo `photo` (of colour `colour`) its cell on `board`, unless it has one: the
+    /// cell chosen, claimed so that no other photo takes it, and named in the photo's record.
+    /// `Ok(None)` when the board is full (or the photo is gone).
+    pub async fn place(
+        &self,
+        event: Uuid,
+        board: &Board,
+        photo: Uuid,
+        colour: [u8; 3],
+    ) -> Result<Option<Cell>, EventError> {
+        let Some(record) = self.find_photo(event, photo).await? else {
+            return Ok(None);
+        };
+        if let Some(cell) = record.cell {
+            return Ok(Some(cell));
+        }
+        let mut taken = vec![false; board.len()];
+        for cell in self.claimed(event).await? {
+            if (1..=board.rows).contains(&cell.row) && (1..=board.cols).contains(&cell.col) {
+                taken[board.at(cell)] = true;
+            }
+        }
+        let expected = self.expected_photos(event, photo).await?;
+        for _ in 0..CLAIM_TRIES {
+            let (chooser, seen) = (board.clone(), taken.clone());
+            let expected = expected.clone();
+            let chosen =
+                tokio::task::spawn_blocking(move || chooser.choose(colour, &seen, &expected))
+                    .await
+                    .map_err(|e| StorageError::Other(e.to_string().into()))?;
+            let Some(cell) = chosen else {
+                return Ok(None);
+            };
+            let claim = format!("events/{event}/board/cells/{}", cell.key());
+            let named = Bytes::from(photo.to_string());
+            match self.blobs.put(&claim, named, PutMode::CreateNew).await {
+                Ok(_) => {}
+                Err(StorageError::AlreadyExists(_)) => {
+                    // Taken meanwhile (or by this photo, on a try after a crash).
+                    if self.blobs.get(&claim).await.ok().as_deref()
+                        == Some(photo.to_string().as_bytes())
+                    {
+                        return self.name_cell(event, photo, cell).await.map(Some);
+                    }
+                    taken[board.at(cell)] = true;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            return match self.name_cell(event, photo, cell).await {
+                Ok(cell) => Ok(Some(cell)),
+                Err(e) => {
+                    // The photo keeps no cell: the claim goes, for another photo.
+                    let _ = forget(self.blobs.delete(&claim).await);
+                    Err(e)
+                }
+            };
+        }
+        Err(StorageError::Transient(
+            format!("photo {photo}: every cell it tried was taken meanwhile").into(),
+        )
+        .into())
+    }
+
+    /// The colours of the photos expected after `photo`: those in and not placed yet, then
+    /// those placed (newest first), standing for the photos still to come.
+    async fn expected_photos(&self, event: Uuid, photo: Uuid) -> Result<Vec<[u8; 3]>, EventError> {
+        let placed: std::collections::HashSet<Uuid> = self
+            .placed(event)
+            .await?
+            .into_iter()
+            .map(|p| p.photo)
+            .collect();
+        let approved = self.shelf(event, super::Shelf::Approved).await?;
+        let (pending, done): (Vec<_>, Vec<_>) = approved
+            .iter()
+            .filter(|p| p.id != photo)
+            .partition(|p| !placed.contains(&p.id));
+        Ok(pending
+            .iter()
+            .chain(done.iter().rev())
+            .filter_map(|p| p.colour)
+            .collect())
+    }
+
+    /// Names `cell` in photo `photo`'s record (the one it keeps, if it had one already) and
+    /// lists it on the board.
+    async fn name_cell(&self, event: Uuid, photo: Uuid, cell: Cell) -> Result<Cell, EventError> {
+        let record = self
+            .update_photo(event, photo, |p| {
+                if p.cell.is_some() {
+                    return false;
+                }
+                p.cell = Some(cell);
+                true
+            })
+            .await?;
+        let cell = record.and_then(|r| r.cell).unwrap_or(cell);
+        let marker = format!("events/{event}/board/placed/{}.{photo}", cell.key());
+        self.blobs
+            .put(&marker, Bytes::new(), PutMode::Overwrite)
+            .await?;
+        Ok(cell)
+    }
+
+    /// Places `photo` on `record`'s board if the event is one and the photo is in (approved
+    /// and prepared) without a cell yet: its cell, if it has one now.
+    pub async fn place_if_in(
+        &self,
+        record: &super::EventRecord,
+        photo: &super::EventPhoto,
+    ) -> Result<Option<Cell>, EventError> {
+        let (Some(board), Some(colour)) = (&record.board, photo.colour) else {
+            return Ok(None);
+        };
+        if photo.cell.is_some() || !photo.prepared || photo.state != super::PhotoState::Approved {
+            return Ok(photo.cell);
+        }
+        self.place(record.id, board, photo.id, colour).await
+    }
+
+    /// Claims the printing of the stickers of `cells` for one sheet: those no other sheet took,
+    /// in the order given.
+    pub async fn claim_printing(
+        &self,
+        event: Uuid,
+        cells: &[Cell],
+    ) -> Result<Vec<Cell>, EventError> {
+        let mut mine = Vec::new();
+        for &cell in cells {
+            let key = format!("events/{event}/board/printed/{}", cell.key());
+            match self.blobs.put(&key, Bytes::new(), PutMode::CreateNew).await {
+                Ok(_) => mine.push(cell),
+                Err(StorageError::AlreadyExists(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(mine)
+    }
+
+    /// The cells whose stickers were printed.
+    pub async fn printed(&self, event: Uuid) -> Result<Vec<Cell>, EventError> {
+        let prefix = format!("events/{event}/board/printed/");
+        match self.blobs.list_all(&prefix).await {
+            Ok(listed) => Ok(listed
+                .iter()
+                .filter_map(|b| Cell::parse(b.key.strip_prefix(&prefix)?))
+                .collect()),
+            Err(StorageError::NotFound(_)) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_photo_takes_its_colours_cell_and_leaves_a_rare_colour_free() {
+        // Four grey cells and one red: a greyish-red photo near both takes a grey one.
+        let grey = [128, 128, 128];
+        let red = [200, 40, 40];
+        let board = Board::new(5, 1, 25.0, vec![grey, grey, red, grey, grey]);
+        let mut taken = vec![false; 5];
+        let red_photo = board.choose([205, 45, 42], &taken, &[]).unwrap();
+        assert_eq!(red_photo, Cell { row: 1, col: 3 });
+        taken[2] = true;
+        let grey_photo = board.choose([120, 130, 125], &taken, &[]).unwrap();
+        assert_eq!(grey_photo.row, 1);
+        assert_ne!(grey_photo.col, 3);
+        assert!(board.choose(grey, &[true; 5], &[]).is_none());
+        // A pinkish photo closer to the red cell than to grey ones leaves it to the red photo
+        // expected next, and takes a grey cell.
+        let taken = vec![false; 5];
+        let pinkish = board
+            .choose([170, 100, 100], &taken, &[[205, 45, 42]])
+            .unwrap();
+        assert_ne!(pinkish.col, 3);
+        let alone = board.choose([170, 100, 100], &taken, &[]).unwrap();
+        assert_eq!(alone.col, 3);
+    }
+
+    #[test]
+    fn the_shift_moves_toward_the_cell_no_further_than_its_cap() {
+        let shift = capped_shift([40, 40, 40], [220, 220, 220], 10.0);
+        let len = shift.iter().map(|d| d * d).sum::<f64>().sqrt();
+        assert!((len - 10.0).abs() < 1e-9, "{len}");
+        assert!(shift[0] > 0.0, "{shift:?}");
+        let small = capped_shift([100, 100, 100], [102, 100, 100], 10.0);
+        assert!(small.iter().map(|d| d * d).sum::<f64>().sqrt() < 2.0);
+    }
+}

@@ -1,0 +1,514 @@
+//! Boards (sticker walls): a 20 x 15 board, 300 photos from 30 guests approved in bursts at
+//! once: each gets a cell of its own at once and keeps it; the stickers as placed are near a
+//! mosaic's assignment made at the end; the sticker sheets and the board read back as PDFs
+//! (their sizes, rows and columns, the colour shift within its cap), each sticker printed once
+//! across two printer stations.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tessera_engine::color::{ciede2000, srgb_to_lab};
+use tessera_shared::events::board::capped_shift;
+use uuid::Uuid;
+
+use crate::support::*;
+
+const COLS: u32 = 20;
+const ROWS: u32 = 15;
+const GUESTS: usize = 30;
+const EACH: usize = 10;
+/// Each placed photo's colour and its cell's, by row and column.
+type PhotoAt = HashMap<(u64, u64), ([u8; 3], [u8; 3])>;
+/// The colour shift's cap the board is made with (CIEDE2000).
+const CAP: f32 = 10.0;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_photos_take_three_hundred_cells_for_good_on_the_embedded_store() {
+    photos_take_cells_for_good(&spawn_app().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_photos_take_three_hundred_cells_for_good_on_azurite() {
+    photos_take_cells_for_good(&spawn_app_on_azurite().await).await;
+}
+
+/// A photo of about colour `c`: a soft gradient around it, as a phone's photo of one thing.
+fn photo_of(c: [u8; 3]) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(200, 150, |x, y| {
+        let d = ((x as i32 - 100) / 10 + (y as i32 - 75) / 10) as i16;
+        image::Rgb(c.map(|v| (v as i16 + d).clamp(0, 255) as u8))
+    });
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)
+        .encode_image(&img)
+        .unwrap();
+    out
+}
+
+/// `n` colours spread over the gamut, the same on every run.
+fn colours(n: usize) -> Vec<[u8; 3]> {
+    let mut x: u32 = 0x9e37_79b9;
+    (0..n)
+        .map(|_| {
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x % 256) as u8
+            };
+            [next(), next(), next()]
+        })
+        .collect()
+}
+
+fn lab(c: [u8; 3]) -> [f64; 3] {
+    srgb_to_lab([c[0] as f64, c[1] as f64, c[2] as f64])
+}
+
+/// The colour error of `photo` in a cell of colour `cell`, its colour moved toward the cell's by
+/// `cap` at most (0: not moved).
+fn error(photo: [u8; 3], cell: [u8; 3], cap: f32) -> f64 {
+    let (p, s) = (lab(photo), capped_shift(photo, cell, cap));
+    ciede2000([p[0] + s[0], p[1] + s[1], p[2] + s[2]], lab(cell))
+}
+
+async fn photos_take_cells_for_good(app: &TestApp) {
+    let owner = Uuid::new_v4();
+    let fields = [
+        ("board_cols", "20"),
+        ("board_rows", "15"),
+        ("sticker_mm", "25"),
+        ("shift_cap", "10"),
+        ("per_guest", "0"),
+    ];
+    let event = make_event(app, owner, astronaut(), &fields).await;
+    let id = event["id"].as_str().unwrap().to_string();
+    // Refused: a board without its rows, and one too large.
+    for (bad, field) in [
+        (vec![("board_cols", "20")], "board_rows"),
+        (
+            vec![("board_cols", "400"), ("board_rows", "400")],
+            "board_cols",
+        ),
+    ] {
+        let mut form = reqwest::multipart::Form::new().text("name", "x").part(
+            "image",
+            reqwest::multipart::Part::bytes(astronaut()).file_name("a.png"),
+        );
+        for (k, v) in bad {
+            form = form.text(k, v);
+        }
+        let res = app
+            .client
+            .post(app.url("/api/v1/events"))
+            .header("X-Client-Id", owner.to_string())
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"]["field"], field, "{body}");
+    }
+
+    // 30 guests send 10 photos each at once; they wait for the owner.
+    let palette = colours(GUESTS * EACH);
+    let sent: Vec<(Uuid, Vec<String>)> = futures_util::future::join_all((0..GUESTS).map(|g| {
+        let (event, palette) = (&event, &palette);
+        async move {
+            let guest = Uuid::new_v4();
+            let files: Vec<(String, Vec<u8>)> = (0..EACH)
+                .map(|i| (format!("g{g}-{i}.jpg"), photo_of(palette[g * EACH + i])))
+                .collect();
+            let files = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+            let (status, body) = send_photos_received(app, event, guest, files, &[]).await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+            let ids = body["photos"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["id"].as_str().unwrap().to_string())
+                .collect();
+            (guest, ids)
+        }
+    }))
+    .await;
+    let colour_of: HashMap<String, [u8; 3]> = sent
+        .iter()
+        .enumerate()
+        .flat_map(|(g, (_, ids))| {
+            ids.iter()
+                .enumerate()
+                .map(move |(i, id)| (id.clone(), (g, i)))
+        })
+        .map(|(id, (g, i))| (id, palette[g * EACH + i]))
+        .collect();
+
+    // Every photo prepared (300 at once take a while on Azurite, on two cores).
+    wait_for(Duration::from_secs(300), async || {
+        let view = owner_view(app, owner, &id).await;
+        match view["counts"]["received"].as_u64() {
+            Some(0) => Ok(()),
+            other => Err(format!("photos still received: {other:?}")),
+        }
+    })
+    .await;
+    // The owner approves them in bursts: ten requests at once, then a bulk decision of the rest.
+    let ids: Vec<String> = sent.iter().flat_map(|(_, ids)| ids.clone()).collect();
+    let mut cells: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut answers = Vec::new();
+    let id = id.as_str();
+    for burst in ids[..200].chunks(10) {
+        let answered = futures_util::future::join_all(burst.iter().map(|photo| async move {
+            let started = Instant::now();
+            let res = app
+                .client
+                .patch(app.url(&format!("/api/v1/events/{id}/photos/{photo}")))
+                .header("X-Client-Id", owner.to_string())
+                .json(&json!({"state": "approved"}))
+                .send()
+                .await
+                .unwrap();
+            let status = res.status();
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(status, StatusCode::OK, "{body}");
+            (photo.clone(), body, started.elapsed())
+        }))
+        .await;
+        for (photo, body, took) in answered {
+            let cell = &body["cell"];
+            let at = (cell["row"].as_u64().unwrap(), cell["col"].as_u64().unwrap());
+            assert!(
+                (1..=ROWS as u64).contains(&at.0) && (1..=COLS as u64).contains(&at.1),
+                "{body}"
+            );
+            cells.insert(photo, at);
+            answers.push(took);
+        }
+    }
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{id}/decisions")))
+        .header("X-Client-Id", owner.to_string())
+        .json(&json!({"state": "approved", "every": "waiting"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    answers.sort();
+    let p95 = answers[answers.len() * 95 / 100];
+    eprintln!(
+        "board placement answered: p50 {:?}, p95 {p95:?}",
+        answers[answers.len() / 2]
+    );
+    assert!(p95 < Duration::from_secs(5), "p95 {p95:?}");
+
+    // Every photo has a cell, none shared, and the ones placed first kept theirs.
+    let view = owner_view(app, owner, id).await;
+    assert_eq!(
+        view["board"]["placed"],
+        (COLS * ROWS) as u64,
+        "{}",
+        view["board"]
+    );
+    let list: Value = app
+        .get_with(
+            &format!("/api/v1/events/{id}/photos?state=approved&limit=500"),
+            &[("X-Client-Id", &owner.to_string())],
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let photos = list["photos"].as_array().unwrap();
+    assert_eq!(photos.len(), GUESTS * EACH);
+    let mut taken = HashSet::new();
+    let mut placed: Vec<([u8; 3], [u8; 3])> = Vec::new();
+    let mut photo_at: PhotoAt = HashMap::new();
+    let board_colours = board_colours(&view);
+    for p in photos {
+        let cell = (
+            p["cell"]["row"].as_u64().unwrap(),
+            p["cell"]["col"].as_u64().unwrap(),
+        );
+        assert!(taken.insert(cell), "cell {cell:?} given twice");
+        let photo = p["id"].as_str().unwrap();
+        if let Some(first) = cells.get(photo) {
+            assert_eq!(*first, cell, "photo {photo} moved");
+        }
+        let at = ((cell.0 - 1) * COLS as u64 + cell.1 - 1) as usize;
+        placed.push((colour_of[photo], board_colours[at]));
+        photo_at.insert(cell, (colour_of[photo], board_colours[at]));
+    }
+    assert_eq!(taken.len(), (COLS * ROWS) as usize);
+
+    // Against the assignment made at the end of the same photos to the same cells.
+    let photo_colours: Vec<[u8; 3]> = placed.iter().map(|p| p.0).collect();
+    for cap in [CAP, 0.0] {
+        let online: f64 =
+            placed.iter().map(|&(p, c)| error(p, c, cap)).sum::<f64>() / placed.len() as f64;
+        let best = optimal_mean(&photo_colours, &board_colours, cap);
+        eprintln!(
+            "board colour error, shift cap {cap}: placed as they came {online:.2}, assigned at the end {best:.2} ({:+.1} %)",
+            (online / best - 1.0) * 100.0
+        );
+        if cap > 0.0 {
+            assert!(online <= best * 1.10, "{online} against {best}");
+        }
+    }
+
+    sheets_print_each_sticker_once(app, owner, id, &photo_at).await;
+}
+
+/// The owner's view of event `id`.
+async fn owner_view(app: &TestApp, owner: Uuid, id: &str) -> Value {
+    app.get_with(
+        &format!("/api/v1/events/{id}"),
+        &[("X-Client-Id", &owner.to_string())],
+    )
+    .await
+    .json()
+    .await
+    .unwrap()
+}
+
+/// The board's cells' colours, row by row, from the owner's view.
+fn board_colours(view: &Value) -> Vec<[u8; 3]> {
+    view["board"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let hex = c.as_str().unwrap();
+            let b = |i: usize| u8::from_str_radix(&hex[1 + i * 2..3 + i * 2], 16).unwrap();
+            [b(0), b(1), b(2)]
+        })
+        .collect()
+}
+
+/// The least mean colour error of any assignment of `photos` to `cells` (as many): the
+/// Hungarian method.
+fn optimal_mean(photos: &[[u8; 3]], cells: &[[u8; 3]], cap: f32) -> f64 {
+    let n = photos.len();
+    let cost: Vec<Vec<f64>> = photos
+        .iter()
+        .map(|&p| cells.iter().map(|&c| error(p, c, cap)).collect())
+        .collect();
+    let (mut u, mut v) = (vec![0.0; n + 1], vec![0.0; n + 1]);
+    let (mut p, mut way) = (vec![0usize; n + 1], vec![0usize; n + 1]);
+    for i in 1..=n {
+        p[0] = i;
+        let mut j0 = 0;
+        let mut minv = vec![f64::INFINITY; n + 1];
+        let mut used = vec![false; n + 1];
+        loop {
+            used[j0] = true;
+            let (i0, mut delta, mut j1) = (p[j0], f64::INFINITY, 0);
+            for j in 1..=n {
+                if !used[j] {
+                    let cur = cost[i0 - 1][j - 1] - u[i0] - v[j];
+                    if cur < minv[j] {
+                        minv[j] = cur;
+                        way[j] = j0;
+                    }
+                    if minv[j] < delta {
+                        delta = minv[j];
+                        j1 = j;
+                    }
+                }
+            }
+            for j in 0..=n {
+                if used[j] {
+                    u[p[j]] += delta;
+                    v[j] -= delta;
+                } else {
+                    minv[j] -= delta;
+                }
+            }
+            j0 = j1;
+            if p[j0] == 0 {
+                break;
+            }
+        }
+        loop {
+            let j1 = way[j0];
+            p[j0] = p[j1];
+            j0 = j1;
+            if j0 == 0 {
+                break;
+            }
+        }
+    }
+    (1..=n).map(|j| cost[p[j] - 1][j - 1]).sum::<f64>() / n as f64
+}
+
+/// Two printer stations take sheets until none waits: every sticker printed once; a sheet
+/// reads back with each sticker's row and column and its size at 300 dpi; the board's panels
+/// name every cell.
+async fn sheets_print_each_sticker_once(
+    app: &TestApp,
+    owner: Uuid,
+    id: &str,
+    photo_at: &PhotoAt,
+) {
+    let work = tempfile::tempdir().unwrap();
+    let take = |station: usize| {
+        let path = work.path().to_path_buf();
+        async move {
+            let mut sheets = Vec::new();
+            loop {
+                let res = app
+                    .client
+                    .post(app.url(&format!("/api/v1/events/{id}/sheets")))
+                    .header("X-Client-Id", owner.to_string())
+                    .send()
+                    .await
+                    .unwrap();
+                if res.status() == StatusCode::NO_CONTENT {
+                    return sheets;
+                }
+                assert_eq!(res.status(), StatusCode::OK);
+                assert_eq!(res.headers()["content-type"], "application/pdf");
+                let file = path.join(format!("sheet-{station}-{}.pdf", sheets.len()));
+                std::fs::write(&file, res.bytes().await.unwrap()).unwrap();
+                sheets.push(file);
+            }
+        }
+    };
+    let (a, b) = tokio::join!(take(0), take(1));
+    let mut printed = Vec::new();
+    for sheet in a.iter().chain(&b) {
+        printed.extend(cells_named(&pdftotext(sheet)));
+    }
+    let unique: HashSet<_> = printed.iter().copied().collect();
+    assert_eq!(
+        printed.len(),
+        (COLS * ROWS) as usize,
+        "{} stickers printed",
+        printed.len()
+    );
+    assert_eq!(unique.len(), printed.len(), "a sticker printed twice");
+    assert!(
+        !a.is_empty() && !b.is_empty(),
+        "both stations printed: {} and {}",
+        a.len(),
+        b.len()
+    );
+
+    // The first sticker of a sheet, rendered at 300 dpi, is 25 mm: 295 px within one.
+    let png = pdftoppm(&a[0], 300);
+    let side = first_sticker_side(&png);
+    assert!(
+        (294..=296).contains(&side),
+        "the sticker is {side} px across"
+    );
+
+    // The first sheet's stickers: each one's colour moved toward its cell's, no further than
+    // the cap (and the JPEGs' own error).
+    let out = std::process::Command::new("pdfimages")
+        .args(["-j", a[0].to_str().unwrap()])
+        .arg(work.path().join("im"))
+        .status()
+        .expect("pdfimages (poppler-utils) runs");
+    assert!(out.success());
+    let labels = cells_named(&pdftotext(&a[0]));
+    for (i, cell) in labels.iter().enumerate() {
+        let jpeg = work.path().join(format!("im-{i:03}.jpg"));
+        let sticker = image::open(&jpeg).unwrap().to_rgb8();
+        let mean = tessera_shared::events::board_pdf::mean_of(&sticker);
+        let (photo, target) = photo_at[cell];
+        let moved = ciede2000(lab(mean), lab(photo));
+        assert!(
+            moved <= f64::from(CAP) + 3.0,
+            "sticker {cell:?} moved {moved:.1}"
+        );
+        let (before, after) = (
+            ciede2000(lab(photo), lab(target)),
+            ciede2000(lab(mean), lab(target)),
+        );
+        assert!(
+            after <= before + 1.5,
+            "sticker {cell:?}: {before:.1} from its cell, now {after:.1}"
+        );
+    }
+    let board = app
+        .client
+        .get(app.url(&format!("/api/v1/events/{id}/board.pdf?paper=A3")))
+        .header("X-Client-Id", owner.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(board.status(), StatusCode::OK);
+    let file = work.path().join("board.pdf");
+    std::fs::write(&file, board.bytes().await.unwrap()).unwrap();
+    let text = pdftotext(&file);
+    for (r, c) in [(1, 1), (ROWS, COLS), (7, 11)] {
+        assert!(
+            text.contains(&format!("R{r} C{c}")),
+            "cell {r}, {c} not on the board"
+        );
+    }
+    assert!(text.contains("panel A1"), "{text}");
+}
+
+/// Every `R{row} C{col}` in `text`.
+fn cells_named(text: &str) -> Vec<(u64, u64)> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter_map(|w| {
+            let row = w[0].strip_prefix('R')?.parse().ok()?;
+            let col = w[1].strip_prefix('C')?.parse().ok()?;
+            Some((row, col))
+        })
+        .collect()
+}
+
+fn pdftotext(pdf: &std::path::Path) -> String {
+    let out = std::process::Command::new("pdftotext")
+        .args(["-layout", pdf.to_str().unwrap(), "-"])
+        .output()
+        .expect("pdftotext (poppler-utils) runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The first page of `pdf` rendered at `dpi`, as an image.
+fn pdftoppm(pdf: &std::path::Path, dpi: u32) -> image::RgbImage {
+    let prefix = pdf.with_extension("");
+    let status = std::process::Command::new("pdftoppm")
+        .args([
+            "-r",
+            &dpi.to_string(),
+            "-png",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            "-singlefile",
+        ])
+        .arg(pdf)
+        .arg(&prefix)
+        .status()
+        .expect("pdftoppm (poppler-utils) runs");
+    assert!(status.success());
+    image::open(prefix.with_extension("png")).unwrap().to_rgb8()
+}
+
+/// The width of the first sticker on a rendered sheet: the run of non-white pixels along the
+/// row through its middle, from the page's left margin.
+fn first_sticker_side(page: &image::RgbImage) -> u32 {
+    // The first sticker starts 10 mm from the top and left; its middle row is 12.5 mm lower.
+    let mm = |v: f64| (v / 25.4 * 300.0).round() as u32;
+    let y = mm(10.0 + 12.5);
+    let paper = |x: u32| page.get_pixel(x, y).0.iter().all(|&v| v > 250);
+    let start = (0..page.width()).find(|&x| !paper(x)).unwrap();
+    let end = (start..page.width()).find(|&x| paper(x)).unwrap();
+    end - start
+}
