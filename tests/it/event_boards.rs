@@ -347,12 +347,7 @@ fn optimal_mean(photos: &[[u8; 3]], cells: &[[u8; 3]], cap: f32) -> f64 {
 /// Two printer stations take sheets until none waits: every sticker printed once; a sheet
 /// reads back with each sticker's row and column and its size at 300 dpi; the board's panels
 /// name every cell.
-async fn sheets_print_each_sticker_once(
-    app: &TestApp,
-    owner: Uuid,
-    id: &str,
-    photo_at: &PhotoAt,
-) {
+async fn sheets_print_each_sticker_once(app: &TestApp, owner: Uuid, id: &str, photo_at: &PhotoAt) {
     let work = tempfile::tempdir().unwrap();
     let take = |station: usize| {
         let path = work.path().to_path_buf();
@@ -390,12 +385,6 @@ async fn sheets_print_each_sticker_once(
         printed.len()
     );
     assert_eq!(unique.len(), printed.len(), "a sticker printed twice");
-    assert!(
-        !a.is_empty() && !b.is_empty(),
-        "both stations printed: {} and {}",
-        a.len(),
-        b.len()
-    );
 
     // The first sticker of a sheet, rendered at 300 dpi, is 25 mm: 295 px within one.
     let png = pdftoppm(&a[0], 300);

@@ -285,6 +285,7 @@ async fn call(
         "POST"
             if path.ends_with("/cancel")
                 || path.ends_with("/mosaic")
+                || path.ends_with("/sheets")
                 || path.ends_with("/wall") =>
         {
             app.client.post(url)
@@ -428,10 +429,13 @@ async fn every_documented_operation_answers_as_documented() {
         }
         assert_eq!(app.post_library_as(form, &owner).await.status(), 201);
     }
-    // An event of the same client, with two photos waiting: one to be taken out, one approved.
+    // An event of the same client (a board, for its prints), with two photos waiting: one to
+    // be taken out, one approved.
     let event = {
         let form = Form::new()
             .text("name", "A party")
+            .text("board_cols", "4")
+            .text("board_rows", "3")
             .part("image", Part::bytes(astronaut()).file_name("party.png"));
         let res = app
             .client

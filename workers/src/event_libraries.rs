@@ -25,6 +25,9 @@ use uuid::Uuid;
 
 use crate::job_work::{give_up, job_failure, on_background_thread};
 
+/// New tiles put in a large library at a time (each batch about 250 MB of renditions).
+const EDIT_BATCH: usize = 20_000;
+
 /// Tiles read from storage at once.
 const TILE_READS: usize = 16;
 
@@ -158,30 +161,51 @@ async fn edited_library(
     {
         return Ok(Ok(current.reference()));
     }
-    let added = tiles_of(&platform.events(), event.id, &new).await?;
-    // A large library is edited into a scratch file and stored from there, a part at a time.
-    let large = base.index_len_estimate(base.len() + added.len()) > LARGE_INDEX;
-    let scratch = if large {
-        Some(scratch_file().map_err(|e| Failure::retry_because(e.to_string()))?)
-    } else {
-        None
-    };
-    let (library, duplicates) = on_background_thread(ASSEMBLY_NICE, move || {
-        let added: Vec<&Library> = added.iter().collect();
-        match scratch {
-            Some(scratch) => base.edited_on_disk(&added, &removed, scratch),
-            None => base.edited(&added, &removed),
-        }
-    })
-    .await
-    .map_err(Failure::retry_because)?
-    .map_err(|e| Failure::poison(format!("library {id}: {e}")))?;
+    // A large library is edited into a scratch file and stored from there, a part at a time,
+    // its new tiles read and put in a batch at a time.
+    let large = base.index_len_estimate(base.len() + new.len()) > LARGE_INDEX;
+    let (mut library, mut duplicates) = (base, 0);
+    let mut removed = Some(removed);
+    for batch in new.chunks(if large { EDIT_BATCH } else { new.len().max(1) }) {
+        let added = tiles_of(&platform.events(), event.id, batch).await?;
+        let scratch = match large {
+            true => Some(scratch_file().map_err(|e| Failure::retry_because(e.to_string()))?),
+            false => None,
+        };
+        let removed = removed.take().unwrap_or_default();
+        let (edited, left_out) = on_background_thread(ASSEMBLY_NICE, move || {
+            let added: Vec<&Library> = added.iter().collect();
+            match scratch {
+                Some(scratch) => library.edited_on_disk(&added, &removed, scratch),
+                None => library.edited(&added, &removed),
+            }
+        })
+        .await
+        .map_err(Failure::retry_because)?
+        .map_err(|e| Failure::poison(format!("library {id}: {e}")))?;
+        (library, duplicates) = (edited, duplicates + left_out.len());
+    }
+    if let Some(removed) = removed.filter(|r| !r.is_empty()) {
+        // No photo added: only some taken out.
+        let scratch = match large {
+            true => Some(scratch_file().map_err(|e| Failure::retry_because(e.to_string()))?),
+            false => None,
+        };
+        let (edited, _) = on_background_thread(ASSEMBLY_NICE, move || match scratch {
+            Some(scratch) => library.edited_on_disk(&[], &removed, scratch),
+            None => library.edited(&[], &removed),
+        })
+        .await
+        .map_err(Failure::retry_because)?
+        .map_err(|e| Failure::poison(format!("library {id}: {e}")))?;
+        library = edited;
+    }
     if library.is_empty() {
         return Ok(Err(
             "none of the mosaic's photos is left: they were withdrawn".into(),
         ));
     }
-    let published = publish(platform, event, (library, duplicates.len()), current).await?;
+    let published = publish(platform, event, (library, duplicates), current).await?;
     Ok(Ok(published.reference()))
 }
 

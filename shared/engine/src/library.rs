@@ -188,6 +188,20 @@ impl PartialEq for Renditions {
     }
 }
 
+/// A buffered writer to an edit's scratch file, if it has one.
+fn scratch_writer(
+    scratch: Option<&std::fs::File>,
+) -> Result<Option<std::io::BufWriter<std::fs::File>>, Error> {
+    let Some(file) = scratch else { return Ok(None) };
+    let file = file.try_clone().map_err(scratch_error)?;
+    Ok(Some(std::io::BufWriter::with_capacity(1 << 20, file)))
+}
+
+/// An error writing an edit's renditions to its scratch file.
+fn scratch_error(e: std::io::Error) -> Error {
+    Error::io(Path::new("the edit's scratch file"), e)
+}
+
 /// One tile prepared from one file.
 struct Prepared {
     name: String,
@@ -257,13 +271,9 @@ impl Library {
         self.edit(added, removed, Some(scratch))
     }
 
-    fn edit(
-        &self,
-        added: &[&Library],
-        removed: &[String],
-        scratch: Option<std::fs::File>,
-    ) -> Result<(Library, Vec<(String, String)>), Error> {
-        use std::io::Write as _;
+    /// Refuses an edit of a library laid over another background, or adding tiles prepared
+    /// otherwise.
+    fn check_editable(&self, added: &[&Library]) -> Result<(), Error> {
         if self.stored_over.is_some() {
             return Err(Error::InvalidOption(
                 "a library laid over another background is not edited: edit the stored one".into(),
@@ -280,6 +290,17 @@ impl Library {
                 self.import_options()
             )));
         }
+        Ok(())
+    }
+
+    fn edit(
+        &self,
+        added: &[&Library],
+        removed: &[String],
+        scratch: Option<std::fs::File>,
+    ) -> Result<(Library, Vec<(String, String)>), Error> {
+        use std::io::Write as _;
+        self.check_editable(added)?;
         let added_names = added
             .iter()
             .flat_map(|a| a.names.iter().map(String::as_str));
@@ -299,16 +320,15 @@ impl Library {
             let px = lib.pixels.range(t * area * 3, area * 3);
             (Fnv::digest(&px), Fnv::digest(&alpha_of(lib, t)))
         };
-        let kept: Vec<(&Library, usize)> = (0..self.len())
+        let mut tiles: Vec<(&Library, usize)> = (0..self.len())
             .filter(|&t| !gone.contains(self.names[t].as_str()))
             .map(|t| (self, t))
             .collect();
-        let mut seen: std::collections::HashMap<(u64, u64), &str> = kept
+        let mut seen: std::collections::HashMap<(u64, u64), &str> = tiles
             .iter()
             .map(|&(lib, t)| (identity(lib, t), lib.names[t].as_str()))
             .collect();
         let mut duplicates = Vec::new();
-        let mut tiles = kept;
         for (added, t) in added
             .iter()
             .flat_map(|&a| (0..a.len()).map(move |t| (a, t)))
@@ -330,18 +350,8 @@ impl Library {
         let mut lib = Assembler::new(&self.import_options(), Vec::new(), tiles.len())
             .finish()
             .0;
-        let mut in_memory = Vec::with_capacity(if scratch.is_some() {
-            0
-        } else {
-            tiles.len() * area * 3
-        });
-        let scratch_error = |e| Error::io(Path::new("the edit's scratch file"), e);
-        let mut on_disk = scratch
-            .as_ref()
-            .map(|file| file.try_clone())
-            .transpose()
-            .map_err(scratch_error)?
-            .map(|file| std::io::BufWriter::with_capacity(1 << 20, file));
+        let mut in_memory = Vec::with_capacity(scratch.is_none() as usize * tiles.len() * area * 3);
+        let mut on_disk = scratch_writer(scratch.as_ref())?;
         let mut alpha = Vec::with_capacity(if transparent { tiles.len() * area } else { 0 });
         for &(from, t) in &tiles {
             lib.names.push(from.names[t].clone());

@@ -449,6 +449,24 @@ async fn read_event_form(payload: &mut Multipart, state: &AppState) -> ApiResult
     Ok(form)
 }
 
+/// Refuses a new event of `owner`'s past the events one owner keeps or one address makes.
+async fn admit_event(req: &HttpRequest, state: &AppState, owner: &Owner) -> ApiResult<()> {
+    let cap = state.settings.guests.max_events_per_owner;
+    let events = state.platform.events();
+    if cap > 0 && !owner.is_operator() && events.of_owner(owner).await?.len() >= cap as usize {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::TooManyEvents,
+            format!("you have the {cap} events one owner may keep"),
+        ));
+    }
+    if !owner.is_operator() {
+        let address = client_address(req, state.guard.trusted_proxies());
+        state.guests.admit_event(&state.settings.guests, address)?;
+    }
+    Ok(())
+}
+
 /// Make an event.
 ///
 /// Multipart: `image` (the target), `name`, the event's settings (`approval`, `per_guest`,
@@ -478,19 +496,8 @@ pub async fn create(
 ) -> ApiResult<HttpResponse> {
     require_multipart(&req, "an event")?;
     let (owner, client, minted) = requester(&req)?;
-    let address = client_address(&req, state.guard.trusted_proxies());
     let events = state.platform.events();
-    let cap = state.settings.guests.max_events_per_owner;
-    if cap > 0 && !owner.is_operator() && events.of_owner(&owner).await?.len() >= cap as usize {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::TooManyEvents,
-            format!("you have the {cap} events one owner may keep"),
-        ));
-    }
-    if !owner.is_operator() {
-        state.guests.admit_event(&state.settings.guests, address)?;
-    }
+    admit_event(&req, &state, &owner).await?;
     let mut form = read_event_form(&mut payload, &state).await?;
     with_event_defaults(&mut form.job);
     let name = form.name.as_deref().map(str::trim).unwrap_or_default();

@@ -226,6 +226,7 @@ impl Library {
     /// it in errors.
     pub fn open_index_in(mut file: std::fs::File, path: &Path) -> Result<Library, Error> {
         let io = |e| Error::io(path, e);
+        file.rewind().map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         let mut head = vec![0u8; (MAGIC.len() + 4).min(len as usize)];
         file.read_exact(&mut head).map_err(io)?;
