@@ -267,6 +267,11 @@ pub(crate) fn sized_job_form(image: Vec<u8>, tile_size: u32, cells: u32, slices:
 
 impl TestApp {
     /// Whether a controller and a processor run beside the web role.
+    /// Whether the app's storage is Azurite (not the embedded store).
+    pub(crate) fn on_azurite(&self) -> bool {
+        self._azurite.is_some()
+    }
+
     pub(crate) fn runs_workers(&self) -> bool {
         self.workers
     }
