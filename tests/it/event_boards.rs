@@ -297,59 +297,19 @@ fn board_colours(view: &Value) -> Vec<[u8; 3]> {
 }
 
 /// The least mean colour error of any assignment of `photos` to `cells` (as many): the
-/// Hungarian method.
+/// Hungarian method the board's placement uses.
 fn optimal_mean(photos: &[[u8; 3]], cells: &[[u8; 3]], cap: f32) -> f64 {
-    let n = photos.len();
     let cost: Vec<Vec<f64>> = photos
         .iter()
         .map(|&p| cells.iter().map(|&c| error(p, c, cap)).collect())
         .collect();
-    let (mut u, mut v) = (vec![0.0; n + 1], vec![0.0; n + 1]);
-    let (mut p, mut way) = (vec![0usize; n + 1], vec![0usize; n + 1]);
-    for i in 1..=n {
-        p[0] = i;
-        let mut j0 = 0;
-        let mut minv = vec![f64::INFINITY; n + 1];
-        let mut used = vec![false; n + 1];
-        loop {
-            used[j0] = true;
-            let (i0, mut delta, mut j1) = (p[j0], f64::INFINITY, 0);
-            for j in 1..=n {
-                if !used[j] {
-                    let cur = cost[i0 - 1][j - 1] - u[i0] - v[j];
-                    if cur < minv[j] {
-                        minv[j] = cur;
-                        way[j] = j0;
-                    }
-                    if minv[j] < delta {
-                        delta = minv[j];
-                        j1 = j;
-                    }
-                }
-            }
-            for j in 0..=n {
-                if used[j] {
-                    u[p[j]] += delta;
-                    v[j] -= delta;
-                } else {
-                    minv[j] -= delta;
-                }
-            }
-            j0 = j1;
-            if p[j0] == 0 {
-                break;
-            }
-        }
-        loop {
-            let j1 = way[j0];
-            p[j0] = p[j1];
-            j0 = j1;
-            if j0 == 0 {
-                break;
-            }
-        }
-    }
-    (1..=n).map(|j| cost[p[j] - 1][j - 1]).sum::<f64>() / n as f64
+    let assigned = tessera_shared::events::board::assignment(&cost);
+    assigned
+        .iter()
+        .enumerate()
+        .map(|(i, &j)| cost[i][j])
+        .sum::<f64>()
+        / photos.len() as f64
 }
 
 /// Two printer stations take sheets until none waits: every sticker printed once; a sheet

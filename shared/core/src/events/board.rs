@@ -357,11 +357,16 @@ impl EventStore {
 
     /// The cells claimed, placed or not yet (a claim's marker follows it).
     async fn claimed(&self, event: Uuid) -> Result<Vec<Cell>, EventError> {
-        let prefix = format!("events/{event}/board/cells/");
-        match self.blobs.list_all(&prefix).await {
+        self.cells_under(&format!("events/{event}/board/cells/"))
+            .await
+    }
+
+    /// The cells named by the blobs under `prefix` (none when nothing is there).
+    async fn cells_under(&self, prefix: &str) -> Result<Vec<Cell>, EventError> {
+        match self.blobs.list_all(prefix).await {
             Ok(listed) => Ok(listed
                 .iter()
-                .filter_map(|b| Cell::parse(b.key.strip_prefix(&prefix)?))
+                .filter_map(|b| Cell::parse(b.key.strip_prefix(prefix)?))
                 .collect()),
             Err(StorageError::NotFound(_)) => Ok(Vec::new()),
             Err(e) => Err(e.into()),
@@ -510,15 +515,8 @@ impl EventStore {
 
     /// The cells whose stickers were printed.
     pub async fn printed(&self, event: Uuid) -> Result<Vec<Cell>, EventError> {
-        let prefix = format!("events/{event}/board/printed/");
-        match self.blobs.list_all(&prefix).await {
-            Ok(listed) => Ok(listed
-                .iter()
-                .filter_map(|b| Cell::parse(b.key.strip_prefix(&prefix)?))
-                .collect()),
-            Err(StorageError::NotFound(_)) => Ok(Vec::new()),
-            Err(e) => Err(e.into()),
-        }
+        self.cells_under(&format!("events/{event}/board/printed/"))
+            .await
     }
 }
 
