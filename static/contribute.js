@@ -45,6 +45,13 @@
         li.append(img);
       }
       li.append(" " + photo.name + ": " + words);
+      if (photo.cell) {
+        // A board: the sticker's place, as printed on it.
+        const where = document.createElement("strong");
+        where.className = "cell-of";
+        where.textContent = "row " + photo.cell.row + ", column " + photo.cell.col;
+        li.append(" · your sticker goes at ", where);
+      }
       if (photo.state === "approved" && mosaic && !waitsItsTurn) {
         // Found by its tile (its id), not its file name: another guest's IMG_0001.JPG is
         // another photo.
@@ -79,6 +86,45 @@
     });
     empty.hidden = mine.children.length > 0;
     eraseAll.hidden = mine.children.length < 2;
+    drawBoard(event);
+  }
+
+  // A board's picture, the guest's cells marked on it: where to stick their stickers.
+  function drawBoard(event) {
+    const figure = document.getElementById("board-figure");
+    const board = event.board;
+    const cells = (event.photos || []).map(function (p) { return p.cell; }).filter(Boolean);
+    if (!figure || !board || !cells.length) {
+      if (figure) figure.hidden = true;
+      return;
+    }
+    figure.hidden = false;
+    const canvas = document.getElementById("board-map");
+    const width = Math.min(figure.clientWidth || 320, 480);
+    const side = Math.max(2, Math.floor(width / board.cols));
+    const ratio = window.devicePixelRatio || 1;
+    canvas.style.width = side * board.cols + "px";
+    canvas.style.height = side * board.rows + "px";
+    canvas.width = Math.round(side * board.cols * ratio);
+    canvas.height = Math.round(side * board.rows * ratio);
+    const g = canvas.getContext("2d");
+    g.setTransform(ratio, 0, 0, ratio, 0, 0);
+    board.cells.forEach(function (colour, i) {
+      g.fillStyle = colour;
+      g.fillRect((i % board.cols) * side, Math.floor(i / board.cols) * side, side, side);
+    });
+    g.fillStyle = "#fff8";
+    g.fillRect(0, 0, side * board.cols, side * board.rows);
+    g.lineWidth = Math.max(2, side / 4);
+    cells.forEach(function (c) {
+      g.strokeStyle = "#d00";
+      g.strokeRect((c.col - 1) * side - g.lineWidth / 2, (c.row - 1) * side - g.lineWidth / 2,
+        side + g.lineWidth, side + g.lineWidth);
+    });
+    const words = cells.map(function (c) { return "row " + c.row + ", column " + c.col; });
+    document.getElementById("board-caption").textContent =
+      "The board, " + board.rows + " rows by " + board.cols + " columns: yours at " + words.join("; ") +
+      ", counted from the top left.";
   }
 
   // Every photo of the guest's out at once.

@@ -106,6 +106,47 @@
     wallStatus.textContent = "Ended: screens showing it stop.";
   });
 
+  // A board: the printer link made, the last cells filled.
+  const boardStatus = document.getElementById("board-status");
+  const printerMake = document.getElementById("printer-make");
+  if (printerMake) {
+    printerMake.addEventListener("click", async function () {
+      const line = document.getElementById("printer-line");
+      if (!line.hidden && !confirm("Make a new printer link? Stations holding the old one stop.")) return;
+      const response = await fetch(api + "/printer", { method: "POST", credentials: "same-origin" });
+      if (!response.ok) {
+        boardStatus.textContent = "Not made: " + (await messageOf(response)) + ".";
+        return;
+      }
+      const body = await response.json();
+      const link = document.getElementById("printer-url");
+      link.href = body.url;
+      link.textContent = body.url;
+      line.hidden = false;
+      printerMake.textContent = "New printer link (ends this one)";
+      boardStatus.textContent = "Open this link on each printer station.";
+    });
+    document.querySelectorAll("#fill-photos, #fill-colour").forEach(function (button) {
+      button.addEventListener("click", async function () {
+        if (!confirm("Fill every free cell now? Photos sent later find the board full.")) return;
+        const response = await fetch(api + "/board/fill", {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          credentials: "same-origin",
+          body: JSON.stringify({ with: button.dataset.with }),
+        });
+        if (!response.ok) {
+          boardStatus.textContent = "Not filled: " + (await messageOf(response)) + ".";
+          return;
+        }
+        const body = await response.json();
+        boardStatus.textContent = body.filled.length + " cells filled: their stickers print as the others.";
+        const filled = document.getElementById("board-filled");
+        filled.textContent = String(Number(filled.textContent) + body.filled.length);
+      });
+    });
+  }
+
   async function messageOf(response) {
     const body = await response.json().catch(function () { return {}; });
     return (body.error && body.error.message) || "status " + response.status;

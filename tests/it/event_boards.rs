@@ -317,15 +317,43 @@ fn optimal_mean(photos: &[[u8; 3]], cells: &[[u8; 3]], cap: f32) -> f64 {
 /// name every cell.
 async fn sheets_print_each_sticker_once(app: &TestApp, owner: Uuid, id: &str, photo_at: &PhotoAt) {
     let work = tempfile::tempdir().unwrap();
+    // One station is the owner's; the other holds the printer link the owner made.
+    let link: Value = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{id}/printer")))
+        .header("X-Client-Id", owner.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = link["url"]
+        .as_str()
+        .and_then(|u| u.split_once("token="))
+        .map(|(_, t)| t.to_string())
+        .unwrap_or_else(|| panic!("{link}"));
+    let stranger = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{id}/sheets?token=wrong")))
+        .header("X-Client-Id", Uuid::new_v4().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status(), StatusCode::FORBIDDEN);
     let take = |station: usize| {
         let path = work.path().to_path_buf();
+        let (who, query) = match station {
+            0 => (owner, String::new()),
+            _ => (Uuid::new_v4(), format!("?token={token}")),
+        };
         async move {
             let mut sheets = Vec::new();
             loop {
                 let res = app
                     .client
-                    .post(app.url(&format!("/api/v1/events/{id}/sheets")))
-                    .header("X-Client-Id", owner.to_string())
+                    .post(app.url(&format!("/api/v1/events/{id}/sheets{query}")))
+                    .header("X-Client-Id", who.to_string())
                     .send()
                     .await
                     .unwrap();
@@ -334,17 +362,59 @@ async fn sheets_print_each_sticker_once(app: &TestApp, owner: Uuid, id: &str, ph
                 }
                 assert_eq!(res.status(), StatusCode::OK);
                 assert_eq!(res.headers()["content-type"], "application/pdf");
+                let number: u32 = res.headers()["tessera-sheet"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
                 let file = path.join(format!("sheet-{station}-{}.pdf", sheets.len()));
                 std::fs::write(&file, res.bytes().await.unwrap()).unwrap();
-                sheets.push(file);
+                sheets.push((number, file));
             }
         }
     };
     let (a, b) = tokio::join!(take(0), take(1));
+    assert!(!b.is_empty(), "the printer link's station took no sheet");
     let mut printed = Vec::new();
-    for sheet in a.iter().chain(&b) {
+    for (_, sheet) in a.iter().chain(&b) {
         printed.extend(cells_named(&pdftotext(sheet)));
     }
+    // Each sheet has a number of its own, and any sheet prints again as it was.
+    let mut numbers: Vec<u32> = a.iter().chain(&b).map(|(n, _)| *n).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=numbers.len() as u32).collect::<Vec<_>>());
+    let listed: Value = app
+        .client
+        .get(app.url(&format!("/api/v1/events/{id}/sheets?token={token}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["waiting"], 0, "{listed}");
+    assert_eq!(listed["printed"], COLS * ROWS, "{listed}");
+    assert_eq!(listed["sheets"].as_array().unwrap().len(), numbers.len());
+    let (number, original) = &b[0];
+    let again = app
+        .client
+        .get(app.url(&format!(
+            "/api/v1/events/{id}/sheets/{number}?token={token}"
+        )))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+    let file = work.path().join("again.pdf");
+    std::fs::write(&file, again.bytes().await.unwrap()).unwrap();
+    assert_eq!(
+        cells_named(&pdftotext(&file)),
+        cells_named(&pdftotext(original))
+    );
+    let (a, b): (Vec<_>, Vec<_>) = (
+        a.into_iter().map(|(_, f)| f).collect(),
+        b.into_iter().map(|(_, f)| f).collect(),
+    );
     let unique: HashSet<_> = printed.iter().copied().collect();
     assert_eq!(
         printed.len(),
@@ -469,4 +539,285 @@ fn first_sticker_side(page: &image::RgbImage) -> u32 {
     let start = (0..page.width()).find(|&x| !paper(x)).unwrap();
     let end = (start..page.width()).find(|&x| paper(x)).unwrap();
     end - start
+}
+
+/// A board's end game: no sheet while too few stickers wait to fill one, unless asked for now;
+/// the free cells filled with second prints of the photos in, or with the target's colour,
+/// and printed as the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_cells_are_filled_by_the_owner_and_printed() {
+    let app = spawn_app().await;
+    let owner = Uuid::new_v4();
+    let fields = [
+        ("board_cols", "4"),
+        ("board_rows", "3"),
+        ("approval", "false"),
+    ];
+    let event = make_event(&app, owner, astronaut(), &fields).await;
+    let id = event["id"].as_str().unwrap().to_string();
+    let files = vec![
+        ("a.jpg", photo_of([200, 40, 40])),
+        ("b.jpg", photo_of([40, 40, 200])),
+    ];
+    let (status, body) = send_photos_received(&app, &event, Uuid::new_v4(), files, &[]).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    wait_for(Duration::from_secs(60), async || {
+        let view = owner_view(&app, owner, &id).await;
+        match view["board"]["placed"].as_u64() {
+            Some(2) => Ok(()),
+            other => Err(format!("{other:?} placed: {view}")),
+        }
+    })
+    .await;
+    let post = |path: String, body: Option<Value>| {
+        let mut req = app
+            .client
+            .post(app.url(&path))
+            .header("X-Client-Id", owner.to_string());
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        req.send()
+    };
+    // Two stickers fill no sheet: none is taken until the owner asks for one now.
+    let sheets = format!("/api/v1/events/{id}/sheets");
+    let res = post(format!("{sheets}?full=true"), None).await.unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let fill = format!("/api/v1/events/{id}/board/fill");
+    let res = post(fill.clone(), Some(json!({"with": "paint"})))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    let res = app
+        .client
+        .post(app.url(&fill))
+        .header("X-Client-Id", Uuid::new_v4().to_string())
+        .json(&json!({"with": "colour"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res = post(fill.clone(), Some(json!({"with": "photos"})))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let filled: Value = res.json().await.unwrap();
+    assert_eq!(filled["filled"].as_array().unwrap().len(), 10, "{filled}");
+    let again: Value = post(fill, Some(json!({"with": "colour"})))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["filled"], json!([]), "a full board takes no more");
+    let view = owner_view(&app, owner, &id).await;
+    assert_eq!(view["board"]["placed"], 12, "{view}");
+    assert_eq!(
+        view["wishlist"],
+        json!([]),
+        "a full board wishes for nothing"
+    );
+    // The wall draws every cell filled, each a second print of the red or the blue photo.
+    let wall: Value = app
+        .client
+        .get(app.url(&format!("/api/v1/events/{id}/wall")))
+        .header("X-Client-Id", owner.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(wall["board"]["filled"].as_array().unwrap().len(), 12);
+    let res = post(sheets.clone(), None).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("sheet.pdf");
+    std::fs::write(&file, res.bytes().await.unwrap()).unwrap();
+    let mut printed = cells_named(&pdftotext(&file));
+    printed.sort_unstable();
+    let every: Vec<(u64, u64)> = (1..=3).flat_map(|r| (1..=4).map(move |c| (r, c))).collect();
+    assert_eq!(printed, every);
+
+    // A board no photo came to: only the target's colour can fill it.
+    let empty = make_event(&app, owner, astronaut(), &fields).await;
+    let fill = format!(
+        "/api/v1/events/{}/board/fill",
+        empty["id"].as_str().unwrap()
+    );
+    let res = post(fill.clone(), Some(json!({"with": "photos"})))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    let filled: Value = post(fill, Some(json!({"with": "colour"})))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(filled["filled"].as_array().unwrap().len(), 12, "{filled}");
+}
+
+/// The couple's own path on a board: a guest on a phone sends a photo and reads its row and
+/// column; the printer station's page, opened by its link, takes the sheet with that sticker;
+/// the wall shows the cell filled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_reads_their_cell_the_station_prints_it_and_the_wall_fills_in_chromium() {
+    use crate::browser::{click, in_chromium_phone_of, screenshot, script, wait_for};
+
+    let app = spawn_app().await;
+    let owner = Uuid::new_v4();
+    let fields = [
+        ("board_cols", "8"),
+        ("board_rows", "6"),
+        ("approval", "false"),
+    ];
+    let event = make_event(&app, owner, astronaut(), &fields).await;
+    let id = event["id"].as_str().unwrap().to_string();
+    let link = app.url(event["contribute_url"].as_str().unwrap());
+    let printer: Value = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{id}/printer")))
+        .header("X-Client-Id", owner.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let printer = printer["url"].as_str().unwrap().to_string();
+    let wall: Value = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{id}/wall")))
+        .header("X-Client-Id", owner.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let wall = wall["url"].as_str().unwrap().to_string();
+    let work = tempfile::tempdir().unwrap();
+    let photo = work.path().join("IMG_0001.jpg");
+    std::fs::write(&photo, crate::photos::camera_jpeg(2400, 1800, 30)).unwrap();
+    let profile = work.path().join("profile");
+    std::fs::create_dir(&profile).unwrap();
+    in_chromium_phone_of((390, 844), &profile, move |browser| async move {
+        let browser = &browser;
+        browser.goto(&link).await.unwrap();
+        let input = browser
+            .find(fantoccini::Locator::Id("files"))
+            .await
+            .unwrap();
+        input.send_keys(&photo.display().to_string()).await.unwrap();
+        click(browser, "#send").await;
+        let cell = wait_for(
+            browser,
+            "const c = document.querySelector('#mine li .cell-of'); \
+             const f = document.getElementById('board-figure'); \
+             return c && !f.hidden ? [c.textContent, document.getElementById('board-caption').textContent] : null",
+            Duration::from_secs(60),
+            "the photo's row and column",
+        )
+        .await;
+        let said = cell[0].as_str().unwrap().to_string();
+        let (row, col) = said
+            .strip_prefix("row ")
+            .and_then(|s| s.split_once(", column "))
+            .map(|(r, c)| (r.parse::<u32>().unwrap(), c.parse::<u32>().unwrap()))
+            .unwrap_or_else(|| panic!("{said}"));
+        assert!((1..=6).contains(&row) && (1..=8).contains(&col), "{said}");
+        assert!(cell[1].as_str().unwrap().contains(&said), "{cell}");
+        let fits = script(
+            browser,
+            "return document.documentElement.scrollWidth <= innerWidth",
+        )
+        .await;
+        assert_eq!(fits, true, "the page is wider than the phone");
+        screenshot(browser, "board-guest.png").await;
+
+        // The printer station, opened by its link: it takes the sheet now and names the cell.
+        browser.delete_cookie("tessera_client").await.unwrap();
+        browser.goto(&printer).await.unwrap();
+        wait_for(
+            browser,
+            "return document.getElementById('printer').dataset.waiting === '1' || null",
+            Duration::from_secs(30),
+            "one sticker waiting",
+        )
+        .await;
+        click(browser, "#take").await;
+        let sheet = wait_for(
+            browser,
+            "const r = document.querySelector('#sheets tbody tr'); \
+             return document.getElementById('printer').dataset.sheet && r ? r.innerText : null",
+            Duration::from_secs(30),
+            "the sheet taken",
+        )
+        .await;
+        assert!(sheet.as_str().unwrap().contains(&said), "{sheet}");
+        let waiting = script(
+            browser,
+            "return document.getElementById('printer').dataset.waiting",
+        )
+        .await;
+        assert_eq!(waiting, "0");
+        screenshot(browser, "board-printer.png").await;
+
+        // The wall: the cell filled, the newest photo marked in it, the share filled.
+        browser.goto(&wall).await.unwrap();
+        let shown = wait_for(
+            browser,
+            "const w = document.getElementById('wall'); \
+             return w.dataset.filled === '1' && w.dataset.cell \
+               ? [w.dataset.cell, document.getElementById('wall-filled').textContent] : null",
+            Duration::from_secs(30),
+            "the wall's board",
+        )
+        .await;
+        assert_eq!(shown[0], format!("{row},{col}"), "{shown}");
+        assert!(
+            shown[1].as_str().unwrap().starts_with("1 of 48 cells filled"),
+            "{shown}"
+        );
+        // The cell shows the sticker's colour, not the faint target's.
+        let painted = script(
+            browser,
+            &format!(
+                "const c = document.getElementById('wall-board'); const g = c.getContext('2d'); \
+                 const s = c.width / 8; \
+                 const p = g.getImageData(Math.floor(({col} - 0.5) * s), Math.floor(({row} - 0.5) * s), 1, 1).data; \
+                 return [p[0], p[1], p[2]]"
+            ),
+        )
+        .await;
+        let wall_view: Value = reqwest::get(format!(
+            "{}&_=1",
+            wall.replace("/events/", "/api/v1/events/")
+        ))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+        let colour = wall_view["board"]["filled"][0]["colour"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let want: Vec<i64> = (0..3)
+            .map(|k| i64::from_str_radix(&colour[1 + 2 * k..3 + 2 * k], 16).unwrap())
+            .collect();
+        let got: Vec<i64> = painted
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect();
+        assert!(
+            want.iter().zip(&got).all(|(w, g)| (w - g).abs() <= 2),
+            "the cell is {got:?}, its sticker {colour}"
+        );
+        screenshot(browser, "board-wall.png").await;
+    })
+    .await;
 }

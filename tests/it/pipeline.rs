@@ -949,8 +949,15 @@ async fn a_job_of_another_shape_than_its_library_fails_clearly() {
     assert_eq!(record.state, JobState::Failed, "{record:#?}");
     let reason = record.error.unwrap_or_default();
     assert!(reason.contains("4:3") && reason.contains("1:1"), "{reason}");
+    // The job is marked failed before its request moves to the poison queue.
     let poison = QueueName::ImageRequest.poison();
-    assert_eq!(env.depths().await[&poison], 1);
+    wait_for(Duration::from_secs(30), async || {
+        match env.depths().await[&poison] {
+            1 => Ok(()),
+            n => Err(format!("{n} requests on {poison}")),
+        }
+    })
+    .await;
     env.drain(&[("imagerequest-poison", 1)]).await;
     roles.stop().await;
 }

@@ -889,7 +889,7 @@ async fn placements_stream_and_are_shared_per_address() {
         })
         .collect();
     // Once the server holds both, the third is refused.
-    wait_for(Duration::from_secs(10), async || {
+    wait_for(Duration::from_secs(30), async || {
         match code(app.get(&path).await).await {
             (429, c) if c == "too_many_placements" => Ok(()),
             seen => Err(format!("the third request answered {seen:?}")),

@@ -260,6 +260,10 @@ pub struct EventRecord {
     /// the owner makes one, and a new one ends the old.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_token: Option<String>,
+    /// The secret in the printer link, the page a printer station takes sheets of stickers
+    /// from; none until the owner makes one, and a new one ends the old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub printer_token: Option<String>,
     /// The secret a classifier answers with (`photoreview` carries it with each photo);
     /// made when the owner first turns the classifier on.
     #[serde(default, skip_serializing_if = "Option::is_none")]

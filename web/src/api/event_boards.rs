@@ -1,22 +1,29 @@
 //! An event made as a board (a sticker wall): its fields when the event is made, the board to
-//! stick on (`GET /api/v1/events/{id}/board.pdf`) and the printer stations' sheets of stickers
-//! (`POST /api/v1/events/{id}/sheets`), each sticker printed once whoever asks.
+//! stick on (`GET /api/v1/events/{id}/board.pdf`), the printer stations' sheets of stickers
+//! (`POST /api/v1/events/{id}/sheets`, each sticker printed once whoever asks; each sheet kept
+//! to be printed again), the printer link a station opens without signing in, and the owner's
+//! end game (`POST /api/v1/events/{id}/board/fill`).
 
 use std::collections::BTreeMap;
 
-use actix_web::http::header;
-use actix_web::{HttpResponse, web};
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
 
 use tessera_shared::error_code::ErrorCode;
-use tessera_shared::events::board::{self, Board, Cell};
+use tessera_shared::events::board::{self, Board, Cell, Filling, Sheet};
 use tessera_shared::events::board_pdf::{self, Paper, Sticker};
+use tessera_shared::events::{EventRecord, Shelf};
 
-use crate::api::owned_event::OwnedEvent;
+use crate::api::owned_event::{OwnedEvent, is_owner, requester};
 use crate::api_error::{ApiError, ApiResult};
 use crate::app_state::AppState;
+use crate::guards::auth::{new_secret, same_secret};
+use crate::guards::client::origin;
 
 /// The fields that make an event a board, besides the job's.
 pub const BOARD_FIELDS: &[&str] = &[
@@ -29,6 +36,8 @@ pub const BOARD_FIELDS: &[&str] = &[
 
 /// Stickers read at once for a sheet.
 const READS_AT_ONCE: usize = 8;
+/// The sheets whose stickers the list names (the older ones by number and time only).
+const SHEETS_LISTED_WHOLE: usize = 20;
 
 /// The board the creation's `fields` ask for over `target`, none when they name no board.
 pub(crate) fn board_from(
@@ -110,7 +119,7 @@ pub(crate) fn board_from(
     Ok(Some(made))
 }
 
-/// The paper a print asks for.
+/// The paper a print asks for, and the printer link's secret for a station.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PaperQuery {
@@ -118,8 +127,12 @@ pub struct PaperQuery {
     pub paper: Option<String>,
     /// Sheets only: `false` prints the stickers without their colour shift (a proof).
     pub shifted: Option<bool>,
+    /// Taking a sheet only: `true` takes one only when enough stickers wait to fill it (204
+    /// until then); otherwise whatever waits, as when the owner asks for a sheet now.
+    pub full: Option<bool>,
+    /// The printer link's secret, for a printer station not signed in as the owner.
+    pub token: Option<String>,
 }
-
 fn paper_of(query: &PaperQuery) -> ApiResult<Paper> {
     let name = query.paper.as_deref().unwrap_or("A4");
     Paper::named(name).ok_or_else(|| {
@@ -132,13 +145,44 @@ fn paper_of(query: &PaperQuery) -> ApiResult<Paper> {
     })
 }
 
-fn board_of(owned: &OwnedEvent) -> ApiResult<&Board> {
-    owned.record.board.as_ref().ok_or_else(|| {
+fn board_of(record: &EventRecord) -> ApiResult<&Board> {
+    record.board.as_ref().ok_or_else(|| {
         ApiError::bad_request(
             ErrorCode::InvalidParameter,
             "this event is not a board: make one with board_cols and board_rows",
         )
     })
+}
+
+/// The event `id` to its owner, or to a printer station with its printer link; 403 to anyone
+/// else.
+pub(crate) async fn printer_event(
+    state: &AppState,
+    req: &HttpRequest,
+    id: Uuid,
+    token: Option<&str>,
+) -> ApiResult<EventRecord> {
+    let record = state.platform.events().get(id).await?;
+    if let (Some(secret), Some(token)) = (&record.printer_token, token)
+        && same_secret(token.as_bytes(), secret.as_bytes())
+    {
+        return Ok(record);
+    }
+    let (who, _, _) = requester(req)?;
+    if is_owner(&record, &who) {
+        return Ok(record);
+    }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::NotEventOwner,
+        "this printer link is wrong or was ended: ask the event's owner for its printer link",
+    ))
+}
+
+/// The printer station's page path with its secret.
+pub(crate) fn printer_path(record: &EventRecord) -> Option<String> {
+    let secret = record.printer_token.as_ref()?;
+    Some(format!("/events/{}/printer?token={secret}", record.id))
 }
 
 fn pdf(bytes: Vec<u8>, name: &str) -> HttpResponse {
@@ -171,7 +215,7 @@ pub async fn board_pdf(
     query: web::Query<PaperQuery>,
 ) -> ApiResult<HttpResponse> {
     let paper = paper_of(&query)?;
-    let board = board_of(&owned)?.clone();
+    let board = board_of(&owned.record)?.clone();
     let name = owned.record.name.clone();
     let bytes = web::block(move || board_pdf::board_panels(&board, paper, &name))
         .await
@@ -179,9 +223,10 @@ pub async fn board_pdf(
     Ok(pdf(bytes, "board.pdf"))
 }
 
-/// The next sheet of stickers (the owner, or a printer station with the owner's client):
-/// the stickers placed and not yet printed, as many as one sheet holds, each printed once
-/// across every caller. 204 when none waits.
+/// The next sheet of stickers (the owner, or a printer station with the printer link): the
+/// stickers placed and not yet printed, as many as one sheet holds, each printed once across
+/// every caller; the sheet is kept under its number (`Tessera-Sheet`) to be printed again. 204
+/// when none waits (or, with `full=true`, fewer than fill a sheet).
 #[utoipa::path(
     post,
     path = "/api/v1/events/{id}/sheets",
@@ -189,65 +234,358 @@ pub async fn board_pdf(
     tag = "events",
     params(("id" = uuid::Uuid, Path, description = "The event's id"), PaperQuery),
     responses(
-        (status = 200, description = "A sheet of stickers", content_type = "application/pdf", body = Vec<u8>),
-        (status = 204, description = "No sticker waits to be printed"),
+        (status = 200, description = "A sheet of stickers", content_type = "application/pdf", body = Vec<u8>,
+         headers(("Tessera-Sheet" = u32, description = "The sheet's number, to print it again"))),
+        (status = 204, description = "No sticker waits to be printed (or too few to fill a sheet, with full=true)"),
         (status = 400, description = "not a board, or a paper not known", body = crate::api_error::ErrorBody),
         crate::api::error_sets::OwnedEventErrors,
     ),
 )]
 pub async fn take_sheet(
-    owned: OwnedEvent,
+    req: HttpRequest,
+    id: web::Path<Uuid>,
     query: web::Query<PaperQuery>,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let paper = paper_of(&query)?;
-    let board = board_of(&owned)?.clone();
-    let event = owned.record.id;
+    let record = printer_event(&state, &req, *id, query.token.as_deref()).await?;
+    let board = board_of(&record)?.clone();
+    let event = record.id;
     let events = state.platform.events();
     let printed: std::collections::HashSet<Cell> =
         events.printed(event).await?.into_iter().collect();
     let (cols, rows) = board_pdf::sheet_grid(&board, paper);
+    let per_sheet = (cols * rows) as usize;
     let waiting: Vec<board::Placed> = events
         .placed(event)
         .await?
         .into_iter()
         .filter(|p| !printed.contains(&p.cell))
         .collect();
-    let want: Vec<Cell> = waiting
-        .iter()
-        .map(|p| p.cell)
-        .take((cols * rows) as usize)
-        .collect();
+    if query.full == Some(true) && waiting.len() < per_sheet {
+        return Ok(HttpResponse::NoContent().finish());
+    }
+    let want: Vec<Cell> = waiting.iter().map(|p| p.cell).take(per_sheet).collect();
     let mine = events.claim_printing(event, &want).await?;
     if mine.is_empty() {
         return Ok(HttpResponse::NoContent().finish());
     }
-    let photos: Vec<(Cell, uuid::Uuid)> = waiting
-        .iter()
-        .filter(|p| mine.contains(&p.cell))
+    let shifted = query.shifted.unwrap_or(true);
+    let sheet = events
+        .record_sheet(event, mine, paper.name, shifted)
+        .await?;
+    let bytes = print_sheet(&state, &record, &board, paper, &sheet).await?;
+    let mut answer = pdf(bytes, &format!("stickers-{}.pdf", sheet.number));
+    answer.headers_mut().insert(
+        header::HeaderName::from_static("tessera-sheet"),
+        header::HeaderValue::from(sheet.number),
+    );
+    Ok(answer)
+}
+
+/// The PDF of `sheet`'s stickers, each from its photo's square (or its cell's colour, for a
+/// cell the owner filled so).
+async fn print_sheet(
+    state: &AppState,
+    record: &EventRecord,
+    board: &Board,
+    paper: Paper,
+    sheet: &Sheet,
+) -> ApiResult<Vec<u8>> {
+    let event = record.id;
+    let events = state.platform.events();
+    let on: std::collections::HashMap<Cell, Option<Uuid>> = events
+        .placed(event)
+        .await?
+        .into_iter()
         .map(|p| (p.cell, p.photo))
         .collect();
-    let squares: Vec<(Cell, Option<bytes::Bytes>)> = stream::iter(photos)
+    let photos: Vec<(Cell, Option<Uuid>)> = sheet
+        .cells
+        .iter()
+        .filter_map(|cell| Some((*cell, *on.get(cell)?)))
+        .collect();
+    let squares: Vec<(Cell, Option<Option<bytes::Bytes>>)> = stream::iter(photos)
         .map(|(cell, photo)| {
             let events = &events;
-            async move { Ok::<_, ApiError>((cell, events.thumbnail(event, photo).await?)) }
+            async move {
+                Ok::<_, ApiError>(match photo {
+                    Some(photo) => (cell, Some(events.thumbnail(event, photo).await?)),
+                    None => (cell, None),
+                })
+            }
         })
         .buffered(READS_AT_ONCE)
         .try_collect()
         .await?;
-    let shifted = query.shifted.unwrap_or(true);
-    let name = owned.record.name.clone();
-    let bytes = web::block(move || {
+    let (board, shifted, name) = (board.clone(), sheet.shifted, record.name.clone());
+    web::block(move || {
         let stickers: Vec<Sticker> = squares
             .into_iter()
             .filter_map(|(cell, square)| {
-                let (jpeg, px) = board_pdf::sticker_of(&board, cell, &square?, shifted).ok()?;
+                let (jpeg, px) = match square {
+                    Some(square) => board_pdf::sticker_of(&board, cell, &square?, shifted).ok()?,
+                    None => board_pdf::patch_of(&board, cell).ok()?,
+                };
                 Some(Sticker { cell, jpeg, px })
             })
             .collect();
         board_pdf::sticker_sheets(&board, paper, &name, &stickers)
     })
     .await
-    .map_err(ApiError::internal)?;
-    Ok(pdf(bytes, "stickers.pdf"))
+    .map_err(ApiError::internal)
+}
+
+/// What a printer station sees of the board's printing.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SheetsView {
+    /// Stickers placed and not printed yet.
+    pub waiting: usize,
+    /// Stickers one sheet of the paper asked for holds.
+    pub per_sheet: usize,
+    /// Stickers printed so far.
+    pub printed: usize,
+    /// Cells filled so far, and the board's cells.
+    pub placed: usize,
+    pub cells: usize,
+    /// The sheets taken, newest first (the newest with their stickers' cells).
+    pub sheets: Vec<SheetView>,
+}
+
+/// A sheet taken.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SheetView {
+    pub number: u32,
+    /// Its stickers' cells (listed for the newest sheets only).
+    pub cells: Vec<Cell>,
+    /// Where to print it again.
+    pub pdf_url: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub taken_at: OffsetDateTime,
+}
+
+/// The board's printing (the owner, or a printer station): stickers waiting, sheets taken.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{id}/sheets",
+    operation_id = "list_event_sheets",
+    tag = "events",
+    params(("id" = uuid::Uuid, Path, description = "The event's id"), PaperQuery),
+    responses(
+        (status = 200, description = "The board's printing", body = SheetsView),
+        (status = 400, description = "not a board, or a paper not known", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
+    ),
+)]
+pub async fn list_sheets(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    query: web::Query<PaperQuery>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let paper = paper_of(&query)?;
+    let record = printer_event(&state, &req, *id, query.token.as_deref()).await?;
+    let board = board_of(&record)?;
+    let events = state.platform.events();
+    let printed = events.printed(record.id).await?.len();
+    let placed = events.placed(record.id).await?.len();
+    let (cols, rows) = board_pdf::sheet_grid(board, paper);
+    let token = query
+        .token
+        .as_deref()
+        .map(|t| format!("?token={t}"))
+        .unwrap_or_default();
+    let sheets = events
+        .sheets(record.id, SHEETS_LISTED_WHOLE)
+        .await?
+        .into_iter()
+        .map(|s| SheetView {
+            pdf_url: format!("/api/v1/events/{}/sheets/{}{token}", record.id, s.number),
+            number: s.number,
+            cells: s.cells,
+            taken_at: s.taken_at,
+        })
+        .collect();
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "private, no-store"))
+        .json(SheetsView {
+            waiting: placed.saturating_sub(printed),
+            per_sheet: (cols * rows) as usize,
+            printed,
+            placed,
+            cells: board.len(),
+            sheets,
+        }))
+}
+
+/// A sheet taken before, printed again as it was (the owner, or a printer station): a sticker
+/// spoiled or lost.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{id}/sheets/{number}",
+    operation_id = "reprint_event_sheet",
+    tag = "events",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The event's id"),
+        ("number" = u32, Path, description = "The sheet's number"),
+        PaperQuery,
+    ),
+    responses(
+        (status = 200, description = "The sheet again", content_type = "application/pdf", body = Vec<u8>),
+        (status = 400, description = "not a board", body = crate::api_error::ErrorBody),
+        (status = 404, description = "no sheet of that number", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
+    ),
+)]
+pub async fn reprint_sheet(
+    req: HttpRequest,
+    path: web::Path<(Uuid, u32)>,
+    query: web::Query<PaperQuery>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (id, number) = path.into_inner();
+    let record = printer_event(&state, &req, id, query.token.as_deref()).await?;
+    let board = board_of(&record)?.clone();
+    let sheet = state
+        .platform
+        .events()
+        .sheet(record.id, number)
+        .await?
+        .ok_or_else(|| {
+            ApiError::not_found(
+                ErrorCode::InvalidParameter,
+                format!("no sheet {number} was taken of this board"),
+            )
+        })?;
+    let paper = Paper::named(&sheet.paper).unwrap_or(board_pdf::PAPERS[0]);
+    let bytes = print_sheet(&state, &record, &board, paper, &sheet).await?;
+    Ok(pdf(bytes, &format!("stickers-{number}.pdf")))
+}
+
+/// The owner's end game: how to fill the board's free cells.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FillRequest {
+    /// `photos`: a second print of the photo in that costs least in each cell; `colour`: a
+    /// plain sticker of the target's colour.
+    pub with: Filling,
+}
+
+/// The cells an end game filled.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FillView {
+    pub filled: Vec<Cell>,
+}
+
+/// Fill the board's free cells (the owner), at the event's end: with the photos in, each in
+/// the cell it costs least, or with the target's colour. Their stickers print as the others.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/{id}/board/fill",
+    operation_id = "fill_event_board",
+    tag = "events",
+    params(("id" = uuid::Uuid, Path, description = "The event's id")),
+    request_body = FillRequest,
+    responses(
+        (status = 200, description = "The cells filled", body = FillView),
+        (status = 400, description = "not a board, or no photo in to fill with", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
+    ),
+)]
+pub async fn fill(
+    owned: OwnedEvent,
+    body: web::Json<FillRequest>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let board = board_of(&owned.record)?;
+    let events = state.platform.events();
+    let photos: Vec<(Uuid, [u8; 3])> = match body.with {
+        Filling::Colour => Vec::new(),
+        Filling::Photos => events
+            .shelf(owned.record.id, Shelf::Approved)
+            .await?
+            .iter()
+            .filter_map(|p| Some((p.id, p.colour?)))
+            .collect(),
+    };
+    if body.with == Filling::Photos && photos.is_empty() {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidParameter,
+            "no photo is in yet to fill the board with: fill it with the target's colour",
+        )
+        .with_field("with"));
+    }
+    let filled = events
+        .fill_free(owned.record.id, board, body.with, &photos)
+        .await?;
+    Ok(HttpResponse::Ok().json(FillView { filled }))
+}
+
+/// The printer link the owner hands a printer station.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PrinterLink {
+    /// The station's page, with its secret (`/events/{id}/printer?token=...`).
+    pub url: String,
+}
+
+/// Make the event's printer link (the owner): a new secret, which ends any earlier link.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/{id}/printer",
+    operation_id = "make_event_printer_link",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id")),
+    responses(
+        (status = 201, description = "The new printer link; the earlier one no longer opens", body = PrinterLink),
+        (status = 400, description = "not a board", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
+        crate::api::error_sets::StorageErrors,
+    ),
+)]
+pub async fn make_printer_link(
+    req: HttpRequest,
+    owned: OwnedEvent,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    board_of(&owned.record)?;
+    let secret = new_secret();
+    let record = state
+        .platform
+        .events()
+        .update(owned.record.id, |r| {
+            r.printer_token = Some(secret.clone());
+            true
+        })
+        .await?;
+    let url =
+        printer_path(&record).ok_or_else(|| ApiError::internal("the printer link was not kept"))?;
+    Ok(HttpResponse::Created().json(PrinterLink {
+        url: format!("{}{url}", origin(&req)),
+    }))
+}
+
+/// End the event's printer link (the owner): a station holding it takes no more sheets.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/events/{id}/printer",
+    operation_id = "end_event_printer_link",
+    tag = "events",
+    params(("id" = Uuid, Path, description = "The event's id")),
+    responses(
+        (status = 204, description = "Ended"),
+        crate::api::error_sets::OwnedEventErrors,
+        crate::api::error_sets::StorageErrors,
+    ),
+)]
+pub async fn end_printer_link(
+    owned: OwnedEvent,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    state
+        .platform
+        .events()
+        .update(owned.record.id, |r| r.printer_token.take().is_some())
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
 }

@@ -43,6 +43,60 @@ pub struct WallView {
     pub mosaic: Option<WallMosaic>,
     /// The newest photos in the mosaics, newest first.
     pub newest: Vec<WallPhoto>,
+    /// The board filling in, for an event made as one.
+    pub board: Option<WallBoard>,
+}
+
+/// A board as the wall draws it: the target's colour in each cell, faint until a sticker fills
+/// it, and the colours the free cells still want.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WallBoard {
+    pub cols: u32,
+    pub rows: u32,
+    /// The target's colour in each cell (`#rrggbb`), row by row.
+    pub cells: Vec<String>,
+    /// The cells filled, in the order they were, each with its sticker's colour.
+    pub filled: Vec<FilledCell>,
+    /// The colours the free cells want, most first.
+    pub wishlist: Vec<tessera_shared::wishlist::Wish>,
+}
+
+/// A filled cell of a board.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FilledCell {
+    pub row: u32,
+    pub col: u32,
+    /// Its sticker's colour (`#rrggbb`), as printed; its target's for cells placed before
+    /// the colour was kept.
+    pub colour: String,
+}
+
+fn hex(c: [u8; 3]) -> String {
+    format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
+}
+
+impl WallBoard {
+    async fn of(state: &AppState, record: &EventRecord) -> ApiResult<Option<WallBoard>> {
+        let Some(board) = &record.board else {
+            return Ok(None);
+        };
+        let placed = state.platform.events().placed(record.id).await?;
+        let cells: Vec<_> = placed.iter().map(|p| p.cell).collect();
+        Ok(Some(WallBoard {
+            cols: board.cols,
+            rows: board.rows,
+            cells: board.cells.iter().map(|&c| hex(c)).collect(),
+            filled: placed
+                .iter()
+                .map(|p| FilledCell {
+                    row: p.cell.row,
+                    col: p.cell.col,
+                    colour: hex(p.colour.unwrap_or_else(|| board.colour(p.cell))),
+                })
+                .collect(),
+            wishlist: board.wishlist(&cells),
+        }))
+    }
 }
 
 /// The mosaic on the wall.
@@ -67,6 +121,8 @@ pub struct WallPhoto {
     pub tile: String,
     /// The name its guest goes by, if they gave one.
     pub guest_name: Option<String>,
+    /// Its cell on the board, for an event made as one, once placed.
+    pub cell: Option<tessera_shared::events::board::Cell>,
     /// Its picture, a square of at most 320 px.
     pub picture_url: String,
     #[serde(with = "time::serde::rfc3339")]
@@ -215,6 +271,7 @@ pub async fn get(
             id: p.id,
             tile: p.tile_name(),
             guest_name: p.guest_name.clone(),
+            cell: p.cell,
             picture_url: format!(
                 "/api/v1/events/{}/photos/{}/thumbnail?token={wall}",
                 record.id, p.id
@@ -230,6 +287,7 @@ pub async fn get(
             .done
             .and_then(|job| on_the_wall(&record, &job, &wall)),
         newest,
+        board: WallBoard::of(&state, &record).await?,
     };
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "private, no-store"))

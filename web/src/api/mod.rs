@@ -137,7 +137,21 @@ fn event_routes(scope: actix_web::Scope) -> actix_web::Scope {
             resource("/events/{id}/board.pdf", "GET").route(web::get().to(event_boards::board_pdf)),
         )
         .service(
-            resource("/events/{id}/sheets", "POST").route(web::post().to(event_boards::take_sheet)),
+            resource("/events/{id}/sheets", "GET, POST")
+                .route(web::get().to(event_boards::list_sheets))
+                .route(web::post().to(event_boards::take_sheet)),
+        )
+        .service(
+            resource("/events/{id}/sheets/{number}", "GET")
+                .route(web::get().to(event_boards::reprint_sheet)),
+        )
+        .service(
+            resource("/events/{id}/board/fill", "POST").route(web::post().to(event_boards::fill)),
+        )
+        .service(
+            resource("/events/{id}/printer", "POST, DELETE")
+                .route(web::post().to(event_boards::make_printer_link))
+                .route(web::delete().to(event_boards::end_printer_link)),
         )
         .service(
             resource("/events/{id}/decisions", "POST")

@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use tessera_shared::error_code::ErrorCode;
 
 /// The static assets, compiled in: name, content type, bytes.
-pub(super) const ASSETS: [(&str, &str, &str); 12] = [
+pub(super) const ASSETS: [(&str, &str, &str); 13] = [
     (
         "favicon.svg",
         "image/svg+xml",
@@ -51,6 +51,11 @@ pub(super) const ASSETS: [(&str, &str, &str); 12] = [
         "event.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../static/event.js"),
+    ),
+    (
+        "printer.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../static/printer.js"),
     ),
     (
         "wall.js",

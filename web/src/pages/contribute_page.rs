@@ -24,6 +24,8 @@ pub(super) struct ContributePage {
     /// The owner's consent line, which the guest agrees to before sending; empty: none.
     consent: String,
     wishes: Vec<Wish>,
+    /// Whether the event is a board: each photo in gets its cell, printed as a sticker.
+    board: bool,
     /// The limit of one upload (all files together), checked by the page before sending.
     max_upload_bytes: u64,
 }
@@ -48,7 +50,8 @@ pub(super) async fn contribute(
         approval: record.settings.approval,
         per_guest: record.settings.per_guest,
         consent: record.settings.consent.clone(),
-        wishes: record.wishlist(&approved),
+        wishes: events.wishlist_of(&record, &approved).await?,
+        board: record.board.is_some(),
         max_upload_bytes: state.settings.max_library_upload_bytes,
     })
 }

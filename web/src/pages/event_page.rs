@@ -90,6 +90,10 @@ pub(super) struct EventPage {
     wishes: Vec<Wish>,
     /// The wall link, once the owner made one.
     wall_url: Option<String>,
+    /// A board's grid (columns, rows) and cells filled, for an event made as one.
+    board: Option<(u32, u32, usize)>,
+    /// The printer link, once the owner made one.
+    printer_url: Option<String>,
 }
 
 /// The groups of photos the page shows, each a page long.
@@ -169,8 +173,14 @@ pub(super) async fn event(
         mosaic,
         shown,
         mosaics: record.mosaics.len(),
-        wishes: record.wishlist(&approved),
+        wishes: events.wishlist_of(&record, &approved).await?,
         wall_url: crate::api::event_wall::wall_path(&record)
+            .map(|path| format!("{}{path}", origin(&req))),
+        board: match &record.board {
+            Some(b) => Some((b.cols, b.rows, events.placed(record.id).await?.len())),
+            None => None,
+        },
+        printer_url: crate::api::event_boards::printer_path(&record)
             .map(|path| format!("{}{path}", origin(&req))),
     })
 }
@@ -311,5 +321,46 @@ pub(super) async fn wall(
         link: format!("{}{}", origin(&req), contribute_path(&record)),
         name: record.name,
         wall,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "printer.html")]
+pub(super) struct PrinterPage {
+    id: Uuid,
+    name: String,
+    /// The printer link's secret the page was opened with (empty for the owner).
+    token: String,
+    /// The sticker papers known, the first the default.
+    papers: Vec<&'static str>,
+}
+
+/// The printer station's page: to a station with the printer link, or to the event's owner.
+pub(super) async fn printer(
+    req: HttpRequest,
+    id: web::Path<Uuid>,
+    query: web::Query<crate::api::event_boards::PaperQuery>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let record =
+        crate::api::event_boards::printer_event(&state, &req, *id, query.token.as_deref()).await?;
+    if record.board.is_none() {
+        return Err(crate::api_error::ApiError::bad_request(
+            tessera_shared::error_code::ErrorCode::InvalidParameter,
+            "this event is not a board: it has no stickers to print",
+        ));
+    }
+    let token = match (&query.token, &record.printer_token) {
+        (Some(given), Some(secret)) if given == secret => secret.clone(),
+        _ => String::new(),
+    };
+    page(&PrinterPage {
+        id: record.id,
+        name: record.name,
+        token,
+        papers: tessera_shared::events::board_pdf::PAPERS
+            .iter()
+            .map(|p| p.name)
+            .collect(),
     })
 }

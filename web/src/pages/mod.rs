@@ -26,7 +26,7 @@ pub use api_page::documented_operations;
 use assets::{asset, serve_asset};
 use contribute_page::contribute;
 pub use error_page::error_page;
-use event_page::{event, wall};
+use event_page::{event, printer, wall};
 use events_page::{my_events, new_event};
 use home_page::home;
 use job_page::{job, quality_card};
@@ -46,6 +46,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/events/{id}", web::get().to(event))
         .route("/events/{id}/contribute", web::get().to(contribute))
         .route("/events/{id}/wall", web::get().to(wall))
+        .route("/events/{id}/printer", web::get().to(printer))
         .route("/system", web::get().to(system))
         .route("/api", web::get().to(api))
         .route("/static/{file}", web::get().to(asset))

@@ -96,13 +96,84 @@ impl std::fmt::Display for Cell {
     }
 }
 
-/// A placed photo as the board's listing shows it.
+/// A filled cell as the board's listing shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placed {
     pub cell: Cell,
-    pub photo: Uuid,
+    /// The photo on its sticker; none for a cell the owner filled with the target's colour.
+    pub photo: Option<Uuid>,
+    /// The sticker's colour, as printed (the photo's after its capped shift); none on cells
+    /// placed before it was kept.
+    pub colour: Option<[u8; 3]>,
     /// When it was placed.
     pub at: time::OffsetDateTime,
+}
+
+/// A sheet of stickers a printer station took, kept so that it can be printed again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sheet {
+    /// From 1, in the order they were taken.
+    pub number: u32,
+    pub cells: Vec<Cell>,
+    pub paper: String,
+    /// Whether its stickers' colours were shifted toward their cells'.
+    pub shifted: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub taken_at: time::OffsetDateTime,
+}
+
+/// How the owner fills a board's last free cells ([`EventStore::fill_free`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Filling {
+    /// Each free cell takes a second print of the photo in that costs least there.
+    Photos,
+    /// Each free cell takes a plain sticker of the target's colour.
+    Colour,
+}
+
+/// The content of a cell's claim for a cell filled with the target's colour.
+const COLOUR_FILL: &str = "colour";
+
+fn hex(c: [u8; 3]) -> String {
+    format!("{:02x}{:02x}{:02x}", c[0], c[1], c[2])
+}
+
+fn parse_hex(text: &str) -> Option<[u8; 3]> {
+    if text.len() != 6 {
+        return None;
+    }
+    let byte = |i: usize| u8::from_str_radix(text.get(i..i + 2)?, 16).ok();
+    Some([byte(0)?, byte(2)?, byte(4)?])
+}
+
+impl Placed {
+    /// Parses a marker's name: `{cell}.{photo or colour}[.{rrggbb}]`.
+    fn parse(name: &str, at: time::OffsetDateTime) -> Option<Placed> {
+        let mut parts = name.split('.');
+        let cell = Cell::parse(parts.next()?)?;
+        let photo = match parts.next()? {
+            COLOUR_FILL => None,
+            id => Some(id.parse().ok()?),
+        };
+        let colour = parts.next().and_then(parse_hex);
+        Some(Placed {
+            cell,
+            photo,
+            colour,
+            at,
+        })
+    }
+
+    fn marker(&self) -> String {
+        let what = self
+            .photo
+            .map_or_else(|| COLOUR_FILL.to_string(), |p| p.to_string());
+        match self.colour {
+            Some(c) => format!("{}.{what}.{}", self.cell.key(), hex(c)),
+            None => format!("{}.{what}", self.cell.key()),
+        }
+    }
 }
 
 impl Board {
@@ -178,6 +249,42 @@ impl Board {
             row: (at / self.cols as usize) as u32 + 1,
             col: (at % self.cols as usize) as u32 + 1,
         }
+    }
+
+    /// The colour a photo of mean `photo` prints in `cell`: moved toward the cell's by the
+    /// capped shift.
+    pub fn sticker_colour(&self, photo: [u8; 3], cell: Cell) -> [u8; 3] {
+        use tessera_engine::color::lab_to_srgb;
+        let p = srgb_to_lab(photo.map(f64::from));
+        let s = capped_shift(photo, self.colour(cell), self.shift_cap);
+        lab_to_srgb([p[0] + s[0], p[1] + s[1], p[2] + s[2]])
+            .map(|v| v.round().clamp(0.0, 255.0) as u8)
+    }
+
+    /// The colours the free cells want, most cells first: what guests' photos should be like
+    /// for the board's rest (a photo a cell).
+    pub fn wishlist(&self, filled: &[Cell]) -> Vec<crate::wishlist::Wish> {
+        let mut taken = vec![false; self.len()];
+        for &cell in filled {
+            if let Some(t) = self.index(cell).and_then(|i| taken.get_mut(i)) {
+                *t = true;
+            }
+        }
+        let free: Vec<[u8; 3]> = (0..self.len())
+            .filter(|&i| !taken[i])
+            .map(|i| self.cells[i])
+            .collect();
+        let mut wishes = crate::wishlist::wishlist(&free, &[]);
+        for wish in &mut wishes {
+            wish.photos = (wish.share * free.len() as f64).round() as u32;
+        }
+        wishes
+    }
+
+    /// Where `cell` is in [`Board::cells`], if it is on the board.
+    pub fn index(&self, cell: Cell) -> Option<usize> {
+        ((1..=self.rows).contains(&cell.row) && (1..=self.cols).contains(&cell.col))
+            .then(|| self.at(cell))
     }
 
     /// A sticker's side in pixels at the board's resolution.
@@ -342,14 +449,7 @@ impl EventStore {
         };
         let mut placed: Vec<Placed> = listed
             .iter()
-            .filter_map(|b| {
-                let (cell, photo) = b.key.strip_prefix(&prefix)?.split_once('.')?;
-                Some(Placed {
-                    cell: Cell::parse(cell)?,
-                    photo: photo.parse().ok()?,
-                    at: b.last_modified,
-                })
-            })
+            .filter_map(|b| Placed::parse(b.key.strip_prefix(&prefix)?, b.last_modified))
             .collect();
         placed.sort_by_key(|p| (p.at, p.cell));
         Ok(placed)
@@ -391,8 +491,8 @@ impl EventStore {
         }
         let mut taken = vec![false; board.len()];
         for cell in self.claimed(event).await? {
-            if (1..=board.rows).contains(&cell.row) && (1..=board.cols).contains(&cell.col) {
-                taken[board.at(cell)] = true;
+            if let Some(i) = board.index(cell) {
+                taken[i] = true;
             }
         }
         let expected = self.expected_photos(event, photo).await?;
@@ -415,14 +515,17 @@ impl EventStore {
                     if self.blobs.get(&claim).await.ok().as_deref()
                         == Some(photo.to_string().as_bytes())
                     {
-                        return self.name_cell(event, photo, cell).await.map(Some);
+                        return self
+                            .name_cell(event, board, photo, colour, cell)
+                            .await
+                            .map(Some);
                     }
                     taken[board.at(cell)] = true;
                     continue;
                 }
                 Err(e) => return Err(e.into()),
             }
-            return match self.name_cell(event, photo, cell).await {
+            return match self.name_cell(event, board, photo, colour, cell).await {
                 Ok(cell) => Ok(Some(cell)),
                 Err(e) => {
                     // The photo keeps no cell: the claim goes, for another photo.
@@ -444,7 +547,7 @@ impl EventStore {
             .placed(event)
             .await?
             .into_iter()
-            .map(|p| p.photo)
+            .filter_map(|p| p.photo)
             .collect();
         let approved = self.shelf(event, super::Shelf::Approved).await?;
         let (pending, done): (Vec<_>, Vec<_>) = approved
@@ -460,7 +563,14 @@ impl EventStore {
 
     /// Names `cell` in photo `photo`'s record (the one it keeps, if it had one already) and
     /// lists it on the board.
-    async fn name_cell(&self, event: Uuid, photo: Uuid, cell: Cell) -> Result<Cell, EventError> {
+    async fn name_cell(
+        &self,
+        event: Uuid,
+        board: &Board,
+        photo: Uuid,
+        colour: [u8; 3],
+        cell: Cell,
+    ) -> Result<Cell, EventError> {
         let record = self
             .update_photo(event, photo, |p| {
                 if p.cell.is_some() {
@@ -471,15 +581,106 @@ impl EventStore {
             })
             .await?;
         let cell = record.and_then(|r| r.cell).unwrap_or(cell);
-        let marker = format!("events/{event}/board/placed/{}.{photo}", cell.key());
-        self.blobs
-            .put(&marker, Bytes::new(), PutMode::Overwrite)
+        self.mark_placed(event, board, cell, Some(photo), colour)
             .await?;
         Ok(cell)
     }
 
+    /// The empty marker that lists `cell` as filled, naming what is on it and its colour.
+    async fn mark_placed(
+        &self,
+        event: Uuid,
+        board: &Board,
+        cell: Cell,
+        photo: Option<Uuid>,
+        colour: [u8; 3],
+    ) -> Result<(), EventError> {
+        let placed = Placed {
+            cell,
+            photo,
+            colour: Some(board.sticker_colour(colour, cell)),
+            at: time::OffsetDateTime::now_utc(),
+        };
+        let marker = format!("events/{event}/board/placed/{}", placed.marker());
+        self.blobs
+            .put(&marker, Bytes::new(), PutMode::Overwrite)
+            .await?;
+        Ok(())
+    }
+
+    /// Fills every free cell (the owner's end game): with a second print of the photo in
+    /// that costs least there (of `photos`, the photos in and their colours), or with the
+    /// target's colour. Each cell is claimed as a photo's is, so a photo placed meanwhile
+    /// keeps the cell it won. The cells filled.
+    pub async fn fill_free(
+        &self,
+        event: Uuid,
+        board: &Board,
+        with: Filling,
+        photos: &[(Uuid, [u8; 3])],
+    ) -> Result<Vec<Cell>, EventError> {
+        let mut taken = vec![false; board.len()];
+        for cell in self.claimed(event).await? {
+            if let Some(i) = board.index(cell) {
+                taken[i] = true;
+            }
+        }
+        let mut filled = Vec::new();
+        for at in (0..board.len()).filter(|&i| !taken[i]) {
+            let cell = board.cell(at);
+            let target = board.cells[at];
+            let chosen = match with {
+                Filling::Colour => None,
+                Filling::Photos => photos
+                    .iter()
+                    .min_by(|a, b| {
+                        board
+                            .error(a.1, target)
+                            .total_cmp(&board.error(b.1, target))
+                    })
+                    .copied(),
+            };
+            let (content, photo, colour) = match chosen {
+                Some((photo, colour)) => (photo.to_string(), Some(photo), colour),
+                None => (COLOUR_FILL.to_string(), None, target),
+            };
+            let claim = format!("events/{event}/board/cells/{}", cell.key());
+            match self
+                .blobs
+                .put(&claim, Bytes::from(content), PutMode::CreateNew)
+                .await
+            {
+                Ok(_) => {}
+                Err(StorageError::AlreadyExists(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            self.mark_placed(event, board, cell, photo, colour).await?;
+            filled.push(cell);
+        }
+        Ok(filled)
+    }
+
     /// Places `photo` on `record`'s board if the event is one and the photo is in (approved
     /// and prepared) without a cell yet: its cell, if it has one now.
+    /// The colours `record`'s photos are short of: a board's free cells', else the target's
+    /// parts no photo in (`approved`) matches.
+    pub async fn wishlist_of(
+        &self,
+        record: &super::EventRecord,
+        approved: &[super::Listed],
+    ) -> Result<Vec<crate::wishlist::Wish>, EventError> {
+        let Some(board) = &record.board else {
+            return Ok(record.wishlist(approved));
+        };
+        let filled: Vec<Cell> = self
+            .placed(record.id)
+            .await?
+            .iter()
+            .map(|p| p.cell)
+            .collect();
+        Ok(board.wishlist(&filled))
+    }
+
     pub async fn place_if_in(
         &self,
         record: &super::EventRecord,
@@ -514,6 +715,93 @@ impl EventStore {
     }
 
     /// The cells whose stickers were printed.
+    /// Keeps a sheet just taken under the next free number, so that it can be printed again.
+    pub async fn record_sheet(
+        &self,
+        event: Uuid,
+        cells: Vec<Cell>,
+        paper: &str,
+        shifted: bool,
+    ) -> Result<Sheet, EventError> {
+        let prefix = format!("events/{event}/board/sheets/");
+        let mut number = match self.blobs.list_all(&prefix).await {
+            Ok(listed) => listed.len() as u32 + 1,
+            Err(StorageError::NotFound(_)) => 1,
+            Err(e) => return Err(e.into()),
+        };
+        let mut sheet = Sheet {
+            number,
+            cells,
+            paper: paper.to_string(),
+            shifted,
+            taken_at: time::OffsetDateTime::now_utc(),
+        };
+        for _ in 0..CLAIM_TRIES {
+            sheet.number = number;
+            let body = serde_json::to_vec(&sheet)
+                .map_err(|e| StorageError::Other(e.to_string().into()))?;
+            match self
+                .blobs
+                .put(
+                    &format!("{prefix}{number:06}"),
+                    body.into(),
+                    PutMode::CreateNew,
+                )
+                .await
+            {
+                Ok(_) => return Ok(sheet),
+                Err(StorageError::AlreadyExists(_)) => number += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(StorageError::Transient(format!("event {event}: no free sheet number").into()).into())
+    }
+
+    /// Sheet `number` as it was taken, if there is one.
+    pub async fn sheet(&self, event: Uuid, number: u32) -> Result<Option<Sheet>, EventError> {
+        match self
+            .blobs
+            .get(&format!("events/{event}/board/sheets/{number:06}"))
+            .await
+        {
+            Ok(body) => serde_json::from_slice(&body)
+                .map(Some)
+                .map_err(|e| EventError::Corrupt(event, format!("sheet {number}: {e}"))),
+            Err(StorageError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The sheets taken, newest first: the numbers and times of all, the whole of the newest
+    /// `whole` (the rest with no cells listed).
+    pub async fn sheets(&self, event: Uuid, whole: usize) -> Result<Vec<Sheet>, EventError> {
+        let prefix = format!("events/{event}/board/sheets/");
+        let listed = match self.blobs.list_all(&prefix).await {
+            Ok(listed) => listed,
+            Err(StorageError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        let mut sheets = Vec::with_capacity(listed.len());
+        for (k, item) in listed.iter().rev().enumerate() {
+            let Some(number) = item.key.strip_prefix(&prefix).and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let read = if k < whole {
+                self.sheet(event, number).await?
+            } else {
+                None
+            };
+            sheets.push(read.unwrap_or(Sheet {
+                number,
+                cells: Vec::new(),
+                paper: String::new(),
+                shifted: true,
+                taken_at: item.last_modified,
+            }));
+        }
+        Ok(sheets)
+    }
+
     pub async fn printed(&self, event: Uuid) -> Result<Vec<Cell>, EventError> {
         self.cells_under(&format!("events/{event}/board/printed/"))
             .await

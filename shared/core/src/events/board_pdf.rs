@@ -350,6 +350,18 @@ pub fn sticker_of(
     Ok((jpeg, px))
 }
 
+/// A plain sticker of the target's colour in `cell`, for a cell its owner filled so: its JPEG
+/// and side in pixels.
+pub fn patch_of(board: &Board, cell: Cell) -> Result<(Vec<u8>, u32), String> {
+    let px = board.sticker_px();
+    let rgb = image::RgbImage::from_pixel(px, px, image::Rgb(board.colour(cell)));
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 92)
+        .encode_image(&rgb)
+        .map_err(|e| format!("a sticker's JPEG: {e}"))?;
+    Ok((jpeg, px))
+}
+
 /// The mean sRGB colour of `rgb`.
 pub fn mean_of(rgb: &image::RgbImage) -> [u8; 3] {
     let mut sum = [0u64; 3];
