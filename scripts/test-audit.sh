@@ -25,5 +25,13 @@ wait_for_job "$job" 120 0.2
 # An event, for its contribute page (what a guest opens on a phone).
 AUDIT_CONTRIBUTE=$(curl -sf -F name="Audit event" -F image=@tests/fixtures/engine/astronaut-48.png \
     "$BASE/api/v1/events" | python3 -c 'import json, sys; print(json.load(sys.stdin)["contribute_url"])')
-export AUDIT_CONTRIBUTE
+# A board, for its printer station's page (opened by its link) and its guests' page.
+owner=$(python3 -c 'import uuid; print(uuid.uuid4())')
+board=$(curl -sf -H "X-Client-Id: $owner" -F name="Audit board" -F board_cols=8 -F board_rows=6 \
+    -F image=@tests/fixtures/engine/astronaut-48.png "$BASE/api/v1/events")
+AUDIT_BOARD=$(echo "$board" | python3 -c 'import json, sys; print(json.load(sys.stdin)["contribute_url"])')
+board_id=$(echo "$board" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+AUDIT_PRINTER=$(curl -sf -X POST -H "X-Client-Id: $owner" "$BASE/api/v1/events/$board_id/printer" |
+    python3 -c 'import json, sys; u = json.load(sys.stdin)["url"]; print(u[u.index("/events/"):])')
+export AUDIT_CONTRIBUTE AUDIT_BOARD AUDIT_PRINTER
 node tests/audit/audit.mjs "$BASE" "$job" target/audit

@@ -30,6 +30,9 @@ const axePages = {
   "not found": "/nonexistent",
   // An event's contribute page, when the caller made an event (scripts/test-audit.sh does).
   ...(process.env.AUDIT_CONTRIBUTE ? { contribute: process.env.AUDIT_CONTRIBUTE } : {}),
+  // A board's guests' page and its printer station, opened by their links.
+  ...(process.env.AUDIT_BOARD ? { "board contribute": process.env.AUDIT_BOARD } : {}),
+  ...(process.env.AUDIT_PRINTER ? { printer: process.env.AUDIT_PRINTER } : {}),
 };
 fs.mkdirSync(outDir, { recursive: true });
 const problems = [];

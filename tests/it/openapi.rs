@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 47] = [
+const ROUTES: [(&str, &str); 52] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("POST", "/api/v1/sizing"),
@@ -58,6 +58,11 @@ const ROUTES: [(&str, &str); 47] = [
     ("DELETE", "/api/v1/events/{id}/photos"),
     ("GET", "/api/v1/events/{id}/board.pdf"),
     ("POST", "/api/v1/events/{id}/sheets"),
+    ("GET", "/api/v1/events/{id}/sheets"),
+    ("GET", "/api/v1/events/{id}/sheets/{number}"),
+    ("POST", "/api/v1/events/{id}/board/fill"),
+    ("POST", "/api/v1/events/{id}/printer"),
+    ("DELETE", "/api/v1/events/{id}/printer"),
     ("POST", "/api/v1/events/{id}/decisions"),
     ("POST", "/api/v1/events/{id}/photos/{photo}/verdict"),
     ("PATCH", "/api/v1/events/{id}/photos/{photo}"),
@@ -272,6 +277,7 @@ async fn call(
         .replace("{level}/{x}/{y}", "0/0/0")
         .replace("{level}/{tile}", "0/0_0.png")
         .replace("{row}/{col}", "1/2")
+        .replace("{number}", "1")
         // An event's photo: `id` is EVENT/photos/PHOTO.
         .replace("{id}/photos/{photo}", "{id}");
     let mut url = app.url(&path.replace("{id}", id));
@@ -286,6 +292,7 @@ async fn call(
             if path.ends_with("/cancel")
                 || path.ends_with("/mosaic")
                 || path.ends_with("/sheets")
+                || path.ends_with("/printer")
                 || path.ends_with("/wall") =>
         {
             app.client.post(url)
@@ -305,6 +312,11 @@ async fn call(
             serde_json::json!({"state": "approved", "every": "waiting"})
         } else {
             serde_json::json!({"state": "maybe"})
+        }),
+        "POST" if path.ends_with("/board/fill") => app.client.post(url).json(&if valid {
+            serde_json::json!({"with": "colour"})
+        } else {
+            serde_json::json!({"with": "paint"})
         }),
         "POST" if path.ends_with("/sharing") => app.client.post(url).json(&if valid {
             serde_json::json!({"private": false})
@@ -450,6 +462,30 @@ async fn every_documented_operation_answers_as_documented() {
     };
     let event_id = event["id"].as_str().unwrap().to_string();
     let token = event["contribute_token"].as_str().unwrap().to_string();
+    // Its first row filled and printed, so that sheet 1 prints again.
+    app.platform
+        .events()
+        .fill_free(
+            event_id.parse().unwrap(),
+            &{
+                let record = app.platform.events().get(event_id.parse().unwrap()).await;
+                let mut board = record.unwrap().board.unwrap();
+                board.rows = 1;
+                board
+            },
+            tessera_shared::events::board::Filling::Colour,
+            &[],
+        )
+        .await
+        .unwrap();
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{event_id}/sheets")))
+        .header("X-Client-Id", &owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
     let mut photos = Vec::new();
     for (name, bytes) in crate::support::tiles(2) {
         let form = Form::new().part("files", Part::bytes(bytes).file_name(name));
@@ -574,10 +610,10 @@ async fn every_documented_operation_answers_as_documented() {
         }
         if method == "DELETE" {
             let again = call(&app, method, path, &good_id, true, headers).await;
-            // Ending a wall link that is ended already leaves it so; a guest with no photos
+            // Ending a wall or printer link that is ended already leaves it so; a guest with no photos
             // left erases none.
             let gone = match () {
-                _ if path.ends_with("/wall") => 204,
+                _ if path.ends_with("/wall") || path.ends_with("/printer") => 204,
                 _ if erase => 200,
                 _ => 404,
             };
@@ -588,7 +624,7 @@ async fn every_documented_operation_answers_as_documented() {
                 "emoji"
             } else if event_photo {
                 photos[1].as_str()
-            } else if path.ends_with("/wall") || erase {
+            } else if path.ends_with("/wall") || path.ends_with("/printer") || erase {
                 event_id.as_str()
             } else {
                 job_id.as_str()

@@ -124,6 +124,7 @@ pub(crate) fn board_from(
 #[into_params(parameter_in = Query)]
 pub struct PaperQuery {
     /// `A4` (the default), `A3`, `Letter` or `Tabloid`.
+    #[param(value_type = Option<PaperName>)]
     pub paper: Option<String>,
     /// Sheets only: `false` prints the stickers without their colour shift (a proof).
     pub shifted: Option<bool>,
@@ -133,6 +134,16 @@ pub struct PaperQuery {
     /// The printer link's secret, for a printer station not signed in as the owner.
     pub token: Option<String>,
 }
+/// The papers known, as the document names them.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub enum PaperName {
+    A4,
+    A3,
+    Letter,
+    Tabloid,
+}
+
 fn paper_of(query: &PaperQuery) -> ApiResult<Paper> {
     let name = query.paper.as_deref().unwrap_or("A4");
     Paper::named(name).ok_or_else(|| {
@@ -491,6 +502,7 @@ pub struct FillView {
         (status = 200, description = "The cells filled", body = FillView),
         (status = 400, description = "not a board, or no photo in to fill with", body = crate::api_error::ErrorBody),
         crate::api::error_sets::OwnedEventErrors,
+        (status = 415, description = "the body is not JSON", body = crate::api_error::ErrorBody),
     ),
 )]
 pub async fn fill(
