@@ -656,6 +656,24 @@ async fn the_last_cells_are_filled_by_the_owner_and_printed() {
         .await
         .unwrap();
     assert_eq!(filled["filled"].as_array().unwrap().len(), 12, "{filled}");
+
+    // A board of more cells than an event's usual cap takes a photo a cell, unless its owner
+    // chose a cap.
+    let large = make_event(
+        &app,
+        owner,
+        astronaut(),
+        &[("board_cols", "80"), ("board_rows", "70")],
+    )
+    .await;
+    assert_eq!(large["settings"]["max_photos"], 5600, "{large}");
+    let capped = [
+        ("board_cols", "80"),
+        ("board_rows", "70"),
+        ("max_photos", "100"),
+    ];
+    let capped = make_event(&app, owner, astronaut(), &capped).await;
+    assert_eq!(capped["settings"]["max_photos"], 100, "{capped}");
 }
 
 /// The couple's own path on a board: a guest on a phone sends a photo and reads its row and

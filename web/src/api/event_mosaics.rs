@@ -531,6 +531,13 @@ pub async fn create(
     })
     .await
     .map_err(ApiError::internal)??;
+    // A board takes a photo a cell at least, unless its owner chose a cap.
+    let mut settings = settings;
+    if let Some(board) = &board
+        && !form.settings.contains_key("max_photos")
+    {
+        settings.max_photos = settings.max_photos.max(board.len() as u32);
+    }
     let now = OffsetDateTime::now_utc();
     let closed_at = (!settings.open).then_some(now);
     let record = EventRecord {

@@ -91,7 +91,10 @@ impl WallBoard {
                 .map(|p| FilledCell {
                     row: p.cell.row,
                     col: p.cell.col,
-                    colour: hex(p.colour.unwrap_or_else(|| board.colour(p.cell))),
+                    colour: hex(match p.colour {
+                        Some(c) => board.sticker_colour(c, p.cell),
+                        None => board.colour(p.cell),
+                    }),
                 })
                 .collect(),
             wishlist: board.wishlist(&cells),

@@ -23,6 +23,8 @@ use crate::storage::{BlobStoreExt, PutMode, StorageError};
 /// Cells costing at most this much more than the cheapest free one (CIEDE2000) are as good for
 /// the photo: of them it takes the most common colour.
 pub const NEAR_BEST: f64 = 3.0;
+/// The nearly-as-cheap cells weighed by how common their colour is, at most.
+const NEAR_WEIGHED: usize = 64;
 /// Cells within this distance (CIE76) of a cell's colour count as its colour.
 const SAME_COLOUR: f64 = 6.0;
 /// Boards with at most this many cells free place each photo by a whole assignment
@@ -102,8 +104,9 @@ pub struct Placed {
     pub cell: Cell,
     /// The photo on its sticker; none for a cell the owner filled with the target's colour.
     pub photo: Option<Uuid>,
-    /// The sticker's colour, as printed (the photo's after its capped shift); none on cells
-    /// placed before it was kept.
+    /// The colour of what is on it: the photo's own (its sticker's is moved toward the
+    /// cell's, [`Board::sticker_colour`]), or the target's; none on cells placed before it
+    /// was kept.
     pub colour: Option<[u8; 3]>,
     /// When it was placed.
     pub at: time::OffsetDateTime,
@@ -310,13 +313,22 @@ impl Board {
             return None;
         }
         if free.len() <= ASSIGNED_UP_TO && !expected.is_empty() {
-            let cost = |p: [u8; 3], cell: usize| self.error(p, self.cells[cell]);
-            let rows: Vec<[u8; 3]> = std::iter::once(colour)
+            let lab = |c: [u8; 3]| srgb_to_lab(c.map(f64::from));
+            let cells: Vec<[f64; 3]> = free.iter().map(|&c| lab(self.cells[c])).collect();
+            // Each distinct colour's row of costs once: the expected photos repeat.
+            let mut rows_of: std::collections::HashMap<[u8; 3], std::rc::Rc<[f64]>> =
+                std::collections::HashMap::new();
+            let costs: Vec<std::rc::Rc<[f64]>> = std::iter::once(colour)
                 .chain(expected.iter().copied().cycle().take(free.len() - 1))
-                .collect();
-            let costs: Vec<Vec<f64>> = rows
-                .iter()
-                .map(|&p| free.iter().map(|&c| cost(p, c)).collect())
+                .map(|p| {
+                    rows_of
+                        .entry(p)
+                        .or_insert_with(|| {
+                            let p = lab(p);
+                            cells.iter().map(|&c| self.error_lab(p, c)).collect()
+                        })
+                        .clone()
+                })
                 .collect();
             let assigned = assignment(&costs);
             return Some(self.cell(free[assigned[0]]));
@@ -328,8 +340,13 @@ impl Board {
     /// capped shift (CIEDE2000).
     pub fn error(&self, photo: [u8; 3], cell: [u8; 3]) -> f64 {
         let lab = |c: [u8; 3]| srgb_to_lab([c[0] as f64, c[1] as f64, c[2] as f64]);
-        let (p, s) = (lab(photo), capped_shift(photo, cell, self.shift_cap));
-        ciede2000([p[0] + s[0], p[1] + s[1], p[2] + s[2]], lab(cell))
+        self.error_lab(lab(photo), lab(cell))
+    }
+
+    /// [`Board::error`] of colours given in Lab.
+    fn error_lab(&self, p: [f64; 3], c: [f64; 3]) -> f64 {
+        let s = shift_lab(p, c, self.shift_cap);
+        ciede2000([p[0] + s[0], p[1] + s[1], p[2] + s[2]], c)
     }
 
     /// Of the `free` cells, the cheapest for `colour`, of those nearly as cheap the colour the
@@ -342,9 +359,15 @@ impl Board {
             .map(|&(i, _)| self.error(colour, self.cells[i]))
             .collect();
         let best = costs.iter().copied().fold(f64::INFINITY, f64::min);
-        let near: Vec<usize> = (0..free.len())
+        // The cheapest of those nearly as cheap as the best: weighing each against every free
+        // cell's colour costs their number times the free cells'.
+        let mut near: Vec<usize> = (0..free.len())
             .filter(|&k| costs[k] <= best + NEAR_BEST)
             .collect();
+        if near.len() > NEAR_WEIGHED {
+            near.select_nth_unstable_by(NEAR_WEIGHED, |&a, &b| costs[a].total_cmp(&costs[b]));
+            near.truncate(NEAR_WEIGHED);
+        }
         let common = |k: usize| {
             let c = free[k].1;
             free.iter()
@@ -366,7 +389,7 @@ impl Board {
 
 /// The least-cost assignment of the rows of `costs` (a square matrix) to its columns: each
 /// row's column (the Hungarian method, O(n³)).
-pub fn assignment(costs: &[Vec<f64>]) -> Vec<usize> {
+pub fn assignment<R: std::ops::Deref<Target = [f64]>>(costs: &[R]) -> Vec<usize> {
     let n = costs.len();
     let (mut u, mut v) = (vec![0.0; n + 1], vec![0.0; n + 1]);
     let (mut p, mut way) = (vec![0usize; n + 1], vec![0usize; n + 1]);
@@ -427,7 +450,11 @@ pub fn assignment(costs: &[Vec<f64>]) -> Vec<usize> {
 /// to each pixel's Lab.
 pub fn capped_shift(photo: [u8; 3], cell: [u8; 3], cap: f32) -> [f64; 3] {
     let lab = |c: [u8; 3]| srgb_to_lab([c[0] as f64, c[1] as f64, c[2] as f64]);
-    let (p, c) = (lab(photo), lab(cell));
+    shift_lab(lab(photo), lab(cell), cap)
+}
+
+/// [`capped_shift`] of colours given in Lab.
+fn shift_lab(p: [f64; 3], c: [f64; 3], cap: f32) -> [f64; 3] {
     let d = [c[0] - p[0], c[1] - p[1], c[2] - p[2]];
     let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
     let scale = if len > f64::from(cap) && len > 0.0 {
@@ -495,7 +522,14 @@ impl EventStore {
                 taken[i] = true;
             }
         }
-        let expected = self.expected_photos(event, photo).await?;
+        // The photos expected next matter only to a whole assignment: listing them (every
+        // photo in) is left out while many cells are free.
+        let free = taken.iter().filter(|&&t| !t).count();
+        let expected = if free <= ASSIGNED_UP_TO {
+            self.expected_photos(event, photo).await?
+        } else {
+            Vec::new()
+        };
         for _ in 0..CLAIM_TRIES {
             let (chooser, seen) = (board.clone(), taken.clone());
             let expected = expected.clone();
@@ -515,17 +549,14 @@ impl EventStore {
                     if self.blobs.get(&claim).await.ok().as_deref()
                         == Some(photo.to_string().as_bytes())
                     {
-                        return self
-                            .name_cell(event, board, photo, colour, cell)
-                            .await
-                            .map(Some);
+                        return self.name_cell(event, photo, colour, cell).await.map(Some);
                     }
                     taken[board.at(cell)] = true;
                     continue;
                 }
                 Err(e) => return Err(e.into()),
             }
-            return match self.name_cell(event, board, photo, colour, cell).await {
+            return match self.name_cell(event, photo, colour, cell).await {
                 Ok(cell) => Ok(Some(cell)),
                 Err(e) => {
                     // The photo keeps no cell: the claim goes, for another photo.
@@ -540,23 +571,16 @@ impl EventStore {
         .into())
     }
 
-    /// The colours of the photos expected after `photo`: those in and not placed yet, then
-    /// those placed (newest first), standing for the photos still to come.
+    /// The colours of the photos expected after `photo`: those placed (newest first), standing
+    /// for the photos still to come.
     async fn expected_photos(&self, event: Uuid, photo: Uuid) -> Result<Vec<[u8; 3]>, EventError> {
-        let placed: std::collections::HashSet<Uuid> = self
+        // From the board's one listing: the photos in flight are too few to matter.
+        Ok(self
             .placed(event)
             .await?
-            .into_iter()
-            .filter_map(|p| p.photo)
-            .collect();
-        let approved = self.shelf(event, super::Shelf::Approved).await?;
-        let (pending, done): (Vec<_>, Vec<_>) = approved
             .iter()
-            .filter(|p| p.id != photo)
-            .partition(|p| !placed.contains(&p.id));
-        Ok(pending
-            .iter()
-            .chain(done.iter().rev())
+            .rev()
+            .filter(|p| p.photo.is_some_and(|p| p != photo))
             .filter_map(|p| p.colour)
             .collect())
     }
@@ -566,7 +590,6 @@ impl EventStore {
     async fn name_cell(
         &self,
         event: Uuid,
-        board: &Board,
         photo: Uuid,
         colour: [u8; 3],
         cell: Cell,
@@ -581,8 +604,7 @@ impl EventStore {
             })
             .await?;
         let cell = record.and_then(|r| r.cell).unwrap_or(cell);
-        self.mark_placed(event, board, cell, Some(photo), colour)
-            .await?;
+        self.mark_placed(event, cell, Some(photo), colour).await?;
         Ok(cell)
     }
 
@@ -590,7 +612,6 @@ impl EventStore {
     async fn mark_placed(
         &self,
         event: Uuid,
-        board: &Board,
         cell: Cell,
         photo: Option<Uuid>,
         colour: [u8; 3],
@@ -598,7 +619,7 @@ impl EventStore {
         let placed = Placed {
             cell,
             photo,
-            colour: Some(board.sticker_colour(colour, cell)),
+            colour: Some(colour),
             at: time::OffsetDateTime::now_utc(),
         };
         let marker = format!("events/{event}/board/placed/{}", placed.marker());
@@ -654,7 +675,7 @@ impl EventStore {
                 Err(StorageError::AlreadyExists(_)) => continue,
                 Err(e) => return Err(e.into()),
             }
-            self.mark_placed(event, board, cell, photo, colour).await?;
+            self.mark_placed(event, cell, photo, colour).await?;
             filled.push(cell);
         }
         Ok(filled)
