@@ -2,7 +2,7 @@
 # Azurite, the Azure Storage emulator, for Tessera's tests and a developer's machine.
 #
 #   scripts/azurite.sh install   npm ci of the pinned Azurite in tools/azurite (idempotent)
-#   scripts/azurite.sh start     start it on 127.0.0.1 in memory, wait until it answers
+#   scripts/azurite.sh start     start it on 127.0.0.1 on an empty data folder, wait until it answers
 #   scripts/azurite.sh stop      stop the server started by `start`
 #   scripts/azurite.sh status    say whether it runs
 #   scripts/azurite.sh python    create .tools/venv with the pinned Python Azure SDK (interop tests)
@@ -17,6 +17,13 @@ STATE="$ROOT/.tools/azurite"
 PID_FILE="$STATE/azurite-${AZURITE_BLOB_PORT:-10000}.pid"
 LOG_FILE="$STATE/azurite-${AZURITE_BLOB_PORT:-10000}.log"
 VENV="$ROOT/.tools/venv"
+# Its data, gone with each start and stop: in memory's file system when it has 4 GB free.
+shm_free_kb() { df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }'; }
+if [[ -d /dev/shm && -w /dev/shm && "$(shm_free_kb)" -ge 4000000 ]]; then
+    DATA="/dev/shm/tessera-azurite-${AZURITE_BLOB_PORT:-10000}"
+else
+    DATA="$STATE/data-${AZURITE_BLOB_PORT:-10000}"
+fi
 BLOB_PORT="${AZURITE_BLOB_PORT:-10000}"
 QUEUE_PORT="${AZURITE_QUEUE_PORT:-10001}"
 TABLE_PORT="${AZURITE_TABLE_PORT:-10002}"
@@ -63,12 +70,20 @@ cmd_start() {
         fi
     done
     mkdir -p "$STATE"
+    # Each start begins empty. The data are kept in files (in memory's file system when the
+    # machine has one), not with --inMemoryPersistence: in memory, every blob and message
+    # written is an extent of its own, and Azurite's collector removes the dead ones one at a
+    # time, re-indexing all of them for each; after a test run's tens of thousands of writes
+    # that holds its one thread for many minutes and every request times out. In files, the
+    # writes share extents of 64 MB, and few are ever removed.
+    rm -rf "$DATA"
+    mkdir -p "$DATA"
     # Started directly, not through npx: stopping a wrapper would leave the server running.
     # --disableTelemetry: otherwise Azurite tries to reach the internet.
     # --skipApiVersionCheck: the SDKs speak newer API versions than this Azurite knows.
     nohup "$PKG/node_modules/.bin/azurite" \
         --silent \
-        --inMemoryPersistence \
+        --location "$DATA" \
         --disableTelemetry \
         --skipApiVersionCheck \
         --blobHost 127.0.0.1 --blobPort "$BLOB_PORT" \
@@ -114,6 +129,7 @@ cmd_stop() {
         kill -9 "$pid" 2>/dev/null || true
     fi
     rm -f "$PID_FILE"
+    rm -rf "$DATA"
     log "stopped (pid $pid)"
 }
 

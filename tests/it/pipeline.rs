@@ -1388,10 +1388,13 @@ async fn stalled_job_is_driven_again_once_and_ends_done() {
     assert_eq!((report.active, report.redriven.len()), (1, 0), "{report:?}");
 
     // Stalled: two controllers sweeping at once drive it again once. The plan is made again
-    // (a slice's plan is missing) and every slice asked for once.
+    // (a slice's plan is missing) and every slice asked for once. Their stall timeout is a real
+    // one: with none, a sweep reading the job just after the other's re-drive would find it
+    // stalled again at once.
+    tokio::time::sleep(STALL).await;
     let (a, b) = tokio::join!(
-        reconcile_stalled_jobs(&env.platform, STALLED),
-        reconcile_stalled_jobs(&env.platform, STALLED)
+        reconcile_stalled_jobs(&env.platform, STALL),
+        reconcile_stalled_jobs(&env.platform, STALL)
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     assert_eq!(a.redriven.len() + b.redriven.len(), 1, "{a:?} {b:?}");

@@ -835,6 +835,34 @@ fn slow_reader(port: u16) -> TcpStream {
     TcpStream::from(fd)
 }
 
+/// A slow reader's socket whose answer to `request` began with 200: the answer is being sent
+/// and holds its place. A reader that came while an earlier answer still held one (its last
+/// bytes read but the server not yet done with it) is refused 429 and tries again.
+fn held_answer(port: u16, request: &str) -> TcpStream {
+    let started = std::time::Instant::now();
+    loop {
+        let mut socket = slow_reader(port);
+        socket.write_all(request.as_bytes()).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        while !line.ends_with(b"\r\n") && socket.read(&mut byte).unwrap() == 1 {
+            line.push(byte[0]);
+        }
+        let line = String::from_utf8_lossy(&line).into_owned();
+        if line.starts_with("HTTP/1.1 200") {
+            return socket;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "a slow reader's answer: {line}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// A large mosaic's placements are written as they are sent (a chunk at a time, the whole
 /// answer never held), and one address has at most two being sent at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -881,13 +909,7 @@ async fn placements_stream_and_are_shared_per_address() {
     // Two answers held by slow readers: the address's third request waits its turn.
     let port: u16 = app.address.rsplit(':').next().unwrap().parse().unwrap();
     let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-    let held: Vec<TcpStream> = (0..2)
-        .map(|_| {
-            let mut socket = slow_reader(port);
-            socket.write_all(request.as_bytes()).unwrap();
-            socket
-        })
-        .collect();
+    let held: Vec<TcpStream> = (0..2).map(|_| held_answer(port, &request)).collect();
     // Once the server holds both, the third is refused.
     wait_for(Duration::from_secs(30), async || {
         match code(app.get(&path).await).await {

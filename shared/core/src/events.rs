@@ -906,11 +906,14 @@ impl EventStore {
         forget(self.blobs.delete(&key.path()).await)
     }
 
-    /// Notes that the photos in the event's mosaics changed now.
+    /// Notes that the photos in the event's mosaics changed now. The time is written in the
+    /// blob, to the nanosecond: a blob's own time (Azure's) is to the second, which would
+    /// place a change within the second after a mosaic was asked for before it.
     pub async fn touch_changed(&self, event: Uuid) -> Result<(), EventError> {
         let key = BlobKey::EventChanged { event }.path();
+        let now = OffsetDateTime::now_utc().unix_timestamp_nanos().to_string();
         self.blobs
-            .put(&key, Bytes::new(), PutMode::Overwrite)
+            .put(&key, Bytes::from(now), PutMode::Overwrite)
             .await?;
         Ok(())
     }
@@ -921,8 +924,18 @@ impl EventStore {
         record: &EventRecord,
     ) -> Result<Option<OffsetDateTime>, EventError> {
         let key = BlobKey::EventChanged { event: record.id }.path();
-        match self.blobs.head(&key).await {
-            Ok(meta) => Ok(Some(meta.last_modified)),
+        match self.blobs.get(&key).await {
+            Ok(body) => {
+                let at = std::str::from_utf8(&body)
+                    .ok()
+                    .and_then(|s| s.parse::<i128>().ok())
+                    .and_then(|n| OffsetDateTime::from_unix_timestamp_nanos(n).ok());
+                match at {
+                    Some(at) => Ok(Some(at)),
+                    // Written before the time was kept in it.
+                    None => Ok(Some(self.blobs.head(&key).await?.last_modified)),
+                }
+            }
             Err(StorageError::NotFound(_)) => Ok(record.approved_changed_at),
             Err(e) => Err(e.into()),
         }
