@@ -1,7 +1,8 @@
 "use strict";
 // The printer station: how many stickers wait, a sheet taken as soon as enough fill it (or
 // now, when asked), shown to print, and every sheet taken listed to print again. Each sticker
-// comes out once across every station: the server hands each to one sheet.
+// comes out once across every station: the server hands each to one sheet. Each sheet's
+// keepsakes (its guests' photos whole, 4 x 6 inches) print from its row.
 (function () {
   const root = document.getElementById("printer");
   const token = root.dataset.token;
@@ -43,7 +44,13 @@
       a.target = "_blank";
       a.rel = "noopener";
       a.textContent = "Print sheet " + s.number + " again";
-      again.append(a);
+      const keep = document.createElement("a");
+      keep.href = s.keepsakes_url;
+      keep.target = "_blank";
+      keep.rel = "noopener";
+      keep.className = "keepsakes";
+      keep.textContent = "Keepsakes of sheet " + s.number;
+      again.append(a, " · ", keep);
       tr.append(number, when, cells, again);
       body.append(tr);
     });

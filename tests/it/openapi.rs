@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::{TestApp, astronaut, fixture, job_form, spawn_app};
 
 /// The routes the server registers: the document must name each one, with its full path.
-const ROUTES: [(&str, &str); 52] = [
+const ROUTES: [(&str, &str); 53] = [
     ("POST", "/api/v1/jobs"),
     ("POST", "/api/v1/previews"),
     ("POST", "/api/v1/sizing"),
@@ -60,6 +60,7 @@ const ROUTES: [(&str, &str); 52] = [
     ("POST", "/api/v1/events/{id}/sheets"),
     ("GET", "/api/v1/events/{id}/sheets"),
     ("GET", "/api/v1/events/{id}/sheets/{number}"),
+    ("GET", "/api/v1/events/{id}/sheets/{number}/keepsakes"),
     ("POST", "/api/v1/events/{id}/board/fill"),
     ("POST", "/api/v1/events/{id}/printer"),
     ("DELETE", "/api/v1/events/{id}/printer"),

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use tessera_shared::error_code::ErrorCode;
 use tessera_shared::events::board::{self, Board, Cell, Filling, Sheet};
 use tessera_shared::events::board_pdf::{self, Paper, Sticker};
-use tessera_shared::events::{EventRecord, Shelf};
+use tessera_shared::events::{EventError, EventRecord, Shelf};
 
 use crate::api::owned_event::{OwnedEvent, is_owner, requester};
 use crate::api_error::{ApiError, ApiResult};
@@ -371,6 +371,8 @@ pub struct SheetView {
     pub cells: Vec<Cell>,
     /// Where to print it again.
     pub pdf_url: String,
+    /// Where to print its photos' keepsakes.
+    pub keepsakes_url: String,
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub taken_at: OffsetDateTime,
@@ -413,6 +415,10 @@ pub async fn list_sheets(
         .into_iter()
         .map(|s| SheetView {
             pdf_url: format!("/api/v1/events/{}/sheets/{}{token}", record.id, s.number),
+            keepsakes_url: format!(
+                "/api/v1/events/{}/sheets/{}/keepsakes{token}",
+                record.id, s.number
+            ),
             number: s.number,
             cells: s.cells,
             taken_at: s.taken_at,
@@ -472,6 +478,87 @@ pub async fn reprint_sheet(
     let paper = Paper::named(&sheet.paper).unwrap_or(board_pdf::PAPERS[0]);
     let bytes = print_sheet(&state, &record, &board, paper, &sheet).await?;
     Ok(pdf(bytes, &format!("stickers-{number}.pdf")))
+}
+
+/// The keepsakes of a sheet's photos (the owner, or a printer station): each guest's photo
+/// whole on 4 x 6 inch photo paper, a page each, with the event's name and the row and column
+/// of its sticker, to hand the guest with the sticker; 204 when none of its cells holds a
+/// photo (filled with a colour, or taken back by its guest).
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{id}/sheets/{number}/keepsakes",
+    operation_id = "print_event_sheet_keepsakes",
+    tag = "events",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The event's id"),
+        ("number" = u32, Path, description = "The sheet's number"),
+        PaperQuery,
+    ),
+    responses(
+        (status = 200, description = "The sheet's keepsakes", content_type = "application/pdf", body = Vec<u8>),
+        (status = 204, description = "None of the sheet's cells holds a photo (filled with a colour, or taken back)"),
+        (status = 400, description = "not a board", body = crate::api_error::ErrorBody),
+        (status = 404, description = "no sheet of that number", body = crate::api_error::ErrorBody),
+        crate::api::error_sets::OwnedEventErrors,
+    ),
+)]
+pub async fn sheet_keepsakes(
+    req: HttpRequest,
+    path: web::Path<(Uuid, u32)>,
+    query: web::Query<PaperQuery>,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let (id, number) = path.into_inner();
+    let record = printer_event(&state, &req, id, query.token.as_deref()).await?;
+    board_of(&record)?;
+    let events = state.platform.events();
+    let no_sheet = || {
+        ApiError::not_found(
+            ErrorCode::InvalidParameter,
+            format!("no sheet {number} was taken of this board"),
+        )
+    };
+    let sheet = events
+        .sheet(record.id, number)
+        .await?
+        .ok_or_else(no_sheet)?;
+    let on: std::collections::HashMap<Cell, Uuid> = events
+        .placed(record.id)
+        .await?
+        .into_iter()
+        .filter_map(|p| Some((p.cell, p.photo?)))
+        .collect();
+    // A photo at a time: a camera's original decoded is tens of megabytes.
+    let mut prints = Vec::new();
+    for cell in &sheet.cells {
+        let Some(&photo) = on.get(cell) else { continue };
+        let bytes = match events.photo(record.id, photo).await {
+            Ok(bytes) => bytes,
+            // Taken back by its guest since.
+            Err(EventError::NotFound(_)) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let cell = *cell;
+        let print = web::block(move || {
+            let decoded = tessera_engine::decode::decode_target(&bytes, [255, 255, 255])
+                .map_err(|e| e.to_string())?;
+            board_pdf::keepsake_of(&decoded, Some(cell))
+        })
+        .await
+        .map_err(ApiError::internal)?;
+        match print {
+            Ok(print) => prints.push(print),
+            Err(e) => tracing::warn!(event = %record.id, %photo, error = %e, "no keepsake"),
+        }
+    }
+    if prints.is_empty() {
+        return Ok(HttpResponse::NoContent().finish());
+    }
+    let name = record.name.clone();
+    let bytes = web::block(move || board_pdf::keepsakes(&name, &prints))
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(pdf(bytes, &format!("keepsakes-{number}.pdf")))
 }
 
 /// The owner's end game: how to fill the board's free cells.

@@ -146,6 +146,10 @@ fn event_routes(scope: actix_web::Scope) -> actix_web::Scope {
                 .route(web::get().to(event_boards::reprint_sheet)),
         )
         .service(
+            resource("/events/{id}/sheets/{number}/keepsakes", "GET")
+                .route(web::get().to(event_boards::sheet_keepsakes)),
+        )
+        .service(
             resource("/events/{id}/board/fill", "POST").route(web::post().to(event_boards::fill)),
         )
         .service(

@@ -73,6 +73,7 @@ uniform grid, rendered byte for byte as tessera render --adaptive renders them; 
         crate::api::event_boards::take_sheet,
         crate::api::event_boards::list_sheets,
         crate::api::event_boards::reprint_sheet,
+        crate::api::event_boards::sheet_keepsakes,
         crate::api::event_boards::fill,
         crate::api::event_boards::make_printer_link,
         crate::api::event_boards::end_printer_link,

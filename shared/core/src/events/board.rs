@@ -482,6 +482,17 @@ impl EventStore {
         Ok(placed)
     }
 
+    /// Which of `board`'s cells are claimed, by index.
+    async fn taken(&self, event: Uuid, board: &Board) -> Result<Vec<bool>, EventError> {
+        let mut taken = vec![false; board.len()];
+        for cell in self.claimed(event).await? {
+            if let Some(i) = board.index(cell) {
+                taken[i] = true;
+            }
+        }
+        Ok(taken)
+    }
+
     /// The cells claimed, placed or not yet (a claim's marker follows it).
     async fn claimed(&self, event: Uuid) -> Result<Vec<Cell>, EventError> {
         self.cells_under(&format!("events/{event}/board/cells/"))
@@ -516,12 +527,7 @@ impl EventStore {
         if let Some(cell) = record.cell {
             return Ok(Some(cell));
         }
-        let mut taken = vec![false; board.len()];
-        for cell in self.claimed(event).await? {
-            if let Some(i) = board.index(cell) {
-                taken[i] = true;
-            }
-        }
+        let mut taken = self.taken(event, board).await?;
         // The photos expected next matter only to a whole assignment: listing them (every
         // photo in) is left out while many cells are free.
         let free = taken.iter().filter(|&&t| !t).count();
@@ -551,6 +557,9 @@ impl EventStore {
                     {
                         return self.name_cell(event, photo, colour, cell).await.map(Some);
                     }
+                    // Others placed at the same moment took it: every claim made since is
+                    // seen at once, not found one collision at a time.
+                    taken = self.taken(event, board).await?;
                     taken[board.at(cell)] = true;
                     continue;
                 }
@@ -640,12 +649,7 @@ impl EventStore {
         with: Filling,
         photos: &[(Uuid, [u8; 3])],
     ) -> Result<Vec<Cell>, EventError> {
-        let mut taken = vec![false; board.len()];
-        for cell in self.claimed(event).await? {
-            if let Some(i) = board.index(cell) {
-                taken[i] = true;
-            }
-        }
+        let taken = self.taken(event, board).await?;
         let mut filled = Vec::new();
         for at in (0..board.len()).filter(|&i| !taken[i]) {
             let cell = board.cell(at);

@@ -1,7 +1,8 @@
 //! A board's prints as PDF (pdf-writer): sheets of stickers for a photo printer, each sticker
 //! at its exact size with its row and column beside it, and the board itself in panels of
 //! paper, each cell at a sticker's size with its row and column and a faint print of the
-//! target's colour. Text is in the PDF's standard Helvetica, so that any reader (and
+//! target's colour; and keepsake prints, a guest's photo whole on 4 x 6 inch photo paper with
+//! the event's name and where its sticker went. Text is in the PDF's standard Helvetica, so that any reader (and
 //! `pdftotext`) finds it.
 
 use pdf_writer::{Content, Filter, Finish, Name, Pdf, Rect, Ref, Str};
@@ -57,6 +58,103 @@ impl Paper {
             .copied()
             .find(|p| p.name.eq_ignore_ascii_case(name))
     }
+}
+
+/// Keepsake prints' paper: 4 x 6 inches, turned the photo's way.
+pub const KEEPSAKE_PAPER: Paper = Paper {
+    name: "4x6",
+    width_mm: 101.6,
+    height_mm: 152.4,
+};
+/// A keepsake's resolution, in dots an inch.
+pub const KEEPSAKE_DPI: f32 = 300.0;
+/// A keepsake's margin, and the band under its photo for the event's name, in millimetres.
+const KEEPSAKE_MARGIN_MM: f32 = 5.0;
+const KEEPSAKE_LABEL_MM: f32 = 12.0;
+
+/// One keepsake to print: the photo (a JPEG, `width` x `height` pixels) and the cell its
+/// sticker went to, if any.
+pub struct Keepsake {
+    pub jpeg: Vec<u8>,
+    pub width: u32,
+    pub height: u32,
+    pub cell: Option<Cell>,
+}
+
+/// The paper of a keepsake of a `width` x `height` photo: landscape for a wide photo.
+fn keepsake_paper(width: u32, height: u32) -> Paper {
+    let p = KEEPSAKE_PAPER;
+    if width > height {
+        Paper {
+            width_mm: p.height_mm,
+            height_mm: p.width_mm,
+            ..p
+        }
+    } else {
+        p
+    }
+}
+
+/// Where a `width` x `height` photo is printed on its keepsake: (x, y, w, h) in millimetres,
+/// fitted whole above the label band and centred.
+fn keepsake_frame(width: u32, height: u32) -> (f32, f32, f32, f32) {
+    let paper = keepsake_paper(width, height);
+    let room_w = paper.width_mm - 2.0 * KEEPSAKE_MARGIN_MM;
+    let room_h = paper.height_mm - 2.0 * KEEPSAKE_MARGIN_MM - KEEPSAKE_LABEL_MM;
+    let scale = (room_w / width.max(1) as f32).min(room_h / height.max(1) as f32);
+    let (w, h) = (width as f32 * scale, height as f32 * scale);
+    let x = (paper.width_mm - w) / 2.0;
+    let y = KEEPSAKE_MARGIN_MM + KEEPSAKE_LABEL_MM + (room_h - h) / 2.0;
+    (x, y, w, h)
+}
+
+/// The keepsake of `photo` (decoded, upright, sRGB): at most the keepsake's resolution where it
+/// is printed (never enlarged), as a JPEG.
+pub fn keepsake_of(photo: &image::RgbImage, cell: Option<Cell>) -> Result<Keepsake, String> {
+    let (w, h) = photo.dimensions();
+    let (_, _, w_mm, h_mm) = keepsake_frame(w, h);
+    let px = |mm: f32| (mm / 25.4 * KEEPSAKE_DPI).round() as u32;
+    let (width, height) = if px(w_mm) < w {
+        (px(w_mm).max(1), px(h_mm).max(1))
+    } else {
+        (w, h)
+    };
+    let mut jpeg = Vec::new();
+    let mut encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 92);
+    let encoded = if (width, height) == (w, h) {
+        encoder.encode_image(photo)
+    } else {
+        let fitted =
+            image::imageops::resize(photo, width, height, image::imageops::FilterType::Triangle);
+        encoder.encode_image(&fitted)
+    };
+    encoded.map_err(|e| format!("a keepsake's JPEG: {e}"))?;
+    Ok(Keepsake {
+        jpeg,
+        width,
+        height,
+        cell,
+    })
+}
+
+/// Keepsake prints, one a page of 4 x 6 inches: each photo whole, the event's name under it,
+/// and its sticker's row and column.
+pub fn keepsakes(event_name: &str, prints: &[Keepsake]) -> Vec<u8> {
+    let mut doc = Document::new();
+    for print in prints {
+        let paper = keepsake_paper(print.width, print.height);
+        let mut page = doc.page(paper);
+        let (x, y, w, h) = keepsake_frame(print.width, print.height);
+        page.picture(&print.jpeg, (print.width, print.height), x, y, (w, h));
+        let left = KEEPSAKE_MARGIN_MM;
+        page.text(&short(event_name, 60), left, KEEPSAKE_MARGIN_MM + 6.0, 11.0);
+        if let Some(cell) = print.cell {
+            let at = format!("Your sticker: row {}, column {}", cell.row, cell.col);
+            page.text(&at, left, KEEPSAKE_MARGIN_MM + 1.0, 8.0);
+        }
+        doc.finish_page(page);
+    }
+    doc.finish()
 }
 
 /// One sticker to print: its cell and its picture (a JPEG, square, at the board's DPI).
@@ -205,8 +303,8 @@ struct Document {
 struct Page {
     paper: Paper,
     content: Content,
-    /// The page's pictures: JPEGs and their sides in pixels.
-    images: Vec<(Vec<u8>, u32)>,
+    /// The page's pictures: JPEGs and their sizes in pixels.
+    images: Vec<(Vec<u8>, (u32, u32))>,
 }
 
 impl Document {
@@ -234,7 +332,7 @@ impl Document {
 
     fn finish_page(&mut self, page: Page) {
         let (page_id, content_id) = (self.alloc(), self.alloc());
-        let images: Vec<(Ref, Vec<u8>, u32)> = page
+        let images: Vec<(Ref, Vec<u8>, (u32, u32))> = page
             .images
             .into_iter()
             .map(|(jpeg, px)| (self.alloc(), jpeg, px))
@@ -258,11 +356,11 @@ impl Document {
         resources.finish();
         writer.finish();
         self.pdf.stream(content_id, &page.content.finish());
-        for (id, jpeg, px) in &images {
+        for (id, jpeg, (w, h)) in &images {
             let mut image = self.pdf.image_xobject(*id, jpeg);
             image.filter(Filter::DctDecode);
-            image.width(*px as i32);
-            image.height(*px as i32);
+            image.width(*w as i32);
+            image.height(*h as i32);
             image.color_space().device_rgb();
             image.bits_per_component(8);
             image.finish();
@@ -285,12 +383,18 @@ impl Document {
 impl Page {
     /// Draws `jpeg` (`px` square) with its bottom left at (`x`, `y`), `side` millimetres.
     fn image(&mut self, jpeg: &[u8], px: u32, x: f32, y: f32, side: f32) {
+        self.picture(jpeg, (px, px), x, y, (side, side));
+    }
+
+    /// Draws `jpeg` (`pixels` wide and high) with its bottom left at (`x`, `y`), `size`
+    /// millimetres wide and high.
+    fn picture(&mut self, jpeg: &[u8], pixels: (u32, u32), x: f32, y: f32, size: (f32, f32)) {
         let name = format!("Im{}", self.images.len());
-        self.images.push((jpeg.to_vec(), px));
-        let s = side * PT_PER_MM;
+        self.images.push((jpeg.to_vec(), pixels));
+        let (w, h) = (size.0 * PT_PER_MM, size.1 * PT_PER_MM);
         self.content.save_state();
         self.content
-            .transform([s, 0.0, 0.0, s, x * PT_PER_MM, y * PT_PER_MM]);
+            .transform([w, 0.0, 0.0, h, x * PT_PER_MM, y * PT_PER_MM]);
         self.content.x_object(Name(name.as_bytes()));
         self.content.restore_state();
     }
