@@ -104,8 +104,12 @@ ls "$CROPS" | sort | tail -n "$MORE" | while read -r f; do ln -s "$CROPS/$f" "$W
 # owner's view lists every shelf).
 all_prepared() {
     while :; do
-        DEPTH=$(curl -fs "$BASE/api/v1/queues" | "$PY" -c \
-            'import json,sys; print(next(q["depth"] for q in json.load(sys.stdin)["queues"] if q["name"] == "photorequest"))')
+        # A request refused for a moment (the roles' processes share one queue file on the
+        # embedded store) is asked again.
+        DEPTH=$( (curl -fs "$BASE/api/v1/queues" || true) | "$PY" -c \
+            'import json,sys
+try: print(next(q["depth"] for q in json.load(sys.stdin)["queues"] if q["name"] == "photorequest"))
+except ValueError: print("unknown")')
         [ "$DEPTH" = 0 ] && break
         sleep 2
     done
