@@ -30,6 +30,42 @@ const SAME_COLOUR: f64 = 6.0;
 /// Boards with at most this many cells free place each photo by a whole assignment
 /// ([`Board::choose`]): its cost grows with the cube of the free cells.
 pub const ASSIGNED_UP_TO: usize = 250;
+/// How long a board's listing of its claims serves the placements after it in this process
+/// (with this process's own claims marked as they are made): a cell claimed elsewhere
+/// meanwhile costs a collision, which lists the claims again.
+const CLAIMS_SERVE: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a board's listing of the photos expected serves: they change a photo at a time
+/// and only weigh the assignment.
+const EXPECTED_SERVE: std::time::Duration = std::time::Duration::from_secs(5);
+/// A board unplaced for this long is forgotten by [`SEEN`].
+const SEEN_FOR: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// What this process's last listings of each board it places photos on found, so that a
+/// placement lists the board's thousands of names about once a second, not once a photo.
+static SEEN: std::sync::Mutex<Option<std::collections::HashMap<Uuid, Seen>>> =
+    std::sync::Mutex::new(None);
+
+/// A board's cells taken and photos expected, as last listed.
+struct Seen {
+    taken: Vec<bool>,
+    taken_at: std::time::Instant,
+    expected: Option<(Vec<[u8; 3]>, std::time::Instant)>,
+}
+
+/// `f` on `event`'s [`Seen`] (one with nothing listed yet when there is none); boards
+/// unplaced for [`SEEN_FOR`] are forgotten.
+fn with_seen<T>(event: Uuid, f: impl FnOnce(&mut Seen) -> T) -> T {
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let seen = seen.get_or_insert_with(std::collections::HashMap::new);
+    seen.retain(|_, s| s.taken_at.elapsed() < SEEN_FOR);
+    let entry = seen.entry(event).or_insert_with(|| Seen {
+        taken: Vec::new(),
+        taken_at: std::time::Instant::now(),
+        expected: None,
+    });
+    f(entry)
+}
+
 /// Board sides in cells.
 pub const BOARD_SIDE: std::ops::RangeInclusive<u32> = 2..=400;
 /// A board's cells at most (Luster's College Football Playoff board had 5,104).
@@ -527,12 +563,12 @@ impl EventStore {
         if let Some(cell) = record.cell {
             return Ok(Some(cell));
         }
-        let mut taken = self.taken(event, board).await?;
+        let mut taken = self.taken_seen(event, board, false).await?;
         // The photos expected next matter only to a whole assignment: listing them (every
         // photo in) is left out while many cells are free.
         let free = taken.iter().filter(|&&t| !t).count();
         let expected = if free <= ASSIGNED_UP_TO {
-            self.expected_photos(event, photo).await?
+            self.expected_seen(event).await?
         } else {
             Vec::new()
         };
@@ -549,7 +585,14 @@ impl EventStore {
             let claim = format!("events/{event}/board/cells/{}", cell.key());
             let named = Bytes::from(photo.to_string());
             match self.blobs.put(&claim, named, PutMode::CreateNew).await {
-                Ok(_) => {}
+                Ok(_) => {
+                    let at = board.at(cell);
+                    with_seen(event, |s| {
+                        if let Some(t) = s.taken.get_mut(at) {
+                            *t = true;
+                        }
+                    });
+                }
                 Err(StorageError::AlreadyExists(_)) => {
                     // Taken meanwhile (or by this photo, on a try after a crash).
                     if self.blobs.get(&claim).await.ok().as_deref()
@@ -559,7 +602,7 @@ impl EventStore {
                     }
                     // Others placed at the same moment took it: every claim made since is
                     // seen at once, not found one collision at a time.
-                    taken = self.taken(event, board).await?;
+                    taken = self.taken_seen(event, board, true).await?;
                     taken[board.at(cell)] = true;
                     continue;
                 }
@@ -580,18 +623,52 @@ impl EventStore {
         .into())
     }
 
-    /// The colours of the photos expected after `photo`: those placed (newest first), standing
-    /// for the photos still to come.
-    async fn expected_photos(&self, event: Uuid, photo: Uuid) -> Result<Vec<[u8; 3]>, EventError> {
+    /// [`EventStore::taken`] as this process last listed it, within [`CLAIMS_SERVE`] (listed
+    /// now when `fresh`).
+    async fn taken_seen(
+        &self,
+        event: Uuid,
+        board: &Board,
+        fresh: bool,
+    ) -> Result<Vec<bool>, EventError> {
+        let cells = board.len();
+        let kept = with_seen(event, |s| {
+            (!fresh && s.taken.len() == cells && s.taken_at.elapsed() < CLAIMS_SERVE)
+                .then(|| s.taken.clone())
+        });
+        if let Some(taken) = kept {
+            return Ok(taken);
+        }
+        let taken = self.taken(event, board).await?;
+        with_seen(event, |s| {
+            s.taken = taken.clone();
+            s.taken_at = std::time::Instant::now();
+        });
+        Ok(taken)
+    }
+
+    /// The colours of the photos expected next: those placed (newest first), standing for the
+    /// photos still to come; as this process last listed them, within [`EXPECTED_SERVE`].
+    async fn expected_seen(&self, event: Uuid) -> Result<Vec<[u8; 3]>, EventError> {
+        let kept = with_seen(event, |s| match &s.expected {
+            Some((expected, at)) if at.elapsed() < EXPECTED_SERVE => Some(expected.clone()),
+            _ => None,
+        });
+        if let Some(expected) = kept {
+            return Ok(expected);
+        }
         // From the board's one listing: the photos in flight are too few to matter.
-        Ok(self
+        let expected: Vec<[u8; 3]> = self
             .placed(event)
             .await?
             .iter()
             .rev()
-            .filter(|p| p.photo.is_some_and(|p| p != photo))
             .filter_map(|p| p.colour)
-            .collect())
+            .collect();
+        with_seen(event, |s| {
+            s.expected = Some((expected.clone(), std::time::Instant::now()));
+        });
+        Ok(expected)
     }
 
     /// Names `cell` in photo `photo`'s record (the one it keeps, if it had one already) and
