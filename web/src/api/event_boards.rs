@@ -462,8 +462,23 @@ pub async fn reprint_sheet(
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let (id, number) = path.into_inner();
-    let record = printer_event(&state, &req, id, query.token.as_deref()).await?;
+    let (record, sheet) = taken_sheet(&state, &req, (id, number), query.token.as_deref()).await?;
     let board = board_of(&record)?.clone();
+    let paper = Paper::named(&sheet.paper).unwrap_or(board_pdf::PAPERS[0]);
+    let bytes = print_sheet(&state, &record, &board, paper, &sheet).await?;
+    Ok(pdf(bytes, &format!("stickers-{number}.pdf")))
+}
+
+/// Board event `id` (to its owner or a printer station) and its sheet `number`: 404 when no
+/// such sheet was taken.
+async fn taken_sheet(
+    state: &AppState,
+    req: &HttpRequest,
+    (id, number): (Uuid, u32),
+    token: Option<&str>,
+) -> ApiResult<(EventRecord, Sheet)> {
+    let record = printer_event(state, req, id, token).await?;
+    board_of(&record)?;
     let sheet = state
         .platform
         .events()
@@ -475,9 +490,7 @@ pub async fn reprint_sheet(
                 format!("no sheet {number} was taken of this board"),
             )
         })?;
-    let paper = Paper::named(&sheet.paper).unwrap_or(board_pdf::PAPERS[0]);
-    let bytes = print_sheet(&state, &record, &board, paper, &sheet).await?;
-    Ok(pdf(bytes, &format!("stickers-{number}.pdf")))
+    Ok((record, sheet))
 }
 
 /// The keepsakes of a sheet's photos (the owner, or a printer station): each guest's photo
@@ -509,19 +522,8 @@ pub async fn sheet_keepsakes(
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
     let (id, number) = path.into_inner();
-    let record = printer_event(&state, &req, id, query.token.as_deref()).await?;
-    board_of(&record)?;
+    let (record, sheet) = taken_sheet(&state, &req, (id, number), query.token.as_deref()).await?;
     let events = state.platform.events();
-    let no_sheet = || {
-        ApiError::not_found(
-            ErrorCode::InvalidParameter,
-            format!("no sheet {number} was taken of this board"),
-        )
-    };
-    let sheet = events
-        .sheet(record.id, number)
-        .await?
-        .ok_or_else(no_sheet)?;
     let on: std::collections::HashMap<Cell, Uuid> = events
         .placed(record.id)
         .await?
