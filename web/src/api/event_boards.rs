@@ -294,6 +294,16 @@ pub async fn take_sheet(
     Ok(answer)
 }
 
+/// What each placed cell of `event`'s board holds: its photo, or none for a cell the owner
+/// filled with the target's colour.
+async fn photos_on(
+    state: &AppState,
+    event: Uuid,
+) -> ApiResult<std::collections::HashMap<Cell, Option<Uuid>>> {
+    let placed = state.platform.events().placed(event).await?;
+    Ok(placed.into_iter().map(|p| (p.cell, p.photo)).collect())
+}
+
 /// The PDF of `sheet`'s stickers, each from its photo's square (or its cell's colour, for a
 /// cell the owner filled so).
 async fn print_sheet(
@@ -305,12 +315,7 @@ async fn print_sheet(
 ) -> ApiResult<Vec<u8>> {
     let event = record.id;
     let events = state.platform.events();
-    let on: std::collections::HashMap<Cell, Option<Uuid>> = events
-        .placed(event)
-        .await?
-        .into_iter()
-        .map(|p| (p.cell, p.photo))
-        .collect();
+    let on = photos_on(&state, event).await?;
     let photos: Vec<(Cell, Option<Uuid>)> = sheet
         .cells
         .iter()
@@ -524,16 +529,13 @@ pub async fn sheet_keepsakes(
     let (id, number) = path.into_inner();
     let (record, sheet) = taken_sheet(&state, &req, (id, number), query.token.as_deref()).await?;
     let events = state.platform.events();
-    let on: std::collections::HashMap<Cell, Uuid> = events
-        .placed(record.id)
-        .await?
-        .into_iter()
-        .filter_map(|p| Some((p.cell, p.photo?)))
-        .collect();
+    let on = photos_on(&state, record.id).await?;
     // A photo at a time: a camera's original decoded is tens of megabytes.
     let mut prints = Vec::new();
     for cell in &sheet.cells {
-        let Some(&photo) = on.get(cell) else { continue };
+        let Some(&Some(photo)) = on.get(cell) else {
+            continue;
+        };
         let bytes = match events.photo(record.id, photo).await {
             Ok(bytes) => bytes,
             // Taken back by its guest since.

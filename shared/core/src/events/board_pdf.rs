@@ -2,8 +2,8 @@
 //! at its exact size with its row and column beside it, and the board itself in panels of
 //! paper, each cell at a sticker's size with its row and column and a faint print of the
 //! target's colour; and keepsake prints, a guest's photo whole on 4 x 6 inch photo paper with
-//! the event's name and where its sticker went. Text is in the PDF's standard Helvetica, so that any reader (and
-//! `pdftotext`) finds it.
+//! the event's name and where its sticker went. Text is in the PDF's standard Helvetica, so
+//! that any reader (and `pdftotext`) finds it.
 
 use pdf_writer::{Content, Filter, Finish, Name, Pdf, Rect, Ref, Str};
 
@@ -119,16 +119,12 @@ pub fn keepsake_of(photo: &image::RgbImage, cell: Option<Cell>) -> Result<Keepsa
     } else {
         (w, h)
     };
-    let mut jpeg = Vec::new();
-    let mut encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 92);
-    let encoded = if (width, height) == (w, h) {
-        encoder.encode_image(photo)
+    let jpeg = if (width, height) == (w, h) {
+        jpeg_of(photo)?
     } else {
-        let fitted =
-            image::imageops::resize(photo, width, height, image::imageops::FilterType::Triangle);
-        encoder.encode_image(&fitted)
+        let filter = image::imageops::FilterType::Triangle;
+        jpeg_of(&image::imageops::resize(photo, width, height, filter))?
     };
-    encoded.map_err(|e| format!("a keepsake's JPEG: {e}"))?;
     Ok(Keepsake {
         jpeg,
         width,
@@ -447,11 +443,7 @@ pub fn sticker_of(
             }
         }
     }
-    let mut jpeg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 92)
-        .encode_image(&rgb)
-        .map_err(|e| format!("a sticker's JPEG: {e}"))?;
-    Ok((jpeg, px))
+    Ok((jpeg_of(&rgb)?, px))
 }
 
 /// A plain sticker of the target's colour in `cell`, for a cell its owner filled so: its JPEG
@@ -459,11 +451,16 @@ pub fn sticker_of(
 pub fn patch_of(board: &Board, cell: Cell) -> Result<(Vec<u8>, u32), String> {
     let px = board.sticker_px();
     let rgb = image::RgbImage::from_pixel(px, px, image::Rgb(board.colour(cell)));
+    Ok((jpeg_of(&rgb)?, px))
+}
+
+/// `rgb` as the JPEG a print embeds.
+fn jpeg_of(rgb: &image::RgbImage) -> Result<Vec<u8>, String> {
     let mut jpeg = Vec::new();
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 92)
-        .encode_image(&rgb)
-        .map_err(|e| format!("a sticker's JPEG: {e}"))?;
-    Ok((jpeg, px))
+        .encode_image(rgb)
+        .map_err(|e| format!("a print's JPEG: {e}"))?;
+    Ok(jpeg)
 }
 
 /// The mean sRGB colour of `rgb`.
