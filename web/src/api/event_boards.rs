@@ -315,7 +315,7 @@ async fn print_sheet(
 ) -> ApiResult<Vec<u8>> {
     let event = record.id;
     let events = state.platform.events();
-    let on = photos_on(&state, event).await?;
+    let on = photos_on(state, event).await?;
     let photos: Vec<(Cell, Option<Uuid>)> = sheet
         .cells
         .iter()
